@@ -1,0 +1,12 @@
+// Package schedule computes when triggers fire, with the semantics of Quartz 2.3:
+// Quartz-syntax cron expressions, simple (fixed interval) triggers, calendar-interval and
+// daily-time-interval triggers, exclusion calendars, and the misfire instructions of every
+// trigger kind.
+//
+// The package is pure: it does no I/O and never reads the clock. Every function takes the
+// instants it needs ("now" included), so the engine and the tests decide what time it is.
+//
+// Fire times are checked case by case against the real Quartz 2.3.2 (see oracle_test.go and
+// testdata/). Where Quartz is plainly broken the package diverges deliberately, and the test
+// that pins the divergence says why.
+package schedule
