@@ -70,7 +70,7 @@ func javaAddMonths(t time.Time, n int) time.Time {
 	y, m, d := t.Date()
 	months := int(m) - 1 + n
 	y += javaFloorDiv(months, 12)
-	m = time.Month(months-javaFloorDiv(months, 12)*12 + 1)
+	m = time.Month(months - javaFloorDiv(months, 12)*12 + 1)
 	if last := javaDaysInMonth(y, m); d > last {
 		d = last
 	}
