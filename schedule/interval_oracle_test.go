@@ -353,5 +353,12 @@ func TestIntervalOracle(t *testing.T) {
 			pass[kind]++
 		}
 		t.Logf("%s: passing %v of %v", file, pass, total)
+		sum := 0
+		for _, n := range total {
+			sum += n
+		}
+		if want := map[string]int{"quartz-expected.txt": 156, "extra-expected.txt": 57}[file]; sum != want {
+			t.Errorf("%s: %d simple/calint/daily cases, want %d", file, sum, want)
+		}
 	}
 }

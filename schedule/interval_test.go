@@ -223,3 +223,36 @@ func TestSimpleMisfireRewritesRepeatCount(t *testing.T) {
 		t.Errorf("fired %d times after the misfire, want 6 (now plus 5 repeats)", fires)
 	}
 }
+
+// A daily-interval repeat count caps the fires over the trigger's life, across days.
+func TestDailyRepeatCountIsLifetime(t *testing.T) {
+	tr := &Trigger{
+		Schedule: DailyInterval{StartTimeOfDay: TimeOfDay{9, 0, 0}, EndTimeOfDay: TimeOfDay{10, 0, 0},
+			Interval: 30, Unit: Minute, RepeatCount: 4},
+		Start: time.Date(2024, 6, 10, 0, 0, 0, 0, time.UTC),
+	}
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.ComputeFirst(nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for !tr.Next.IsZero() && len(got) < 10 {
+		got = append(got, tr.Next.Format("01-02 15:04"))
+		tr.Triggered(nil)
+	}
+	want := "06-10 09:00 06-10 09:30 06-10 10:00 06-11 09:00 06-11 09:30"
+	if strings.Join(got, " ") != want {
+		t.Errorf("fires %v, want %s", got, want)
+	}
+}
+
+// An unvalidated repeating Simple with no interval must not divide by zero.
+func TestSimpleZeroIntervalUnvalidated(t *testing.T) {
+	start := time.Date(2024, 6, 10, 0, 0, 0, 0, time.UTC)
+	tr := &Trigger{Schedule: Simple{RepeatCount: 3}, Start: start}
+	if next, ok := tr.FireTimeAfter(start); ok {
+		t.Errorf("FireTimeAfter = %v, want none", next)
+	}
+}

@@ -56,6 +56,9 @@ func (s Simple) fireTimeAfter(tr *Trigger, t time.Time) (time.Time, bool) {
 	if t.Before(tr.Start) {
 		return tr.Start, true
 	}
+	if s.Interval <= 0 { // only an unvalidated schedule gets here
+		return time.Time{}, false
+	}
 	n := int64(t.Sub(tr.Start)/s.Interval) + 1
 	if finite && n > int64(s.RepeatCount) {
 		return time.Time{}, false
