@@ -172,3 +172,16 @@ func (tr *Trigger) skipExcluded(cal Calendar, candidate, searchStart time.Time) 
 	}
 	return candidate, true
 }
+
+// SkipExcluded moves Next past the times cal excludes. A job store calls it when a trigger's
+// calendar may have changed since Next was computed, so a newly excluded time never fires.
+func (tr *Trigger) SkipExcluded(cal Calendar) {
+	if cal == nil || tr.Next.IsZero() || cal.Includes(tr.Next) {
+		return
+	}
+	next, ok := tr.skipExcluded(cal, tr.Next, tr.Next)
+	if !ok {
+		next = time.Time{}
+	}
+	tr.Next = next
+}
