@@ -31,7 +31,7 @@ func calParseCase(t *testing.T, input string) (calCase, bool) {
 	if f[0] != "calendar" || len(f) < 5 || sep < 4 {
 		return calCase{}, false
 	}
-	loc, err := time.LoadLocation(f[1])
+	loc, err := LoadZone(f[1])
 	if err != nil {
 		return calCase{}, false
 	}
