@@ -12,6 +12,79 @@ type calLinker interface {
 	Calendar
 	setBase(Calendar)
 	base() Calendar
+	location() *time.Location
+	// spec formats the calendar alone in ParseCalendarSpec's syntax.
+	spec() string
+}
+
+func (c *HolidayCalendar) location() *time.Location { return calLocation(c.Location) }
+func (c *WeeklyCalendar) location() *time.Location  { return calLocation(c.Location) }
+func (c *MonthlyCalendar) location() *time.Location { return calLocation(c.Location) }
+func (c *AnnualCalendar) location() *time.Location  { return calLocation(c.Location) }
+func (c *DailyCalendar) location() *time.Location   { return calLocation(c.Location) }
+
+func (c *HolidayCalendar) spec() string { return "holiday:" + strings.Join(c.Dates(), ",") }
+
+func (c *WeeklyCalendar) spec() string {
+	var days []string
+	for d, ex := range c.Excluded {
+		if ex {
+			days = append(days, strconv.Itoa(d+1))
+		}
+	}
+	return "weekly:" + strings.Join(days, ",")
+}
+
+func (c *MonthlyCalendar) spec() string {
+	var days []string
+	for d := 1; d <= 31; d++ {
+		if c.IsDayExcluded(d) {
+			days = append(days, strconv.Itoa(d))
+		}
+	}
+	return "monthly:" + strings.Join(days, ",")
+}
+
+func (c *AnnualCalendar) spec() string {
+	var days []string
+	for _, md := range c.Days() {
+		days = append(days, md.String())
+	}
+	return "annual:" + strings.Join(days, ",")
+}
+
+func (c *DailyCalendar) spec() string {
+	kind := "daily:"
+	if c.Invert {
+		kind = "daily!:"
+	}
+	return kind + c.From.String() + "-" + c.To.String()
+}
+
+// FormatCalendarSpec formats a chain of this package's calendars in ParseCalendarSpec's
+// syntax ("none" for nil), so that a chain can be stored as text. The spec does not hold the
+// zone: every calendar of the chain must have the same Location, which the caller stores
+// beside the spec.
+func FormatCalendarSpec(cal Calendar) (string, error) {
+	if cal == nil {
+		return "none", nil
+	}
+	var parts []string
+	var loc *time.Location
+	for c := cal; c != nil; {
+		l, ok := c.(calLinker)
+		if !ok {
+			return "", fmt.Errorf("calendar %T has no spec form", c)
+		}
+		if loc == nil {
+			loc = l.location()
+		} else if l.location().String() != loc.String() {
+			return "", fmt.Errorf("calendar chain mixes zones %s and %s; a spec has one zone", loc, l.location())
+		}
+		parts = append(parts, l.spec())
+		c = l.base()
+	}
+	return strings.Join(parts, "+"), nil
 }
 
 func (c *HolidayCalendar) base() Calendar { return c.Base }

@@ -402,3 +402,41 @@ func TestCalendarChainOrder(t *testing.T) {
 		t.Error("the chain excluded nothing")
 	}
 }
+
+func TestFormatCalendarSpec(t *testing.T) {
+	ny := calZone(t, "America/New_York")
+	specs := map[string]string{
+		"none":     "none",
+		"weekly":   "weekly:1,7",
+		"weekly:0": "weekly:",
+		"holiday:2024-12-25,2024-06-12+weekly:2,4+monthly:31,1": "holiday:2024-06-12,2024-12-25+weekly:2,4+monthly:1,31",
+		"annual:12-25,2-29":      "annual:02-29,12-25",
+		"daily!:9:00-17:00:00:5": "daily!:09:00:00:000-17:00:00:005",
+		"holiday:":               "holiday:",
+	}
+	for in, want := range specs {
+		cal, err := ParseCalendarSpec(in, ny)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		got, err := FormatCalendarSpec(cal)
+		if err != nil || got != want {
+			t.Errorf("FormatCalendarSpec(%s) = %q, %v; want %q", in, got, err, want)
+		}
+		again, err := ParseCalendarSpec(got, ny)
+		if err != nil {
+			t.Errorf("%s: formatted spec %q does not parse: %v", in, got, err)
+			continue
+		}
+		if f2, _ := FormatCalendarSpec(again); f2 != got {
+			t.Errorf("%s: round trip gives %q, want %q", in, f2, got)
+		}
+	}
+	mixed := &WeeklyCalendar{Location: ny, Base: &HolidayCalendar{}}
+	if _, err := FormatCalendarSpec(mixed); err == nil || !strings.Contains(err.Error(), "mixes zones") {
+		t.Errorf("mixed zones: err = %v", err)
+	}
+	if _, err := FormatCalendarSpec(calQuartzDaily{}); err == nil {
+		t.Error("a foreign Calendar was formatted")
+	}
+}
