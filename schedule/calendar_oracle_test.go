@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -144,33 +145,35 @@ func (q calQuartzDaily) Includes(t time.Time) bool {
 	return true
 }
 
-// calSimpleTimes computes a SimpleTrigger's fires under cal the way Quartz does: slot k is
-// start + k*interval for k up to repeat (forever when repeat is -1), excluded slots still use
-// up the repeat count, and the search gives up past the horizon.
-func calSimpleTimes(start time.Time, interval time.Duration, repeat, n int, cal Calendar) []int64 {
-	out := []int64{}
-	limit := start.Year() + horizonYears
-	for k := 0; len(out) < n && (repeat < 0 || k <= repeat); k++ {
-		t := start.Add(time.Duration(k) * interval)
-		if t.Year() > limit {
-			break
-		}
-		if cal == nil || cal.Includes(t) {
-			out = append(out, t.UnixMilli())
-		}
+// calRunTrigger returns the first cc.n fire times of the case's trigger under cal, as
+// Quartz's computeFireTimes lists them: ComputeFirst, then Triggered repeatedly. ok is false
+// when the trigger cannot be built here.
+func calRunTrigger(cc calCase, cal Calendar) (times []int64, ok bool) {
+	sched, err := calTriggerSchedule(cc)
+	if err != nil {
+		return nil, false
 	}
-	return out
+	tr := &Trigger{Schedule: sched, Start: cc.start}
+	if err := tr.Validate(); err != nil {
+		return nil, false
+	}
+	times = []int64{}
+	if _, err := tr.ComputeFirst(cal); err != nil {
+		return times, true
+	}
+	for len(times) < cc.n && !tr.Next.IsZero() {
+		times = append(times, tr.Next.UnixMilli())
+		tr.Triggered(cal)
+	}
+	return times, true
 }
 
-// calRunTrigger returns the first cc.n fire times of the case's trigger under cal; ok is false
-// for trigger kinds this branch cannot run yet.
-func calRunTrigger(cc calCase, cal Calendar) (times []int64, ok bool) {
-	if cc.trigger[0] == "simple" && len(cc.trigger) == 3 {
-		interval, _ := strconv.ParseInt(cc.trigger[1], 10, 64)
-		repeat, _ := strconv.Atoi(cc.trigger[2])
-		return calSimpleTimes(cc.start, time.Duration(interval)*time.Millisecond, repeat, cc.n, cal), true
+// calTriggerSchedule builds the schedule after ";;" (cron triggers: not on this branch yet).
+func calTriggerSchedule(cc calCase) (Schedule, error) {
+	if cc.trigger[0] == "cron" {
+		return nil, errors.New("no cron parser")
 	}
-	return nil, false
+	return parseIntervalSchedule(cc.trigger, cc.loc)
 }
 
 // TestCalendarOracle runs the `calendar` cases of the oracle files and requires Quartz's
