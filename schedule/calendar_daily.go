@@ -57,9 +57,9 @@ func (ct ClockTime) millis() int {
 }
 
 // on returns ct on the local date y-m-d in loc, resolved as Java's GregorianCalendar does
-// (see calWallTime).
+// (see javaWallTime), because Quartz sets the range ends as fields of the day's calendar.
 func (ct ClockTime) on(y int, m time.Month, d int, loc *time.Location) time.Time {
-	return calWallTime(y, m, d, ct.Hour, ct.Minute, ct.Second, ct.Millisecond*int(time.Millisecond), loc)
+	return javaWallTime(loc, y, m, d, ct.Hour, ct.Minute, ct.Second, ct.Millisecond*int(time.Millisecond))
 }
 
 // ParseTimeOfDayRange parses "FROM-TO" with both ends in ParseClockTime's format and FROM
@@ -127,37 +127,4 @@ func (c *DailyCalendar) Includes(t time.Time) bool {
 	y, m, d := t.In(loc).Date()
 	inRange := !t.Before(c.From.on(y, m, d, loc)) && !t.After(c.To.on(y, m, d, loc))
 	return inRange == c.Invert && calBaseIncludes(c.Base, t)
-}
-
-// calWallTime returns the instant at which the clock in loc reads the given local time,
-// choosing as java.util.GregorianCalendar does when it computes an instant from fields (what
-// Quartz's calendars do): the offset in force is that of the latest zone transition whose
-// wall-clock start (the transition instant read with its new offset) is not after the wall
-// time. So a wall time in a spring-forward gap keeps the old offset and lands later by the
-// gap, and one in a fall-back overlap takes the new offset, its second pass. time.Date
-// leaves both cases unspecified.
-func calWallTime(year int, month time.Month, day, hour, min, sec, nsec int, loc *time.Location) time.Time {
-	// The wall time as seconds, read as if it were UTC.
-	wall := time.Date(year, month, day, hour, min, sec, 0, time.UTC).Unix()
-	_, off := time.Unix(wall, 0).In(loc).Zone()
-	t := time.Unix(wall-int64(off), 0).In(loc)
-	// Walk to the zone period that the rule picks; one or two steps at most, near a change.
-	for range 8 {
-		start, end := t.ZoneBounds()
-		_, off = t.Zone()
-		if !start.IsZero() && start.Unix()+int64(off) > wall {
-			t = start.Add(-time.Second)
-			continue
-		}
-		if !end.IsZero() {
-			_, next := end.Zone()
-			if end.Unix()+int64(next) <= wall {
-				t = end
-				continue
-			}
-		}
-		break
-	}
-	_, off = t.Zone()
-	return time.Unix(wall-int64(off), int64(nsec)).In(loc)
 }

@@ -138,7 +138,7 @@ func (q calQuartzDaily) Includes(t time.Time) bool {
 		}
 		loc := calLocation(d.Location)
 		y, m, day := t.In(loc).Date()
-		if t.Equal(calWallTime(y, m, day, 0, 0, 0, 0, loc)) || t.Equal(calWallTime(y, m, day, 23, 59, 59, 999e6, loc)) {
+		if t.Equal(javaWallTime(loc, y, m, day, 0, 0, 0, 0)) || t.Equal(javaWallTime(loc, y, m, day, 23, 59, 59, 999e6)) {
 			return false
 		}
 	}

@@ -272,7 +272,7 @@ func TestDailyCalendarNewYorkDST(t *testing.T) {
 	calCheck(t, "inverted 01:00-02:00", c, calOffset(2024, 11, 3, 2, 0, -5), true)
 }
 
-func TestCalWallTime(t *testing.T) {
+func TestJavaWallTimeForCalendars(t *testing.T) {
 	lh := calZone(t, "Australia/Lord_Howe")
 	ny := calZone(t, "America/New_York")
 	cases := []struct {
@@ -296,12 +296,12 @@ func TestCalWallTime(t *testing.T) {
 		{time.UTC, 2024, 6, 10, 12, 0, "2024-06-10T12:00:00Z"},
 	}
 	for _, c := range cases {
-		got := calWallTime(c.y, c.m, c.d, c.h, c.mi, 0, 0, c.loc).Format(time.RFC3339)
+		got := javaWallTime(c.loc, c.y, c.m, c.d, c.h, c.mi, 0, 0).Format(time.RFC3339)
 		if got != c.want {
 			t.Errorf("%s %d-%02d-%02d %02d:%02d = %s, want %s", c.loc, c.y, c.m, c.d, c.h, c.mi, got, c.want)
 		}
 	}
-	if got := calWallTime(2024, 3, 10, 2, 30, 0, 5e8, ny); got.Nanosecond() != 5e8 {
+	if got := javaWallTime(ny, 2024, 3, 10, 2, 30, 0, 5e8); got.Nanosecond() != 5e8 {
 		t.Errorf("nanoseconds lost: %v", got)
 	}
 }
