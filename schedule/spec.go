@@ -122,3 +122,24 @@ func ParseDays(s string) ([]time.Weekday, error) {
 
 var weekdayByName = map[string]time.Weekday{"SUN": time.Sunday, "MON": time.Monday, "TUE": time.Tuesday,
 	"WED": time.Wednesday, "THU": time.Thursday, "FRI": time.Friday, "SAT": time.Saturday}
+
+// LocationOf returns the time zone a schedule computes in, or nil for a simple schedule,
+// which counts elapsed time and has none.
+func LocationOf(s Schedule) *time.Location {
+	switch s := s.(type) {
+	case *Cron:
+		return s.Location()
+	case CalendarInterval:
+		return orUTC(s.Location)
+	case DailyInterval:
+		return orUTC(s.Location)
+	}
+	return nil
+}
+
+func orUTC(loc *time.Location) *time.Location {
+	if loc == nil {
+		return time.UTC
+	}
+	return loc
+}

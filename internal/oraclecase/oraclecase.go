@@ -25,7 +25,7 @@ const localLayout = "2006-01-02T15:04:05.000-07:00"
 
 // Result is the answer to one case line.
 type Result struct {
-	Input string      // the case line, trimmed
+	Input string // the case line, trimmed
 	Loc   *time.Location
 	Times []time.Time // fire times (misfire cases: the fires after Next)
 	Err   error       // non-nil: the case is invalid
