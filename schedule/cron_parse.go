@@ -119,6 +119,9 @@ func (p *cronParser) checkRunnable(tokenStart [cronYear + 1]int) error {
 		if !c.lastDOM && c.dom.empty() {
 			return empty(cronDOM)
 		}
+		if c.lastDOM && c.nearestWeekday && c.lastDOMOffset >= 28 {
+			return &CronError{Field: "day-of-month", Pos: tokenStart[cronDOM], Msg: fmt.Sprintf("L-%dW falls before the first of February (Quartz never returns)", c.lastDOMOffset)}
+		}
 		if !c.lastDOM && c.nearestWeekday {
 			if c.dom.first() == 0 {
 				return &CronError{Field: "day-of-month", Pos: tokenStart[cronDOM], Msg: "0W: the weekday nearest day 0 does not exist (Quartz never returns)"}
