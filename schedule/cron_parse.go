@@ -537,6 +537,7 @@ func (p *cronParser) checkNext(i int, s []uint16, val int) error {
 			return p.err(i, "'/' must be followed by an integer")
 		}
 		i++
+		at := i
 		incr, ok := cronDigit(s[i])
 		if !ok {
 			return p.err(i, "'/' must be followed by an integer")
@@ -551,7 +552,7 @@ func (p *cronParser) checkNext(i int, s []uint16, val int) error {
 			}
 			p.ignored(s, i, "the step before it")
 		}
-		if err := p.checkIncrement(incr, i); err != nil {
+		if err := p.checkIncrement(incr, at); err != nil {
 			return err
 		}
 		if incr == 0 {
