@@ -4,7 +4,7 @@ go 1.26.8
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 )

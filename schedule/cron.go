@@ -94,6 +94,7 @@ func (c *Cron) Matches(t time.Time) bool {
 	return ok && got == orig
 }
 
+// Kind returns KindCron.
 func (c *Cron) Kind() Kind { return KindCron }
 
 // cronStart is CronTriggerImpl's start time: it drops the milliseconds.

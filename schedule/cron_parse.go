@@ -119,6 +119,9 @@ func (p *cronParser) checkRunnable(tokenStart [cronYear + 1]int) error {
 		if !c.lastDOM && c.dom.empty() {
 			return empty(cronDOM)
 		}
+		if c.lastDOM && c.nearestWeekday && c.lastDOMOffset >= 28 {
+			return &CronError{Field: "day-of-month", Pos: tokenStart[cronDOM], Msg: fmt.Sprintf("L-%dW falls before the first of February (Quartz never returns)", c.lastDOMOffset)}
+		}
 		if !c.lastDOM && c.nearestWeekday {
 			if c.dom.first() == 0 {
 				return &CronError{Field: "day-of-month", Pos: tokenStart[cronDOM], Msg: "0W: the weekday nearest day 0 does not exist (Quartz never returns)"}
@@ -534,6 +537,7 @@ func (p *cronParser) checkNext(i int, s []uint16, val int) error {
 			return p.err(i, "'/' must be followed by an integer")
 		}
 		i++
+		at := i
 		incr, ok := cronDigit(s[i])
 		if !ok {
 			return p.err(i, "'/' must be followed by an integer")
@@ -548,7 +552,7 @@ func (p *cronParser) checkNext(i int, s []uint16, val int) error {
 			}
 			p.ignored(s, i, "the step before it")
 		}
-		if err := p.checkIncrement(incr, i); err != nil {
+		if err := p.checkIncrement(incr, at); err != nil {
 			return err
 		}
 		if incr == 0 {
