@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -73,14 +74,15 @@ func (e *executor) ExecutionsInsert(ctx context.Context, es []*store.Execution) 
 	return dups, nil
 }
 
-func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+// executionRows returns the VALUES list and arguments inserting es.
+func executionRows(es []*store.Execution) (string, []any, error) {
 	args := make([]any, 0, len(es)*executionInsertWidth)
 	row := placeholders(executionInsertWidth)
 	values := make([]byte, 0, len(es)*(len(row)+2))
 	for i, x := range es {
 		data, err := encodeJSON(x.Data, x.Data == nil)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		state, alarm := x.State, x.AlarmState
 		if state == "" {
@@ -97,23 +99,26 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 		}
 		values = append(values, row...)
 	}
+	return string(values), args, nil
+}
 
+func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+	if e.d().kind == mysqlKind && !e.d().returning {
+		return e.insertExecutionsNoReturning(ctx, es)
+	}
+	values, args, err := executionRows(es)
+	if err != nil {
+		return nil, err
+	}
 	// Each dialect skips rows whose fire key exists and reports the rows it inserted; the
 	// caller's rows are then matched to them by fire key (rows without a trigger cannot
 	// collide, and take the ids of the trigger-less rows in insertion order).
 	var got []insertedExecution
-	var err error
-	switch {
-	case e.d().kind == mysqlKind && !e.d().returning:
-		err = e.inTx(ctx, func(e *executor) error {
-			got, err = e.insertExecutionsMySQL(ctx, string(values), args, len(es))
-			return err
-		})
-	case e.d().kind == mysqlKind:
+	if e.d().kind == mysqlKind {
 		got, err = scanInserted(e.query(ctx, "INSERT IGNORE INTO executions ("+executionInsertCols+") VALUES "+
-			string(values)+" RETURNING id, trigger_id, scheduled_at, attempt", args...))
-	default:
-		got, err = scanInserted(e.query(ctx, "INSERT INTO executions ("+executionInsertCols+") VALUES "+string(values)+
+			values+" RETURNING id, trigger_id, scheduled_at, attempt", args...))
+	} else {
+		got, err = scanInserted(e.query(ctx, "INSERT INTO executions ("+executionInsertCols+") VALUES "+values+
 			" ON CONFLICT (trigger_id, scheduled_at, attempt) DO NOTHING RETURNING id, trigger_id, scheduled_at, attempt", args...))
 	}
 	if err != nil {
@@ -178,24 +183,82 @@ func scanInserted(rows *sql.Rows, err error) ([]insertedExecution, error) {
 	return out, rows.Err()
 }
 
-// insertExecutionsMySQL stands in for RETURNING on MySQL 8. InnoDB gives a multi-row INSERT
-// whose row count is known in advance one block of consecutive ids starting at
-// LAST_INSERT_ID() (in every innodb_autoinc_lock_mode), so the rows in that block are exactly
-// the rows this statement inserted.
-func (e *executor) insertExecutionsMySQL(ctx context.Context, values string, args []any, n int) ([]insertedExecution, error) {
-	res, err := e.exec(ctx, "INSERT IGNORE INTO executions ("+executionInsertCols+") VALUES "+values, args...)
+// insertExecutionsNoReturning stands in for INSERT ... RETURNING on MySQL 8. It drops the
+// fires that exist (one indexed SELECT) and inserts the rest with a plain multi-row INSERT: an
+// InnoDB "simple insert" (row count known in advance) takes consecutive ids from
+// LAST_INSERT_ID() in every innodb_autoinc_lock_mode, so row i gets first+i. A fire inserted
+// by someone else between the two statements makes the INSERT fail with ErrAlreadyExists,
+// never a second row.
+func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+	var keys []any
+	var tuples []string
+	for _, x := range es {
+		if x.TriggerID != 0 {
+			keys = append(keys, x.TriggerID, x.ScheduledAt, x.Attempt)
+			tuples = append(tuples, "(?, ?, ?)")
+		}
+	}
+	taken := map[fireKey]bool{}
+	if len(tuples) > 0 {
+		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt FROM executions WHERE (trigger_id, scheduled_at, attempt) IN ("+
+			strings.Join(tuples, ", ")+")", keys...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k fireKey
+			if err := rows.Scan(&k.trigger, &k.scheduled, &k.attempt); err != nil {
+				return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
+			}
+			taken[k] = true
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
+		}
+		rows.Close()
+	}
+	var fresh, dups []*store.Execution
+	for _, x := range es {
+		k := fireKey{x.TriggerID, x.ScheduledAt, x.Attempt}
+		if x.TriggerID != 0 && taken[k] {
+			x.ID = 0
+			dups = append(dups, x)
+			continue
+		}
+		if x.TriggerID != 0 {
+			taken[k] = true // a twin later in the batch is a duplicate too
+		}
+		fresh = append(fresh, x)
+	}
+	if len(fresh) == 0 {
+		return dups, nil
+	}
+	values, args, err := executionRows(fresh)
 	if err != nil {
 		return nil, err
+	}
+	res, err := e.exec(ctx, "INSERT INTO executions ("+executionInsertCols+") VALUES "+values, args...)
+	if err != nil {
+		if isUniqueViolation(err) {
+			return nil, fmt.Errorf("insert %d executions: a fire was inserted concurrently: %w", len(fresh), store.ErrAlreadyExists)
+		}
+		return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(fresh), err)
 	}
 	first, err := res.LastInsertId()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(fresh), err)
 	}
-	if inserted, err := affected(res); err != nil || inserted == 0 {
-		return nil, err
+	for i, x := range fresh {
+		x.ID = first + int64(i)
+		if x.State == "" {
+			x.State = store.ExecPending
+		}
+		if x.AlarmState == "" {
+			x.AlarmState = store.AlarmNone
+		}
 	}
-	return scanInserted(e.query(ctx, "SELECT id, trigger_id, scheduled_at, attempt FROM executions WHERE id >= ? AND id < ?",
-		first, first+int64(n)))
+	return dups, nil
 }
 
 // ExecutionGet returns the execution id.

@@ -43,6 +43,17 @@ func TestPostgres(t *testing.T) {
 
 func TestMySQL(t *testing.T) {
 	t.Parallel()
+	testMySQL(t)
+}
+
+// TestMySQLWithoutReturning runs the suite on the MySQL 8 paths (no INSERT ... RETURNING),
+// which a MariaDB server can run too.
+func TestMySQLWithoutReturning(t *testing.T) {
+	t.Parallel()
+	testMySQL(t, sqlstore.WithoutReturning())
+}
+
+func testMySQL(t *testing.T, opts ...sqlstore.Option) {
 	dsn := serverDSN(t, "SUNDIAL_TEST_MYSQL")
 	cfg, err := mysql.ParseDSN(strings.TrimPrefix(dsn, "mysql://"))
 	if err != nil {
@@ -56,7 +67,7 @@ func TestMySQL(t *testing.T) {
 		t.Cleanup(func() { exec(t, admin, "DROP DATABASE "+db) })
 		c := cfg.Clone()
 		c.DBName = db
-		return openMigrated(t, "mysql://"+c.FormatDSN())
+		return openMigrated(t, "mysql://"+c.FormatDSN(), opts...)
 	})
 }
 
@@ -124,10 +135,10 @@ func openAdmin(t *testing.T, driver, dsn string) *sql.DB {
 	return db
 }
 
-func openMigrated(t *testing.T, dsn string) store.Store {
+func openMigrated(t *testing.T, dsn string, opts ...sqlstore.Option) store.Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := sqlstore.Open(ctx, dsn)
+	s, err := sqlstore.Open(ctx, dsn, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
