@@ -99,6 +99,18 @@ type Executor interface {
 	// ExecutionsReleaseAcquired moves a dead node's acquired executions back to pending with
 	// no node, and returns how many moved.
 	ExecutionsReleaseAcquired(ctx context.Context, node string) (int64, error)
+	// ExecutionsCountLive counts each job's acquired and running executions (the fires in
+	// flight), for the concurrency policies. Jobs with none are absent from the map.
+	ExecutionsCountLive(ctx context.Context, jobIDs []int64) (map[int64]int, error)
+	// ExecutionsAlarmPending lists executions whose alarm is pending, by id after afterID.
+	ExecutionsAlarmPending(ctx context.Context, afterID int64, limit int) ([]*Execution, error)
+	// ExecutionsSetAlarm moves the given executions' alarm state from one state to another
+	// and returns the IDs that moved.
+	ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to AlarmState) ([]int64, error)
+	// ExecutionsDeleteFiredBefore deletes up to limit terminal executions fired before
+	// firedBefore, oldest first, with their log lines, and returns how many it deleted: the
+	// retention sweep calls it until it returns less than limit.
+	ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error)
 	// ExecutionsLoseRunning moves a dead node's running executions to lost, stamping
 	// FinishedAt with the database clock, and returns them as they are after the move.
 	ExecutionsLoseRunning(ctx context.Context, node string) ([]*Execution, error)
@@ -213,4 +225,7 @@ type ExecutionResult struct {
 	FinishedAt int64
 	// Data replaces the execution's data snapshot when non-nil.
 	Data map[string]any
+	// AlarmState replaces the alarm state when non-empty (AlarmPending for a failure that
+	// must be reported).
+	AlarmState AlarmState
 }

@@ -81,11 +81,12 @@ func concat(parts ...[]any) []any {
 	return out
 }
 
-var completeCols = []string{"id", "state", "handle_code", "handle_msg", "started_at", "finished_at", "has_data", "data"}
+var completeCols = []string{"id", "state", "handle_code", "handle_msg", "started_at", "finished_at", "has_data", "data", "alarm_state"}
 
 const completeSet = `state = u.state, handle_code = u.handle_code, handle_msg = u.handle_msg,
 	started_at = CASE WHEN u.started_at = 0 THEN t.started_at ELSE u.started_at END, finished_at = u.finished_at,
-	data = CASE WHEN u.has_data = 1 THEN u.data ELSE t.data END`
+	data = CASE WHEN u.has_data = 1 THEN u.data ELSE t.data END,
+	alarm_state = CASE WHEN u.alarm_state = '' THEN t.alarm_state ELSE u.alarm_state END`
 
 // ExecutionsComplete moves running executions to their results' states, one statement per
 // chunk.
@@ -104,13 +105,13 @@ func (e *executor) ExecutionsComplete(ctx context.Context, rs []store.ExecutionR
 func (e *executor) completeExecutions(ctx context.Context, rs []store.ExecutionResult) ([]int64, error) {
 	n := len(rs)
 	ids, codes, started, finished, has := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	states, msgs, data := make([]string, n), make([]string, n), make([]string, n)
+	states, msgs, data, alarms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, r := range rs {
 		if !r.State.Terminal() {
 			return nil, fmt.Errorf("execution %d: result state %q is not terminal", r.ID, r.State)
 		}
 		ids[i], codes[i], started[i], finished[i] = r.ID, int64(r.HandleCode), r.StartedAt, r.FinishedAt
-		states[i], msgs[i] = string(r.State), r.HandleMsg
+		states[i], msgs[i], alarms[i] = string(r.State), r.HandleMsg, string(r.AlarmState)
 		if r.Data != nil {
 			s, err := encodeJSON(r.Data, false)
 			if err != nil {
@@ -123,7 +124,7 @@ func (e *executor) completeExecutions(ctx context.Context, rs []store.ExecutionR
 		args := make([]any, 0, n*len(completeCols))
 		for i := range rs {
 			if keep == nil || keep[ids[i]] {
-				args = append(args, ids[i], states[i], codes[i], msgs[i], started[i], finished[i], has[i], data[i])
+				args = append(args, ids[i], states[i], codes[i], msgs[i], started[i], finished[i], has[i], data[i], alarms[i])
 			}
 		}
 		return args
@@ -131,9 +132,9 @@ func (e *executor) completeExecutions(ctx context.Context, rs []store.ExecutionR
 	switch e.d().kind {
 	case postgres:
 		return scanInt64s(e.query(ctx, "UPDATE executions AS t SET "+completeSet+
-			" FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[])"+
+			" FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[])"+
 			" AS u("+strings.Join(completeCols, ", ")+") WHERE t.id = u.id AND t.state = 'running' RETURNING t.id",
-			ids, states, codes, msgs, started, finished, has, data))
+			ids, states, codes, msgs, started, finished, has, data, alarms))
 	case sqlite:
 		return scanInt64s(e.query(ctx, "WITH "+e.d().valuesTable(completeCols, n)+" UPDATE executions AS t SET "+completeSet+
 			" FROM u WHERE t.id = u.id AND t.state = 'running' RETURNING id", rowArgs(nil)...))

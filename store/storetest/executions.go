@@ -255,3 +255,39 @@ func testRecovery(t *testing.T, s store.Store) {
 	equal(t, "second release", get(s.ExecutionsReleaseAcquired(ctx, "dead")).ok(t), int64(0))
 	equal(t, "second lose", len(get(s.ExecutionsLoseRunning(ctx, "dead")).ok(t)), 0)
 }
+
+func testExecutionSweeps(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mk := func(job int64, state store.ExecutionState, fired int64) *store.Execution {
+		return &store.Execution{JobID: job, ScheduledAt: fired, FiredAt: fired, Cause: store.CauseAPI, Node: "n", State: state}
+	}
+	run1, acq1, pend1, done1 := mk(1, store.ExecRunning, 10), mk(1, store.ExecAcquired, 20), mk(1, store.ExecPending, 0), mk(1, store.ExecSucceeded, 5)
+	run2 := mk(2, store.ExecRunning, 30)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{run1, acq1, pend1, done1, run2})).ok(t)
+	live := get(s.ExecutionsCountLive(ctx, []int64{1, 2, 3})).ok(t)
+	equal(t, "live", fmt.Sprint(live), fmt.Sprint(map[int64]int{1: 2, 2: 1}))
+
+	// A failure that must be reported carries a pending alarm; the sweep claims it once.
+	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{
+		{ID: run1.ID, State: store.ExecFailed, FinishedAt: 40, AlarmState: store.AlarmPending},
+		{ID: run2.ID, State: store.ExecSucceeded, FinishedAt: 40},
+	})).ok(t)
+	equal(t, "alarm of success", get(s.ExecutionGet(ctx, run2.ID)).ok(t).AlarmState, store.AlarmNone)
+	alarms := get(s.ExecutionsAlarmPending(ctx, 0, 10)).ok(t)
+	equal(t, "pending alarms", fmt.Sprint(ids(alarms, executionID)), fmt.Sprint([]int64{run1.ID}))
+	sent := get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID, run2.ID}, store.AlarmPending, store.AlarmSent)).ok(t)
+	sameIDs(t, "alarms sent", sent, []int64{run1.ID})
+	equal(t, "sent twice", len(get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID}, store.AlarmPending, store.AlarmSent)).ok(t)), 0)
+	equal(t, "pending after send", len(get(s.ExecutionsAlarmPending(ctx, 0, 10)).ok(t)), 0)
+
+	// Retention: terminal executions fired before the horizon go, with their logs; live ones stay.
+	get(s.ExecutionLogAppend(ctx, done1.ID, []store.LogLine{{Line: 1, Message: "x"}})).ok(t)
+	equal(t, "deleted", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 1)).ok(t), int64(1)) // done1 (fired 5) first
+	_, err := s.ExecutionGet(ctx, done1.ID)
+	wantErr(t, err, store.ErrNotFound)
+	equal(t, "logs of deleted", len(get(s.ExecutionLogList(ctx, done1.ID, 0, 10)).ok(t)), 0)
+	equal(t, "deleted next", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 10)).ok(t), int64(1)) // run1, failed at 10
+	equal(t, "nothing left to delete", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 10)).ok(t), int64(0))
+	equal(t, "live kept", get(s.ExecutionGet(ctx, acq1.ID)).ok(t).State, store.ExecAcquired)
+	equal(t, "newer kept", get(s.ExecutionGet(ctx, run2.ID)).ok(t).State, store.ExecSucceeded)
+}
