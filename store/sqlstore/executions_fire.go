@@ -151,8 +151,8 @@ func (e *executor) completeExecutions(ctx context.Context, rs []store.ExecutionR
 			keep[id] = true
 		}
 		args := rowArgs(keep)
-		if _, err := e.exec(ctx, "UPDATE executions AS t JOIN "+e.d().valuesTable(completeCols, len(args)/len(completeCols))+
-			" ON t.id = u.id SET "+qualifySet(completeSet), args...); err != nil {
+		if _, err := e.exec(ctx, "UPDATE "+e.d().valuesTable(completeCols, len(args)/len(completeCols))+
+			" STRAIGHT_JOIN executions AS t ON t.id = u.id SET "+qualifySet(completeSet), args...); err != nil {
 			return err
 		}
 		won = got

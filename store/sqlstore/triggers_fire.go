@@ -61,7 +61,10 @@ func (e *executor) TriggersUpdateAfterFire(ctx context.Context, us []store.Trigg
 		args = append(args, now)
 		var q string
 		if e.d().kind == mysqlKind {
-			q = "UPDATE triggers AS t JOIN " + e.d().valuesTable(triggerFireCols, len(batch)) + " ON t.id = u.id SET " +
+			// STRAIGHT_JOIN drives the join from the batch and reaches each trigger by its
+			// primary key. Left to the optimiser, InnoDB may scan triggers and lock every
+			// row it passes, deadlocking with a node that holds other due rows.
+			q = "UPDATE " + e.d().valuesTable(triggerFireCols, len(batch)) + " STRAIGHT_JOIN triggers AS t ON t.id = u.id SET " +
 				qualifySet(triggerFireSet)
 		} else {
 			q = "WITH " + e.d().valuesTable(triggerFireCols, len(batch)) + " UPDATE triggers AS t SET " + triggerFireSet +

@@ -25,6 +25,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("PauseAll", func(t *testing.T) { t.Parallel(); testPauseAll(t, open(t)) })
 	t.Run("LockDueOrder", func(t *testing.T) { t.Parallel(); testLockDueOrder(t, open(t)) })
 	t.Run("LockDueRace", func(t *testing.T) { t.Parallel(); testLockDueRace(t, open(t)) })
+	t.Run("LockDueSkipsLocked", func(t *testing.T) { t.Parallel(); testLockDueSkipsLocked(t, open(t)) })
 	t.Run("UpdateAfterFire", func(t *testing.T) { t.Parallel(); testUpdateAfterFire(t, open(t)) })
 	t.Run("Calendars", func(t *testing.T) { t.Parallel(); testCalendars(t, open(t)) })
 	t.Run("ExecutionsInsert", func(t *testing.T) { t.Parallel(); testExecutionsInsert(t, open(t)) })

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -328,4 +329,51 @@ func testCalendars(t *testing.T, s store.Store) {
 	_, err := s.CalendarGet(ctx, "base")
 	wantErr(t, err, store.ErrNotFound)
 	wantErr(t, s.CalendarDelete(ctx, "base"), store.ErrNotFound)
+}
+
+// testLockDueSkipsLocked holds a transaction's locks on some due triggers while a second
+// transaction acquires: the second must get only the others (PostgreSQL and MySQL skip the
+// locked rows; SQLite makes the second wait for the first to commit).
+func testLockDueSkipsLocked(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	all := newTriggers(t, s, 6, 100)
+	tx1 := get(s.Begin(ctx)).ok(t)
+	defer tx1.Rollback()
+	first := get(tx1.TriggersLockDue(ctx, 100, 3)).ok(t)
+	equal(t, "first batch", len(first), 3)
+
+	type result struct {
+		ids []int64
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		tx2, err := s.Begin(ctx)
+		if err != nil {
+			second <- result{err: err}
+			return
+		}
+		defer tx2.Rollback()
+		ts, err := tx2.TriggersLockDue(ctx, 100, 10)
+		if err == nil {
+			us := make([]store.TriggerFireUpdate, len(ts))
+			for i, tr := range ts {
+				us[i] = store.TriggerFireUpdate{ID: tr.ID, NextFireAt: 5000, TimesFired: 1, State: store.TriggerWaiting}
+			}
+			if _, err = tx2.TriggersUpdateAfterFire(ctx, us); err == nil {
+				err = tx2.Commit()
+			}
+		}
+		second <- result{ids(ts, triggerID), err}
+	}()
+	time.Sleep(200 * time.Millisecond) // let the second transaction meet the first one's locks
+	us := make([]store.TriggerFireUpdate, len(first))
+	for i, tr := range first {
+		us[i] = store.TriggerFireUpdate{ID: tr.ID, NextFireAt: 5000, TimesFired: 1, State: store.TriggerWaiting}
+	}
+	get(tx1.TriggersUpdateAfterFire(ctx, us)).ok(t)
+	noErr(t, tx1.Commit())
+	r := <-second
+	noErr(t, r.err)
+	sameIDs(t, "both batches", append(ids(first, triggerID), r.ids...), all)
 }
