@@ -1,0 +1,191 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+const jobCols = "id, group_name, name, description, target_kind, handler, app, params, data, concurrency, " +
+	"persist_data, requests_recovery, timeout_ms, max_retries, retry_backoff_ms, routing, alarm_targets, " +
+	"child_job_ids, enabled, created_at, updated_at"
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanJob(r rowScanner) (*store.Job, error) {
+	var j store.Job
+	var data, alarms, children string
+	err := r.Scan(&j.ID, &j.Group, &j.Name, &j.Description, &j.TargetKind, &j.Handler, &j.App, &j.Params,
+		&data, &j.Concurrency, &j.PersistData, &j.RequestsRecovery, &j.TimeoutMs, &j.MaxRetries,
+		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.CreatedAt, &j.UpdatedAt)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeJSON(data, &j.Data); err != nil {
+		return nil, err
+	}
+	if err := decodeJSON(alarms, &j.AlarmTargets); err != nil {
+		return nil, err
+	}
+	if err := decodeJSON(children, &j.ChildJobIDs); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// jobValues returns the columns after id in jobCols order, without the timestamps.
+func jobValues(j *store.Job) ([]any, error) {
+	data, err := encodeJSON(j.Data, len(j.Data) == 0)
+	if err != nil {
+		return nil, err
+	}
+	alarms, err := encodeJSON(j.AlarmTargets, len(j.AlarmTargets) == 0)
+	if err != nil {
+		return nil, err
+	}
+	children, err := encodeJSON(j.ChildJobIDs, len(j.ChildJobIDs) == 0)
+	if err != nil {
+		return nil, err
+	}
+	conc := j.Concurrency
+	if conc == "" {
+		conc = store.ConcurrencyAllow
+	}
+	return []any{j.Group, j.Name, j.Description, string(j.TargetKind), j.Handler, j.App, j.Params, data,
+		string(conc), j.PersistData, j.RequestsRecovery, j.TimeoutMs, j.MaxRetries, j.RetryBackoffMs,
+		j.Routing, alarms, children, j.Enabled}, nil
+}
+
+// JobInsert stores j and sets its ID and timestamps.
+func (e *executor) JobInsert(ctx context.Context, j *store.Job) error {
+	vals, err := jobValues(j)
+	if err != nil {
+		return err
+	}
+	now := e.cfg.now()
+	vals = append(vals, now, now)
+	id, err := e.insertID(ctx, "INSERT INTO jobs ("+jobCols[len("id, "):]+") VALUES "+placeholders(len(vals)), vals...)
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("job %q/%q: %w", j.Group, j.Name, store.ErrAlreadyExists)
+		}
+		return fmt.Errorf("sqlstore: insert job %q/%q: %w", j.Group, j.Name, err)
+	}
+	j.ID, j.CreatedAt, j.UpdatedAt = id, now, now
+	if j.Concurrency == "" {
+		j.Concurrency = store.ConcurrencyAllow
+	}
+	return nil
+}
+
+// JobGet returns the job id.
+func (e *executor) JobGet(ctx context.Context, id int64) (*store.Job, error) {
+	j, err := scanJob(e.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: get job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// JobGetByKey returns the job named group/name.
+func (e *executor) JobGetByKey(ctx context.Context, group, name string) (*store.Job, error) {
+	j, err := scanJob(e.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE group_name = ? AND name = ?", group, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("job %q/%q: %w", group, name, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: get job %q/%q: %w", group, name, err)
+	}
+	return j, nil
+}
+
+// JobList lists jobs by id.
+func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job, error) {
+	q := "SELECT " + jobCols + " FROM jobs WHERE id > ?"
+	args := []any{f.AfterID}
+	if f.Group != "" {
+		q += " AND group_name = ?"
+		args = append(args, f.Group)
+	}
+	q += " ORDER BY id LIMIT ?"
+	args = append(args, limitOr(f.Limit))
+	rows, err := e.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: list jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// JobUpdate overwrites the job j.ID.
+func (e *executor) JobUpdate(ctx context.Context, j *store.Job) error {
+	vals, err := jobValues(j)
+	if err != nil {
+		return err
+	}
+	now := e.cfg.now()
+	vals = append(vals, now, j.ID)
+	res, err := e.exec(ctx, `UPDATE jobs SET group_name = ?, name = ?, description = ?, target_kind = ?, handler = ?,
+		app = ?, params = ?, data = ?, concurrency = ?, persist_data = ?, requests_recovery = ?, timeout_ms = ?,
+		max_retries = ?, retry_backoff_ms = ?, routing = ?, alarm_targets = ?, child_job_ids = ?, enabled = ?,
+		updated_at = ? WHERE id = ?`, vals...)
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("job %q/%q: %w", j.Group, j.Name, store.ErrAlreadyExists)
+		}
+		return fmt.Errorf("sqlstore: update job %d: %w", j.ID, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("job %d: %w", j.ID, store.ErrNotFound)
+	}
+	j.UpdatedAt = now
+	return nil
+}
+
+// JobSetData replaces the job's data map.
+func (e *executor) JobSetData(ctx context.Context, id int64, data map[string]any) error {
+	s, err := encodeJSON(data, len(data) == 0)
+	if err != nil {
+		return err
+	}
+	res, err := e.exec(ctx, "UPDATE jobs SET data = ?, updated_at = ? WHERE id = ?", s, e.cfg.now(), id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: set data of job %d: %w", id, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// JobDelete deletes the job; the foreign key cascades to its triggers.
+func (e *executor) JobDelete(ctx context.Context, id int64) error {
+	res, err := e.exec(ctx, "DELETE FROM jobs WHERE id = ?", id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: delete job %d: %w", id, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,346 @@
+// Package sqlstore implements store.Store on SQL databases: SQLite (modernc.org/sqlite, pure
+// Go), PostgreSQL (pgx) and MySQL 8 / MariaDB >= 10.6 (go-sql-driver/mysql). The queries are
+// shared; a small dialect layer covers what differs: placeholders, RETURNING, upserts, row
+// locking, batch updates and the database clock.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// DefaultLogLineCap is how many log lines an execution keeps unless WithLogLineCap says
+// otherwise.
+const DefaultLogLineCap = 10000
+
+// Store is a store.Store backed by a SQL database.
+type Store struct {
+	executor
+	db *sql.DB
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Option configures Open.
+type Option func(*config)
+
+// WithLogLineCap caps the log lines stored per execution; lines past it are dropped.
+func WithLogLineCap(n int64) Option { return func(c *config) { c.logLineCap = n } }
+
+// config is what every executor of one Store shares.
+type config struct {
+	dialect    dialect
+	db         *sql.DB
+	logLineCap int64
+	now        func() int64
+	// noReturning makes a MariaDB connection take MySQL 8's paths (tests only).
+	noReturning bool
+}
+
+// Open connects to the database named by dsn and picks the dialect from it:
+//
+//	postgres://user@host:5432/db?sslmode=disable   (also postgresql://)
+//	mysql://user:pass@tcp(host:3306)/db             (the go-sql-driver DSN after the scheme)
+//	sqlite://path/to/file.db, file:path.db or a bare path
+//
+// It does not migrate; call Migrate.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	cfg := &config{logLineCap: DefaultLogLineCap, now: func() int64 { return time.Now().UnixMilli() }}
+	for _, o := range opts {
+		o(cfg)
+	}
+	var err error
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		cfg.dialect = dialect{kind: postgres, returning: true}
+		cfg.db, err = sql.Open("pgx", dsn)
+	case strings.HasPrefix(dsn, "mysql://"):
+		cfg.dialect = dialect{kind: mysqlKind}
+		cfg.db, err = openMySQL(strings.TrimPrefix(dsn, "mysql://"))
+	default:
+		cfg.dialect = dialect{kind: sqlite, returning: true}
+		var sdsn string
+		sdsn, err = sqliteDSN(dsn)
+		if err == nil {
+			cfg.db, err = sql.Open("sqlite", sdsn)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open %s: %w", redact(dsn), err)
+	}
+	if err := cfg.db.PingContext(ctx); err != nil {
+		cfg.db.Close()
+		return nil, fmt.Errorf("sqlstore: connect to %s: %w", redact(dsn), err)
+	}
+	if cfg.dialect.kind == mysqlKind {
+		// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 has none.
+		var v string
+		if err := cfg.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+			cfg.db.Close()
+			return nil, fmt.Errorf("sqlstore: server version: %w", err)
+		}
+		cfg.dialect.returning = strings.Contains(strings.ToLower(v), "mariadb") && !cfg.noReturning
+	}
+	return &Store{executor: executor{cfg: cfg, q: cfg.db}, db: cfg.db}, nil
+}
+
+func openMySQL(dsn string) (*sql.DB, error) {
+	mc, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	// Counts must mean "rows matched": an update that rewrites a row with equal values is
+	// still a hit for ErrNotFound checks.
+	mc.ClientFoundRows = true
+	// One round trip per statement instead of prepare + execute + close; batch statements
+	// also get literal-typed derived tables this way.
+	mc.InterpolateParams = true
+	if mc.Params == nil {
+		mc.Params = map[string]string{}
+	}
+	// The database clock is read with UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)), which is only
+	// unambiguous in a zone without daylight saving.
+	if _, ok := mc.Params["time_zone"]; !ok {
+		mc.Params["time_zone"] = "'+00:00'"
+	}
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
+}
+
+// sqliteDSN turns a path into a modernc DSN with WAL, a busy timeout, foreign keys, and
+// BEGIN IMMEDIATE for every transaction: SQLite has one writer, and a transaction that starts
+// as a reader and later writes can fail with SQLITE_BUSY where an immediate one would wait.
+func sqliteDSN(dsn string) (string, error) {
+	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "file:")
+	query := ""
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path, query = path[:i], path[i+1:]
+	}
+	if path == "" {
+		return "", errors.New("empty SQLite path")
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", err
+	}
+	pragmas := strings.Join(q["_pragma"], ",")
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		name := p[:strings.IndexByte(p, '(')]
+		if !strings.Contains(pragmas, name) {
+			q.Add("_pragma", p)
+		}
+	}
+	if q.Get("_txlock") == "" {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode(), nil
+}
+
+// redact hides a password in a DSN for error messages.
+func redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	if at := strings.LastIndex(dsn, "@"); at >= 0 {
+		if c := strings.Index(dsn, ":"); c >= 0 && c < at && strings.HasPrefix(dsn, "mysql://") {
+			if c2 := strings.Index(dsn[len("mysql://"):], ":"); c2 >= 0 && len("mysql://")+c2 < at {
+				return dsn[:len("mysql://")+c2] + ":xxxxx" + dsn[at:]
+			}
+		}
+	}
+	return dsn
+}
+
+// Migrate applies the schema migrations this build knows and not the database yet.
+func (s *Store) Migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrations, "migrations/"+s.cfg.dialect.kind.dir())
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	p, err := goose.NewProvider(s.cfg.dialect.kind.goose(), s.db, sub)
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	return nil
+}
+
+// DB returns the underlying pool (for tools and tests).
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close closes the pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Begin starts a transaction.
+func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
+	tx, err := s.cfg.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{executor: executor{cfg: s.cfg, q: tx, tx: tx}}, nil
+}
+
+func (c *config) begin(ctx context.Context) (*sql.Tx, error) {
+	var opts *sql.TxOptions
+	if c.dialect.kind == mysqlKind {
+		// InnoDB's default REPEATABLE READ takes gap locks on locking reads, which would
+		// make TriggersLockDue block inserts of unrelated triggers.
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	tx, err := c.db.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: begin: %w", err)
+	}
+	return tx, nil
+}
+
+// Tx is a store.Tx.
+type Tx struct {
+	executor
+}
+
+// Commit commits the transaction.
+func (t *Tx) Commit() error {
+	if err := t.tx.Commit(); err != nil {
+		return fmt.Errorf("sqlstore: commit: %w", err)
+	}
+	return nil
+}
+
+// Rollback rolls the transaction back; after Commit it does nothing.
+func (t *Tx) Rollback() error {
+	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return fmt.Errorf("sqlstore: rollback: %w", err)
+	}
+	return nil
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// executor implements store.Executor on the pool (tx nil) or in a transaction.
+type executor struct {
+	cfg *config
+	q   querier
+	tx  *sql.Tx
+}
+
+func (e *executor) d() *dialect { return &e.cfg.dialect }
+
+func (e *executor) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return e.q.ExecContext(ctx, e.d().rebind(query), args...)
+}
+
+func (e *executor) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return e.q.QueryContext(ctx, e.d().rebind(query), args...)
+}
+
+func (e *executor) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return e.q.QueryRowContext(ctx, e.d().rebind(query), args...)
+}
+
+// inTx runs fn in the current transaction, or in a new one committed when fn succeeds. It is
+// for operations that need several statements to be atomic.
+func (e *executor) inTx(ctx context.Context, fn func(e *executor) error) error {
+	if e.tx != nil {
+		return fn(e)
+	}
+	tx, err := e.cfg.begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(&executor{cfg: e.cfg, q: tx, tx: tx}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlstore: commit: %w", err)
+	}
+	return nil
+}
+
+// insertID runs an INSERT of one row and returns the new row's id.
+func (e *executor) insertID(ctx context.Context, query string, args ...any) (int64, error) {
+	if e.d().returning {
+		var id int64
+		err := e.queryRow(ctx, query+" RETURNING id", args...).Scan(&id)
+		return id, err
+	}
+	res, err := e.exec(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// DBNow returns the database's clock in Unix milliseconds.
+func (e *executor) DBNow(ctx context.Context) (int64, error) {
+	var now int64
+	if err := e.queryRow(ctx, "SELECT "+e.d().nowMillis()).Scan(&now); err != nil {
+		return 0, fmt.Errorf("sqlstore: database clock: %w", err)
+	}
+	return now, nil
+}
+
+func affected(res sql.Result) (int64, error) {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: rows affected: %w", err)
+	}
+	return n, nil
+}
+
+// scanInt64s reads a single-column result.
+func scanInt64s(rows *sql.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+const defaultLimit = 100
+
+func limitOr(n int) int {
+	if n <= 0 {
+		return defaultLimit
+	}
+	return n
+}

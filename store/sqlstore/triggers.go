@@ -1,0 +1,289 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+const triggerCols = "id, job_id, group_name, name, description, kind, spec, time_zone, start_at, end_at, " +
+	"calendar_name, priority, misfire_policy, state, error_message, next_fire_at, prev_fire_at, times_fired, " +
+	"version, created_at, updated_at"
+
+func scanTrigger(r rowScanner) (*store.Trigger, error) {
+	var t store.Trigger
+	var cal sql.NullString
+	err := r.Scan(&t.ID, &t.JobID, &t.Group, &t.Name, &t.Description, &t.Kind, &t.Spec, &t.TimeZone,
+		&t.StartAt, &t.EndAt, &cal, &t.Priority, &t.MisfirePolicy, &t.State, &t.ErrorMessage, &t.NextFireAt,
+		&t.PrevFireAt, &t.TimesFired, &t.Version, &t.CreatedAt, &t.UpdatedAt)
+	t.CalendarName = cal.String
+	return &t, err
+}
+
+func scanTriggers(rows *sql.Rows, err error) ([]*store.Trigger, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Trigger
+	for rows.Next() {
+		t, err := scanTrigger(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// TriggerInsert stores t, paused if its group (or everything) is paused.
+func (e *executor) TriggerInsert(ctx context.Context, t *store.Trigger) error {
+	state := t.State
+	if state == "" {
+		state = store.TriggerWaiting
+	}
+	if state == store.TriggerWaiting {
+		var n int
+		err := e.queryRow(ctx, "SELECT COUNT(*) FROM paused_groups WHERE group_name IN (?, ?)", t.Group, store.PauseAllGroups).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("sqlstore: insert trigger %q/%q: paused groups: %w", t.Group, t.Name, err)
+		}
+		if n > 0 {
+			state = store.TriggerPaused
+		}
+	}
+	prio := t.Priority
+	if prio == 0 {
+		prio = store.DefaultPriority
+	}
+	now := e.cfg.now()
+	id, err := e.insertID(ctx, "INSERT INTO triggers ("+triggerCols[len("id, "):]+") VALUES "+placeholders(20),
+		t.JobID, t.Group, t.Name, t.Description, string(t.Kind), t.Spec, t.TimeZone, t.StartAt, t.EndAt,
+		nullString(t.CalendarName), prio, t.MisfirePolicy, string(state), t.ErrorMessage, t.NextFireAt,
+		t.PrevFireAt, t.TimesFired, int64(1), now, now)
+	if err != nil {
+		switch {
+		case isUniqueViolation(err):
+			return fmt.Errorf("trigger %q/%q: %w", t.Group, t.Name, store.ErrAlreadyExists)
+		case isForeignKeyViolation(err):
+			return fmt.Errorf("trigger %q/%q: job %d or calendar %q: %w", t.Group, t.Name, t.JobID, t.CalendarName, store.ErrNotFound)
+		}
+		return fmt.Errorf("sqlstore: insert trigger %q/%q: %w", t.Group, t.Name, err)
+	}
+	t.ID, t.State, t.Priority, t.Version, t.CreatedAt, t.UpdatedAt = id, state, prio, 1, now, now
+	return nil
+}
+
+// TriggerGet returns the trigger id.
+func (e *executor) TriggerGet(ctx context.Context, id int64) (*store.Trigger, error) {
+	t, err := scanTrigger(e.queryRow(ctx, "SELECT "+triggerCols+" FROM triggers WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("trigger %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: get trigger %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// TriggerGetByKey returns the trigger named group/name.
+func (e *executor) TriggerGetByKey(ctx context.Context, group, name string) (*store.Trigger, error) {
+	t, err := scanTrigger(e.queryRow(ctx, "SELECT "+triggerCols+" FROM triggers WHERE group_name = ? AND name = ?", group, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("trigger %q/%q: %w", group, name, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: get trigger %q/%q: %w", group, name, err)
+	}
+	return t, nil
+}
+
+// TriggerList lists triggers by id.
+func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*store.Trigger, error) {
+	q := "SELECT " + triggerCols + " FROM triggers WHERE id > ?"
+	args := []any{f.AfterID}
+	if f.JobID != 0 {
+		q += " AND job_id = ?"
+		args = append(args, f.JobID)
+	}
+	if f.Group != "" {
+		q += " AND group_name = ?"
+		args = append(args, f.Group)
+	}
+	if f.State != "" {
+		q += " AND state = ?"
+		args = append(args, string(f.State))
+	}
+	q += " ORDER BY id LIMIT ?"
+	args = append(args, limitOr(f.Limit))
+	ts, err := scanTriggers(e.query(ctx, q, args...))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list triggers: %w", err)
+	}
+	return ts, nil
+}
+
+// TriggerUpdate overwrites the trigger if t.Version is current.
+func (e *executor) TriggerUpdate(ctx context.Context, t *store.Trigger) error {
+	prio := t.Priority
+	if prio == 0 {
+		prio = store.DefaultPriority
+	}
+	now := e.cfg.now()
+	res, err := e.exec(ctx, `UPDATE triggers SET job_id = ?, group_name = ?, name = ?, description = ?, kind = ?,
+		spec = ?, time_zone = ?, start_at = ?, end_at = ?, calendar_name = ?, priority = ?, misfire_policy = ?,
+		state = ?, error_message = ?, next_fire_at = ?, prev_fire_at = ?, times_fired = ?, version = version + 1,
+		updated_at = ? WHERE id = ? AND version = ?`,
+		t.JobID, t.Group, t.Name, t.Description, string(t.Kind), t.Spec, t.TimeZone, t.StartAt, t.EndAt,
+		nullString(t.CalendarName), prio, t.MisfirePolicy, string(t.State), t.ErrorMessage, t.NextFireAt,
+		t.PrevFireAt, t.TimesFired, now, t.ID, t.Version)
+	if err != nil {
+		switch {
+		case isUniqueViolation(err):
+			return fmt.Errorf("trigger %q/%q: %w", t.Group, t.Name, store.ErrAlreadyExists)
+		case isForeignKeyViolation(err):
+			return fmt.Errorf("trigger %q/%q: job %d or calendar %q: %w", t.Group, t.Name, t.JobID, t.CalendarName, store.ErrNotFound)
+		}
+		return fmt.Errorf("sqlstore: update trigger %d: %w", t.ID, err)
+	}
+	n, err := affected(res)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		var v int64
+		err := e.queryRow(ctx, "SELECT version FROM triggers WHERE id = ?", t.ID).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("trigger %d: %w", t.ID, store.ErrNotFound)
+		}
+		return fmt.Errorf("trigger %d: version %d, stored %d: %w", t.ID, t.Version, v, store.ErrConflict)
+	}
+	t.Priority, t.Version, t.UpdatedAt = prio, t.Version+1, now
+	return nil
+}
+
+// TriggerDelete deletes the trigger id.
+func (e *executor) TriggerDelete(ctx context.Context, id int64) error {
+	res, err := e.exec(ctx, "DELETE FROM triggers WHERE id = ?", id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: delete trigger %d: %w", id, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("trigger %d: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// selector turns sel into a WHERE condition on triggers.
+func selector(sel store.TriggerSelector) (string, []any, error) {
+	set := 0
+	var cond string
+	var args []any
+	if sel.TriggerID != 0 {
+		set++
+		cond, args = "id = ?", []any{sel.TriggerID}
+	}
+	if sel.JobID != 0 {
+		set++
+		cond, args = "job_id = ?", []any{sel.JobID}
+	}
+	if sel.Group != "" {
+		set++
+		cond, args = "group_name = ?", []any{sel.Group}
+	}
+	if sel.All {
+		set++
+		cond, args = "1 = 1", nil
+	}
+	if set != 1 {
+		return "", nil, fmt.Errorf("sqlstore: trigger selector %+v must set exactly one field", sel)
+	}
+	return cond, args, nil
+}
+
+// TriggersPause pauses the selected waiting triggers, and remembers a paused group.
+func (e *executor) TriggersPause(ctx context.Context, sel store.TriggerSelector) (int64, error) {
+	return e.setTriggerStates(ctx, sel, store.TriggerWaiting, store.TriggerPaused)
+}
+
+// TriggersResume resumes the selected paused triggers, and forgets a paused group.
+func (e *executor) TriggersResume(ctx context.Context, sel store.TriggerSelector) (int64, error) {
+	return e.setTriggerStates(ctx, sel, store.TriggerPaused, store.TriggerWaiting)
+}
+
+func (e *executor) setTriggerStates(ctx context.Context, sel store.TriggerSelector, from, to store.TriggerState) (int64, error) {
+	cond, args, err := selector(sel)
+	if err != nil {
+		return 0, err
+	}
+	pause := to == store.TriggerPaused
+	var n int64
+	err = e.inTx(ctx, func(e *executor) error {
+		// The paused_groups row goes first, so that a trigger inserted concurrently either
+		// sees it or is already there for the UPDATE.
+		if group := sel.Group; group != "" || sel.All {
+			if sel.All {
+				group = store.PauseAllGroups
+			}
+			var err error
+			switch {
+			case pause:
+				pre, post := e.d().insertIgnore()
+				_, err = e.exec(ctx, pre+"paused_groups (group_name) VALUES (?)"+post, group)
+			case sel.All:
+				_, err = e.exec(ctx, "DELETE FROM paused_groups")
+			default:
+				_, err = e.exec(ctx, "DELETE FROM paused_groups WHERE group_name = ?", group)
+			}
+			if err != nil {
+				return fmt.Errorf("sqlstore: paused group %q: %w", group, err)
+			}
+		}
+		res, err := e.exec(ctx, "UPDATE triggers SET state = ?, version = version + 1, updated_at = ? WHERE "+cond+" AND state = ?",
+			append(append([]any{string(to), e.cfg.now()}, args...), string(from))...)
+		if err != nil {
+			return fmt.Errorf("sqlstore: %s triggers %+v: %w", to, sel, err)
+		}
+		n, err = affected(res)
+		return err
+	})
+	return n, err
+}
+
+// TriggerSetError moves a trigger to the error state.
+func (e *executor) TriggerSetError(ctx context.Context, id int64, msg string) error {
+	res, err := e.exec(ctx, "UPDATE triggers SET state = ?, error_message = ?, version = version + 1, updated_at = ? WHERE id = ?",
+		string(store.TriggerError), msg, e.cfg.now(), id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: set trigger %d error: %w", id, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("trigger %d: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// PausedGroups lists the paused groups.
+func (e *executor) PausedGroups(ctx context.Context) ([]string, error) {
+	rows, err := e.query(ctx, "SELECT group_name FROM paused_groups ORDER BY group_name")
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: paused groups: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return nil, fmt.Errorf("sqlstore: paused groups: %w", err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}

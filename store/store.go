@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned by every implementation. They are wrapped with the offending key, so test
+// them with errors.Is.
+var (
+	// ErrNotFound means the row named by the call does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists means a unique key (a job's or trigger's group and name, a calendar's
+	// name, an execution's trigger, scheduled time and attempt) is taken.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrInUse means the row is still referenced (a calendar used by a trigger, a job that
+	// does not exist for a new trigger).
+	ErrInUse = errors.New("in use")
+	// ErrConflict means an update carried a stale Version.
+	ErrConflict = errors.New("version conflict")
+)
+
+// Executor is every store operation. It is implemented both by the Store (each call in its
+// own transaction) and by a Tx (all calls in one transaction), so code that must write several
+// rows atomically takes an Executor and is handed a Tx.
+type Executor interface {
+	// DBNow returns the database's clock in Unix milliseconds.
+	DBNow(ctx context.Context) (int64, error)
+
+	// JobInsert stores j and sets its ID, CreatedAt and UpdatedAt.
+	JobInsert(ctx context.Context, j *Job) error
+	JobGet(ctx context.Context, id int64) (*Job, error)
+	JobGetByKey(ctx context.Context, group, name string) (*Job, error)
+	JobList(ctx context.Context, f JobFilter) ([]*Job, error)
+	// JobUpdate overwrites every field of the job j.ID but the timestamps.
+	JobUpdate(ctx context.Context, j *Job) error
+	// JobSetData replaces the job's data map (a run of a PersistData job).
+	JobSetData(ctx context.Context, id int64, data map[string]any) error
+	// JobDelete deletes the job and its triggers; its executions stay as history.
+	JobDelete(ctx context.Context, id int64) error
+
+	// TriggerInsert stores t and sets its ID, Version, CreatedAt, UpdatedAt and State: a
+	// trigger inserted as waiting into a paused group (or while everything is paused) is
+	// stored paused.
+	TriggerInsert(ctx context.Context, t *Trigger) error
+	TriggerGet(ctx context.Context, id int64) (*Trigger, error)
+	TriggerGetByKey(ctx context.Context, group, name string) (*Trigger, error)
+	TriggerList(ctx context.Context, f TriggerFilter) ([]*Trigger, error)
+	// TriggerUpdate overwrites the trigger t.ID if its Version still equals t.Version
+	// (ErrConflict otherwise), and sets t.Version to the new version.
+	TriggerUpdate(ctx context.Context, t *Trigger) error
+	TriggerDelete(ctx context.Context, id int64) error
+	// TriggersPause moves the selected waiting triggers to paused. Pausing a group (or
+	// everything) also pauses triggers inserted into it later. It returns the count moved.
+	TriggersPause(ctx context.Context, sel TriggerSelector) (int64, error)
+	// TriggersResume moves the selected paused triggers to waiting and forgets group pauses
+	// the selection covers. The engine applies misfire policies to the overdue ones.
+	TriggersResume(ctx context.Context, sel TriggerSelector) (int64, error)
+	// TriggerSetError moves a trigger to the error state with the reason.
+	TriggerSetError(ctx context.Context, id int64, msg string) error
+	// PausedGroups lists the paused trigger groups; PauseAllGroups stands for "everything".
+	PausedGroups(ctx context.Context) ([]string, error)
+
+	// TriggersLockDue locks and returns up to limit waiting triggers with NextFireAt <=
+	// dueBefore, earliest first and then by priority, highest first. Rows locked by another
+	// transaction are skipped, not waited for. Call it in a Tx: the locks last until commit.
+	TriggersLockDue(ctx context.Context, dueBefore int64, limit int) ([]*Trigger, error)
+	// TriggersUpdateAfterFire advances fired triggers in one statement and bumps their
+	// versions. It returns how many rows it updated.
+	TriggersUpdateAfterFire(ctx context.Context, us []TriggerFireUpdate) (int64, error)
+
+	// CalendarPut inserts or replaces a calendar.
+	CalendarPut(ctx context.Context, c *Calendar) error
+	CalendarGet(ctx context.Context, name string) (*Calendar, error)
+	// CalendarList lists calendars by name after afterName.
+	CalendarList(ctx context.Context, afterName string, limit int) ([]*Calendar, error)
+	// CalendarDelete fails with ErrInUse while a trigger or calendar refers to it.
+	CalendarDelete(ctx context.Context, name string) error
+
+	// ExecutionsInsert inserts es in one statement and sets their IDs. An execution whose
+	// (TriggerID, ScheduledAt, Attempt) already exists is not inserted: it is returned in
+	// dups with ID 0, and the rest are inserted.
+	ExecutionsInsert(ctx context.Context, es []*Execution) (dups []*Execution, err error)
+	ExecutionGet(ctx context.Context, id int64) (*Execution, error)
+	ExecutionList(ctx context.Context, f ExecutionFilter) ([]*Execution, error)
+	// ExecutionsLockDuePending locks and returns up to limit pending executions with
+	// ScheduledAt <= dueBefore, earliest first, skipping rows other transactions hold.
+	ExecutionsLockDuePending(ctx context.Context, dueBefore int64, limit int) ([]*Execution, error)
+	// ExecutionsAcquire moves the given pending executions to acquired, owned by node, and
+	// returns the IDs that moved.
+	ExecutionsAcquire(ctx context.Context, node string, ids []int64) ([]int64, error)
+	// ExecutionsMarkRunning moves the given executions from acquired by node to running,
+	// stamping FiredAt, and returns the IDs that moved: the fires node may run.
+	ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error)
+	// ExecutionsComplete moves running executions to the results' terminal states and
+	// returns the IDs that moved.
+	ExecutionsComplete(ctx context.Context, rs []ExecutionResult) ([]int64, error)
+	// ExecutionsReleaseAcquired moves a dead node's acquired executions back to pending with
+	// no node, and returns how many moved.
+	ExecutionsReleaseAcquired(ctx context.Context, node string) (int64, error)
+	// ExecutionsCountLive counts each job's acquired and running executions (the fires in
+	// flight), for the concurrency policies. Jobs with none are absent from the map.
+	ExecutionsCountLive(ctx context.Context, jobIDs []int64) (map[int64]int, error)
+	// ExecutionsAlarmPending lists executions whose alarm is pending, by id after afterID.
+	ExecutionsAlarmPending(ctx context.Context, afterID int64, limit int) ([]*Execution, error)
+	// ExecutionsSetAlarm moves the given executions' alarm state from one state to another
+	// and returns the IDs that moved.
+	ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to AlarmState) ([]int64, error)
+	// ExecutionsDeleteFiredBefore deletes up to limit terminal executions fired before
+	// firedBefore, oldest first, with their log lines, and returns how many it deleted: the
+	// retention sweep calls it until it returns less than limit.
+	ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error)
+	// ExecutionsLoseRunning moves a dead node's running executions to lost, stamping
+	// FinishedAt with the database clock, and returns them as they are after the move.
+	ExecutionsLoseRunning(ctx context.Context, node string) ([]*Execution, error)
+
+	// ExecutionLogAppend stores lines for an execution; a line number already stored is
+	// ignored, as are lines past the store's per-execution cap. It returns how many lines it
+	// stored.
+	ExecutionLogAppend(ctx context.Context, execID int64, lines []LogLine) (int64, error)
+	// ExecutionLogList returns up to limit lines with Line > afterLine, in order.
+	ExecutionLogList(ctx context.Context, execID int64, afterLine int64, limit int) ([]LogLine, error)
+
+	// NodeHeartbeat records that the node is alive now by the database clock, inserting it
+	// (StartedAt = now) on its first beat. It returns the node as stored.
+	NodeHeartbeat(ctx context.Context, id, name string) (*Node, error)
+	NodeList(ctx context.Context) ([]*Node, error)
+	// NodesStale lists nodes whose last heartbeat is older than olderThan by the database
+	// clock.
+	NodesStale(ctx context.Context, olderThan time.Duration) ([]*Node, error)
+	NodeDelete(ctx context.Context, id string) error
+
+	// LeaseAcquire takes the lease for holder if it is free or expired by the database clock,
+	// or renews it if holder holds it, for ttl. It reports the lease as it is afterwards and
+	// whether holder holds it.
+	LeaseAcquire(ctx context.Context, name, holder string, ttl time.Duration) (l *Lease, held bool, err error)
+	// LeaseRelease gives the lease up if holder holds it; it reports whether it did.
+	LeaseRelease(ctx context.Context, name, holder string) (bool, error)
+	LeaseGet(ctx context.Context, name string) (*Lease, error)
+}
+
+// Store is a database: an Executor that runs each call on its own, and the source of
+// transactions.
+type Store interface {
+	Executor
+	// Begin starts a transaction. On SQLite it takes the database's write lock at once, so
+	// a transaction never fails half-way to upgrade its lock.
+	Begin(ctx context.Context) (Tx, error)
+	Close() error
+}
+
+// Tx is an Executor whose calls share one transaction.
+type Tx interface {
+	Executor
+	Commit() error
+	// Rollback is a no-op after Commit, so it can be deferred.
+	Rollback() error
+}
+
+// PauseAllGroups is the group name TriggersPause records when everything is paused.
+const PauseAllGroups = "*"
+
+// TriggerSelector selects triggers to pause or resume. Exactly one field must be set.
+type TriggerSelector struct {
+	TriggerID int64
+	JobID     int64
+	Group     string
+	All       bool
+}
+
+// JobFilter selects jobs for JobList.
+type JobFilter struct {
+	Group   string // empty for all groups
+	AfterID int64
+	Limit   int // <= 0 for the implementation's default
+}
+
+// TriggerFilter selects triggers for TriggerList.
+type TriggerFilter struct {
+	JobID   int64  // 0 for all jobs
+	Group   string // empty for all groups
+	State   TriggerState
+	AfterID int64
+	Limit   int
+}
+
+// ExecutionFilter selects executions for ExecutionList.
+type ExecutionFilter struct {
+	JobID int64
+	State ExecutionState
+	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
+	FiredFrom int64
+	FiredTo   int64
+	// AfterID is the last ID seen: with Desc the list continues below it, else above it.
+	AfterID int64
+	// Desc lists the newest first.
+	Desc  bool
+	Limit int
+}
+
+// TriggerFireUpdate is how a fire advanced one trigger.
+type TriggerFireUpdate struct {
+	ID         int64
+	NextFireAt int64
+	PrevFireAt int64
+	TimesFired int64
+	State      TriggerState
+	// Spec and StartAt replace the stored ones when non-zero (a misfire policy may rewrite
+	// them).
+	Spec    string
+	StartAt int64
+	// ErrorMessage is stored with State TriggerError.
+	ErrorMessage string
+}
+
+// ExecutionResult is the outcome of a running execution.
+type ExecutionResult struct {
+	ID         int64
+	State      ExecutionState
+	HandleCode int
+	HandleMsg  string
+	// StartedAt is stored when non-zero (the executor's report of when the handler began).
+	StartedAt  int64
+	FinishedAt int64
+	// Data replaces the execution's data snapshot when non-nil.
+	Data map[string]any
+	// AlarmState replaces the alarm state when non-empty (AlarmPending for a failure that
+	// must be reported).
+	AlarmState AlarmState
+}

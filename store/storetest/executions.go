@@ -1,0 +1,293 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+func pending(jobID, triggerID, at int64, attempt int) *store.Execution {
+	return &store.Execution{JobID: jobID, TriggerID: triggerID, ScheduledAt: at, Cause: store.CauseSchedule,
+		Attempt: attempt, State: store.ExecPending}
+}
+
+func testExecutionsInsert(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	full := &store.Execution{JobID: 1, TriggerID: 10, ScheduledAt: 1000, Cause: store.CauseSchedule, Attempt: 0,
+		Node: "n1", ExecutorAddress: "http://10.0.0.1:9999", ShardIndex: 1, ShardTotal: 3, State: store.ExecAcquired,
+		TriggerCode: 200, TriggerMsg: "ok", Data: map[string]any{"a": "b"}}
+	batch := []*store.Execution{full, pending(1, 10, 2000, 0), pending(1, 0, 1000, 0), pending(1, 0, 1000, 0)}
+	dups := get(s.ExecutionsInsert(ctx, batch)).ok(t)
+	equal(t, "duplicates", len(dups), 0)
+	seen := map[int64]bool{}
+	for _, x := range batch {
+		if x.ID == 0 || seen[x.ID] {
+			t.Fatalf("ids after insert: %v", ids(batch, executionID))
+		}
+		seen[x.ID] = true
+	}
+	got := get(s.ExecutionGet(ctx, full.ID)).ok(t)
+	want := *full
+	want.AlarmState = store.AlarmNone
+	if !reflect.DeepEqual(got, &want) {
+		t.Fatalf("ExecutionGet = %+v, want %+v", got, &want)
+	}
+	equal(t, "manual run trigger", get(s.ExecutionGet(ctx, batch[2].ID)).ok(t).TriggerID, int64(0))
+
+	// A fire that exists is reported, not inserted; the rest of the batch goes in.
+	again := pending(1, 10, 1000, 0)
+	retry := pending(1, 10, 1000, 1)
+	twin1, twin2 := pending(1, 11, 5000, 0), pending(1, 11, 5000, 0)
+	dups = get(s.ExecutionsInsert(ctx, []*store.Execution{again, retry, twin1, twin2})).ok(t)
+	if len(dups) != 2 || dups[0] != again || dups[1] != twin2 {
+		t.Fatalf("duplicates = %v, want the repeated fire and the second twin", dups)
+	}
+	if again.ID != 0 || twin2.ID != 0 || retry.ID == 0 || twin1.ID == 0 {
+		t.Fatalf("ids: again %d retry %d twins %d %d", again.ID, retry.ID, twin1.ID, twin2.ID)
+	}
+	n := len(get(s.ExecutionList(ctx, store.ExecutionFilter{Limit: 100})).ok(t))
+	equal(t, "stored executions", n, 6)
+
+	// A batch bigger than one statement's chunk.
+	many := make([]*store.Execution, 1200)
+	for i := range many {
+		many[i] = pending(2, 20, int64(i), 0)
+	}
+	many[1199] = pending(2, 20, 0, 0) // duplicates the first
+	dups = get(s.ExecutionsInsert(ctx, many)).ok(t)
+	if len(dups) != 1 || dups[0] != many[1199] {
+		t.Fatalf("big batch duplicates = %d", len(dups))
+	}
+	equal(t, "big batch stored", get(s.ExecutionGet(ctx, many[1198].ID)).ok(t).ScheduledAt, int64(1198))
+
+	_, err := s.ExecutionGet(ctx, 1<<40)
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testExecutionLifecycle(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	xs := []*store.Execution{pending(1, 1, 300, 0), pending(1, 1, 100, 0), pending(1, 1, 200, 0), pending(1, 1, 900, 0)}
+	get(s.ExecutionsInsert(ctx, xs)).ok(t)
+	running := &store.Execution{JobID: 1, TriggerID: 1, ScheduledAt: 50, Cause: store.CauseSchedule, State: store.ExecRunning, Node: "n1"}
+	get(s.ExecutionsInsert(ctx, []*store.Execution{running})).ok(t)
+
+	tx := get(s.Begin(ctx)).ok(t)
+	due := get(tx.ExecutionsLockDuePending(ctx, 300, 10)).ok(t)
+	equal(t, "due pending order", fmt.Sprint(ids(due, executionID)), fmt.Sprint([]int64{xs[1].ID, xs[2].ID, xs[0].ID}))
+	won := get(tx.ExecutionsAcquire(ctx, "n1", ids(due, executionID))).ok(t)
+	sameIDs(t, "acquired", won, ids(due, executionID))
+	noErr(t, tx.Commit())
+	equal(t, "acquired again", len(get(s.ExecutionsAcquire(ctx, "n2", won)).ok(t)), 0)
+	x := get(s.ExecutionGet(ctx, xs[1].ID)).ok(t)
+	if x.State != store.ExecAcquired || x.Node != "n1" {
+		t.Fatalf("acquired execution: state %q node %q", x.State, x.Node)
+	}
+
+	// Only the owning node may start a fire, and only once.
+	equal(t, "wrong node wins", len(get(s.ExecutionsMarkRunning(ctx, "n2", won, 400)).ok(t)), 0)
+	got := get(s.ExecutionsMarkRunning(ctx, "n1", []int64{xs[1].ID, xs[2].ID, xs[3].ID}, 400)).ok(t)
+	sameIDs(t, "marked running", got, []int64{xs[1].ID, xs[2].ID})
+	equal(t, "marked twice", len(get(s.ExecutionsMarkRunning(ctx, "n1", got, 401)).ok(t)), 0)
+	x = get(s.ExecutionGet(ctx, xs[1].ID)).ok(t)
+	if x.State != store.ExecRunning || x.FiredAt != 400 {
+		t.Fatalf("running execution: state %q fired %d", x.State, x.FiredAt)
+	}
+
+	done := get(s.ExecutionsComplete(ctx, []store.ExecutionResult{
+		{ID: xs[1].ID, State: store.ExecSucceeded, HandleCode: 200, HandleMsg: "fine", StartedAt: 405, FinishedAt: 410,
+			Data: map[string]any{"out": 1.0}},
+		{ID: xs[2].ID, State: store.ExecFailed, HandleCode: 500, HandleMsg: "boom", FinishedAt: 420},
+		{ID: xs[0].ID, State: store.ExecSucceeded, FinishedAt: 420}, // acquired, not running
+		{ID: xs[3].ID, State: store.ExecSucceeded, FinishedAt: 420}, // pending
+	})).ok(t)
+	sameIDs(t, "completed", done, []int64{xs[1].ID, xs[2].ID})
+	x = get(s.ExecutionGet(ctx, xs[1].ID)).ok(t)
+	if x.State != store.ExecSucceeded || x.HandleCode != 200 || x.HandleMsg != "fine" || x.StartedAt != 405 ||
+		x.FinishedAt != 410 || x.Data["out"] != 1.0 {
+		t.Fatalf("succeeded execution: %+v", x)
+	}
+	x = get(s.ExecutionGet(ctx, xs[2].ID)).ok(t)
+	if x.State != store.ExecFailed || x.HandleMsg != "boom" || x.Data != nil {
+		t.Fatalf("failed execution: %+v", x)
+	}
+	again := get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: xs[1].ID, State: store.ExecFailed, FinishedAt: 500}})).ok(t)
+	equal(t, "completed twice", len(again), 0)
+	equal(t, "state after second completion", get(s.ExecutionGet(ctx, xs[1].ID)).ok(t).State, store.ExecSucceeded)
+	_, err := s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: running.ID, State: store.ExecRunning}})
+	if err == nil {
+		t.Fatal("completing with a live state succeeded")
+	}
+}
+
+// testExecutionsAcquireRace has nodes acquire the same pending executions concurrently: each
+// must go to exactly one node.
+func testExecutionsAcquireRace(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	xs := make([]*store.Execution, 40)
+	for i := range xs {
+		xs[i] = pending(1, 1, int64(i), 0)
+	}
+	get(s.ExecutionsInsert(ctx, xs)).ok(t)
+	all := ids(xs, executionID)
+	var mu sync.Mutex
+	var got []int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			node := fmt.Sprintf("n%d", w)
+			won, err := s.ExecutionsAcquire(ctx, node, all)
+			if err == nil {
+				// Only the winner may start them.
+				var running []int64
+				running, err = s.ExecutionsMarkRunning(ctx, node, all, 1)
+				if err == nil && len(running) != len(won) {
+					err = fmt.Errorf("node %s acquired %d but started %d", node, len(won), len(running))
+				}
+			}
+			mu.Lock()
+			got = append(got, won...)
+			mu.Unlock()
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		noErr(t, err)
+	}
+	sameIDs(t, "acquired executions (a duplicate means two nodes won one)", got, all)
+}
+
+func testExecutionsList(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var all, ofJob2, failed, inRange []int64
+	var xs []*store.Execution
+	for i := range 25 {
+		x := pending(int64(1+i%2), 0, int64(i), 0)
+		x.FiredAt = int64(1000 + i)
+		if i%3 == 0 {
+			x.State = store.ExecFailed
+		}
+		xs = append(xs, x)
+	}
+	get(s.ExecutionsInsert(ctx, xs)).ok(t)
+	for i, x := range xs {
+		all = append(all, x.ID)
+		if x.JobID == 2 {
+			ofJob2 = append(ofJob2, x.ID)
+		}
+		if x.State == store.ExecFailed {
+			failed = append(failed, x.ID)
+		}
+		if i >= 5 && i < 15 {
+			inRange = append(inRange, x.ID)
+		}
+	}
+	reversed := func(v []int64) []int64 {
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[len(v)-1-i] = x
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		f    store.ExecutionFilter
+		want []int64
+	}{
+		{store.ExecutionFilter{}, all},
+		{store.ExecutionFilter{Desc: true}, reversed(all)},
+		{store.ExecutionFilter{JobID: 2}, ofJob2},
+		{store.ExecutionFilter{JobID: 2, Desc: true}, reversed(ofJob2)},
+		{store.ExecutionFilter{State: store.ExecFailed}, failed},
+		{store.ExecutionFilter{FiredFrom: 1005, FiredTo: 1015}, inRange},
+	} {
+		var got []int64
+		f := tc.f
+		f.Limit = 4
+		for {
+			page := get(s.ExecutionList(ctx, f)).ok(t)
+			if len(page) == 0 {
+				break
+			}
+			got = append(got, ids(page, executionID)...)
+			f.AfterID = page[len(page)-1].ID
+		}
+		equal(t, fmt.Sprintf("pages of %+v", tc.f), fmt.Sprint(got), fmt.Sprint(tc.want))
+	}
+}
+
+func testRecovery(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mk := func(node string, state store.ExecutionState, at int64) *store.Execution {
+		return &store.Execution{JobID: 1, TriggerID: 1, ScheduledAt: at, Cause: store.CauseSchedule, Node: node, State: state}
+	}
+	deadAcq, deadRun, liveAcq, liveRun := mk("dead", store.ExecAcquired, 1), mk("dead", store.ExecRunning, 2),
+		mk("live", store.ExecAcquired, 3), mk("live", store.ExecRunning, 4)
+	deadDone := mk("dead", store.ExecSucceeded, 5)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{deadAcq, deadRun, liveAcq, liveRun, deadDone})).ok(t)
+
+	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, "dead")).ok(t), int64(1))
+	x := get(s.ExecutionGet(ctx, deadAcq.ID)).ok(t)
+	if x.State != store.ExecPending || x.Node != "" {
+		t.Fatalf("released execution: state %q node %q", x.State, x.Node)
+	}
+	before := get(s.DBNow(ctx)).ok(t)
+	lost := get(s.ExecutionsLoseRunning(ctx, "dead")).ok(t)
+	if len(lost) != 1 || lost[0].ID != deadRun.ID || lost[0].State != store.ExecLost || lost[0].FinishedAt < before-1000 {
+		t.Fatalf("lost executions: %+v", lost)
+	}
+	equal(t, "stored state", get(s.ExecutionGet(ctx, deadRun.ID)).ok(t).State, store.ExecLost)
+	equal(t, "live acquired untouched", get(s.ExecutionGet(ctx, liveAcq.ID)).ok(t).State, store.ExecAcquired)
+	equal(t, "live running untouched", get(s.ExecutionGet(ctx, liveRun.ID)).ok(t).State, store.ExecRunning)
+	equal(t, "terminal untouched", get(s.ExecutionGet(ctx, deadDone.ID)).ok(t).State, store.ExecSucceeded)
+
+	// The dead node wakes up late: it can start nothing that was taken from it.
+	equal(t, "late node starts", len(get(s.ExecutionsMarkRunning(ctx, "dead", []int64{deadAcq.ID}, 9)).ok(t)), 0)
+	equal(t, "late node completes", len(get(s.ExecutionsComplete(ctx, []store.ExecutionResult{
+		{ID: deadRun.ID, State: store.ExecSucceeded, FinishedAt: 9}})).ok(t)), 0)
+	equal(t, "second release", get(s.ExecutionsReleaseAcquired(ctx, "dead")).ok(t), int64(0))
+	equal(t, "second lose", len(get(s.ExecutionsLoseRunning(ctx, "dead")).ok(t)), 0)
+}
+
+func testExecutionSweeps(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mk := func(job int64, state store.ExecutionState, fired int64) *store.Execution {
+		return &store.Execution{JobID: job, ScheduledAt: fired, FiredAt: fired, Cause: store.CauseAPI, Node: "n", State: state}
+	}
+	run1, acq1, pend1, done1 := mk(1, store.ExecRunning, 10), mk(1, store.ExecAcquired, 20), mk(1, store.ExecPending, 0), mk(1, store.ExecSucceeded, 5)
+	run2 := mk(2, store.ExecRunning, 30)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{run1, acq1, pend1, done1, run2})).ok(t)
+	live := get(s.ExecutionsCountLive(ctx, []int64{1, 2, 3})).ok(t)
+	equal(t, "live", fmt.Sprint(live), fmt.Sprint(map[int64]int{1: 2, 2: 1}))
+
+	// A failure that must be reported carries a pending alarm; the sweep claims it once.
+	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{
+		{ID: run1.ID, State: store.ExecFailed, FinishedAt: 40, AlarmState: store.AlarmPending},
+		{ID: run2.ID, State: store.ExecSucceeded, FinishedAt: 40},
+	})).ok(t)
+	equal(t, "alarm of success", get(s.ExecutionGet(ctx, run2.ID)).ok(t).AlarmState, store.AlarmNone)
+	alarms := get(s.ExecutionsAlarmPending(ctx, 0, 10)).ok(t)
+	equal(t, "pending alarms", fmt.Sprint(ids(alarms, executionID)), fmt.Sprint([]int64{run1.ID}))
+	sent := get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID, run2.ID}, store.AlarmPending, store.AlarmSent)).ok(t)
+	sameIDs(t, "alarms sent", sent, []int64{run1.ID})
+	equal(t, "sent twice", len(get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID}, store.AlarmPending, store.AlarmSent)).ok(t)), 0)
+	equal(t, "pending after send", len(get(s.ExecutionsAlarmPending(ctx, 0, 10)).ok(t)), 0)
+
+	// Retention: terminal executions fired before the horizon go, with their logs; live ones stay.
+	get(s.ExecutionLogAppend(ctx, done1.ID, []store.LogLine{{Line: 1, Message: "x"}})).ok(t)
+	equal(t, "deleted", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 1)).ok(t), int64(1)) // done1 (fired 5) first
+	_, err := s.ExecutionGet(ctx, done1.ID)
+	wantErr(t, err, store.ErrNotFound)
+	equal(t, "logs of deleted", len(get(s.ExecutionLogList(ctx, done1.ID, 0, 10)).ok(t)), 0)
+	equal(t, "deleted next", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 10)).ok(t), int64(1)) // run1, failed at 10
+	equal(t, "nothing left to delete", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 10)).ok(t), int64(0))
+	equal(t, "live kept", get(s.ExecutionGet(ctx, acq1.ID)).ok(t).State, store.ExecAcquired)
+	equal(t, "newer kept", get(s.ExecutionGet(ctx, run2.ID)).ok(t).State, store.ExecSucceeded)
+}

@@ -1,0 +1,100 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+func testJobs(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	j := &store.Job{Group: "billing", Name: "invoice", Description: "monthly", TargetKind: store.TargetRemote,
+		Handler: "invoiceHandler", App: "billing-app", Params: "--all", Data: map[string]any{"k": "v", "n": 1.5},
+		Concurrency: store.ConcurrencySerial, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
+		MaxRetries: 3, RetryBackoffMs: 500, Routing: "round_robin", AlarmTargets: []string{"ops@example.com"},
+		ChildJobIDs: []int64{7, 8}, Enabled: true}
+	noErr(t, s.JobInsert(ctx, j))
+	if j.ID == 0 || j.CreatedAt == 0 || j.UpdatedAt != j.CreatedAt {
+		t.Fatalf("inserted job: id %d created %d updated %d", j.ID, j.CreatedAt, j.UpdatedAt)
+	}
+	got := get(s.JobGet(ctx, j.ID)).ok(t)
+	if !reflect.DeepEqual(got, j) {
+		t.Fatalf("JobGet = %+v, want %+v", got, j)
+	}
+	got = get(s.JobGetByKey(ctx, "billing", "invoice")).ok(t)
+	equal(t, "JobGetByKey id", got.ID, j.ID)
+
+	err := s.JobInsert(ctx, &store.Job{Group: "billing", Name: "invoice", TargetKind: store.TargetLocal})
+	wantErr(t, err, store.ErrAlreadyExists)
+
+	j.Description, j.Data, j.Enabled, j.AlarmTargets = "weekly", nil, false, nil
+	noErr(t, s.JobUpdate(ctx, j))
+	got = get(s.JobGet(ctx, j.ID)).ok(t)
+	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil {
+		t.Fatalf("after JobUpdate: %+v", got)
+	}
+	noErr(t, s.JobSetData(ctx, j.ID, map[string]any{"count": 2.0}))
+	got = get(s.JobGet(ctx, j.ID)).ok(t)
+	equal(t, "data count", got.Data["count"], any(2.0))
+
+	other := newJob(t, s, "billing", "other")
+	other.Name = "invoice"
+	wantErr(t, s.JobUpdate(ctx, other), store.ErrAlreadyExists)
+
+	tr := newTrigger(t, s, j.ID, "billing", "t1", 1000)
+	noErr(t, s.JobDelete(ctx, j.ID))
+	_, err = s.JobGet(ctx, j.ID)
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.TriggerGet(ctx, tr.ID)
+	wantErr(t, err, store.ErrNotFound) // the job's triggers go with it
+
+	wantErr(t, s.JobDelete(ctx, j.ID), store.ErrNotFound)
+	wantErr(t, s.JobUpdate(ctx, j), store.ErrNotFound)
+	wantErr(t, s.JobSetData(ctx, j.ID, nil), store.ErrNotFound)
+	_, err = s.JobGetByKey(ctx, "billing", "invoice")
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testJobsPagination(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var want, wantA []int64
+	for i := range 23 {
+		group := "a"
+		if i%3 == 0 {
+			group = "b"
+		}
+		j := newJob(t, s, group, fmt.Sprintf("job%02d", i))
+		want = append(want, j.ID)
+		if group == "a" {
+			wantA = append(wantA, j.ID)
+		}
+	}
+	for _, tc := range []struct {
+		group string
+		want  []int64
+	}{{"", want}, {"a", wantA}} {
+		var got []int64
+		after := int64(0)
+		for page := 0; ; page++ {
+			js := get(s.JobList(ctx, store.JobFilter{Group: tc.group, AfterID: after, Limit: 5})).ok(t)
+			if len(js) > 5 {
+				t.Fatalf("page of %d jobs with limit 5", len(js))
+			}
+			if len(js) == 0 {
+				break
+			}
+			for _, j := range js {
+				if tc.group != "" && j.Group != tc.group {
+					t.Fatalf("group filter %q returned %q", tc.group, j.Group)
+				}
+			}
+			got = append(got, ids(js, jobID)...)
+			after = js[len(js)-1].ID
+		}
+		// Every row once, in order.
+		equal(t, fmt.Sprintf("pages of group %q", tc.group), fmt.Sprint(got), fmt.Sprint(tc.want))
+	}
+}

@@ -1,0 +1,154 @@
+// Package storetest is the conformance suite for store.Store implementations: every
+// implementation runs the same Run, so the engine can rely on the same behaviour from each.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Run runs the suite. open must return a fresh, migrated, empty store for each call; the
+// subtests run in parallel, each on its own store.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("Clock", func(t *testing.T) { t.Parallel(); testClock(t, open(t)) })
+	t.Run("Tx", func(t *testing.T) { t.Parallel(); testTx(t, open(t)) })
+	t.Run("Jobs", func(t *testing.T) { t.Parallel(); testJobs(t, open(t)) })
+	t.Run("JobsPagination", func(t *testing.T) { t.Parallel(); testJobsPagination(t, open(t)) })
+	t.Run("Triggers", func(t *testing.T) { t.Parallel(); testTriggers(t, open(t)) })
+	t.Run("TriggersPagination", func(t *testing.T) { t.Parallel(); testTriggersPagination(t, open(t)) })
+	t.Run("PauseResume", func(t *testing.T) { t.Parallel(); testPauseResume(t, open(t)) })
+	t.Run("PauseAll", func(t *testing.T) { t.Parallel(); testPauseAll(t, open(t)) })
+	t.Run("LockDueOrder", func(t *testing.T) { t.Parallel(); testLockDueOrder(t, open(t)) })
+	t.Run("LockDueRace", func(t *testing.T) { t.Parallel(); testLockDueRace(t, open(t)) })
+	t.Run("LockDueSkipsLocked", func(t *testing.T) { t.Parallel(); testLockDueSkipsLocked(t, open(t)) })
+	t.Run("UpdateAfterFire", func(t *testing.T) { t.Parallel(); testUpdateAfterFire(t, open(t)) })
+	t.Run("Calendars", func(t *testing.T) { t.Parallel(); testCalendars(t, open(t)) })
+	t.Run("ExecutionsInsert", func(t *testing.T) { t.Parallel(); testExecutionsInsert(t, open(t)) })
+	t.Run("ExecutionLifecycle", func(t *testing.T) { t.Parallel(); testExecutionLifecycle(t, open(t)) })
+	t.Run("ExecutionsAcquireRace", func(t *testing.T) { t.Parallel(); testExecutionsAcquireRace(t, open(t)) })
+	t.Run("ExecutionsList", func(t *testing.T) { t.Parallel(); testExecutionsList(t, open(t)) })
+	t.Run("ExecutionSweeps", func(t *testing.T) { t.Parallel(); testExecutionSweeps(t, open(t)) })
+	t.Run("Recovery", func(t *testing.T) { t.Parallel(); testRecovery(t, open(t)) })
+	t.Run("Logs", func(t *testing.T) { t.Parallel(); testLogs(t, open(t)) })
+	t.Run("Nodes", func(t *testing.T) { t.Parallel(); testNodes(t, open(t)) })
+	t.Run("Leases", func(t *testing.T) { t.Parallel(); testLeases(t, open(t)) })
+}
+
+// Helpers. They fail the test on any error, so the tests read as the behaviour they check.
+
+// result carries a call's value and error, so that get(call()).ok(t) reads as the value.
+type result[T any] struct {
+	v   T
+	err error
+}
+
+func get[T any](v T, err error) result[T] { return result[T]{v, err} }
+
+func (r result[T]) ok(t *testing.T) T {
+	t.Helper()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.v
+}
+
+func noErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+func equal[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+func sameIDs(t *testing.T, what string, got, want []int64) {
+	t.Helper()
+	g, w := slices.Clone(got), slices.Clone(want)
+	slices.Sort(g)
+	slices.Sort(w)
+	if !slices.Equal(g, w) {
+		t.Fatalf("%s = %v, want %v", what, g, w)
+	}
+}
+
+func newJob(t *testing.T, s store.Executor, group, name string) *store.Job {
+	t.Helper()
+	j := &store.Job{Group: group, Name: name, TargetKind: store.TargetLocal, Handler: "h", Enabled: true}
+	noErr(t, s.JobInsert(context.Background(), j))
+	return j
+}
+
+func newTrigger(t *testing.T, s store.Executor, jobID int64, group, name string, next int64) *store.Trigger {
+	t.Helper()
+	tr := &store.Trigger{JobID: jobID, Group: group, Name: name, Kind: store.TriggerSimple, Spec: `{"interval_ms":1000}`,
+		StartAt: next, NextFireAt: next}
+	noErr(t, s.TriggerInsert(context.Background(), tr))
+	return tr
+}
+
+// newTriggers makes n waiting triggers of one job due at next.
+func newTriggers(t *testing.T, s store.Executor, n int, next int64) []int64 {
+	t.Helper()
+	j := newJob(t, s, "g", fmt.Sprintf("job-%d", next))
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = newTrigger(t, s, j.ID, "g", fmt.Sprintf("t-%d-%d", next, i), next).ID
+	}
+	return ids
+}
+
+func ids[T any](xs []T, id func(T) int64) []int64 {
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = id(x)
+	}
+	return out
+}
+
+func triggerID(t *store.Trigger) int64     { return t.ID }
+func jobID(j *store.Job) int64             { return j.ID }
+func executionID(x *store.Execution) int64 { return x.ID }
+
+func testClock(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a := get(s.DBNow(ctx)).ok(t)
+	b := get(s.DBNow(ctx)).ok(t)
+	if a < 1_600_000_000_000 || b < a {
+		t.Fatalf("DBNow = %d then %d: not Unix milliseconds moving forward", a, b)
+	}
+}
+
+func testTx(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	tx := get(s.Begin(ctx)).ok(t)
+	j := newJob(t, tx, "g", "rolled-back")
+	newTrigger(t, tx, j.ID, "g", "t", 1)
+	noErr(t, tx.Rollback())
+	_, err := s.JobGetByKey(ctx, "g", "rolled-back")
+	wantErr(t, err, store.ErrNotFound)
+
+	tx = get(s.Begin(ctx)).ok(t)
+	j = newJob(t, tx, "g", "committed")
+	tr := newTrigger(t, tx, j.ID, "g", "t", 1)
+	noErr(t, tx.Commit())
+	noErr(t, tx.Rollback()) // a no-op after Commit
+	got := get(s.TriggerGet(ctx, tr.ID)).ok(t)
+	equal(t, "trigger job", got.JobID, j.ID)
+}

@@ -1,0 +1,258 @@
+package store
+
+// TargetKind says how a fire reaches code.
+type TargetKind string
+
+// The dispatch target kinds.
+const (
+	// TargetLocal runs a handler registered in the scheduler's own process.
+	TargetLocal TargetKind = "local"
+	// TargetRemote sends the fire to an executor of an app (executor group).
+	TargetRemote TargetKind = "remote"
+)
+
+// ConcurrencyPolicy says what happens when a job fires while an earlier fire still runs.
+type ConcurrencyPolicy string
+
+// The concurrency policies.
+const (
+	// ConcurrencyAllow runs fires side by side.
+	ConcurrencyAllow ConcurrencyPolicy = "allow"
+	// ConcurrencySerial queues a fire until the running one ends (Quartz
+	// @DisallowConcurrentExecution, XXL-JOB SERIAL_EXECUTION).
+	ConcurrencySerial ConcurrencyPolicy = "serial"
+	// ConcurrencyDiscard skips a fire while one runs (XXL-JOB DISCARD_LATER).
+	ConcurrencyDiscard ConcurrencyPolicy = "discard"
+	// ConcurrencyReplace cancels the running fire and runs the new one (XXL-JOB COVER_EARLY).
+	ConcurrencyReplace ConcurrencyPolicy = "replace"
+)
+
+// Job is what to run.
+type Job struct {
+	ID          int64
+	Group       string
+	Name        string
+	Description string
+
+	TargetKind TargetKind
+	// Handler names the handler: registered in-process for TargetLocal, on the executor for
+	// TargetRemote.
+	Handler string
+	// App is the executor group for TargetRemote; empty for TargetLocal.
+	App string
+
+	// Params is passed verbatim to the handler (XXL-JOB's executorParam).
+	Params string
+	// Data is the job's data map (Quartz's JobDataMap); it is stored as JSON, so values come
+	// back as the types encoding/json decodes into an any.
+	Data map[string]any
+
+	Concurrency ConcurrencyPolicy
+	// PersistData stores the data a run returns back into Data (Quartz
+	// @PersistJobDataAfterExecution).
+	PersistData bool
+	// RequestsRecovery re-fires an execution that was running on a node that died.
+	RequestsRecovery bool
+
+	TimeoutMs      int64
+	MaxRetries     int
+	RetryBackoffMs int64
+	// Routing names the strategy that picks executor instances (first, round_robin, ...).
+	Routing string
+	// AlarmTargets are addresses (e-mail, webhook URL) told when a run fails.
+	AlarmTargets []string
+	// ChildJobIDs are fired when a run succeeds.
+	ChildJobIDs []int64
+	Enabled     bool
+
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// TriggerKind names a trigger's schedule kind; it matches schedule.Kind.
+type TriggerKind string
+
+// The trigger kinds.
+const (
+	TriggerCron             TriggerKind = "cron"
+	TriggerSimple           TriggerKind = "simple"
+	TriggerCalendarInterval TriggerKind = "calendar_interval"
+	TriggerDailyInterval    TriggerKind = "daily_interval"
+)
+
+// TriggerState is a trigger's stored state.
+type TriggerState string
+
+// The trigger states.
+const (
+	// TriggerWaiting triggers fire at NextFireAt.
+	TriggerWaiting TriggerState = "waiting"
+	// TriggerPaused triggers keep their schedule but do not fire.
+	TriggerPaused TriggerState = "paused"
+	// TriggerComplete triggers will never fire again.
+	TriggerComplete TriggerState = "complete"
+	// TriggerError triggers could not be fired (ErrorMessage says why) and wait for a person.
+	TriggerError TriggerState = "error"
+)
+
+// DefaultPriority is the priority of a trigger inserted with Priority 0.
+const DefaultPriority = 5
+
+// Trigger says when a job runs.
+type Trigger struct {
+	ID          int64
+	JobID       int64
+	Group       string
+	Name        string
+	Description string
+
+	Kind TriggerKind
+	// Spec is the kind-specific schedule as JSON. The engine owns its format; the store only
+	// keeps it.
+	Spec     string
+	TimeZone string
+	StartAt  int64
+	EndAt    int64
+	// CalendarName names the calendar excluding fire times; empty for none.
+	CalendarName string
+	// Priority orders triggers due at the same millisecond, higher first. Zero on insert
+	// means DefaultPriority.
+	Priority      int
+	MisfirePolicy string
+
+	State        TriggerState
+	ErrorMessage string
+	NextFireAt   int64
+	PrevFireAt   int64
+	TimesFired   int64
+	// Version is bumped by every write, so TriggerUpdate can refuse a stale copy.
+	Version int64
+
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// Calendar is a named exclusion calendar. The engine owns Spec's format.
+type Calendar struct {
+	Name        string
+	Description string
+	Spec        string
+	// Base names the calendar this one is chained onto; empty for none.
+	Base      string
+	UpdatedAt int64
+}
+
+// ExecutionCause says why an execution exists.
+type ExecutionCause string
+
+// The execution causes.
+const (
+	CauseSchedule ExecutionCause = "schedule"
+	CauseManual   ExecutionCause = "manual"
+	CauseAPI      ExecutionCause = "api"
+	CauseRetry    ExecutionCause = "retry"
+	CauseMisfire  ExecutionCause = "misfire"
+	CauseRecovery ExecutionCause = "recovery"
+	CauseChild    ExecutionCause = "child"
+)
+
+// ExecutionState is where an execution is in its life.
+type ExecutionState string
+
+// The execution states. Pending, acquired and running are live; the rest are terminal.
+const (
+	// ExecPending executions wait for ScheduledAt and for a node to acquire them.
+	ExecPending ExecutionState = "pending"
+	// ExecAcquired executions are owned by Node, which will fire them at ScheduledAt.
+	ExecAcquired ExecutionState = "acquired"
+	// ExecRunning executions have been handed to a handler.
+	ExecRunning   ExecutionState = "running"
+	ExecSucceeded ExecutionState = "succeeded"
+	ExecFailed    ExecutionState = "failed"
+	ExecTimedOut  ExecutionState = "timed_out"
+	// ExecLost executions were running on a node or executor that went away.
+	ExecLost ExecutionState = "lost"
+	// ExecSkipped executions were not run (for example by ConcurrencyDiscard).
+	ExecSkipped  ExecutionState = "skipped"
+	ExecCanceled ExecutionState = "canceled"
+)
+
+// Terminal reports whether no further transition leaves s.
+func (s ExecutionState) Terminal() bool {
+	switch s {
+	case ExecPending, ExecAcquired, ExecRunning:
+		return false
+	}
+	return true
+}
+
+// AlarmState tracks the alarm for a failed execution.
+type AlarmState string
+
+// The alarm states.
+const (
+	AlarmNone    AlarmState = "none"
+	AlarmPending AlarmState = "pending"
+	AlarmSent    AlarmState = "sent"
+	AlarmFailed  AlarmState = "failed"
+)
+
+// Execution is one fire of a job: the in-flight record while it is live and the history
+// afterwards.
+type Execution struct {
+	ID    int64
+	JobID int64
+	// TriggerID is 0 for fires that no trigger caused (manual, API, child).
+	TriggerID int64
+	// ScheduledAt is when the fire is due. (TriggerID, ScheduledAt, Attempt) is unique, which
+	// is what makes a duplicate fire impossible.
+	ScheduledAt int64
+	// FiredAt is when a node moved it to running.
+	FiredAt int64
+	Cause   ExecutionCause
+	// Attempt counts from 0; a retry is a new execution with Attempt+1.
+	Attempt int
+	// Node is the scheduler node that owns an acquired or running execution.
+	Node            string
+	ExecutorAddress string
+	ShardIndex      int
+	ShardTotal      int
+	State           ExecutionState
+
+	TriggerCode int
+	TriggerMsg  string
+	HandleCode  int
+	HandleMsg   string
+	StartedAt   int64
+	FinishedAt  int64
+	AlarmState  AlarmState
+	// Data is a snapshot of the job data the run saw or returned; nil when not kept.
+	Data map[string]any
+}
+
+// LogLine is one line of an execution's output.
+type LogLine struct {
+	// Line numbers count from 1 per execution and are chosen by the writer, so a chunk that
+	// is sent twice is stored once.
+	Line    int64
+	At      int64
+	Message string
+}
+
+// Node is a scheduler node, alive while it heartbeats.
+type Node struct {
+	ID        string
+	Name      string
+	StartedAt int64
+	LastSeen  int64
+}
+
+// Lease is a named, expiring claim held by one holder: the leader lease and any other duty
+// only one node may run.
+type Lease struct {
+	Name   string
+	Holder string
+	// Token grows every time the lease changes hands, so a holder can fence its writes.
+	Token     int64
+	ExpiresAt int64
+}
