@@ -81,6 +81,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		if err == nil {
 			cfg.db, err = sql.Open("sqlite", sdsn)
 		}
+		if err == nil {
+			// SQLite has one writer. With one connection the process's writers queue in the
+			// pool instead of failing with SQLITE_BUSY when a transaction holds the lock longer
+			// than the busy timeout; callers must not use the store while they hold a Tx.
+			cfg.db.SetMaxOpenConns(1)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", redact(dsn), err)

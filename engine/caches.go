@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// buildTrigger rebuilds the schedule.Trigger a stored trigger row describes, with its
+// calendar chain.
+func (e *Engine) buildTrigger(ctx context.Context, ex store.Executor, row *store.Trigger) (*schedule.Trigger, schedule.Calendar, error) {
+	loc, err := loadZoneCached(row.TimeZone)
+	if err != nil {
+		return nil, nil, err
+	}
+	sched, err := schedule.DecodeSpec(schedule.Kind(row.Kind), row.Spec, loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	policy, err := schedule.ParseMisfirePolicy(row.MisfirePolicy)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := &schedule.Trigger{
+		Schedule: sched, Start: fromMillis(row.StartAt), End: fromMillis(row.EndAt), Misfire: policy,
+		Next: fromMillis(row.NextFireAt), Prev: fromMillis(row.PrevFireAt), TimesTriggered: int(row.TimesFired),
+	}
+	var cal schedule.Calendar
+	if row.CalendarName != "" {
+		if cal, err = e.cals.get(ctx, ex, row.CalendarName, loc); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tr, cal, nil
+}
+
+var zoneCache sync.Map // zone name → *time.Location
+
+func loadZoneCached(name string) (*time.Location, error) {
+	if name == "" {
+		name = "UTC"
+	}
+	if loc, ok := zoneCache.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := schedule.LoadZone(name)
+	if err != nil {
+		return nil, err
+	}
+	zoneCache.Store(name, loc)
+	return loc, nil
+}
+
+// calendarCache keeps built calendar chains. A calendar is reread when its row changed, which
+// costs one lookup per chain link and acquisition round that uses it.
+type calendarCache struct {
+	store store.Store
+	mu    sync.Mutex
+	built map[calKey]cachedCalendar
+}
+
+type calKey struct {
+	name string
+	loc  *time.Location
+}
+
+type cachedCalendar struct {
+	updatedAt int64
+	cal       schedule.Calendar
+}
+
+func newCalendarCache(s store.Store) *calendarCache {
+	return &calendarCache{store: s, built: map[calKey]cachedCalendar{}}
+}
+
+// get returns the named calendar chain, evaluated in loc (the trigger's zone).
+func (c *calendarCache) get(ctx context.Context, ex store.Executor, name string, loc *time.Location) (schedule.Calendar, error) {
+	var specs []string
+	var stamp int64
+	for n, depth := name, 0; n != ""; depth++ {
+		if depth > 16 {
+			return nil, fmt.Errorf("calendar %q: base chain deeper than 16 (a cycle?)", name)
+		}
+		row, err := ex.CalendarGet(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("calendar %q: %w", n, err)
+		}
+		specs = append(specs, row.Spec)
+		stamp = max(stamp, row.UpdatedAt)
+		n = row.Base
+	}
+	key := calKey{name, loc}
+	c.mu.Lock()
+	cached, ok := c.built[key]
+	c.mu.Unlock()
+	if ok && cached.updatedAt == stamp {
+		return cached.cal, nil
+	}
+	cal, err := schedule.ParseCalendarSpec(strings.Join(specs, "+"), loc)
+	if err != nil {
+		return nil, fmt.Errorf("calendar %q: %w", name, err)
+	}
+	c.mu.Lock()
+	c.built[key] = cachedCalendar{updatedAt: stamp, cal: cal}
+	c.mu.Unlock()
+	return cal, nil
+}
+
+// jobCache keeps jobs for a short time: firing needs the job of every fire, and rereading it
+// per fire would cost a round trip each. An edit reaches the fires within jobCacheTTL.
+type jobCache struct {
+	store store.Store
+	clock clock.Clock
+	mu    sync.Mutex
+	jobs  map[int64]cachedJob
+}
+
+const jobCacheTTL = time.Second
+
+type cachedJob struct {
+	job    *store.Job
+	loaded time.Time
+}
+
+func newJobCache(s store.Store, c clock.Clock) *jobCache {
+	return &jobCache{store: s, clock: c, jobs: map[int64]cachedJob{}}
+}
+
+func (c *jobCache) get(ctx context.Context, id int64) (*store.Job, error) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	cj, ok := c.jobs[id]
+	c.mu.Unlock()
+	if ok && now.Sub(cj.loaded) < jobCacheTTL {
+		return cj.job, nil
+	}
+	j, err := c.store.JobGet(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("job %d: %w", id, err)
+	}
+	c.mu.Lock()
+	c.jobs[id] = cachedJob{job: j, loaded: now}
+	c.mu.Unlock()
+	return j, nil
+}
+
+// forget drops a job so the next fire rereads it (after this node changed its data).
+func (c *jobCache) forget(id int64) {
+	c.mu.Lock()
+	delete(c.jobs, id)
+	c.mu.Unlock()
+}
+
+// Calendar returns the named stored calendar chain evaluated in loc, read through ex.
+func (e *Engine) Calendar(ctx context.Context, ex store.Executor, name string, loc *time.Location) (schedule.Calendar, error) {
+	return e.cals.get(ctx, ex, name, loc)
+}

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// completion is a finished fire waiting to be written.
+type completion struct {
+	fire              *Fire
+	state             store.ExecutionState
+	res               Result
+	started, finished time.Time
+}
+
+// maxRetryBackoff caps the exponential retry backoff.
+const maxRetryBackoff = time.Hour
+
+// completer writes results in batches: one transaction per batch sets the terminal states
+// (compare-and-set from running), stores output lines and persisted job data, and inserts
+// the retries and child fires the results call for.
+type completer struct {
+	e    *Engine
+	l    *lifecycle
+	in   chan completion
+	done chan struct{}
+}
+
+func newCompleter(e *Engine, l *lifecycle) *completer {
+	return &completer{e: e, l: l, in: make(chan completion, 4096), done: make(chan struct{})}
+}
+
+func (c *completer) add(cp completion) { c.in <- cp }
+
+// close flushes what is queued and waits for the writer to end.
+func (c *completer) close() {
+	close(c.in)
+	<-c.done
+}
+
+// run writes results as they come. While one batch is being written the next accumulates,
+// so under load each transaction carries many results and at rest a result is written at
+// once: group commit without a timer.
+func (c *completer) run() {
+	defer close(c.done)
+	for {
+		cp, ok := <-c.in
+		if !ok {
+			return
+		}
+		batch := []completion{cp}
+	gather:
+		for len(batch) < c.e.cfg.CompleteBatch {
+			select {
+			case cp, ok := <-c.in:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, cp)
+			default:
+				break gather
+			}
+		}
+		c.flush(batch)
+	}
+}
+
+// flush writes one batch, retrying a failed write with a growing pause for about a minute
+// (a database restart): a result given up leaves its execution running, and the leader
+// declares it lost when this node leaves.
+func (c *completer) flush(batch []completion) {
+	var err error
+	for attempt := 0; attempt < 12 && !c.l.abandoned.Load(); attempt++ {
+		if err = c.write(batch); err == nil {
+			c.e.stats.Completed.Add(int64(len(batch)))
+			return
+		}
+		c.e.log.Warn("writing results failed; retrying", "err", err, "count", len(batch), "attempt", attempt+1)
+		time.Sleep(min(time.Duration(1<<attempt)*50*time.Millisecond, 10*time.Second))
+	}
+	if err != nil {
+		c.e.log.Error("writing results failed; giving up", "err", err, "count", len(batch))
+	}
+}
+
+func (c *completer) write(batch []completion) error {
+	ctx := context.Background()
+	e := c.e
+	results := make([]store.ExecutionResult, len(batch))
+	for i, cp := range batch {
+		msg := cp.res.Message
+		if cp.res.Err != nil {
+			if msg != "" {
+				msg += ": "
+			}
+			msg += cp.res.Err.Error()
+		}
+		code := cp.res.Code
+		if code == 0 && cp.state != store.ExecSucceeded && cp.state != store.ExecSkipped {
+			code = 500
+		} else if code == 0 {
+			code = 200
+		}
+		results[i] = store.ExecutionResult{ID: cp.fire.Execution.ID, State: cp.state, HandleCode: code,
+			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli(), Data: cp.res.Data}
+	}
+	tx, err := e.store.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	moved, err := tx.ExecutionsComplete(ctx, results)
+	if err != nil {
+		return err
+	}
+	movedSet := idSet(moved)
+	var follow []*store.Execution
+	for _, cp := range batch {
+		ex, job := cp.fire.Execution, cp.fire.Job
+		if !movedSet[ex.ID] {
+			continue // recovered by the leader meanwhile: it is lost, not ours to complete
+		}
+		if len(cp.res.Logs) > 0 {
+			lines := make([]store.LogLine, len(cp.res.Logs))
+			for i, msg := range cp.res.Logs {
+				lines[i] = store.LogLine{Line: int64(i + 1), At: cp.finished.UnixMilli(), Message: msg}
+			}
+			if _, err := tx.ExecutionLogAppend(ctx, ex.ID, lines); err != nil {
+				return err
+			}
+		}
+		if job.PersistData && cp.res.Data != nil && cp.state == store.ExecSucceeded {
+			if err := tx.JobSetData(ctx, job.ID, cp.res.Data); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			e.jobs.forget(job.ID)
+		}
+		switch {
+		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
+			follow = append(follow, &store.Execution{JobID: job.ID, TriggerID: ex.TriggerID,
+				ScheduledAt: cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli(),
+				Cause:       store.CauseRetry, Attempt: ex.Attempt + 1, State: store.ExecPending})
+		case cp.state == store.ExecSucceeded:
+			for _, child := range job.ChildJobIDs {
+				follow = append(follow, &store.Execution{JobID: child, ScheduledAt: cp.finished.UnixMilli(),
+					Cause: store.CauseChild, State: store.ExecPending})
+			}
+		}
+	}
+	if len(follow) > 0 {
+		if _, err := tx.ExecutionsInsert(ctx, follow); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for _, id := range moved {
+		e.signals.executionCompleted(id)
+	}
+	if len(follow) > 0 {
+		e.Wake()
+	}
+	return nil
+}
+
+// retryBackoff doubles the job's backoff with every attempt, up to maxRetryBackoff.
+func retryBackoff(job *store.Job, attempt int) time.Duration {
+	d := msDuration(job.RetryBackoffMs)
+	for i := 0; i < attempt && d < maxRetryBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxRetryBackoff)
+}
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Dispatcher runs one fire and reports its outcome. It returns when the run is over; ctx is
+// canceled when the job's timeout passes, when a replacing fire cancels it, or when the
+// engine stops past its drain deadline.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, f *Fire) Result
+}
+
+// Fire is an execution the engine is running, with its job.
+type Fire struct {
+	Execution *store.Execution
+	Job       *store.Job
+}
+
+// Result is the outcome of a fire.
+type Result struct {
+	// Err is nil for success. A run that returns after its context's deadline is recorded as
+	// timed out, whatever Err says.
+	Err  error
+	Code int
+	// Message is stored as the execution's handle message (with Err's text on failure).
+	Message string
+	// Data replaces the job's data when the job persists data; nil leaves it alone.
+	Data map[string]any
+	// Logs are the lines the run wrote.
+	Logs []string
+}
+
+// Config configures an Engine. The zero value of each field but Store and Dispatcher means
+// the stated default.
+type Config struct {
+	// Store is the database the cluster shares. Required.
+	Store store.Store
+	// Dispatcher runs fires. Required.
+	Dispatcher Dispatcher
+	// NodeID names this node in the cluster; it must be unique among live nodes.
+	// Default: hostname-pid-random.
+	NodeID string
+	// Clock is the time source. Default: the system clock.
+	Clock clock.Clock
+	// Logger receives the engine's logs. Default: slog.Default().
+	Logger *slog.Logger
+
+	// BatchSize is the most fires one acquisition round takes. Default 1000.
+	BatchSize int
+	// LookAhead is how far ahead of their due time fires are acquired, so they wait in
+	// memory and start at their exact millisecond. Default 2 s.
+	LookAhead time.Duration
+	// PollInterval is the longest the acquirer sleeps when it knows of no due work.
+	// Default 500 ms.
+	PollInterval time.Duration
+	// MisfireThreshold is how late a fire may be before its trigger's misfire policy applies
+	// instead. Default 60 s (Quartz's default).
+	MisfireThreshold time.Duration
+	// MaxRunning bounds the handlers running at once on this node; further due fires wait.
+	// Default 10,000.
+	MaxRunning int
+	// CompleteBatch is the most results one write carries. Default 500.
+	CompleteBatch int
+
+	// HeartbeatInterval is how often the node records that it is alive. Default 2 s.
+	HeartbeatInterval time.Duration
+	// NodeTimeout is how long a node may miss heartbeats (by the database's clock) before the
+	// leader declares it dead and recovers its work. Default 3 × HeartbeatInterval.
+	NodeTimeout time.Duration
+	// DrainTimeout is how long Stop waits for running handlers before canceling them.
+	// Default 30 s.
+	DrainTimeout time.Duration
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	out := *c
+	if out.Store == nil {
+		return out, errors.New("engine: Config.Store is required")
+	}
+	if out.Dispatcher == nil {
+		return out, errors.New("engine: Config.Dispatcher is required")
+	}
+	if out.NodeID == "" {
+		out.NodeID = defaultNodeID()
+	}
+	if out.Clock == nil {
+		out.Clock = clock.Real{}
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	setDefault(&out.BatchSize, 1000)
+	setDefault(&out.LookAhead, 2*time.Second)
+	setDefault(&out.PollInterval, 500*time.Millisecond)
+	setDefault(&out.MisfireThreshold, 60*time.Second)
+	setDefault(&out.MaxRunning, 10000)
+	setDefault(&out.CompleteBatch, 500)
+	setDefault(&out.HeartbeatInterval, 2*time.Second)
+	setDefault(&out.NodeTimeout, 3*out.HeartbeatInterval)
+	setDefault(&out.DrainTimeout, 30*time.Second)
+	if out.NodeTimeout <= out.HeartbeatInterval {
+		return out, errors.New("engine: Config.NodeTimeout must be longer than HeartbeatInterval")
+	}
+	return out, nil
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Engine is one scheduler node. Create it with New, then Start and Stop it; it can be
+// started again after Stop.
+type Engine struct {
+	cfg   Config
+	store store.Store
+	clock clock.Clock
+	log   *slog.Logger
+
+	jobs *jobCache
+	cals *calendarCache
+
+	lifeMu  sync.Mutex // serialises Start and Stop
+	running bool
+	life    *lifecycle
+
+	leader atomic.Bool
+	stats  Stats
+
+	signals *testSignals // nil outside tests
+}
+
+// lifecycle is what one Start creates and the matching Stop tears down.
+type lifecycle struct {
+	ctx    context.Context // canceled when the loops must stop taking work
+	cancel context.CancelFunc
+	// runCtx is the parent of every handler's context; canceling it aborts running handlers
+	// (at the end of the drain, or when the node is abandoned).
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	loops     sync.WaitGroup // acquirer, firer, starter, cluster duties (not the completer)
+	handlers  sync.WaitGroup // running handlers
+	wake      chan struct{}  // pokes the acquirer
+	fires     *fireQueue
+	due       chan []*pendingFire // fires released by the firer, to be started
+	completer *completer
+	conc      *concurrency
+	slots     chan struct{} // MaxRunning tokens
+	abandoned atomic.Bool
+}
+
+// Stats are counters of what the node did since it was created.
+type Stats struct {
+	Acquired  atomic.Int64 // fires this node acquired
+	Fired     atomic.Int64 // fires this node ran (won acquired → running)
+	LostRaces atomic.Int64 // fires this node acquired but lost before running them
+	Misfired  atomic.Int64 // triggers whose misfire policy this node applied
+	Completed atomic.Int64 // results written
+	Recovered atomic.Int64 // executions of dead nodes this node (as leader) recovered
+}
+
+// New validates cfg and returns a stopped engine.
+func New(cfg Config) (*Engine, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: c, store: c.Store, clock: c.Clock, log: c.Logger.With("node", c.NodeID)}
+	e.jobs = newJobCache(e.store, e.clock)
+	e.cals = newCalendarCache(e.store)
+	return e, nil
+}
+
+// NodeID returns the node's name in the cluster.
+func (e *Engine) NodeID() string { return e.cfg.NodeID }
+
+// Stats returns the node's counters.
+func (e *Engine) Stats() *Stats { return &e.stats }
+
+// IsLeader reports whether the node holds the leader lease.
+func (e *Engine) IsLeader() bool { return e.leader.Load() }
+
+// Start registers the node and starts its loops. It returns once the node is running.
+func (e *Engine) Start(ctx context.Context) error {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	if e.running {
+		return errors.New("engine: already started")
+	}
+	if _, err := e.store.NodeHeartbeat(ctx, e.cfg.NodeID, nodeName()); err != nil {
+		return fmt.Errorf("engine: register node %s: %w", e.cfg.NodeID, err)
+	}
+	l := &lifecycle{wake: make(chan struct{}, 1), slots: make(chan struct{}, e.cfg.MaxRunning),
+		due: make(chan []*pendingFire, 1024)}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.runCtx, l.runCancel = context.WithCancel(context.Background())
+	l.fires = newFireQueue()
+	l.conc = newConcurrency()
+	l.completer = newCompleter(e, l)
+	e.life, e.running = l, true
+
+	go l.completer.run()
+	l.loops.Add(4)
+	go func() { defer l.loops.Done(); e.acquireLoop(l) }()
+	go func() { defer l.loops.Done(); e.fireLoop(l) }()
+	go func() { defer l.loops.Done(); e.startLoop(l) }()
+	go func() { defer l.loops.Done(); e.clusterLoop(l) }()
+	e.log.Info("engine started")
+	return nil
+}
+
+// Stop stops acquiring, hands the fires this node acquired but did not start back to the
+// cluster, waits up to DrainTimeout (or ctx) for running handlers, writes their results and
+// leaves the cluster. It is idempotent.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	if !e.running {
+		return nil
+	}
+	l := e.life
+	e.running, e.life = false, nil
+
+	// No new work: the loops end before the drain, so no handler starts after it began.
+	l.cancel()
+	l.loops.Wait()
+	l.fires.close()
+	l.conc.dropQueued()
+	drained := make(chan struct{})
+	go func() { l.handlers.Wait(); close(drained) }()
+	drainTimer := e.clock.NewTimer(e.cfg.DrainTimeout)
+	select {
+	case <-drained:
+	case <-drainTimer.C():
+		e.log.Warn("drain timeout: canceling running handlers")
+	case <-ctx.Done():
+		e.log.Warn("stop canceled: canceling running handlers")
+	}
+	drainTimer.Stop()
+	l.runCancel()
+	<-drained
+	l.completer.close()
+
+	// The fires still acquired by this node go back to pending so another node (or this
+	// one, restarted) fires them; the node row goes so nobody waits for it to time out.
+	var errs []error
+	if _, err := e.store.ExecutionsReleaseAcquired(ctx, e.cfg.NodeID); err != nil {
+		errs = append(errs, fmt.Errorf("release acquired fires: %w", err))
+	}
+	if e.leader.Swap(false) {
+		if _, err := e.store.LeaseRelease(ctx, leaderLease, e.cfg.NodeID); err != nil {
+			errs = append(errs, fmt.Errorf("release leader lease: %w", err))
+		}
+	}
+	if err := e.store.NodeDelete(ctx, e.cfg.NodeID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		errs = append(errs, fmt.Errorf("leave cluster: %w", err))
+	}
+	e.log.Info("engine stopped")
+	return errors.Join(errs...)
+}
+
+// abandon stops the node the way a crash does: its loops end, its handlers are canceled and
+// nothing is written back — no results, no release of acquired fires, no goodbye. Tests use
+// it to prove that the rest of the cluster recovers the node's work.
+func (e *Engine) abandon() {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	if !e.running {
+		return
+	}
+	l := e.life
+	e.running, e.life = false, nil
+	l.abandoned.Store(true)
+	l.cancel()
+	l.loops.Wait()
+	l.fires.close()
+	l.conc.dropQueued()
+	l.runCancel()
+	l.handlers.Wait()
+	l.completer.close()
+	e.leader.Store(false)
+}
+
+// Wake makes the acquirer look for due work now, e.g. after a trigger was added that is due
+// sooner than the next poll.
+func (e *Engine) Wake() {
+	e.lifeMu.Lock()
+	l := e.life
+	e.lifeMu.Unlock()
+	if l != nil {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sleep waits for d on the engine's clock, or until wake or ctx fires. It reports false when
+// ctx is done.
+func (e *Engine) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+	case <-wake:
+	}
+	return true
+}
+
+func defaultNodeID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", nodeName(), os.Getpid(), hex.EncodeToString(b))
+}
+
+func nodeName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}

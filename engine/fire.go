@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Causes a handler's context is canceled with; the execution's final state follows from them.
+var (
+	errTimedOut = errors.New("job timeout passed")
+	errReplaced = errors.New("replaced by a newer fire (concurrency policy replace)")
+	errStopping = errors.New("node stopping")
+)
+
+// markRetryDelay is how long fires wait after the store failed to mark them running.
+const markRetryDelay = 100 * time.Millisecond
+
+// fireLoop releases acquired fires at their due millisecond.
+func (e *Engine) fireLoop(l *lifecycle) {
+	for {
+		wait := e.cfg.PollInterval
+		if due, ok := l.fires.next(); ok {
+			wait = due.Sub(e.clock.Now())
+		}
+		if wait > 0 {
+			t := e.clock.NewTimer(wait)
+			select {
+			case <-l.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			case <-l.fires.changed:
+			}
+			t.Stop()
+		}
+		if l.ctx.Err() != nil {
+			return
+		}
+		if due := l.fires.popDue(e.clock.Now()); len(due) > 0 {
+			select {
+			case l.due <- due:
+			case <-l.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// startLoop starts the fires the firer released. While one compare-and-set is in flight the
+// next fires gather, so under load one statement wins many fires and at rest a fire waits
+// for no one: group commit without a timer.
+func (e *Engine) startLoop(l *lifecycle) {
+	for {
+		var batch []*pendingFire
+		select {
+		case batch = <-l.due:
+		case <-l.ctx.Done():
+			return
+		}
+	gather:
+		for len(batch) < e.cfg.BatchSize {
+			select {
+			case more := <-l.due:
+				batch = append(batch, more...)
+			default:
+				break gather
+			}
+		}
+		e.startFires(l, batch)
+	}
+}
+
+// startFires applies each job's concurrency policy, wins the fires with one
+// acquired → running compare-and-set, and starts the winners' handlers.
+func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
+	ctx := l.ctx
+	type admitted struct {
+		fire *Fire
+		skip bool
+	}
+	var batch []admitted
+	for _, pf := range due {
+		job, err := e.jobs.get(ctx, pf.exec.JobID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// The job is gone (deleted after the fire was acquired) or unreadable: the fire
+			// runs nothing and is recorded as failed with the reason.
+			job = &store.Job{ID: pf.exec.JobID, Concurrency: store.ConcurrencyAllow}
+			pf.exec.TriggerMsg = err.Error()
+		}
+		f := &Fire{Execution: pf.exec, Job: job}
+		switch l.conc.admit(f) {
+		case admitRun:
+			batch = append(batch, admitted{fire: f})
+		case admitSkip:
+			batch = append(batch, admitted{fire: f, skip: true})
+		case admitQueued:
+		}
+	}
+	if len(batch) == 0 {
+		return
+	}
+	ids := make([]int64, len(batch))
+	for i, a := range batch {
+		ids[i] = a.fire.Execution.ID
+	}
+	now := e.clock.Now()
+	won, err := e.store.ExecutionsMarkRunning(ctx, e.cfg.NodeID, ids, now.UnixMilli())
+	if err != nil {
+		// Nothing ran and the fires are still acquired by this node: try again shortly.
+		if ctx.Err() == nil {
+			e.log.Error("mark fires running; retrying", "err", err, "count", len(ids))
+		}
+		retry := make([]*pendingFire, 0, len(batch))
+		for _, a := range batch {
+			if !a.skip {
+				l.conc.done(a.fire)
+			}
+			retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5})
+		}
+		go func() {
+			if e.sleep(ctx, markRetryDelay, nil) {
+				l.fires.push(retry...)
+			}
+		}()
+		return
+	}
+	wonSet := idSet(won)
+	for _, a := range batch {
+		ex := a.fire.Execution
+		if !wonSet[ex.ID] {
+			// Another node took this fire (we were presumed dead): running it would be a
+			// duplicate.
+			e.stats.LostRaces.Add(1)
+			e.signals.raceLost(ex.ID)
+			if !a.skip {
+				l.conc.done(a.fire)
+			}
+			continue
+		}
+		ex.State, ex.FiredAt = store.ExecRunning, now.UnixMilli()
+		e.stats.Fired.Add(1)
+		switch {
+		case a.skip:
+			l.completer.add(completion{fire: a.fire, state: store.ExecSkipped, started: now,
+				finished: now, res: Result{Message: "skipped: the previous fire of the job still runs (concurrency policy discard)"}})
+		case ex.TriggerMsg != "":
+			l.completer.add(completion{fire: a.fire, state: store.ExecFailed, started: now,
+				finished: now, res: Result{Err: errors.New(ex.TriggerMsg)}})
+			l.conc.done(a.fire)
+		default:
+			e.launch(l, a.fire)
+		}
+	}
+}
+
+// launch runs the fire's handler on its own goroutine once a MaxRunning slot is free.
+func (e *Engine) launch(l *lifecycle, f *Fire) {
+	if !e.takeSlot(l) {
+		// Won but the node is stopping: record it rather than leave it running forever.
+		now := e.clock.Now()
+		l.completer.add(completion{fire: f, state: store.ExecCanceled, started: now, finished: now,
+			res: Result{Err: errStopping}})
+		l.conc.done(f)
+		return
+	}
+	l.handlers.Add(1)
+	go func() {
+		defer l.handlers.Done()
+		defer func() { <-l.slots }()
+		e.run(l, f)
+	}()
+}
+
+// takeSlot waits for a MaxRunning slot; it reports false when the node stops first.
+func (e *Engine) takeSlot(l *lifecycle) bool {
+	if l.ctx.Err() != nil {
+		return false
+	}
+	select {
+	case l.slots <- struct{}{}:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
+}
+
+func (e *Engine) run(l *lifecycle, f *Fire) {
+	ctx, cancel := context.WithCancelCause(l.runCtx)
+	defer cancel(nil)
+	l.conc.running(f, cancel)
+	if f.Job.TimeoutMs > 0 {
+		t := e.clock.NewTimer(msDuration(f.Job.TimeoutMs))
+		defer t.Stop()
+		go func() {
+			select {
+			case <-t.C():
+				cancel(errTimedOut)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	started := e.clock.Now()
+	res := e.dispatch(ctx, f)
+	finished := e.clock.Now()
+
+	state := store.ExecSucceeded
+	if res.Err != nil {
+		state = store.ExecFailed
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errTimedOut):
+		state = store.ExecTimedOut
+	case errors.Is(cause, errReplaced):
+		state = store.ExecCanceled
+	case l.runCtx.Err() != nil && res.Err != nil:
+		state = store.ExecCanceled
+	}
+	l.completer.add(completion{fire: f, state: state, res: res, started: started, finished: finished})
+	if next := l.conc.done(f); next != nil {
+		e.startFires(l, []*pendingFire{next})
+	}
+}
+
+// dispatch runs the handler and turns a panic into a failure, so one bad handler cannot take
+// the node down.
+func (e *Engine) dispatch(ctx context.Context, f *Fire) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error("handler panicked", "job", f.Job.ID, "execution", f.Execution.ID, "panic", p)
+			res = Result{Err: fmt.Errorf("handler panicked: %v", p), Logs: []string{string(debug.Stack())}}
+		}
+	}()
+	return e.cfg.Dispatcher.Dispatch(ctx, f)
+}

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// pendingFire is an acquired execution waiting for its due millisecond.
+type pendingFire struct {
+	exec     *store.Execution
+	priority int
+}
+
+// fireQueue is the in-memory heap of acquired fires, earliest first and, at the same
+// millisecond, highest priority first. The firer sleeps until its head is due; changed tells
+// it that a new head arrived.
+type fireQueue struct {
+	mu      sync.Mutex
+	h       fireHeap
+	changed chan struct{}
+	closed  bool
+}
+
+func newFireQueue() *fireQueue { return &fireQueue{changed: make(chan struct{}, 1)} }
+
+func (q *fireQueue) push(fs ...*pendingFire) {
+	if len(fs) == 0 {
+		return
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
+	for _, f := range fs {
+		heap.Push(&q.h, f)
+	}
+	q.mu.Unlock()
+	select {
+	case q.changed <- struct{}{}:
+	default:
+	}
+}
+
+// next returns the due time of the head, if any.
+func (q *fireQueue) next() (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.h) == 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(q.h[0].exec.ScheduledAt), true
+}
+
+// popDue removes and returns every fire due at or before now.
+func (q *fireQueue) popDue(now time.Time) []*pendingFire {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ms := now.UnixMilli()
+	var due []*pendingFire
+	for len(q.h) > 0 && q.h[0].exec.ScheduledAt <= ms {
+		due = append(due, heap.Pop(&q.h).(*pendingFire))
+	}
+	return due
+}
+
+// close drops the queued fires; they stay acquired in the store until the node releases
+// them (Stop) or the leader does (crash).
+func (q *fireQueue) close() {
+	q.mu.Lock()
+	q.closed, q.h = true, nil
+	q.mu.Unlock()
+}
+
+func (q *fireQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.h)
+}
+
+type fireHeap []*pendingFire
+
+func (h fireHeap) Len() int { return len(h) }
+func (h fireHeap) Less(i, j int) bool {
+	a, b := h[i].exec, h[j].exec
+	if a.ScheduledAt != b.ScheduledAt {
+		return a.ScheduledAt < b.ScheduledAt
+	}
+	return h[i].priority > h[j].priority
+}
+func (h fireHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *fireHeap) Push(x any)   { *h = append(*h, x.(*pendingFire)) }
+func (h *fireHeap) Pop() any {
+	old := *h
+	f := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return f
+}

@@ -1,0 +1,52 @@
+package engine
+
+// testSignals lets tests wait for what the engine did instead of sleeping. It is nil outside
+// tests, and its methods are then no-ops.
+type testSignals struct {
+	acquired  chan int    // after every acquisition round: fires taken
+	completed chan int64  // every execution whose result was written
+	recovered chan string // every dead node the leader recovered
+	lostRace  chan int64  // every fire this node acquired but another node ran
+}
+
+func newTestSignals() *testSignals {
+	const buffer = 1 << 16
+	return &testSignals{
+		acquired:  make(chan int, buffer),
+		completed: make(chan int64, buffer),
+		recovered: make(chan string, buffer),
+		lostRace:  make(chan int64, buffer),
+	}
+}
+
+func (s *testSignals) roundAcquired(n int) {
+	if s != nil {
+		trySend(s.acquired, n)
+	}
+}
+
+func (s *testSignals) executionCompleted(id int64) {
+	if s != nil {
+		trySend(s.completed, id)
+	}
+}
+
+func (s *testSignals) nodeRecovered(node string) {
+	if s != nil {
+		trySend(s.recovered, node)
+	}
+}
+
+func (s *testSignals) raceLost(id int64) {
+	if s != nil {
+		trySend(s.lostRace, id)
+	}
+}
+
+// trySend never blocks: a test that does not read a signal must not stall the engine.
+func trySend[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
+}

@@ -1,0 +1,334 @@
+// Package sundial embeds the Sundial scheduler in a Go program, as Quartz is embedded in a
+// Java one: open a store, register named handlers, schedule jobs with one or more triggers,
+// and start the node. Several programs (or `sundial server` nodes) sharing one PostgreSQL or
+// MySQL database form a cluster that fires every trigger exactly once.
+//
+// A handler runs with a context that carries its execution (see ExecutionFrom) and a logger
+// whose lines are stored with the execution (see Logger).
+package sundial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Config configures a Scheduler. Only Store is required.
+type Config struct {
+	// Store is the database the node uses; open one with sqlstore.Open and migrate it.
+	Store store.Store
+	// NodeID names this node in the cluster. Default: hostname-pid-random.
+	NodeID string
+	// Logger receives the scheduler's own logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Clock is the time source. Default: the system clock.
+	Clock clock.Clock
+	// MisfireThreshold is how late a fire may be before its trigger's misfire policy applies.
+	// Default 60 s.
+	MisfireThreshold time.Duration
+	// MaxRunning bounds the handlers running at once on this node. Default 10,000.
+	MaxRunning int
+	// HeartbeatInterval is how often the node proves it is alive. Default 2 s; a node silent
+	// for three intervals is declared dead and its work recovered.
+	HeartbeatInterval time.Duration
+	// DrainTimeout is how long Stop waits for running handlers. Default 30 s.
+	DrainTimeout time.Duration
+	// Engine tunes the scheduling loop further (batch size, look-ahead, poll interval). Its
+	// Store, Dispatcher, NodeID, Logger and Clock are set from the fields above.
+	Engine engine.Config
+}
+
+// Handler is the code a job runs. Returning an error fails the execution (and retries it
+// when the job allows retries). The context is canceled when the job's timeout passes or
+// the node stops.
+type Handler func(ctx context.Context) error
+
+// Scheduler is one embedded scheduler node.
+type Scheduler struct {
+	store  store.Store
+	engine *engine.Engine
+	clock  clock.Clock
+
+	mu       sync.RWMutex
+	handlers map[string]Handler
+}
+
+// New returns a stopped scheduler.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("sundial: Config.Store is required")
+	}
+	s := &Scheduler{store: cfg.Store, handlers: map[string]Handler{}, clock: cfg.Clock}
+	if s.clock == nil {
+		s.clock = clock.Real{}
+	}
+	ec := cfg.Engine
+	ec.Store, ec.Dispatcher, ec.NodeID, ec.Logger, ec.Clock = cfg.Store, localDispatcher{s}, cfg.NodeID, cfg.Logger, s.clock
+	if cfg.MisfireThreshold > 0 {
+		ec.MisfireThreshold = cfg.MisfireThreshold
+	}
+	if cfg.MaxRunning > 0 {
+		ec.MaxRunning = cfg.MaxRunning
+	}
+	if cfg.HeartbeatInterval > 0 {
+		ec.HeartbeatInterval = cfg.HeartbeatInterval
+	}
+	if cfg.DrainTimeout > 0 {
+		ec.DrainTimeout = cfg.DrainTimeout
+	}
+	e, err := engine.New(ec)
+	if err != nil {
+		return nil, err
+	}
+	s.engine = e
+	return s, nil
+}
+
+// Register makes h the handler of jobs whose Handler is name. Register handlers before Start;
+// a fire of a job whose handler is not registered on the node that fires it fails.
+func (s *Scheduler) Register(name string, h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handlers[name] = h
+}
+
+// Start starts the node; it returns once the node is running.
+func (s *Scheduler) Start(ctx context.Context) error { return s.engine.Start(ctx) }
+
+// Stop stops taking work, waits for running handlers (up to DrainTimeout or ctx) and leaves
+// the cluster. It is idempotent.
+func (s *Scheduler) Stop(ctx context.Context) error { return s.engine.Stop(ctx) }
+
+// Engine returns the node's engine, for its statistics and leadership state.
+func (s *Scheduler) Engine() *engine.Engine { return s.engine }
+
+// Store returns the scheduler's store.
+func (s *Scheduler) Store() store.Store { return s.store }
+
+// Concurrency says what happens when a job fires while an earlier fire still runs.
+type Concurrency = store.ConcurrencyPolicy
+
+// The concurrency policies.
+const (
+	Allow   = store.ConcurrencyAllow
+	Serial  = store.ConcurrencySerial
+	Discard = store.ConcurrencyDiscard
+	Replace = store.ConcurrencyReplace
+)
+
+// Job describes what to run.
+type Job struct {
+	// Group and Name identify the job; the pair is unique. Group defaults to "default".
+	Group, Name string
+	Description string
+	// Handler names the registered handler that runs the job.
+	Handler string
+	// Params is handed to the handler verbatim.
+	Params string
+	// Data is the job's data map; the handler sees a copy and, with PersistData, its changes
+	// are stored after a successful run.
+	Data        map[string]any
+	Concurrency Concurrency // default Allow
+	PersistData bool
+	// RequestsRecovery re-runs an execution that was running on a node that died.
+	RequestsRecovery bool
+	// Timeout cancels the handler's context after this long; 0 means no timeout.
+	Timeout time.Duration
+	// MaxRetries re-runs a failed execution up to this many times, waiting RetryBackoff
+	// before the first retry and twice as long before each further one.
+	MaxRetries   int
+	RetryBackoff time.Duration
+}
+
+// Trigger describes when a job runs.
+type Trigger struct {
+	// Group and Name identify the trigger; the pair is unique. Group defaults to "default";
+	// Name defaults to the job's name with "#N" for the N-th trigger.
+	Group, Name string
+	// Schedule is the kind of trigger: *schedule.Cron (see Cron), schedule.Simple,
+	// schedule.CalendarInterval or schedule.DailyInterval.
+	Schedule schedule.Schedule
+	// TimeZone is the zone of the schedule and its calendar (IANA name). Default: the zone
+	// the schedule was built with (see Cron), else "UTC".
+	TimeZone string
+	// Start is when the trigger may first fire; the zero value means now. End (optional) is
+	// the last instant it may fire.
+	Start, End time.Time
+	// Calendar names a stored exclusion calendar (see PutCalendar).
+	Calendar string
+	// Priority orders fires due at the same millisecond, highest first. Default 5.
+	Priority int
+	// Misfire is applied when a fire is late by more than the misfire threshold.
+	// Default schedule.MisfireSmart.
+	Misfire schedule.MisfirePolicy
+}
+
+// Cron parses a Quartz cron expression in zone (an IANA name; "" means UTC), for a Trigger's
+// Schedule.
+func Cron(expr, zone string) (*schedule.Cron, error) {
+	loc := time.UTC
+	if zone != "" {
+		var err error
+		if loc, err = schedule.LoadZone(zone); err != nil {
+			return nil, err
+		}
+	}
+	return schedule.ParseCron(expr, loc)
+}
+
+// ScheduleJob stores a job with its triggers in one transaction and returns the job's ID.
+func (s *Scheduler) ScheduleJob(ctx context.Context, job Job, triggers ...Trigger) (int64, error) {
+	tx, err := s.store.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	id, err := s.ScheduleJobTx(ctx, tx, job, triggers...)
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("sundial: commit job %s: %w", job.Name, err)
+	}
+	s.engine.Wake()
+	return id, nil
+}
+
+// ScheduleJobTx is ScheduleJob inside the caller's transaction, so a job can be created
+// atomically with the caller's own rows.
+func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Tx, job Job, triggers ...Trigger) (int64, error) {
+	row, err := jobRow(job)
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.JobInsert(ctx, row); err != nil {
+		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
+	}
+	for i, t := range triggers {
+		if t.Name == "" {
+			t.Name = fmt.Sprintf("%s#%d", row.Name, i+1)
+		}
+		if err := s.addTrigger(ctx, tx, row.ID, t); err != nil {
+			return 0, err
+		}
+	}
+	return row.ID, nil
+}
+
+// AddTrigger adds a trigger to an existing job.
+func (s *Scheduler) AddTrigger(ctx context.Context, jobID int64, t Trigger) error {
+	if err := s.addTrigger(ctx, s.store, jobID, t); err != nil {
+		return err
+	}
+	s.engine.Wake()
+	return nil
+}
+
+func (s *Scheduler) addTrigger(ctx context.Context, ex store.Executor, jobID int64, t Trigger) error {
+	row, err := s.triggerRow(ctx, ex, jobID, t)
+	if err != nil {
+		return err
+	}
+	if err := ex.TriggerInsert(ctx, row); err != nil {
+		return fmt.Errorf("sundial: trigger %s/%s: %w", row.Group, row.Name, err)
+	}
+	return nil
+}
+
+func jobRow(j Job) (*store.Job, error) {
+	if j.Name == "" {
+		return nil, errors.New("sundial: job name: must not be empty")
+	}
+	if j.Handler == "" {
+		return nil, fmt.Errorf("sundial: job %s: handler: must not be empty", j.Name)
+	}
+	if j.MaxRetries < 0 || j.Timeout < 0 || j.RetryBackoff < 0 {
+		return nil, fmt.Errorf("sundial: job %s: timeout, retries and backoff must not be negative", j.Name)
+	}
+	if j.Group == "" {
+		j.Group = "default"
+	}
+	if j.Concurrency == "" {
+		j.Concurrency = Allow
+	}
+	switch j.Concurrency {
+	case Allow, Serial, Discard, Replace:
+	default:
+		return nil, fmt.Errorf("sundial: job %s: concurrency %q: want allow, serial, discard or replace", j.Name, j.Concurrency)
+	}
+	return &store.Job{
+		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: store.TargetLocal,
+		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
+		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
+		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), Enabled: true,
+	}, nil
+}
+
+// triggerRow validates t, computes its first fire time (with its calendar) and returns the
+// row to store.
+func (s *Scheduler) triggerRow(ctx context.Context, ex store.Executor, jobID int64, t Trigger) (*store.Trigger, error) {
+	if t.Schedule == nil {
+		return nil, fmt.Errorf("sundial: trigger %s: schedule: must be set", t.Name)
+	}
+	if t.Group == "" {
+		t.Group = "default"
+	}
+	if t.TimeZone == "" {
+		t.TimeZone = "UTC"
+		if loc := schedule.LocationOf(t.Schedule); loc != nil {
+			t.TimeZone = loc.String()
+		}
+	}
+	if t.Priority == 0 {
+		t.Priority = 5
+	}
+	loc, err := schedule.LoadZone(t.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
+	if t.Start.IsZero() {
+		t.Start = s.clock.Now()
+	}
+	// Rebuild the schedule from its stored form, so what fires is exactly what is stored.
+	kind := t.Schedule.Kind()
+	spec := schedule.EncodeSpec(t.Schedule)
+	sched, err := schedule.DecodeSpec(kind, spec, loc)
+	if err != nil {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
+	tr := &schedule.Trigger{Schedule: sched, Start: t.Start, End: t.End, Misfire: t.Misfire}
+	if err := tr.Validate(); err != nil {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
+	var cal schedule.Calendar
+	if t.Calendar != "" {
+		if cal, err = s.engine.Calendar(ctx, ex, t.Calendar, loc); err != nil {
+			return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		}
+	}
+	first, err := tr.ComputeFirst(cal)
+	if err != nil {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
+	return &store.Trigger{
+		JobID: jobID, Group: t.Group, Name: t.Name, Kind: store.TriggerKind(kind), Spec: spec,
+		TimeZone: t.TimeZone, StartAt: t.Start.UnixMilli(), EndAt: unixMilliOrZero(t.End),
+		CalendarName: t.Calendar, Priority: t.Priority, MisfirePolicy: t.Misfire.String(),
+		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(),
+	}, nil
+}
+
+func unixMilliOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
