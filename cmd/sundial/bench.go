@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,10 +27,10 @@ func newBenchCmd() *cobra.Command {
 
 func newBenchSteadyCmd() *cobra.Command {
 	var (
-		db, output string
-		cfg        bench.SteadyConfig
-		batch      int
-		lookAhead  time.Duration
+		db, output, prof string
+		cfg              bench.SteadyConfig
+		batch            int
+		lookAhead        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "steady",
@@ -64,6 +65,17 @@ func newBenchSteadyCmd() *cobra.Command {
 				return err
 			}
 			cfg.Engine.BatchSize, cfg.Engine.LookAhead = batch, lookAhead
+			if prof != "" {
+				f, err := os.Create(prof)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			res, err := bench.Steady(ctx, open, cfg)
 			if err != nil {
@@ -88,5 +100,6 @@ func newBenchSteadyCmd() *cobra.Command {
 	f.IntVar(&batch, "batch", 0, "engine acquisition batch size (default: the engine's)")
 	f.DurationVar(&lookAhead, "look-ahead", 0, "engine look-ahead window (default: the engine's)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
+	f.StringVar(&prof, "cpuprofile", "", "write a CPU profile of the run to this file")
 	return cmd
 }
