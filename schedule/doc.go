@@ -6,7 +6,8 @@
 // The package is pure: it does no I/O and never reads the clock. Every function takes the
 // instants it needs ("now" included), so the engine and the tests decide what time it is.
 //
-// Fire times are checked case by case against the real Quartz 2.3.2 (see oracle_test.go and
-// testdata/). Where Quartz is plainly broken the package diverges deliberately, and the test
-// that pins the divergence says why.
+// Fire times are checked case by case against the real Quartz 2.3.2 (testdata/, replayed by
+// internal/oraclecase's test). Where Quartz is plainly broken the package diverges
+// deliberately: testdata/divergences.txt lists each such case under its reason, and that test
+// pins the answer this package gives instead.
 package schedule
