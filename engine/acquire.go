@@ -112,6 +112,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle) (int, error) {
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("commit acquisition: %w", err)
 	}
+	e.log.Debug("acquired", "fires", len(fires), "triggers", len(rows), "took", e.clock.Now().Sub(now))
 	e.stats.Acquired.Add(int64(len(fires)))
 	e.signals.roundAcquired(len(fires))
 	l.fires.push(fires...)
@@ -132,7 +133,8 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Executor, row *sto
 	// The calendar may have changed since Next was computed.
 	tr.SkipExcluded(cal)
 	cause := store.CauseSchedule
-	if tr.Misfired(now, e.cfg.MisfireThreshold) {
+	misfired := tr.Misfired(now, e.cfg.MisfireThreshold)
+	if misfired {
 		tr.UpdateAfterMisfire(cal, now)
 		cause = store.CauseMisfire
 		e.stats.Misfired.Add(1)
@@ -151,12 +153,15 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Executor, row *sto
 	if tr.Next.IsZero() {
 		upd.State = store.TriggerComplete
 	}
-	// A misfire instruction may rewrite the schedule itself (a simple trigger restarted now).
-	if spec := schedule.EncodeSpec(tr.Schedule); spec != origSpec {
-		upd.Spec = spec
-	}
-	if !tr.Start.Equal(origStart) {
-		upd.StartAt = tr.Start.UnixMilli()
+	// Only a misfire instruction rewrites the schedule itself (a simple trigger restarted
+	// now), so only then is it encoded again.
+	if misfired {
+		if spec := schedule.EncodeSpec(tr.Schedule); spec != origSpec {
+			upd.Spec = spec
+		}
+		if !tr.Start.Equal(origStart) {
+			upd.StartAt = tr.Start.UnixMilli()
+		}
 	}
 	return upd, execs
 }

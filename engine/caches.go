@@ -19,7 +19,7 @@ func (e *Engine) buildTrigger(ctx context.Context, ex store.Executor, row *store
 	if err != nil {
 		return nil, nil, err
 	}
-	sched, err := schedule.DecodeSpec(schedule.Kind(row.Kind), row.Spec, loc)
+	sched, err := decodeSpecCached(schedule.Kind(row.Kind), row.Spec, loc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -38,6 +38,45 @@ func (e *Engine) buildTrigger(ctx context.Context, ex store.Executor, row *store
 		}
 	}
 	return tr, cal, nil
+}
+
+// specKey identifies a decoded schedule. Schedules are immutable values (a misfire that
+// rewrites one replaces it), so triggers with the same spec share one.
+type specKey struct {
+	kind schedule.Kind
+	spec string
+	loc  *time.Location
+}
+
+// specCache spares the acquisition loop a JSON decode per trigger and round. Triggers that
+// share a schedule share one entry; when there are more distinct schedules than specCacheMax
+// the cache starts over, which bounds its memory whatever the number of triggers.
+var specCache = struct {
+	sync.Mutex
+	m map[specKey]schedule.Schedule
+}{m: map[specKey]schedule.Schedule{}}
+
+const specCacheMax = 100_000
+
+func decodeSpecCached(kind schedule.Kind, spec string, loc *time.Location) (schedule.Schedule, error) {
+	k := specKey{kind, spec, loc}
+	specCache.Lock()
+	s, ok := specCache.m[k]
+	specCache.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := schedule.DecodeSpec(kind, spec, loc)
+	if err != nil {
+		return nil, err
+	}
+	specCache.Lock()
+	if len(specCache.m) >= specCacheMax {
+		clear(specCache.m)
+	}
+	specCache.m[k] = s
+	specCache.Unlock()
+	return s, nil
 }
 
 var zoneCache sync.Map // zone name → *time.Location

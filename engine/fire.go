@@ -132,6 +132,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		}()
 		return
 	}
+	e.log.Debug("started", "fires", len(won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", now.Sub(time.UnixMilli(due[0].exec.ScheduledAt)))
 	wonSet := idSet(won)
 	for _, a := range batch {
 		ex := a.fire.Execution

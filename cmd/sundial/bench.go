@@ -28,6 +28,7 @@ func newBenchCmd() *cobra.Command {
 func newBenchSteadyCmd() *cobra.Command {
 	var (
 		db, output, prof string
+		logLevel         slog.Level
 		cfg              bench.SteadyConfig
 		batch            int
 		lookAhead        time.Duration
@@ -76,7 +77,7 @@ func newBenchSteadyCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: logLevel}))
 			res, err := bench.Steady(ctx, open, cfg)
 			if err != nil {
 				return err
@@ -101,5 +102,6 @@ func newBenchSteadyCmd() *cobra.Command {
 	f.DurationVar(&lookAhead, "look-ahead", 0, "engine look-ahead window (default: the engine's)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	f.StringVar(&prof, "cpuprofile", "", "write a CPU profile of the run to this file")
+	f.TextVar(&logLevel, "log-level", slog.LevelWarn, "engine log level (debug, info, warn, error), on standard error")
 	return cmd
 }

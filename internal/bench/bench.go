@@ -111,6 +111,12 @@ func Steady(ctx context.Context, open func() (store.Store, error), cfg SteadyCon
 	}
 	defer stores[0].JobDelete(context.Background(), job.ID)
 	res.InsertRate = float64(cfg.Triggers) / time.Since(insertStart).Seconds()
+	// Like Quartz's harness, refresh the planner's statistics after the bulk insert.
+	if a, ok := stores[0].(interface{ Analyze(context.Context) error }); ok {
+		if err := a.Analyze(ctx); err != nil {
+			return res, err
+		}
+	}
 	t0 := time.Now().Add(2 * time.Second).Truncate(time.Second)
 	if err := shiftSteady(ctx, stores[0], triggerIDs, t0, cfg); err != nil {
 		return res, err

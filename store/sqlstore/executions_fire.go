@@ -40,6 +40,17 @@ func (e *executor) ExecutionsMarkRunning(ctx context.Context, node string, ids [
 // casExecutions runs UPDATE executions SET set WHERE id IN ids AND cond, one statement per
 // chunk, and returns the ids it changed.
 func (e *executor) casExecutions(ctx context.Context, ids []int64, set string, setArgs []any, cond string, condArgs []any) ([]int64, error) {
+	if e.d().kind == postgres {
+		// Join on the ids rather than filter by an IN list: with an IN list the planner may
+		// walk a node's whole acquired set through executions_live_node_idx and test every row
+		// against the list (measured: 200 ms for 1,000 ids among 20,000 acquired rows).
+		got, err := scanInt64s(e.query(ctx, "UPDATE executions AS t SET "+set+" FROM unnest(?::bigint[]) AS u(id)"+
+			" WHERE t.id = u.id AND "+cond+" RETURNING t.id", concat(setArgs, []any{ids}, condArgs)...))
+		if err != nil {
+			return nil, err
+		}
+		return got, nil
+	}
 	var won []int64
 	for _, c := range chunks(len(ids)) {
 		in, idArgs := inList(ids[c[0]:c[1]])

@@ -178,14 +178,20 @@ func (e *executor) JobSetData(ctx context.Context, id int64, data map[string]any
 
 // JobDelete deletes the job; the foreign key cascades to its triggers.
 func (e *executor) JobDelete(ctx context.Context, id int64) error {
-	res, err := e.exec(ctx, "DELETE FROM jobs WHERE id = ?", id)
-	if err != nil {
-		return fmt.Errorf("sqlstore: delete job %d: %w", id, err)
-	}
-	if n, err := affected(res); err != nil {
-		return err
-	} else if n == 0 {
-		return fmt.Errorf("job %d: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return e.inTx(ctx, func(e *executor) error {
+		// Fires of the job that have not started would only fail once it is gone.
+		if _, err := e.exec(ctx, "UPDATE executions SET state = 'canceled', handle_msg = 'job deleted' WHERE job_id = ? AND state = 'pending'", id); err != nil {
+			return fmt.Errorf("sqlstore: cancel pending executions of job %d: %w", id, err)
+		}
+		res, err := e.exec(ctx, "DELETE FROM jobs WHERE id = ?", id)
+		if err != nil {
+			return fmt.Errorf("sqlstore: delete job %d: %w", id, err)
+		}
+		if n, err := affected(res); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+		}
+		return nil
+	})
 }

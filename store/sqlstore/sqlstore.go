@@ -181,6 +181,19 @@ func redact(dsn string) string {
 }
 
 // Migrate applies the schema migrations this build knows and not the database yet.
+// Analyze refreshes the planner's statistics, as a bulk load should before the load runs
+// (autovacuum and auto-analyze would catch up only later).
+func (s *Store) Analyze(ctx context.Context) error {
+	q := "ANALYZE"
+	if s.cfg.dialect.kind == mysqlKind {
+		q = "ANALYZE TABLE jobs, triggers, executions"
+	}
+	if _, err := s.db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("sqlstore: analyze: %w", err)
+	}
+	return nil
+}
+
 func (s *Store) Migrate(ctx context.Context) error {
 	sub, err := fs.Sub(migrations, "migrations/"+s.cfg.dialect.kind.dir())
 	if err != nil {
