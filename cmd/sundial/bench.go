@@ -1,107 +1,224 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sundial-scheduler/sundial/internal/bench"
-	"github.com/sundial-scheduler/sundial/store"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
+// benchFlags are the flags every scenario shares.
+type benchFlags struct {
+	db, output, cpuProfile string
+	logLevel               slog.Level
+	opts                   bench.Options
+}
+
+func (b *benchFlags) register(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&b.db, "db", "", "store DSN: a SQLite path, postgres://… or mysql://… (default: a fresh SQLite file in a temporary directory)")
+	f.IntVar(&b.opts.Nodes, "nodes", 1, "engines sharing the store, in this process")
+	f.IntVar(&b.opts.Engine.BatchSize, "batch", 0, "engine acquisition batch size (default: the engine's)")
+	f.DurationVar(&b.opts.Engine.LookAhead, "look-ahead", 0, "engine look-ahead window (default: the engine's)")
+	f.StringVarP(&b.output, "output", "o", "table", "table or json")
+	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	f.TextVar(&b.logLevel, "log-level", slog.LevelWarn, "engine log level (debug, info, warn, error), on standard error")
+}
+
+// run prepares the store and profile, runs the scenario and prints its results.
+func (b *benchFlags) run(cmd *cobra.Command, scenario func(ctx context.Context, opts bench.Options) ([]bench.Result, error)) error {
+	if b.output != "table" && b.output != "json" {
+		return usageErrorf("-o %q: want table or json", b.output)
+	}
+	if b.opts.Nodes < 1 {
+		return usageErrorf("--nodes %d: must be at least 1", b.opts.Nodes)
+	}
+	b.opts.DSN = b.db
+	if b.opts.DSN == "" {
+		dir, err := os.MkdirTemp("", "sundial-bench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		b.opts.DSN = filepath.Join(dir, "bench.db")
+	}
+	b.opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
+	if b.cpuProfile != "" {
+		f, err := os.Create(b.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	results, err := scenario(cmd.Context(), b.opts)
+	if len(results) > 0 {
+		if werr := b.print(cmd.OutOrStdout(), results); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+func (b *benchFlags) print(w io.Writer, results []bench.Result) error {
+	if b.output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	for _, r := range results {
+		fmt.Fprintln(w, r)
+	}
+	return nil
+}
+
 func newBenchCmd() *cobra.Command {
+	var b benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run Sundial's performance scenarios against a store",
+		Long: `Run Sundial's performance scenarios against a store and print what they measured:
+fires/s, lateness (scheduled time → handler start) percentiles, misfires, duplicates and
+missing fires (both must be 0), store statements and transactions per fire, and this
+process's CPU seconds per 1,000 fires and peak resident memory.`,
 	}
-	cmd.AddCommand(newBenchSteadyCmd())
+	b.register(cmd)
+	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b))
 	return cmd
 }
 
-func newBenchSteadyCmd() *cobra.Command {
-	var (
-		db, output, prof string
-		logLevel         slog.Level
-		cfg              bench.SteadyConfig
-		batch            int
-		lookAhead        time.Duration
-	)
+func newBenchSteadyCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.SteadyConfig
 	cmd := &cobra.Command{
 		Use:   "steady",
-		Short: "M triggers each firing every I: fires/s, lateness, misfires, duplicates, missing fires",
+		Short: "M triggers each firing every I, measured for D after a warm-up",
 		Example: `  sundial bench steady --triggers 10000 --interval 1s --duration 20s
   sundial bench steady --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable' --nodes 2 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Triggers < 1 || cfg.Interval < time.Millisecond || cfg.Duration <= 0 || cfg.Nodes < 1 {
-				return usageErrorf("--triggers, --interval (>= 1ms), --duration and --nodes must be positive")
-			}
-			if output != "table" && output != "json" {
-				return usageErrorf("-o %q: want table or json", output)
-			}
-			ctx := cmd.Context()
-			if db == "" {
-				dir, err := os.MkdirTemp("", "sundial-bench")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				db = filepath.Join(dir, "bench.db")
-			}
-			open := func() (store.Store, error) { return sqlstore.Open(ctx, db) }
-			st, err := sqlstore.Open(ctx, db)
-			if err != nil {
+			if err := checkSteady(cfg); err != nil {
 				return err
 			}
-			err = st.Migrate(ctx)
-			st.Close()
-			if err != nil {
-				return err
-			}
-			cfg.Engine.BatchSize, cfg.Engine.LookAhead = batch, lookAhead
-			if prof != "" {
-				f, err := os.Create(prof)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: logLevel}))
-			res, err := bench.Steady(ctx, open, cfg)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), res)
-			return nil
+			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
+				r, err := bench.Steady(ctx, opts, cfg)
+				return []bench.Result{r}, err
+			})
 		},
 	}
+	steadyFlags(cmd, &cfg, 10000)
+	return cmd
+}
+
+func steadyFlags(cmd *cobra.Command, cfg *bench.SteadyConfig, triggers int) {
 	f := cmd.Flags()
-	f.StringVar(&db, "db", "", "store DSN (default: a fresh SQLite file in a temporary directory)")
-	f.IntVar(&cfg.Triggers, "triggers", 10000, "number of triggers (M)")
+	f.IntVar(&cfg.Triggers, "triggers", triggers, "number of firing triggers (M)")
 	f.DurationVar(&cfg.Interval, "interval", time.Second, "each trigger's interval (I)")
 	f.DurationVar(&cfg.Warmup, "warmup", 5*time.Second, "warm-up before the measured window")
 	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured window (D)")
-	f.IntVar(&cfg.Nodes, "nodes", 1, "engines sharing the store, in this process")
-	f.IntVar(&batch, "batch", 0, "engine acquisition batch size (default: the engine's)")
-	f.DurationVar(&lookAhead, "look-ahead", 0, "engine look-ahead window (default: the engine's)")
-	f.StringVarP(&output, "output", "o", "table", "table or json")
-	f.StringVar(&prof, "cpuprofile", "", "write a CPU profile of the run to this file")
-	f.TextVar(&logLevel, "log-level", slog.LevelWarn, "engine log level (debug, info, warn, error), on standard error")
+}
+
+func checkSteady(cfg bench.SteadyConfig) error {
+	if cfg.Triggers < 1 || cfg.Interval < time.Millisecond || cfg.Duration <= 0 || cfg.Warmup < 0 {
+		return usageErrorf("--triggers must be positive, --interval at least 1ms, --duration positive")
+	}
+	return nil
+}
+
+func newBenchScaleCmd(b *benchFlags) *cobra.Command {
+	var (
+		cfg    bench.SteadyConfig
+		stored string
+	)
+	cmd := &cobra.Command{
+		Use:     "scale",
+		Short:   "The steady load with more triggers stored (default 10k, 100k, 1M): cost must stay flat",
+		Example: `  sundial bench scale --triggers 1000 --stored 10000,100000,1000000`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSteady(cfg); err != nil {
+				return err
+			}
+			var sizes []int
+			for _, s := range strings.Split(stored, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(s))
+				if err != nil || n < cfg.Triggers {
+					return usageErrorf("--stored %q: want a list of counts, each at least --triggers", stored)
+				}
+				sizes = append(sizes, n)
+			}
+			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
+				var out []bench.Result
+				for _, n := range sizes {
+					c := cfg
+					c.Idle = n - cfg.Triggers
+					r, err := bench.Steady(ctx, opts, c)
+					r.Scenario = "scale"
+					out = append(out, r)
+					if err != nil {
+						return out, err
+					}
+				}
+				return out, nil
+			})
+		},
+	}
+	steadyFlags(cmd, &cfg, 1000)
+	cmd.Flags().StringVar(&stored, "stored", "10000,100000,1000000", "comma-separated numbers of stored triggers")
+	return cmd
+}
+
+func newBenchBacklogCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.BacklogConfig
+	cmd := &cobra.Command{
+		Use:     "backlog",
+		Short:   "K one-shot fires all due within one second: time to drain",
+		Example: `  sundial bench backlog --fires 100000`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Fires < 1 || cfg.MaxWait <= 0 {
+				return usageErrorf("--fires and --max-wait must be positive")
+			}
+			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
+				r, err := bench.Backlog(ctx, opts, cfg)
+				return []bench.Result{r}, err
+			})
+		},
+	}
+	cmd.Flags().IntVar(&cfg.Fires, "fires", 10000, "one-shot triggers (K)")
+	cmd.Flags().DurationVar(&cfg.MaxWait, "max-wait", 2*time.Minute, "give up this long after the first is due")
+	return cmd
+}
+
+func newBenchScheduleCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.ScheduleConfig
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "Jobs created through the embedding API, one per transaction and all in one",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Jobs < 1 {
+				return usageErrorf("--jobs must be positive")
+			}
+			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
+				r, err := bench.Schedule(ctx, opts, cfg)
+				return []bench.Result{r}, err
+			})
+		},
+	}
+	cmd.Flags().IntVar(&cfg.Jobs, "jobs", 2000, "jobs to create each way")
 	return cmd
 }

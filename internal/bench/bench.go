@@ -1,5 +1,5 @@
 // Package bench runs Sundial's standard performance scenarios against a store and reports
-// throughput, lateness and correctness (duplicates and missing fires) of what fired.
+// throughput, lateness, cost and correctness (duplicates and missing fires) of what fired.
 package bench
 
 import (
@@ -8,51 +8,73 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
-// SteadyConfig describes the steady scenario: Triggers simple triggers, each firing every
-// Interval, spread evenly over the interval, measured for Duration after Warmup.
-type SteadyConfig struct {
-	Triggers int
-	Interval time.Duration
-	Warmup   time.Duration
-	Duration time.Duration
-	// Nodes is how many engines share the store in this process. Default 1.
+// Options are what every scenario shares.
+type Options struct {
+	// DSN names the store; it is migrated and analysed before the run.
+	DSN string
+	// Nodes is how many engines share the store, in this process. Default 1.
 	Nodes int
-	// Engine tunes the engines (batch size, look-ahead, ...); Store, Dispatcher and NodeID
-	// are set by the scenario.
+	// Engine tunes the engines; Store, Dispatcher, NodeID and Logger are set by the run.
 	Engine engine.Config
 	Logger *slog.Logger
 }
 
-// Result is what a scenario measured.
+// Result is what a scenario measured. Durations are in nanoseconds in JSON.
 type Result struct {
-	Scenario    string        `json:"scenario"`
-	Triggers    int           `json:"triggers"`
-	Nodes       int           `json:"nodes"`
-	Demanded    float64       `json:"demanded_fires_per_s"`
-	Achieved    float64       `json:"achieved_fires_per_s"`
-	P50         time.Duration `json:"lateness_p50_ns"`
-	P99         time.Duration `json:"lateness_p99_ns"`
-	P999        time.Duration `json:"lateness_p999_ns"`
-	Max         time.Duration `json:"lateness_max_ns"`
-	Misfires    int64         `json:"misfires"`
-	Duplicates  int           `json:"duplicates"`
-	Missing     int           `json:"missing"`
-	InsertRate  float64       `json:"insert_per_s"`
-	MeasuredFor time.Duration `json:"measured_ns"`
+	Scenario string  `json:"scenario"`
+	Triggers int     `json:"triggers"`
+	Stored   int     `json:"stored_triggers,omitempty"`
+	Nodes    int     `json:"nodes"`
+	Demanded float64 `json:"demanded_fires_per_s,omitempty"`
+	Achieved float64 `json:"achieved_fires_per_s"`
+
+	P50  time.Duration `json:"lateness_p50_ns"`
+	P99  time.Duration `json:"lateness_p99_ns"`
+	P999 time.Duration `json:"lateness_p999_ns"`
+	Max  time.Duration `json:"lateness_max_ns"`
+
+	Fires      int   `json:"fires"`
+	Misfires   int64 `json:"misfires"`
+	Duplicates int   `json:"duplicates"`
+	Missing    int   `json:"missing"`
+
+	Drain      time.Duration `json:"drain_ns,omitempty"` // backlog: first due → last fire started
+	InsertRate float64       `json:"insert_per_s,omitempty"`
+	BatchRate  float64       `json:"insert_batch_per_s,omitempty"` // schedule: jobs/s in one transaction
+
+	StatementsPerFire   float64 `json:"statements_per_fire"`
+	TransactionsPerFire float64 `json:"transactions_per_fire"`
+	CPUPer1000Fires     float64 `json:"cpu_s_per_1000_fires"` // this process only, not the database
+	RSSMiB              float64 `json:"rss_mib"`
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%-8s triggers=%d nodes=%d demanded=%.0f/s achieved=%.1f/s lateness p50=%s p99=%s p99.9=%s max=%s misfires=%d duplicates=%d missing=%d insert=%.0f/s",
-		r.Scenario, r.Triggers, r.Nodes, r.Demanded, r.Achieved, ms(r.P50), ms(r.P99), ms(r.P999), ms(r.Max),
-		r.Misfires, r.Duplicates, r.Missing, r.InsertRate)
+	if r.Scenario == "schedule" {
+		return fmt.Sprintf("%-9s jobs=%d single=%.0f/s batch=%.0f/s stmts/job=%.2f tx/job=%.2f",
+			r.Scenario, r.Triggers, r.InsertRate, r.BatchRate, r.StatementsPerFire, r.TransactionsPerFire)
+	}
+	s := fmt.Sprintf("%-9s triggers=%d nodes=%d", r.Scenario, r.Triggers, r.Nodes)
+	if r.Stored > r.Triggers {
+		s += fmt.Sprintf(" stored=%d", r.Stored)
+	}
+	if r.Demanded > 0 {
+		s += fmt.Sprintf(" demanded=%.0f/s", r.Demanded)
+	}
+	s += fmt.Sprintf(" achieved=%.1f/s lateness p50=%s p99=%s p99.9=%s max=%s", r.Achieved, ms(r.P50), ms(r.P99), ms(r.P999), ms(r.Max))
+	if r.Drain > 0 {
+		s += " drain=" + ms(r.Drain)
+	}
+	return s + fmt.Sprintf(" fires=%d misfires=%d duplicates=%d missing=%d stmts/fire=%.2f tx/fire=%.2f cpu-s/1k=%.3f rss=%.0fMiB",
+		r.Fires, r.Misfires, r.Duplicates, r.Missing, r.StatementsPerFire, r.TransactionsPerFire, r.CPUPer1000Fires, r.RSSMiB)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
@@ -60,11 +82,11 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float6
 // fire is one handler start the recorder saw.
 type fire struct {
 	trigger     int64
-	scheduledAt int64
+	scheduledAt int64 // unix ms
 	startedAt   int64 // unix ns
 }
 
-// recorder is the scenario's dispatcher: it notes every fire and returns at once.
+// recorder is the scenarios' dispatcher: it notes every fire and returns at once.
 type recorder struct {
 	mu    sync.Mutex
 	fires []fire
@@ -78,162 +100,200 @@ func (r *recorder) Dispatch(_ context.Context, f *engine.Fire) engine.Result {
 	return engine.Result{}
 }
 
-// Steady runs the steady scenario on st, which must be migrated and may be shared with
-// other runs: the scenario's job has a name of its own and is deleted at the end.
-func Steady(ctx context.Context, open func() (store.Store, error), cfg SteadyConfig) (Result, error) {
-	if cfg.Nodes <= 0 {
-		cfg.Nodes = 1
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.fires)
+}
+
+// cluster is the stores and engines of one run.
+type cluster struct {
+	opts    Options
+	stores  []*sqlstore.Store
+	engines []*engine.Engine
+	rec     *recorder
+}
+
+func openCluster(ctx context.Context, opts Options) (*cluster, error) {
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
-	res := Result{Scenario: "steady", Triggers: cfg.Triggers, Nodes: cfg.Nodes,
-		Demanded: float64(cfg.Triggers) * float64(time.Second) / float64(cfg.Interval)}
-	var stores []store.Store
-	defer func() {
-		for _, st := range stores {
-			st.Close()
-		}
-	}()
-	for range cfg.Nodes {
-		st, err := open()
+	c := &cluster{opts: opts, rec: &recorder{}}
+	for range opts.Nodes {
+		st, err := sqlstore.Open(ctx, opts.DSN)
 		if err != nil {
-			return res, err
+			c.close()
+			return nil, err
 		}
-		stores = append(stores, st)
+		c.stores = append(c.stores, st)
 	}
+	if err := c.stores[0].Migrate(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
 
-	// Insert the triggers, then start the window late enough that inserting never eats it.
-	insertStart := time.Now()
-	job, triggerIDs, err := insertSteady(ctx, stores[0], cfg, insertStart.Add(time.Hour))
-	if err != nil {
-		return res, err
-	}
-	defer stores[0].JobDelete(context.Background(), job.ID)
-	res.InsertRate = float64(cfg.Triggers) / time.Since(insertStart).Seconds()
-	// Like Quartz's harness, refresh the planner's statistics after the bulk insert.
-	if a, ok := stores[0].(interface{ Analyze(context.Context) error }); ok {
-		if err := a.Analyze(ctx); err != nil {
-			return res, err
-		}
-	}
-	t0 := time.Now().Add(2 * time.Second).Truncate(time.Second)
-	if err := shiftSteady(ctx, stores[0], triggerIDs, t0, cfg); err != nil {
-		return res, err
-	}
-
-	rec := &recorder{fires: make([]fire, 0, int(res.Demanded*(cfg.Warmup+cfg.Duration+5*time.Second).Seconds()))}
-	var engines []*engine.Engine
-	for i, st := range stores {
-		ec := cfg.Engine
-		ec.Store, ec.Dispatcher, ec.NodeID, ec.Logger = st, rec, fmt.Sprintf("bench-%d-%d", i, t0.Unix()), cfg.Logger
+// start starts one engine per store.
+func (c *cluster) start(ctx context.Context) error {
+	stamp := time.Now().UnixNano()
+	for i, st := range c.stores {
+		ec := c.opts.Engine
+		ec.Store, ec.Dispatcher, ec.NodeID, ec.Logger = st, c.rec, fmt.Sprintf("bench-%d-%d", i, stamp), c.opts.Logger
 		e, err := engine.New(ec)
 		if err != nil {
-			return res, err
+			return err
 		}
 		if err := e.Start(ctx); err != nil {
-			return res, err
+			return err
 		}
-		engines = append(engines, e)
+		c.engines = append(c.engines, e)
 	}
-	windowStart := t0.Add(cfg.Warmup)
-	windowEnd := windowStart.Add(cfg.Duration)
-	select {
-	case <-time.After(time.Until(windowEnd.Add(2 * time.Second))):
-	case <-ctx.Done():
-	}
-	var stopErr error
-	var misfires atomic.Int64
-	for _, e := range engines {
-		misfires.Add(e.Stats().Misfired.Load())
-		if err := e.Stop(context.Background()); err != nil {
-			stopErr = err
-		}
-	}
-	res.Misfires = misfires.Load()
-	res.MeasuredFor = cfg.Duration
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	analyse(&res, rec.fires, triggerIDs, t0, cfg, windowStart, windowEnd)
-	return res, stopErr
+	return nil
 }
 
-// analyse computes the figures over the fires scheduled inside the window.
-func analyse(res *Result, fires []fire, triggerIDs []int64, t0 time.Time, cfg SteadyConfig, from, to time.Time) {
-	seen := make(map[[2]int64]int, len(fires))
-	var late []time.Duration
-	started := 0
-	for _, f := range fires {
-		seen[[2]int64{f.trigger, f.scheduledAt}]++
-		at := time.UnixMilli(f.scheduledAt)
-		if !at.Before(from) && at.Before(to) {
-			late = append(late, time.Duration(f.startedAt-f.scheduledAt*int64(time.Millisecond)))
-		}
-		if s := time.Unix(0, f.startedAt); !s.Before(from) && s.Before(to) {
-			started++
+// stop stops the engines and returns the misfires they counted.
+func (c *cluster) stop() (misfires int64, err error) {
+	for _, e := range c.engines {
+		misfires += e.Stats().Misfired.Load()
+		if stopErr := e.Stop(context.Background()); stopErr != nil {
+			err = stopErr
 		}
 	}
-	for _, n := range seen {
-		if n > 1 {
-			res.Duplicates += n - 1
-		}
+	c.engines = nil
+	return misfires, err
+}
+
+func (c *cluster) close() {
+	for _, st := range c.stores {
+		st.Close()
 	}
-	for i, id := range triggerIDs {
-		first := t0.Add(time.Duration(i) * cfg.Interval / time.Duration(len(triggerIDs)))
-		for at := first; at.Before(to); at = at.Add(cfg.Interval) {
-			if !at.Before(from) && seen[[2]int64{id, at.UnixMilli()}] == 0 {
-				res.Missing++
+}
+
+func (c *cluster) storeStats() sqlstore.Stats {
+	var s sqlstore.Stats
+	for _, st := range c.stores {
+		x := st.Stats()
+		s.Statements += x.Statements
+		s.Transactions += x.Transactions
+	}
+	return s
+}
+
+// insertTriggers stores one job with n simple triggers (interval, repeat) parked far in the
+// future, so nothing fires while the rest are inserted, and analyses the tables (as Quartz's
+// harness does after its bulk insert).
+func (c *cluster) insertTriggers(ctx context.Context, n int, interval time.Duration, repeat int) (*store.Job, []int64, float64, error) {
+	st := c.stores[0]
+	start := time.Now()
+	parked := start.Add(24 * time.Hour).UnixMilli()
+	job := &store.Job{Group: "bench", Name: fmt.Sprintf("bench-%d", start.UnixNano()), TargetKind: store.TargetLocal,
+		Handler: "noop", Concurrency: store.ConcurrencyAllow, Enabled: true}
+	spec := schedule.EncodeSpec(schedule.Simple{Interval: interval, RepeatCount: repeat})
+	ids := make([]int64, 0, n)
+	for len(ids) < n {
+		tx, err := st.Begin(ctx)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if job.ID == 0 {
+			if err := tx.JobInsert(ctx, job); err != nil {
+				tx.Rollback()
+				return nil, nil, 0, err
 			}
 		}
-	}
-	res.Achieved = float64(started) / cfg.Duration.Seconds()
-	if len(late) > 0 {
-		slices.Sort(late)
-		pct := func(p float64) time.Duration { return late[min(len(late)-1, int(p*float64(len(late))))] }
-		res.P50, res.P99, res.P999, res.Max = pct(0.50), pct(0.99), pct(0.999), late[len(late)-1]
-	}
-}
-
-// insertSteady stores the scenario's job and triggers (their first fires far in the future,
-// so nothing fires while the rest are inserted).
-func insertSteady(ctx context.Context, st store.Store, cfg SteadyConfig, parked time.Time) (*store.Job, []int64, error) {
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer tx.Rollback()
-	job := &store.Job{Group: "bench", Name: fmt.Sprintf("steady-%d", time.Now().UnixNano()), TargetKind: store.TargetLocal,
-		Handler: "noop", Concurrency: store.ConcurrencyAllow, Enabled: true}
-	if err := tx.JobInsert(ctx, job); err != nil {
-		return nil, nil, err
-	}
-	spec := schedule.EncodeSpec(schedule.Simple{Interval: cfg.Interval, RepeatCount: schedule.RepeatForever})
-	ids := make([]int64, cfg.Triggers)
-	for i := range cfg.Triggers {
-		tr := &store.Trigger{JobID: job.ID, Group: job.Name, Name: fmt.Sprintf("t%d", i), Kind: store.TriggerSimple,
-			Spec: spec, TimeZone: "UTC", StartAt: parked.UnixMilli(), Priority: 5, MisfirePolicy: "smart",
-			State: store.TriggerWaiting, NextFireAt: parked.UnixMilli()}
-		if err := tx.TriggerInsert(ctx, tr); err != nil {
-			return nil, nil, err
+		for i := len(ids); i < min(n, len(ids)+5000); i++ {
+			tr := &store.Trigger{JobID: job.ID, Group: job.Name, Name: fmt.Sprintf("t%d", i), Kind: store.TriggerSimple,
+				Spec: spec, TimeZone: "UTC", StartAt: parked, Priority: 5, MisfirePolicy: "smart",
+				State: store.TriggerWaiting, NextFireAt: parked}
+			if err := tx.TriggerInsert(ctx, tr); err != nil {
+				tx.Rollback()
+				return nil, nil, 0, err
+			}
+			ids = append(ids, tr.ID)
 		}
-		ids[i] = tr.ID
+		if err := tx.Commit(); err != nil {
+			return nil, nil, 0, err
+		}
 	}
-	return job, ids, tx.Commit()
+	rate := float64(n) / time.Since(start).Seconds()
+	return job, ids, rate, st.Analyze(ctx)
 }
 
-// shiftSteady moves every trigger's start to its slot after t0.
-func shiftSteady(ctx context.Context, st store.Store, ids []int64, t0 time.Time, cfg SteadyConfig) error {
+// release moves the parked triggers to their first fire times.
+func (c *cluster) release(ctx context.Context, ids []int64, first func(i int) time.Time) error {
 	updates := make([]store.TriggerFireUpdate, len(ids))
 	for i, id := range ids {
-		first := t0.Add(time.Duration(i) * cfg.Interval / time.Duration(len(ids))).UnixMilli()
-		updates[i] = store.TriggerFireUpdate{ID: id, NextFireAt: first, StartAt: first, State: store.TriggerWaiting}
+		at := first(i).UnixMilli()
+		updates[i] = store.TriggerFireUpdate{ID: id, NextFireAt: at, StartAt: at, State: store.TriggerWaiting}
 	}
 	for len(updates) > 0 {
 		n := min(len(updates), 5000)
-		if _, err := st.TriggersUpdateAfterFire(ctx, updates[:n]); err != nil {
+		if _, err := c.stores[0].TriggersUpdateAfterFire(ctx, updates[:n]); err != nil {
 			return err
 		}
 		updates = updates[n:]
 	}
 	return nil
+}
+
+// latenessOf fills the lateness percentiles from the fires scheduled in [from, to).
+func latenessOf(res *Result, fires []fire, from, to time.Time) {
+	var late []time.Duration
+	for _, f := range fires {
+		if at := time.UnixMilli(f.scheduledAt); !at.Before(from) && at.Before(to) {
+			late = append(late, time.Duration(f.startedAt-f.scheduledAt*int64(time.Millisecond)))
+		}
+	}
+	if len(late) == 0 {
+		return
+	}
+	slices.Sort(late)
+	pct := func(p float64) time.Duration { return late[min(len(late)-1, int(p*float64(len(late))))] }
+	res.P50, res.P99, res.P999, res.Max = pct(0.50), pct(0.99), pct(0.999), late[len(late)-1]
+}
+
+// duplicatesOf counts fires of the same (trigger, scheduled time) beyond the first, and
+// returns the set of fires seen.
+func duplicatesOf(fires []fire) (int, map[[2]int64]bool) {
+	seen := make(map[[2]int64]bool, len(fires))
+	dups := 0
+	for _, f := range fires {
+		k := [2]int64{f.trigger, f.scheduledAt}
+		if seen[k] {
+			dups++
+		}
+		seen[k] = true
+	}
+	return dups, seen
+}
+
+// usage samples this process's CPU time and resident memory.
+type usage struct{ cpu time.Duration }
+
+func sampleUsage() usage {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return usage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+}
+
+// maxRSSMiB is the process's peak resident memory.
+func maxRSSMiB() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Maxrss) / 1024 // Linux reports KiB
+}
+
+// costs fills the per-fire cost figures.
+func costs(res *Result, fires int, before, after sqlstore.Stats, cpu time.Duration) {
+	if fires == 0 {
+		return
+	}
+	res.StatementsPerFire = float64(after.Statements-before.Statements) / float64(fires)
+	res.TransactionsPerFire = float64(after.Transactions-before.Transactions) / float64(fires)
+	res.CPUPer1000Fires = cpu.Seconds() * 1000 / float64(fires)
+	res.RSSMiB = maxRSSMiB()
 }

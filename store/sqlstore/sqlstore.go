@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -52,6 +53,22 @@ type config struct {
 	now        func() int64
 	// noReturning makes a MariaDB connection take MySQL 8's paths (tests only).
 	noReturning bool
+
+	statements, transactions atomic.Int64 // see Stats
+}
+
+// Stats counts the work a Store gave its database since it was opened.
+type Stats struct {
+	// Statements is every statement sent.
+	Statements int64
+	// Transactions counts explicit transactions and the statements sent outside one (each
+	// its own transaction).
+	Transactions int64
+}
+
+// Stats returns the store's counters; benchmarks divide them by the fires they saw.
+func (s *Store) Stats() Stats {
+	return Stats{Statements: s.cfg.statements.Load(), Transactions: s.cfg.transactions.Load()}
 }
 
 // Open connects to the database named by dsn and picks the dialect from it:
@@ -235,6 +252,7 @@ func (c *config) begin(ctx context.Context) (*sql.Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: begin: %w", err)
 	}
+	c.transactions.Add(1)
 	return tx, nil
 }
 
@@ -276,15 +294,25 @@ type executor struct {
 func (e *executor) d() *dialect { return &e.cfg.dialect }
 
 func (e *executor) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	e.count()
 	return e.q.ExecContext(ctx, e.d().rebind(query), args...)
 }
 
 func (e *executor) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	e.count()
 	return e.q.QueryContext(ctx, e.d().rebind(query), args...)
 }
 
 func (e *executor) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	e.count()
 	return e.q.QueryRowContext(ctx, e.d().rebind(query), args...)
+}
+
+func (e *executor) count() {
+	e.cfg.statements.Add(1)
+	if e.tx == nil {
+		e.cfg.transactions.Add(1)
+	}
 }
 
 // inTx runs fn in the current transaction, or in a new one committed when fn succeeds. It is

@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/testdb"
+)
+
+// TestScenariosSmoke runs every scenario small on every database and checks correctness
+// only — no duplicate and no missing fire. Timing is measured by `sundial bench`, never
+// asserted here.
+func TestScenariosSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a few seconds of real time per database")
+	}
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			opts := Options{DSN: testdb.DSN(t, dialect)}
+			ctx := context.Background()
+			check := func(r Result, err error, wantFires int) {
+				t.Helper()
+				if err != nil {
+					t.Fatalf("%s: %v", r.Scenario, err)
+				}
+				if r.Duplicates != 0 || r.Missing != 0 {
+					t.Errorf("%s: %d duplicates, %d missing", r, r.Duplicates, r.Missing)
+				}
+				if r.Fires < wantFires {
+					t.Errorf("%s: %d fires, want at least %d", r.Scenario, r.Fires, wantFires)
+				}
+				if r.StatementsPerFire <= 0 {
+					t.Errorf("%s: no store statements counted", r.Scenario)
+				}
+				t.Log(r)
+			}
+			steady := SteadyConfig{Triggers: 20, Interval: 100 * time.Millisecond, Warmup: 500 * time.Millisecond, Duration: time.Second}
+			r, err := Steady(ctx, opts, steady)
+			check(r, err, 150)
+			steady.Idle = 300 // the scale scenario: the same load with more triggers stored
+			r, err = Steady(ctx, opts, steady)
+			check(r, err, 150)
+			r, err = Backlog(ctx, opts, BacklogConfig{Fires: 300, MaxWait: time.Minute})
+			check(r, err, 300)
+			r, err = Schedule(ctx, opts, ScheduleConfig{Jobs: 20})
+			if err != nil || r.InsertRate <= 0 || r.BatchRate <= 0 {
+				t.Errorf("schedule: %v, %v", r, err)
+			}
+		})
+	}
+}

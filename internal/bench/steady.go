@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/schedule"
+)
+
+// SteadyConfig is the steady scenario: Triggers simple triggers, each firing every Interval,
+// spread evenly over the interval, measured for Duration after Warmup.
+type SteadyConfig struct {
+	Triggers int
+	Interval time.Duration
+	Warmup   time.Duration
+	Duration time.Duration
+	// Idle stores this many more triggers that do not fire during the run (the scale
+	// scenario: the same load with 10k, 100k, 1M triggers stored).
+	Idle int
+}
+
+// Steady runs the steady scenario.
+func Steady(ctx context.Context, opts Options, cfg SteadyConfig) (Result, error) {
+	c, err := openCluster(ctx, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.close()
+	res := Result{Scenario: "steady", Triggers: cfg.Triggers, Stored: cfg.Triggers + cfg.Idle, Nodes: len(c.stores),
+		Demanded: float64(cfg.Triggers) * float64(time.Second) / float64(cfg.Interval)}
+
+	if cfg.Idle > 0 {
+		idle, _, _, err := c.insertTriggers(ctx, cfg.Idle, cfg.Interval, schedule.RepeatForever)
+		if err != nil {
+			return res, err
+		}
+		defer c.stores[0].JobDelete(context.Background(), idle.ID)
+	}
+	job, ids, rate, err := c.insertTriggers(ctx, cfg.Triggers, cfg.Interval, schedule.RepeatForever)
+	if err != nil {
+		return res, err
+	}
+	defer c.stores[0].JobDelete(context.Background(), job.ID)
+	res.InsertRate = rate
+	t0 := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	first := func(i int) time.Time { return t0.Add(time.Duration(i) * cfg.Interval / time.Duration(len(ids))) }
+	if err := c.release(ctx, ids, first); err != nil {
+		return res, err
+	}
+	if err := c.start(ctx); err != nil {
+		return res, err
+	}
+	from, to := t0.Add(cfg.Warmup), t0.Add(cfg.Warmup+cfg.Duration)
+	if !sleepUntil(ctx, from) {
+		return res, ctx.Err()
+	}
+	statsFrom, cpuFrom, firesFrom := c.storeStats(), sampleUsage(), c.rec.count()
+	if !sleepUntil(ctx, to) {
+		return res, ctx.Err()
+	}
+	statsTo, cpuTo, firesTo := c.storeStats(), sampleUsage(), c.rec.count()
+	sleepUntil(ctx, to.Add(2*time.Second)) // grace for fires due at the window's end
+	misfires, err := c.stop()
+	res.Misfires = misfires
+
+	c.rec.mu.Lock()
+	defer c.rec.mu.Unlock()
+	fires := c.rec.fires
+	started := 0
+	for _, f := range fires {
+		if s := time.Unix(0, f.startedAt); !s.Before(from) && s.Before(to) {
+			started++
+		}
+	}
+	res.Fires, res.Achieved = started, float64(started)/cfg.Duration.Seconds()
+	latenessOf(&res, fires, from, to)
+	var seen map[[2]int64]bool
+	res.Duplicates, seen = duplicatesOf(fires)
+	for i, id := range ids {
+		for at := first(i); at.Before(to); at = at.Add(cfg.Interval) {
+			if !at.Before(from) && !seen[[2]int64{id, at.UnixMilli()}] {
+				res.Missing++
+			}
+		}
+	}
+	costs(&res, firesTo-firesFrom, statsFrom, statsTo, cpuTo.cpu-cpuFrom.cpu)
+	return res, err
+}
+
+// sleepUntil waits until t or until ctx ends; it reports whether t was reached.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
