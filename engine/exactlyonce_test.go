@@ -25,7 +25,7 @@ func TestExactlyOnce(t *testing.T) {
 		window   = 10 * time.Second
 	)
 	triggers := 100 // 1,000 fires/s
-	if raceEnabled {
+	if testdb.RaceEnabled {
 		triggers = 10
 		t.Logf("race detector on: %d triggers (%d fires/s); the full load runs without it", triggers, triggers*int(time.Second/interval))
 	}
