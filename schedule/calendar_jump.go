@@ -87,12 +87,24 @@ func calDayStart(date time.Time, loc *time.Location) time.Time {
 		if start < t.Unix() {
 			return t // this period begins (at a DST change) already past midnight
 		}
-		_, end := t.ZoneBounds()
+		end := calZoneEnd(t)
 		if end.IsZero() || start < end.Unix() {
 			return time.Unix(start, 0).In(loc)
 		}
 		t = end
 	}
+}
+
+// calZoneEnd returns the end of t's zone period, after which the offset may change, or the
+// zero Time if it never does. Past its zone table Go's ZoneBounds takes every year to have
+// 365 days, so on December 31 of a leap year it reports an end that is not after t; the
+// period really runs into the next year.
+func calZoneEnd(t time.Time) time.Time {
+	_, end := t.ZoneBounds()
+	if !end.IsZero() && !end.After(t) {
+		end = time.Date(t.UTC().Year()+1, 1, 1, 0, 0, 0, 0, time.UTC).In(t.Location())
+	}
+	return end
 }
 
 func (c *HolidayCalendar) earliestIncluded(t time.Time) (time.Time, bool) {
@@ -182,7 +194,7 @@ func (c *CronCalendar) earliestIncluded(t time.Time) (time.Time, bool) {
 	_, off := lt.Zone()
 	bound := time.Unix(end.Unix()-int64(off), 0)
 	// The wall clock runs evenly only until the next DST change; past it, ask again.
-	if _, change := lt.ZoneBounds(); !change.IsZero() && change.Before(bound) {
+	if change := calZoneEnd(lt); !change.IsZero() && change.Before(bound) {
 		bound = change
 	}
 	return bound, true

@@ -161,23 +161,34 @@ func (tr *Trigger) nextIncluded(cal Calendar, t time.Time) time.Time {
 //
 // Where the calendar can bound the end of an exclusion, the search jumps to the first fire
 // time at or after the bound instead of testing every fire time before it: those are all
-// excluded, so it finds what stepping would.
+// excluded, so it finds what stepping would. Asking for a bound costs more than a step and is
+// wasted on exclusions shorter than the gap between fire times (an hourly trigger under a
+// calendar that excludes the first minutes of every hour), so after each wasted ask the
+// search steps twice as long before asking again.
 func (tr *Trigger) skipExcluded(cal Calendar, candidate, searchStart time.Time) (time.Time, bool) {
 	if cal == nil {
 		return candidate, true
 	}
 	limit := searchStart.Year() + horizonYears
 	jump := tr.jumpable()
+	skip, wait := 0, 1 // steps before the next ask, and before the one after if it is wasted
 	for !cal.Includes(candidate) {
-		bound, ok := calEarliestIncluded(cal, candidate)
-		if !ok {
-			return time.Time{}, false // stepping would reach the horizon or the trigger's end
+		next, ok := tr.Schedule.fireTimeAfter(tr, candidate)
+		if skip > 0 {
+			skip--
+		} else {
+			bound, includes := calEarliestIncluded(cal, candidate)
+			if !includes {
+				return time.Time{}, false // stepping would reach the horizon or the trigger's end
+			}
+			if jump && ok && bound.After(next) {
+				// fireTimeAfter is strict, and bound may itself be a fire time.
+				next, ok = tr.Schedule.fireTimeAfter(tr, bound.Add(-time.Nanosecond))
+				wait = 1
+			} else {
+				skip, wait = wait, 2*wait
+			}
 		}
-		after := candidate
-		if jump && bound.After(candidate) {
-			after = bound.Add(-time.Nanosecond) // fireTimeAfter is strict; bound may be a fire time
-		}
-		next, ok := tr.Schedule.fireTimeAfter(tr, after)
 		if !ok || next.Year() > limit {
 			return time.Time{}, false
 		}
