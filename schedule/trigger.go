@@ -158,19 +158,65 @@ func (tr *Trigger) nextIncluded(cal Calendar, t time.Time) time.Time {
 
 // skipExcluded steps from candidate past every time cal excludes. It gives up, returning
 // false, when the trigger ends or the candidates pass the horizon counted from searchStart.
+//
+// Where the calendar can bound the end of an exclusion, the search jumps to the first fire
+// time at or after the bound instead of testing every fire time before it: those are all
+// excluded, so it finds what stepping would. Asking for a bound costs more than a step and is
+// wasted on exclusions shorter than the gap between fire times (an hourly trigger under a
+// calendar that excludes the first minutes of every hour), so after each wasted ask the
+// search steps twice as long before asking again.
 func (tr *Trigger) skipExcluded(cal Calendar, candidate, searchStart time.Time) (time.Time, bool) {
 	if cal == nil {
 		return candidate, true
 	}
 	limit := searchStart.Year() + horizonYears
+	jump := tr.jumpable()
+	skip, wait := 0, 1 // steps before the next ask, and before the one after if it is wasted
 	for !cal.Includes(candidate) {
 		next, ok := tr.Schedule.fireTimeAfter(tr, candidate)
+		if skip > 0 {
+			skip--
+		} else {
+			bound, includes := calEarliestIncluded(cal, candidate)
+			if !includes {
+				return time.Time{}, false // stepping would reach the horizon or the trigger's end
+			}
+			if jump && ok && bound.After(next) {
+				// fireTimeAfter is strict, and bound may itself be a fire time.
+				next, ok = tr.Schedule.fireTimeAfter(tr, bound.Add(-time.Nanosecond))
+				wait = 1
+			} else {
+				skip, wait = wait, 2*wait
+			}
+		}
 		if !ok || next.Year() > limit {
 			return time.Time{}, false
 		}
 		candidate = next
 	}
 	return candidate, true
+}
+
+// jumpable reports whether the fire time the schedule gives after any instant is the first,
+// after that instant, of one fixed sequence, which is what lets skipExcluded jump. A calendar
+// interval of days or more in a zone with DST changes fails this: Quartz leaps from the start
+// by a distance that depends on the instant, and one long leap keeps a wall time that
+// day-by-day steps through a DST gap would have moved.
+func (tr *Trigger) jumpable() bool {
+	var ci CalendarInterval
+	switch s := tr.Schedule.(type) {
+	case CalendarInterval:
+		ci = s
+	case *CalendarInterval:
+		ci = *s
+	default:
+		return true
+	}
+	if ci.Unit.seconds() != 0 {
+		return true
+	}
+	_, change := tr.Start.In(ci.loc()).ZoneBounds()
+	return change.IsZero()
 }
 
 // SkipExcluded moves Next past the times cal excludes. A job store calls it when a trigger's
