@@ -115,10 +115,13 @@ CREATE INDEX executions_live_job_idx ON executions (job_id) WHERE state IN ('pen
 CREATE INDEX executions_alarm_idx ON executions (id) WHERE alarm_state = 'pending';
 -- ExecutionList by job, keyset on id (both directions).
 CREATE INDEX executions_job_idx ON executions (job_id, id);
--- ExecutionList by state, keyset on id.
-CREATE INDEX executions_state_idx ON executions (state, id);
--- ExecutionList by fired time range; retention sweeps.
-CREATE INDEX executions_fired_idx ON executions (fired_at);
+-- ExecutionList by a failure state, keyset on id. Partial: a full (state, id) index would
+-- take a new entry on every state change of every fire (three per fire), which measured
+-- ~25 % of the fire rate; lists of the common states walk the primary key instead.
+CREATE INDEX executions_failed_idx ON executions (state, id) WHERE state IN ('failed', 'timed_out', 'lost', 'canceled', 'skipped');
+-- ExecutionList by fired time range; retention sweeps. BRIN: fired_at grows with the
+-- table's physical order, and a BRIN entry costs a fraction of a B-tree's on every write.
+CREATE INDEX executions_fired_idx ON executions USING brin (fired_at);
 
 CREATE TABLE execution_logs (
     execution_id bigint NOT NULL,
