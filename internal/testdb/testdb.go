@@ -86,24 +86,11 @@ func randomSuffix() string {
 // createPostgres makes a schema rather than a database: much cheaper, and the DSN's
 // search_path puts every table in it.
 func createPostgres(ctx context.Context, t testing.TB, base, name string) (string, error) {
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		return "", err
-	}
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+name); err != nil {
-		admin.Close()
-		return "", err
-	}
-	t.Cleanup(func() {
-		defer admin.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+name+" CASCADE"); err != nil {
-			t.Logf("testdb: drop schema %s: %v", name, err)
-		}
-	})
 	u, err := url.Parse(base)
 	if err != nil {
+		return "", err
+	}
+	if err := createDropped(ctx, t, "pgx", base, "CREATE SCHEMA "+name, "DROP SCHEMA IF EXISTS "+name+" CASCADE"); err != nil {
 		return "", err
 	}
 	q := u.Query()
@@ -113,27 +100,34 @@ func createPostgres(ctx context.Context, t testing.TB, base, name string) (strin
 }
 
 func createMySQL(ctx context.Context, t testing.TB, base, name string) (string, error) {
-	raw := strings.TrimPrefix(base, "mysql://")
-	cfg, err := mysql.ParseDSN(raw)
+	cfg, err := mysql.ParseDSN(strings.TrimPrefix(base, "mysql://"))
 	if err != nil {
 		return "", err
 	}
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
+	if err := createDropped(ctx, t, "mysql", cfg.FormatDSN(), "CREATE DATABASE "+name, "DROP DATABASE IF EXISTS "+name); err != nil {
 		return "", err
 	}
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+	cfg.DBName = name
+	return "mysql://" + cfg.FormatDSN(), nil
+}
+
+// createDropped runs create on the server and drop when t ends.
+func createDropped(ctx context.Context, t testing.TB, driver, dsn, create, drop string) error {
+	admin, err := sql.Open(driver, dsn)
+	if err != nil {
+		return err
+	}
+	if _, err := admin.ExecContext(ctx, create); err != nil {
 		admin.Close()
-		return "", err
+		return err
 	}
 	t.Cleanup(func() {
 		defer admin.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
-			t.Logf("testdb: drop %s: %v", name, err)
+		if _, err := admin.ExecContext(ctx, drop); err != nil {
+			t.Logf("testdb: %s: %v", drop, err)
 		}
 	})
-	cfg.DBName = name
-	return "mysql://" + cfg.FormatDSN(), nil
+	return nil
 }
