@@ -54,6 +54,10 @@ type Config struct {
 
 	// BatchSize is the most fires one acquisition round takes. Default 1000.
 	BatchSize int
+	// Acquirers is how many acquisition rounds run at once. Rounds never take the same
+	// trigger (SKIP LOCKED), so on PostgreSQL and MySQL a second acquirer overlaps one round's
+	// database work with another's, as a second node would; SQLite serialises them. Default 2.
+	Acquirers int
 	// LookAhead is how far ahead of their due time fires are acquired, so they wait in
 	// memory and start at their exact millisecond. Default 2 s.
 	LookAhead time.Duration
@@ -97,6 +101,7 @@ func (c *Config) withDefaults() (Config, error) {
 		out.Logger = slog.Default()
 	}
 	setDefault(&out.BatchSize, 1000)
+	setDefault(&out.Acquirers, 2)
 	setDefault(&out.LookAhead, 2*time.Second)
 	setDefault(&out.PollInterval, 500*time.Millisecond)
 	setDefault(&out.MisfireThreshold, 60*time.Second)

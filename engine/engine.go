@@ -107,8 +107,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.life, e.running = l, true
 
 	go l.completer.run()
-	l.loops.Add(4)
-	go func() { defer l.loops.Done(); e.acquireLoop(l) }()
+	l.loops.Add(3 + e.cfg.Acquirers)
+	for range e.cfg.Acquirers {
+		go func() { defer l.loops.Done(); e.acquireLoop(l) }()
+	}
 	go func() { defer l.loops.Done(); e.fireLoop(l) }()
 	go func() { defer l.loops.Done(); e.startLoop(l) }()
 	go func() { defer l.loops.Done(); e.clusterLoop(l) }()

@@ -51,6 +51,7 @@ func TestMisfireAfterOutage(t *testing.T) {
 				e := newEngine(t, st, newRecorder(), "node", clk, func(c *Config) {
 					c.LookAhead = 7 * 24 * time.Hour
 					c.MisfireThreshold = time.Minute
+					c.Acquirers = 1 // the first round signalled is the one that took the fires
 				})
 				startEngine(t, e)
 				waitFor(t, "the first acquisition round", e.signals.acquired, 1)

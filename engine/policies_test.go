@@ -39,6 +39,7 @@ func newFakeNode(t *testing.T, dialect string, behave func(context.Context, *Fir
 		c.LookAhead = 100 * time.Millisecond
 		c.HeartbeatInterval = time.Hour // keeps cluster duties out of the way
 		c.NodeTimeout = 2 * time.Hour
+		c.Acquirers = 1 // one acquisition timer among the loopTimers
 		for _, f := range tune {
 			f(c)
 		}
