@@ -139,7 +139,7 @@ func jsonPath(p string) string {
 // page is one page of a keyset-paginated list. Next is the cursor to pass as ?after= for the
 // following page; it is absent on the last page.
 type page[T any] struct {
-	Items []T   `json:"items"`
+	Items []T     `json:"items"`
 	Next  *string `json:"next,omitempty"`
 }
 
