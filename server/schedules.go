@@ -86,7 +86,12 @@ type calendarSource interface {
 // embedding API. Every problem is reported against its field under prefix ("triggers[0]").
 func (in *triggerIn) validate(ctx context.Context, cals calendarSource, ex store.Executor, prefix string) (sundial.Trigger, error) {
 	var out sundial.Trigger
-	f := func(name string) string { return prefix + "." + name }
+	f := func(name string) string {
+		if prefix == "" {
+			return name
+		}
+		return prefix + "." + name
+	}
 	zone := in.TimeZone
 	if zone == "" {
 		zone = "UTC"

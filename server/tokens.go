@@ -21,6 +21,20 @@ func (t msTime) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + time.UnixMilli(int64(t)).UTC().Format(timeLayout) + `"`), nil
 }
 
+// UnmarshalJSON reads what MarshalJSON writes (Go clients of the API and the tests use it).
+func (t *msTime) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = 0
+		return nil
+	}
+	v, err := time.Parse(`"`+time.RFC3339Nano+`"`, string(b))
+	if err != nil {
+		return err
+	}
+	*t = msTime(v.UnixMilli())
+	return nil
+}
+
 // parseTime reads an RFC 3339 time from input field.
 func parseTime(field, v string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, v)
