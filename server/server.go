@@ -140,13 +140,15 @@ func (s *Server) Stop(ctx context.Context) error {
 
 func (s *Server) closeStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
-// Serve starts the node, serves HTTP on ln until ctx is canceled, then shuts down in order:
-// the HTTP server first (no new requests; open ones finish), then the node, which drains its
-// running handlers.
+// Serve starts the node (unless Start already ran), serves HTTP on ln until ctx is canceled,
+// then shuts down in order: the HTTP server first (no new requests; open ones finish), then
+// the node, which drains its running handlers.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if err := s.Start(ctx); err != nil {
-		ln.Close()
-		return err
+	if !s.running.Load() {
+		if err := s.Start(ctx); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	hs := &http.Server{
 		Handler:           s.handler,

@@ -126,6 +126,12 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
+	// The node starts before the banner, and a signal during its start waits for it: whoever
+	// reads "listening" may stop the server at once.
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
+		ln.Close()
+		return err
+	}
 	fmt.Fprintf(stdout, "Sundial is listening on http://%s (database %s)\n", ln.Addr(), redactDSN(o.db))
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
