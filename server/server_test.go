@@ -393,6 +393,18 @@ func TestCalendarsAndTriggers(t *testing.T) {
 	e.call("DELETE", "/api/v1/calendars/weekend", nil, 204, nil)
 	e.callErr("GET", "/api/v1/calendars/weekend", nil, 404)
 
+	// PUT replaces the job's settings; triggers are not changed through it.
+	var upd jobOut
+	e.call("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
+		"description": "now described", "max_retries": 2}, 200, &upd)
+	if upd.Description != "now described" || upd.MaxRetries != 2 || upd.Group != "default" {
+		t.Fatalf("updated job %+v", upd)
+	}
+	if got := e.callErr("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
+		"triggers": []any{}}, 400); got.Field != "triggers" {
+		t.Fatalf("PUT with triggers: %+v", got)
+	}
+
 	var nodes pageOf[nodeOut]
 	e.call("GET", "/api/v1/nodes", nil, 200, &nodes)
 	if len(nodes.Items) != 1 || !nodes.Items[0].Self {
