@@ -138,6 +138,32 @@ type Executor interface {
 	// LeaseRelease gives the lease up if holder holds it; it reports whether it did.
 	LeaseRelease(ctx context.Context, name, holder string) (bool, error)
 	LeaseGet(ctx context.Context, name string) (*Lease, error)
+
+	// UserInsert stores u and sets its ID and timestamps; a taken name is ErrAlreadyExists.
+	UserInsert(ctx context.Context, u *User) error
+	UserGet(ctx context.Context, id int64) (*User, error)
+	UserGetByName(ctx context.Context, name string) (*User, error)
+	// UserSetPassword replaces the user's password hash.
+	UserSetPassword(ctx context.Context, id int64, passwordHash string) error
+
+	// APITokenInsert stores t and sets its ID and CreatedAt; the user must exist
+	// (ErrNotFound otherwise).
+	APITokenInsert(ctx context.Context, t *APIToken) error
+	// APITokenGetByHash finds a token by the hash of its secret, expired or not.
+	APITokenGetByHash(ctx context.Context, hash string) (*APIToken, error)
+	// APITokenList lists the tokens of a user (every user's for userID 0) by id after
+	// afterID.
+	APITokenList(ctx context.Context, userID, afterID int64, limit int) ([]*APIToken, error)
+	APITokenDelete(ctx context.Context, id int64) error
+
+	// SessionInsert stores a session and sets CreatedAt; the user must exist.
+	SessionInsert(ctx context.Context, s *Session) error
+	// SessionGet finds a session by the hash of its secret, expired or not.
+	SessionGet(ctx context.Context, hash string) (*Session, error)
+	SessionDelete(ctx context.Context, hash string) error
+	// SessionsDeleteExpired deletes sessions that expired at or before now and returns how
+	// many it deleted.
+	SessionsDeleteExpired(ctx context.Context, now int64) (int64, error)
 }
 
 // Store is a database: an Executor that runs each call on its own, and the source of

@@ -256,3 +256,47 @@ type Lease struct {
 	Token     int64
 	ExpiresAt int64
 }
+
+// Role is what a user may do. Only admins exist so far; the column leaves room for
+// read-only and operator roles.
+type Role string
+
+// The roles.
+const (
+	RoleAdmin Role = "admin"
+)
+
+// User is a person who signs in to the API or the console.
+type User struct {
+	ID   int64
+	Name string
+	// PasswordHash is a bcrypt hash; the store never sees a password.
+	PasswordHash string
+	Role         Role
+	CreatedAt    int64
+	UpdatedAt    int64
+}
+
+// APIToken is a bearer token for the API. Only a hash of the secret is stored, so a leaked
+// database does not leak working tokens.
+type APIToken struct {
+	ID     int64
+	UserID int64
+	Name   string
+	// Hash is the hex SHA-256 of the secret; unique.
+	Hash string
+	// Prefix is the secret's first characters, to tell tokens apart in a list.
+	Prefix    string
+	CreatedAt int64
+	// ExpiresAt is 0 for a token that does not expire.
+	ExpiresAt int64
+}
+
+// Session is a signed-in console session. Like a token, only the hash of its secret is
+// stored; the secret lives in the browser's cookie.
+type Session struct {
+	Hash      string
+	UserID    int64
+	CreatedAt int64
+	ExpiresAt int64
+}

@@ -1,5 +1,6 @@
-// Command sundial is Sundial's single binary: today the schedule preview; the server,
-// executor, CLI over the REST API, bench and migrate commands join it as they are built.
+// Command sundial is Sundial's single binary: the server (a node with the REST API), the
+// schedule preview and bench; the executor, the CLI over the REST API and migrate join it as
+// they are built.
 package main
 
 import (
@@ -33,7 +34,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	// A flag the command does not know is bad input, like any other.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newScheduleCmd(), newBenchCmd())
+	root.AddCommand(newScheduleCmd(), newBenchCmd(), newServerCmd())
 	return root
 }
 

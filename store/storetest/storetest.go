@@ -37,6 +37,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Logs", func(t *testing.T) { t.Parallel(); testLogs(t, open(t)) })
 	t.Run("Nodes", func(t *testing.T) { t.Parallel(); testNodes(t, open(t)) })
 	t.Run("Leases", func(t *testing.T) { t.Parallel(); testLeases(t, open(t)) })
+	t.Run("Users", func(t *testing.T) { t.Parallel(); testUsers(t, open(t)) })
+	t.Run("APITokens", func(t *testing.T) { t.Parallel(); testAPITokens(t, open(t)) })
+	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, open(t)) })
 }
 
 // Helpers. They fail the test on any error, so the tests read as the behaviour they check.

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/server"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
+)
+
+type serverOptions struct {
+	addr, db, nodeID, admin string
+	logFormat, logLevel     string
+	drainTimeout            time.Duration
+}
+
+func newServerCmd() *cobra.Command {
+	var o serverOptions
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a scheduler node with the REST API",
+		Long: `Runs one Sundial node: the scheduling engine and the REST API (/api/v1), metrics (/metrics)
+and health checks (/healthz, /readyz) on one port. Every node that opens the same PostgreSQL or
+MySQL/MariaDB database joins the cluster. The first start on a database creates the admin user
+and prints its password once.
+
+Every flag can also be set by an environment variable: SUNDIAL_ and the flag's name in upper
+case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := flagsFromEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return runServer(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", ":8080", "address to listen on")
+	f.StringVar(&o.db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
+	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
+	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
+	return cmd
+}
+
+// flagsFromEnv sets every flag not given on the command line from SUNDIAL_<NAME>.
+func flagsFromEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || err != nil {
+			return
+		}
+		env := "SUNDIAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := f.Value.Set(v); e != nil {
+				err = usageErrorf("%s=%q: %v", env, v, e)
+			}
+		}
+	})
+	return err
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErrorf("--log-format %q: want text or json", format)
+}
+
+func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) error {
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	st, err := sqlstore.Open(ctx, o.db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	password, created, err := server.EnsureAdmin(ctx, st, o.admin)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(stdout, "Created the admin user %q with the password:\n\n    %s\n\n"+
+			"It is shown only this once. Log in with it (POST /api/v1/auth/login) and create an API token\n"+
+			"(POST /api/v1/tokens), or change it (POST /api/v1/auth/password).\n", o.admin, password)
+	}
+	srv, err := server.New(server.Config{Store: st, Logger: log,
+		Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout}})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	// The node starts before the banner, and a signal during its start waits for it: whoever
+	// reads "listening" may stop the server at once.
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
+		ln.Close()
+		return err
+	}
+	fmt.Fprintf(stdout, "Sundial is listening on http://%s (database %s)\n", ln.Addr(), redactDSN(o.db))
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "Sundial stopped")
+	return nil
+}
+
+// redactDSN hides a password in a DSN before it is printed.
+func redactDSN(dsn string) string {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return dsn
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return dsn
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return dsn
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}

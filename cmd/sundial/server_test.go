@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServerCommand builds the binary and runs `sundial server` as a real process: it
+// answers /healthz, shuts down cleanly on SIGTERM, and prints the admin password on the
+// first start only.
+func TestServerCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sundial")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	db := filepath.Join(dir, "sundial.db")
+
+	first := startServer(t, bin, dir, "--db", db)
+	if !strings.Contains(first.banner, `Created the admin user "admin" with the password`) {
+		t.Fatalf("first start printed no admin password:\n%s", first.banner)
+	}
+	resp, err := http.Get(first.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/healthz: %d", resp.StatusCode)
+	}
+	resp, err = http.Get(first.url + "/api/v1/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("/api/v1/jobs without a token: %d, want 401", resp.StatusCode)
+	}
+	first.stop(t)
+
+	// The second start reads the database from SUNDIAL_DB and creates no new admin.
+	second := startServer(t, bin, dir, "SUNDIAL_DB="+db)
+	if strings.Contains(second.banner, "password") {
+		t.Fatalf("second start printed a password again:\n%s", second.banner)
+	}
+	second.stop(t)
+}
+
+type serverProc struct {
+	cmd    *exec.Cmd
+	url    string
+	banner string // stdout up to the listening line
+	rest   chan string
+	stderr bytes.Buffer // the logs, shown when the process misbehaves
+}
+
+var listening = regexp.MustCompile(`listening on (http://\S+)`)
+
+// startServer runs the server on a free port; args that look like NAME=value are
+// environment variables, the others flags.
+func startServer(t *testing.T, bin, dir string, args ...string) *serverProc {
+	t.Helper()
+	cmd := exec.Command(bin, "server", "--addr", "127.0.0.1:0")
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for _, a := range args {
+		if strings.Contains(a, "=") && !strings.HasPrefix(a, "-") {
+			cmd.Env = append(cmd.Env, a)
+		} else {
+			cmd.Args = append(cmd.Args, a)
+		}
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &serverProc{cmd: cmd, rest: make(chan string, 1)}
+	cmd.Stderr = &p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // a no-op once it has exited
+	lines := bufio.NewScanner(stdout)
+	var banner strings.Builder
+	found := make(chan string, 1)
+	go func() {
+		sent := false
+		var rest strings.Builder
+		for lines.Scan() {
+			if sent {
+				rest.WriteString(lines.Text() + "\n")
+				continue
+			}
+			banner.WriteString(lines.Text() + "\n")
+			if m := listening.FindStringSubmatch(lines.Text()); m != nil {
+				found <- m[1]
+				sent = true
+			}
+		}
+		if !sent {
+			close(found)
+		}
+		p.rest <- rest.String()
+	}()
+	select {
+	case u, ok := <-found:
+		if !ok {
+			t.Fatalf("server exited before listening")
+		}
+		p.url, p.banner = u, banner.String()
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not start listening within 30 s")
+	}
+	return p
+}
+
+// stop sends SIGTERM and expects a clean exit with the goodbye line.
+func (p *serverProc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rest string
+	select {
+	case rest = <-p.rest:
+	case <-ctx.Done():
+		t.Fatal("server did not exit within 30 s of SIGTERM")
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("server exit after SIGTERM: %v\n%s", err, p.stderr.String())
+	}
+	if !strings.Contains(rest, "Sundial stopped") {
+		t.Fatalf("stdout after SIGTERM %q: want the stop line", rest)
+	}
+}

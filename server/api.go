@@ -1,0 +1,199 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// apiError is every error the API returns, in one JSON shape:
+//
+//	{"error": {"code": "invalid_argument", "message": "...", "field": "triggers[0].cron"}}
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field names the offending input, as a path into the request body or a query
+	// parameter name.
+	Field string `json:"field,omitempty"`
+}
+
+func (e *apiError) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+func invalidField(field, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Code: "invalid_argument", Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf(format, args...)}
+}
+
+var (
+	errUnauthenticated = &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated",
+		Message: "authentication required: send Authorization: Bearer <token> or log in at POST /api/v1/auth/login"}
+	errForbidden = &apiError{Status: http.StatusForbidden, Code: "permission_denied", Message: "this needs an admin"}
+)
+
+// toAPIError maps store and context errors to API errors; anything else is internal.
+func toAPIError(err error) (*apiError, bool) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae, true
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}, true
+	case errors.Is(err, store.ErrAlreadyExists):
+		return &apiError{Status: http.StatusConflict, Code: "already_exists", Message: err.Error()}, true
+	case errors.Is(err, store.ErrInUse):
+		return &apiError{Status: http.StatusConflict, Code: "failed_precondition", Message: err.Error()}, true
+	case errors.Is(err, store.ErrConflict):
+		return &apiError{Status: http.StatusConflict, Code: "aborted", Message: err.Error()}, true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: err.Error()}, true
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}, false
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae, known := toAPIError(err)
+	if !known {
+		// The client sees "internal error"; the log keeps what happened.
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if ae.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sundial"`)
+	}
+	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the status is sent: a failed write has no one left to tell
+}
+
+// maxBody bounds request bodies; a job with its triggers is a few kilobytes.
+const maxBody = 1 << 20
+
+// decode reads a JSON body strictly: unknown fields and trailing data are errors that name
+// the field, so a typo ("crom") is reported instead of silently ignored.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.Is(err, io.EOF):
+			return invalidField("", "request body: want a JSON object, got nothing")
+		case errors.As(err, &te):
+			return invalidField(jsonPath(te.Field), "want %s, got JSON %s", te.Type, te.Value)
+		case errors.As(err, &se):
+			return invalidField("", "request body: malformed JSON at offset %d: %v", se.Offset, err)
+		case errors.As(err, &mbe):
+			return invalidField("", "request body: larger than %d bytes", maxBody)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+			return invalidField(name, "unknown field")
+		}
+		return invalidField("", "request body: %v", err)
+	}
+	if dec.More() {
+		return invalidField("", "request body: data after the JSON object")
+	}
+	return nil
+}
+
+// jsonPath turns encoding/json's "triggers.0.cron" into "triggers[0].cron".
+func jsonPath(p string) string {
+	parts := strings.Split(p, ".")
+	var b strings.Builder
+	for i, part := range parts {
+		if _, err := strconv.Atoi(part); err == nil && i > 0 {
+			b.WriteString("[" + part + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(part)
+	}
+	return b.String()
+}
+
+// page is one page of a keyset-paginated list. Next is the cursor to pass as ?after= for the
+// following page; it is absent on the last page.
+type page[T any] struct {
+	Items []T     `json:"items"`
+	Next  *string `json:"next,omitempty"`
+}
+
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// pageLimit reads ?limit=.
+func pageLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultPageSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxPageSize {
+		return 0, invalidField("limit", "want an integer from 1 to %d, got %q", maxPageSize, v)
+	}
+	return n, nil
+}
+
+// queryID reads an optional integer query parameter (0 when absent).
+func queryID(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, invalidField(name, "want a non-negative integer, got %q", v)
+	}
+	return n, nil
+}
+
+// pathID reads an integer path parameter.
+func pathID(r *http.Request, name string) (int64, error) {
+	v := r.PathValue(name)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, invalidField(name, "want a positive integer id, got %q", v)
+	}
+	return n, nil
+}
+
+// paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
+func paginate[R, T any](rows []R, limit int, cursor func(R) string, conv func(R) T) page[T] {
+	p := page[T]{Items: make([]T, 0, min(len(rows), limit))}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		c := cursor(rows[len(rows)-1])
+		p.Next = &c
+	}
+	for _, r := range rows {
+		p.Items = append(p.Items, conv(r))
+	}
+	return p
+}

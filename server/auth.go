@@ -1,0 +1,328 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Authentication. Two credentials open the API:
+//
+//   - API tokens ("Authorization: Bearer sdl_..."), created by an admin through the API and
+//     shown once. They are 256-bit random secrets, so a plain SHA-256 of the secret is a safe
+//     lookup key; a slow hash would only add latency to every request.
+//   - Console sessions: POST /api/v1/auth/login with a user's password (bcrypt) sets an
+//     HttpOnly, SameSite=Strict cookie holding another random secret, stored hashed the same
+//     way. Unsafe requests carried by the cookie must come from the server's own origin.
+//
+// There are no default credentials: the first start of a database creates the admin with a
+// random password and prints it once (EnsureAdmin).
+
+const (
+	sessionCookie = "sundial_session"
+	tokenPrefix   = "sdl_"
+	// minPassword is the shortest password a user may choose.
+	minPassword = 12
+)
+
+// bcryptCost is bcrypt's work factor; tests lower it, since the race detector makes each
+// hash take seconds.
+var bcryptCost = bcrypt.DefaultCost
+
+// access is what a route requires.
+type access int
+
+const (
+	public access = iota
+	authenticated
+	adminOnly
+)
+
+type principal struct {
+	user *store.User
+	// via is "token" or "session".
+	via       string
+	sessionID string // the session's hash, for logout
+}
+
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) *principal {
+	p, _ := ctx.Value(principalKey{}).(*principal)
+	return p
+}
+
+// authStore is what authentication needs from the store.
+type authStore interface {
+	UserGet(ctx context.Context, id int64) (*store.User, error)
+	UserGetByName(ctx context.Context, name string) (*store.User, error)
+	UserInsert(ctx context.Context, u *store.User) error
+	UserSetPassword(ctx context.Context, id int64, hash string) error
+	APITokenGetByHash(ctx context.Context, hash string) (*store.APIToken, error)
+	SessionGet(ctx context.Context, hash string) (*store.Session, error)
+	SessionInsert(ctx context.Context, s *store.Session) error
+	SessionDelete(ctx context.Context, hash string) error
+	SessionsDeleteExpired(ctx context.Context, now int64) (int64, error)
+}
+
+type authenticator struct {
+	store      authStore
+	sessionTTL time.Duration
+	log        *slog.Logger
+}
+
+// newSecret returns a random secret with the given prefix and the hex SHA-256 to store.
+func newSecret(prefix string) (secret, hash string) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	secret = prefix + base64.RawURLEncoding.EncodeToString(b)
+	return secret, hashSecret(secret)
+}
+
+func hashSecret(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+// authenticate finds the principal of a request, or returns nil. A request that presents a
+// credential which does not work is not authenticated, even if it has another.
+func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
+	now := time.Now().UnixMilli()
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, secret, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, tokenPrefix) {
+			return nil, nil
+		}
+		tok, err := a.store.APITokenGetByHash(r.Context(), hashSecret(secret))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if tok.ExpiresAt != 0 && tok.ExpiresAt <= now {
+			return nil, nil
+		}
+		u, err := a.store.UserGet(r.Context(), tok.UserID)
+		if err != nil {
+			return nil, ignoreNotFound(err)
+		}
+		return &principal{user: u, via: "token"}, nil
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil, nil
+	}
+	hash := hashSecret(c.Value)
+	sess, err := a.store.SessionGet(r.Context(), hash)
+	if err != nil {
+		return nil, ignoreNotFound(err)
+	}
+	if sess.ExpiresAt <= now {
+		return nil, nil
+	}
+	u, err := a.store.UserGet(r.Context(), sess.UserID)
+	if err != nil {
+		return nil, ignoreNotFound(err)
+	}
+	return &principal{user: u, via: "session", sessionID: hash}, nil
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// sameOrigin protects cookie-authenticated writes from cross-site requests: browsers send
+// Origin (or Sec-Fetch-Site) with them, and it must name this server.
+func sameOrigin(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+// guard wraps a route's handler with the access it requires.
+func (s *Server) guard(level access, h apiHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if level != public {
+			p, err := s.auth.authenticate(r)
+			if err != nil {
+				s.writeError(w, r, fmt.Errorf("authenticate: %w", err))
+				return
+			}
+			if p == nil {
+				s.writeError(w, r, errUnauthenticated)
+				return
+			}
+			if p.via == "session" && !sameOrigin(r) {
+				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+					Message: "cross-origin request with a session cookie"})
+				return
+			}
+			if level == adminOnly && p.user.Role != store.RoleAdmin {
+				s.writeError(w, r, errForbidden)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// EnsureAdmin creates the admin user name with a random password if no user of that name
+// exists, and returns the password. created is false (and password empty) when the user
+// existed: the password is shown once, on the start that made it. The unique user name
+// makes this safe when several nodes start at once on an empty database.
+func EnsureAdmin(ctx context.Context, st authStore, name string) (password string, created bool, err error) {
+	if _, err := st.UserGetByName(ctx, name); err == nil {
+		return "", false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", false, fmt.Errorf("look up admin %q: %w", name, err)
+	}
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	password = base64.RawURLEncoding.EncodeToString(b)
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcryptCost)
+	if err != nil {
+		return "", false, fmt.Errorf("hash admin password: %w", err)
+	}
+	err = st.UserInsert(ctx, &store.User{Name: name, PasswordHash: string(hash), Role: store.RoleAdmin})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		return "", false, nil // another node won the race and printed its password
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("create admin %q: %w", name, err)
+	}
+	return password, true, nil
+}
+
+// dummyHash is compared against when the user does not exist, so a login takes as long for
+// an unknown name as for a wrong password.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), bcrypt.MinCost)
+
+type loginRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+type userJSON struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Via says how this request authenticated: "token" or "session".
+	Via string `json:"via,omitempty"`
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	var req loginRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Username == "" {
+		return invalidField("username", "must not be empty")
+	}
+	u, err := s.store.UserGetByName(r.Context(), req.Username)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	hash := dummyHash
+	if u != nil {
+		hash = []byte(u.PasswordHash)
+	}
+	if bcrypt.CompareHashAndPassword(hash, []byte(req.Password)) != nil || u == nil {
+		s.log.Warn("failed login", "user", req.Username, "remote", r.RemoteAddr)
+		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "wrong user name or password"}
+	}
+	now := time.Now()
+	if _, err := s.store.SessionsDeleteExpired(r.Context(), now.UnixMilli()); err != nil {
+		s.log.Warn("delete expired sessions", "err", err)
+	}
+	secret, h := newSecret("")
+	exp := now.Add(s.cfg.SessionTTL)
+	if err := s.store.SessionInsert(r.Context(), &store.Session{Hash: h, UserID: u.ID, ExpiresAt: exp.UnixMilli()}); err != nil {
+		return fmt.Errorf("login %q: %w", u.Name, err)
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
+		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, userJSON{ID: u.ID, Name: u.Name, Role: string(u.Role), Via: "session"})
+	return nil
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if p.via == "session" {
+		if err := s.store.SessionDelete(r.Context(), p.sessionID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	writeJSON(w, http.StatusOK, userJSON{ID: p.user.ID, Name: p.user.Name, Role: string(p.user.Role), Via: p.via})
+	return nil
+}
+
+type passwordRequest struct {
+	CurrentPassword string `json:"current_password"`
+	NewPassword     string `json:"new_password"`
+}
+
+func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
+	var req passwordRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	p := principalFrom(r.Context())
+	if bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword)) != nil {
+		return invalidField("current_password", "does not match")
+	}
+	if len(req.NewPassword) < minPassword {
+		return invalidField("new_password", "must have at least %d characters", minPassword)
+	}
+	if subtle.ConstantTimeCompare([]byte(req.NewPassword), []byte(req.CurrentPassword)) == 1 {
+		return invalidField("new_password", "must differ from the current password")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(req.NewPassword), bcryptCost)
+	if err != nil {
+		return invalidField("new_password", "%v", err) // longer than bcrypt's 72 bytes
+	}
+	if err := s.store.UserSetPassword(r.Context(), p.user.ID, string(hash)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

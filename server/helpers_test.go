@@ -1,0 +1,217 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
+)
+
+// env is a running server on a fresh database, behind a real socket, with an admin token.
+type env struct {
+	t     *testing.T
+	srv   *Server
+	st    *sqlstore.Store
+	url   string
+	token string
+	pw    string
+}
+
+// forEachDialect runs fn on SQLite, PostgreSQL and MariaDB, in parallel.
+func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
+	for _, d := range testdb.Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+func newEnv(t *testing.T, dialect string) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Store: st, Logger: slog.New(slog.DiscardHandler),
+		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close) // runs before Stop: HTTP first, then the engine
+	pw, created, err := EnsureAdmin(ctx, st, "admin")
+	if err != nil || !created || pw == "" {
+		t.Fatalf("EnsureAdmin on an empty database: created %v, %v", created, err)
+	}
+	e := &env{t: t, srv: srv, st: st, url: hs.URL, pw: pw}
+	e.token = e.login()
+	return e
+}
+
+// login logs in with the admin password and creates an API token through the cookie session.
+func (e *env) login() string {
+	e.t.Helper()
+	resp := e.raw("POST", "/api/v1/auth/login", "", nil, map[string]string{"username": "admin", "password": e.pw})
+	if resp.StatusCode != 200 {
+		e.t.Fatalf("login: %d", resp.StatusCode)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly {
+		e.t.Fatalf("login set no HttpOnly session cookie: %v", resp.Cookies())
+	}
+	var tok tokenJSON
+	resp = e.raw("POST", "/api/v1/tokens", "", cookie, map[string]string{"name": "test"})
+	if resp.StatusCode != 201 {
+		e.t.Fatalf("create token: %d", resp.StatusCode)
+	}
+	mustDecode(e.t, resp, &tok)
+	if !strings.HasPrefix(tok.Token, tokenPrefix) {
+		e.t.Fatalf("token %q lacks the %s prefix", tok.Token, tokenPrefix)
+	}
+	return tok.Token
+}
+
+// raw sends a request with an optional bearer token or cookie and returns the response
+// (its body is closed at the end of the test).
+func (e *env) raw(method, path, token string, cookie *http.Cookie, body any) *http.Response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// call sends an authenticated request, checks the status and decodes the body into out.
+func (e *env) call(method, path string, body any, wantStatus int, out any) {
+	e.t.Helper()
+	resp := e.raw(method, path, e.token, nil, body)
+	if resp.StatusCode != wantStatus {
+		b, _ := io.ReadAll(resp.Body)
+		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, wantStatus, b)
+	}
+	if out != nil {
+		mustDecode(e.t, resp, out)
+	}
+}
+
+type errorBody struct {
+	Error apiError `json:"error"`
+}
+
+// callErr sends an authenticated request that must fail with status and returns the error.
+func (e *env) callErr(method, path string, body any, status int) apiError {
+	e.t.Helper()
+	var eb errorBody
+	e.call(method, path, body, status, &eb)
+	if eb.Error.Code == "" || eb.Error.Message == "" {
+		e.t.Fatalf("%s %s: error body without code or message: %+v", method, path, eb)
+	}
+	return eb.Error
+}
+
+func mustDecode(t *testing.T, resp *http.Response, out any) {
+	t.Helper()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("decode %s response: %v", resp.Request.URL.Path, err)
+	}
+}
+
+// eventually polls cond until it holds or 20 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// jobRef and friends decode just what the tests look at.
+type jobRef struct {
+	ID       int64        `json:"id"`
+	Name     string       `json:"name"`
+	Triggers []triggerRef `json:"triggers"`
+	Warnings []string     `json:"warnings"`
+}
+
+type triggerRef struct {
+	ID    int64   `json:"id"`
+	Name  string  `json:"name"`
+	Kind  string  `json:"kind"`
+	Cron  *string `json:"cron"`
+	Once  bool    `json:"once"`
+	State string  `json:"state"`
+}
+
+type execRef struct {
+	ID        int64  `json:"id"`
+	JobID     int64  `json:"job_id"`
+	TriggerID int64  `json:"trigger_id"`
+	State     string `json:"state"`
+	HandleMsg string `json:"handle_msg"`
+}
+
+type pageOf[T any] struct {
+	Items []T     `json:"items"`
+	Next  *string `json:"next"`
+}
+
+func TestMain(m *testing.M) {
+	bcryptCost = bcrypt.MinCost
+	os.Exit(m.Run())
+}

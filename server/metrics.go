@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/engine"
+)
+
+// metrics is what /metrics serves: the engine's counters as they are, the runs of the
+// handlers this server registered (by outcome and lateness), HTTP traffic, and the Go
+// runtime. Its registry is the server's own, so two servers in one test process do not
+// collide.
+type metrics struct {
+	reg      *prometheus.Registry
+	runs     *prometheus.CounterVec
+	lateness prometheus.Histogram
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(e *engine.Engine) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	st := e.Stats()
+	counter := func(name, help string, read func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(read()) })
+	}
+	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sundial_executions_total",
+		Help: "Executions of this node's handlers by outcome (succeeded, failed, canceled: stopped by a timeout, " +
+			"a replacing fire or shutdown)."}, []string{"state"})
+	m.lateness = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sundial_fire_lateness_seconds",
+		Help:    "How long after its scheduled time a fire started running on this node.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sundial_http_requests_total",
+		Help: "HTTP requests by route and status code."}, []string{"route", "code"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sundial_http_request_duration_seconds",
+		Help: "HTTP request latency by route.", Buckets: prometheus.DefBuckets}, []string{"route"})
+	m.reg.MustRegister(
+		counter("sundial_fires_total", "Fires this node ran (won the acquired to running compare-and-set).", st.Fired.Load),
+		counter("sundial_fires_acquired_total", "Fires this node acquired.", st.Acquired.Load),
+		counter("sundial_fires_lost_races_total", "Fires this node acquired but lost before running.", st.LostRaces.Load),
+		counter("sundial_misfires_total", "Triggers whose misfire policy this node applied.", st.Misfired.Load),
+		counter("sundial_executions_completed_total", "Execution results this node wrote.", st.Completed.Load),
+		counter("sundial_executions_recovered_total", "Executions of dead nodes this node recovered as leader.", st.Recovered.Load),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_leader", Help: "1 while this node holds the leader lease."},
+			func() float64 {
+				if e.IsLeader() {
+					return 1
+				}
+				return 0
+			}),
+		m.runs, m.lateness, m.requests, m.duration,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// observe wraps a handler to count its runs and their lateness.
+func (m *metrics) observe(h sundial.Handler) sundial.Handler {
+	return func(ctx context.Context) error {
+		if run := sundial.ExecutionFrom(ctx); run != nil && !run.FiredAt.IsZero() {
+			m.lateness.Observe(max(run.FiredAt.Sub(run.ScheduledAt), 0).Seconds())
+		}
+		err := h(ctx)
+		state := "succeeded"
+		switch {
+		case err != nil && ctx.Err() != nil:
+			state = "canceled"
+		case err != nil:
+			state = "failed"
+		}
+		m.runs.WithLabelValues(state).Inc()
+		return err
+	}
+}
+
+// statusWriter records the status a handler sent. It passes Flush through for event streams.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument logs and counts every request by its route pattern (not its path, which would
+// give every job id its own series).
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		d := time.Since(start)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.metrics.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
+		s.metrics.duration.WithLabelValues(route).Observe(d.Seconds())
+		level := slog.LevelInfo
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			level = slog.LevelDebug // scrapes and probes would drown the log
+		}
+		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			"duration_ms", d.Milliseconds(), "remote", r.RemoteAddr)
+	})
+}

@@ -1,0 +1,180 @@
+// Package server is Sundial's HTTP face: one scheduler node together with the REST API under
+// /api/v1 (jobs, triggers, calendars, executions, nodes, tokens), its OpenAPI document, the
+// login for the console, Prometheus metrics and health checks.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Config configures a Server. Only Store is required.
+type Config struct {
+	// Store is the migrated database the node and the API share.
+	Store store.Store
+	// Scheduler tunes the node (NodeID, intervals); its Store and Logger are set from the
+	// fields here.
+	Scheduler sundial.Config
+	// Logger receives the server's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// SessionTTL is how long a console login lasts. Default 12 h.
+	SessionTTL time.Duration
+	// ShutdownTimeout bounds the wait for open requests when the server stops. Default 10 s.
+	ShutdownTimeout time.Duration
+}
+
+// Server is one node: the engine plus the HTTP API.
+type Server struct {
+	cfg   Config
+	store store.Store
+	sched *sundial.Scheduler
+	log   *slog.Logger
+	auth  *authenticator
+	mux   *http.ServeMux
+	// handler is mux wrapped in logging and metrics; each route guards its own access.
+	handler http.Handler
+	metrics *metrics
+
+	handlersMu sync.Mutex
+	handlers   map[string]bool // names registered through Register
+
+	running atomic.Bool
+	// closing is closed when the HTTP server shuts down, so long-lived streams (output
+	// follow) end instead of holding the shutdown up.
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// New builds a server around a new scheduler node; it registers the built-in handlers. The
+// node does not run until Start (or Serve).
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: Config.Store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	sc := cfg.Scheduler
+	sc.Store, sc.Logger = cfg.Store, cfg.Logger
+	sched, err := sundial.New(sc)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, mux: http.NewServeMux(),
+		closing: make(chan struct{}), handlers: map[string]bool{}}
+	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}
+	s.metrics = newMetrics(sched.Engine())
+	s.registerBuiltins()
+	s.routes()
+	s.handler = s.instrument(s.mux)
+	return s, nil
+}
+
+// Scheduler returns the node's scheduler, to register more handlers before Start.
+func (s *Server) Scheduler() *sundial.Scheduler { return s.sched }
+
+// Registry returns the Prometheus registry /metrics serves.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// Handler returns the HTTP handler of the whole server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Register makes h the handler of jobs whose handler is name, counting its runs in the
+// metrics. Register before Start.
+func (s *Server) Register(name string, h sundial.Handler) {
+	s.handlersMu.Lock()
+	s.handlers[name] = true
+	s.handlersMu.Unlock()
+	s.sched.Register(name, s.metrics.observe(h))
+}
+
+func (s *Server) handlerKnown(name string) bool {
+	s.handlersMu.Lock()
+	defer s.handlersMu.Unlock()
+	return s.handlers[name]
+}
+
+// registerBuiltins registers the handlers every server has, so jobs can be run end to end
+// before remote executors exist.
+func (s *Server) registerBuiltins() {
+	s.Register("noop", func(ctx context.Context) error {
+		run := sundial.ExecutionFrom(ctx)
+		sundial.Logger(ctx).Info("noop ran", "execution", run.ID, "attempt", run.Attempt)
+		return nil
+	})
+}
+
+// Start starts the scheduler node.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.sched.Start(ctx); err != nil {
+		return fmt.Errorf("server: start node: %w", err)
+	}
+	s.running.Store(true)
+	return nil
+}
+
+// Stop stops the node, draining running handlers. Stop the HTTP side first.
+func (s *Server) Stop(ctx context.Context) error {
+	s.running.Store(false)
+	s.closeStreams()
+	return s.sched.Stop(ctx)
+}
+
+func (s *Server) closeStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// Serve starts the node (unless Start already ran), serves HTTP on ln until ctx is canceled,
+// then shuts down in order: the HTTP server first (no new requests; open ones finish), then
+// the node, which drains its running handlers.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if !s.running.Load() {
+		if err := s.Start(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(s.closeStreams)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	s.log.Info("serving", "addr", ln.Addr().String())
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	s.log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		s.log.Warn("http shutdown", "err", err)
+	}
+	// The drain has its own timeout (the scheduler's DrainTimeout).
+	stopErr := s.Stop(context.Background())
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return errors.Join(serveErr, stopErr)
+	}
+	return stopErr
+}

@@ -1,0 +1,428 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+func TestUnauthenticated(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		for _, rt := range e.srv.routeTable() {
+			if rt.access == public {
+				continue
+			}
+			path := strings.NewReplacer("{id}", "1", "{name}", "x").Replace(rt.path)
+			for _, token := range []string{"", "sdl_not-a-real-token", "not-even-the-prefix"} {
+				resp := e.raw(rt.method, path, token, nil, map[string]string{})
+				var eb errorBody
+				mustDecode(t, resp, &eb)
+				if resp.StatusCode != http.StatusUnauthorized || eb.Error.Code != "unauthenticated" {
+					t.Errorf("%s %s with token %q: %d %+v, want 401 unauthenticated", rt.method, path, token, resp.StatusCode, eb.Error)
+				}
+			}
+		}
+		// Unknown routes do not tell an anonymous caller what exists.
+		if resp := e.raw("GET", "/api/v1/nothing-here", "", nil, nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("unknown route without credentials: %d, want 401", resp.StatusCode)
+		}
+		for _, p := range []string{"/healthz", "/readyz"} {
+			if resp := e.raw("GET", p, "", nil, nil); resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: %d, want 200 without credentials", p, resp.StatusCode)
+			}
+		}
+		// The token works until it is deleted.
+		var toks pageOf[tokenJSON]
+		e.call("GET", "/api/v1/tokens", nil, 200, &toks)
+		if len(toks.Items) != 1 || toks.Items[0].Token != "" {
+			t.Fatalf("token list %+v: want one token without its secret", toks.Items)
+		}
+		e.call("DELETE", fmt.Sprintf("/api/v1/tokens/%d", toks.Items[0].ID), nil, 204, nil)
+		if resp := e.raw("GET", "/api/v1/jobs", e.token, nil, nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("deleted token: %d, want 401", resp.StatusCode)
+		}
+	})
+}
+
+func TestSession(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	if resp := e.raw("POST", "/api/v1/auth/login", "", nil, map[string]string{"username": "admin", "password": "wrong"}); resp.StatusCode != 401 {
+		t.Fatalf("wrong password: %d, want 401", resp.StatusCode)
+	}
+	if resp := e.raw("POST", "/api/v1/auth/login", "", nil, map[string]string{"username": "nobody", "password": e.pw}); resp.StatusCode != 401 {
+		t.Fatalf("unknown user: %d, want 401", resp.StatusCode)
+	}
+	resp := e.raw("POST", "/api/v1/auth/login", "", nil, map[string]string{"username": "admin", "password": e.pw})
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict", cookie)
+	}
+	var me userJSON
+	mustDecode(t, e.raw("GET", "/api/v1/auth/me", "", cookie, nil), &me)
+	if me.Name != "admin" || me.Via != "session" {
+		t.Fatalf("me = %+v", me)
+	}
+
+	// A cookie-carried write from another origin is refused.
+	req, _ := http.NewRequest("POST", e.url+"/api/v1/jobs", strings.NewReader(`{"name":"x","handler":"noop"}`))
+	req.AddCookie(cookie)
+	req.Header.Set("Origin", "https://evil.example")
+	cross, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cross.Body.Close()
+	if cross.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin write with a cookie: %d, want 403", cross.StatusCode)
+	}
+	if _, err := e.st.JobGetByKey(context.Background(), "default", "x"); err == nil {
+		t.Fatal("the refused cross-origin write stored a job")
+	}
+
+	if resp := e.raw("POST", "/api/v1/auth/logout", "", cookie, nil); resp.StatusCode != 204 {
+		t.Fatalf("logout: %d", resp.StatusCode)
+	}
+	if resp := e.raw("GET", "/api/v1/auth/me", "", cookie, nil); resp.StatusCode != 401 {
+		t.Fatalf("session after logout: %d, want 401", resp.StatusCode)
+	}
+
+	// Password change: the old password stops working, the new one logs in.
+	e.call("POST", "/api/v1/auth/password", map[string]string{"current_password": e.pw, "new_password": "short"}, 400, nil)
+	e.call("POST", "/api/v1/auth/password", map[string]string{"current_password": e.pw, "new_password": "a much longer secret"}, 204, nil)
+	if resp := e.raw("POST", "/api/v1/auth/login", "", nil, map[string]string{"username": "admin", "password": e.pw}); resp.StatusCode != 401 {
+		t.Fatalf("old password after change: %d, want 401", resp.StatusCode)
+	}
+	if resp := e.raw("POST", "/api/v1/auth/login", "", nil, map[string]string{"username": "admin", "password": "a much longer secret"}); resp.StatusCode != 200 {
+		t.Fatalf("new password: %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestAdminCreatedOnce(t *testing.T) {
+	e := newEnv(t, "sqlite") // its start created the admin
+	pw, created, err := EnsureAdmin(context.Background(), e.st, "admin")
+	if err != nil || created || pw != "" {
+		t.Fatalf("second EnsureAdmin: password %q created %v err %v; want nothing new", pw, created, err)
+	}
+	// The first password still logs in: the second start changed nothing.
+	if resp := e.raw("POST", "/api/v1/auth/login", "", nil, map[string]string{"username": "admin", "password": e.pw}); resp.StatusCode != 200 {
+		t.Fatalf("first password after a second start: %d", resp.StatusCode)
+	}
+}
+
+func TestBadInputStoresNothing(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		good := map[string]any{"cron": "0 0 * * * ?"}
+		job := func(trigs ...map[string]any) map[string]any {
+			return map[string]any{"name": "j", "handler": "noop", "triggers": trigs}
+		}
+		for _, tc := range []struct {
+			body  any
+			field string
+			has   string
+		}{
+			{job(map[string]any{"cron": "0 0 25 * * ?"}), "triggers[0].cron", "hours"},
+			{job(good, map[string]any{"cron": "0 0 * * *"}), "triggers[1].cron", "6 or 7 fields"},
+			{job(map[string]any{"cron": "0 0 * * * ?", "time_zone": "Mars/Olympus"}), "triggers[0].time_zone", "Mars/Olympus"},
+			{job(map[string]any{"cron": "0 0 * * * ?", "every_ms": 1000}), "triggers[0].every_ms", "exactly one"},
+			{job(map[string]any{}), "triggers[0].cron", "exactly one"},
+			{job(map[string]any{"every_ms": 0, "repeat": 3}), "triggers[0].every_ms", "at least 1 ms"},
+			{job(map[string]any{"cron": "0 0 * * * ?", "misfire": "sometimes"}), "triggers[0].misfire", "sometimes"},
+			{job(map[string]any{"every_ms": 1000, "misfire": "do_nothing"}), "triggers[0].misfire", "invalid"},
+			{job(map[string]any{"cron": "0 0 0 1 1 ? 2001"}), "triggers[0].cron", "never fire"},
+			{job(map[string]any{"cron": "0 0 * * * ?", "calendar": "nope"}), "triggers[0].calendar", "nope"},
+			{job(map[string]any{"cron": "0 0 * * * ?", "start": "tomorrow"}), "triggers[0].start", "RFC 3339"},
+			{job(map[string]any{"daily_interval": map[string]any{"from": "09:00", "to": "17:00", "interval": 1, "unit": "DAY"}}), "triggers[0].daily_interval", "Unit"},
+			{job(map[string]any{"calendar_interval": map[string]any{"interval": 1, "unit": "FORTNIGHT"}}), "triggers[0].calendar_interval.unit", "FORTNIGHT"},
+			{job(good, map[string]any{"name": "j#1", "cron": "0 0 * * * ?"}), "triggers[1].name", "triggers[0]"},
+			{map[string]any{"name": "", "handler": "noop"}, "name", "empty"},
+			{map[string]any{"name": "j", "handler": ""}, "handler", "empty"},
+			{map[string]any{"name": "j", "handler": "noop", "concurrency": "sometimes"}, "concurrency", "serial"},
+			{map[string]any{"name": "j", "handler": "noop", "max_retries": "three"}, "max_retries", "int"},
+			{map[string]any{"name": "j", "handler": "noop", "triggers": []any{map[string]any{"crom": "0 0 * * * ?"}}}, "crom", "unknown field"},
+		} {
+			got := e.callErr("POST", "/api/v1/jobs", tc.body, http.StatusBadRequest)
+			if got.Code != "invalid_argument" || got.Field != tc.field || !strings.Contains(got.Message, tc.has) {
+				t.Errorf("%v:\n got %+v\nwant field %s, message containing %q", tc.body, got, tc.field, tc.has)
+			}
+		}
+		e.callErr("POST", "/api/v1/jobs", "not an object", http.StatusBadRequest)
+
+		var jobs pageOf[jobRef]
+		e.call("GET", "/api/v1/jobs", nil, 200, &jobs)
+		if len(jobs.Items) != 0 {
+			t.Fatalf("bad requests stored jobs: %+v", jobs.Items)
+		}
+		trigs, err := e.st.TriggerList(context.Background(), store.TriggerFilter{})
+		if err != nil || len(trigs) != 0 {
+			t.Fatalf("bad requests stored triggers: %d, %v", len(trigs), err)
+		}
+
+		// Bad query parameters name the parameter.
+		for _, tc := range []struct{ path, field string }{
+			{"/api/v1/jobs?limit=0", "limit"}, {"/api/v1/executions?state=done", "state"},
+			{"/api/v1/executions?from=yesterday", "from"}, {"/api/v1/jobs/abc", "id"},
+		} {
+			if got := e.callErr("GET", tc.path, nil, 400); got.Field != tc.field {
+				t.Errorf("%s: field %q, want %q", tc.path, got.Field, tc.field)
+			}
+		}
+		e.callErr("GET", "/api/v1/jobs/12345", nil, 404)
+		if got := e.callErr("PATCH", "/api/v1/jobs", nil, 405); got.Code != "method_not_allowed" {
+			t.Errorf("PATCH /jobs: %+v", got)
+		}
+	})
+}
+
+func TestJobFiresEndToEnd(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		var job jobRef
+		e.call("POST", "/api/v1/jobs", map[string]any{"name": "hello", "handler": "noop", "triggers": []any{
+			map[string]any{"cron": "0 0 * * * ?", "time_zone": "Europe/Berlin"},
+			map[string]any{"once": true},
+		}}, 201, &job)
+		if len(job.Triggers) != 2 || job.Triggers[0].Kind != "cron" || *job.Triggers[0].Cron != "0 0 * * * ?" ||
+			!job.Triggers[1].Once || len(job.Warnings) != 0 {
+			t.Fatalf("created job %+v", job)
+		}
+		once := job.Triggers[1].ID
+
+		var ex execRef
+		eventually(t, "the one-shot trigger's execution to succeed", func() bool {
+			var p pageOf[execRef]
+			e.call("GET", fmt.Sprintf("/api/v1/executions?job_id=%d&state=succeeded", job.ID), nil, 200, &p)
+			for _, x := range p.Items {
+				if x.TriggerID == once {
+					ex = x
+					return true
+				}
+			}
+			return false
+		})
+		var detail execRef
+		e.call("GET", fmt.Sprintf("/api/v1/executions/%d", ex.ID), nil, 200, &detail)
+		if detail.State != "succeeded" || detail.JobID != job.ID {
+			t.Fatalf("execution detail %+v", detail)
+		}
+		var out pageOf[logLineOut]
+		e.call("GET", fmt.Sprintf("/api/v1/executions/%d/output", ex.ID), nil, 200, &out)
+		if len(out.Items) != 1 || !strings.Contains(out.Items[0].Message, "noop ran") {
+			t.Fatalf("output %+v: want the noop line", out.Items)
+		}
+
+		// follow streams the same line and then the end of the execution.
+		resp := e.raw("GET", fmt.Sprintf("/api/v1/executions/%d/output?follow=true", ex.ID), e.token, nil, nil)
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("follow content type %q", ct)
+		}
+		stream, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(stream), "event: line\ndata: {\"line\":1") || !strings.Contains(string(stream), "event: end") {
+			t.Fatalf("follow stream:\n%s", stream)
+		}
+
+		// The cron trigger waits; the one-shot is complete.
+		var trig triggerRef
+		e.call("GET", fmt.Sprintf("/api/v1/triggers/%d", once), nil, 200, &trig)
+		if trig.State != "complete" {
+			t.Fatalf("one-shot trigger state %q, want complete", trig.State)
+		}
+		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/pause", job.ID), nil, 200, &job)
+		if job.Triggers[0].State != "paused" {
+			t.Fatalf("after pause: %+v", job.Triggers[0])
+		}
+		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/resume", job.ID), nil, 200, &job)
+		if job.Triggers[0].State != "waiting" {
+			t.Fatalf("after resume: %+v", job.Triggers[0])
+		}
+
+		// A job whose handler this node lacks fails at fire time, saying so.
+		var orphan jobRef
+		e.call("POST", "/api/v1/jobs", map[string]any{"name": "orphan", "handler": "report"}, 201, &orphan)
+		if len(orphan.Warnings) != 1 || !strings.Contains(orphan.Warnings[0], `"report"`) {
+			t.Fatalf("warnings %v: want one about the unregistered handler", orphan.Warnings)
+		}
+		var run execRef
+		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", orphan.ID), nil, 202, &run)
+		eventually(t, "the orphan's run to fail", func() bool {
+			e.call("GET", fmt.Sprintf("/api/v1/executions/%d", run.ID), nil, 200, &run)
+			return run.State == "failed"
+		})
+		if !strings.Contains(run.HandleMsg, `no handler "report"`) {
+			t.Fatalf("handle message %q: want it to name the missing handler", run.HandleMsg)
+		}
+
+		// The metrics saw the noop run.
+		resp = e.raw("GET", "/metrics", e.token, nil, nil)
+		body, _ := io.ReadAll(resp.Body)
+		for _, want := range []string{`sundial_executions_total{state="succeeded"}`, "sundial_fires_total", "sundial_fire_lateness_seconds_count"} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
+
+		e.call("DELETE", fmt.Sprintf("/api/v1/jobs/%d", job.ID), nil, 204, nil)
+		e.callErr("GET", fmt.Sprintf("/api/v1/jobs/%d", job.ID), nil, 404)
+		e.callErr("GET", fmt.Sprintf("/api/v1/triggers/%d", once), nil, 404)
+	})
+}
+
+func TestPagination(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		ctx := context.Background()
+		var want []int64
+		for i := range 13 {
+			var j jobRef
+			e.call("POST", "/api/v1/jobs", map[string]any{"name": fmt.Sprintf("job%02d", i), "handler": "noop"}, 201, &j)
+			want = append(want, j.ID)
+		}
+		got := collect[jobRef](t, e, "/api/v1/jobs?limit=5", func(j jobRef) int64 { return j.ID })
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("job pages %v, want %v (every row once, in order)", got, want)
+		}
+
+		var xs []*store.Execution
+		for i := range 17 {
+			xs = append(xs, &store.Execution{JobID: want[i%2], ScheduledAt: int64(1000 + i), FiredAt: int64(1000 + i),
+				Cause: store.CauseAPI, State: store.ExecSucceeded})
+		}
+		if _, err := e.st.ExecutionsInsert(ctx, xs); err != nil {
+			t.Fatal(err)
+		}
+		var all, ofJob0 []int64
+		for i, x := range xs {
+			all = append(all, x.ID)
+			if i%2 == 0 {
+				ofJob0 = append(ofJob0, x.ID)
+			}
+		}
+		id := func(x execRef) int64 { return x.ID }
+		if got := collect[execRef](t, e, "/api/v1/executions?limit=4&order=asc", id); fmt.Sprint(got) != fmt.Sprint(all) {
+			t.Fatalf("executions ascending %v, want %v", got, all)
+		}
+		desc := collect[execRef](t, e, "/api/v1/executions?limit=4", id)
+		if len(desc) != len(all) || desc[0] != all[len(all)-1] {
+			t.Fatalf("executions newest first %v, want %d rows from %d down", desc, len(all), all[len(all)-1])
+		}
+		path := fmt.Sprintf("/api/v1/executions?limit=3&order=asc&state=succeeded&job_id=%d", want[0])
+		if got := collect[execRef](t, e, path, id); fmt.Sprint(got) != fmt.Sprint(ofJob0) {
+			t.Fatalf("executions of job %d: %v, want %v", want[0], got, ofJob0)
+		}
+		// fired_at 1005 <= t < 1009: executions 5..8.
+		ranged := collect[execRef](t, e, "/api/v1/executions?order=asc&from=1970-01-01T00:00:01.005Z&to=1970-01-01T00:00:01.009Z", id)
+		if fmt.Sprint(ranged) != fmt.Sprint(all[5:9]) {
+			t.Fatalf("time range %v, want %v", ranged, all[5:9])
+		}
+	})
+}
+
+// collect follows next cursors from path and returns every item's id, checking that the
+// last page has no cursor.
+func collect[T any](t *testing.T, e *env, path string, id func(T) int64) []int64 {
+	t.Helper()
+	var out []int64
+	cursor := ""
+	for range 100 {
+		p := path
+		if cursor != "" {
+			p += "&after=" + cursor
+		}
+		var pg pageOf[T]
+		e.call("GET", p, nil, 200, &pg)
+		for _, it := range pg.Items {
+			out = append(out, id(it))
+		}
+		if pg.Next == nil {
+			return out
+		}
+		cursor = *pg.Next
+	}
+	t.Fatalf("%s: more than 100 pages", path)
+	return nil
+}
+
+func TestCalendarsAndTriggers(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	if got := e.callErr("PUT", "/api/v1/calendars/h", map[string]any{"spec": "holiday:2024-13-45"}, 400); got.Field != "spec" {
+		t.Fatalf("bad calendar spec: %+v", got)
+	}
+	if got := e.callErr("PUT", "/api/v1/calendars/h", map[string]any{"spec": "weekly:1,7", "base": "missing"}, 400); got.Field != "base" {
+		t.Fatalf("missing base: %+v", got)
+	}
+	var cal calendarOut
+	e.call("PUT", "/api/v1/calendars/weekend", map[string]any{"spec": "weekly:1,7", "description": "no weekends"}, 200, &cal)
+	if cal.Name != "weekend" || cal.Spec != "weekly:1,7" {
+		t.Fatalf("calendar %+v", cal)
+	}
+	var j jobRef
+	e.call("POST", "/api/v1/jobs", map[string]any{"name": "weekday", "handler": "noop"}, 201, &j)
+	var tr triggerOut
+	e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), map[string]any{
+		"daily_interval": map[string]any{"from": "09:00", "to": "17:00", "interval": 30, "unit": "MINUTE", "days": "MON-FRI"},
+		"time_zone":      "America/New_York", "calendar": "weekend"}, 201, &tr)
+	if tr.Name != "weekday#1" || tr.DailyInterval == nil || tr.DailyInterval.Days != "MON,TUE,WED,THU,FRI" || tr.Calendar != "weekend" {
+		t.Fatalf("added trigger %+v", tr)
+	}
+	if got := e.callErr("POST", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), map[string]any{"cron": "bad"}, 400); got.Field != "cron" {
+		t.Fatalf("bad added trigger: %+v", got)
+	}
+	e.callErr("DELETE", "/api/v1/calendars/weekend", nil, 409) // in use
+	e.call("POST", fmt.Sprintf("/api/v1/triggers/%d/pause", tr.ID), nil, 200, &tr)
+	if tr.State != "paused" {
+		t.Fatalf("paused trigger state %q", tr.State)
+	}
+	var trs pageOf[triggerOut]
+	e.call("GET", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), nil, 200, &trs)
+	if len(trs.Items) != 1 || trs.Items[0].State != "paused" {
+		t.Fatalf("job triggers %+v", trs.Items)
+	}
+	e.call("DELETE", fmt.Sprintf("/api/v1/triggers/%d", tr.ID), nil, 204, nil)
+	e.call("DELETE", "/api/v1/calendars/weekend", nil, 204, nil)
+	e.callErr("GET", "/api/v1/calendars/weekend", nil, 404)
+
+	// PUT replaces the job's settings; triggers are not changed through it.
+	var upd jobOut
+	e.call("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
+		"description": "now described", "max_retries": 2}, 200, &upd)
+	if upd.Description != "now described" || upd.MaxRetries != 2 || upd.Group != "default" {
+		t.Fatalf("updated job %+v", upd)
+	}
+	if got := e.callErr("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
+		"triggers": []any{}}, 400); got.Field != "triggers" {
+		t.Fatalf("PUT with triggers: %+v", got)
+	}
+
+	var nodes pageOf[nodeOut]
+	e.call("GET", "/api/v1/nodes", nil, 200, &nodes)
+	if len(nodes.Items) != 1 || !nodes.Items[0].Self {
+		t.Fatalf("nodes %+v: want this node", nodes.Items)
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	if resp := e.raw("GET", "/readyz", "", nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("readyz while running: %d", resp.StatusCode)
+	}
+	if err := e.srv.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp := e.raw("GET", "/readyz", "", nil, nil)
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	if resp.StatusCode != 503 || !strings.Contains(line, "not running") {
+		t.Fatalf("readyz after Stop: %d %s", resp.StatusCode, line)
+	}
+}

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+func (s *Server) listJobTriggers(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(r)
+	if err != nil {
+		return err
+	}
+	after, err := queryID(r, "after")
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.JobGet(r.Context(), id); err != nil {
+		return err
+	}
+	ts, err := s.store.TriggerList(r.Context(), store.TriggerFilter{JobID: id, AfterID: after, Limit: limit + 1})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, paginate(ts, limit, func(t *store.Trigger) string { return strconv.FormatInt(t.ID, 10) }, toTriggerOut))
+	return nil
+}
+
+func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var in triggerIn
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	job, err := s.store.JobGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	t, err := in.validate(r.Context(), s.sched.Engine(), s.store, "")
+	if err != nil {
+		return err
+	}
+	if t.Group == "" {
+		t.Group = "default"
+	}
+	if t.Name == "" {
+		// The job's first triggers are named job#1, job#2, ... on create; continue the count.
+		n, err := s.store.TriggerList(r.Context(), store.TriggerFilter{JobID: id, Limit: maxPageSize})
+		if err != nil {
+			return err
+		}
+		t.Name = fmt.Sprintf("%s#%d", job.Name, len(n)+1)
+	}
+	if err := s.sched.AddTrigger(r.Context(), id, t); err != nil {
+		return fmt.Errorf("add trigger to job %d: %w", id, err)
+	}
+	row, err := s.store.TriggerGetByKey(r.Context(), t.Group, t.Name)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/triggers/"+strconv.FormatInt(row.ID, 10))
+	writeJSON(w, http.StatusCreated, toTriggerOut(row))
+	return nil
+}
+
+func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	t, err := s.store.TriggerGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toTriggerOut(t))
+	return nil
+}
+
+func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.store.TriggerDelete(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) pauseTrigger(w http.ResponseWriter, r *http.Request) error {
+	return s.triggerAction(w, r, s.sched.PauseTrigger)
+}
+
+func (s *Server) resumeTrigger(w http.ResponseWriter, r *http.Request) error {
+	return s.triggerAction(w, r, s.sched.ResumeTrigger)
+}
+
+func (s *Server) triggerAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id int64) error) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.TriggerGet(r.Context(), id); err != nil {
+		return err
+	}
+	if err := act(r.Context(), id); err != nil {
+		return err
+	}
+	t, err := s.store.TriggerGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toTriggerOut(t))
+	return nil
+}
