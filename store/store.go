@@ -52,7 +52,9 @@ type Executor interface {
 	TriggerUpdate(ctx context.Context, t *Trigger) error
 	TriggerDelete(ctx context.Context, id int64) error
 	// TriggersPause moves the selected waiting triggers to paused. Pausing a group (or
-	// everything) also pauses triggers inserted into it later. It returns the count moved.
+	// everything) also pauses triggers inserted into it later. Fires of those triggers that
+	// a node acquired ahead of time and has not started go back to their trigger, whose next
+	// fire rewinds to the first of them. It returns the count of triggers moved.
 	TriggersPause(ctx context.Context, sel TriggerSelector) (int64, error)
 	// TriggersResume moves the selected paused triggers to waiting and forgets group pauses
 	// the selection covers. The engine applies misfire policies to the overdue ones.

@@ -211,6 +211,70 @@ func (e *executor) TriggersPause(ctx context.Context, sel store.TriggerSelector)
 	return e.setTriggerStates(ctx, sel, store.TriggerWaiting, store.TriggerPaused)
 }
 
+// returnAcquiredFires hands the fires that nodes acquired ahead of time for the newly paused
+// triggers, and have not started, back to those triggers: the rows go, so the nodes' start
+// compare-and-set finds nothing, and each trigger's next fire rewinds to the first of them,
+// so that on resume its misfire policy decides what a late fire does — as if the fires had
+// never been acquired. Retries and recovery runs are not trigger fires and stay.
+func (e *executor) returnAcquiredFires(ctx context.Context, cond string, args []any) error {
+	where := " FROM executions WHERE state = 'acquired' AND attempt = 0 AND cause IN ('schedule', 'misfire')" +
+		" AND trigger_id IN (SELECT id FROM triggers WHERE " + cond + " AND state = 'paused')"
+	var rows *sql.Rows
+	var err error
+	if e.d().returning && e.d().kind != mysqlKind {
+		rows, err = e.query(ctx, "DELETE"+where+" RETURNING trigger_id, scheduled_at", args...)
+	} else {
+		rows, err = e.query(ctx, "SELECT trigger_id, scheduled_at, id"+where+" ORDER BY id FOR UPDATE", args...)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: return acquired fires of paused triggers: %w", err)
+	}
+	type rewind struct {
+		first int64
+		count int64
+	}
+	back := map[int64]*rewind{}
+	var ids []int64
+	for rows.Next() {
+		var trigger, at, id int64
+		dest := []any{&trigger, &at}
+		if e.d().kind == mysqlKind || !e.d().returning {
+			dest = append(dest, &id)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+		if r := back[trigger]; r == nil {
+			back[trigger] = &rewind{at, 1}
+		} else {
+			r.first, r.count = min(r.first, at), r.count+1
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if e.d().kind == mysqlKind || !e.d().returning {
+		for _, c := range chunks(len(ids)) {
+			in, idArgs := inList(ids[c[0]:c[1]])
+			if _, err := e.exec(ctx, "DELETE FROM executions WHERE id IN "+in, idArgs...); err != nil {
+				return fmt.Errorf("sqlstore: return acquired fires of paused triggers: %w", err)
+			}
+		}
+	}
+	for trigger, r := range back {
+		if _, err := e.exec(ctx, "UPDATE triggers SET next_fire_at = ?, times_fired = times_fired - ?, version = version + 1 WHERE id = ?",
+			r.first, r.count, trigger); err != nil {
+			return fmt.Errorf("sqlstore: rewind paused trigger %d: %w", trigger, err)
+		}
+	}
+	return nil
+}
+
 // TriggersResume resumes the selected paused triggers, and forgets a paused group.
 func (e *executor) TriggersResume(ctx context.Context, sel store.TriggerSelector) (int64, error) {
 	return e.setTriggerStates(ctx, sel, store.TriggerPaused, store.TriggerWaiting)
@@ -249,8 +313,10 @@ func (e *executor) setTriggerStates(ctx context.Context, sel store.TriggerSelect
 		if err != nil {
 			return fmt.Errorf("sqlstore: %s triggers %+v: %w", to, sel, err)
 		}
-		n, err = affected(res)
-		return err
+		if n, err = affected(res); err != nil || !pause {
+			return err
+		}
+		return e.returnAcquiredFires(ctx, cond, args)
 	})
 	return n, err
 }

@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("TriggersPagination", func(t *testing.T) { t.Parallel(); testTriggersPagination(t, open(t)) })
 	t.Run("PauseResume", func(t *testing.T) { t.Parallel(); testPauseResume(t, open(t)) })
 	t.Run("PauseAll", func(t *testing.T) { t.Parallel(); testPauseAll(t, open(t)) })
+	t.Run("PauseReturnsAcquiredFires", func(t *testing.T) { t.Parallel(); testPauseReturnsAcquiredFires(t, open(t)) })
 	t.Run("LockDueOrder", func(t *testing.T) { t.Parallel(); testLockDueOrder(t, open(t)) })
 	t.Run("LockDueRace", func(t *testing.T) { t.Parallel(); testLockDueRace(t, open(t)) })
 	t.Run("LockDueSkipsLocked", func(t *testing.T) { t.Parallel(); testLockDueSkipsLocked(t, open(t)) })

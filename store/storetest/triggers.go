@@ -377,3 +377,39 @@ func testLockDueSkipsLocked(t *testing.T, s store.Store) {
 	noErr(t, r.err)
 	sameIDs(t, "both batches", append(ids(first, triggerID), r.ids...), all)
 }
+
+// testPauseReturnsAcquiredFires: pausing a trigger hands back the fires a node acquired ahead
+// of time and has not started, and rewinds the trigger to the first of them; what already
+// runs, and other triggers' fires, stay.
+func testPauseReturnsAcquiredFires(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	j := newJob(t, s, "g", "j")
+	paused, other := newTrigger(t, s, j.ID, "g", "paused", 1000), newTrigger(t, s, j.ID, "g", "other", 1000)
+	exec := func(trigger, at int64, cause store.ExecutionCause, attempt int) *store.Execution {
+		return &store.Execution{JobID: j.ID, TriggerID: trigger, ScheduledAt: at, Cause: cause, Attempt: attempt,
+			Node: "n1", State: store.ExecAcquired}
+	}
+	running := exec(paused.ID, 1000, store.CauseSchedule, 0)
+	ahead1, ahead2 := exec(paused.ID, 2000, store.CauseSchedule, 0), exec(paused.ID, 3000, store.CauseMisfire, 0)
+	retry := exec(paused.ID, 1500, store.CauseRetry, 1)
+	otherFire := exec(other.ID, 2000, store.CauseSchedule, 0)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{running, ahead1, ahead2, retry, otherFire})).ok(t)
+	equal(t, "started", len(get(s.ExecutionsMarkRunning(ctx, "n1", []int64{running.ID}, 1000)).ok(t)), 1)
+	// The node had advanced the trigger past the fires it acquired.
+	_, err := s.TriggersUpdateAfterFire(ctx, []store.TriggerFireUpdate{{ID: paused.ID, NextFireAt: 4000, PrevFireAt: 3000,
+		TimesFired: 3, State: store.TriggerWaiting}})
+	noErr(t, err)
+
+	equal(t, "paused", get(s.TriggersPause(ctx, store.TriggerSelector{TriggerID: paused.ID})).ok(t), int64(1))
+	tr := get(s.TriggerGet(ctx, paused.ID)).ok(t)
+	equal(t, "rewound next fire", tr.NextFireAt, int64(2000))
+	equal(t, "times fired without the returned fires", tr.TimesFired, int64(1))
+	for _, x := range []*store.Execution{ahead1, ahead2} {
+		wantErr(t, func() error { _, err := s.ExecutionGet(ctx, x.ID); return err }(), store.ErrNotFound)
+	}
+	equal(t, "a returned fire cannot start", len(get(s.ExecutionsMarkRunning(ctx, "n1", []int64{ahead1.ID, ahead2.ID}, 2000)).ok(t)), 0)
+	equal(t, "running fire stays", get(s.ExecutionGet(ctx, running.ID)).ok(t).State, store.ExecRunning)
+	equal(t, "retry stays", get(s.ExecutionGet(ctx, retry.ID)).ok(t).State, store.ExecAcquired)
+	equal(t, "other trigger's fire stays", get(s.ExecutionGet(ctx, otherFire.ID)).ok(t).State, store.ExecAcquired)
+	equal(t, "other trigger untouched", get(s.TriggerGet(ctx, other.ID)).ok(t).NextFireAt, int64(1000))
+}
