@@ -211,39 +211,34 @@ func (e *executor) TriggersPause(ctx context.Context, sel store.TriggerSelector)
 	return e.setTriggerStates(ctx, sel, store.TriggerWaiting, store.TriggerPaused)
 }
 
-// returnAcquiredFires hands the fires that nodes acquired ahead of time for the newly paused
-// triggers, and have not started, back to those triggers: the rows go, so the nodes' start
-// compare-and-set finds nothing, and each trigger's next fire rewinds to the first of them,
-// so that on resume its misfire policy decides what a late fire does — as if the fires had
-// never been acquired. Retries and recovery runs are not trigger fires and stay.
-func (e *executor) returnAcquiredFires(ctx context.Context, cond string, args []any) error {
-	where := " FROM executions WHERE state = 'acquired' AND attempt = 0 AND cause IN ('schedule', 'misfire')" +
-		" AND trigger_id IN (SELECT id FROM triggers WHERE " + cond + " AND state = 'paused')"
+// returnAcquiredFires hands fires that a node acquired ahead of time and has not started back
+// to their triggers (used when the triggers are paused, so no node can take later fires of
+// them meanwhile): the rows matching filter go, so the node's start compare-and-set finds
+// nothing, and each trigger's next fire rewinds to the first of them (a trigger the last of
+// them had completed waits again). On resume the trigger's misfire policy decides what a late
+// fire does — as if they had never been acquired. Only a trigger's own fires go back;
+// retries, recovery runs and manual fires are not its to take. It returns how many went back.
+func (e *executor) returnAcquiredFires(ctx context.Context, filter string, args []any) (int64, error) {
+	where := " FROM executions WHERE state = 'acquired' AND attempt = 0 AND cause IN ('schedule', 'misfire') AND " + filter
+	withReturning := e.d().returning && e.d().kind != mysqlKind
 	var rows *sql.Rows
 	var err error
-	if e.d().returning && e.d().kind != mysqlKind {
-		rows, err = e.query(ctx, "DELETE"+where+" RETURNING trigger_id, scheduled_at", args...)
+	if withReturning {
+		rows, err = e.query(ctx, "DELETE"+where+" RETURNING trigger_id, scheduled_at, id", args...)
 	} else {
 		rows, err = e.query(ctx, "SELECT trigger_id, scheduled_at, id"+where+" ORDER BY id FOR UPDATE", args...)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlstore: return acquired fires of paused triggers: %w", err)
+		return 0, fmt.Errorf("sqlstore: return acquired fires: %w", err)
 	}
-	type rewind struct {
-		first int64
-		count int64
-	}
+	type rewind struct{ first, count int64 }
 	back := map[int64]*rewind{}
 	var ids []int64
 	for rows.Next() {
 		var trigger, at, id int64
-		dest := []any{&trigger, &at}
-		if e.d().kind == mysqlKind || !e.d().returning {
-			dest = append(dest, &id)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&trigger, &at, &id); err != nil {
 			rows.Close()
-			return err
+			return 0, err
 		}
 		ids = append(ids, id)
 		if r := back[trigger]; r == nil {
@@ -252,27 +247,24 @@ func (e *executor) returnAcquiredFires(ctx context.Context, cond string, args []
 			r.first, r.count = min(r.first, at), r.count+1
 		}
 	}
-	if err := rows.Close(); err != nil {
-		return err
+	if err := errors.Join(rows.Close(), rows.Err()); err != nil {
+		return 0, err
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if e.d().kind == mysqlKind || !e.d().returning {
+	if !withReturning {
 		for _, c := range chunks(len(ids)) {
 			in, idArgs := inList(ids[c[0]:c[1]])
 			if _, err := e.exec(ctx, "DELETE FROM executions WHERE id IN "+in, idArgs...); err != nil {
-				return fmt.Errorf("sqlstore: return acquired fires of paused triggers: %w", err)
+				return 0, fmt.Errorf("sqlstore: return acquired fires: %w", err)
 			}
 		}
 	}
 	for trigger, r := range back {
-		if _, err := e.exec(ctx, "UPDATE triggers SET next_fire_at = ?, times_fired = times_fired - ?, version = version + 1 WHERE id = ?",
-			r.first, r.count, trigger); err != nil {
-			return fmt.Errorf("sqlstore: rewind paused trigger %d: %w", trigger, err)
+		if _, err := e.exec(ctx, "UPDATE triggers SET next_fire_at = ?, times_fired = times_fired - ?, version = version + 1,"+
+			" state = CASE WHEN state = 'complete' THEN 'waiting' ELSE state END WHERE id = ?", r.first, r.count, trigger); err != nil {
+			return 0, fmt.Errorf("sqlstore: rewind trigger %d: %w", trigger, err)
 		}
 	}
-	return nil
+	return int64(len(ids)), nil
 }
 
 // TriggersResume resumes the selected paused triggers, and forgets a paused group.
@@ -316,7 +308,8 @@ func (e *executor) setTriggerStates(ctx context.Context, sel store.TriggerSelect
 		if n, err = affected(res); err != nil || !pause {
 			return err
 		}
-		return e.returnAcquiredFires(ctx, cond, args)
+		_, err = e.returnAcquiredFires(ctx, "trigger_id IN (SELECT id FROM triggers WHERE "+cond+" AND state = 'paused')", args)
+		return err
 	})
 	return n, err
 }
