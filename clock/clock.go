@@ -10,6 +10,10 @@ type Clock interface {
 	Now() time.Time
 	// NewTimer returns a timer that sends the time on its channel once d has passed.
 	NewTimer(d time.Duration) Timer
+	// NewTimerAt returns a timer that fires at deadline (at once if it has passed). Waiting
+	// for an instant this way cannot race with the clock moving between reading it and
+	// setting a relative timer.
+	NewTimerAt(deadline time.Time) Timer
 }
 
 // Timer is the part of *time.Timer that Sundial uses.
@@ -29,6 +33,11 @@ func (Real) Now() time.Time { return time.Now() }
 
 // NewTimer returns a timer of the time package.
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+// NewTimerAt returns a timer of the time package that fires at deadline.
+func (Real) NewTimerAt(deadline time.Time) Timer {
+	return realTimer{time.NewTimer(time.Until(deadline))}
+}
 
 type realTimer struct{ t *time.Timer }
 

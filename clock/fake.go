@@ -37,6 +37,20 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	return t
 }
 
+// NewTimerAt returns a timer that fires when the fake time reaches deadline, at once if it
+// already has.
+func (f *Fake) NewTimerAt(deadline time.Time) Timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := &fakeTimer{clock: f, ch: make(chan time.Time, 1)}
+	if !deadline.After(f.now) {
+		t.ch <- f.now
+		return t
+	}
+	f.scheduleLocked(t, deadline.Sub(f.now))
+	return t
+}
+
 // Advance moves the time forward by d, firing every timer that comes due on the way.
 func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
 

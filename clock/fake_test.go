@@ -67,3 +67,30 @@ func TestFakeWaitForTimers(t *testing.T) {
 		t.Fatal("WaitForTimers(2) returned true with one timer and done closed")
 	}
 }
+
+func TestFakeTimerAt(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := NewFake(start)
+	past := f.NewTimerAt(start.Add(-time.Second))
+	select {
+	case <-past.C():
+	default:
+		t.Fatal("a timer for a passed deadline did not fire at once")
+	}
+	later := f.NewTimerAt(start.Add(time.Second))
+	f.Advance(999 * time.Millisecond)
+	select {
+	case <-later.C():
+		t.Fatal("fired a millisecond early")
+	default:
+	}
+	f.Advance(time.Millisecond)
+	select {
+	case got := <-later.C():
+		if !got.Equal(start.Add(time.Second)) {
+			t.Errorf("fired with %v", got)
+		}
+	default:
+		t.Fatal("did not fire at its deadline")
+	}
+}

@@ -13,14 +13,17 @@ import (
 // batch (there is more due work), otherwise after PollInterval or a wake-up.
 func (e *Engine) acquireLoop(l *lifecycle) {
 	for l.ctx.Err() == nil {
-		n, err := e.acquireRound(l.ctx, l)
+		now := e.clock.Now()
+		n, err := e.acquireRound(l.ctx, l, now)
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("acquisition round failed", "err", err)
 		}
 		if err == nil && n >= e.cfg.BatchSize {
 			continue
 		}
-		if !e.sleep(l.ctx, e.cfg.PollInterval, l.wake) {
+		// The next poll is due a poll interval after this round began, however long the
+		// round took: polls keep their cadence, and a clock that moved meanwhile is caught up.
+		if !e.sleepUntil(l.ctx, now.Add(e.cfg.PollInterval), l.wake) {
 			return
 		}
 	}
@@ -30,8 +33,7 @@ func (e *Engine) acquireLoop(l *lifecycle) {
 // triggers (misfire policies applied, one execution row per fire, the trigger advanced) and
 // pending executions (retries, recovered fires). It queues them for firing and returns how
 // many it took.
-func (e *Engine) acquireRound(ctx context.Context, l *lifecycle) (int, error) {
-	now := e.clock.Now()
+func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) (int, error) {
 	dueBefore := now.Add(e.cfg.LookAhead).UnixMilli()
 
 	tx, err := e.store.Begin(ctx)

@@ -207,7 +207,15 @@ func (e *Engine) Wake() {
 // sleep waits for d on the engine's clock, or until wake or ctx fires. It reports false when
 // ctx is done.
 func (e *Engine) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
-	t := e.clock.NewTimer(d)
+	return e.wait(ctx, e.clock.NewTimer(d), wake)
+}
+
+// sleepUntil is sleep until the instant t.
+func (e *Engine) sleepUntil(ctx context.Context, t time.Time, wake <-chan struct{}) bool {
+	return e.wait(ctx, e.clock.NewTimerAt(t), wake)
+}
+
+func (e *Engine) wait(ctx context.Context, t clock.Timer, wake <-chan struct{}) bool {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

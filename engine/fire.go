@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -23,21 +24,20 @@ const markRetryDelay = 100 * time.Millisecond
 // fireLoop releases acquired fires at their due millisecond.
 func (e *Engine) fireLoop(l *lifecycle) {
 	for {
-		wait := e.cfg.PollInterval
+		var t clock.Timer
 		if due, ok := l.fires.next(); ok {
-			wait = due.Sub(e.clock.Now())
+			t = e.clock.NewTimerAt(due)
+		} else {
+			t = e.clock.NewTimer(e.cfg.PollInterval)
 		}
-		if wait > 0 {
-			t := e.clock.NewTimer(wait)
-			select {
-			case <-l.ctx.Done():
-				t.Stop()
-				return
-			case <-t.C():
-			case <-l.fires.changed:
-			}
+		select {
+		case <-l.ctx.Done():
 			t.Stop()
+			return
+		case <-t.C():
+		case <-l.fires.changed:
 		}
+		t.Stop()
 		if l.ctx.Err() != nil {
 			return
 		}

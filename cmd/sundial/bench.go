@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
@@ -29,6 +30,7 @@ func (b *benchFlags) register(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&b.db, "db", "", "store DSN: a SQLite path, postgres://… or mysql://… (default: a fresh SQLite file in a temporary directory)")
 	f.IntVar(&b.opts.Nodes, "nodes", 1, "engines sharing the store, in this process")
+	f.IntVar(&b.opts.Processes, "processes", 0, "more nodes, each a separate sundial process (steady and scale)")
 	f.IntVar(&b.opts.Engine.BatchSize, "batch", 0, "engine acquisition batch size (default: the engine's)")
 	f.DurationVar(&b.opts.Engine.LookAhead, "look-ahead", 0, "engine look-ahead window (default: the engine's)")
 	f.StringVarP(&b.output, "output", "o", "table", "table or json")
@@ -54,6 +56,7 @@ func (b *benchFlags) run(cmd *cobra.Command, scenario func(ctx context.Context, 
 		b.opts.DSN = filepath.Join(dir, "bench.db")
 	}
 	b.opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
+	b.opts.Spawn = b.spawnNode(cmd)
 	if b.cpuProfile != "" {
 		f, err := os.Create(b.cpuProfile)
 		if err != nil {
@@ -72,6 +75,45 @@ func (b *benchFlags) run(cmd *cobra.Command, scenario func(ctx context.Context, 
 		}
 	}
 	return err
+}
+
+// spawnNode starts `sundial bench node` as a separate process with the run's engine flags.
+func (b *benchFlags) spawnNode(cmd *cobra.Command) func(ctx context.Context, dsn string, until time.Time, out string) (*exec.Cmd, error) {
+	return func(ctx context.Context, dsn string, until time.Time, out string) (*exec.Cmd, error) {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		c := exec.CommandContext(ctx, self, "bench", "node", "--db", dsn, "--until", strconv.FormatInt(until.UnixMilli(), 10),
+			"--out", out, "--batch", strconv.Itoa(b.opts.Engine.BatchSize), "--look-ahead", b.opts.Engine.LookAhead.String(),
+			"--log-level", b.logLevel.String())
+		c.Stderr = cmd.ErrOrStderr()
+		return c, c.Start()
+	}
+}
+
+func newBenchNodeCmd(b *benchFlags) *cobra.Command {
+	var (
+		until int64
+		out   string
+	)
+	cmd := &cobra.Command{
+		Use:    "node",
+		Short:  "One node of a multi-process run (started by the other scenarios)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if b.db == "" || until == 0 || out == "" {
+				return usageErrorf("--db, --until and --out are required")
+			}
+			b.opts.DSN = b.db
+			b.opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
+			return bench.RunNode(cmd.Context(), b.opts, time.UnixMilli(until), out)
+		},
+	}
+	cmd.Flags().Int64Var(&until, "until", 0, "stop at this Unix time in milliseconds")
+	cmd.Flags().StringVar(&out, "out", "", "write the fires run to this file")
+	return cmd
 }
 
 func (b *benchFlags) print(w io.Writer, results []bench.Result) error {
@@ -97,7 +139,7 @@ missing fires (both must be 0), store statements and transactions per fire, and 
 process's CPU seconds per 1,000 fires and peak resident memory.`,
 	}
 	b.register(cmd)
-	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b))
+	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b), newBenchNodeCmd(&b))
 	return cmd
 }
 

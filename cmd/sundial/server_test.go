@@ -23,11 +23,7 @@ func TestServerCommand(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sundial")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir)
 	db := filepath.Join(dir, "sundial.db")
 
 	first := startServer(t, bin, dir, "--db", db)
@@ -148,4 +144,15 @@ func (p *serverProc) stop(t *testing.T) {
 	if !strings.Contains(rest, "Sundial stopped") {
 		t.Fatalf("stdout after SIGTERM %q: want the stop line", rest)
 	}
+}
+
+// buildBinary builds the sundial binary into dir, for tests that run it as a process.
+func buildBinary(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "sundial")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

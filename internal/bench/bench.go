@@ -3,9 +3,14 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -23,6 +28,11 @@ type Options struct {
 	DSN string
 	// Nodes is how many engines share the store, in this process. Default 1.
 	Nodes int
+	// Processes is how many more nodes run as separate processes, each started by Spawn.
+	Processes int
+	// Spawn starts a node process on the store that runs until the given time and then
+	// writes the fires it ran to out (see RunNode and WriteFires).
+	Spawn func(ctx context.Context, dsn string, until time.Time, out string) (*exec.Cmd, error)
 	// Engine tunes the engines; Store, Dispatcher, NodeID and Logger are set by the run.
 	Engine engine.Config
 	Logger *slog.Logger
@@ -106,12 +116,18 @@ func (r *recorder) count() int {
 	return len(r.fires)
 }
 
-// cluster is the stores and engines of one run.
+// cluster is the stores and engines of one run, and its node processes.
 type cluster struct {
-	opts    Options
-	stores  []*sqlstore.Store
-	engines []*engine.Engine
-	rec     *recorder
+	opts     Options
+	stores   []*sqlstore.Store
+	engines  []*engine.Engine
+	rec      *recorder
+	children []child
+}
+
+type child struct {
+	cmd *exec.Cmd
+	out string
 }
 
 func openCluster(ctx context.Context, opts Options) (*cluster, error) {
@@ -153,6 +169,93 @@ func (c *cluster) start(ctx context.Context) error {
 		c.engines = append(c.engines, e)
 	}
 	return nil
+}
+
+// spawn starts the node processes, which run until the given time.
+func (c *cluster) spawn(ctx context.Context, until time.Time) error {
+	if c.opts.Processes > 0 && c.opts.Spawn == nil {
+		return errors.New("bench: Options.Processes needs Options.Spawn")
+	}
+	for i := range c.opts.Processes {
+		out := filepath.Join(os.TempDir(), fmt.Sprintf("sundial-bench-%d-%d.fires", os.Getpid(), i))
+		cmd, err := c.opts.Spawn(ctx, c.opts.DSN, until, out)
+		if err != nil {
+			return err
+		}
+		c.children = append(c.children, child{cmd, out})
+	}
+	return nil
+}
+
+// reap waits for the node processes and adds the fires they ran to the recorder.
+func (c *cluster) reap() error {
+	var errs []error
+	for _, ch := range c.children {
+		if err := ch.cmd.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("bench: node process: %w", err))
+			continue
+		}
+		fires, err := readFires(ch.out)
+		os.Remove(ch.out)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.rec.mu.Lock()
+		c.rec.fires = append(c.rec.fires, fires...)
+		c.rec.mu.Unlock()
+	}
+	c.children = nil
+	return errors.Join(errs...)
+}
+
+// RunNode runs one node on dsn until the given time, then writes the fires it ran to out:
+// the body of a node process of a multi-process run.
+func RunNode(ctx context.Context, opts Options, until time.Time, out string) error {
+	opts.Nodes, opts.Processes = 1, 0
+	c, err := openCluster(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if err := c.start(ctx); err != nil {
+		return err
+	}
+	sleepUntil(ctx, until)
+	if _, err := c.stop(); err != nil {
+		return err
+	}
+	return writeFires(out, c.rec.fires)
+}
+
+func writeFires(path string, fires []fire) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, x := range fires {
+		fmt.Fprintf(w, "%d %d %d\n", x.trigger, x.scheduledAt, x.startedAt)
+	}
+	return errors.Join(w.Flush(), f.Close())
+}
+
+func readFires(path string) ([]fire, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []fire
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var x fire
+		if _, err := fmt.Sscan(sc.Text(), &x.trigger, &x.scheduledAt, &x.startedAt); err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", path, err)
+		}
+		out = append(out, x)
+	}
+	return out, sc.Err()
 }
 
 // stop stops the engines and returns the misfires they counted.

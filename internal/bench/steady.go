@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -26,7 +27,7 @@ func Steady(ctx context.Context, opts Options, cfg SteadyConfig) (Result, error)
 		return Result{}, err
 	}
 	defer c.close()
-	res := Result{Scenario: "steady", Triggers: cfg.Triggers, Stored: cfg.Triggers + cfg.Idle, Nodes: len(c.stores),
+	res := Result{Scenario: "steady", Triggers: cfg.Triggers, Stored: cfg.Triggers + cfg.Idle, Nodes: len(c.stores) + opts.Processes,
 		Demanded: float64(cfg.Triggers) * float64(time.Second) / float64(cfg.Interval)}
 
 	if cfg.Idle > 0 {
@@ -47,10 +48,13 @@ func Steady(ctx context.Context, opts Options, cfg SteadyConfig) (Result, error)
 	if err := c.release(ctx, ids, first); err != nil {
 		return res, err
 	}
+	from, to := t0.Add(cfg.Warmup), t0.Add(cfg.Warmup+cfg.Duration)
+	if err := c.spawn(ctx, to.Add(2*time.Second)); err != nil {
+		return res, err
+	}
 	if err := c.start(ctx); err != nil {
 		return res, err
 	}
-	from, to := t0.Add(cfg.Warmup), t0.Add(cfg.Warmup+cfg.Duration)
 	if !sleepUntil(ctx, from) {
 		return res, ctx.Err()
 	}
@@ -62,6 +66,9 @@ func Steady(ctx context.Context, opts Options, cfg SteadyConfig) (Result, error)
 	sleepUntil(ctx, to.Add(2*time.Second)) // grace for fires due at the window's end
 	misfires, err := c.stop()
 	res.Misfires = misfires
+	if reapErr := c.reap(); reapErr != nil {
+		return res, errors.Join(err, reapErr)
+	}
 
 	c.rec.mu.Lock()
 	defer c.rec.mu.Unlock()
