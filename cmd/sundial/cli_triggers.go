@@ -65,7 +65,7 @@ func (t triggerView) schedule() string {
 	case t.EveryMs != nil:
 		s = "every " + msDuration(*t.EveryMs)
 		if t.Repeat != nil && *t.Repeat >= 0 {
-			s += fmt.Sprintf(" ×%d", *t.Repeat+1)
+			s += fmt.Sprintf(", %d times", *t.Repeat+1)
 		}
 		return s
 	case t.CalendarInterval != nil:
