@@ -351,3 +351,52 @@ func TestCLICalendarNodeToken(t *testing.T) {
 		t.Errorf("calendar get after delete: exit %d, want 1", code)
 	}
 }
+
+// TestCLIScheduleFlags checks that every schedule form reaches the server as meant, by
+// reading back the trigger it stored.
+func TestCLIScheduleFlags(t *testing.T) {
+	s := startAPIServer(t)
+	job := mustJSON[jobView](t, s, "job", "create", "forms", "--handler", "noop")
+	id := strconv.FormatInt(job.ID, 10)
+	for _, tc := range []struct {
+		args []string
+		want string // the trigger's schedule summary
+	}{
+		{[]string{"--cron", "0 30 2 * * ?", "--tz", "America/New_York"}, "cron 0 30 2 * * ? (America/New_York)"},
+		{[]string{"--every", "90s", "--repeat", "2"}, "every 1m30s, 3 times"},
+		{[]string{"--every", "1h"}, "every 1h0m0s"},
+		{[]string{"--once", "--start", "2099-01-01T00:00:00Z"}, "once"},
+		{[]string{"--calendar-interval", "2 week", "--preserve-hour", "--tz", "Europe/Berlin"}, "every 2 WEEK (Europe/Berlin)"},
+		{[]string{"--daily", "09:00-17:00", "--every", "15m", "--days", "MON-FRI"},
+			"09:00:00-17:00:00 every 15 MINUTE MON,TUE,WED,THU,FRI"},
+	} {
+		tr := mustJSON[triggerView](t, s, append([]string{"trigger", "add", "--job", id}, tc.args...)...)
+		if got := tr.schedule(); got != tc.want {
+			t.Errorf("%v: stored schedule %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	code, _, errOut := s.cli(t, "trigger", "add", "--job", id, "--daily", "09:00-17:00", "--every", "1500ms")
+	if code != 2 || !strings.Contains(errOut, "--every") {
+		t.Errorf("daily window every 1.5 s: exit %d, %q; want 2 naming --every", code, errOut)
+	}
+}
+
+func TestReadEvents(t *testing.T) {
+	stream := "event: line\nid: 1\ndata: {\"line\":1}\n\n: a comment\n\nevent: line\nid: 2\ndata: {\"line\":2}\n\n" +
+		"event: end\ndata: {\"id\":9}\n\nevent: line\ndata: {\"after\":\"end\"}\n\n"
+	var got []string
+	var last int64
+	ended, err := readEvents(strings.NewReader(stream), func(event string, data []byte) error {
+		got = append(got, event+" "+string(data))
+		return nil
+	}, &last)
+	want := []string{`line {"line":1}`, `line {"line":2}`, `end {"id":9}`}
+	if err != nil || !ended || last != 2 || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("ended %v, last id %d, err %v, events %q; want true, 2, nil, %q", ended, last, err, got, want)
+	}
+	// A stream cut before its end event is reported as not ended, so the caller resumes.
+	ended, err = readEvents(strings.NewReader("event: line\nid: 5\ndata: {}\n\n"), func(string, []byte) error { return nil }, &last)
+	if ended || err != nil || last != 5 {
+		t.Errorf("cut stream: ended %v, err %v, last %d; want false, nil, 5", ended, err, last)
+	}
+}
