@@ -54,7 +54,7 @@ func (o *apiOptions) client() (*apiClient, error) {
 
 func (o *apiOptions) json() bool { return o.output == "json" }
 
-// apiCmd builds a command that runs fn with a client and the command's context.
+// run makes a RunE that resolves the client from the flags, then calls fn with it.
 func (o *apiOptions) run(fn func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		c, err := o.client()
