@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// apiOptions are the flags every command over the REST API shares. They are persistent flags
+// of each API command group rather than of the root, so `sundial server` and `sundial bench`
+// keep their own -o and do not show --token.
+type apiOptions struct {
+	server, token, output string
+}
+
+const defaultServer = "http://localhost:8080"
+
+func (o *apiOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&o.server, "server", "", "server URL (default $SUNDIAL_SERVER or "+defaultServer+")")
+	f.StringVar(&o.token, "token", "", "API token (default $SUNDIAL_TOKEN)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+}
+
+// client resolves the flags and the environment into a client; a flag wins over the
+// environment.
+func (o *apiOptions) client() (*apiClient, error) {
+	if o.output != "table" && o.output != "json" {
+		return nil, usageErrorf("--output %q: want table or json", o.output)
+	}
+	server := o.server
+	if server == "" {
+		server = os.Getenv("SUNDIAL_SERVER")
+	}
+	if server == "" {
+		server = defaultServer
+	}
+	token := o.token
+	if token == "" {
+		token = os.Getenv("SUNDIAL_TOKEN")
+	}
+	return newAPIClient(server, token)
+}
+
+func (o *apiOptions) json() bool { return o.output == "json" }
+
+// run makes a RunE that resolves the client from the flags, then calls fn with it.
+func (o *apiOptions) run(fn func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := o.client()
+		if err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return fn(ctx, c, cmd, args)
+	}
+}
+
+// group makes a command group (job, trigger, ...) whose subcommands share o's flags.
+func group(name, short string, o *apiOptions, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: name, Short: short}
+	o.addFlags(cmd)
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// newAPICommands returns the CLI over the REST API. There is no `app` command yet: executor
+// groups do not exist on the server.
+func newAPICommands() []*cobra.Command {
+	return []*cobra.Command{newJobCmd(), newTriggerCmd(), newExecCmd(), newCalendarCmd(), newNodeCmd(), newTokenCmd()}
+}
+
+// parseID reads a positional numeric id.
+func parseID(what, s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, usageErrorf("%s id %q: want a positive integer", what, s)
+	}
+	return n, nil
+}
+
+func idPath(prefix string, id int64, suffix string) string {
+	return prefix + "/" + strconv.FormatInt(id, 10) + suffix
+}
+
+// pageOptions are the keyset-pagination flags of a list command.
+type pageOptions struct {
+	limit int
+	after string
+	all   bool
+}
+
+func (p *pageOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&p.limit, "limit", 0, "rows per page (1..1000; default the server's, 100)")
+	f.StringVar(&p.after, "after", "", "start after this cursor (the next value a previous page printed)")
+	f.BoolVar(&p.all, "all", false, "fetch every page")
+}
+
+// listed is what a list command fetched: the items of one page (or of every page with --all)
+// and the cursor of the page that follows, if any.
+type listed struct {
+	Items []json.RawMessage `json:"items"`
+	Next  *string           `json:"next,omitempty"`
+}
+
+// list fetches path with the pagination flags, following next cursors when --all is set.
+func (p *pageOptions) list(ctx context.Context, c *apiClient, path string, q url.Values) (listed, error) {
+	if q == nil {
+		q = url.Values{}
+	}
+	if p.limit != 0 {
+		if p.limit < 1 || p.limit > 1000 {
+			return listed{}, usageErrorf("--limit %d: want 1..1000", p.limit)
+		}
+		q.Set("limit", strconv.Itoa(p.limit))
+	}
+	after := p.after
+	out := listed{Items: []json.RawMessage{}}
+	for {
+		if after != "" {
+			q.Set("after", after)
+		}
+		b, err := c.do(ctx, "GET", path, q, nil)
+		if err != nil {
+			return listed{}, err
+		}
+		var pg listed
+		if err := json.Unmarshal(b, &pg); err != nil {
+			return listed{}, fmt.Errorf("GET %s: decode page: %w", path, err)
+		}
+		out.Items = append(out.Items, pg.Items...)
+		out.Next = pg.Next
+		if !p.all || pg.Next == nil {
+			return out, nil
+		}
+		if *pg.Next == after {
+			// A server that hands back the same cursor would loop forever.
+			return listed{}, fmt.Errorf("GET %s: the server repeated the cursor %q", path, after)
+		}
+		after = *pg.Next
+	}
+}
+
+// printList prints a fetched list: JSON in the API's page shape, or a table made by row from
+// each item decoded into T, followed by the next cursor when a page was left unread.
+func printList[T any](w io.Writer, o *apiOptions, l listed, header string, row func(T) []string) error {
+	if o.json() {
+		return writeJSON(w, l)
+	}
+	tw := newTable(w, header)
+	for _, raw := range l.Items {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("decode %s: %w", raw, err)
+		}
+		tw.row(row(v)...)
+	}
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	if l.Next != nil {
+		fmt.Fprintf(w, "(more: --after %s, or --all)\n", *l.Next)
+	}
+	return nil
+}
+
+// printOne prints one object: the API's JSON as sent, or the table form show makes of it.
+func printOne[T any](w io.Writer, o *apiOptions, body []byte, show func(io.Writer, T) error) error {
+	if o.json() {
+		return writeRaw(w, body)
+	}
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("decode %s: %w", body, err)
+	}
+	return show(w, v)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// writeRaw writes a response body, ending it with a newline as the server's encoder does.
+func writeRaw(w io.Writer, b []byte) error {
+	b = bytes.TrimRight(b, "\n")
+	_, err := fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// table is an aligned text table.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header string) *table {
+	t := &table{tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	fmt.Fprintln(t.tw, strings.Join(strings.Fields(header), "\t"))
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		if c == "" {
+			c = "-"
+		}
+		// A tab or newline in a value (a message, a description) would break the columns.
+		cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// fields prints label/value pairs, one a line, aligned.
+func fields(w io.Writer, kv ...string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i := 0; i+1 < len(kv); i += 2 {
+		v := kv[i+1]
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], v)
+	}
+	return tw.Flush()
+}
+
+// apiTime is a time as the API writes it (RFC 3339, or null), shown in local time.
+type apiTime struct{ time.Time }
+
+func (t *apiTime) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	t.Time = v
+	return err
+}
+
+func (t apiTime) String() string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// msDuration shows milliseconds as a Go duration ("" for zero).
+func msDuration(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
+}

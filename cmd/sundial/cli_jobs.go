@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// jobView is a job as the API returns it (GET /api/v1/jobs/{id}).
+type jobView struct {
+	ID               int64          `json:"id"`
+	Group            string         `json:"group"`
+	Name             string         `json:"name"`
+	Description      string         `json:"description"`
+	Target           string         `json:"target"`
+	Handler          string         `json:"handler"`
+	Params           string         `json:"params"`
+	Data             map[string]any `json:"data"`
+	Concurrency      string         `json:"concurrency"`
+	PersistData      bool           `json:"persist_data"`
+	RequestsRecovery bool           `json:"requests_recovery"`
+	TimeoutMs        int64          `json:"timeout_ms"`
+	MaxRetries       int            `json:"max_retries"`
+	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
+	Enabled          bool           `json:"enabled"`
+	CreatedAt        apiTime        `json:"created_at"`
+	UpdatedAt        apiTime        `json:"updated_at"`
+	Triggers         []triggerView  `json:"triggers"`
+	Warnings         []string       `json:"warnings"`
+}
+
+// jobRequest is the body of POST and PUT /api/v1/jobs. The server rejects unknown fields,
+// so this carries exactly its input fields.
+type jobRequest struct {
+	Group            string           `json:"group,omitempty"`
+	Name             string           `json:"name"`
+	Description      string           `json:"description,omitempty"`
+	Handler          string           `json:"handler"`
+	Params           string           `json:"params,omitempty"`
+	Data             map[string]any   `json:"data,omitempty"`
+	Concurrency      string           `json:"concurrency,omitempty"`
+	PersistData      bool             `json:"persist_data,omitempty"`
+	RequestsRecovery bool             `json:"requests_recovery,omitempty"`
+	TimeoutMs        int64            `json:"timeout_ms,omitempty"`
+	MaxRetries       int              `json:"max_retries,omitempty"`
+	RetryBackoffMs   int64            `json:"retry_backoff_ms,omitempty"`
+	Triggers         []map[string]any `json:"triggers,omitempty"`
+}
+
+// jobFlags are the settings of a job, shared by create and update.
+type jobFlags struct {
+	group, description, handler, params, data, concurrency string
+	timeout, backoff                                       time.Duration
+	retries                                                int
+	recovery, persistData                                  bool
+}
+
+func (j *jobFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&j.group, "group", "", "job group (default \"default\")")
+	f.StringVar(&j.description, "description", "", "what the job is for")
+	f.StringVar(&j.handler, "handler", "", "handler that runs the job (built in: noop)")
+	f.StringVar(&j.params, "params", "", "parameter string passed to the handler")
+	f.StringVar(&j.data, "data", "", `job data as a JSON object, e.g. '{"region":"eu"}'`)
+	f.StringVar(&j.concurrency, "concurrency", "", "when a fire finds the job running: allow, serial, discard or replace")
+	f.DurationVar(&j.timeout, "timeout", 0, "cancel a run after this long (e.g. 30s; 0: never)")
+	f.IntVar(&j.retries, "retries", 0, "retries after a failed run")
+	f.DurationVar(&j.backoff, "backoff", 0, "wait before the first retry, doubling after each (e.g. 10s)")
+	f.BoolVar(&j.recovery, "recovery", false, "run again after a node crashed during a run")
+	f.BoolVar(&j.persistData, "persist-data", false, "keep changes a run makes to the job data")
+}
+
+// apply copies the flags that were given (all of them when every is set) onto req.
+func (j *jobFlags) apply(f *pflag.FlagSet, req *jobRequest, every bool) error {
+	set := func(name string) bool { return every || f.Changed(name) }
+	if set("group") {
+		req.Group = j.group
+	}
+	if set("description") {
+		req.Description = j.description
+	}
+	if set("handler") {
+		req.Handler = j.handler
+	}
+	if set("params") {
+		req.Params = j.params
+	}
+	if set("data") && j.data != "" {
+		var d map[string]any
+		if err := json.Unmarshal([]byte(j.data), &d); err != nil {
+			return usageErrorf("--data %q: want a JSON object: %v", j.data, err)
+		}
+		req.Data = d
+	}
+	if set("concurrency") {
+		req.Concurrency = j.concurrency
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		dst  *int64
+	}{{"timeout", j.timeout, &req.TimeoutMs}, {"backoff", j.backoff, &req.RetryBackoffMs}} {
+		if !set(d.name) {
+			continue
+		}
+		if d.v < 0 || d.v%time.Millisecond != 0 {
+			return usageErrorf("--%s %s: want a non-negative whole number of milliseconds", d.name, d.v)
+		}
+		*d.dst = d.v.Milliseconds()
+	}
+	if set("retries") {
+		req.MaxRetries = j.retries
+	}
+	if set("recovery") {
+		req.RequestsRecovery = j.recovery
+	}
+	if set("persist-data") {
+		req.PersistData = j.persistData
+	}
+	return nil
+}
+
+func newJobCmd() *cobra.Command {
+	o := &apiOptions{}
+	return group("job", "Create, inspect and control jobs", o,
+		newJobCreateCmd(o), newJobListCmd(o), newJobGetCmd(o), newJobUpdateCmd(o), newJobDeleteCmd(o),
+		newJobActionCmd(o, "pause", "Pause a job: its triggers stop firing", "Paused"),
+		newJobActionCmd(o, "resume", "Resume a paused job", "Resumed"),
+		newJobRunCmd(o))
+}
+
+func newJobCreateCmd(o *apiOptions) *cobra.Command {
+	var jf jobFlags
+	var tf triggerFlags
+	cmd := &cobra.Command{
+		Use:   "create NAME --handler H [schedule flags]",
+		Short: "Create a job, with one trigger if a schedule is given",
+		Long: `Create a job. With a schedule flag it also gets one trigger; add more with
+'sundial trigger add'.` + scheduleHelp,
+		Example: `  sundial job create hello --handler noop --cron "0 0 * * * ?" --tz Europe/Berlin
+  sundial job create report --handler report --every 15m --retries 3 --backoff 10s
+  sundial job create now --handler noop --once`,
+		Args: cobra.ExactArgs(1),
+	}
+	jf.add(cmd.Flags())
+	tf.add(cmd.Flags(), true)
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		req := jobRequest{Name: args[0]}
+		if err := jf.apply(cmd.Flags(), &req, true); err != nil {
+			return err
+		}
+		if tf.given(cmd.Flags()) {
+			t, err := tf.request(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			req.Triggers = []map[string]any{t}
+		}
+		body, err := c.do(ctx, "POST", "/api/v1/jobs", nil, req)
+		if err != nil {
+			return err
+		}
+		return printJob(cmd, o, body)
+	})
+	return cmd
+}
+
+// printJob prints a returned job, and its warnings on standard error.
+func printJob(cmd *cobra.Command, o *apiOptions, body []byte) error {
+	var j jobView
+	if err := json.Unmarshal(body, &j); err == nil {
+		for _, w := range j.Warnings {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+		}
+	}
+	return printOne(cmd.OutOrStdout(), o, body, showJob)
+}
+
+func showJob(w io.Writer, j jobView) error {
+	data := ""
+	if len(j.Data) > 0 {
+		b, _ := json.Marshal(j.Data) // it came from JSON
+		data = string(b)
+	}
+	err := fields(w, "ID", itoa(j.ID), "Group", j.Group, "Name", j.Name, "Description", j.Description,
+		"Handler", j.Handler, "Params", j.Params, "Data", data, "Concurrency", j.Concurrency,
+		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
+		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData), "Enabled", yesNo(j.Enabled),
+		"Created", j.CreatedAt.String(), "Updated", j.UpdatedAt.String())
+	if err != nil || len(j.Triggers) == 0 {
+		return err
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, triggerHeader)
+	for _, tr := range j.Triggers {
+		t.row(triggerRow(tr)...)
+	}
+	return t.flush()
+}
+
+func newJobListCmd(o *apiOptions) *cobra.Command {
+	var p pageOptions
+	var grp string
+	cmd := &cobra.Command{Use: "list", Short: "List jobs", Args: cobra.NoArgs}
+	p.addFlags(cmd)
+	cmd.Flags().StringVar(&grp, "group", "", "only jobs of this group")
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
+		q := url.Values{}
+		if grp != "" {
+			q.Set("group", grp)
+		}
+		l, err := p.list(ctx, c, "/api/v1/jobs", q)
+		if err != nil {
+			return err
+		}
+		return printList(cmd.OutOrStdout(), o, l, "ID GROUP NAME HANDLER CONCURRENCY ENABLED CREATED",
+			func(j jobView) []string {
+				return []string{itoa(j.ID), j.Group, j.Name, j.Handler, j.Concurrency, yesNo(j.Enabled), j.CreatedAt.String()}
+			})
+	})
+	return cmd
+}
+
+func newJobGetCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "get ID", Short: "Show a job and its triggers", Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("job", args[0])
+		if err != nil {
+			return err
+		}
+		body, err := c.do(ctx, "GET", idPath("/api/v1/jobs", id, ""), nil, nil)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, body, showJob)
+	})
+	return cmd
+}
+
+func newJobUpdateCmd(o *apiOptions) *cobra.Command {
+	var jf jobFlags
+	var name string
+	cmd := &cobra.Command{
+		Use:   "update ID [flags]",
+		Short: "Change a job's settings (only the flags given)",
+		Long: `Change a job's settings: the flags given replace those settings, the others stay.
+Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'.`,
+		Example: `  sundial job update 3 --retries 5 --timeout 1m`,
+		Args:    cobra.ExactArgs(1),
+	}
+	jf.add(cmd.Flags())
+	cmd.Flags().StringVar(&name, "name", "", "new name")
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("job", args[0])
+		if err != nil {
+			return err
+		}
+		path := idPath("/api/v1/jobs", id, "")
+		// PUT replaces every setting, so start from the job as it is now.
+		cur, err := c.do(ctx, "GET", path, nil, nil)
+		if err != nil {
+			return err
+		}
+		var j jobView
+		if err := json.Unmarshal(cur, &j); err != nil {
+			return fmt.Errorf("decode job %d: %w", id, err)
+		}
+		req := jobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, Params: j.Params,
+			Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery,
+			TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoffMs}
+		if cmd.Flags().Changed("name") {
+			req.Name = name
+		}
+		if err := jf.apply(cmd.Flags(), &req, false); err != nil {
+			return err
+		}
+		body, err := c.do(ctx, "PUT", path, nil, req)
+		if err != nil {
+			return err
+		}
+		return printJob(cmd, o, body)
+	})
+	return cmd
+}
+
+func newJobDeleteCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "delete ID", Short: "Delete a job and its triggers", Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("job", args[0])
+		if err != nil {
+			return err
+		}
+		if _, err := c.do(ctx, "DELETE", idPath("/api/v1/jobs", id, ""), nil, nil); err != nil {
+			return err
+		}
+		if !o.json() {
+			fmt.Fprintf(cmd.OutOrStdout(), "Deleted job %d\n", id)
+		}
+		return nil
+	})
+	return cmd
+}
+
+// newJobActionCmd makes pause and resume, which POST to /jobs/{id}/<action> and return the job.
+func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
+	cmd := &cobra.Command{Use: action + " ID", Short: short, Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("job", args[0])
+		if err != nil {
+			return err
+		}
+		body, err := c.do(ctx, "POST", idPath("/api/v1/jobs", id, "/"+action), nil, nil)
+		if err != nil {
+			return err
+		}
+		if o.json() {
+			return writeRaw(cmd.OutOrStdout(), body)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s job %d\n", done, id)
+		return nil
+	})
+	return cmd
+}
+
+func newJobRunCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "run ID", Short: "Run a job once now, outside its triggers", Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("job", args[0])
+		if err != nil {
+			return err
+		}
+		body, err := c.do(ctx, "POST", idPath("/api/v1/jobs", id, "/run"), nil, nil)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, body, func(w io.Writer, x execView) error {
+			_, err := fmt.Fprintf(w, "Started execution %d of job %d (%s); follow it with: sundial exec logs -f %d\n",
+				x.ID, x.JobID, x.State, x.ID)
+			return err
+		})
+	})
+	return cmd
+}

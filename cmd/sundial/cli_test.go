@@ -1,0 +1,402 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/server"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
+)
+
+// apiServer is a real server on a free port over SQLite in a temp file, as `sundial server`
+// runs it, with the admin's password and an API token made through the API.
+type apiServer struct {
+	url, password, token string
+}
+
+func startAPIServer(t *testing.T) *apiServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "sundial.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pw, created, err := server.EnsureAdmin(ctx, st, "admin")
+	if err != nil || !created {
+		t.Fatalf("EnsureAdmin: created %v, %v", created, err)
+	}
+	// A short poll makes a one-shot trigger fire within milliseconds of its creation.
+	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler),
+		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		st.Close()
+	})
+	s := &apiServer{url: "http://" + ln.Addr().String(), password: pw}
+	s.token = s.createToken(t)
+	return s
+}
+
+// createToken logs in with the password and creates a token, with plain HTTP calls.
+func (s *apiServer) createToken(t *testing.T) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	post := func(path string, body any) []byte {
+		b, _ := json.Marshal(body)
+		resp, err := hc.Post(s.url+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("POST %s: %s: %s", path, resp.Status, out)
+		}
+		return out
+	}
+	post("/api/v1/auth/login", map[string]string{"username": "admin", "password": s.password})
+	var tok struct{ Token string }
+	if err := json.Unmarshal(post("/api/v1/tokens", map[string]string{"name": "cli test"}), &tok); err != nil || tok.Token == "" {
+		t.Fatalf("token response: %v %+v", err, tok)
+	}
+	return tok.Token
+}
+
+// cli runs the CLI against the server with its token.
+func (s *apiServer) cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runCLI(t, "", append(args, "--server", s.url, "--token", s.token)...)
+}
+
+// mustCLI runs the CLI and fails the test unless it succeeds.
+func (s *apiServer) mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := s.cli(t, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
+// mustJSON runs the CLI with -o json and decodes its output.
+func mustJSON[T any](t *testing.T, s *apiServer, args ...string) T {
+	t.Helper()
+	out := s.mustCLI(t, append(args, "-o", "json")...)
+	var v T
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v: output is not the JSON expected: %v\n%s", args, err, out)
+	}
+	return v
+}
+
+type itemsOf[T any] struct {
+	Items []T     `json:"items"`
+	Next  *string `json:"next"`
+}
+
+// eventually polls cond until it holds or 20 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestCLIJobLifecycle(t *testing.T) {
+	s := startAPIServer(t)
+
+	out := s.mustCLI(t, "job", "create", "hello", "--handler", "noop", "--once", "--retries", "2", "--timeout", "30s")
+	if !strings.Contains(out, "hello") || !strings.Contains(out, "once") || !strings.Contains(out, "30s") {
+		t.Fatalf("job create output lacks the job or its trigger:\n%s", out)
+	}
+	jobs := mustJSON[itemsOf[jobView]](t, s, "job", "list")
+	if len(jobs.Items) != 1 || jobs.Items[0].Name != "hello" || jobs.Items[0].MaxRetries != 2 || jobs.Items[0].TimeoutMs != 30000 {
+		t.Fatalf("job list -o json: %+v", jobs)
+	}
+	id := strconv.FormatInt(jobs.Items[0].ID, 10)
+	table := s.mustCLI(t, "job", "list")
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 2 || strings.Fields(lines[0])[0] != "ID" || strings.Fields(lines[1])[0] != id ||
+		!strings.Contains(lines[1], "hello") || !strings.Contains(lines[1], "noop") {
+		t.Fatalf("job list table:\n%s", table)
+	}
+
+	// The one-shot trigger fires at once; wait for its execution to succeed.
+	var exec execView
+	eventually(t, "the one-shot execution to succeed", func() bool {
+		xs := mustJSON[itemsOf[execView]](t, s, "exec", "list", "--job", id)
+		if len(xs.Items) == 1 && xs.Items[0].State == "succeeded" {
+			exec = xs.Items[0]
+			return true
+		}
+		return false
+	})
+	execID := strconv.FormatInt(exec.ID, 10)
+	if tbl := s.mustCLI(t, "exec", "list", "--job", id); !strings.Contains(tbl, "succeeded") || !strings.Contains(tbl, "STATE") {
+		t.Errorf("exec list table:\n%s", tbl)
+	}
+	if got := mustJSON[execView](t, s, "exec", "get", execID); got.ID != exec.ID || got.State != "succeeded" {
+		t.Errorf("exec get: %+v", got)
+	}
+	// The noop handler logs one line, "noop ran".
+	if logs := s.mustCLI(t, "exec", "logs", execID); !strings.Contains(logs, "noop ran") {
+		t.Errorf("exec logs: %q, want the noop handler's line", logs)
+	}
+	code, logs, errOut := s.cli(t, "exec", "logs", "-f", execID)
+	if code != 0 || !strings.Contains(logs, "noop ran") || !strings.Contains(errOut, "succeeded") {
+		t.Errorf("exec logs -f: exit %d, stdout %q, stderr %q: want the line and the end state", code, logs, errOut)
+	}
+
+	// A trigger added later is listed, and pausing the job pauses it.
+	trig := mustJSON[triggerView](t, s, "trigger", "add", "--job", id, "--cron", "0 0 12 * * ?", "--tz", "Europe/Berlin")
+	if trig.CronExpr == nil || *trig.CronExpr != "0 0 12 * * ?" || trig.TimeZone != "Europe/Berlin" {
+		t.Fatalf("trigger add: %+v", trig)
+	}
+	tid := strconv.FormatInt(trig.ID, 10)
+	if out := s.mustCLI(t, "job", "pause", id); !strings.Contains(out, "Paused job "+id) {
+		t.Errorf("job pause: %q", out)
+	}
+	if got := mustJSON[triggerView](t, s, "trigger", "get", tid); got.State != "paused" {
+		t.Errorf("trigger state after job pause: %q, want paused", got.State)
+	}
+	s.mustCLI(t, "job", "resume", id)
+	if got := mustJSON[triggerView](t, s, "trigger", "get", tid); got.State != "waiting" {
+		t.Errorf("trigger state after job resume: %q, want waiting", got.State)
+	}
+	if out := s.mustCLI(t, "trigger", "list", "--job", id); !strings.Contains(out, "cron 0 0 12 * * ? (Europe/Berlin)") {
+		t.Errorf("trigger list:\n%s", out)
+	}
+
+	// update changes only the flags given.
+	upd := mustJSON[jobView](t, s, "job", "update", id, "--retries", "5")
+	if upd.MaxRetries != 5 || upd.TimeoutMs != 30000 || upd.Handler != "noop" {
+		t.Errorf("job update --retries 5: %+v", upd)
+	}
+
+	if out := s.mustCLI(t, "job", "delete", id); !strings.Contains(out, "Deleted job "+id) {
+		t.Errorf("job delete: %q", out)
+	}
+	code, _, errOut = s.cli(t, "job", "get", id)
+	if code != 1 || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("job get after delete: exit %d, stderr %q: want 1 and one line", code, errOut)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	s := startAPIServer(t)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		token string
+		code  int
+		want  string
+	}{
+		{"unknown flag", []string{"job", "list", "--bogus"}, s.token, 2, "--bogus"},
+		{"two schedules", []string{"job", "create", "x", "--handler", "noop", "--once", "--cron", "0 0 * * * ?"}, s.token, 2, "exactly one schedule"},
+		{"bad id", []string{"job", "get", "abc"}, s.token, 2, `"abc"`},
+		{"bad output", []string{"job", "list", "-o", "yaml"}, s.token, 2, "--output"},
+		// The server refuses the cron with a 400 naming the field.
+		{"bad cron", []string{"job", "create", "x", "--handler", "noop", "--cron", "0 0 25 * * ?"}, s.token, 2, "triggers[0].cron"},
+		{"no token", []string{"job", "list"}, "", 1, "not authenticated: set --token or SUNDIAL_TOKEN"},
+		{"bad token", []string{"job", "list"}, "sdl_wrong", 1, "not authenticated: set --token or SUNDIAL_TOKEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SUNDIAL_TOKEN", "")
+			code, out, errOut := runCLI(t, "", append(tc.args, "--server", s.url, "--token", tc.token)...)
+			if code != tc.code || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "sundial: ") ||
+				!strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q: want exit %d and one line naming %q", code, out, errOut, tc.code, tc.want)
+			}
+		})
+	}
+	// Nothing was stored by the refused create.
+	if jobs := mustJSON[itemsOf[jobView]](t, s, "job", "list"); len(jobs.Items) != 0 {
+		t.Errorf("jobs after refused creates: %+v", jobs.Items)
+	}
+}
+
+func TestCLIConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	t.Setenv("SUNDIAL_SERVER", addr)
+	code, _, errOut := runCLI(t, "", "node", "list", "--token", "x")
+	if code != 1 || !strings.Contains(errOut, addr) || !strings.Contains(errOut, "connection refused") {
+		t.Errorf("exit %d, stderr %q: want 1 naming %s", code, errOut, addr)
+	}
+}
+
+func TestCLIPaginationAll(t *testing.T) {
+	s := startAPIServer(t)
+	const n = 7
+	for i := range n {
+		s.mustCLI(t, "job", "create", "job"+strconv.Itoa(i), "--handler", "noop")
+	}
+	first := mustJSON[itemsOf[jobView]](t, s, "job", "list", "--limit", "3")
+	if len(first.Items) != 3 || first.Next == nil {
+		t.Fatalf("--limit 3: %d items, next %v", len(first.Items), first.Next)
+	}
+	second := mustJSON[itemsOf[jobView]](t, s, "job", "list", "--limit", "3", "--after", *first.Next)
+	if len(second.Items) != 3 || second.Items[0].ID <= first.Items[2].ID {
+		t.Fatalf("--after %s: %+v", *first.Next, second.Items)
+	}
+	all := mustJSON[itemsOf[jobView]](t, s, "job", "list", "--limit", "3", "--all")
+	seen := map[string]int{}
+	for _, j := range all.Items {
+		seen[j.Name]++
+	}
+	if len(all.Items) != n || len(seen) != n || all.Next != nil {
+		t.Errorf("--all over pages of 3: %d items, %d distinct, next %v; want %d once each", len(all.Items), len(seen), all.Next, n)
+	}
+	table := s.mustCLI(t, "job", "list", "--limit", "3", "--all")
+	if rows := strings.Count(strings.TrimSpace(table), "\n"); rows != n || strings.Contains(table, "more:") {
+		t.Errorf("--all table has %d rows, want %d and no more-hint:\n%s", rows, n, table)
+	}
+	if page := s.mustCLI(t, "job", "list", "--limit", "3"); !strings.Contains(page, "--after "+*first.Next) {
+		t.Errorf("a partial table does not say how to go on:\n%s", page)
+	}
+}
+
+func TestCLICalendarNodeToken(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "calendar", "put", "weekends", "--spec", "weekly:1,7", "--description", "Sat and Sun")
+	if cal := mustJSON[calendarView](t, s, "calendar", "get", "weekends"); cal.Spec != "weekly:1,7" {
+		t.Errorf("calendar get: %+v", cal)
+	}
+	if out := s.mustCLI(t, "calendar", "list"); !strings.Contains(out, "weekends") || !strings.Contains(out, "Sat and Sun") {
+		t.Errorf("calendar list:\n%s", out)
+	}
+	// A trigger can use the stored calendar; an unknown one is a 400 naming the field.
+	s.mustCLI(t, "job", "create", "weekdays", "--handler", "noop", "--cron", "0 0 9 * * ?", "--calendar", "weekends")
+	code, _, errOut := s.cli(t, "job", "create", "w2", "--handler", "noop", "--cron", "0 0 9 * * ?", "--calendar", "nope")
+	if code != 2 || !strings.Contains(errOut, "triggers[0].calendar") {
+		t.Errorf("unknown calendar: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = s.cli(t, "calendar", "put", "bad", "--spec", "monthly:32")
+	if code != 2 || !strings.Contains(errOut, "spec") {
+		t.Errorf("bad calendar spec: exit %d, %q", code, errOut)
+	}
+
+	nodes := mustJSON[itemsOf[nodeView]](t, s, "node", "list")
+	if len(nodes.Items) != 1 || !nodes.Items[0].Self {
+		t.Errorf("node list: %+v", nodes)
+	}
+
+	// --login makes the first token from the password; the new token then works.
+	code, out, errOut := runCLI(t, s.password+"\n", "token", "create", "laptop", "--login", "admin", "--server", s.url, "-o", "json")
+	var tok tokenView
+	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil || tok.Token == "" {
+		t.Fatalf("token create --login: exit %d, %q %q", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "node", "list", "--server", s.url, "--token", tok.Token); code != 0 {
+		t.Errorf("the new token does not work: %s", errOut)
+	}
+	code, _, errOut = runCLI(t, "wrong\n", "token", "create", "x", "--login", "admin", "--server", s.url)
+	if code != 1 || !strings.Contains(errOut, "wrong user name or password") {
+		t.Errorf("wrong password: exit %d, %q", code, errOut)
+	}
+	if out := s.mustCLI(t, "token", "list"); !strings.Contains(out, "laptop") || !strings.Contains(out, "cli test") {
+		t.Errorf("token list:\n%s", out)
+	}
+	s.mustCLI(t, "token", "delete", strconv.FormatInt(tok.ID, 10))
+	if code, _, errOut := runCLI(t, "", "node", "list", "--server", s.url, "--token", tok.Token); code != 1 ||
+		!strings.Contains(errOut, "not authenticated") {
+		t.Errorf("a deleted token still works: exit %d %q", code, errOut)
+	}
+	// A calendar a trigger uses cannot go; once its job is gone, it can.
+	if code, _, errOut := s.cli(t, "calendar", "delete", "weekends"); code != 1 || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("delete a calendar in use: exit %d, %q; want 1 and one line", code, errOut)
+	}
+	s.mustCLI(t, "job", "delete", "1")
+	if out := s.mustCLI(t, "calendar", "delete", "weekends"); !strings.Contains(out, "Deleted calendar weekends") {
+		t.Errorf("calendar delete: %q", out)
+	}
+	if code, _, _ := s.cli(t, "calendar", "get", "weekends"); code != 1 {
+		t.Errorf("calendar get after delete: exit %d, want 1", code)
+	}
+}
+
+// TestCLIScheduleFlags checks that every schedule form reaches the server as meant, by
+// reading back the trigger it stored.
+func TestCLIScheduleFlags(t *testing.T) {
+	s := startAPIServer(t)
+	job := mustJSON[jobView](t, s, "job", "create", "forms", "--handler", "noop")
+	id := strconv.FormatInt(job.ID, 10)
+	for _, tc := range []struct {
+		args []string
+		want string // the trigger's schedule summary
+	}{
+		{[]string{"--cron", "0 30 2 * * ?", "--tz", "America/New_York"}, "cron 0 30 2 * * ? (America/New_York)"},
+		{[]string{"--every", "90s", "--repeat", "2"}, "every 1m30s, 3 times"},
+		{[]string{"--every", "1h"}, "every 1h0m0s"},
+		{[]string{"--once", "--start", "2099-01-01T00:00:00Z"}, "once"},
+		{[]string{"--calendar-interval", "2 week", "--preserve-hour", "--tz", "Europe/Berlin"}, "every 2 WEEK (Europe/Berlin)"},
+		{[]string{"--daily", "09:00-17:00", "--every", "15m", "--days", "MON-FRI"},
+			"09:00:00-17:00:00 every 15 MINUTE MON,TUE,WED,THU,FRI"},
+	} {
+		tr := mustJSON[triggerView](t, s, append([]string{"trigger", "add", "--job", id}, tc.args...)...)
+		if got := tr.schedule(); got != tc.want {
+			t.Errorf("%v: stored schedule %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	code, _, errOut := s.cli(t, "trigger", "add", "--job", id, "--daily", "09:00-17:00", "--every", "1500ms")
+	if code != 2 || !strings.Contains(errOut, "--every") {
+		t.Errorf("daily window every 1.5 s: exit %d, %q; want 2 naming --every", code, errOut)
+	}
+}
+
+func TestReadEvents(t *testing.T) {
+	stream := "event: line\nid: 1\ndata: {\"line\":1}\n\n: a comment\n\nevent: line\nid: 2\ndata: {\"line\":2}\n\n" +
+		"event: end\ndata: {\"id\":9}\n\nevent: line\ndata: {\"after\":\"end\"}\n\n"
+	var got []string
+	var last int64
+	ended, err := readEvents(strings.NewReader(stream), func(event string, data []byte) error {
+		got = append(got, event+" "+string(data))
+		return nil
+	}, &last)
+	want := []string{`line {"line":1}`, `line {"line":2}`, `end {"id":9}`}
+	if err != nil || !ended || last != 2 || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("ended %v, last id %d, err %v, events %q; want true, 2, nil, %q", ended, last, err, got, want)
+	}
+	// A stream cut before its end event is reported as not ended, so the caller resumes.
+	ended, err = readEvents(strings.NewReader("event: line\nid: 5\ndata: {}\n\n"), func(string, []byte) error { return nil }, &last)
+	if ended || err != nil || last != 5 {
+		t.Errorf("cut stream: ended %v, err %v, last %d; want false, nil, 5", ended, err, last)
+	}
+}

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// triggerView is a trigger as the API returns it.
+type triggerView struct {
+	ID    int64  `json:"id"`
+	JobID int64  `json:"job_id"`
+	Group string `json:"group"`
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	// The schedule: exactly one of these is set.
+	CronExpr         *string `json:"cron"`
+	EveryMs          *int64  `json:"every_ms"`
+	Repeat           *int    `json:"repeat"`
+	Once             bool    `json:"once"`
+	CalendarInterval *struct {
+		Interval int    `json:"interval"`
+		Unit     string `json:"unit"`
+	} `json:"calendar_interval"`
+	DailyInterval *struct {
+		From     string `json:"from"`
+		To       string `json:"to"`
+		Interval int    `json:"interval"`
+		Unit     string `json:"unit"`
+		Days     string `json:"days"`
+	} `json:"daily_interval"`
+	TimeZone     string  `json:"time_zone"`
+	Calendar     string  `json:"calendar"`
+	Priority     int     `json:"priority"`
+	Misfire      string  `json:"misfire"`
+	State        string  `json:"state"`
+	ErrorMessage string  `json:"error_message"`
+	Start        apiTime `json:"start"`
+	End          apiTime `json:"end"`
+	NextFireAt   apiTime `json:"next_fire_at"`
+	PrevFireAt   apiTime `json:"prev_fire_at"`
+	TimesFired   int64   `json:"times_fired"`
+}
+
+const triggerHeader = "ID JOB NAME SCHEDULE STATE NEXT FIRED"
+
+func triggerRow(t triggerView) []string {
+	return []string{itoa(t.ID), itoa(t.JobID), t.Name, t.schedule(), t.State, t.NextFireAt.String(), itoa(t.TimesFired)}
+}
+
+// schedule is a one-line summary of the trigger's schedule.
+func (t triggerView) schedule() string {
+	var s string
+	switch {
+	case t.CronExpr != nil:
+		s = "cron " + *t.CronExpr
+	case t.Once:
+		return "once"
+	case t.EveryMs != nil:
+		s = "every " + msDuration(*t.EveryMs)
+		if t.Repeat != nil && *t.Repeat >= 0 {
+			s += fmt.Sprintf(", %d times", *t.Repeat+1)
+		}
+		return s
+	case t.CalendarInterval != nil:
+		s = fmt.Sprintf("every %d %s", t.CalendarInterval.Interval, t.CalendarInterval.Unit)
+	case t.DailyInterval != nil:
+		d := t.DailyInterval
+		s = fmt.Sprintf("%s-%s every %d %s", d.From, d.To, d.Interval, d.Unit)
+		if d.Days != "" {
+			s += " " + d.Days
+		}
+	default:
+		return t.Kind
+	}
+	if t.TimeZone != "" && t.TimeZone != "UTC" {
+		s += " (" + t.TimeZone + ")"
+	}
+	return s
+}
+
+const scheduleHelp = `
+
+Schedules (give one):
+  --cron EXPR [--tz ZONE]              a Quartz cron expression (seconds first, Sunday = 1)
+  --every DURATION [--repeat N]        every DURATION, N more times after the first (default forever)
+  --once                               one time, at --start (default now)
+  --calendar-interval "N UNIT"         every N SECOND|MINUTE|HOUR|DAY|WEEK|MONTH|YEAR of the zone's
+      [--preserve-hour] [--skip-day]   calendar
+  --daily FROM-TO --every DURATION     every DURATION inside a daily window, e.g. 09:00-17:00
+      [--days MON-FRI] [--repeat N]
+Trigger options: --tz, --start/--end (RFC 3339), --calendar NAME (a stored exclusion calendar),
+--priority, --misfire POLICY, --trigger-name, --trigger-group.`
+
+// triggerFlags are a trigger's schedule and options, for `job create` and `trigger add`.
+type triggerFlags struct {
+	cron, tz, calInterval, daily, days string
+	every                              time.Duration
+	repeat, priority                   int
+	once, preserveHour, skipDay        bool
+	start, end, calendar, misfire      string
+	name, group                        string
+}
+
+func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
+	f.StringVar(&t.cron, "cron", "", "Quartz cron expression")
+	f.StringVar(&t.tz, "tz", "", "time zone of the schedule: IANA name or +05:30 (default UTC)")
+	f.DurationVar(&t.every, "every", 0, "interval of a simple or daily trigger (e.g. 90s, 15m)")
+	f.IntVar(&t.repeat, "repeat", -1, "simple/daily trigger: fires after the first (-1: forever)")
+	f.BoolVar(&t.once, "once", false, "fire one time, at --start (default now)")
+	f.StringVar(&t.calInterval, "calendar-interval", "", `calendar interval "N UNIT", e.g. "1 MONTH"`)
+	f.BoolVar(&t.preserveHour, "preserve-hour", false, "calendar interval: keep the hour of day across DST changes")
+	f.BoolVar(&t.skipDay, "skip-day", false, "calendar interval: skip a day whose hour does not exist")
+	f.StringVar(&t.daily, "daily", "", "daily window FROM-TO, e.g. 09:00-17:00 (with --every)")
+	f.StringVar(&t.days, "days", "", "daily window days, e.g. MON-FRI (default every day)")
+	f.StringVar(&t.start, "start", "", "trigger start, RFC 3339 (default now)")
+	f.StringVar(&t.end, "end", "", "trigger end, RFC 3339 (default none)")
+	f.StringVar(&t.calendar, "calendar", "", "name of a stored exclusion calendar")
+	f.IntVar(&t.priority, "priority", 0, "fires first among fires due at the same time when higher")
+	f.StringVar(&t.misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
+	// On `job create`, --group is the job's group; the trigger's own name and group get a prefix.
+	name, grp := "name", "group"
+	if prefixed {
+		name, grp = "trigger-name", "trigger-group"
+	}
+	f.StringVar(&t.name, name, "", "trigger name (default JOB#N)")
+	f.StringVar(&t.group, grp, "", "trigger group (default \"default\")")
+}
+
+// given reports whether any schedule flag is set.
+func (t *triggerFlags) given(f *pflag.FlagSet) bool {
+	for _, n := range []string{"cron", "every", "once", "calendar-interval", "daily"} {
+		if f.Changed(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// request builds the trigger's JSON body. Only the shape is checked here; the server checks
+// the schedule itself (a bad cron comes back as a 400 naming the field).
+func (t *triggerFlags) request(f *pflag.FlagSet) (map[string]any, error) {
+	var forms []string
+	for _, n := range []string{"cron", "once", "calendar-interval", "daily"} {
+		if f.Changed(n) {
+			forms = append(forms, "--"+n)
+		}
+	}
+	if f.Changed("every") && !f.Changed("daily") {
+		forms = append(forms, "--every")
+	}
+	if len(forms) != 1 {
+		return nil, usageErrorf("give exactly one schedule: --cron, --every, --once, --calendar-interval or --daily (got %s)",
+			strings.Join(forms, ", "))
+	}
+	m := map[string]any{}
+	switch forms[0] {
+	case "--cron":
+		m["cron"] = t.cron
+	case "--once":
+		m["once"] = true
+	case "--every":
+		if t.every <= 0 || t.every%time.Millisecond != 0 {
+			return nil, usageErrorf("--every %s: want a positive whole number of milliseconds", t.every)
+		}
+		m["every_ms"] = t.every.Milliseconds()
+		if f.Changed("repeat") {
+			m["repeat"] = t.repeat
+		}
+	case "--calendar-interval":
+		n, unit, ok := strings.Cut(strings.TrimSpace(t.calInterval), " ")
+		interval, err := strconv.Atoi(n)
+		if !ok || err != nil {
+			return nil, usageErrorf(`--calendar-interval %q: want "N UNIT", e.g. "1 MONTH"`, t.calInterval)
+		}
+		m["calendar_interval"] = map[string]any{"interval": interval, "unit": strings.ToUpper(strings.TrimSpace(unit)),
+			"preserve_hour": t.preserveHour, "skip_day": t.skipDay}
+	case "--daily":
+		from, to, ok := strings.Cut(t.daily, "-")
+		if !ok {
+			return nil, usageErrorf("--daily %q: want FROM-TO, e.g. 09:00-17:00", t.daily)
+		}
+		interval, unit, err := dailyInterval(t.every)
+		if err != nil {
+			return nil, err
+		}
+		d := map[string]any{"from": from, "to": to, "interval": interval, "unit": strings.ToUpper(unit.String()), "days": t.days}
+		if f.Changed("repeat") {
+			d["repeat"] = t.repeat
+		}
+		m["daily_interval"] = d
+	}
+	for k, v := range map[string]string{"time_zone": t.tz, "start": t.start, "end": t.end, "calendar": t.calendar,
+		"misfire": t.misfire, "name": t.name, "group": t.group} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if t.priority != 0 {
+		m["priority"] = t.priority
+	}
+	return m, nil
+}
+
+func newTriggerCmd() *cobra.Command {
+	o := &apiOptions{}
+	return group("trigger", "Add, inspect and control a job's triggers", o,
+		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerAddCmd(o), newTriggerDeleteCmd(o),
+		newTriggerActionCmd(o, "pause", "Pause a trigger", "Paused"),
+		newTriggerActionCmd(o, "resume", "Resume a paused trigger", "Resumed"))
+}
+
+func newTriggerListCmd(o *apiOptions) *cobra.Command {
+	var p pageOptions
+	var job int64
+	cmd := &cobra.Command{Use: "list --job ID", Short: "List a job's triggers", Args: cobra.NoArgs}
+	p.addFlags(cmd)
+	cmd.Flags().Int64Var(&job, "job", 0, "the job whose triggers to list (required)")
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
+		if job <= 0 {
+			return usageErrorf("--job: give the job's id")
+		}
+		l, err := p.list(ctx, c, idPath("/api/v1/jobs", job, "/triggers"), nil)
+		if err != nil {
+			return err
+		}
+		return printList(cmd.OutOrStdout(), o, l, triggerHeader, triggerRow)
+	})
+	return cmd
+}
+
+func newTriggerGetCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "get ID", Short: "Show a trigger", Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("trigger", args[0])
+		if err != nil {
+			return err
+		}
+		body, err := c.do(ctx, "GET", idPath("/api/v1/triggers", id, ""), nil, nil)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, body, showTrigger)
+	})
+	return cmd
+}
+
+func showTrigger(w io.Writer, t triggerView) error {
+	return fields(w, "ID", itoa(t.ID), "Job", itoa(t.JobID), "Group", t.Group, "Name", t.Name,
+		"Schedule", t.schedule(), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
+		"Misfire", t.Misfire, "State", t.State, "Error", t.ErrorMessage, "Start", t.Start.String(), "End", t.End.String(),
+		"Next fire", t.NextFireAt.String(), "Previous fire", t.PrevFireAt.String(), "Times fired", itoa(t.TimesFired))
+}
+
+func newTriggerAddCmd(o *apiOptions) *cobra.Command {
+	var tf triggerFlags
+	var job int64
+	cmd := &cobra.Command{
+		Use:     "add --job ID [schedule flags]",
+		Short:   "Add a trigger to a job",
+		Long:    "Add a trigger to a job." + scheduleHelp,
+		Example: `  sundial trigger add --job 3 --daily 09:00-17:00 --every 15m --days MON-FRI --tz Europe/Berlin`,
+		Args:    cobra.NoArgs,
+	}
+	tf.add(cmd.Flags(), false)
+	cmd.Flags().Int64Var(&job, "job", 0, "the job to add the trigger to (required)")
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
+		if job <= 0 {
+			return usageErrorf("--job: give the job's id")
+		}
+		req, err := tf.request(cmd.Flags())
+		if err != nil {
+			return err
+		}
+		body, err := c.do(ctx, "POST", idPath("/api/v1/jobs", job, "/triggers"), nil, req)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, body, showTrigger)
+	})
+	return cmd
+}
+
+func newTriggerDeleteCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "delete ID", Short: "Delete a trigger", Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("trigger", args[0])
+		if err != nil {
+			return err
+		}
+		if _, err := c.do(ctx, "DELETE", idPath("/api/v1/triggers", id, ""), nil, nil); err != nil {
+			return err
+		}
+		if !o.json() {
+			fmt.Fprintf(cmd.OutOrStdout(), "Deleted trigger %d\n", id)
+		}
+		return nil
+	})
+	return cmd
+}
+
+func newTriggerActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
+	cmd := &cobra.Command{Use: action + " ID", Short: short, Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("trigger", args[0])
+		if err != nil {
+			return err
+		}
+		body, err := c.do(ctx, "POST", idPath("/api/v1/triggers", id, "/"+action), nil, nil)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, body, func(w io.Writer, t triggerView) error {
+			_, err := fmt.Fprintf(w, "%s trigger %d (%s)\n", done, id, t.State)
+			return err
+		})
+	})
+	return cmd
+}
