@@ -1,6 +1,6 @@
 // Command sundial is Sundial's single binary: the server (a node with the REST API), the
-// schedule preview and bench; the executor, the CLI over the REST API and migrate join it as
-// they are built.
+// CLI over that API (job, trigger, exec, calendar, node, token), the schedule preview and the
+// benchmarks; the executor and migrate join it as they are built.
 package main
 
 import (
