@@ -171,22 +171,36 @@ func newJobCache(s store.Store, c clock.Clock) *jobCache {
 	return &jobCache{store: s, clock: c, jobs: map[int64]cachedJob{}}
 }
 
-func (c *jobCache) get(ctx context.Context, id int64) (*store.Job, error) {
+// getMany returns the jobs of ids that exist, reading those not cached in one statement: a
+// batch of fires of many jobs costs one round trip, not one per job.
+func (c *jobCache) getMany(ctx context.Context, ids []int64) (map[int64]*store.Job, error) {
 	now := c.clock.Now()
+	out := make(map[int64]*store.Job, len(ids))
+	var missing []int64
 	c.mu.Lock()
-	cj, ok := c.jobs[id]
-	c.mu.Unlock()
-	if ok && now.Sub(cj.loaded) < jobCacheTTL {
-		return cj.job, nil
+	for _, id := range ids {
+		if cj, ok := c.jobs[id]; ok && now.Sub(cj.loaded) < jobCacheTTL {
+			out[id] = cj.job
+		} else if _, seen := out[id]; !seen {
+			missing = append(missing, id)
+			out[id] = nil
+		}
 	}
-	j, err := c.store.JobGet(ctx, id)
+	c.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	jobs, err := c.store.JobsGet(ctx, missing)
 	if err != nil {
-		return nil, fmt.Errorf("job %d: %w", id, err)
+		return nil, fmt.Errorf("jobs %v: %w", missing, err)
 	}
 	c.mu.Lock()
-	c.jobs[id] = cachedJob{job: j, loaded: now}
+	for _, j := range jobs {
+		c.jobs[j.ID] = cachedJob{job: j, loaded: now}
+		out[j.ID] = j
+	}
 	c.mu.Unlock()
-	return j, nil
+	return out, nil
 }
 
 // forget drops a job so the next fire rereads it (after this node changed its data).

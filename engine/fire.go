@@ -18,7 +18,7 @@ var (
 	errStopping = errors.New("node stopping")
 )
 
-// markRetryDelay is how long fires wait after the store failed to mark them running.
+// markRetryDelay is how long fires wait after the store failed to start them.
 const markRetryDelay = 100 * time.Millisecond
 
 // fireLoop releases acquired fires at their due millisecond.
@@ -83,17 +83,27 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		fire *Fire
 		skip bool
 	}
+	jobIDs := make([]int64, len(due))
+	for i, pf := range due {
+		jobIDs[i] = pf.exec.JobID
+	}
+	jobs, err := e.jobs.getMany(ctx, jobIDs)
+	if err != nil {
+		// The fires stay acquired; try them again shortly.
+		if ctx.Err() == nil {
+			e.log.Error("read the jobs of due fires; retrying", "err", err, "count", len(due))
+			e.retryLater(l, due)
+		}
+		return
+	}
 	var batch []admitted
 	for _, pf := range due {
-		job, err := e.jobs.get(ctx, pf.exec.JobID)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			// The job is gone (deleted after the fire was acquired) or unreadable: the fire
-			// runs nothing and is recorded as failed with the reason.
+		job := jobs[pf.exec.JobID]
+		if job == nil {
+			// The job is gone (deleted after the fire was acquired): the fire runs nothing
+			// and is recorded as failed with the reason.
 			job = &store.Job{ID: pf.exec.JobID, Concurrency: store.ConcurrencyAllow}
-			pf.exec.TriggerMsg = err.Error()
+			pf.exec.TriggerMsg = fmt.Sprintf("job %d no longer exists", pf.exec.JobID)
 		}
 		f := &Fire{Execution: pf.exec, Job: job}
 		switch l.conc.admit(f) {
@@ -125,11 +135,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			}
 			retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5})
 		}
-		go func() {
-			if e.sleep(ctx, markRetryDelay, nil) {
-				l.fires.push(retry...)
-			}
-		}()
+		e.retryLater(l, retry)
 		return
 	}
 	e.log.Debug("started", "fires", len(won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", now.Sub(time.UnixMilli(due[0].exec.ScheduledAt)))
@@ -160,6 +166,15 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			e.launch(l, a.fire)
 		}
 	}
+}
+
+// retryLater queues fires again after markRetryDelay, when the store failed to start them.
+func (e *Engine) retryLater(l *lifecycle, fires []*pendingFire) {
+	go func() {
+		if e.sleep(l.ctx, markRetryDelay, nil) {
+			l.fires.push(fires...)
+		}
+	}()
 }
 
 // launch runs the fire's handler on its own goroutine once a MaxRunning slot is free.

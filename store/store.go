@@ -31,6 +31,8 @@ type Executor interface {
 	// JobInsert stores j and sets its ID, CreatedAt and UpdatedAt.
 	JobInsert(ctx context.Context, j *Job) error
 	JobGet(ctx context.Context, id int64) (*Job, error)
+	// JobsGet returns those of the jobs ids that exist, in no particular order.
+	JobsGet(ctx context.Context, ids []int64) ([]*Job, error)
 	JobGetByKey(ctx context.Context, group, name string) (*Job, error)
 	JobList(ctx context.Context, f JobFilter) ([]*Job, error)
 	// JobUpdate overwrites every field of the job j.ID but the timestamps.

@@ -93,6 +93,30 @@ func (e *executor) JobGet(ctx context.Context, id int64) (*store.Job, error) {
 	return j, nil
 }
 
+// JobsGet returns the jobs with the given ids that exist, in one statement per chunk.
+func (e *executor) JobsGet(ctx context.Context, ids []int64) ([]*store.Job, error) {
+	var out []*store.Job
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		rows, err := e.query(ctx, "SELECT "+jobCols+" FROM jobs WHERE id IN "+in, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: get %d jobs: %w", len(ids), err)
+		}
+		for rows.Next() {
+			j, err := scanJob(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlstore: get %d jobs: %w", len(ids), err)
+			}
+			out = append(out, j)
+		}
+		if err := errors.Join(rows.Close(), rows.Err()); err != nil {
+			return nil, fmt.Errorf("sqlstore: get %d jobs: %w", len(ids), err)
+		}
+	}
+	return out, nil
+}
+
 // JobGetByKey returns the job named group/name.
 func (e *executor) JobGetByKey(ctx context.Context, group, name string) (*store.Job, error) {
 	j, err := scanJob(e.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE group_name = ? AND name = ?", group, name))

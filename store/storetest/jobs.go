@@ -26,6 +26,13 @@ func testJobs(t *testing.T, s store.Store) {
 	}
 	got = get(s.JobGetByKey(ctx, "billing", "invoice")).ok(t)
 	equal(t, "JobGetByKey id", got.ID, j.ID)
+	second := newJob(t, s, "billing", "second")
+	many := get(s.JobsGet(ctx, []int64{second.ID, j.ID, j.ID + second.ID + 1000})).ok(t)
+	if len(many) != 2 || !reflect.DeepEqual(map[int64]string{many[0].ID: many[0].Name, many[1].ID: many[1].Name},
+		map[int64]string{j.ID: "invoice", second.ID: "second"}) {
+		t.Fatalf("JobsGet = %+v, want invoice and second (a missing id is left out)", many)
+	}
+	equal(t, "JobsGet of none", len(get(s.JobsGet(ctx, nil)).ok(t)), 0)
 
 	err := s.JobInsert(ctx, &store.Job{Group: "billing", Name: "invoice", TargetKind: store.TargetLocal})
 	wantErr(t, err, store.ErrAlreadyExists)
