@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
@@ -87,8 +88,13 @@ func (c *completer) flush(batch []completion) {
 }
 
 func (c *completer) write(batch []completion) error {
-	ctx := context.Background()
-	e := c.e
+	_, err := c.e.writeCompletions(context.Background(), batch)
+	return err
+}
+
+// writeCompletions writes results in one transaction and returns the ids that were still
+// running (the others were recovered by the leader meanwhile, or completed already).
+func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]int64, error) {
 	results := make([]store.ExecutionResult, len(batch))
 	for i, cp := range batch {
 		msg := cp.res.Message
@@ -109,12 +115,12 @@ func (c *completer) write(batch []completion) error {
 	}
 	tx, err := e.store.Begin(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback()
 	moved, err := tx.ExecutionsComplete(ctx, results)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	movedSet := idSet(moved)
 	var follow []*store.Execution
@@ -129,12 +135,12 @@ func (c *completer) write(batch []completion) error {
 				lines[i] = store.LogLine{Line: int64(i + 1), At: cp.finished.UnixMilli(), Message: msg}
 			}
 			if _, err := tx.ExecutionLogAppend(ctx, ex.ID, lines); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if job.PersistData && cp.res.Data != nil && cp.state == store.ExecSucceeded {
 			if err := tx.JobSetData(ctx, job.ID, cp.res.Data); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
+				return nil, err
 			}
 			e.jobs.forget(job.ID)
 		}
@@ -152,11 +158,11 @@ func (c *completer) write(batch []completion) error {
 	}
 	if len(follow) > 0 {
 		if _, err := tx.ExecutionsInsert(ctx, follow); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return nil, err
 	}
 	for _, id := range moved {
 		e.signals.executionCompleted(id)
@@ -164,7 +170,54 @@ func (c *completer) write(batch []completion) error {
 	if len(follow) > 0 {
 		e.Wake()
 	}
-	return nil
+	return moved, nil
+}
+
+// RemoteResult is the outcome of a fire that ran elsewhere (on an executor), reported to any
+// node.
+type RemoteResult struct {
+	ExecutionID       int64
+	State             store.ExecutionState // succeeded, failed, timed_out or canceled
+	Code              int
+	Message           string
+	Started, Finished time.Time
+	Data              map[string]any
+	Logs              []string
+}
+
+// CompleteRemote records results of fires whose Dispatch returned Async: the execution moves
+// from running to its final state (compare-and-set, so a result that arrives twice, or for a
+// fire the leader declared lost, changes nothing) and retries and child fires follow as for
+// in-process fires. It returns the ids it completed.
+func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]int64, error) {
+	batch := make([]completion, 0, len(results))
+	var jobIDs []int64
+	for _, r := range results {
+		switch r.State {
+		case store.ExecSucceeded, store.ExecFailed, store.ExecTimedOut, store.ExecCanceled:
+		default:
+			return nil, fmt.Errorf("execution %d: state %q is not a final state", r.ExecutionID, r.State)
+		}
+		ex, err := e.store.ExecutionGet(ctx, r.ExecutionID)
+		if err != nil {
+			return nil, fmt.Errorf("execution %d: %w", r.ExecutionID, err)
+		}
+		res := Result{Code: r.Code, Message: r.Message, Data: r.Data, Logs: r.Logs}
+		batch = append(batch, completion{fire: &Fire{Execution: ex}, state: r.State, res: res, started: r.Started, finished: r.Finished})
+		jobIDs = append(jobIDs, ex.JobID)
+	}
+	jobs, err := e.jobs.getMany(ctx, jobIDs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range batch {
+		job := jobs[batch[i].fire.Execution.JobID]
+		if job == nil {
+			job = &store.Job{ID: batch[i].fire.Execution.JobID} // deleted: no retries, no children
+		}
+		batch[i].fire.Job = job
+	}
+	return e.writeCompletions(ctx, batch)
 }
 
 // retryBackoff doubles the job's backoff with every attempt, up to maxRetryBackoff.

@@ -35,6 +35,10 @@ type Result struct {
 	Data map[string]any
 	// Logs are the lines the run wrote.
 	Logs []string
+	// Async says the fire was handed to an executor that reports its outcome later, to any
+	// node, through Engine.CompleteRemote: the execution stays running until then, and the
+	// executor applies the job's concurrency policy and timeout.
+	Async bool
 }
 
 // Config configures an Engine. The zero value of each field but Store and Dispatcher means

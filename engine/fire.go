@@ -226,6 +226,13 @@ func (e *Engine) run(l *lifecycle, f *Fire) {
 	started := e.clock.Now()
 	res := e.dispatch(ctx, f)
 	finished := e.clock.Now()
+	if res.Async && res.Err == nil {
+		// Handed over: the executor reports the outcome through CompleteRemote.
+		if next := l.conc.done(f); next != nil {
+			e.startFires(l, []*pendingFire{next})
+		}
+		return
+	}
 
 	state := store.ExecSucceeded
 	if res.Err != nil {
