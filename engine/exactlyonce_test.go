@@ -71,7 +71,7 @@ func TestExactlyOnce(t *testing.T) {
 		}
 
 		// Wait until every ledger fire has started (a signal per fire), then stop the nodes.
-		deadline := time.After(end.Sub(time.Now()) + 30*time.Second)
+		deadline := time.After(time.Until(end) + 30*time.Second)
 		for missing := len(ledger); missing > 0; {
 			select {
 			case f := <-rec.started:

@@ -75,12 +75,6 @@ func (q *fireQueue) close() {
 	q.mu.Unlock()
 }
 
-func (q *fireQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.h)
-}
-
 type fireHeap []*pendingFire
 
 func (h fireHeap) Len() int { return len(h) }

@@ -108,12 +108,6 @@ func (r *recorder) ran(k fireKey) bool {
 	return len(r.runs[k]) > 0
 }
 
-func (r *recorder) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.runs)
-}
-
 // newEngine makes a node on st that dispatches to r.
 func newEngine(t *testing.T, st store.Store, r *recorder, node string, clk clock.Clock, tune func(*Config)) *Engine {
 	t.Helper()
