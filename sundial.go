@@ -41,6 +41,10 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// DrainTimeout is how long Stop waits for running handlers. Default 30 s.
 	DrainTimeout time.Duration
+	// Dispatcher, when set, is given the in-process dispatcher (registered handlers) and
+	// returns the one the engine uses: a server wraps it to send remote jobs to executors
+	// (dispatch.ByTarget).
+	Dispatcher func(local engine.Dispatcher) engine.Dispatcher
 	// Engine tunes the scheduling loop further (batch size, look-ahead, poll interval). Its
 	// Store, Dispatcher, NodeID, Logger and Clock are set from the fields above.
 	Engine engine.Config
@@ -72,6 +76,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	ec := cfg.Engine
 	ec.Store, ec.Dispatcher, ec.NodeID, ec.Logger, ec.Clock = cfg.Store, localDispatcher{s}, cfg.NodeID, cfg.Logger, s.clock
+	if cfg.Dispatcher != nil {
+		ec.Dispatcher = cfg.Dispatcher(ec.Dispatcher)
+	}
 	if cfg.MisfireThreshold > 0 {
 		ec.MisfireThreshold = cfg.MisfireThreshold
 	}

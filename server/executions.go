@@ -26,13 +26,18 @@ type executionOut struct {
 	TriggerMsg  string `json:"trigger_msg,omitempty"`
 	StartedAt   msTime `json:"started_at"`
 	FinishedAt  msTime `json:"finished_at"`
+	// ExecutorAddress is the executor a remote job's run was sent to; ShardIndex and
+	// ShardTotal are its shard of a sharding-broadcast.
+	ExecutorAddress string `json:"executor_address,omitempty"`
+	ShardIndex      int    `json:"shard_index"`
+	ShardTotal      int    `json:"shard_total,omitempty"`
 }
 
 func toExecutionOut(x *store.Execution) executionOut {
 	return executionOut{ID: x.ID, JobID: x.JobID, TriggerID: x.TriggerID, ScheduledAt: msTime(x.ScheduledAt),
 		FiredAt: msTime(x.FiredAt), Cause: string(x.Cause), Attempt: x.Attempt, Node: x.Node, State: string(x.State),
 		HandleCode: x.HandleCode, HandleMsg: x.HandleMsg, TriggerMsg: x.TriggerMsg, StartedAt: msTime(x.StartedAt),
-		FinishedAt: msTime(x.FinishedAt)}
+		FinishedAt: msTime(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal}
 }
 
 var executionStates = map[store.ExecutionState]bool{

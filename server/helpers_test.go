@@ -43,6 +43,12 @@ func forEachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
 
 func newEnv(t *testing.T, dialect string) *env {
 	t.Helper()
+	return newEnvWith(t, dialect, nil)
+}
+
+// newEnvWith is newEnv with the server's Config adjusted by tune.
+func newEnvWith(t *testing.T, dialect string, tune func(*Config)) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
 	if err != nil {
@@ -52,8 +58,12 @@ func newEnv(t *testing.T, dialect string) *env {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Store: st, Logger: slog.New(slog.DiscardHandler),
-		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
+	cfg := Config{Store: st, Logger: slog.New(slog.DiscardHandler),
+		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}}
+	if tune != nil {
+		tune(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,18 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/executions/{id}/output", authenticated, s.executionOutput},
 
 		{"GET", v1 + "/nodes", authenticated, s.listNodes},
+
+		{"GET", v1 + "/apps", authenticated, s.listApps},
+		{"GET", v1 + "/apps/{name}", authenticated, s.getApp},
+		{"PUT", v1 + "/apps/{name}", authenticated, s.putApp},
+		{"DELETE", v1 + "/apps/{name}", authenticated, s.deleteApp},
+		{"GET", v1 + "/executors", authenticated, s.listExecutors},
+
+		// The executor protocol: the executor token, not a person's credentials.
+		{"POST", v1 + "/executor/register", public, s.executorAuth(s.executorRegister)},
+		{"POST", v1 + "/executor/unregister", public, s.executorAuth(s.executorUnregister)},
+		{"POST", v1 + "/executor/logs", public, s.executorAuth(s.executorLogs)},
+		{"POST", v1 + "/executor/results", public, s.executorAuth(s.executorResults)},
 	}
 }
 

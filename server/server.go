@@ -1,6 +1,7 @@
 // Package server is Sundial's HTTP face: one scheduler node together with the REST API under
-// /api/v1 (jobs, triggers, calendars, executions, nodes, tokens), its OpenAPI document, the
-// login for the console, Prometheus metrics and health checks.
+// /api/v1 (jobs, triggers, calendars, executions, nodes, tokens, apps and executors, and the
+// executor protocol), its OpenAPI document, the login for the console, Prometheus metrics and
+// health checks.
 package server
 
 import (
@@ -17,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/dispatch"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -33,6 +36,12 @@ type Config struct {
 	SessionTTL time.Duration
 	// ShutdownTimeout bounds the wait for open requests when the server stops. Default 10 s.
 	ShutdownTimeout time.Duration
+	// ExecutorToken is the shared secret executors present, and the server presents to them
+	// (docs/executor-protocol.md). Empty refuses every executor.
+	ExecutorToken string
+	// ExecutorHeartbeat is the heartbeat interval announced to executors; an instance silent
+	// for three is gone. Default dispatch.DefaultHeartbeatInterval.
+	ExecutorHeartbeat time.Duration
 }
 
 // Server is one node: the engine plus the HTTP API.
@@ -51,6 +60,9 @@ type Server struct {
 	handlers   map[string]bool // names registered through Register
 
 	running atomic.Bool
+	// stopSweep ends the executor sweep loop; sweepDone is closed when it has.
+	stopSweep context.CancelFunc
+	sweepDone chan struct{}
 	// closing is closed when the HTTP server shuts down, so long-lived streams (output
 	// follow) end instead of holding the shutdown up.
 	closing   chan struct{}
@@ -72,8 +84,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
+	if cfg.ExecutorHeartbeat <= 0 {
+		cfg.ExecutorHeartbeat = dispatch.DefaultHeartbeatInterval
+	}
 	sc := cfg.Scheduler
 	sc.Store, sc.Logger = cfg.Store, cfg.Logger
+	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Token: cfg.ExecutorToken,
+		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger})
+	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -127,6 +145,12 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.sched.Start(ctx); err != nil {
 		return fmt.Errorf("server: start node: %w", err)
 	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopSweep, s.sweepDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.sweepDone)
+		s.sweepLoop(sctx)
+	}()
 	s.running.Store(true)
 	return nil
 }
@@ -135,6 +159,10 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Stop(ctx context.Context) error {
 	s.running.Store(false)
 	s.closeStreams()
+	if s.stopSweep != nil {
+		s.stopSweep()
+		<-s.sweepDone
+	}
 	return s.sched.Stop(ctx)
 }
 

@@ -12,7 +12,7 @@ var (
 	// ErrNotFound means the row named by the call does not exist.
 	ErrNotFound = errors.New("not found")
 	// ErrAlreadyExists means a unique key (a job's or trigger's group and name, a calendar's
-	// name, an execution's trigger, scheduled time and attempt) is taken.
+	// name, an execution's trigger, scheduled time, attempt and shard) is taken.
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrInUse means the row is still referenced (a calendar used by a trigger, a job that
 	// does not exist for a new trigger).
@@ -83,7 +83,7 @@ type Executor interface {
 	CalendarDelete(ctx context.Context, name string) error
 
 	// ExecutionsInsert inserts es in one statement and sets their IDs. An execution whose
-	// (TriggerID, ScheduledAt, Attempt) already exists is not inserted: it is returned in
+	// (TriggerID, ScheduledAt, Attempt, ShardIndex) already exists is not inserted: it is returned in
 	// dups with ID 0, and the rest are inserted.
 	ExecutionsInsert(ctx context.Context, es []*Execution) (dups []*Execution, err error)
 	ExecutionGet(ctx context.Context, id int64) (*Execution, error)
@@ -118,6 +118,34 @@ type Executor interface {
 	// ExecutionsLoseRunning moves a dead node's running executions to lost, stamping
 	// FinishedAt with the database clock, and returns them as they are after the move.
 	ExecutionsLoseRunning(ctx context.Context, node string) ([]*Execution, error)
+
+	// ExecutionsSetDispatch records where a running execution was sent: the executor address,
+	// its shard of a broadcast and the dispatch message. It moves nothing (a compare-and-set on
+	// state running) and reports false when the execution is no longer running.
+	ExecutionsSetDispatch(ctx context.Context, id int64, address string, shardIndex, shardTotal int, msg string) (bool, error)
+	// ExecutionsLoseOnExecutor moves the running executions of the app's jobs sent to the
+	// executor address to lost, stamping FinishedAt with the database clock, and returns them
+	// as they are after the move.
+	ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*Execution, error)
+
+	// AppPut inserts or replaces an app, setting its timestamps.
+	AppPut(ctx context.Context, a *App) error
+	AppGet(ctx context.Context, name string) (*App, error)
+	// AppList lists apps by name.
+	AppList(ctx context.Context) ([]*App, error)
+	AppDelete(ctx context.Context, name string) error
+
+	// RegistryBeat records that the executor instance is alive now by the database clock,
+	// inserting it on its first beat and replacing its handlers.
+	RegistryBeat(ctx context.Context, app, address string, handlers []string) error
+	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
+	RegistryLeave(ctx context.Context, app, address string) (bool, error)
+	// RegistryLive lists the instances of app (of every app for "") seen within olderThan by
+	// the database clock, by app and address.
+	RegistryLive(ctx context.Context, app string, olderThan time.Duration) ([]*Instance, error)
+	// RegistrySweep deletes the instances silent for longer than olderThan by the database
+	// clock and returns them. An instance that beats meanwhile stays.
+	RegistrySweep(ctx context.Context, olderThan time.Duration) ([]*Instance, error)
 
 	// ExecutionLogAppend stores lines for an execution; a line number already stored is
 	// ignored, as are lines past the store's per-execution cap. It returns how many lines it

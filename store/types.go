@@ -204,8 +204,9 @@ type Execution struct {
 	JobID int64
 	// TriggerID is 0 for fires that no trigger caused (manual, API, child).
 	TriggerID int64
-	// ScheduledAt is when the fire is due. (TriggerID, ScheduledAt, Attempt) is unique, which
-	// is what makes a duplicate fire impossible.
+	// ScheduledAt is when the fire is due. (TriggerID, ScheduledAt, Attempt, ShardIndex) is
+	// unique, which is what makes a duplicate fire impossible: a fire is shard 0, and a
+	// sharding-broadcast adds one execution per further shard.
 	ScheduledAt int64
 	// FiredAt is when a node moved it to running.
 	FiredAt int64

@@ -22,6 +22,7 @@ import (
 
 type serverOptions struct {
 	addr, db, nodeID, admin string
+	executorToken           string
 	logFormat, logLevel     string
 	drainTimeout            time.Duration
 }
@@ -51,6 +52,7 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
 	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
+	f.StringVar(&o.executorToken, "executor-token", "", "shared secret of the executors (none: executors are refused)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
@@ -117,7 +119,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			"It is shown only this once. Log in with it (POST /api/v1/auth/login) and create an API token\n"+
 			"(POST /api/v1/tokens), or change it (POST /api/v1/auth/password).\n", o.admin, password)
 	}
-	srv, err := server.New(server.Config{Store: st, Logger: log,
+	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken,
 		Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout}})
 	if err != nil {
 		return err

@@ -58,7 +58,11 @@ func scanExecutions(rows *sql.Rows, err error) ([]*store.Execution, error) {
 // fireKey is the unique key of an execution.
 type fireKey struct {
 	trigger, scheduled int64
-	attempt            int
+	attempt, shard     int
+}
+
+func keyOf(x *store.Execution) fireKey {
+	return fireKey{x.TriggerID, x.ScheduledAt, x.Attempt, x.ShardIndex}
 }
 
 // ExecutionsInsert inserts es with one statement per chunk, skipping duplicates.
@@ -116,10 +120,10 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 	var got []insertedExecution
 	if e.d().kind == mysqlKind {
 		got, err = scanInserted(e.query(ctx, "INSERT IGNORE INTO executions ("+executionInsertCols+") VALUES "+
-			values+" RETURNING id, trigger_id, scheduled_at, attempt", args...))
+			values+" RETURNING id, trigger_id, scheduled_at, attempt, shard_index", args...))
 	} else {
 		got, err = scanInserted(e.query(ctx, "INSERT INTO executions ("+executionInsertCols+") VALUES "+values+
-			" ON CONFLICT (trigger_id, scheduled_at, attempt) DO NOTHING RETURNING id, trigger_id, scheduled_at, attempt", args...))
+			" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING RETURNING id, trigger_id, scheduled_at, attempt, shard_index", args...))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
@@ -142,9 +146,9 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 				return nil, fmt.Errorf("sqlstore: insert executions: the database reported fewer rows than were sent")
 			}
 			x.ID, loose = loose[0], loose[1:]
-		} else if id, ok := byKey[fireKey{x.TriggerID, x.ScheduledAt, x.Attempt}]; ok {
+		} else if id, ok := byKey[keyOf(x)]; ok {
 			x.ID = id
-			delete(byKey, fireKey{x.TriggerID, x.ScheduledAt, x.Attempt})
+			delete(byKey, keyOf(x))
 		} else {
 			x.ID = 0
 			dups = append(dups, x)
@@ -174,7 +178,7 @@ func scanInserted(rows *sql.Rows, err error) ([]insertedExecution, error) {
 	for rows.Next() {
 		var g insertedExecution
 		var trig sql.NullInt64
-		if err := rows.Scan(&g.id, &trig, &g.key.scheduled, &g.key.attempt); err != nil {
+		if err := rows.Scan(&g.id, &trig, &g.key.scheduled, &g.key.attempt, &g.key.shard); err != nil {
 			return nil, err
 		}
 		g.key.trigger = trig.Int64
@@ -194,13 +198,13 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 	var tuples []string
 	for _, x := range es {
 		if x.TriggerID != 0 {
-			keys = append(keys, x.TriggerID, x.ScheduledAt, x.Attempt)
-			tuples = append(tuples, "(?, ?, ?)")
+			keys = append(keys, x.TriggerID, x.ScheduledAt, x.Attempt, x.ShardIndex)
+			tuples = append(tuples, "(?, ?, ?, ?)")
 		}
 	}
 	taken := map[fireKey]bool{}
 	if len(tuples) > 0 {
-		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt FROM executions WHERE (trigger_id, scheduled_at, attempt) IN ("+
+		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt, shard_index FROM executions WHERE (trigger_id, scheduled_at, attempt, shard_index) IN ("+
 			strings.Join(tuples, ", ")+")", keys...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
@@ -208,7 +212,7 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 		defer rows.Close()
 		for rows.Next() {
 			var k fireKey
-			if err := rows.Scan(&k.trigger, &k.scheduled, &k.attempt); err != nil {
+			if err := rows.Scan(&k.trigger, &k.scheduled, &k.attempt, &k.shard); err != nil {
 				return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 			}
 			taken[k] = true
@@ -220,7 +224,7 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 	}
 	var fresh, dups []*store.Execution
 	for _, x := range es {
-		k := fireKey{x.TriggerID, x.ScheduledAt, x.Attempt}
+		k := keyOf(x)
 		if x.TriggerID != 0 && taken[k] {
 			x.ID = 0
 			dups = append(dups, x)

@@ -40,6 +40,7 @@ func testExecutionsInsert(t *testing.T, s store.Store) {
 
 	// A fire that exists is reported, not inserted; the rest of the batch goes in.
 	again := pending(1, 10, 1000, 0)
+	again.ShardIndex = full.ShardIndex // the fire key includes the shard
 	retry := pending(1, 10, 1000, 1)
 	twin1, twin2 := pending(1, 11, 5000, 0), pending(1, 11, 5000, 0)
 	dups = get(s.ExecutionsInsert(ctx, []*store.Execution{again, retry, twin1, twin2})).ok(t)

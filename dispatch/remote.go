@@ -1,0 +1,258 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// DefaultHeartbeatInterval is the executor heartbeat interval the server announces; an
+// instance silent for LiveIntervals of them is gone.
+const DefaultHeartbeatInterval = 3 * time.Second
+
+// LiveIntervals is how many heartbeat intervals an instance may miss before it is gone.
+const LiveIntervals = 3
+
+// Config configures Remote.
+type Config struct {
+	// Store is the cluster's database: apps, registry, executions.
+	Store store.Store
+	// Token is the executor token sent with every call to an executor.
+	Token string
+	// HeartbeatInterval is the executors' heartbeat interval. Default DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// Client makes the calls to executors. Default: a client with a 10 s timeout.
+	Client *http.Client
+	// Logger receives the dispatcher's logs. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Remote dispatches fires of remote jobs to executors (docs/executor-protocol.md).
+type Remote struct {
+	cfg    Config
+	router *router
+}
+
+// NewRemote returns a Remote dispatcher.
+func NewRemote(cfg Config) *Remote {
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Remote{cfg: cfg, router: newRouter()}
+}
+
+var _ engine.Dispatcher = (*Remote)(nil)
+
+// RunRequest is the body of POST {address}/run.
+type RunRequest struct {
+	ExecutionID int64  `json:"execution_id"`
+	JobID       int64  `json:"job_id"`
+	Handler     string `json:"handler"`
+	Params      string `json:"params"`
+	TimeoutMs   int64  `json:"timeout_ms"`
+	Concurrency string `json:"concurrency"`
+	ShardIndex  int    `json:"shard_index"`
+	ShardTotal  int    `json:"shard_total"`
+	ScheduledAt int64  `json:"scheduled_at"`
+	Attempt     int    `json:"attempt"`
+}
+
+type runResponse struct {
+	Accepted bool   `json:"accepted"`
+	Message  string `json:"message"`
+}
+
+// Dispatch sends the fire to the instance(s) its job's routing picks. It returns Async when
+// an executor accepted the run, and a failure saying why otherwise.
+func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
+	job := f.Job
+	st, err := ParseStrategy(job.Routing)
+	if err != nil {
+		return engine.Result{Err: fmt.Errorf("job %d: %w", job.ID, err)}
+	}
+	addrs, err := r.addresses(ctx, job.App, job.Handler)
+	if err != nil {
+		return engine.Result{Err: err}
+	}
+	if len(addrs) == 0 {
+		return engine.Result{Err: fmt.Errorf("no executor of app %q is online (with handler %q)", job.App, job.Handler)}
+	}
+	if st == ShardingBroadcast {
+		return r.broadcast(ctx, f, addrs)
+	}
+	addr, err := r.router.pick(ctx, st, job.ID, addrs, r)
+	if err != nil {
+		return engine.Result{Err: fmt.Errorf("app %q: %w", job.App, err)}
+	}
+	return r.send(ctx, f.Execution, job, addr, 0, 1)
+}
+
+// send records the address on the execution, then posts the run. The address is recorded
+// first so that a result or a sweep that races the answer finds it.
+func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int) engine.Result {
+	msg := fmt.Sprintf("sent to %s", addr)
+	if total > 1 {
+		msg = fmt.Sprintf("shard %d/%d sent to %s", index, total, addr)
+	}
+	if _, err := r.cfg.Store.ExecutionsSetDispatch(ctx, ex.ID, addr, index, total, msg); err != nil {
+		return engine.Result{Err: err}
+	}
+	req := RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
+		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
+		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt}
+	var resp runResponse
+	if err := r.call(ctx, addr, "/run", req, &resp); err != nil {
+		return engine.Result{Err: fmt.Errorf("executor %s did not take execution %d: %w", addr, ex.ID, err)}
+	}
+	if !resp.Accepted {
+		return engine.Result{Err: fmt.Errorf("executor %s refused execution %d: %s", addr, ex.ID, resp.Message)}
+	}
+	return engine.Result{Async: true, Message: msg}
+}
+
+// broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
+// 1..n-1 are new executions with the same job, trigger, scheduled time and attempt (the fire
+// key includes the shard index, so each shard exists once), inserted running on this node so
+// that the node's death or the executor's loss is handled as for any running execution. A
+// shard that no executor takes is recorded failed at once; retrying is the fire's (shard 0's)
+// business, so a broadcast is not multiplied by its failures.
+func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) engine.Result {
+	ex, job, total := f.Execution, f.Job, len(addrs)
+	shards := make([]*store.Execution, 0, total-1)
+	for i := 1; i < total; i++ {
+		shards = append(shards, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: ex.ScheduledAt,
+			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, ExecutorAddress: addrs[i],
+			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt})
+	}
+	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)
+	if err != nil {
+		return engine.Result{Err: fmt.Errorf("broadcast of execution %d: insert %d shards: %w", ex.ID, len(shards), err)}
+	}
+	for _, sh := range shards {
+		if slices.Contains(dups, sh) {
+			continue // sent already by an earlier dispatch of this fire
+		}
+		res := r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total)
+		if res.Async {
+			continue
+		}
+		now := time.Now().UnixMilli()
+		if _, err := r.cfg.Store.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: sh.ID, State: store.ExecFailed,
+			HandleCode: 500, HandleMsg: res.Err.Error(), StartedAt: now, FinishedAt: now}}); err != nil {
+			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
+		}
+	}
+	return r.send(ctx, ex, job, addrs[0], 0, total)
+}
+
+// addresses returns the app's executor addresses, sorted: its manual list, or its live
+// instances that run the handler (an instance that reports no handlers may run any). An app
+// with no row is in auto mode, so executors can register before anyone defines their app.
+func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, error) {
+	if app == "" {
+		return nil, errors.New("the job names no app: a remote job needs the app whose executors run it")
+	}
+	a, err := r.cfg.Store.AppGet(ctx, app)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	case a.AddressMode == store.AddressManual:
+		out := slices.Clone(a.Addresses)
+		slices.Sort(out)
+		return out, nil
+	}
+	live, err := r.cfg.Store.RegistryLive(ctx, app, LiveIntervals*r.cfg.HeartbeatInterval)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, in := range live {
+		if len(in.Handlers) == 0 || slices.Contains(in.Handlers, handler) {
+			out = append(out, in.Address)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (r *Remote) beat(ctx context.Context, addr string) error {
+	return r.call(ctx, addr, "/beat", struct{}{}, &struct{}{})
+}
+
+func (r *Remote) idleBeat(ctx context.Context, addr string, jobID int64) (bool, error) {
+	var out struct {
+		Idle bool `json:"idle"`
+	}
+	err := r.call(ctx, addr, "/idle-beat", map[string]int64{"job_id": jobID}, &out)
+	return out.Idle, err
+}
+
+// Kill asks the executor at addr to stop the execution; it reports whether it did.
+func (r *Remote) Kill(ctx context.Context, addr string, executionID int64) (bool, error) {
+	var out struct {
+		Killed bool `json:"killed"`
+	}
+	err := r.call(ctx, addr, "/kill", map[string]int64{"execution_id": executionID}, &out)
+	return out.Killed, err
+}
+
+// call POSTs body as JSON to addr+path with the executor token and decodes a 200 answer.
+func (r *Remote) call(ctx context.Context, addr, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(addr, "/")+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.cfg.Token)
+	resp, err := r.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("POST %s: status %d: %s", path, resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("POST %s: decode the answer: %w", path, err)
+	}
+	return nil
+}
+
+// byTarget routes each fire by its job's target kind.
+type byTarget struct {
+	local, remote engine.Dispatcher
+}
+
+// ByTarget returns a dispatcher that runs remote jobs with remote and every other job with
+// local.
+func ByTarget(local, remote engine.Dispatcher) engine.Dispatcher { return byTarget{local, remote} }
+
+func (d byTarget) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
+	if f.Job.TargetKind == store.TargetRemote {
+		return d.remote.Dispatch(ctx, f)
+	}
+	return d.local.Dispatch(ctx, f)
+}

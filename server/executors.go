@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// The executor side of docs/executor-protocol.md: executors register (and heartbeat), leave,
+// stream output and report results with the executor token, not a person's credentials.
+
+var errBadExecutorToken = &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated",
+	Message: "executor endpoints need Authorization: Bearer <executor token> (sundial server --executor-token)"}
+
+// executorAuth admits requests carrying the executor token. With no token configured nothing
+// is admitted: an open registry would let anyone receive the jobs' parameters.
+func (s *Server) executorAuth(h apiHandler) apiHandler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if s.cfg.ExecutorToken == "" || !ok ||
+			subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.ExecutorToken)) != 1 {
+			return errBadExecutorToken
+		}
+		return h(w, r)
+	}
+}
+
+type registerIn struct {
+	App      string   `json:"app"`
+	Address  string   `json:"address"`
+	Handlers []string `json:"handlers"`
+}
+
+func (in *registerIn) validate(needHandlers bool) error {
+	switch {
+	case in.App == "":
+		return invalidField("app", "must not be empty")
+	case !strings.HasPrefix(in.Address, "http://") && !strings.HasPrefix(in.Address, "https://"):
+		return invalidField("address", "want the executor's base URL (http://host:port), got %q", in.Address)
+	case needHandlers && in.Handlers == nil:
+		in.Handlers = []string{}
+	}
+	return nil
+}
+
+func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error {
+	var in registerIn
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if err := in.validate(true); err != nil {
+		return err
+	}
+	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Handlers); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"heartbeat_interval_ms": s.cfg.ExecutorHeartbeat.Milliseconds()})
+	return nil
+}
+
+func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) error {
+	var in registerIn
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if err := in.validate(false); err != nil {
+		return err
+	}
+	if _, err := s.store.RegistryLeave(r.Context(), in.App, in.Address); err != nil {
+		return err
+	}
+	s.log.Info("executor left", "app", in.App, "address", in.Address)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type logsIn struct {
+	ExecutionID int64 `json:"execution_id"`
+	Lines       []struct {
+		Line    int64  `json:"line"`
+		At      int64  `json:"at"`
+		Message string `json:"message"`
+	} `json:"lines"`
+}
+
+func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
+	var in logsIn
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.ExecutionID <= 0 {
+		return invalidField("execution_id", "must be positive, got %d", in.ExecutionID)
+	}
+	lines := make([]store.LogLine, len(in.Lines))
+	for i, l := range in.Lines {
+		if l.Line < 1 {
+			return invalidField(fmt.Sprintf("lines[%d].line", i), "line numbers count from 1, got %d", l.Line)
+		}
+		lines[i] = store.LogLine{Line: l.Line, At: l.At, Message: l.Message}
+	}
+	if _, err := s.store.ExecutionLogAppend(r.Context(), in.ExecutionID, lines); err != nil {
+		return fmt.Errorf("output of execution %d: %w", in.ExecutionID, err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type resultsIn struct {
+	Results []struct {
+		ExecutionID int64  `json:"execution_id"`
+		State       string `json:"state"`
+		Code        int    `json:"code"`
+		Message     string `json:"message"`
+		StartedAt   int64  `json:"started_at"`
+		FinishedAt  int64  `json:"finished_at"`
+	} `json:"results"`
+}
+
+func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
+	var in resultsIn
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	rs := make([]engine.RemoteResult, len(in.Results))
+	for i, res := range in.Results {
+		switch st := store.ExecutionState(res.State); st {
+		case store.ExecSucceeded, store.ExecFailed, store.ExecTimedOut, store.ExecCanceled:
+		default:
+			return invalidField(fmt.Sprintf("results[%d].state", i), "want succeeded, failed, timed_out or canceled, got %q", res.State)
+		}
+		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
+			Message: res.Message, Started: time.UnixMilli(res.StartedAt), Finished: time.UnixMilli(res.FinishedAt)}
+	}
+	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
+	if err != nil {
+		return err
+	}
+	if done == nil {
+		done = []int64{}
+	}
+	writeJSON(w, http.StatusOK, map[string][]int64{"completed": done})
+	return nil
+}
+
+// sweepLoop is a leader duty: every heartbeat interval it forgets the instances silent for
+// three intervals and declares their running executions lost, retrying them per their job.
+func (s *Server) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.ExecutorHeartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !s.sched.Engine().IsLeader() {
+			continue
+		}
+		if err := s.sweepExecutors(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("sweeping silent executors", "err", err)
+		}
+	}
+}
+
+// sweepExecutors runs one sweep. Each instance's executions move running → lost with a
+// compare-and-set in the same transaction that inserts their retries, so a result that
+// arrives first wins and a lost execution is retried once.
+func (s *Server) sweepExecutors(ctx context.Context) error {
+	gone, err := s.store.RegistrySweep(ctx, 3*s.cfg.ExecutorHeartbeat)
+	if err != nil {
+		return err
+	}
+	for _, in := range gone {
+		n, err := s.loseExecutor(ctx, in.App, in.Address)
+		if err != nil {
+			return fmt.Errorf("executor %s of %s: %w", in.Address, in.App, err)
+		}
+		s.log.Warn("executor went silent", "app", in.App, "address", in.Address, "lost", n)
+	}
+	return nil
+}
+
+func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, error) {
+	tx, err := s.store.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	lost, err := tx.ExecutionsLoseOnExecutor(ctx, app, address)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	var retries []*store.Execution
+	for _, ex := range lost {
+		if ex.ShardIndex > 0 {
+			continue // retrying a broadcast is its fire's (shard 0's) business
+		}
+		job, err := tx.JobGet(ctx, ex.JobID)
+		if err != nil || ex.Attempt >= job.MaxRetries {
+			continue // the job is gone or out of retries
+		}
+		retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
+			ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
+			Attempt: ex.Attempt + 1, State: store.ExecPending})
+	}
+	if len(retries) > 0 {
+		if _, err := tx.ExecutionsInsert(ctx, retries); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	if len(retries) > 0 {
+		s.sched.Engine().Wake()
+	}
+	return len(lost), nil
+}
+
+// retryBackoff is the engine's rule: the job's backoff doubled per attempt, at most an hour.
+func retryBackoff(job *store.Job, attempt int) time.Duration {
+	d := time.Duration(job.RetryBackoffMs) * time.Millisecond
+	for i := 0; i < attempt && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}

@@ -1,0 +1,36 @@
+package store
+
+// AddressMode says where an app's executor addresses come from.
+type AddressMode string
+
+// The address modes.
+const (
+	// AddressAuto uses the instances that register and heartbeat (the registry).
+	AddressAuto AddressMode = "auto"
+	// AddressManual uses the addresses stored with the app.
+	AddressManual AddressMode = "manual"
+)
+
+// App is an executor group: the executors that run an app's remote jobs.
+type App struct {
+	Name  string
+	Title string
+	// AddressMode defaults to AddressAuto on AppPut.
+	AddressMode AddressMode
+	// Addresses are the executors of an AddressManual app.
+	Addresses []string
+	// Protocol is the wire protocol its executors speak: "native" (the default) or "xxl-job".
+	Protocol  string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// Instance is one registered executor of an app, alive while it heartbeats.
+type Instance struct {
+	App      string
+	Address  string
+	Handlers []string
+	// RegisteredAt and LastSeen come from the database clock.
+	RegisteredAt int64
+	LastSeen     int64
+}

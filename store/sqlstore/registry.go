@@ -1,0 +1,238 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Apps and the executor registry. Like the nodes, registry times come from the database
+// clock only, so no executor's or node's clock decides who is alive.
+
+const appCols = "name, title, address_mode, addresses, protocol, created_at, updated_at"
+
+func scanApp(r rowScanner) (*store.App, error) {
+	var a store.App
+	var addrs string
+	if err := r.Scan(&a.Name, &a.Title, &a.AddressMode, &addrs, &a.Protocol, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if err := decodeJSON(addrs, &a.Addresses); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// AppPut upserts the app; CreatedAt survives a replacement.
+func (e *executor) AppPut(ctx context.Context, a *store.App) error {
+	if a.AddressMode == "" {
+		a.AddressMode = store.AddressAuto
+	}
+	if a.Protocol == "" {
+		a.Protocol = "native"
+	}
+	addrs, err := encodeJSON(a.Addresses, len(a.Addresses) == 0)
+	if err != nil {
+		return err
+	}
+	now := e.cfg.now()
+	_, err = e.exec(ctx, "INSERT INTO apps ("+appCols+") VALUES (?, ?, ?, ?, ?, ?, ?)"+
+		e.d().upsert("name", "title", "address_mode", "addresses", "protocol", "updated_at"),
+		a.Name, a.Title, string(a.AddressMode), addrs, a.Protocol, now, now)
+	if err != nil {
+		return fmt.Errorf("sqlstore: put app %q: %w", a.Name, err)
+	}
+	got, err := e.AppGet(ctx, a.Name)
+	if err != nil {
+		return err
+	}
+	a.CreatedAt, a.UpdatedAt = got.CreatedAt, got.UpdatedAt
+	return nil
+}
+
+// AppGet returns the app name.
+func (e *executor) AppGet(ctx context.Context, name string) (*store.App, error) {
+	a, err := scanApp(e.queryRow(ctx, "SELECT "+appCols+" FROM apps WHERE name = ?", name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("app %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: get app %q: %w", name, err)
+	}
+	return a, nil
+}
+
+// AppList lists every app by name; apps are few (one per executor group).
+func (e *executor) AppList(ctx context.Context) ([]*store.App, error) {
+	rows, err := e.query(ctx, "SELECT "+appCols+" FROM apps ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list apps: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.App
+	for rows.Next() {
+		a, err := scanApp(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: list apps: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// AppDelete deletes the app; its registered instances stay until they stop beating, so an
+// app deleted by mistake reappears in the registry list.
+func (e *executor) AppDelete(ctx context.Context, name string) error {
+	res, err := e.exec(ctx, "DELETE FROM apps WHERE name = ?", name)
+	if err != nil {
+		return fmt.Errorf("sqlstore: delete app %q: %w", name, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("app %q: %w", name, store.ErrNotFound)
+	}
+	return nil
+}
+
+const instanceCols = "app, address, handlers, registered_at, last_seen"
+
+func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.Instance
+	for rows.Next() {
+		var in store.Instance
+		var hs string
+		if err := rows.Scan(&in.App, &in.Address, &hs, &in.RegisteredAt, &in.LastSeen); err != nil {
+			return nil, err
+		}
+		if err := decodeJSON(hs, &in.Handlers); err != nil {
+			return nil, err
+		}
+		out = append(out, &in)
+	}
+	return out, rows.Err()
+}
+
+// RegistryBeat upserts the instance with last_seen = the database's now.
+func (e *executor) RegistryBeat(ctx context.Context, app, address string, handlers []string) error {
+	hs, err := encodeJSON(handlers, len(handlers) == 0)
+	if err != nil {
+		return err
+	}
+	now := e.d().nowMillis()
+	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, "+now+", "+now+")"+
+		e.d().upsert("app, address", "handlers", "last_seen"), app, address, hs)
+	if err != nil {
+		return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
+	}
+	return nil
+}
+
+// RegistryLeave deletes the instance.
+func (e *executor) RegistryLeave(ctx context.Context, app, address string) (bool, error) {
+	res, err := e.exec(ctx, "DELETE FROM registry WHERE app = ? AND address = ?", app, address)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: unregister %s at %q: %w", app, address, err)
+	}
+	n, err := affected(res)
+	return n > 0, err
+}
+
+// RegistryLive lists the instances seen within olderThan, served by registry_app_seen_idx.
+func (e *executor) RegistryLive(ctx context.Context, app string, olderThan time.Duration) ([]*store.Instance, error) {
+	q := "SELECT " + instanceCols + " FROM registry WHERE last_seen >= " + e.d().nowMillis() + " - ?"
+	args := []any{olderThan.Milliseconds()}
+	if app != "" {
+		q += " AND app = ?"
+		args = append(args, app)
+	}
+	ins, err := scanInstances(e.query(ctx, q+" ORDER BY app, address", args...))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: live instances of %q: %w", app, err)
+	}
+	return ins, nil
+}
+
+// RegistrySweep selects the silent instances, then deletes each with the same condition: one
+// that beat between the two statements is not deleted and not returned.
+func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) ([]*store.Instance, error) {
+	var gone []*store.Instance
+	err := e.inTx(ctx, func(e *executor) error {
+		stale, err := scanInstances(e.query(ctx, "SELECT "+instanceCols+" FROM registry WHERE last_seen < "+
+			e.d().nowMillis()+" - ? ORDER BY app, address", olderThan.Milliseconds()))
+		if err != nil {
+			return err
+		}
+		for _, in := range stale {
+			res, err := e.exec(ctx, "DELETE FROM registry WHERE app = ? AND address = ? AND last_seen < "+
+				e.d().nowMillis()+" - ?", in.App, in.Address, olderThan.Milliseconds())
+			if err != nil {
+				return err
+			}
+			if n, err := affected(res); err != nil {
+				return err
+			} else if n > 0 {
+				gone = append(gone, in)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: sweep the registry: %w", err)
+	}
+	return gone, nil
+}
+
+// ExecutionsSetDispatch records the dispatch of a running execution.
+func (e *executor) ExecutionsSetDispatch(ctx context.Context, id int64, address string, shardIndex, shardTotal int, msg string) (bool, error) {
+	res, err := e.exec(ctx, "UPDATE executions SET executor_address = ?, shard_index = ?, shard_total = ?, trigger_msg = ?"+
+		" WHERE id = ? AND state = 'running'", address, shardIndex, shardTotal, msg, id)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: record the dispatch of execution %d to %q: %w", id, address, err)
+	}
+	n, err := affected(res)
+	return n > 0, err
+}
+
+// ExecutionsLoseOnExecutor locks the instance's running executions (through
+// executions_live_executor_idx), then moves them with a compare-and-set on running: a result
+// that arrives meanwhile wins, and its execution is not returned.
+func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*store.Execution, error) {
+	var lost []*store.Execution
+	err := e.inTx(ctx, func(e *executor) error {
+		xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions WHERE executor_address = ? AND state = 'running'"+
+			" AND job_id IN (SELECT id FROM jobs WHERE app = ?) ORDER BY id"+e.d().lock(), address, app))
+		if err != nil || len(xs) == 0 {
+			return err
+		}
+		now, err := e.DBNow(ctx)
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			res, err := e.exec(ctx, "UPDATE executions SET state = 'lost', finished_at = ? WHERE id = ? AND state = 'running'", now, x.ID)
+			if err != nil {
+				return err
+			}
+			if n, err := affected(res); err != nil {
+				return err
+			} else if n > 0 {
+				x.State, x.FinishedAt = store.ExecLost, now
+				lost = append(lost, x)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: lose executions of %s at %q: %w", app, address, err)
+	}
+	return lost, nil
+}

@@ -1,0 +1,130 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+func testApps(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	_, err := s.AppGet(ctx, "billing")
+	wantErr(t, err, store.ErrNotFound)
+
+	a := &store.App{Name: "billing", Title: "Billing"}
+	noErr(t, s.AppPut(ctx, a))
+	if a.AddressMode != store.AddressAuto || a.Protocol != "native" || a.CreatedAt == 0 {
+		t.Fatalf("defaults after AppPut: %+v", a)
+	}
+	created := a.CreatedAt
+	m := &store.App{Name: "billing", Title: "Billing 2", AddressMode: store.AddressManual,
+		Addresses: []string{"http://b:1", "http://a:1"}}
+	noErr(t, s.AppPut(ctx, m))
+	got := get(s.AppGet(ctx, "billing")).ok(t)
+	equal(t, "title", got.Title, "Billing 2")
+	equal(t, "mode", got.AddressMode, store.AddressManual)
+	equal(t, "addresses", fmt.Sprint(got.Addresses), "[http://b:1 http://a:1]")
+	equal(t, "created at survives a replacement", got.CreatedAt, created)
+
+	noErr(t, s.AppPut(ctx, &store.App{Name: "arch"}))
+	list := get(s.AppList(ctx)).ok(t)
+	if len(list) != 2 || list[0].Name != "arch" || list[1].Name != "billing" {
+		t.Fatalf("AppList = %v, want arch, billing", list)
+	}
+	noErr(t, s.AppDelete(ctx, "arch"))
+	wantErr(t, s.AppDelete(ctx, "arch"), store.ErrNotFound)
+	equal(t, "apps left", len(get(s.AppList(ctx)).ok(t)), 1)
+}
+
+func instanceAddrs(ins []*store.Instance) []string {
+	out := make([]string, len(ins))
+	for i, in := range ins {
+		out[i] = in.App + "@" + in.Address
+	}
+	return out
+}
+
+func testRegistry(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	before := get(s.DBNow(ctx)).ok(t)
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", []string{"report"}))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://a:1", nil))
+	noErr(t, s.RegistryBeat(ctx, "other", "http://c:1", nil))
+	// A beat replaces the handlers and keeps one row.
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", []string{"report", "http"}))
+
+	live := get(s.RegistryLive(ctx, "billing", time.Minute)).ok(t)
+	equal(t, "live billing", fmt.Sprint(instanceAddrs(live)), "[billing@http://a:1 billing@http://b:1]")
+	equal(t, "handlers", fmt.Sprint(live[1].Handlers), "[report http]")
+	if live[1].LastSeen < before-1000 || live[1].RegisteredAt > live[1].LastSeen {
+		t.Fatalf("instance times from the database clock: %+v (db now %d)", live[1], before)
+	}
+	equal(t, "every app", len(get(s.RegistryLive(ctx, "", time.Minute)).ok(t)), 3)
+
+	equal(t, "leave", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), true)
+	equal(t, "leave twice", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), false)
+
+	// a:1 goes silent; b:1 keeps beating. The sweep takes a:1 only.
+	time.Sleep(1200 * time.Millisecond)
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", []string{"report"}))
+	equal(t, "live after a silence", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "billing", 600*time.Millisecond)).ok(t))),
+		"[billing@http://b:1]")
+	gone := get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)
+	equal(t, "swept", fmt.Sprint(instanceAddrs(gone)), "[billing@http://a:1]")
+	equal(t, "swept again", len(get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)), 0)
+	equal(t, "left after the sweep", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "", time.Hour)).ok(t))), "[billing@http://b:1]")
+}
+
+func testExecutorExecutions(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	billing := newJob(t, s, "g", "billing-job")
+	billing.App, billing.TargetKind = "billing", store.TargetRemote
+	noErr(t, s.JobUpdate(ctx, billing))
+	other := newJob(t, s, "g", "other-job")
+	other.App, other.TargetKind = "other", store.TargetRemote
+	noErr(t, s.JobUpdate(ctx, other))
+
+	mk := func(job int64, shard int, state store.ExecutionState) *store.Execution {
+		return &store.Execution{JobID: job, TriggerID: 9, ScheduledAt: 100, Cause: store.CauseSchedule, Node: "n",
+			State: state, ShardIndex: shard, ShardTotal: 2}
+	}
+	// The shards of one fire share trigger, scheduled time and attempt; each exists once.
+	s0, s1 := mk(billing.ID, 0, store.ExecRunning), mk(billing.ID, 1, store.ExecRunning)
+	equal(t, "shard dups", len(get(s.ExecutionsInsert(ctx, []*store.Execution{s0, s1})).ok(t)), 0)
+	dups := get(s.ExecutionsInsert(ctx, []*store.Execution{mk(billing.ID, 1, store.ExecRunning)})).ok(t)
+	equal(t, "a shard inserted twice", len(dups), 1)
+
+	done := mk(billing.ID, 0, store.ExecSucceeded)
+	done.ScheduledAt = 200
+	otherRun := mk(other.ID, 0, store.ExecRunning)
+	otherRun.ScheduledAt = 300
+	get(s.ExecutionsInsert(ctx, []*store.Execution{done, otherRun})).ok(t)
+
+	for _, x := range []*store.Execution{s0, s1, otherRun} {
+		equal(t, "set dispatch", get(s.ExecutionsSetDispatch(ctx, x.ID, "http://a:1", x.ShardIndex, 2, "sent")).ok(t), true)
+	}
+	equal(t, "set dispatch of a finished one", get(s.ExecutionsSetDispatch(ctx, done.ID, "http://a:1", 0, 1, "x")).ok(t), false)
+	got := get(s.ExecutionGet(ctx, s1.ID)).ok(t)
+	if got.ExecutorAddress != "http://a:1" || got.ShardIndex != 1 || got.ShardTotal != 2 || got.TriggerMsg != "sent" {
+		t.Fatalf("dispatch not recorded: %+v", got)
+	}
+
+	before := get(s.DBNow(ctx)).ok(t)
+	lost := get(s.ExecutionsLoseOnExecutor(ctx, "billing", "http://a:1")).ok(t)
+	sameIDs(t, "lost", ids(lost, executionID), []int64{s0.ID, s1.ID})
+	if lost[0].State != store.ExecLost || lost[0].FinishedAt < before-1000 {
+		t.Fatalf("lost execution: %+v", lost[0])
+	}
+	equal(t, "other app untouched", get(s.ExecutionGet(ctx, otherRun.ID)).ok(t).State, store.ExecRunning)
+	equal(t, "terminal untouched", get(s.ExecutionGet(ctx, done.ID)).ok(t).State, store.ExecSucceeded)
+	equal(t, "lose twice", len(get(s.ExecutionsLoseOnExecutor(ctx, "billing", "http://a:1")).ok(t)), 0)
+	// A result that arrives after the loss changes nothing.
+	won := get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: s0.ID, State: store.ExecSucceeded, FinishedAt: 1}})).ok(t)
+	if slices.Contains(won, s0.ID) {
+		t.Fatal("a lost execution was completed")
+	}
+}
