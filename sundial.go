@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
@@ -136,8 +137,16 @@ type Job struct {
 	// Group and Name identify the job; the pair is unique. Group defaults to "default".
 	Group, Name string
 	Description string
-	// Handler names the registered handler that runs the job.
+	// Handler names the handler that runs the job: registered in this process, or, for a
+	// remote job, on the App's executors.
 	Handler string
+	// App makes the job remote: its fires run on the executors of this app (executor
+	// group), picked by Routing. Empty: the job runs in-process.
+	App string
+	// Routing is the strategy that picks the app's executor(s): first (default), last,
+	// round_robin, random, consistent_hash, least_frequently_used, least_recently_used,
+	// failover, busy_over or sharding_broadcast.
+	Routing string
 	// Params is handed to the handler verbatim.
 	Params string
 	// Data is the job's data map; the handler sees a copy and, with PersistData, its changes
@@ -271,8 +280,19 @@ func jobRow(j Job) (*store.Job, error) {
 	default:
 		return nil, fmt.Errorf("sundial: job %s: concurrency %q: want allow, serial, discard or replace", j.Name, j.Concurrency)
 	}
+	target := store.TargetLocal
+	if j.App != "" {
+		target = store.TargetRemote
+		st, err := dispatch.ParseStrategy(j.Routing)
+		if err != nil {
+			return nil, fmt.Errorf("sundial: job %s: routing: %w", j.Name, err)
+		}
+		j.Routing = string(st)
+	} else if j.Routing != "" {
+		return nil, fmt.Errorf("sundial: job %s: routing %q needs an app (routing picks among an app's executors)", j.Name, j.Routing)
+	}
 	return &store.Job{
-		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: store.TargetLocal,
+		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
 		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
 		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), Enabled: true,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -17,6 +18,8 @@ type jobIn struct {
 	Name             string         `json:"name"`
 	Description      string         `json:"description"`
 	Handler          string         `json:"handler"`
+	App              string         `json:"app"`
+	Routing          string         `json:"routing"`
 	Params           string         `json:"params"`
 	Data             map[string]any `json:"data"`
 	Concurrency      string         `json:"concurrency"`
@@ -34,6 +37,8 @@ type jobOut struct {
 	Name             string         `json:"name"`
 	Description      string         `json:"description"`
 	Target           string         `json:"target"`
+	App              string         `json:"app,omitempty"`
+	Routing          string         `json:"routing,omitempty"`
 	Handler          string         `json:"handler"`
 	Params           string         `json:"params"`
 	Data             map[string]any `json:"data"`
@@ -58,6 +63,7 @@ func toJobOut(j *store.Job) jobOut {
 		data = map[string]any{}
 	}
 	return jobOut{ID: j.ID, Group: j.Group, Name: j.Name, Description: j.Description, Target: string(j.TargetKind),
+		App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: data, Concurrency: string(j.Concurrency), PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, Enabled: j.Enabled, CreatedAt: msTime(j.CreatedAt), UpdatedAt: msTime(j.UpdatedAt)}
@@ -76,6 +82,16 @@ func (in *jobIn) validate() (sundial.Job, error) {
 		return sundial.Job{}, invalidField("max_retries", "must not be negative, got %d", in.MaxRetries)
 	case in.RetryBackoffMs < 0:
 		return sundial.Job{}, invalidField("retry_backoff_ms", "must not be negative, got %d", in.RetryBackoffMs)
+	case in.Routing != "" && in.App == "":
+		return sundial.Job{}, invalidField("routing", "needs an app: routing picks among an app's executors")
+	}
+	routing := in.Routing
+	if in.App != "" {
+		st, err := dispatch.ParseStrategy(in.Routing)
+		if err != nil {
+			return sundial.Job{}, invalidField("routing", "%v", err)
+		}
+		routing = string(st)
 	}
 	conc := sundial.Concurrency(in.Concurrency)
 	switch conc {
@@ -89,7 +105,8 @@ func (in *jobIn) validate() (sundial.Job, error) {
 	if group == "" {
 		group = "default"
 	}
-	return sundial.Job{Group: group, Name: in.Name, Description: in.Description, Handler: in.Handler, Params: in.Params,
+	return sundial.Job{Group: group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
+		Routing: routing, Params: in.Params,
 		Data: in.Data, Concurrency: conc, PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
 		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond}, nil
@@ -130,7 +147,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !s.handlerKnown(job.Handler) {
+	if job.App == "" && !s.handlerKnown(job.Handler) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
 			"unless a node that registers it fires them (built in: noop)", job.Handler))
 	}
@@ -209,6 +226,10 @@ func (s *Server) updateJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	row.Group, row.Name, row.Description, row.Handler, row.Params, row.Data = job.Group, job.Name, job.Description, job.Handler, job.Params, job.Data
 	row.Concurrency, row.PersistData, row.RequestsRecovery = job.Concurrency, job.PersistData, job.RequestsRecovery
+	row.App, row.Routing, row.TargetKind = job.App, job.Routing, store.TargetLocal
+	if job.App != "" {
+		row.TargetKind = store.TargetRemote
+	}
 	row.TimeoutMs, row.MaxRetries, row.RetryBackoffMs = in.TimeoutMs, in.MaxRetries, in.RetryBackoffMs
 	if err := s.store.JobUpdate(r.Context(), row); err != nil {
 		return err

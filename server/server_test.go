@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,6 +153,8 @@ func TestBadInputStoresNothing(t *testing.T) {
 			{map[string]any{"name": "j", "handler": "noop", "concurrency": "sometimes"}, "concurrency", "serial"},
 			{map[string]any{"name": "j", "handler": "noop", "max_retries": "three"}, "max_retries", "int"},
 			{map[string]any{"name": "j", "handler": "noop", "triggers": []any{map[string]any{"crom": "0 0 * * * ?"}}}, "crom", "unknown field"},
+			{map[string]any{"name": "j", "handler": "report", "app": "billing", "routing": "loudest"}, "routing", "loudest"},
+			{map[string]any{"name": "j", "handler": "report", "routing": "round_robin"}, "routing", "needs an app"},
 		} {
 			got := e.callErr("POST", "/api/v1/jobs", tc.body, http.StatusBadRequest)
 			if got.Code != "invalid_argument" || got.Field != tc.field || !strings.Contains(got.Message, tc.has) {
@@ -424,5 +427,22 @@ func TestReadyz(t *testing.T) {
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
 	if resp.StatusCode != 503 || !strings.Contains(line, "not running") {
 		t.Fatalf("readyz after Stop: %d %s", resp.StatusCode, line)
+	}
+}
+
+// TestRemoteJobFields: a job with an app is remote, its routing is normalised (XXL-JOB's names
+// too), and the API shows both; it carries no "handler not registered here" warning.
+func TestRemoteJobFields(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	var out jobOut
+	e.call("POST", "/api/v1/jobs", map[string]any{"name": "r", "handler": "report", "app": "billing", "routing": "SHARDING_BROADCAST"},
+		http.StatusCreated, &out)
+	if out.Target != "remote" || out.App != "billing" || out.Routing != "sharding_broadcast" || len(out.Warnings) != 0 {
+		t.Fatalf("remote job: %+v", out)
+	}
+	var local jobOut
+	e.call("PUT", "/api/v1/jobs/"+strconv.FormatInt(out.ID, 10), map[string]any{"name": "r", "handler": "noop"}, http.StatusOK, &local)
+	if local.Target != "local" || local.App != "" || local.Routing != "" {
+		t.Fatalf("after making it local: %+v", local)
 	}
 }
