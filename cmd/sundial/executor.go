@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sundial-scheduler/sundial/executor"
+)
+
+type executorOptions struct {
+	server, token, app  string
+	listen, advertise   string
+	spoolDir            string
+	enableShell         bool
+	logFormat, logLevel string
+	drainTimeout        time.Duration
+}
+
+// executorEnv names the environment variable of each flag that does not follow the
+// SUNDIAL_<FLAG> rule: the token must not be confused with the CLI's API token (SUNDIAL_TOKEN).
+var executorEnv = map[string]string{"token": "SUNDIAL_EXECUTOR_TOKEN"}
+
+func newExecutorCmd() *cobra.Command {
+	var o executorOptions
+	cmd := &cobra.Command{
+		Use:   "executor",
+		Short: "Run a stand-alone executor with the built-in handlers",
+		Long: `Runs an executor: it registers with a Sundial server as a member of an app (executor group),
+heartbeats, and runs the jobs the server sends it with the built-in handlers:
+
+  http   params {"method":"POST","url":"https://…","headers":{…},"body":"…"}; succeeds on a 2xx
+         answer; the status and the first lines of the body are the run's output.
+  shell  params: a script, run with /bin/sh -c; its output lines are streamed. Refused unless
+         the executor was started with --enable-shell: whoever can create jobs could otherwise
+         run commands on this machine.
+
+Results the server cannot take are kept in --spool-dir and delivered later, also after a
+restart. SIGTERM or Ctrl-C unregisters, lets running jobs finish (up to --drain-timeout) and
+stops.
+
+Every flag can also be set by an environment variable: SUNDIAL_ and the flag's name in upper
+case with _ for -, e.g. SUNDIAL_SERVER, SUNDIAL_APP; the token is SUNDIAL_EXECUTOR_TOKEN. A
+flag on the command line wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := executorFlagsFromEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return runExecutor(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.server, "server", "", "base URL of a Sundial server node, e.g. http://sched:8080 (required)")
+	f.StringVar(&o.token, "token", "", "executor token shared with the server (required)")
+	f.StringVar(&o.app, "app", "", "app (executor group) to join (required)")
+	f.StringVar(&o.listen, "listen", ":9999", "address to listen on for the server's calls")
+	f.StringVar(&o.advertise, "advertise", "", "URL the server calls this executor on (default: derived from --listen)")
+	f.StringVar(&o.spoolDir, "spool-dir", "", "directory for results not delivered yet (default: under the user cache directory)")
+	f.BoolVar(&o.enableShell, "enable-shell", false, "allow the shell handler to run scripts")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long stopping waits for running jobs")
+	return cmd
+}
+
+// executorFlagsFromEnv sets every flag not given on the command line from its variable.
+func executorFlagsFromEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || err != nil {
+			return
+		}
+		env, ok := executorEnv[f.Name]
+		if !ok {
+			env = "SUNDIAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		}
+		if v, ok := os.LookupEnv(env); ok {
+			if e := f.Value.Set(v); e != nil {
+				err = usageErrorf("%s=%q: %v", env, v, e)
+			}
+		}
+	})
+	return err
+}
+
+func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOptions) error {
+	for _, req := range []struct{ name, val, env string }{
+		{"--server", o.server, "SUNDIAL_SERVER"}, {"--token", o.token, "SUNDIAL_EXECUTOR_TOKEN"}, {"--app", o.app, "SUNDIAL_APP"},
+	} {
+		if req.val == "" {
+			return usageErrorf("%s (or %s) is required", req.name, req.env)
+		}
+	}
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	ex, err := executor.New(executor.Config{Server: o.server, Token: o.token, App: o.app,
+		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log})
+	if err != nil {
+		return usageError{err}
+	}
+	ex.Handle("http", httpHandler(nil))
+	ex.Handle("shell", shellHandler(o.enableShell))
+
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := ex.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Sundial executor %q is listening on %s (server %s, shell %s)\n",
+		o.app, ex.Address(), o.server, map[bool]string{true: "enabled", false: "disabled"}[o.enableShell])
+	<-ctx.Done()
+	stop() // a second signal now kills the process the default way
+	drain, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
+	defer cancel()
+	err = ex.Stop(drain)
+	fmt.Fprintln(stdout, "Sundial executor stopped")
+	return err
+}

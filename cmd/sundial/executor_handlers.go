@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/executor"
+)
+
+// httpParams are the params of the http handler.
+type httpParams struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+const (
+	httpBodyLines = 20      // how many lines of a response go to the output
+	httpBodyBytes = 8 << 10 // and at most this much of it
+)
+
+// httpHandler calls a URL; a 2xx answer is success. The run's context bounds the call.
+func httpHandler(client *http.Client) executor.Handler {
+	if client == nil {
+		client = &http.Client{} // no timeout of its own: the job's timeout cancels the context
+	}
+	return func(ctx context.Context) error {
+		run, _ := executor.RunFrom(ctx)
+		log := executor.Logger(ctx)
+		var p httpParams
+		dec := json.NewDecoder(strings.NewReader(run.Params))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return fmt.Errorf(`http handler: params %q: want {"method":…,"url":…,"headers":{…},"body":…}: %w`, truncateParams(run.Params), err)
+		}
+		if p.Method == "" {
+			p.Method = http.MethodGet
+		}
+		u, err := url.Parse(p.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("http handler: url %q: want an http(s) URL", p.URL)
+		}
+		var body io.Reader
+		if p.Body != "" {
+			body = strings.NewReader(p.Body)
+		}
+		req, err := http.NewRequestWithContext(ctx, strings.ToUpper(p.Method), p.URL, body)
+		if err != nil {
+			return fmt.Errorf("http handler: %s %s: %w", p.Method, p.URL, err)
+		}
+		for k, v := range p.Headers {
+			req.Header.Set(k, v)
+		}
+		log.Info(fmt.Sprintf("%s %s", req.Method, p.URL))
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("http handler: %s %s: %w", req.Method, p.URL, err)
+		}
+		defer resp.Body.Close()
+		log.Info(fmt.Sprintf("%s %s", resp.Proto, resp.Status))
+		sc := bufio.NewScanner(io.LimitReader(resp.Body, httpBodyBytes))
+		for n := 0; n < httpBodyLines && sc.Scan(); n++ {
+			log.Info(sc.Text())
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // lets the connection be reused
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			return fmt.Errorf("%s %s: status %s", req.Method, p.URL, resp.Status)
+		}
+		return nil
+	}
+}
+
+func truncateParams(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// errShellDisabled is the failure of every shell run on an executor started without
+// --enable-shell.
+var errShellDisabled = errors.New("shell handler is disabled on this executor: start it with --enable-shell (or SUNDIAL_ENABLE_SHELL=true) to allow scripts")
+
+// shellHandler runs the params as a /bin/sh script in its own process group, streams its
+// output lines, and succeeds on exit status 0. Canceling the run (timeout, kill) kills the
+// whole group, so children the script started do not outlive it.
+func shellHandler(enabled bool) executor.Handler {
+	return func(ctx context.Context) error {
+		if !enabled {
+			return errShellDisabled
+		}
+		run, _ := executor.RunFrom(ctx)
+		log := executor.Logger(ctx)
+		if strings.TrimSpace(run.Params) == "" {
+			return errors.New("shell handler: params are empty: want the script to run")
+		}
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", run.Params)
+		cmd.Env = append(os.Environ(),
+			"SUNDIAL_EXECUTION_ID="+strconv.FormatInt(run.ExecutionID, 10),
+			"SUNDIAL_JOB_ID="+strconv.FormatInt(run.JobID, 10),
+			"SUNDIAL_SHARD_INDEX="+strconv.Itoa(run.ShardIndex),
+			"SUNDIAL_SHARD_TOTAL="+strconv.Itoa(run.ShardTotal),
+			"SUNDIAL_ATTEMPT="+strconv.Itoa(run.Attempt))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		// One pipe for stdout and stderr keeps their lines in the order they were written.
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("shell handler: %w", err)
+		}
+		defer r.Close()
+		cmd.Stdout, cmd.Stderr = w, w
+		if err := cmd.Start(); err != nil {
+			w.Close()
+			return fmt.Errorf("shell handler: start /bin/sh: %w", err)
+		}
+		w.Close() // the child holds its own copy; EOF comes when the group has closed it
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				log.Info(sc.Text())
+			}
+		}()
+		werr := cmd.Wait()
+		// A process that left the group may hold the pipe open: do not wait for it forever.
+		select {
+		case <-read:
+		case <-time.After(2 * time.Second):
+			r.Close()
+			<-read
+		}
+		if werr != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			var ee *exec.ExitError
+			if errors.As(werr, &ee) {
+				return fmt.Errorf("script exited with status %d", ee.ExitCode())
+			}
+			return fmt.Errorf("shell handler: %w", werr)
+		}
+		return nil
+	}
+}

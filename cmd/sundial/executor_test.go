@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/executortest"
+)
+
+const (
+	execToken = "executor-test-token"
+	execWait  = 10 * time.Second
+)
+
+// startExecutorCmd runs the executor command's body against a fresh peer until the test
+// ends, and returns the peer and the address the executor registered.
+func startExecutorCmd(t *testing.T, enableShell bool) (*executortest.Peer, string) {
+	t.Helper()
+	peer := executortest.NewPeer(t, execToken)
+	ctx, cancel := context.WithCancel(context.Background())
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- runExecutor(ctx, outW, io.Discard, executorOptions{server: peer.URL, token: execToken, app: "ops",
+			listen: "127.0.0.1:0", spoolDir: t.TempDir(), enableShell: enableShell,
+			logFormat: "text", logLevel: "error", drainTimeout: 5 * time.Second})
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	if !lines.Scan() {
+		cancel()
+		t.Fatalf("executor ended before its banner: %v", <-done)
+	}
+	banner := lines.Text()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("executor ended with %v", err)
+		}
+		if n := len(peer.Unregistrations()); n != 1 {
+			t.Errorf("%d unregistrations on stop, want 1", n)
+		}
+	})
+	_, after, ok := strings.Cut(banner, " is listening on ")
+	addr, _, _ := strings.Cut(after, " ")
+	if !ok || !strings.HasPrefix(addr, "http://127.0.0.1:") {
+		t.Fatalf("banner %q: want the address", banner)
+	}
+	regs := peer.Registrations()
+	if len(regs) == 0 || strings.Join(regs[0].Handlers, ",") != "http,shell" || regs[0].App != "ops" {
+		t.Fatalf("registrations %+v: want app ops with http and shell", regs)
+	}
+	return peer, addr
+}
+
+func runOn(t *testing.T, peer *executortest.Peer, addr string, req executor.RunRequest) executor.Result {
+	t.Helper()
+	resp, err := peer.Run(context.Background(), addr, req)
+	if err != nil || !resp.Accepted {
+		t.Fatalf("run %d: %+v %v", req.ExecutionID, resp, err)
+	}
+	return peer.WaitResult(t, req.ExecutionID, execWait)
+}
+
+func TestExecutorCmdNeedsServerTokenApp(t *testing.T) {
+	t.Setenv("SUNDIAL_TOKEN", "an-api-token") // the CLI's token must not be taken for the executor's
+	t.Setenv("SUNDIAL_EXECUTOR_TOKEN", "")
+	t.Setenv("SUNDIAL_SERVER", "http://localhost:1")
+	t.Setenv("SUNDIAL_APP", "ops")
+	code, _, errOut := runCLI(t, "", "executor")
+	if code != 2 || !strings.Contains(errOut, "--token") {
+		t.Errorf("exit %d, %q: want 2 naming --token", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "executor", "--token", "x", "--app", "")
+	if code != 2 || !strings.Contains(errOut, "--app") {
+		t.Errorf("exit %d, %q: want 2 naming --app", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "executor", "--token", "x", "--server", "localhost:8080")
+	if code != 2 || !strings.Contains(errOut, "localhost:8080") {
+		t.Errorf("exit %d, %q: want 2 naming the server URL", code, errOut)
+	}
+}
+
+func TestExecutorCmdHTTPHandler(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/fail" {
+			http.Error(w, "broken today", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "method=%s header=%s\nbody=%s\n", r.Method, r.Header.Get("X-Job"), b)
+	}))
+	defer target.Close()
+	peer, addr := startExecutorCmd(t, false)
+
+	params := fmt.Sprintf(`{"method":"POST","url":%q,"headers":{"X-Job":"nightly"},"body":"hi"}`, target.URL+"/ok")
+	res := runOn(t, peer, addr, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "http", Params: params})
+	if res.State != executor.StateSucceeded {
+		t.Errorf("2xx: %+v", res)
+	}
+	out := peer.Output(1)
+	for _, want := range []string{"200 OK", "method=POST header=nightly", "body=hi"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output %q: want %q", out, want)
+		}
+	}
+
+	res = runOn(t, peer, addr, executor.RunRequest{ExecutionID: 2, JobID: 1, Handler: "http",
+		Params: fmt.Sprintf(`{"url":%q}`, target.URL+"/fail")})
+	if res.State != executor.StateFailed || !strings.Contains(res.Message, "500") {
+		t.Errorf("500: %+v, want failed naming the status", res)
+	}
+	if out := peer.Output(2); !strings.Contains(out, "broken today") {
+		t.Errorf("output %q: want the body", out)
+	}
+
+	res = runOn(t, peer, addr, executor.RunRequest{ExecutionID: 3, JobID: 1, Handler: "http", Params: `{"url":"ftp://x"}`})
+	if res.State != executor.StateFailed || !strings.Contains(res.Message, "ftp://x") {
+		t.Errorf("bad url: %+v", res)
+	}
+}
+
+func TestExecutorCmdShellRefusedUnlessEnabled(t *testing.T) {
+	peer, addr := startExecutorCmd(t, false)
+	marker := t.TempDir() + "/ran"
+	res := runOn(t, peer, addr, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "shell", Params: "touch " + marker})
+	if res.State != executor.StateFailed || !strings.Contains(res.Message, "--enable-shell") {
+		t.Errorf("shell without --enable-shell: %+v, want failed naming the flag", res)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the script ran")
+	}
+}
+
+func TestExecutorCmdShell(t *testing.T) {
+	peer, addr := startExecutorCmd(t, true)
+	res := runOn(t, peer, addr, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "shell", ShardIndex: 2, ShardTotal: 4,
+		Params: "echo one; echo two >&2; echo shard=$SUNDIAL_SHARD_INDEX/$SUNDIAL_SHARD_TOTAL id=$SUNDIAL_EXECUTION_ID"})
+	if res.State != executor.StateSucceeded {
+		t.Errorf("script: %+v", res)
+	}
+	if out := peer.Output(1); out != "one\ntwo\nshard=2/4 id=1\n" {
+		t.Errorf("output %q", out)
+	}
+
+	res = runOn(t, peer, addr, executor.RunRequest{ExecutionID: 2, JobID: 1, Handler: "shell", Params: "echo bad; exit 3"})
+	if res.State != executor.StateFailed || !strings.Contains(res.Message, "status 3") {
+		t.Errorf("exit 3: %+v", res)
+	}
+
+	// On timeout the whole process group dies, including a child the script started.
+	start := time.Now()
+	res = runOn(t, peer, addr, executor.RunRequest{ExecutionID: 3, JobID: 1, Handler: "shell", TimeoutMs: 300,
+		Params: "sleep 60 & echo child=$!; wait"})
+	if res.State != executor.StateTimedOut {
+		t.Errorf("timeout: %+v", res)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("timed out run took %v to report", d)
+	}
+	_, pidText, _ := strings.Cut(strings.TrimSpace(peer.Output(3)), "child=")
+	pidText, _, _ = strings.Cut(pidText, "\n")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil {
+		t.Fatalf("output %q: no child pid", peer.Output(3))
+	}
+	if alive(pid) {
+		t.Errorf("the script's child %d outlived the timeout", pid)
+	}
+
+	// Kill works the same way.
+	resp, err := peer.Run(context.Background(), addr, executor.RunRequest{ExecutionID: 4, JobID: 2, Handler: "shell", Params: "echo started; sleep 60"})
+	if err != nil || !resp.Accepted {
+		t.Fatal(resp, err)
+	}
+	peer.WaitOutput(t, 4, "started", execWait)
+	if killed, err := peer.Kill(context.Background(), addr, 4); !killed || err != nil {
+		t.Fatalf("kill: %v %v", killed, err)
+	}
+	if res := peer.WaitResult(t, 4, execWait); res.State != executor.StateCanceled || res.Message != "killed" {
+		t.Errorf("killed: %+v", res)
+	}
+}
+
+// alive reports whether pid runs (a zombie waiting for its reaper does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
+}

@@ -1,0 +1,21 @@
+// Package executor is the executor SDK: it turns a Go program into a Sundial executor, a
+// process that runs jobs the server dispatches to it.
+//
+// An executor registers its app name, handler names and address with a server node and
+// repeats that registration as its heartbeat. It serves four calls from the server — run,
+// kill, beat and idle-beat — runs each accepted run under the job's concurrency policy and
+// timeout, streams the lines a handler logs through [Logger] to the server, and reports the
+// result. Results the server cannot take (it is down or restarting) wait in a spool
+// directory, one file each, and are retried until delivered, also by the next executor
+// process started on that directory. The wire format is described in docs/executor-protocol.md
+// and by the types in protocol.go.
+//
+//	ex, err := executor.New(executor.Config{Server: "http://sched:8080", Token: token, App: "billing"})
+//	ex.Handle("report", func(ctx context.Context) error {
+//		run, _ := executor.RunFrom(ctx)
+//		executor.Logger(ctx).Info("building report", "params", run.Params)
+//		return build(ctx, run.Params)
+//	})
+//	if err := ex.Start(ctx); err != nil { … }
+//	defer ex.Stop(context.Background())
+package executor

@@ -1,0 +1,490 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures an Executor. Server, Token and App are required.
+type Config struct {
+	// Server is the base URL of any server node, e.g. "http://sched:8080".
+	Server string
+	// Token authenticates both ways: the executor sends it to the server as a bearer token
+	// and refuses calls from the server (401) that do not carry it.
+	Token string
+	// App is the executor group this instance joins.
+	App string
+	// Listen is the address the executor's HTTP endpoint listens on. Default ":9999".
+	Listen string
+	// Advertise is the URL the server calls this executor on, e.g. "http://10.0.0.5:9999".
+	// Default: the listener's address; when it listens on all interfaces, the local address
+	// of the interface that routes to Server.
+	Advertise string
+	// HeartbeatInterval is how often the registration is repeated. Default: the interval
+	// the server asks for in its answer to register.
+	HeartbeatInterval time.Duration
+	// SpoolDir keeps results that could not be delivered yet, one JSON file each, until
+	// they are. Default: sundial-executor/<App> under os.UserCacheDir.
+	SpoolDir string
+	// Logger receives the executor's own log (not the runs' output). Default slog.Default().
+	Logger *slog.Logger
+	// HTTPClient makes the calls to the server. Default: a client with a 10 s timeout.
+	HTTPClient *http.Client
+}
+
+// Handler runs one execution. Its context carries the run ([RunFrom]) and a logger whose
+// lines go to the server ([Logger]); it is canceled on timeout, kill, replacement by a newer
+// run, or executor stop. A nil error is success.
+type Handler func(ctx context.Context) error
+
+const (
+	defaultListen    = ":9999"
+	defaultHeartbeat = 3 * time.Second
+	// abandonGrace is how long a canceled handler may take to return before its result is
+	// reported anyway: a handler that ignores its context must not hold the job forever.
+	abandonGrace = 5 * time.Second
+	maxBody      = 1 << 20
+)
+
+// Executor is one executor instance. Create it with New, add handlers with Handle, then
+// Start it; Stop it to leave.
+type Executor struct {
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+
+	mu       sync.Mutex
+	handlers map[string]Handler
+	jobs     map[int64]*jobRuns
+	runs     map[int64]*runState // accepted and not yet reported, by execution id
+	started  bool
+	stopping bool
+
+	running sync.WaitGroup // handler runs in progress
+	rep     *reporter
+
+	baseCtx    context.Context // parent of every run; canceled when Stop ends
+	baseCancel context.CancelFunc
+	hbCancel   context.CancelFunc
+	hbDone     chan struct{}
+	srv        *http.Server
+	srvDone    chan struct{}
+	address    string
+	interval   time.Duration // heartbeat interval in use; guarded by mu
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New checks cfg, fills in defaults and returns an Executor that is not started yet.
+func New(cfg Config) (*Executor, error) {
+	if cfg.Server == "" || cfg.Token == "" || cfg.App == "" {
+		return nil, errors.New("executor: Server, Token and App are required")
+	}
+	u, err := url.Parse(cfg.Server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("executor: Server %q: want an http(s) URL", cfg.Server)
+	}
+	cfg.Server = strings.TrimRight(cfg.Server, "/")
+	if cfg.Listen == "" {
+		cfg.Listen = defaultListen
+	}
+	if cfg.Advertise != "" {
+		a, err := url.Parse(cfg.Advertise)
+		if err != nil || (a.Scheme != "http" && a.Scheme != "https") || a.Host == "" {
+			return nil, fmt.Errorf("executor: Advertise %q: want an http(s) URL", cfg.Advertise)
+		}
+		cfg.Advertise = strings.TrimRight(cfg.Advertise, "/")
+	}
+	if cfg.SpoolDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("executor: no SpoolDir and no user cache directory: %w", err)
+		}
+		cfg.SpoolDir = filepath.Join(dir, "sundial-executor", cfg.App)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	e := &Executor{
+		cfg:      cfg,
+		log:      cfg.Logger.With("app", cfg.App),
+		client:   cfg.HTTPClient,
+		handlers: map[string]Handler{},
+		jobs:     map[int64]*jobRuns{},
+		runs:     map[int64]*runState{},
+	}
+	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// Handle registers h under name. Handlers added after Start are announced with the next
+// heartbeat.
+func (e *Executor) Handle(name string, h Handler) {
+	if name == "" || h == nil {
+		panic("executor: Handle needs a name and a handler")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.handlers[name] = h
+}
+
+// Address is the URL the executor registered, valid after Start.
+func (e *Executor) Address() string { return e.address }
+
+// Start opens the spool, listens, and registers with the server. It returns once the
+// endpoint is listening and the first registration succeeded; it keeps retrying a
+// registration the server cannot answer (network error, 5xx) until ctx ends, and fails at
+// once on a refusal (401, 400). After Start the executor heartbeats and delivers results in
+// the background until Stop.
+func (e *Executor) Start(ctx context.Context) error {
+	e.mu.Lock()
+	if e.started || e.stopping {
+		e.mu.Unlock()
+		return errors.New("executor: Start called twice")
+	}
+	e.started = true
+	e.mu.Unlock()
+
+	rep, err := newReporter(e, e.cfg.SpoolDir)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", e.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("executor: listen on %s: %w", e.cfg.Listen, err)
+	}
+	e.address = e.cfg.Advertise
+	if e.address == "" {
+		e.address = e.advertiseFor(ln.Addr().(*net.TCPAddr))
+	}
+	e.srv = &http.Server{Handler: e.routes(), ReadHeaderTimeout: 10 * time.Second}
+	e.srvDone = make(chan struct{})
+	go func() {
+		defer close(e.srvDone)
+		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("executor endpoint stopped", "err", err)
+		}
+	}()
+	// Spooled results of an earlier process go out as soon as possible, even before the
+	// registration: the server takes results from any executor with the token.
+	e.rep = rep
+	go rep.loop()
+
+	if err := e.registerUntil(ctx); err != nil {
+		e.rep.close(context.WithoutCancel(ctx))
+		_ = e.srv.Close()
+		<-e.srvDone
+		return err
+	}
+	hbCtx, cancel := context.WithCancel(context.Background())
+	e.hbCancel, e.hbDone = cancel, make(chan struct{})
+	go e.heartbeat(hbCtx)
+	e.log.Info("executor started", "address", e.address, "server", e.cfg.Server, "handlers", e.handlerNames())
+	return nil
+}
+
+// advertiseFor derives the URL the server can reach the listener on.
+func (e *Executor) advertiseFor(addr *net.TCPAddr) string {
+	ip := addr.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = outboundIP(e.cfg.Server)
+	}
+	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(addr.Port))
+}
+
+// outboundIP is the local address of the interface that routes to server. A UDP "dial"
+// sends nothing; it only asks the kernel for the route.
+func outboundIP(server string) net.IP {
+	u, err := url.Parse(server)
+	if err == nil {
+		port := u.Port()
+		if port == "" {
+			port = "80"
+		}
+		if c, err := net.Dial("udp", net.JoinHostPort(u.Hostname(), port)); err == nil {
+			defer c.Close()
+			return c.LocalAddr().(*net.UDPAddr).IP
+		}
+	}
+	return net.IPv4(127, 0, 0, 1)
+}
+
+func (e *Executor) handlerNames() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	names := make([]string, 0, len(e.handlers))
+	for n := range e.handlers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// register sends one registration and adopts the server's heartbeat interval.
+func (e *Executor) register(ctx context.Context) error {
+	var resp RegisterResponse
+	reg := Registration{App: e.cfg.App, Address: e.address, Handlers: e.handlerNames()}
+	if err := e.post(ctx, PathRegister, reg, &resp); err != nil {
+		return err
+	}
+	interval := e.cfg.HeartbeatInterval
+	if interval <= 0 {
+		interval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
+	}
+	if interval <= 0 {
+		interval = defaultHeartbeat
+	}
+	e.mu.Lock()
+	e.interval = interval
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *Executor) registerUntil(ctx context.Context) error {
+	backoff := newBackoff(200*time.Millisecond, 5*time.Second)
+	for {
+		err := e.register(ctx)
+		if err == nil {
+			return nil
+		}
+		if permanent(err) {
+			return fmt.Errorf("executor: register with %s: %w", e.cfg.Server, err)
+		}
+		e.log.Warn("registration failed; retrying", "server", e.cfg.Server, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("executor: register with %s: %w (last error: %w)", e.cfg.Server, ctx.Err(), err)
+		case <-time.After(backoff.next()):
+		}
+	}
+}
+
+// heartbeat repeats the registration every interval until ctx ends. A failed one is only
+// logged: the server forgets the executor after three missed intervals, and the next
+// success brings it back.
+func (e *Executor) heartbeat(ctx context.Context) {
+	defer close(e.hbDone)
+	for {
+		e.mu.Lock()
+		interval := e.interval
+		e.mu.Unlock()
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if err := e.register(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("heartbeat failed", "server", e.cfg.Server, "err", err)
+		}
+	}
+}
+
+// Stop leaves: it refuses new runs, cancels queued ones, unregisters, waits for running
+// handlers until ctx ends (then cancels them), and flushes results, spooling what the server
+// does not take. It is idempotent; later calls return the first call's error.
+func (e *Executor) Stop(ctx context.Context) error {
+	e.stopOnce.Do(func() { e.stopErr = e.stop(ctx) })
+	return e.stopErr
+}
+
+func (e *Executor) stop(ctx context.Context) error {
+	e.mu.Lock()
+	e.stopping = true
+	started := e.started
+	var queued []*runState
+	for _, j := range e.jobs {
+		queued = append(queued, j.queue...)
+		j.queue = nil
+	}
+	e.mu.Unlock()
+	defer e.baseCancel()
+	if !started || e.hbDone == nil {
+		return nil
+	}
+	for _, rs := range queued {
+		e.finish(rs, Result{State: StateCanceled, Code: CodeFailed, Message: "executor stopped before the run started"}, time.Time{})
+	}
+	e.hbCancel()
+	<-e.hbDone
+	var errs []error
+	if err := e.post(ctx, PathUnregister, Registration{App: e.cfg.App, Address: e.address}, nil); err != nil {
+		errs = append(errs, fmt.Errorf("unregister: %w", err))
+	}
+
+	drained := make(chan struct{})
+	go func() { e.running.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		e.log.Warn("stop: canceling running handlers", "err", ctx.Err())
+		e.cancelAll(&stopCause{state: StateCanceled, code: CodeFailed, msg: "executor stopped"})
+		<-drained // each run reports within abandonGrace of its cancellation
+	}
+
+	// The endpoint stays up while handlers drain so that kill still works.
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := e.srv.Shutdown(shutCtx); err != nil {
+		_ = e.srv.Close()
+	}
+	<-e.srvDone
+	if err := e.rep.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	e.log.Info("executor stopped", "address", e.address)
+	return errors.Join(errs...)
+}
+
+func (e *Executor) cancelAll(cause error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, j := range e.jobs {
+		for _, rs := range j.running {
+			rs.cancel(cause)
+		}
+	}
+}
+
+// routes serves the server's calls. Every one needs the token.
+func (e *Executor) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+PathRun, func(w http.ResponseWriter, r *http.Request) {
+		var req RunRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		writeJSON(w, e.accept(req))
+	})
+	mux.HandleFunc("POST "+PathKill, func(w http.ResponseWriter, r *http.Request) {
+		var req KillRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		writeJSON(w, KillResponse{Killed: e.kill(req.ExecutionID)})
+	})
+	mux.HandleFunc("POST "+PathBeat, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, struct{}{})
+	})
+	mux.HandleFunc("POST "+PathIdleBeat, func(w http.ResponseWriter, r *http.Request) {
+		var req IdleBeatRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		writeJSON(w, IdleBeatResponse{Idle: e.idle(req.JobID)})
+	})
+	want := []byte("Bearer " + e.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sundial-executor"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(v); err != nil {
+		http.Error(w, fmt.Sprintf("bad request body: %v", err), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// statusError is a non-2xx answer from the server.
+type statusError struct {
+	path   string
+	status int
+	body   string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("POST %s: status %d: %s", e.path, e.status, e.body)
+}
+
+// permanent reports whether err is a refusal that repeating the same request cannot fix.
+func permanent(err error) bool {
+	var se *statusError
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.status {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return false
+	}
+	return se.status >= 400 && se.status < 500
+}
+
+// post sends in as JSON to the server's path and decodes a JSON answer into out (if not nil).
+func (e *Executor) post(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.Server+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e.cfg.Token)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return &statusError{path: path, status: resp.StatusCode, body: strings.TrimSpace(string(msg))}
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(out); err != nil {
+		return fmt.Errorf("POST %s: decode answer: %w", path, err)
+	}
+	return nil
+}
+
+// backoff doubles a delay from min up to max.
+type backoff struct{ cur, min, max time.Duration }
+
+func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max} }
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	return b.cur
+}
+
+func (b *backoff) reset() { b.cur = 0 }

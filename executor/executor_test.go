@@ -1,0 +1,577 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/executortest"
+)
+
+const (
+	token = "s3cret-token"
+	wait  = 10 * time.Second // bound on every wait for something the executor should do
+)
+
+// testLogger writes the executor's own log to the test log.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+type setup struct {
+	peer *executortest.Peer
+	ex   *executor.Executor
+	addr string
+	dir  string
+}
+
+// start runs an executor against a fresh peer; handlers are added by add before Start.
+func start(t *testing.T, add func(*executor.Executor)) *setup {
+	t.Helper()
+	peer := executortest.NewPeer(t, token)
+	return startOn(t, peer, t.TempDir(), add)
+}
+
+func startOn(t *testing.T, peer *executortest.Peer, dir string, add func(*executor.Executor)) *setup {
+	t.Helper()
+	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing",
+		Listen: "127.0.0.1:0", SpoolDir: dir, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if add != nil {
+		add(ex)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := ex.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_ = ex.Stop(ctx)
+	})
+	return &setup{peer: peer, ex: ex, addr: ex.Address(), dir: dir}
+}
+
+func (s *setup) run(t *testing.T, req executor.RunRequest) executor.RunResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	resp, err := s.peer.Run(ctx, s.addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func (s *setup) mustRun(t *testing.T, req executor.RunRequest) {
+	t.Helper()
+	if resp := s.run(t, req); !resp.Accepted {
+		t.Fatalf("run %d refused: %s", req.ExecutionID, resp.Message)
+	}
+}
+
+func (s *setup) idle(t *testing.T, job int64) bool {
+	t.Helper()
+	idle, err := s.peer.IdleBeat(context.Background(), s.addr, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idle
+}
+
+// gate is a handler that reports each start and then blocks until released or canceled.
+type gate struct {
+	started chan int64
+	mu      sync.Mutex
+	release map[int64]chan struct{}
+}
+
+func newGate() *gate {
+	return &gate{started: make(chan int64, 100), release: map[int64]chan struct{}{}}
+}
+
+func (g *gate) ch(id int64) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.release[id]
+	if c == nil {
+		c = make(chan struct{})
+		g.release[id] = c
+	}
+	return c
+}
+
+func (g *gate) open(id int64) { close(g.ch(id)) }
+
+func (g *gate) handler(ctx context.Context) error {
+	run, _ := executor.RunFrom(ctx)
+	g.started <- run.ExecutionID
+	select {
+	case <-g.ch(run.ExecutionID):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gate) waitStart(t *testing.T) int64 {
+	t.Helper()
+	select {
+	case id := <-g.started:
+		return id
+	case <-time.After(wait):
+		t.Fatal("no run started")
+		return 0
+	}
+}
+
+func TestRegistersAndHeartbeats(t *testing.T) {
+	peer := executortest.NewPeer(t, token)
+	peer.HeartbeatMs = 20
+	s := startOn(t, peer, t.TempDir(), func(ex *executor.Executor) {
+		ex.Handle("report", func(context.Context) error { return nil })
+		ex.Handle("http", func(context.Context) error { return nil })
+	})
+	peer.Wait(t, wait, "three registrations", func() bool { return len(peer.Registrations()) >= 3 })
+	for _, reg := range peer.Registrations()[:3] {
+		if reg.App != "billing" || reg.Address != s.addr || strings.Join(reg.Handlers, ",") != "http,report" {
+			t.Fatalf("registration %+v: want app billing, address %s, handlers http,report", reg, s.addr)
+		}
+	}
+	if !strings.HasPrefix(s.addr, "http://127.0.0.1:") {
+		t.Errorf("address %q: want the listener's http://127.0.0.1:port", s.addr)
+	}
+	if err := peer.Beat(context.Background(), s.addr); err != nil {
+		t.Errorf("beat: %v", err)
+	}
+	if err := s.ex.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ex.Stop(context.Background()); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	un := peer.Unregistrations()
+	if len(un) != 1 || un[0].Address != s.addr || un[0].App != "billing" {
+		t.Errorf("unregistrations %+v: want one for %s", un, s.addr)
+	}
+	n := len(peer.Registrations())
+	// After Stop no heartbeat may follow; a beat to the closed endpoint must fail.
+	if err := peer.Beat(context.Background(), s.addr); err == nil {
+		t.Error("beat after Stop succeeded")
+	}
+	if m := len(peer.Registrations()); m != n {
+		t.Errorf("%d registrations after Stop", m-n)
+	}
+}
+
+func TestWrongTokenBothWays(t *testing.T) {
+	peer := executortest.NewPeer(t, token)
+	ex, err := executor.New(executor.Config{Server: peer.URL, Token: "wrong", App: "billing",
+		Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := ex.Start(ctx); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("Start with a wrong token: %v, want a 401 refusal", err)
+	}
+
+	s := start(t, nil)
+	for _, path := range []string{executor.PathRun, executor.PathKill, executor.PathBeat, executor.PathIdleBeat} {
+		for _, tok := range []string{"wrong", "", token + "x"} {
+			status, _, err := peer.Call(ctx, s.addr, path, tok, map[string]any{"execution_id": 1, "job_id": 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if status != http.StatusUnauthorized {
+				t.Errorf("%s with token %q: status %d, want 401", path, tok, status)
+			}
+		}
+	}
+}
+
+func TestRunStreamsLogsAndReportsResult(t *testing.T) {
+	const lines = 250 // more than one batch
+	var got executor.Run
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("report", func(ctx context.Context) error {
+			got, _ = executor.RunFrom(ctx)
+			log := executor.Logger(ctx).With("shard", got.ShardIndex)
+			for i := 1; i <= lines; i++ {
+				log.Info("line", "n", i)
+			}
+			log.Warn("almost done", "note", "two words")
+			return nil
+		})
+	})
+	sched := time.UnixMilli(1732230000000)
+	s.mustRun(t, executor.RunRequest{ExecutionID: 42, JobID: 7, Handler: "report", Params: "p=1",
+		Concurrency: "allow", ShardIndex: 1, ShardTotal: 3, ScheduledAt: sched.UnixMilli(), Attempt: 2})
+	res := s.peer.WaitResult(t, 42, wait)
+	if res.State != executor.StateSucceeded || res.Code != 200 || res.StartedAt == 0 || res.FinishedAt < res.StartedAt {
+		t.Errorf("result %+v: want succeeded, 200, started <= finished", res)
+	}
+	want := executor.Run{ExecutionID: 42, JobID: 7, Handler: "report", Params: "p=1", ShardIndex: 1,
+		ShardTotal: 3, Attempt: 2, ScheduledAt: sched}
+	if !got.ScheduledAt.Equal(want.ScheduledAt) {
+		t.Errorf("scheduled %v, want %v", got.ScheduledAt, sched)
+	}
+	got.ScheduledAt = want.ScheduledAt // Equal above; == would compare the location pointer too
+	if got != want {
+		t.Errorf("RunFrom = %+v, want %+v", got, want)
+	}
+	// The lines were sent before the result.
+	ls := s.peer.Lines(42)
+	if len(ls) != lines+1 {
+		t.Fatalf("%d lines, want %d", len(ls), lines+1)
+	}
+	for i, l := range ls {
+		if l.Line != int64(i+1) || l.At == 0 {
+			t.Fatalf("line %d: %+v, want number %d and a time", i, l, i+1)
+		}
+	}
+	if ls[0].Message != "line shard=1 n=1" || ls[lines].Message != `WARN almost done shard=1 note="two words"` {
+		t.Errorf("lines %q … %q", ls[0].Message, ls[lines].Message)
+	}
+}
+
+func TestLogsStreamWhileRunning(t *testing.T) {
+	g := newGate()
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("slow", func(ctx context.Context) error {
+			executor.Logger(ctx).Info("working")
+			return g.handler(ctx)
+		})
+	})
+	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "slow"})
+	g.waitStart(t)
+	// The flusher sends within ~200 ms; the run is still blocked here.
+	s.peer.WaitOutput(t, 1, "working", wait)
+	if _, done := s.peer.Result(1); done {
+		t.Fatal("result before the run ended")
+	}
+	g.open(1)
+	if res := s.peer.WaitResult(t, 1, wait); res.State != executor.StateSucceeded {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestFailuresAndRefusals(t *testing.T) {
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("fail", func(context.Context) error { return errors.New("disk full") })
+		ex.Handle("panic", func(context.Context) error { panic("boom") })
+	})
+	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "fail"})
+	s.mustRun(t, executor.RunRequest{ExecutionID: 2, JobID: 2, Handler: "panic"})
+	if res := s.peer.WaitResult(t, 1, wait); res.State != executor.StateFailed || res.Code != 500 || res.Message != "disk full" {
+		t.Errorf("failing handler: %+v", res)
+	}
+	if res := s.peer.WaitResult(t, 2, wait); res.State != executor.StateFailed || !strings.Contains(res.Message, "boom") {
+		t.Errorf("panicking handler: %+v", res)
+	}
+	if !strings.Contains(s.peer.Output(1), "ERROR disk full") {
+		t.Errorf("output %q: want the error as the last line", s.peer.Output(1))
+	}
+	if resp := s.run(t, executor.RunRequest{ExecutionID: 3, JobID: 3, Handler: "nope"}); resp.Accepted || !strings.Contains(resp.Message, `unknown handler "nope"`) {
+		t.Errorf("unknown handler: %+v", resp)
+	}
+	if resp := s.run(t, executor.RunRequest{ExecutionID: 4, JobID: 3, Handler: "fail", Concurrency: "sometimes"}); resp.Accepted {
+		t.Errorf("unknown policy accepted: %+v", resp)
+	}
+}
+
+func TestSerialRunsOneAtATimeInOrder(t *testing.T) {
+	g := newGate()
+	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
+	if !s.idle(t, 5) {
+		t.Fatal("job 5 not idle before any run")
+	}
+	for id := int64(1); id <= 3; id++ {
+		s.mustRun(t, executor.RunRequest{ExecutionID: id, JobID: 5, Handler: "g", Concurrency: "serial"})
+	}
+	// A run of another job is not held up by job 5.
+	s.mustRun(t, executor.RunRequest{ExecutionID: 10, JobID: 6, Handler: "g", Concurrency: "serial"})
+	first, other := g.waitStart(t), g.waitStart(t)
+	if first == 10 {
+		first, other = other, first
+	}
+	if first != 1 || other != 10 {
+		t.Fatalf("started %d and %d, want 1 and 10", first, other)
+	}
+	if s.idle(t, 5) {
+		t.Error("job 5 idle while it runs")
+	}
+	for id := int64(1); id <= 3; id++ {
+		select {
+		case extra := <-g.started:
+			t.Fatalf("execution %d started while %d runs", extra, id)
+		default:
+		}
+		g.open(id)
+		s.peer.WaitResult(t, id, wait)
+		if id < 3 {
+			if next := g.waitStart(t); next != id+1 {
+				t.Fatalf("after %d started %d, want %d", id, next, id+1)
+			}
+		}
+	}
+	g.open(10)
+	s.peer.WaitResult(t, 10, wait)
+	if !s.idle(t, 5) {
+		t.Error("job 5 not idle after its runs")
+	}
+	if r1, _ := s.peer.Result(1); r1.FinishedAt > mustResult(t, s.peer, 2).StartedAt {
+		t.Error("execution 2 started before 1 finished")
+	}
+}
+
+func mustResult(t *testing.T, p *executortest.Peer, id int64) executor.Result {
+	t.Helper()
+	r, ok := p.Result(id)
+	if !ok {
+		t.Fatalf("no result for %d", id)
+	}
+	return r
+}
+
+func TestDiscardRefusesWhileOneRuns(t *testing.T) {
+	g := newGate()
+	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
+	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "discard"})
+	g.waitStart(t)
+	resp := s.run(t, executor.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "discard"})
+	if resp.Accepted || !strings.Contains(resp.Message, "discard") {
+		t.Errorf("second run while one runs: %+v, want refused", resp)
+	}
+	g.open(1)
+	s.peer.WaitResult(t, 1, wait)
+	s.mustRun(t, executor.RunRequest{ExecutionID: 3, JobID: 5, Handler: "g", Concurrency: "discard"})
+	if id := g.waitStart(t); id != 3 {
+		t.Errorf("started %d, want 3", id)
+	}
+	g.open(3)
+	s.peer.WaitResult(t, 3, wait)
+	if _, ok := s.peer.Result(2); ok {
+		t.Error("the discarded run reported a result")
+	}
+}
+
+func TestReplaceCancelsTheRunningOne(t *testing.T) {
+	g := newGate()
+	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
+	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "replace"})
+	g.waitStart(t)
+	s.mustRun(t, executor.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "replace"})
+	res := s.peer.WaitResult(t, 1, wait)
+	if res.State != executor.StateCanceled || !strings.Contains(res.Message, "replaced by execution 2") {
+		t.Errorf("replaced run: %+v, want canceled by 2", res)
+	}
+	if id := g.waitStart(t); id != 2 {
+		t.Fatalf("started %d, want 2", id)
+	}
+	g.open(2)
+	if res := s.peer.WaitResult(t, 2, wait); res.State != executor.StateSucceeded {
+		t.Errorf("replacing run: %+v", res)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	g := newGate()
+	var deadline time.Time
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("g", func(ctx context.Context) error {
+			deadline, _ = ctx.Deadline()
+			return g.handler(ctx)
+		})
+	})
+	before := time.Now()
+	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", TimeoutMs: 50})
+	res := s.peer.WaitResult(t, 1, wait)
+	if res.State != executor.StateTimedOut || res.Code != 502 {
+		t.Errorf("result %+v, want timed_out 502", res)
+	}
+	if d := deadline.Sub(before); d <= 0 || d > time.Second {
+		t.Errorf("handler deadline %v after the run, want about 50ms", d)
+	}
+}
+
+func TestKill(t *testing.T) {
+	g := newGate()
+	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
+	ctx := context.Background()
+	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "serial"})
+	s.mustRun(t, executor.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "serial"})
+	g.waitStart(t)
+	if killed, err := s.peer.Kill(ctx, s.addr, 2); err != nil || !killed {
+		t.Fatalf("kill queued: %v %v", killed, err)
+	}
+	if res := s.peer.WaitResult(t, 2, wait); res.State != executor.StateCanceled || res.StartedAt != 0 {
+		t.Errorf("killed queued run: %+v, want canceled, never started", res)
+	}
+	if killed, err := s.peer.Kill(ctx, s.addr, 1); err != nil || !killed {
+		t.Fatalf("kill running: %v %v", killed, err)
+	}
+	if res := s.peer.WaitResult(t, 1, wait); res.State != executor.StateCanceled || res.Message != "killed" {
+		t.Errorf("killed run: %+v, want canceled killed", res)
+	}
+	if killed, err := s.peer.Kill(ctx, s.addr, 99); err != nil || killed {
+		t.Errorf("kill of an unknown execution: %v %v, want false", killed, err)
+	}
+	if !s.idle(t, 5) {
+		t.Error("job not idle after the kills")
+	}
+}
+
+func TestStopWaitsForRunningHandlers(t *testing.T) {
+	g := newGate()
+	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
+	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "serial"})
+	s.mustRun(t, executor.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "serial"})
+	g.waitStart(t)
+	stopped := make(chan error)
+	go func() { stopped <- s.ex.Stop(context.Background()) }()
+	s.peer.Wait(t, wait, "the queued run canceled", func() bool { return s.peer.HasResult(2) })
+	if r := mustResult(t, s.peer, 2); r.State != executor.StateCanceled {
+		t.Errorf("queued run at stop: %+v", r)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a handler runs", err)
+	default:
+	}
+	g.open(1)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if r := mustResult(t, s.peer, 1); r.State != executor.StateSucceeded {
+		t.Errorf("run finished during stop: %+v", r)
+	}
+}
+
+func TestStopCancelsHandlersWhenItsContextEnds(t *testing.T) {
+	g := newGate()
+	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
+	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g"})
+	g.waitStart(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.ex.Stop(ctx)
+	// The result could not be sent within the expired context: it is spooled, or it was sent.
+	if r, ok := s.peer.Result(1); ok && r.State != executor.StateCanceled {
+		t.Errorf("result %+v, want canceled", r)
+	}
+	if _, ok := s.peer.Result(1); !ok && len(spooled(t, s.dir)) != 1 {
+		t.Error("result neither delivered nor spooled")
+	}
+}
+
+func spooled(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "result-*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// eventually polls cond for a bounded time: for state on disk, which no peer signal covers.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestResultsSpooledWhileServerFailsThenDelivered(t *testing.T) {
+	peer := executortest.NewPeer(t, token)
+	dir := t.TempDir()
+	s := startOn(t, peer, dir, func(ex *executor.Executor) {
+		ex.Handle("ok", func(context.Context) error { return nil })
+	})
+	peer.FailResults(http.StatusServiceUnavailable)
+	s.mustRun(t, executor.RunRequest{ExecutionID: 7, JobID: 1, Handler: "ok"})
+	peer.Wait(t, wait, "a refused results call", func() bool { return peer.RefusedResultCalls() >= 1 })
+	eventually(t, "the result in the spool", func() bool { return len(spooled(t, dir)) == 1 })
+	b, err := os.ReadFile(filepath.Join(dir, "result-7.json"))
+	if err != nil || !strings.Contains(string(b), `"state":"succeeded"`) {
+		t.Fatalf("spool file: %s %v", b, err)
+	}
+	peer.FailResults(0)
+	if res := peer.WaitResult(t, 7, wait); res.State != executor.StateSucceeded {
+		t.Errorf("delivered %+v", res)
+	}
+	eventually(t, "an empty spool", func() bool { return len(spooled(t, dir)) == 0 })
+}
+
+func TestSpooledResultsSurviveARestart(t *testing.T) {
+	peer := executortest.NewPeer(t, token)
+	dir := t.TempDir()
+	peer.FailResults(http.StatusServiceUnavailable)
+	first := startOn(t, peer, dir, func(ex *executor.Executor) {
+		ex.Handle("ok", func(context.Context) error { return nil })
+	})
+	for id := int64(1); id <= 3; id++ {
+		first.mustRun(t, executor.RunRequest{ExecutionID: id, JobID: id, Handler: "ok"})
+	}
+	eventually(t, "three spooled results", func() bool { return len(spooled(t, dir)) == 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := first.ex.Stop(ctx); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("Stop with undelivered results: %v, want an error naming %s", err, dir)
+	}
+	if n := peer.ResultCalls(); n != 0 {
+		t.Fatalf("%d results calls taken while failing", n)
+	}
+
+	peer.FailResults(0)
+	startOn(t, peer, dir, nil) // a new process on the same spool
+	for id := int64(1); id <= 3; id++ {
+		if res := peer.WaitResult(t, id, wait); res.State != executor.StateSucceeded {
+			t.Errorf("result %d after restart: %+v", id, res)
+		}
+	}
+	eventually(t, "an empty spool", func() bool { return len(spooled(t, dir)) == 0 })
+}
+
+func TestConfigChecks(t *testing.T) {
+	for _, cfg := range []executor.Config{
+		{Token: "t", App: "a"},
+		{Server: "http://x", App: "a"},
+		{Server: "http://x", Token: "t"},
+		{Server: "x:8080", Token: "t", App: "a"},
+		{Server: "http://x", Token: "t", App: "a", Advertise: "10.0.0.1:9999"},
+	} {
+		if _, err := executor.New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+	if l := executor.Logger(context.Background()); l == nil {
+		t.Error("Logger outside a run is nil")
+	}
+	if _, ok := executor.RunFrom(context.Background()); ok {
+		t.Error("RunFrom outside a run found one")
+	}
+}

@@ -1,0 +1,329 @@
+// Package executortest provides Peer, an in-memory implementation of the server side of the
+// native executor protocol, for testing executors over real sockets: it records
+// registrations, output lines and results, answers as a server does, and calls executors'
+// run, kill, beat and idle-beat endpoints.
+package executortest
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/executor"
+)
+
+// Peer is the server side of the protocol. Its zero value is not usable; use NewPeer.
+type Peer struct {
+	URL   string
+	Token string
+	// HeartbeatMs is what register answers (default 3000).
+	HeartbeatMs int64
+
+	srv *httptest.Server
+
+	mu            sync.Mutex
+	changed       chan struct{} // closed and replaced whenever something is recorded
+	registrations []executor.Registration
+	unregs        []executor.Registration
+	logs          map[int64]map[int64]executor.LogLine
+	results       map[int64]executor.Result
+	resultCalls   int
+	refusedCalls  int
+	failResults   int // HTTP status to answer results with, 0 = take them
+}
+
+// NewPeer starts a Peer that requires token; it is closed when the test ends.
+func NewPeer(t testing.TB, token string) *Peer {
+	p := &Peer{Token: token, HeartbeatMs: 3000, changed: make(chan struct{}),
+		logs: map[int64]map[int64]executor.LogLine{}, results: map[int64]executor.Result{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+executor.PathRegister, func(w http.ResponseWriter, r *http.Request) {
+		var reg executor.Registration
+		if !p.decode(w, r, &reg) {
+			return
+		}
+		if reg.App == "" || reg.Address == "" {
+			http.Error(w, "app and address are required", http.StatusBadRequest)
+			return
+		}
+		p.record(func() { p.registrations = append(p.registrations, reg) })
+		p.mu.Lock()
+		hb := p.HeartbeatMs
+		p.mu.Unlock()
+		writeJSON(w, executor.RegisterResponse{HeartbeatIntervalMs: hb})
+	})
+	mux.HandleFunc("POST "+executor.PathUnregister, func(w http.ResponseWriter, r *http.Request) {
+		var reg executor.Registration
+		if !p.decode(w, r, &reg) {
+			return
+		}
+		p.record(func() { p.unregs = append(p.unregs, reg) })
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST "+executor.PathLogs, func(w http.ResponseWriter, r *http.Request) {
+		var b executor.LogBatch
+		if !p.decode(w, r, &b) {
+			return
+		}
+		if b.ExecutionID <= 0 {
+			http.Error(w, "execution_id is required", http.StatusBadRequest)
+			return
+		}
+		p.record(func() {
+			m := p.logs[b.ExecutionID]
+			if m == nil {
+				m = map[int64]executor.LogLine{}
+				p.logs[b.ExecutionID] = m
+			}
+			for _, l := range b.Lines {
+				m[l.Line] = l // by line number: a batch sent twice is stored once
+			}
+		})
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST "+executor.PathResults, func(w http.ResponseWriter, r *http.Request) {
+		var b executor.ResultBatch
+		if !p.decode(w, r, &b) {
+			return
+		}
+		p.mu.Lock()
+		fail := p.failResults
+		p.mu.Unlock()
+		if fail != 0 {
+			p.record(func() { p.refusedCalls++ })
+			http.Error(w, "unavailable", fail)
+			return
+		}
+		for _, res := range b.Results {
+			switch res.State {
+			case executor.StateSucceeded, executor.StateFailed, executor.StateTimedOut, executor.StateCanceled:
+			default:
+				http.Error(w, fmt.Sprintf("state %q is not a final state", res.State), http.StatusBadRequest)
+				return
+			}
+		}
+		var completed []int64
+		p.record(func() {
+			p.resultCalls++
+			for _, res := range b.Results {
+				if _, done := p.results[res.ExecutionID]; done {
+					continue // compare-and-set: the first result wins
+				}
+				p.results[res.ExecutionID] = res
+				completed = append(completed, res.ExecutionID)
+			}
+		})
+		writeJSON(w, executor.ResultsResponse{Completed: completed})
+	})
+	want := []byte("Bearer " + token)
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			http.Error(w, "wrong token", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	p.URL = p.srv.URL
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *Peer) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (p *Peer) record(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f()
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// FailResults makes results answer with status (e.g. 503) until called with 0.
+func (p *Peer) FailResults(status int) {
+	p.record(func() { p.failResults = status })
+}
+
+// Wait blocks until cond, called whenever something is recorded, returns true, and fails
+// the test after timeout. cond may use the Peer's accessors.
+func (p *Peer) Wait(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		// Taking the channel before testing cond: a change between the two closes it.
+		p.mu.Lock()
+		ch := p.changed
+		p.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
+// Registrations returns the registrations received so far.
+func (p *Peer) Registrations() []executor.Registration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.registrations)
+}
+
+// Unregistrations returns the unregistrations received so far.
+func (p *Peer) Unregistrations() []executor.Registration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.unregs)
+}
+
+// RefusedResultCalls counts results calls answered with the FailResults status.
+func (p *Peer) RefusedResultCalls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refusedCalls
+}
+
+// ResultCalls counts results calls taken.
+func (p *Peer) ResultCalls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.resultCalls
+}
+
+// Result returns the result recorded for id.
+func (p *Peer) Result(id int64) (executor.Result, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.results[id]
+	return r, ok
+}
+
+// HasResult reports whether a result for id arrived.
+func (p *Peer) HasResult(id int64) bool { _, ok := p.Result(id); return ok }
+
+// WaitResult waits for the result of id.
+func (p *Peer) WaitResult(t testing.TB, id int64, timeout time.Duration) executor.Result {
+	t.Helper()
+	p.Wait(t, timeout, fmt.Sprintf("the result of execution %d", id), func() bool { return p.HasResult(id) })
+	r, _ := p.Result(id)
+	return r
+}
+
+// Lines returns the output lines of id in line order.
+func (p *Peer) Lines(id int64) []executor.LogLine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []executor.LogLine
+	for _, l := range p.logs[id] {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b executor.LogLine) int { return int(a.Line - b.Line) })
+	return out
+}
+
+// Output returns the output of id as text, one line each.
+func (p *Peer) Output(id int64) string {
+	var b strings.Builder
+	for _, l := range p.Lines(id) {
+		b.WriteString(l.Message)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// WaitOutput waits until the output of id contains substr.
+func (p *Peer) WaitOutput(t testing.TB, id int64, substr string, timeout time.Duration) {
+	t.Helper()
+	p.Wait(t, timeout, fmt.Sprintf("output %q of execution %d", substr, id), func() bool {
+		for _, l := range p.Lines(id) {
+			if strings.Contains(l.Message, substr) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// Call posts body to an executor's path with token and returns the status and the answer.
+func (p *Peer) Call(ctx context.Context, address, path, token string, body any) (int, []byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(address, "/")+path, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+// call posts with the peer's token and decodes a 200 answer into out.
+func (p *Peer) call(ctx context.Context, address, path string, in, out any) error {
+	status, body, err := p.Call(ctx, address, path, p.Token, in)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("POST %s%s: status %d: %s", address, path, status, body)
+	}
+	return json.Unmarshal(body, out)
+}
+
+// Run asks the executor at address to run req.
+func (p *Peer) Run(ctx context.Context, address string, req executor.RunRequest) (executor.RunResponse, error) {
+	var resp executor.RunResponse
+	err := p.call(ctx, address, executor.PathRun, req, &resp)
+	return resp, err
+}
+
+// Kill asks the executor at address to kill an execution.
+func (p *Peer) Kill(ctx context.Context, address string, id int64) (bool, error) {
+	var resp executor.KillResponse
+	err := p.call(ctx, address, executor.PathKill, executor.KillRequest{ExecutionID: id}, &resp)
+	return resp.Killed, err
+}
+
+// Beat checks the executor at address is alive.
+func (p *Peer) Beat(ctx context.Context, address string) error {
+	var resp struct{}
+	return p.call(ctx, address, executor.PathBeat, struct{}{}, &resp)
+}
+
+// IdleBeat asks the executor at address whether a job is idle there.
+func (p *Peer) IdleBeat(ctx context.Context, address string, jobID int64) (bool, error) {
+	var resp executor.IdleBeatResponse
+	err := p.call(ctx, address, executor.PathIdleBeat, executor.IdleBeatRequest{JobID: jobID}, &resp)
+	return resp.Idle, err
+}

@@ -1,0 +1,190 @@
+package executor
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	logFlushEvery = 200 * time.Millisecond
+	logBatchLines = 100
+	// logMaxBuffered bounds the lines kept while the server does not take them; the oldest
+	// go first, so a long outage costs the start of the output, not the executor's memory.
+	logMaxBuffered = 10000
+	logSendTimeout = 5 * time.Second
+)
+
+// logSink buffers one run's output lines and streams them to the server: every
+// logFlushEvery, whenever logBatchLines are waiting, and once more when the run ends.
+type logSink struct {
+	e  *Executor
+	id int64
+
+	mu     sync.Mutex
+	last   int64 // last line number given out
+	buf    []LogLine
+	closed bool
+
+	full chan struct{} // a batch is ready
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newLogSink(e *Executor, id int64) *logSink {
+	s := &logSink{e: e, id: id, full: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *logSink) add(at time.Time, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return // a handler that outlived its run: its lines have no execution to go to
+	}
+	s.last++
+	s.buf = append(s.buf, LogLine{Line: s.last, At: at.UnixMilli(), Message: msg})
+	if over := len(s.buf) - logMaxBuffered; over > 0 {
+		s.buf = append(s.buf[:0], s.buf[over:]...)
+	}
+	if len(s.buf) >= logBatchLines {
+		select {
+		case s.full <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *logSink) loop() {
+	defer close(s.done)
+	t := time.NewTicker(logFlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		case <-s.full:
+		}
+		s.flush()
+	}
+}
+
+// flush sends what is buffered, in batches; lines the server did not take stay for the
+// next flush.
+func (s *logSink) flush() {
+	for {
+		s.mu.Lock()
+		n := min(len(s.buf), logBatchLines)
+		batch := append([]LogLine(nil), s.buf[:n]...)
+		s.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.e.baseCtx, logSendTimeout)
+		err := s.e.post(ctx, PathLogs, LogBatch{ExecutionID: s.id, Lines: batch}, nil)
+		cancel()
+		if err != nil {
+			s.e.log.Debug("sending output lines failed; keeping them", "execution_id", s.id, "err", err)
+			return
+		}
+		s.mu.Lock()
+		// Lines dropped for the cap meanwhile may have shifted the buffer: drop what was sent by number.
+		i := 0
+		for i < len(s.buf) && s.buf[i].Line <= batch[len(batch)-1].Line {
+			i++
+		}
+		s.buf = append(s.buf[:0], s.buf[i:]...)
+		s.mu.Unlock()
+	}
+}
+
+// close stops streaming and sends the rest once.
+func (s *logSink) close() {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.flush()
+	s.mu.Lock()
+	if len(s.buf) > 0 {
+		s.e.log.Warn("output lines lost: the server did not take them", "execution_id", s.id, "lines", len(s.buf))
+	}
+	s.mu.Unlock()
+}
+
+// lineHandler is the slog.Handler of a run's logger: each record becomes one output line,
+// "message key=value …", prefixed with the level unless it is INFO.
+type lineHandler struct {
+	sink   *logSink
+	pre    string // attributes from WithAttrs, formatted
+	prefix string // group prefix from WithGroup, "g." or ""
+}
+
+func (h *lineHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	if r.Level != slog.LevelInfo {
+		b.WriteString(r.Level.String())
+		b.WriteByte(' ')
+	}
+	b.WriteString(r.Message)
+	b.WriteString(h.pre)
+	r.Attrs(func(a slog.Attr) bool {
+		appendAttr(&b, h.prefix, a)
+		return true
+	})
+	at := r.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	h.sink.add(at, b.String())
+	return nil
+}
+
+func (h *lineHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	var b strings.Builder
+	b.WriteString(h.pre)
+	for _, a := range attrs {
+		appendAttr(&b, h.prefix, a)
+	}
+	return &lineHandler{sink: h.sink, pre: b.String(), prefix: h.prefix}
+}
+
+func (h *lineHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	return &lineHandler{sink: h.sink, pre: h.pre, prefix: h.prefix + name + "."}
+}
+
+func appendAttr(b *strings.Builder, prefix string, a slog.Attr) {
+	a.Value = a.Value.Resolve()
+	if a.Equal(slog.Attr{}) {
+		return
+	}
+	if a.Value.Kind() == slog.KindGroup {
+		p := prefix
+		if a.Key != "" {
+			p += a.Key + "."
+		}
+		for _, g := range a.Value.Group() {
+			appendAttr(b, p, g)
+		}
+		return
+	}
+	b.WriteByte(' ')
+	b.WriteString(prefix + a.Key)
+	b.WriteByte('=')
+	v := a.Value.String()
+	if v == "" || strings.ContainsAny(v, " =\"\n\t") {
+		v = strconv.Quote(v)
+	}
+	b.WriteString(v)
+}

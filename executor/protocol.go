@@ -1,0 +1,131 @@
+package executor
+
+// The wire types of the native executor protocol (docs/executor-protocol.md). Times are Unix
+// milliseconds. They are exported so that the server side and tests speak the same shapes.
+
+// Paths of the server's executor endpoints, under the server's base URL.
+const (
+	PathRegister   = "/api/v1/executor/register"
+	PathUnregister = "/api/v1/executor/unregister"
+	PathLogs       = "/api/v1/executor/logs"
+	PathResults    = "/api/v1/executor/results"
+)
+
+// Paths the executor serves, under the address it registered.
+const (
+	PathRun      = "/run"
+	PathKill     = "/kill"
+	PathBeat     = "/beat"
+	PathIdleBeat = "/idle-beat"
+)
+
+// Concurrency policies a run request may carry.
+const (
+	ConcurrencyAllow   = "allow"
+	ConcurrencySerial  = "serial"
+	ConcurrencyDiscard = "discard"
+	ConcurrencyReplace = "replace"
+)
+
+// Final states a result may carry.
+const (
+	StateSucceeded = "succeeded"
+	StateFailed    = "failed"
+	StateTimedOut  = "timed_out"
+	StateCanceled  = "canceled"
+)
+
+// Result codes, as XXL-JOB uses them: 200 success, 500 failure, 502 timeout.
+const (
+	CodeOK      = 200
+	CodeFailed  = 500
+	CodeTimeout = 502
+)
+
+// Registration is the body of register (the heartbeat) and, without Handlers, of unregister.
+type Registration struct {
+	App      string   `json:"app"`
+	Address  string   `json:"address"`
+	Handlers []string `json:"handlers,omitempty"`
+}
+
+// RegisterResponse is the server's answer to register.
+type RegisterResponse struct {
+	HeartbeatIntervalMs int64 `json:"heartbeat_interval_ms"`
+}
+
+// LogBatch is the body of logs: output lines of one execution. Line numbers count from 1
+// per execution, so a batch sent twice is stored once.
+type LogBatch struct {
+	ExecutionID int64     `json:"execution_id"`
+	Lines       []LogLine `json:"lines"`
+}
+
+// LogLine is one output line.
+type LogLine struct {
+	Line    int64  `json:"line"`
+	At      int64  `json:"at"`
+	Message string `json:"message"`
+}
+
+// ResultBatch is the body of results.
+type ResultBatch struct {
+	Results []Result `json:"results"`
+}
+
+// Result is the outcome of one execution. StartedAt is 0 for a run that never started (it
+// was canceled while queued).
+type Result struct {
+	ExecutionID int64  `json:"execution_id"`
+	State       string `json:"state"`
+	Code        int    `json:"code"`
+	Message     string `json:"message"`
+	StartedAt   int64  `json:"started_at,omitempty"`
+	FinishedAt  int64  `json:"finished_at"`
+}
+
+// ResultsResponse is the server's answer to results: the ids whose state changed.
+type ResultsResponse struct {
+	Completed []int64 `json:"completed"`
+}
+
+// RunRequest is the body of run.
+type RunRequest struct {
+	ExecutionID int64  `json:"execution_id"`
+	JobID       int64  `json:"job_id"`
+	Handler     string `json:"handler"`
+	Params      string `json:"params"`
+	TimeoutMs   int64  `json:"timeout_ms"`
+	Concurrency string `json:"concurrency"`
+	ShardIndex  int    `json:"shard_index"`
+	ShardTotal  int    `json:"shard_total"`
+	ScheduledAt int64  `json:"scheduled_at"`
+	Attempt     int    `json:"attempt"`
+}
+
+// RunResponse is the executor's answer to run.
+type RunResponse struct {
+	Accepted bool   `json:"accepted"`
+	Message  string `json:"message,omitempty"`
+}
+
+// KillRequest is the body of kill.
+type KillRequest struct {
+	ExecutionID int64 `json:"execution_id"`
+}
+
+// KillResponse is the executor's answer to kill.
+type KillResponse struct {
+	Killed bool `json:"killed"`
+}
+
+// IdleBeatRequest is the body of idle-beat.
+type IdleBeatRequest struct {
+	JobID int64 `json:"job_id"`
+}
+
+// IdleBeatResponse is the executor's answer to idle-beat: true when no run of the job is in
+// progress or queued.
+type IdleBeatResponse struct {
+	Idle bool `json:"idle"`
+}

@@ -1,0 +1,266 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	resultBatch       = 100
+	resultSendTimeout = 10 * time.Second
+	spoolPrefix       = "result-"
+)
+
+// reporter delivers results. It sends them as they come; when the server does not take
+// them it writes each to the spool directory (one small file, written atomically) and
+// retries with backoff until it does. On start it picks up what an earlier process spooled.
+// A result is on disk from its first failed delivery until the server has it, so neither a
+// server restart nor an executor restart loses it.
+type reporter struct {
+	e   *Executor
+	dir string
+
+	mu      sync.Mutex
+	pending map[int64]*pendingResult
+
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	backoff *backoff
+}
+
+type pendingResult struct {
+	res     Result
+	spooled bool
+}
+
+func newReporter(e *Executor, dir string) (*reporter, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("executor: spool directory %s: %w", dir, err)
+	}
+	r := &reporter{
+		e: e, dir: dir, pending: map[int64]*pendingResult{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		backoff: newBackoff(200*time.Millisecond, 30*time.Second),
+	}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// load reads the results an earlier process spooled.
+func (r *reporter) load() error {
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		return fmt.Errorf("executor: read spool directory %s: %w", r.dir, err)
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		path := filepath.Join(r.dir, name)
+		if strings.HasPrefix(name, ".tmp-") {
+			_ = os.Remove(path) // a write that a crash interrupted; its result was never spooled
+			continue
+		}
+		if !strings.HasPrefix(name, spoolPrefix) || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		var res Result
+		if err == nil {
+			err = json.Unmarshal(b, &res)
+		}
+		if err != nil || res.ExecutionID <= 0 {
+			r.e.log.Error("unreadable spooled result; moved aside", "file", path, "err", err)
+			_ = os.Rename(path, path+".bad")
+			continue
+		}
+		r.pending[res.ExecutionID] = &pendingResult{res: res, spooled: true}
+	}
+	if len(r.pending) > 0 {
+		r.e.log.Info("spooled results to deliver", "count", len(r.pending), "dir", r.dir)
+		r.poke()
+	}
+	return nil
+}
+
+func (r *reporter) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *reporter) add(res Result) {
+	r.mu.Lock()
+	r.pending[res.ExecutionID] = &pendingResult{res: res}
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *reporter) loop() {
+	defer close(r.done)
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.kick:
+			if retry != nil {
+				// The server is failing: keep new results safe on disk and wait for the retry.
+				r.spoolAll()
+				continue
+			}
+		case <-retry:
+		}
+		if err := r.deliver(context.Background()); err != nil {
+			d := r.backoff.next()
+			r.e.log.Warn("delivering results failed; spooled, retrying", "in", d, "err", err)
+			retry = time.After(d)
+		} else {
+			r.backoff.reset()
+			retry = nil
+		}
+	}
+}
+
+// deliver sends every pending result once, in batches. What the server did not take is
+// spooled before deliver returns the error.
+func (r *reporter) deliver(ctx context.Context) error {
+	r.mu.Lock()
+	batch := make([]Result, 0, len(r.pending))
+	for _, p := range r.pending {
+		batch = append(batch, p.res)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(batch, func(a, b Result) int { return int(a.ExecutionID - b.ExecutionID) })
+	var errs []error
+	for len(batch) > 0 {
+		n := min(len(batch), resultBatch)
+		if err := r.send(ctx, batch[:n]); err != nil {
+			errs = append(errs, err)
+		}
+		batch = batch[n:]
+	}
+	if len(errs) > 0 {
+		r.spoolAll()
+	}
+	return errors.Join(errs...)
+}
+
+// send delivers one batch. A batch the server refuses outright (4xx) is sent again one by
+// one, so one result it cannot take does not hold the others; a single refused result is
+// dropped, since sending it again would be refused again.
+func (r *reporter) send(ctx context.Context, batch []Result) error {
+	sendCtx, cancel := context.WithTimeout(ctx, resultSendTimeout)
+	err := r.e.post(sendCtx, PathResults, ResultBatch{Results: batch}, &ResultsResponse{})
+	cancel()
+	switch {
+	case err == nil:
+		r.delivered(batch)
+		return nil
+	case permanent(err) && len(batch) > 1:
+		var errs []error
+		for i := range batch {
+			errs = append(errs, r.send(ctx, batch[i:i+1]))
+		}
+		return errors.Join(errs...)
+	case permanent(err):
+		r.e.log.Error("the server refused a result; dropping it", "execution_id", batch[0].ExecutionID, "state", batch[0].State, "err", err)
+		r.delivered(batch)
+		return nil
+	}
+	return err
+}
+
+func (r *reporter) delivered(batch []Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, res := range batch {
+		p := r.pending[res.ExecutionID]
+		if p == nil || p.res != res {
+			continue // replaced meanwhile by a newer result for the same id
+		}
+		delete(r.pending, res.ExecutionID)
+		if p.spooled {
+			if err := os.Remove(r.path(res.ExecutionID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				r.e.log.Error("removing a delivered result from the spool", "execution_id", res.ExecutionID, "err", err)
+			}
+		}
+	}
+}
+
+func (r *reporter) path(id int64) string {
+	return filepath.Join(r.dir, spoolPrefix+strconv.FormatInt(id, 10)+".json")
+}
+
+// spoolAll writes every pending result that is not on disk yet.
+func (r *reporter) spoolAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, p := range r.pending {
+		if p.spooled {
+			continue
+		}
+		if err := r.write(p.res); err != nil {
+			r.e.log.Error("spooling a result failed; it is only in memory", "execution_id", id, "err", err)
+			continue
+		}
+		p.spooled = true
+	}
+}
+
+// write stores res atomically: a temporary file, synced, renamed into place.
+func (r *reporter) write(res Result) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(r.dir, ".tmp-")
+	if err != nil {
+		return fmt.Errorf("spool %s: %w", r.dir, err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), r.path(res.ExecutionID))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("spool result of execution %d: %w", res.ExecutionID, err)
+	}
+	return nil
+}
+
+// close stops the retry loop, tries once more within ctx, and makes sure whatever is still
+// undelivered is on disk for the next process.
+func (r *reporter) close(ctx context.Context) error {
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	n := len(r.pending)
+	r.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	if err := r.deliver(ctx); err != nil {
+		r.spoolAll()
+		return fmt.Errorf("results left in %s for the next start: %w", r.dir, err)
+	}
+	return nil
+}

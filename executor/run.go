@@ -1,0 +1,272 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+)
+
+// Run describes the execution a handler is running.
+type Run struct {
+	ExecutionID int64
+	JobID       int64
+	Handler     string
+	Params      string
+	ShardIndex  int
+	ShardTotal  int
+	Attempt     int
+	ScheduledAt time.Time
+	// Timeout is the job's timeout (0: none); the context's deadline enforces it.
+	Timeout time.Duration
+}
+
+type ctxKey int
+
+const (
+	runKey ctxKey = iota
+	loggerKey
+)
+
+// RunFrom returns the run a handler's context carries.
+func RunFrom(ctx context.Context) (Run, bool) {
+	r, ok := ctx.Value(runKey).(Run)
+	return r, ok
+}
+
+// Logger returns the run's logger: its lines are the execution's output, streamed to the
+// server. Outside a run it returns a logger that discards everything.
+func Logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// runState is one accepted run, queued or running. Nothing in it is shared with other runs.
+type runState struct {
+	run    Run
+	policy string
+	h      Handler
+	cancel context.CancelCauseFunc // nil while queued
+}
+
+// jobRuns are the runs of one job on this executor.
+type jobRuns struct {
+	running map[int64]*runState
+	queue   []*runState // serial runs waiting, in arrival order
+}
+
+// stopCause is why a run's context was canceled; it decides the reported state.
+type stopCause struct {
+	state string
+	code  int
+	msg   string
+}
+
+func (c *stopCause) Error() string { return c.msg }
+
+// accept applies the job's concurrency policy to a run request.
+func (e *Executor) accept(req RunRequest) RunResponse {
+	policy := req.Concurrency
+	switch policy {
+	case "":
+		policy = ConcurrencyAllow
+	case ConcurrencyAllow, ConcurrencySerial, ConcurrencyDiscard, ConcurrencyReplace:
+	default:
+		return RunResponse{Message: fmt.Sprintf("unknown concurrency policy %q", req.Concurrency)}
+	}
+	if req.ExecutionID <= 0 {
+		return RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}
+	}
+	rs := &runState{policy: policy, run: Run{
+		ExecutionID: req.ExecutionID, JobID: req.JobID, Handler: req.Handler, Params: req.Params,
+		ShardIndex: req.ShardIndex, ShardTotal: req.ShardTotal, Attempt: req.Attempt,
+		ScheduledAt: time.UnixMilli(req.ScheduledAt), Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
+	}}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		return RunResponse{Message: "executor is stopping"}
+	}
+	h := e.handlers[req.Handler]
+	if h == nil {
+		return RunResponse{Message: fmt.Sprintf("unknown handler %q", req.Handler)}
+	}
+	rs.h = h
+	if _, dup := e.runs[req.ExecutionID]; dup {
+		// The server repeated a call whose answer it lost: the run is already ours.
+		return RunResponse{Accepted: true, Message: "already accepted"}
+	}
+	j := e.jobs[req.JobID]
+	if j == nil {
+		j = &jobRuns{running: map[int64]*runState{}}
+		e.jobs[req.JobID] = j
+	}
+	busy := len(j.running) > 0 || len(j.queue) > 0
+	switch policy {
+	case ConcurrencySerial:
+		if busy {
+			j.queue = append(j.queue, rs)
+			e.runs[req.ExecutionID] = rs
+			return RunResponse{Accepted: true, Message: fmt.Sprintf("queued behind %d run(s)", len(j.running)+len(j.queue)-1)}
+		}
+	case ConcurrencyDiscard:
+		if busy {
+			return RunResponse{Message: fmt.Sprintf("discarded: job %d has %d run(s) in progress", req.JobID, len(j.running)+len(j.queue))}
+		}
+	case ConcurrencyReplace:
+		cause := &stopCause{state: StateCanceled, code: CodeFailed, msg: fmt.Sprintf("replaced by execution %d", req.ExecutionID)}
+		for _, old := range j.running {
+			old.cancel(cause)
+		}
+		for _, old := range j.queue {
+			go e.finish(old, Result{State: StateCanceled, Code: CodeFailed, Message: cause.msg + " before it started"}, time.Time{})
+		}
+		j.queue = nil
+	}
+	e.runs[req.ExecutionID] = rs
+	e.startLocked(j, rs)
+	return RunResponse{Accepted: true}
+}
+
+// startLocked starts rs; e.mu is held.
+func (e *Executor) startLocked(j *jobRuns, rs *runState) {
+	ctx, cancel := context.WithCancelCause(e.baseCtx)
+	rs.cancel = cancel
+	j.running[rs.run.ExecutionID] = rs
+	e.running.Add(1)
+	go e.execute(ctx, rs)
+}
+
+// kill cancels a running run or drops a queued one.
+func (e *Executor) kill(id int64) bool {
+	e.mu.Lock()
+	rs := e.runs[id]
+	if rs == nil {
+		e.mu.Unlock()
+		return false
+	}
+	if rs.cancel != nil {
+		rs.cancel(&stopCause{state: StateCanceled, code: CodeFailed, msg: "killed"})
+		e.mu.Unlock()
+		return true
+	}
+	if j := e.jobs[rs.run.JobID]; j != nil {
+		for i, q := range j.queue {
+			if q == rs {
+				j.queue = append(j.queue[:i:i], j.queue[i+1:]...)
+				break
+			}
+		}
+	}
+	e.mu.Unlock()
+	e.finish(rs, Result{State: StateCanceled, Code: CodeFailed, Message: "killed before it started"}, time.Time{})
+	return true
+}
+
+func (e *Executor) idle(jobID int64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	j := e.jobs[jobID]
+	return j == nil || (len(j.running) == 0 && len(j.queue) == 0)
+}
+
+// execute runs one handler and reports its result.
+func (e *Executor) execute(ctx context.Context, rs *runState) {
+	defer e.running.Done()
+	defer rs.cancel(nil)
+	if rs.run.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, rs.run.Timeout,
+			&stopCause{state: StateTimedOut, code: CodeTimeout, msg: fmt.Sprintf("timed out after %v", rs.run.Timeout)})
+		defer cancel()
+	}
+	sink := newLogSink(e, rs.run.ExecutionID)
+	ctx = context.WithValue(ctx, runKey, rs.run)
+	ctx = context.WithValue(ctx, loggerKey, slog.New(&lineHandler{sink: sink}))
+
+	started := time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				e.log.Error("handler panicked", "execution_id", rs.run.ExecutionID, "panic", p, "stack", string(debug.Stack()))
+				errc <- fmt.Errorf("handler %q panicked: %v", rs.run.Handler, p)
+			}
+		}()
+		errc <- rs.h(ctx)
+	}()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		t := time.NewTimer(abandonGrace)
+		select {
+		case err = <-errc:
+			t.Stop()
+		case <-t.C:
+			e.log.Warn("handler ignored its cancellation; reporting without it",
+				"execution_id", rs.run.ExecutionID, "handler", rs.run.Handler, "cause", context.Cause(ctx))
+			err = context.Cause(ctx)
+		}
+	}
+	res := outcome(ctx, err)
+	if res.State != StateSucceeded {
+		Logger(ctx).Error(res.Message)
+	}
+	// Output first: whoever reads the result should find the lines that led to it.
+	sink.close()
+	e.finish(rs, res, started)
+}
+
+// outcome turns a handler's return into a result. A cancellation wins over what the
+// handler returned: a run that was killed or timed out did not finish its work.
+func outcome(ctx context.Context, err error) Result {
+	var sc *stopCause
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &sc) {
+		return Result{State: sc.state, Code: sc.code, Message: sc.msg}
+	}
+	if ctx.Err() != nil && err == nil {
+		err = context.Cause(ctx)
+	}
+	if err == nil {
+		return Result{State: StateSucceeded, Code: CodeOK, Message: "ok"}
+	}
+	return Result{State: StateFailed, Code: CodeFailed, Message: truncate(err.Error(), 16<<10)}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "… (truncated)"
+}
+
+// finish forgets rs, starts the next queued run of its job, and hands the result to the
+// reporter. started is zero for a run that never started.
+func (e *Executor) finish(rs *runState, res Result, started time.Time) {
+	res.ExecutionID = rs.run.ExecutionID
+	res.FinishedAt = time.Now().UnixMilli()
+	if !started.IsZero() {
+		res.StartedAt = started.UnixMilli()
+	}
+	e.mu.Lock()
+	delete(e.runs, rs.run.ExecutionID)
+	if j := e.jobs[rs.run.JobID]; j != nil {
+		delete(j.running, rs.run.ExecutionID)
+		if len(j.running) == 0 && len(j.queue) > 0 && !e.stopping {
+			next := j.queue[0]
+			j.queue = j.queue[1:]
+			e.startLocked(j, next)
+		}
+		if len(j.running) == 0 && len(j.queue) == 0 {
+			delete(e.jobs, rs.run.JobID)
+		}
+	}
+	e.mu.Unlock()
+	e.rep.add(res)
+}
