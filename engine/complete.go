@@ -188,7 +188,8 @@ type RemoteResult struct {
 // CompleteRemote records results of fires whose Dispatch returned Async: the execution moves
 // from running to its final state (compare-and-set, so a result that arrives twice, or for a
 // fire the leader declared lost, changes nothing) and retries and child fires follow as for
-// in-process fires. It returns the ids it completed.
+// in-process fires. Results for executions that do not exist are ignored. It returns the ids
+// it completed.
 func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]int64, error) {
 	batch := make([]completion, 0, len(results))
 	var jobIDs []int64
@@ -199,6 +200,9 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 			return nil, fmt.Errorf("execution %d: state %q is not a final state", r.ExecutionID, r.State)
 		}
 		ex, err := e.store.ExecutionGet(ctx, r.ExecutionID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // gone (retention, a deleted job): nothing to complete, and no reason to fail the rest
+		}
 		if err != nil {
 			return nil, fmt.Errorf("execution %d: %w", r.ExecutionID, err)
 		}
