@@ -20,6 +20,8 @@ type jobView struct {
 	Name             string         `json:"name"`
 	Description      string         `json:"description"`
 	Target           string         `json:"target"`
+	App              string         `json:"app"`
+	Routing          string         `json:"routing"`
 	Handler          string         `json:"handler"`
 	Params           string         `json:"params"`
 	Data             map[string]any `json:"data"`
@@ -43,6 +45,8 @@ type jobRequest struct {
 	Name             string           `json:"name"`
 	Description      string           `json:"description,omitempty"`
 	Handler          string           `json:"handler"`
+	App              string           `json:"app,omitempty"`
+	Routing          string           `json:"routing,omitempty"`
 	Params           string           `json:"params,omitempty"`
 	Data             map[string]any   `json:"data,omitempty"`
 	Concurrency      string           `json:"concurrency,omitempty"`
@@ -56,16 +60,19 @@ type jobRequest struct {
 
 // jobFlags are the settings of a job, shared by create and update.
 type jobFlags struct {
-	group, description, handler, params, data, concurrency string
-	timeout, backoff                                       time.Duration
-	retries                                                int
-	recovery, persistData                                  bool
+	group, description, handler, app, routing, params, data, concurrency string
+	timeout, backoff                                                     time.Duration
+	retries                                                              int
+	recovery, persistData                                                bool
 }
 
 func (j *jobFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&j.group, "group", "", "job group (default \"default\")")
 	f.StringVar(&j.description, "description", "", "what the job is for")
 	f.StringVar(&j.handler, "handler", "", "handler that runs the job (built in: noop)")
+	f.StringVar(&j.app, "app", "", "run the job on this app's executors (remote); empty: in the server's process")
+	f.StringVar(&j.routing, "routing", "", "how the app's executor is picked: first, last, round_robin, random, consistent_hash, "+
+		"least_frequently_used, least_recently_used, failover, busy_over, sharding_broadcast")
 	f.StringVar(&j.params, "params", "", "parameter string passed to the handler")
 	f.StringVar(&j.data, "data", "", `job data as a JSON object, e.g. '{"region":"eu"}'`)
 	f.StringVar(&j.concurrency, "concurrency", "", "when a fire finds the job running: allow, serial, discard or replace")
@@ -87,6 +94,12 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *jobRequest, every bool) error {
 	}
 	if set("handler") {
 		req.Handler = j.handler
+	}
+	if set("app") {
+		req.App = j.app
+	}
+	if set("routing") {
+		req.Routing = j.routing
 	}
 	if set("params") {
 		req.Params = j.params
@@ -189,7 +202,7 @@ func showJob(w io.Writer, j jobView) error {
 		data = string(b)
 	}
 	err := fields(w, "ID", itoa(j.ID), "Group", j.Group, "Name", j.Name, "Description", j.Description,
-		"Handler", j.Handler, "Params", j.Params, "Data", data, "Concurrency", j.Concurrency,
+		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", j.Params, "Data", data, "Concurrency", j.Concurrency,
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
 		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData), "Enabled", yesNo(j.Enabled),
 		"Created", j.CreatedAt.String(), "Updated", j.UpdatedAt.String())
@@ -271,7 +284,8 @@ Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'
 		if err := json.Unmarshal(cur, &j); err != nil {
 			return fmt.Errorf("decode job %d: %w", id, err)
 		}
-		req := jobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, Params: j.Params,
+		req := jobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
+			Routing: j.Routing, Params: j.Params,
 			Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery,
 			TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoffMs}
 		if cmd.Flags().Changed("name") {
