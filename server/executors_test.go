@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -276,10 +277,29 @@ func TestRemoteExecutorLost(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newExecutorEnv(t, dialect, 200*time.Millisecond)
 		fe := newFakeExecutor(t)
-		e.register("billing", fe) // once: it never beats again
+		e.register("billing", fe)
+		// It beats until the run reaches it, so that a slow machine cannot sweep it before the
+		// dispatch; then it falls silent.
+		beating := make(chan struct{})
+		go func() {
+			body := fmt.Sprintf(`{"app":"billing","address":%q}`, fe.url)
+			for {
+				select {
+				case <-beating:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				req, _ := http.NewRequest("POST", e.url+"/api/v1/executor/register", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+execToken)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}
+		}()
 		job := e.remoteJob("billing", "first", func(j *store.Job) { j.MaxRetries = 1; j.RetryBackoffMs = 10 })
 		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, nil)
 		run := fe.nextRun()
+		close(beating)
 
 		var xs []remoteExec
 		eventually(t, "the execution to be lost and its retry to run", func() bool {
