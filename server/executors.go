@@ -148,11 +148,13 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// sweepLoop is a leader duty: every heartbeat interval it forgets the instances silent for
-// three intervals and declares their running executions lost, retrying them per their job.
+// sweepLoop runs the leader duties: every heartbeat interval it forgets the instances silent
+// for three intervals and declares their running executions lost, retrying them per their
+// job; every retentionEvery it deletes executions older than the retention.
 func (s *Server) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.ExecutorHeartbeat)
 	defer t.Stop()
+	var lastRetention time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -164,6 +166,36 @@ func (s *Server) sweepLoop(ctx context.Context) {
 		}
 		if err := s.sweepExecutors(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("sweeping silent executors", "err", err)
+		}
+		if time.Since(lastRetention) >= retentionEvery {
+			lastRetention = time.Now()
+			if _, err := s.sweepRetention(ctx, time.Now()); err != nil && ctx.Err() == nil {
+				s.log.Error("deleting old executions", "err", err)
+			}
+		}
+	}
+}
+
+// retentionEvery is how often the leader deletes old executions; retentionBatch is how many
+// one statement deletes, so no delete holds its locks for long.
+const (
+	retentionEvery = 10 * time.Minute
+	retentionBatch = 1000
+)
+
+// sweepRetention deletes the finished executions (with their output) fired more than the
+// retention before now, in keyset batches, and returns how many it deleted.
+func (s *Server) sweepRetention(ctx context.Context, now time.Time) (int64, error) {
+	before := now.Add(-s.cfg.Retention).UnixMilli()
+	var total int64
+	for {
+		n, err := s.store.ExecutionsDeleteFiredBefore(ctx, before, retentionBatch)
+		total += n
+		if err != nil || n < retentionBatch {
+			if total > 0 {
+				s.log.Info("deleted old executions", "count", total, "fired_before", time.UnixMilli(before))
+			}
+			return total, err
 		}
 	}
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// ExecutorHeartbeat is the heartbeat interval announced to executors; an instance silent
 	// for three is gone. Default dispatch.DefaultHeartbeatInterval.
 	ExecutorHeartbeat time.Duration
+	// Retention is how long finished executions and their output are kept; the leader
+	// deletes older ones. Default 30 days.
+	Retention time.Duration
 }
 
 // Server is one node: the engine plus the HTTP API.
@@ -86,6 +89,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ExecutorHeartbeat <= 0 {
 		cfg.ExecutorHeartbeat = dispatch.DefaultHeartbeatInterval
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 30 * 24 * time.Hour
 	}
 	sc := cfg.Scheduler
 	sc.Store, sc.Logger = cfg.Store, cfg.Logger

@@ -25,6 +25,7 @@ type serverOptions struct {
 	executorToken           string
 	logFormat, logLevel     string
 	drainTimeout            time.Duration
+	retention               time.Duration
 }
 
 func newServerCmd() *cobra.Command {
@@ -56,6 +57,7 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
+	f.DurationVar(&o.retention, "retention", 30*24*time.Hour, "how long finished executions and their output are kept")
 	return cmd
 }
 
@@ -119,7 +121,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			"It is shown only this once. Log in with it (POST /api/v1/auth/login) and create an API token\n"+
 			"(POST /api/v1/tokens), or change it (POST /api/v1/auth/password).\n", o.admin, password)
 	}
-	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken,
+	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout}})
 	if err != nil {
 		return err
