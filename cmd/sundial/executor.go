@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/sundial-scheduler/sundial/executor"
 )
@@ -52,7 +49,7 @@ case with _ for -, e.g. SUNDIAL_SERVER, SUNDIAL_APP; the token is SUNDIAL_EXECUT
 flag on the command line wins.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := executorFlagsFromEnv(cmd.Flags()); err != nil {
+			if err := flagsFromEnv(cmd.Flags(), executorEnv); err != nil {
 				return err
 			}
 			return runExecutor(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -73,25 +70,6 @@ flag on the command line wins.`,
 }
 
 // executorFlagsFromEnv sets every flag not given on the command line from its variable.
-func executorFlagsFromEnv(fs *pflag.FlagSet) error {
-	var err error
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed || err != nil {
-			return
-		}
-		env, ok := executorEnv[f.Name]
-		if !ok {
-			env = "SUNDIAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		}
-		if v, ok := os.LookupEnv(env); ok {
-			if e := f.Value.Set(v); e != nil {
-				err = usageErrorf("%s=%q: %v", env, v, e)
-			}
-		}
-	})
-	return err
-}
-
 func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOptions) error {
 	for _, req := range []struct{ name, val, env string }{
 		{"--server", o.server, "SUNDIAL_SERVER"}, {"--token", o.token, "SUNDIAL_EXECUTOR_TOKEN"}, {"--app", o.app, "SUNDIAL_APP"},

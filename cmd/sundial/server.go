@@ -42,7 +42,7 @@ Every flag can also be set by an environment variable: SUNDIAL_ and the flag's n
 case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line wins.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := flagsFromEnv(cmd.Flags()); err != nil {
+			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
 				return err
 			}
 			return runServer(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
@@ -61,14 +61,18 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	return cmd
 }
 
-// flagsFromEnv sets every flag not given on the command line from SUNDIAL_<NAME>.
-func flagsFromEnv(fs *pflag.FlagSet) error {
+// flagsFromEnv sets every flag not given on the command line from SUNDIAL_<NAME>, or from
+// the variable overrides names for it.
+func flagsFromEnv(fs *pflag.FlagSet, overrides map[string]string) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Changed || err != nil {
 			return
 		}
-		env := "SUNDIAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env, ok := overrides[f.Name]
+		if !ok {
+			env = "SUNDIAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		}
 		if v, ok := os.LookupEnv(env); ok {
 			if e := f.Value.Set(v); e != nil {
 				err = usageErrorf("%s=%q: %v", env, v, e)
