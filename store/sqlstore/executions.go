@@ -22,6 +22,8 @@ const executionInsertCols = "job_id, trigger_id, scheduled_at, fired_at, cause, 
 
 const executionInsertWidth = 19
 
+var executionInsertColList = strings.Split(executionInsertCols, ", ")
+
 func scanExecution(r rowScanner) (*store.Execution, error) {
 	var x store.Execution
 	var trig sql.NullInt64
@@ -65,9 +67,22 @@ func keyOf(x *store.Execution) fireKey {
 	return fireKey{x.TriggerID, x.ScheduledAt, x.Attempt, x.ShardIndex}
 }
 
-// ExecutionsInsert inserts es with one statement per chunk, skipping duplicates.
+// ExecutionsInsert inserts es into the live table with one statement per chunk, skipping
+// duplicates; those inserted in a terminal state (skipped, canceled) move on to the history.
 func (e *executor) ExecutionsInsert(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
-	var dups []*store.Execution
+	var dups, ended []*store.Execution
+	for _, x := range es {
+		if x.State == "" {
+			x.State = store.ExecPending
+		}
+		if x.State == store.ExecPending {
+			// A pending execution belongs to no node: executions_live_pending_idx is on node = ''.
+			x.Node = ""
+		}
+		if x.AlarmState == "" {
+			x.AlarmState = store.AlarmNone
+		}
+	}
 	for _, c := range chunks(len(es)) {
 		d, err := e.insertExecutions(ctx, es[c[0]:c[1]])
 		if err != nil {
@@ -75,29 +90,43 @@ func (e *executor) ExecutionsInsert(ctx context.Context, es []*store.Execution) 
 		}
 		dups = append(dups, d...)
 	}
+	for _, x := range es {
+		if x.ID != 0 && x.State.Terminal() {
+			ended = append(ended, x)
+		}
+	}
+	if len(ended) > 0 {
+		ids := make([]int64, len(ended))
+		for i, x := range ended {
+			ids[i] = x.ID
+		}
+		if _, err := e.moveToHistory(ctx, ids, "", nil, nil); err != nil {
+			return nil, err
+		}
+	}
 	return dups, nil
 }
 
-// executionRows returns the VALUES list and arguments inserting es.
-func executionRows(es []*store.Execution) (string, []any, error) {
-	args := make([]any, 0, len(es)*executionInsertWidth)
-	row := placeholders(executionInsertWidth)
+// executionRows returns the VALUES list and arguments inserting es, ids first when withID.
+func executionRows(es []*store.Execution, withID bool) (string, []any, error) {
+	width := executionInsertWidth
+	if withID {
+		width++
+	}
+	args := make([]any, 0, len(es)*width)
+	row := placeholders(width)
 	values := make([]byte, 0, len(es)*(len(row)+2))
 	for i, x := range es {
 		data, err := encodeJSON(x.Data, x.Data == nil)
 		if err != nil {
 			return "", nil, err
 		}
-		state, alarm := x.State, x.AlarmState
-		if state == "" {
-			state = store.ExecPending
-		}
-		if alarm == "" {
-			alarm = store.AlarmNone
+		if withID {
+			args = append(args, x.ID)
 		}
 		args = append(args, x.JobID, nullInt64(x.TriggerID), x.ScheduledAt, x.FiredAt, string(x.Cause), x.Attempt,
-			x.Node, x.ExecutorAddress, x.ShardIndex, x.ShardTotal, string(state), x.TriggerCode, x.TriggerMsg,
-			x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(alarm), data)
+			x.Node, x.ExecutorAddress, x.ShardIndex, x.ShardTotal, string(x.State), x.TriggerCode, x.TriggerMsg,
+			x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(x.AlarmState), data)
 		if i > 0 {
 			values = append(values, ", "...)
 		}
@@ -106,27 +135,89 @@ func executionRows(es []*store.Execution) (string, []any, error) {
 	return string(values), args, nil
 }
 
+// executionArrays returns es as one array per column (id first), for PostgreSQL's unnest: one
+// statement text and 20 parameters for any batch size.
+func executionArrays(es []*store.Execution) ([]any, error) {
+	n := len(es)
+	ids, jobs, triggers, scheduled, fired := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	attempts, shards, totals, tcodes, hcodes := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	started, finished := make([]int64, n), make([]int64, n)
+	causes, nodes, addrs, states, tmsgs, hmsgs, alarms, data := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, x := range es {
+		d, err := encodeJSON(x.Data, x.Data == nil)
+		if err != nil {
+			return nil, err
+		}
+		ids[i], jobs[i], triggers[i], scheduled[i], fired[i] = x.ID, x.JobID, x.TriggerID, x.ScheduledAt, x.FiredAt
+		attempts[i], shards[i], totals[i] = int64(x.Attempt), int64(x.ShardIndex), int64(x.ShardTotal)
+		tcodes[i], hcodes[i], started[i], finished[i] = int64(x.TriggerCode), int64(x.HandleCode), x.StartedAt, x.FinishedAt
+		causes[i], nodes[i], addrs[i], states[i] = string(x.Cause), x.Node, x.ExecutorAddress, string(x.State)
+		tmsgs[i], hmsgs[i], alarms[i], data[i] = x.TriggerMsg, x.HandleMsg, string(x.AlarmState), d
+	}
+	return []any{ids, jobs, triggers, scheduled, fired, causes, attempts, nodes, addrs, shards, totals, states, tcodes,
+		tmsgs, hcodes, hmsgs, started, finished, alarms, data}, nil
+}
+
+// pgExecutionsUnnest is the FROM clause matching executionArrays, and pgExecutionSelect the
+// select list that turns it into executionCols (trigger 0 is NULL).
+const (
+	pgExecutionsUnnest = "unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[]," +
+		" ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::bigint[]," +
+		" ?::text[], ?::text[]) AS u(" + executionCols + ")"
+	pgExecutionSelect = "u.job_id, NULLIF(u.trigger_id, 0), u.scheduled_at, u.fired_at, u.cause, u.attempt, u.node," +
+		" u.executor_address, u.shard_index, u.shard_total, u.state, u.trigger_code, u.trigger_msg, u.handle_code, u.handle_msg," +
+		" u.started_at, u.finished_at, u.alarm_state, u.data"
+)
+
+// notInHistory is the condition that a fire key of the batch u is not in the history: the
+// live table's unique key covers the live executions, this the ended ones.
+const notInHistory = " WHERE NOT EXISTS (SELECT 1 FROM executions h WHERE h.trigger_id = u.trigger_id" +
+	" AND h.scheduled_at = u.scheduled_at AND h.attempt = u.attempt AND h.shard_index = u.shard_index)"
+
+const insertedCols = " RETURNING id, trigger_id, scheduled_at, attempt, shard_index"
+
 func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
 	if e.d().kind == mysqlKind && !e.d().returning {
 		return e.insertExecutionsNoReturning(ctx, es)
-	}
-	values, args, err := executionRows(es)
-	if err != nil {
-		return nil, err
 	}
 	// Each dialect skips rows whose fire key exists and reports the rows it inserted; the
 	// caller's rows are then matched to them by fire key (rows without a trigger cannot
 	// collide, and take the ids of the trigger-less rows in insertion order).
 	var got []insertedExecution
-	if e.d().kind == mysqlKind {
-		got, err = scanInserted(e.query(ctx, "INSERT IGNORE INTO executions ("+executionInsertCols+") VALUES "+
-			values+" RETURNING id, trigger_id, scheduled_at, attempt, shard_index", args...))
-	} else {
-		got, err = scanInserted(e.query(ctx, "INSERT INTO executions ("+executionInsertCols+") VALUES "+values+
-			" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING RETURNING id, trigger_id, scheduled_at, attempt, shard_index", args...))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
+	switch e.d().kind {
+	case postgres:
+		arrays, err := executionArrays(es)
+		if err != nil {
+			return nil, err
+		}
+		got, err = scanInserted(e.query(ctx, "INSERT INTO executions_live ("+executionInsertCols+") SELECT "+pgExecutionSelect+
+			" FROM "+pgExecutionsUnnest+notInHistory+" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING"+
+			insertedCols, arrays...))
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
+		}
+	case sqlite:
+		_, args, err := executionRows(es, false)
+		if err != nil {
+			return nil, err
+		}
+		got, err = scanInserted(e.query(ctx, "WITH "+e.d().valuesTable(executionInsertColList, len(es))+
+			" INSERT INTO executions_live ("+executionInsertCols+") SELECT * FROM u"+notInHistory+
+			" ON CONFLICT DO NOTHING"+insertedCols, args...))
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
+		}
+	default:
+		_, args, err := executionRows(es, false)
+		if err != nil {
+			return nil, err
+		}
+		got, err = scanInserted(e.query(ctx, "INSERT IGNORE INTO executions_live ("+executionInsertCols+") SELECT * FROM "+
+			e.d().valuesTable(executionInsertColList, len(es))+notInHistory+insertedCols, args...))
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
+		}
 	}
 
 	sort.Slice(got, func(i, j int) bool { return got[i].id < got[j].id })
@@ -152,13 +243,6 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 		} else {
 			x.ID = 0
 			dups = append(dups, x)
-			continue
-		}
-		if x.State == "" {
-			x.State = store.ExecPending
-		}
-		if x.AlarmState == "" {
-			x.AlarmState = store.AlarmNone
 		}
 	}
 	return dups, nil
@@ -188,11 +272,11 @@ func scanInserted(rows *sql.Rows, err error) ([]insertedExecution, error) {
 }
 
 // insertExecutionsNoReturning stands in for INSERT ... RETURNING on MySQL 8. It drops the
-// fires that exist (one indexed SELECT) and inserts the rest with a plain multi-row INSERT: an
-// InnoDB "simple insert" (row count known in advance) takes consecutive ids from
-// LAST_INSERT_ID() in every innodb_autoinc_lock_mode, so row i gets first+i. A fire inserted
-// by someone else between the two statements makes the INSERT fail with ErrAlreadyExists,
-// never a second row.
+// fires that exist, live or ended (one indexed SELECT each), and inserts the rest with a plain
+// multi-row INSERT: an InnoDB "simple insert" (row count known in advance) takes consecutive
+// ids from LAST_INSERT_ID() in every innodb_autoinc_lock_mode, so row i gets first+i. A fire
+// inserted by someone else between the statements makes the INSERT fail with
+// ErrAlreadyExists, never a second row.
 func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
 	var keys []any
 	var tuples []string
@@ -203,24 +287,26 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 		}
 	}
 	taken := map[fireKey]bool{}
-	if len(tuples) > 0 {
-		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt, shard_index FROM executions WHERE (trigger_id, scheduled_at, attempt, shard_index) IN ("+
-			strings.Join(tuples, ", ")+")", keys...)
+	for _, table := range []string{"executions_live", "executions"} {
+		if len(tuples) == 0 {
+			break
+		}
+		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt, shard_index FROM "+table+
+			" WHERE (trigger_id, scheduled_at, attempt, shard_index) IN ("+strings.Join(tuples, ", ")+")", keys...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 		}
-		defer rows.Close()
 		for rows.Next() {
 			var k fireKey
 			if err := rows.Scan(&k.trigger, &k.scheduled, &k.attempt, &k.shard); err != nil {
+				rows.Close()
 				return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 			}
 			taken[k] = true
 		}
-		if err := rows.Err(); err != nil {
+		if err := errors.Join(rows.Close(), rows.Err()); err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 		}
-		rows.Close()
 	}
 	var fresh, dups []*store.Execution
 	for _, x := range es {
@@ -238,11 +324,11 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 	if len(fresh) == 0 {
 		return dups, nil
 	}
-	values, args, err := executionRows(fresh)
+	values, args, err := executionRows(fresh, false)
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.exec(ctx, "INSERT INTO executions ("+executionInsertCols+") VALUES "+values, args...)
+	res, err := e.exec(ctx, "INSERT INTO executions_live ("+executionInsertCols+") VALUES "+values, args...)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return nil, fmt.Errorf("insert %d executions: a fire was inserted concurrently: %w", len(fresh), store.ErrAlreadyExists)
@@ -255,63 +341,74 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 	}
 	for i, x := range fresh {
 		x.ID = first + int64(i)
-		if x.State == "" {
-			x.State = store.ExecPending
-		}
-		if x.AlarmState == "" {
-			x.AlarmState = store.AlarmNone
-		}
 	}
 	return dups, nil
 }
 
-// ExecutionGet returns the execution id.
+// ExecutionGet returns the execution id. The live table is read first: an execution that
+// ends between the two reads has reached the history by the second.
 func (e *executor) ExecutionGet(ctx context.Context, id int64) (*store.Execution, error) {
-	x, err := scanExecution(e.queryRow(ctx, "SELECT "+executionCols+" FROM executions WHERE id = ?", id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("execution %d: %w", id, store.ErrNotFound)
+	for _, table := range []string{"executions_live", "executions"} {
+		x, err := scanExecution(e.queryRow(ctx, "SELECT "+executionCols+" FROM "+table+" WHERE id = ?", id))
+		if err == nil {
+			return x, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlstore: get execution %d: %w", id, err)
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: get execution %d: %w", id, err)
-	}
-	return x, nil
+	return nil, fmt.Errorf("execution %d: %w", id, store.ErrNotFound)
 }
 
-// ExecutionList lists executions by id, ascending or descending.
+// ExecutionList lists executions by id, ascending or descending: the live ones and the
+// history in one statement (one snapshot), each side cut to the limit first.
 func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) ([]*store.Execution, error) {
-	q := "SELECT " + executionCols + " FROM executions WHERE 1 = 1"
+	where := " WHERE 1 = 1"
 	var args []any
 	if f.AfterID != 0 {
 		if f.Desc {
-			q += " AND id < ?"
+			where += " AND id < ?"
 		} else {
-			q += " AND id > ?"
+			where += " AND id > ?"
 		}
 		args = append(args, f.AfterID)
 	}
 	if f.JobID != 0 {
-		q += " AND job_id = ?"
+		where += " AND job_id = ?"
 		args = append(args, f.JobID)
 	}
 	if f.State != "" {
-		q += " AND state = ?"
+		where += " AND state = ?"
 		args = append(args, string(f.State))
 	}
 	if f.FiredFrom != 0 {
-		q += " AND fired_at >= ?"
+		where += " AND fired_at >= ?"
 		args = append(args, f.FiredFrom)
 	}
 	if f.FiredTo != 0 {
-		q += " AND fired_at < ?"
+		where += " AND fired_at < ?"
 		args = append(args, f.FiredTo)
 	}
+	order := " ORDER BY id LIMIT ?"
 	if f.Desc {
-		q += " ORDER BY id DESC LIMIT ?"
-	} else {
-		q += " ORDER BY id LIMIT ?"
+		order = " ORDER BY id DESC LIMIT ?"
 	}
-	args = append(args, limitOr(f.Limit))
-	xs, err := scanExecutions(e.query(ctx, q, args...))
+	limit := limitOr(f.Limit)
+	args = append(args, limit)
+	part := func(table, alias string) string {
+		return "SELECT " + executionCols + " FROM (SELECT " + executionCols + " FROM " + table + where + order + ") AS " + alias
+	}
+	var q string
+	var qargs []any
+	switch {
+	case f.State != "" && f.State.Terminal():
+		q, qargs = part("executions", "ended"), args
+	case f.State != "":
+		q, qargs = part("executions_live", "live"), args
+	default:
+		q, qargs = part("executions_live", "live")+" UNION ALL "+part("executions", "ended")+order, concat(args, args, []any{limit})
+	}
+	xs, err := scanExecutions(e.query(ctx, q, qargs...))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: list executions: %w", err)
 	}

@@ -3,16 +3,18 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
 
+// Executions that are not over live in executions_live; when one ends it moves, with its id,
+// to the history table executions (migration 00005 says why).
+
 // ExecutionsLockDuePending locks the due pending executions (retries, recovered fires, child
-// fires). The literal state lets PostgreSQL and SQLite use executions_pending_idx.
+// fires). Pending executions are the live ones without a node (executions_live_pending_idx).
 func (e *executor) ExecutionsLockDuePending(ctx context.Context, dueBefore int64, limit int) ([]*store.Execution, error) {
-	xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions WHERE state = 'pending' AND scheduled_at <= ?"+
-		" ORDER BY scheduled_at LIMIT ?"+e.d().lockSkip(), dueBefore, limitOr(limit)))
+	xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions_live WHERE node = '' AND state = 'pending'"+
+		" AND scheduled_at <= ? ORDER BY scheduled_at LIMIT ?"+e.d().lockSkip(), dueBefore, limitOr(limit)))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: lock executions due by %d: %w", dueBefore, err)
 	}
@@ -21,30 +23,31 @@ func (e *executor) ExecutionsLockDuePending(ctx context.Context, dueBefore int64
 
 // ExecutionsAcquire moves pending executions to acquired by node.
 func (e *executor) ExecutionsAcquire(ctx context.Context, node string, ids []int64) ([]int64, error) {
-	won, err := e.casExecutions(ctx, ids, "state = 'acquired', node = ?", []any{node}, "state = 'pending'", nil)
+	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'acquired', node = ?", []any{node}, "state = 'pending'", nil)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: acquire %d executions for %q: %w", len(ids), node, err)
 	}
 	return won, nil
 }
 
-// ExecutionsMarkRunning moves node's acquired executions to running.
+// ExecutionsMarkRunning moves node's acquired executions to running. No index of the live
+// table names state or fired_at, so on PostgreSQL this is a heap-only update.
 func (e *executor) ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error) {
-	won, err := e.casExecutions(ctx, ids, "state = 'running', fired_at = ?", []any{firedAt}, "node = ? AND state = 'acquired'", []any{node})
+	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'running', fired_at = ?", []any{firedAt}, "node = ? AND state = 'acquired'", []any{node})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: mark %d executions running for %q: %w", len(ids), node, err)
 	}
 	return won, nil
 }
 
-// casExecutions runs UPDATE executions SET set WHERE id IN ids AND cond, one statement per
-// chunk, and returns the ids it changed.
-func (e *executor) casExecutions(ctx context.Context, ids []int64, set string, setArgs []any, cond string, condArgs []any) ([]int64, error) {
+// casExecutions runs UPDATE table SET set WHERE id IN ids AND cond, one statement per chunk,
+// and returns the ids it changed.
+func (e *executor) casExecutions(ctx context.Context, table string, ids []int64, set string, setArgs []any, cond string, condArgs []any) ([]int64, error) {
 	if e.d().kind == postgres {
 		// Join on the ids rather than filter by an IN list: with an IN list the planner may
-		// walk a node's whole acquired set through executions_live_node_idx and test every row
+		// walk a node's whole acquired set through an index on node and test every row
 		// against the list (measured: 200 ms for 1,000 ids among 20,000 acquired rows).
-		got, err := scanInt64s(e.query(ctx, "UPDATE executions AS t SET "+set+" FROM unnest(?::bigint[]) AS u(id)"+
+		got, err := scanInt64s(e.query(ctx, "UPDATE "+table+" AS t SET "+set+" FROM unnest(?::bigint[]) AS u(id)"+
 			" WHERE t.id = u.id AND "+cond+" RETURNING t.id", concat(setArgs, []any{ids}, condArgs)...))
 		if err != nil {
 			return nil, err
@@ -54,8 +57,8 @@ func (e *executor) casExecutions(ctx context.Context, ids []int64, set string, s
 	var won []int64
 	for _, c := range chunks(len(ids)) {
 		in, idArgs := inList(ids[c[0]:c[1]])
-		if e.d().returning && e.d().kind != mysqlKind {
-			got, err := scanInt64s(e.query(ctx, "UPDATE executions SET "+set+" WHERE id IN "+in+" AND "+cond+" RETURNING id",
+		if e.d().kind == sqlite {
+			got, err := scanInt64s(e.query(ctx, "UPDATE "+table+" SET "+set+" WHERE id IN "+in+" AND "+cond+" RETURNING id",
 				concat(setArgs, idArgs, condArgs)...))
 			if err != nil {
 				return won, err
@@ -65,13 +68,13 @@ func (e *executor) casExecutions(ctx context.Context, ids []int64, set string, s
 		}
 		// MySQL has no UPDATE ... RETURNING: lock the rows that match, then update those.
 		err := e.inTx(ctx, func(e *executor) error {
-			got, err := scanInt64s(e.query(ctx, "SELECT id FROM executions WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
+			got, err := scanInt64s(e.query(ctx, "SELECT id FROM "+table+" WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
 				concat(idArgs, condArgs)...))
 			if err != nil || len(got) == 0 {
 				return err
 			}
 			in, idArgs := inList(got)
-			if _, err := e.exec(ctx, "UPDATE executions SET "+set+" WHERE id IN "+in, concat(setArgs, idArgs)...); err != nil {
+			if _, err := e.exec(ctx, "UPDATE "+table+" SET "+set+" WHERE id IN "+in, concat(setArgs, idArgs)...); err != nil {
 				return err
 			}
 			won = append(won, got...)
@@ -92,35 +95,145 @@ func concat(parts ...[]any) []any {
 	return out
 }
 
-var completeCols = []string{"id", "state", "handle_code", "handle_msg", "started_at", "finished_at", "has_data", "data", "alarm_state"}
-
-const completeSet = `state = u.state, handle_code = u.handle_code, handle_msg = u.handle_msg,
-	started_at = CASE WHEN u.started_at = 0 THEN t.started_at ELSE u.started_at END, finished_at = u.finished_at,
-	data = CASE WHEN u.has_data = 1 THEN u.data ELSE t.data END,
-	alarm_state = CASE WHEN u.alarm_state = '' THEN t.alarm_state ELSE u.alarm_state END`
-
-// ExecutionsComplete moves running executions to their results' states, one statement per
-// chunk.
-func (e *executor) ExecutionsComplete(ctx context.Context, rs []store.ExecutionResult) ([]int64, error) {
-	var won []int64
-	for _, c := range chunks(len(rs)) {
-		got, err := e.completeExecutions(ctx, rs[c[0]:c[1]])
-		won = append(won, got...)
-		if err != nil {
-			return won, fmt.Errorf("sqlstore: complete %d executions: %w", len(rs), err)
+// moveToHistory ends live executions: it locks those with the given ids that meet cond (all
+// live ones matching cond when ids is nil), lets end set their final fields, inserts them into
+// the history and deletes them from the live table, in one transaction. It returns them as
+// stored.
+func (e *executor) moveToHistory(ctx context.Context, ids []int64, cond string, condArgs []any, end func(*store.Execution)) ([]*store.Execution, error) {
+	var moved []*store.Execution
+	err := e.inTx(ctx, func(e *executor) error {
+		var wheres []string
+		var whereArgs [][]any
+		switch {
+		case ids == nil:
+			wheres, whereArgs = []string{cond}, [][]any{condArgs}
+		case e.d().kind == postgres:
+			wheres, whereArgs = []string{"id = ANY(?::bigint[])"}, [][]any{{ids}}
+		default:
+			for _, c := range chunks(len(ids)) {
+				in, idArgs := inList(ids[c[0]:c[1]])
+				wheres, whereArgs = append(wheres, "id IN "+in), append(whereArgs, idArgs)
+			}
 		}
+		for i, where := range wheres {
+			args := whereArgs[i]
+			if ids != nil && cond != "" {
+				where, args = where+" AND "+cond, concat(args, condArgs)
+			}
+			xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions_live WHERE "+where+" ORDER BY id"+e.d().lock(), args...))
+			if err != nil {
+				return err
+			}
+			moved = append(moved, xs...)
+		}
+		if len(moved) == 0 {
+			return nil
+		}
+		movedIDs := make([]int64, len(moved))
+		for i, x := range moved {
+			if end != nil {
+				end(x)
+			}
+			movedIDs[i] = x.ID
+		}
+		if err := e.insertHistory(ctx, moved); err != nil {
+			return err
+		}
+		return e.deleteLive(ctx, movedIDs)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: end %d executions: %w", len(moved), err)
+	}
+	return moved, nil
+}
+
+// insertHistory writes ended executions, with their ids, to the history.
+func (e *executor) insertHistory(ctx context.Context, xs []*store.Execution) error {
+	if e.d().kind == postgres {
+		arrays, err := executionArrays(xs)
+		if err != nil {
+			return err
+		}
+		_, err = e.exec(ctx, "INSERT INTO executions ("+executionCols+") SELECT u.id, "+pgExecutionSelect+" FROM "+pgExecutionsUnnest, arrays...)
+		return err
+	}
+	for _, c := range chunks(len(xs)) {
+		values, args, err := executionRows(xs[c[0]:c[1]], true)
+		if err != nil {
+			return err
+		}
+		if _, err := e.exec(ctx, "INSERT INTO executions ("+executionCols+") VALUES "+values, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteLive deletes live executions by id.
+func (e *executor) deleteLive(ctx context.Context, ids []int64) error {
+	if e.d().kind == postgres {
+		_, err := e.exec(ctx, "DELETE FROM executions_live WHERE id = ANY(?::bigint[])", ids)
+		return err
+	}
+	for _, c := range chunks(len(ids)) {
+		in, idArgs := inList(ids[c[0]:c[1]])
+		if _, err := e.exec(ctx, "DELETE FROM executions_live WHERE id IN "+in, idArgs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExecutionsComplete moves running executions to the history with their results' states.
+func (e *executor) ExecutionsComplete(ctx context.Context, rs []store.ExecutionResult) ([]int64, error) {
+	for _, r := range rs {
+		if !r.State.Terminal() {
+			return nil, fmt.Errorf("sqlstore: complete execution %d: result state %q is not terminal", r.ID, r.State)
+		}
+	}
+	if e.d().kind == postgres {
+		won, err := e.completePostgres(ctx, rs)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: complete %d executions: %w", len(rs), err)
+		}
+		return won, nil
+	}
+	byID := make(map[int64]*store.ExecutionResult, len(rs))
+	ids := make([]int64, len(rs))
+	for i := range rs {
+		byID[rs[i].ID], ids[i] = &rs[i], rs[i].ID
+	}
+	moved, err := e.moveToHistory(ctx, ids, "state = 'running'", nil, func(x *store.Execution) { applyResult(x, byID[x.ID]) })
+	if err != nil {
+		return nil, err
+	}
+	won := make([]int64, len(moved))
+	for i, x := range moved {
+		won[i] = x.ID
 	}
 	return won, nil
 }
 
-func (e *executor) completeExecutions(ctx context.Context, rs []store.ExecutionResult) ([]int64, error) {
+func applyResult(x *store.Execution, r *store.ExecutionResult) {
+	x.State, x.HandleCode, x.HandleMsg, x.FinishedAt = r.State, r.HandleCode, r.HandleMsg, r.FinishedAt
+	if r.StartedAt != 0 {
+		x.StartedAt = r.StartedAt
+	}
+	if r.Data != nil {
+		x.Data = r.Data
+	}
+	if r.AlarmState != "" {
+		x.AlarmState = r.AlarmState
+	}
+}
+
+// completePostgres moves a batch in one statement: the DELETE's compare-and-set on running
+// feeds the INSERT into the history, so the rows never travel to the client and back.
+func (e *executor) completePostgres(ctx context.Context, rs []store.ExecutionResult) ([]int64, error) {
 	n := len(rs)
 	ids, codes, started, finished, has := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	states, msgs, data, alarms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, r := range rs {
-		if !r.State.Terminal() {
-			return nil, fmt.Errorf("execution %d: result state %q is not terminal", r.ID, r.State)
-		}
 		ids[i], codes[i], started[i], finished[i] = r.ID, int64(r.HandleCode), r.StartedAt, r.FinishedAt
 		states[i], msgs[i], alarms[i] = string(r.State), r.HandleMsg, string(r.AlarmState)
 		if r.Data != nil {
@@ -131,50 +244,20 @@ func (e *executor) completeExecutions(ctx context.Context, rs []store.ExecutionR
 			has[i], data[i] = 1, s
 		}
 	}
-	rowArgs := func(keep map[int64]bool) []any {
-		args := make([]any, 0, n*len(completeCols))
-		for i := range rs {
-			if keep == nil || keep[ids[i]] {
-				args = append(args, ids[i], states[i], codes[i], msgs[i], started[i], finished[i], has[i], data[i], alarms[i])
-			}
-		}
-		return args
-	}
-	switch e.d().kind {
-	case postgres:
-		return scanInt64s(e.query(ctx, "UPDATE executions AS t SET "+completeSet+
-			" FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[])"+
-			" AS u("+strings.Join(completeCols, ", ")+") WHERE t.id = u.id AND t.state = 'running' RETURNING t.id",
-			ids, states, codes, msgs, started, finished, has, data, alarms))
-	case sqlite:
-		return scanInt64s(e.query(ctx, "WITH "+e.d().valuesTable(completeCols, n)+" UPDATE executions AS t SET "+completeSet+
-			" FROM u WHERE t.id = u.id AND t.state = 'running' RETURNING id", rowArgs(nil)...))
-	}
-	var won []int64
-	err := e.inTx(ctx, func(e *executor) error {
-		in, idArgs := inList(ids)
-		got, err := scanInt64s(e.query(ctx, "SELECT id FROM executions WHERE id IN "+in+" AND state = 'running' ORDER BY id FOR UPDATE", idArgs...))
-		if err != nil || len(got) == 0 {
-			return err
-		}
-		keep := make(map[int64]bool, len(got))
-		for _, id := range got {
-			keep[id] = true
-		}
-		args := rowArgs(keep)
-		if _, err := e.exec(ctx, "UPDATE "+e.d().valuesTable(completeCols, len(args)/len(completeCols))+
-			" STRAIGHT_JOIN executions AS t ON t.id = u.id SET "+qualifySet(completeSet), args...); err != nil {
-			return err
-		}
-		won = got
-		return nil
-	})
-	return won, err
+	return scanInt64s(e.query(ctx, "WITH r AS (SELECT * FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[],"+
+		" ?::bigint[], ?::bigint[], ?::text[], ?::text[]) AS r(id, state, handle_code, handle_msg, started_at, finished_at, has_data, data, alarm_state)),"+
+		" d AS (DELETE FROM executions_live AS t USING r WHERE t.id = r.id AND t.state = 'running' RETURNING t.*)"+
+		" INSERT INTO executions ("+executionCols+") SELECT d.id, d.job_id, d.trigger_id, d.scheduled_at, d.fired_at, d.cause,"+
+		" d.attempt, d.node, d.executor_address, d.shard_index, d.shard_total, r.state, d.trigger_code, d.trigger_msg,"+
+		" r.handle_code, r.handle_msg, CASE WHEN r.started_at = 0 THEN d.started_at ELSE r.started_at END, r.finished_at,"+
+		" CASE WHEN r.alarm_state = '' THEN d.alarm_state ELSE r.alarm_state END,"+
+		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END FROM d JOIN r ON r.id = d.id RETURNING id",
+		ids, states, codes, msgs, started, finished, has, data, alarms))
 }
 
 // ExecutionsReleaseAcquired hands a dead node's acquired executions back to pending.
 func (e *executor) ExecutionsReleaseAcquired(ctx context.Context, node string) (int64, error) {
-	res, err := e.exec(ctx, "UPDATE executions SET state = 'pending', node = '' WHERE node = ? AND state = 'acquired'", node)
+	res, err := e.exec(ctx, "UPDATE executions_live SET state = 'pending', node = '' WHERE node = ? AND state = 'acquired'", node)
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: release executions of %q: %w", node, err)
 	}
@@ -183,36 +266,24 @@ func (e *executor) ExecutionsReleaseAcquired(ctx context.Context, node string) (
 
 // ExecutionsLoseRunning marks a dead node's running executions lost and returns them.
 func (e *executor) ExecutionsLoseRunning(ctx context.Context, node string) ([]*store.Execution, error) {
-	if e.d().kind != mysqlKind {
-		xs, err := scanExecutions(e.query(ctx, "UPDATE executions SET state = 'lost', finished_at = "+e.d().nowMillis()+
-			" WHERE node = ? AND state = 'running' RETURNING "+executionCols, node))
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: lose executions of %q: %w", node, err)
-		}
-		return xs, nil
-	}
-	var xs []*store.Execution
+	return e.loseWhere(ctx, "node = ? AND state = 'running'", []any{node})
+}
+
+// loseWhere ends the live executions matching cond as lost, stamped with the database clock.
+func (e *executor) loseWhere(ctx context.Context, cond string, args []any) ([]*store.Execution, error) {
+	var lost []*store.Execution
 	err := e.inTx(ctx, func(e *executor) error {
-		var err error
-		xs, err = scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions WHERE node = ? AND state = 'running' ORDER BY id FOR UPDATE", node))
-		if err != nil || len(xs) == 0 {
-			return err
-		}
 		now, err := e.DBNow(ctx)
 		if err != nil {
 			return err
 		}
-		ids := make([]int64, len(xs))
-		for i, x := range xs {
-			ids[i] = x.ID
+		lost, err = e.moveToHistory(ctx, nil, cond, args, func(x *store.Execution) {
 			x.State, x.FinishedAt = store.ExecLost, now
-		}
-		in, idArgs := inList(ids)
-		_, err = e.exec(ctx, "UPDATE executions SET state = 'lost', finished_at = ? WHERE id IN "+in, concat([]any{now}, idArgs)...)
+		})
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: lose executions of %q: %w", node, err)
+		return nil, fmt.Errorf("sqlstore: lose executions where %s %v: %w", cond, args, err)
 	}
-	return xs, nil
+	return lost, nil
 }

@@ -3,18 +3,17 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-// ExecutionsCountLive counts in-flight executions per job with one grouped query, served by
-// executions_live_job_idx (PostgreSQL, SQLite) or executions_job_state_idx (MySQL).
+// ExecutionsCountLive counts in-flight executions per job with one grouped query over the
+// live table's job index.
 func (e *executor) ExecutionsCountLive(ctx context.Context, jobIDs []int64) (map[int64]int, error) {
 	out := make(map[int64]int)
 	for _, c := range chunks(len(jobIDs)) {
 		in, args := inList(jobIDs[c[0]:c[1]])
-		rows, err := e.query(ctx, "SELECT job_id, COUNT(*) FROM executions WHERE job_id IN "+in+
+		rows, err := e.query(ctx, "SELECT job_id, COUNT(*) FROM executions_live WHERE job_id IN "+in+
 			" AND state IN ('acquired', 'running') GROUP BY job_id", args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: count live executions of %d jobs: %w", len(jobIDs), err)
@@ -49,31 +48,21 @@ func (e *executor) ExecutionsAlarmPending(ctx context.Context, afterID int64, li
 
 // ExecutionsSetAlarm moves alarm states with a compare-and-set.
 func (e *executor) ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to store.AlarmState) ([]int64, error) {
-	won, err := e.casExecutions(ctx, ids, "alarm_state = ?", []any{string(to)}, "alarm_state = ?", []any{string(from)})
+	won, err := e.casExecutions(ctx, "executions", ids, "alarm_state = ?", []any{string(to)}, "alarm_state = ?", []any{string(from)})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: set alarm %s -> %s of %d executions: %w", from, to, len(ids), err)
 	}
 	return won, nil
 }
 
-// terminalStates is the SQL list of terminal execution states.
-var terminalStates = func() string {
-	var q []string
-	for _, s := range []store.ExecutionState{store.ExecSucceeded, store.ExecFailed, store.ExecTimedOut, store.ExecLost,
-		store.ExecSkipped, store.ExecCanceled} {
-		q = append(q, "'"+string(s)+"'")
-	}
-	return "(" + strings.Join(q, ", ") + ")"
-}()
-
-// ExecutionsDeleteFiredBefore deletes one batch of old history. Selecting the ids first keeps
+// ExecutionsDeleteFiredBefore deletes one batch of old history (ended executions only live
+// there). Selecting the ids first keeps
 // each DELETE a primary-key lookup (MySQL cannot DELETE with a LIMITed subquery on the same
 // table) and bounds how long its locks are held.
 func (e *executor) ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error) {
 	var n int64
 	err := e.inTx(ctx, func(e *executor) error {
-		ids, err := scanInt64s(e.query(ctx, "SELECT id FROM executions WHERE fired_at < ? AND state IN "+terminalStates+
-			" ORDER BY fired_at LIMIT ?", firedBefore, limitOr(limit)))
+		ids, err := scanInt64s(e.query(ctx, "SELECT id FROM executions WHERE fired_at < ? ORDER BY fired_at LIMIT ?", firedBefore, limitOr(limit)))
 		if err != nil || len(ids) == 0 {
 			return err
 		}

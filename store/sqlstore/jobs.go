@@ -204,7 +204,10 @@ func (e *executor) JobSetData(ctx context.Context, id int64, data map[string]any
 func (e *executor) JobDelete(ctx context.Context, id int64) error {
 	return e.inTx(ctx, func(e *executor) error {
 		// Fires of the job that have not started would only fail once it is gone.
-		if _, err := e.exec(ctx, "UPDATE executions SET state = 'canceled', handle_msg = 'job deleted' WHERE job_id = ? AND state = 'pending'", id); err != nil {
+		_, err := e.moveToHistory(ctx, nil, "job_id = ? AND state = 'pending'", []any{id}, func(x *store.Execution) {
+			x.State, x.HandleMsg = store.ExecCanceled, "job deleted"
+		})
+		if err != nil {
 			return fmt.Errorf("sqlstore: cancel pending executions of job %d: %w", id, err)
 		}
 		res, err := e.exec(ctx, "DELETE FROM jobs WHERE id = ?", id)

@@ -193,7 +193,7 @@ func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) (
 
 // ExecutionsSetDispatch records the dispatch of a running execution.
 func (e *executor) ExecutionsSetDispatch(ctx context.Context, id int64, address string, shardIndex, shardTotal int, msg string) (bool, error) {
-	res, err := e.exec(ctx, "UPDATE executions SET executor_address = ?, shard_index = ?, shard_total = ?, trigger_msg = ?"+
+	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, shard_index = ?, shard_total = ?, trigger_msg = ?"+
 		" WHERE id = ? AND state = 'running'", address, shardIndex, shardTotal, msg, id)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: record the dispatch of execution %d to %q: %w", id, address, err)
@@ -202,37 +202,10 @@ func (e *executor) ExecutionsSetDispatch(ctx context.Context, id int64, address 
 	return n > 0, err
 }
 
-// ExecutionsLoseOnExecutor locks the instance's running executions (through
-// executions_live_executor_idx), then moves them with a compare-and-set on running: a result
-// that arrives meanwhile wins, and its execution is not returned.
+// ExecutionsLoseOnExecutor ends the instance's running executions as lost (through
+// executions_live_executor_idx); a result that arrives first wins, and its execution is not
+// returned.
 func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*store.Execution, error) {
-	var lost []*store.Execution
-	err := e.inTx(ctx, func(e *executor) error {
-		xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions WHERE executor_address = ? AND state = 'running'"+
-			" AND job_id IN (SELECT id FROM jobs WHERE app = ?) ORDER BY id"+e.d().lock(), address, app))
-		if err != nil || len(xs) == 0 {
-			return err
-		}
-		now, err := e.DBNow(ctx)
-		if err != nil {
-			return err
-		}
-		for _, x := range xs {
-			res, err := e.exec(ctx, "UPDATE executions SET state = 'lost', finished_at = ? WHERE id = ? AND state = 'running'", now, x.ID)
-			if err != nil {
-				return err
-			}
-			if n, err := affected(res); err != nil {
-				return err
-			} else if n > 0 {
-				x.State, x.FinishedAt = store.ExecLost, now
-				lost = append(lost, x)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: lose executions of %s at %q: %w", app, address, err)
-	}
-	return lost, nil
+	return e.loseWhere(ctx, "executor_address = ? AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?)",
+		[]any{address, app})
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -203,7 +204,7 @@ func redact(dsn string) string {
 func (s *Store) Analyze(ctx context.Context) error {
 	q := "ANALYZE"
 	if s.cfg.dialect.kind == mysqlKind {
-		q = "ANALYZE TABLE jobs, triggers, executions"
+		q = "ANALYZE TABLE jobs, triggers, executions, executions_live"
 	}
 	if _, err := s.db.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("sqlstore: analyze: %w", err)
@@ -212,6 +213,11 @@ func (s *Store) Analyze(ctx context.Context) error {
 }
 
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, math.MaxInt64)
+}
+
+// migrateTo applies the migrations up to version.
+func (s *Store) migrateTo(ctx context.Context, version int64) error {
 	sub, err := fs.Sub(migrations, "migrations/"+s.cfg.dialect.kind.dir())
 	if err != nil {
 		return fmt.Errorf("sqlstore: migrations: %w", err)
@@ -220,7 +226,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlstore: migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if _, err := p.UpTo(ctx, version); err != nil {
 		return fmt.Errorf("sqlstore: migrate: %w", err)
 	}
 	return nil

@@ -2,7 +2,9 @@ package sqlstore_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sundial-scheduler/sundial/internal/testdb"
@@ -79,4 +81,79 @@ func openMigrated(t *testing.T, dsn string, opts ...sqlstore.Option) store.Store
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestMigrationMovesLiveExecutions checks migration 00005 on a database with executions in
+// every phase: the live ones move to executions_live with their ids, the ended ones stay, and
+// new executions take ids above every old one.
+func TestMigrationMovesLiveExecutions(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.MigrateTo(ctx, 3); err != nil {
+				t.Fatal(err)
+			}
+			states := []store.ExecutionState{store.ExecPending, store.ExecAcquired, store.ExecRunning, store.ExecSucceeded, store.ExecFailed}
+			for i, st := range states {
+				_, err := s.DB().ExecContext(ctx, rebind(dialect, "INSERT INTO executions (id, job_id, trigger_id, scheduled_at, cause, node, state,"+
+					" trigger_msg, handle_msg, data) VALUES (?, 1, 7, ?, 'schedule', 'old-node', ?, '', '', '')"), 100+i, 1000+i, string(st))
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range states {
+				x, err := s.ExecutionGet(ctx, int64(100+i))
+				if err != nil {
+					t.Fatalf("execution %d (%s) after the migration: %v", 100+i, st, err)
+				}
+				if x.State != st || x.ScheduledAt != int64(1000+i) {
+					t.Errorf("execution %d: got %s at %d, want %s at %d", x.ID, x.State, x.ScheduledAt, st, 1000+i)
+				}
+				if st == store.ExecPending && x.Node != "" {
+					t.Errorf("pending execution kept node %q", x.Node)
+				}
+			}
+			due, err := s.ExecutionsLockDuePending(ctx, 5000, 10)
+			if err != nil || len(due) != 1 || due[0].ID != 100 {
+				t.Fatalf("due pending after the migration: %v, %v; want execution 100", due, err)
+			}
+			fresh := &store.Execution{JobID: 1, ScheduledAt: 9000, Cause: store.CauseManual}
+			if _, err := s.ExecutionsInsert(ctx, []*store.Execution{fresh}); err != nil {
+				t.Fatal(err)
+			}
+			if fresh.ID <= 104 {
+				t.Fatalf("a new execution got id %d, which an old one may hold (old ones go up to 104)", fresh.ID)
+			}
+			// A fire key already in the history is a duplicate.
+			dups, err := s.ExecutionsInsert(ctx, []*store.Execution{{JobID: 1, TriggerID: 7, ScheduledAt: 1003, Cause: store.CauseSchedule}})
+			if err != nil || len(dups) != 1 {
+				t.Fatalf("re-inserting an ended fire: dups %v, %v; want it refused", dups, err)
+			}
+		})
+	}
+}
+
+func rebind(dialect, q string) string {
+	if dialect != "postgres" {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

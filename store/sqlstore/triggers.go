@@ -219,7 +219,7 @@ func (e *executor) TriggersPause(ctx context.Context, sel store.TriggerSelector)
 // fire does — as if they had never been acquired. Only a trigger's own fires go back;
 // retries, recovery runs and manual fires are not its to take. It returns how many went back.
 func (e *executor) returnAcquiredFires(ctx context.Context, filter string, args []any) (int64, error) {
-	where := " FROM executions WHERE state = 'acquired' AND attempt = 0 AND cause IN ('schedule', 'misfire') AND " + filter
+	where := " FROM executions_live WHERE state = 'acquired' AND attempt = 0 AND cause IN ('schedule', 'misfire') AND " + filter
 	withReturning := e.d().returning && e.d().kind != mysqlKind
 	var rows *sql.Rows
 	var err error
@@ -253,7 +253,7 @@ func (e *executor) returnAcquiredFires(ctx context.Context, filter string, args 
 	if !withReturning {
 		for _, c := range chunks(len(ids)) {
 			in, idArgs := inList(ids[c[0]:c[1]])
-			if _, err := e.exec(ctx, "DELETE FROM executions WHERE id IN "+in, idArgs...); err != nil {
+			if _, err := e.exec(ctx, "DELETE FROM executions_live WHERE id IN "+in, idArgs...); err != nil {
 				return 0, fmt.Errorf("sqlstore: return acquired fires: %w", err)
 			}
 		}
