@@ -228,19 +228,43 @@ func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, er
 	if err != nil {
 		return 0, err
 	}
+	jobIDs := make([]int64, len(lost))
+	for i, ex := range lost {
+		jobIDs[i] = ex.JobID
+	}
+	js, err := tx.JobsGet(ctx, jobIDs)
+	if err != nil {
+		return 0, err
+	}
+	jobs := make(map[int64]*store.Job, len(js))
+	for _, j := range js {
+		jobs[j.ID] = j
+	}
 	now := time.Now()
 	var retries []*store.Execution
+	var alarmed []int64
 	for _, ex := range lost {
-		if ex.ShardIndex > 0 {
-			continue // retrying a broadcast is its fire's (shard 0's) business
+		job := jobs[ex.JobID]
+		if job == nil {
+			continue // the job is gone: no retry, nobody to tell
 		}
-		job, err := tx.JobGet(ctx, ex.JobID)
-		if err != nil || ex.Attempt >= job.MaxRetries {
-			continue // the job is gone or out of retries
+		switch {
+		case ex.Attempt >= job.MaxRetries:
+			if len(job.AlarmTargets) > 0 {
+				alarmed = append(alarmed, ex.ID) // out of retries: the loss is final
+			}
+		case ex.ShardIndex == 0: // retrying a broadcast is its fire's (shard 0's) business
+			retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
+				ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
+				Attempt: ex.Attempt + 1, State: store.ExecPending})
 		}
-		retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
-			ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
-			Attempt: ex.Attempt + 1, State: store.ExecPending})
+	}
+	// The alarm is made pending in the transaction that declares the loss, like the engine's
+	// failures: committed together, or neither.
+	if len(alarmed) > 0 {
+		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
+			return 0, err
+		}
 	}
 	if len(retries) > 0 {
 		if _, err := tx.ExecutionsInsert(ctx, retries); err != nil {
