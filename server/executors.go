@@ -150,11 +150,13 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 
 // sweepLoop runs the leader duties: every heartbeat interval it forgets the instances silent
 // for three intervals and declares their running executions lost, retrying them per their
-// job; every retentionEvery it deletes executions older than the retention.
+// job; every ReportInterval it recomputes the recent daily report rows; every
+// retentionEvery it deletes executions older than the retention. (Alarms have their own
+// loop, alarm.Sender: a slow mail server must not hold up the executor sweep.)
 func (s *Server) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.ExecutorHeartbeat)
 	defer t.Stop()
-	var lastRetention time.Time
+	var lastRetention, lastReport time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -166,6 +168,12 @@ func (s *Server) sweepLoop(ctx context.Context) {
 		}
 		if err := s.sweepExecutors(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("sweeping silent executors", "err", err)
+		}
+		if time.Since(lastReport) >= s.cfg.ReportInterval {
+			lastReport = time.Now()
+			if err := s.refreshReports(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("refreshing the daily reports", "err", err)
+			}
 		}
 		if time.Since(lastRetention) >= retentionEvery {
 			lastRetention = time.Now()
@@ -276,6 +284,9 @@ func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, er
 	}
 	if len(retries) > 0 {
 		s.sched.Engine().Wake()
+	}
+	if len(alarmed) > 0 {
+		s.alarms.Wake()
 	}
 	return len(lost), nil
 }
