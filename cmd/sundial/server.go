@@ -108,6 +108,9 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
+	if o.smtp.Addr != "" && o.smtp.From == "" {
+		return usageErrorf("--smtp-addr %s needs --smtp-from (the sender address of alarms)", o.smtp.Addr)
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -130,9 +133,6 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		fmt.Fprintf(stdout, "Created the admin user %q with the password:\n\n    %s\n\n"+
 			"It is shown only this once. Log in with it (POST /api/v1/auth/login) and create an API token\n"+
 			"(POST /api/v1/tokens), or change it (POST /api/v1/auth/password).\n", o.admin, password)
-	}
-	if o.smtp.Addr != "" && o.smtp.From == "" {
-		return usageErrorf("--smtp-addr %s needs --smtp-from (the sender address of alarms)", o.smtp.Addr)
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout}})
