@@ -402,7 +402,7 @@ func TestReadEvents(t *testing.T) {
 }
 
 // TestCLIAlarms: --alarm sets a job's alarm targets, update keeps them unless --alarm is
-// given, --alarm ” clears them, and a bad one is refused naming the field.
+// given, an empty --alarm clears them, and a bad one is refused naming the field.
 func TestCLIAlarms(t *testing.T) {
 	s := startAPIServer(t)
 	j := mustJSON[jobView](t, s, "job", "create", "watched", "--handler", "noop",
