@@ -162,6 +162,10 @@ type Job struct {
 	// before the first retry and twice as long before each further one.
 	MaxRetries   int
 	RetryBackoff time.Duration
+	// AlarmTargets are told when a run fails for good (after its last retry): e-mail
+	// addresses ("ops@example.com" or "mailto:ops@example.com") and webhook URLs (http://,
+	// https://). A sundial server delivers them; an embedding program only records them.
+	AlarmTargets []string
 }
 
 // Trigger describes when a job runs.
@@ -295,7 +299,7 @@ func jobRow(j Job) (*store.Job, error) {
 		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
 		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
-		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), Enabled: true,
+		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets, Enabled: true,
 	}, nil
 }
 

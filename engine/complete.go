@@ -112,6 +112,9 @@ func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]in
 		}
 		results[i] = store.ExecutionResult{ID: cp.fire.Execution.ID, State: cp.state, HandleCode: code,
 			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli(), Data: cp.res.Data}
+		if alarms(cp.state, cp.fire.Execution, cp.fire.Job) {
+			results[i].AlarmState = store.AlarmPending
+		}
 	}
 	tx, err := e.store.Begin(ctx)
 	if err != nil {
@@ -222,6 +225,13 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 		batch[i].fire.Job = job
 	}
 	return e.writeCompletions(ctx, batch)
+}
+
+// alarms reports whether a result is a final failure its job wants to be told about: one
+// with no retry left, so a retried job alarms once, after its last attempt (XXL-JOB alarms
+// every attempt). The pending alarm is written with the result, in its transaction.
+func alarms(state store.ExecutionState, ex *store.Execution, job *store.Job) bool {
+	return (state == store.ExecFailed || state == store.ExecTimedOut) && ex.Attempt >= job.MaxRetries && len(job.AlarmTargets) > 0
 }
 
 // retryBackoff doubles the job's backoff with every attempt, up to maxRetryBackoff.

@@ -31,13 +31,17 @@ type executionOut struct {
 	ExecutorAddress string `json:"executor_address,omitempty"`
 	ShardIndex      int    `json:"shard_index"`
 	ShardTotal      int    `json:"shard_total,omitempty"`
+	// AlarmState is none, or for a final failure of a job with alarm targets pending,
+	// sending, sent or failed.
+	AlarmState string `json:"alarm_state"`
 }
 
 func toExecutionOut(x *store.Execution) executionOut {
 	return executionOut{ID: x.ID, JobID: x.JobID, TriggerID: x.TriggerID, ScheduledAt: msTime(x.ScheduledAt),
 		FiredAt: msTime(x.FiredAt), Cause: string(x.Cause), Attempt: x.Attempt, Node: x.Node, State: string(x.State),
 		HandleCode: x.HandleCode, HandleMsg: x.HandleMsg, TriggerMsg: x.TriggerMsg, StartedAt: msTime(x.StartedAt),
-		FinishedAt: msTime(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal}
+		FinishedAt: msTime(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal,
+		AlarmState: string(x.AlarmState)}
 }
 
 var executionStates = map[store.ExecutionState]bool{

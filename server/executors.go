@@ -150,11 +150,13 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 
 // sweepLoop runs the leader duties: every heartbeat interval it forgets the instances silent
 // for three intervals and declares their running executions lost, retrying them per their
-// job; every retentionEvery it deletes executions older than the retention.
+// job; every ReportInterval it recomputes the recent daily report rows; every
+// retentionEvery it deletes executions older than the retention. (Alarms have their own
+// loop, alarm.Sender: a slow mail server must not hold up the executor sweep.)
 func (s *Server) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.ExecutorHeartbeat)
 	defer t.Stop()
-	var lastRetention time.Time
+	var lastRetention, lastReport time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -166,6 +168,12 @@ func (s *Server) sweepLoop(ctx context.Context) {
 		}
 		if err := s.sweepExecutors(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("sweeping silent executors", "err", err)
+		}
+		if time.Since(lastReport) >= s.cfg.ReportInterval {
+			lastReport = time.Now()
+			if err := s.refreshReports(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("refreshing the daily reports", "err", err)
+			}
 		}
 		if time.Since(lastRetention) >= retentionEvery {
 			lastRetention = time.Now()
@@ -228,19 +236,43 @@ func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, er
 	if err != nil {
 		return 0, err
 	}
+	jobIDs := make([]int64, len(lost))
+	for i, ex := range lost {
+		jobIDs[i] = ex.JobID
+	}
+	js, err := tx.JobsGet(ctx, jobIDs)
+	if err != nil {
+		return 0, err
+	}
+	jobs := make(map[int64]*store.Job, len(js))
+	for _, j := range js {
+		jobs[j.ID] = j
+	}
 	now := time.Now()
 	var retries []*store.Execution
+	var alarmed []int64
 	for _, ex := range lost {
-		if ex.ShardIndex > 0 {
-			continue // retrying a broadcast is its fire's (shard 0's) business
+		job := jobs[ex.JobID]
+		if job == nil {
+			continue // the job is gone: no retry, nobody to tell
 		}
-		job, err := tx.JobGet(ctx, ex.JobID)
-		if err != nil || ex.Attempt >= job.MaxRetries {
-			continue // the job is gone or out of retries
+		switch {
+		case ex.Attempt >= job.MaxRetries:
+			if len(job.AlarmTargets) > 0 {
+				alarmed = append(alarmed, ex.ID) // out of retries: the loss is final
+			}
+		case ex.ShardIndex == 0: // retrying a broadcast is its fire's (shard 0's) business
+			retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
+				ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
+				Attempt: ex.Attempt + 1, State: store.ExecPending})
 		}
-		retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
-			ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
-			Attempt: ex.Attempt + 1, State: store.ExecPending})
+	}
+	// The alarm is made pending in the transaction that declares the loss, like the engine's
+	// failures: committed together, or neither.
+	if len(alarmed) > 0 {
+		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
+			return 0, err
+		}
 	}
 	if len(retries) > 0 {
 		if _, err := tx.ExecutionsInsert(ctx, retries); err != nil {
@@ -252,6 +284,9 @@ func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, er
 	}
 	if len(retries) > 0 {
 		s.sched.Engine().Wake()
+	}
+	if len(alarmed) > 0 {
+		s.alarms.Wake()
 	}
 	return len(lost), nil
 }

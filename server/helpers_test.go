@@ -49,6 +49,12 @@ func newEnv(t *testing.T, dialect string) *env {
 // newEnvWith is newEnv with the server's Config adjusted by tune.
 func newEnvWith(t *testing.T, dialect string, tune func(*Config)) *env {
 	t.Helper()
+	return newEnvOn(t, openStore(t, dialect), tune, nil)
+}
+
+// openStore opens a fresh, migrated database of the dialect, closed when t ends.
+func openStore(t *testing.T, dialect string) *sqlstore.Store {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
 	if err != nil {
@@ -58,6 +64,15 @@ func newEnvWith(t *testing.T, dialect string, tune func(*Config)) *env {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// newEnvOn runs a server on st (which other servers may share: a cluster) with its Config
+// adjusted by tune and setup run on it before it starts (to register handlers). The admin
+// is created on st's first server; later ones log in with ensureAdmin's password from it.
+func newEnvOn(t *testing.T, st *sqlstore.Store, tune func(*Config), setup func(*Server)) *env {
+	t.Helper()
+	ctx := context.Background()
 	cfg := Config{Store: st, Logger: slog.New(slog.DiscardHandler),
 		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}}
 	if tune != nil {
@@ -66,6 +81,9 @@ func newEnvWith(t *testing.T, dialect string, tune func(*Config)) *env {
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(srv)
 	}
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -77,11 +95,18 @@ func newEnvWith(t *testing.T, dialect string, tune func(*Config)) *env {
 	})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close) // runs before Stop: HTTP first, then the engine
+	e := &env{t: t, srv: srv, st: st, url: hs.URL}
 	pw, created, err := EnsureAdmin(ctx, st, "admin")
-	if err != nil || !created || pw == "" {
-		t.Fatalf("EnsureAdmin on an empty database: created %v, %v", created, err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, st: st, url: hs.URL, pw: pw}
+	if !created {
+		return e // a second node of a cluster: the caller shares the first node's token
+	}
+	if pw == "" {
+		t.Fatal("EnsureAdmin created an admin without a password")
+	}
+	e.pw = pw
 	e.token = e.login()
 	return e
 }

@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -28,6 +30,7 @@ type jobIn struct {
 	TimeoutMs        int64          `json:"timeout_ms"`
 	MaxRetries       int            `json:"max_retries"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
+	AlarmTargets     []string       `json:"alarm_targets"`
 	Triggers         []triggerIn    `json:"triggers"`
 }
 
@@ -48,6 +51,7 @@ type jobOut struct {
 	TimeoutMs        int64          `json:"timeout_ms"`
 	MaxRetries       int            `json:"max_retries"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
+	AlarmTargets     []string       `json:"alarm_targets"`
 	Enabled          bool           `json:"enabled"`
 	CreatedAt        msTime         `json:"created_at"`
 	UpdatedAt        msTime         `json:"updated_at"`
@@ -62,11 +66,15 @@ func toJobOut(j *store.Job) jobOut {
 	if data == nil {
 		data = map[string]any{}
 	}
+	targets := j.AlarmTargets
+	if targets == nil {
+		targets = []string{}
+	}
 	return jobOut{ID: j.ID, Group: j.Group, Name: j.Name, Description: j.Description, Target: string(j.TargetKind),
 		App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: data, Concurrency: string(j.Concurrency), PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, Enabled: j.Enabled, CreatedAt: msTime(j.CreatedAt), UpdatedAt: msTime(j.UpdatedAt)}
+		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, Enabled: j.Enabled, CreatedAt: msTime(j.CreatedAt), UpdatedAt: msTime(j.UpdatedAt)}
 }
 
 // validate checks the job's own fields and returns it for the embedding API.
@@ -84,6 +92,13 @@ func (in *jobIn) validate() (sundial.Job, error) {
 		return sundial.Job{}, invalidField("retry_backoff_ms", "must not be negative, got %d", in.RetryBackoffMs)
 	case in.Routing != "" && in.App == "":
 		return sundial.Job{}, invalidField("routing", "needs an app: routing picks among an app's executors")
+	}
+	if _, err := alarm.ParseTargets(in.AlarmTargets); err != nil {
+		var te *alarm.TargetError
+		if errors.As(err, &te) {
+			return sundial.Job{}, invalidField(fmt.Sprintf("alarm_targets[%d]", te.Index), "%v", te.Err)
+		}
+		return sundial.Job{}, invalidField("alarm_targets", "%v", err)
 	}
 	routing := in.Routing
 	if in.App != "" {
@@ -109,7 +124,7 @@ func (in *jobIn) validate() (sundial.Job, error) {
 		Routing: routing, Params: in.Params,
 		Data: in.Data, Concurrency: conc, PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
-		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond}, nil
+		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets}, nil
 }
 
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
@@ -151,6 +166,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
 			"unless a node that registers it fires them (built in: noop)", job.Handler))
 	}
+	out.Warnings = append(out.Warnings, s.alarmWarnings(job.AlarmTargets)...)
 	w.Header().Set("Location", "/api/v1/jobs/"+strconv.FormatInt(id, 10))
 	writeJSON(w, http.StatusCreated, out)
 	return nil
@@ -231,6 +247,7 @@ func (s *Server) updateJob(w http.ResponseWriter, r *http.Request) error {
 		row.TargetKind = store.TargetRemote
 	}
 	row.TimeoutMs, row.MaxRetries, row.RetryBackoffMs = in.TimeoutMs, in.MaxRetries, in.RetryBackoffMs
+	row.AlarmTargets = job.AlarmTargets
 	if err := s.store.JobUpdate(r.Context(), row); err != nil {
 		return err
 	}
@@ -238,7 +255,22 @@ func (s *Server) updateJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	out.Warnings = append(out.Warnings, s.alarmWarnings(job.AlarmTargets)...)
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// alarmWarnings warns of e-mail targets when this node has no mail server: the leader may
+// be another node that has one, so they are not refused.
+func (s *Server) alarmWarnings(targets []string) []string {
+	if s.cfg.SMTP.Addr != "" {
+		return nil
+	}
+	for _, raw := range targets {
+		if t, err := alarm.ParseTarget(raw); err == nil && t.Kind == alarm.Email {
+			return []string{"this server has no SMTP server (--smtp-addr): e-mail alarms fail unless the leader node has one"}
+		}
+	}
 	return nil
 }
 

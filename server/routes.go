@@ -64,6 +64,8 @@ func (s *Server) routeTable() []route {
 
 		{"GET", v1 + "/nodes", authenticated, s.listNodes},
 
+		{"GET", v1 + "/reports/daily", authenticated, s.dailyReport},
+
 		{"GET", v1 + "/apps", authenticated, s.listApps},
 		{"GET", v1 + "/apps/{name}", authenticated, s.getApp},
 		{"PUT", v1 + "/apps/{name}", authenticated, s.putApp},

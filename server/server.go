@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
@@ -45,6 +46,19 @@ type Config struct {
 	// Retention is how long finished executions and their output are kept; the leader
 	// deletes older ones. Default 30 days.
 	Retention time.Duration
+	// SMTP is the mail server e-mail alarms go through; with no Addr they fail (webhooks
+	// still work).
+	SMTP alarm.SMTP
+	// AlarmInterval is how often the leader delivers pending alarms. Default 10 s.
+	AlarmInterval time.Duration
+	// AlarmAttempts is how often a failing alarm target is tried before the alarm is marked
+	// failed (default 3); AlarmBackoff is the first pause between tries, doubled after
+	// each (default 5 s).
+	AlarmAttempts int
+	AlarmBackoff  time.Duration
+	// ReportInterval is how often the leader recomputes today's and yesterday's daily
+	// report rows. Default 1 min.
+	ReportInterval time.Duration
 }
 
 // Server is one node: the engine plus the HTTP API.
@@ -58,6 +72,8 @@ type Server struct {
 	// handler is mux wrapped in logging and metrics; each route guards its own access.
 	handler http.Handler
 	metrics *metrics
+	// alarms delivers alarms while this node leads.
+	alarms *alarm.Sender
 
 	handlersMu sync.Mutex
 	handlers   map[string]bool // names registered through Register
@@ -93,6 +109,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Retention <= 0 {
 		cfg.Retention = 30 * 24 * time.Hour
 	}
+	if cfg.ReportInterval <= 0 {
+		cfg.ReportInterval = time.Minute
+	}
 	sc := cfg.Scheduler
 	sc.Store, sc.Logger = cfg.Store, cfg.Logger
 	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Token: cfg.ExecutorToken,
@@ -106,6 +125,11 @@ func New(cfg Config) (*Server, error) {
 		closing: make(chan struct{}), handlers: map[string]bool{}}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}
 	s.metrics = newMetrics(sched.Engine())
+	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, IsLeader: sched.Engine().IsLeader, SMTP: cfg.SMTP,
+		Interval: cfg.AlarmInterval, Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	s.registerBuiltins()
 	s.routes()
 	s.handler = s.instrument(s.mux)
@@ -157,6 +181,7 @@ func (s *Server) Start(ctx context.Context) error {
 		defer close(s.sweepDone)
 		s.sweepLoop(sctx)
 	}()
+	s.alarms.Start(ctx)
 	s.running.Store(true)
 	return nil
 }
@@ -169,6 +194,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		s.stopSweep()
 		<-s.sweepDone
 	}
+	s.alarms.Stop()
 	return s.sched.Stop(ctx)
 }
 

@@ -111,6 +111,15 @@ type Executor interface {
 	// ExecutionsSetAlarm moves the given executions' alarm state from one state to another
 	// and returns the IDs that moved.
 	ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to AlarmState) ([]int64, error)
+	// ReportsRefresh recomputes the report rows of one UTC day (YYYY-MM-DD) from the
+	// executions, one row per job with executions that day, dropping rows of jobs that have
+	// none any more. It returns how many rows the day has.
+	ReportsRefresh(ctx context.Context, day string) (int, error)
+	// ReportsDaily returns the report rows of the days from to to (inclusive, YYYY-MM-DD) of
+	// one job, or summed over every job for jobID 0, by day. Days without executions are
+	// absent.
+	ReportsDaily(ctx context.Context, from, to string, jobID int64) ([]*ReportDay, error)
+
 	// ExecutionsDeleteFiredBefore deletes up to limit terminal executions fired before
 	// firedBefore, oldest first, with their log lines, and returns how many it deleted: the
 	// retention sweep calls it until it returns less than limit.

@@ -189,10 +189,15 @@ func (s ExecutionState) Terminal() bool {
 // AlarmState tracks the alarm for a failed execution.
 type AlarmState string
 
-// The alarm states.
+// The alarm states. An alarm moves none → pending (in the transaction that writes a final
+// failure) → sending (claimed by one alarm sweep, compare-and-set) → sent or failed.
 const (
 	AlarmNone    AlarmState = "none"
 	AlarmPending AlarmState = "pending"
+	// AlarmSending alarms are being delivered by the node that claimed them. One left here
+	// for long belongs to a node that died mid-delivery: whether its targets were told is
+	// unknown, so it is not sent again.
+	AlarmSending AlarmState = "sending"
 	AlarmSent    AlarmState = "sent"
 	AlarmFailed  AlarmState = "failed"
 )
@@ -300,4 +305,20 @@ type Session struct {
 	UserID    int64
 	CreatedAt int64
 	ExpiresAt int64
+}
+
+// ReportDay counts the executions of one UTC day (XXL-JOB's xxl_job_log_report row): those
+// fired that day, and the live ones not fired yet by their scheduled time.
+type ReportDay struct {
+	// Day is the UTC date, YYYY-MM-DD.
+	Day string
+	// JobID is the job counted, or 0 for a sum over every job.
+	JobID int64
+	// Running counts pending, acquired and running executions.
+	Running   int64
+	Succeeded int64
+	// Failed counts failed, timed-out and lost executions.
+	Failed int64
+	// Other counts skipped and canceled executions.
+	Other int64
 }

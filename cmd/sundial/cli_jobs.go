@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ type jobView struct {
 	TimeoutMs        int64          `json:"timeout_ms"`
 	MaxRetries       int            `json:"max_retries"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
+	AlarmTargets     []string       `json:"alarm_targets"`
 	Enabled          bool           `json:"enabled"`
 	CreatedAt        apiTime        `json:"created_at"`
 	UpdatedAt        apiTime        `json:"updated_at"`
@@ -55,6 +57,7 @@ type jobRequest struct {
 	TimeoutMs        int64            `json:"timeout_ms,omitempty"`
 	MaxRetries       int              `json:"max_retries,omitempty"`
 	RetryBackoffMs   int64            `json:"retry_backoff_ms,omitempty"`
+	AlarmTargets     []string         `json:"alarm_targets,omitempty"`
 	Triggers         []map[string]any `json:"triggers,omitempty"`
 }
 
@@ -64,6 +67,7 @@ type jobFlags struct {
 	timeout, backoff                                                     time.Duration
 	retries                                                              int
 	recovery, persistData                                                bool
+	alarms                                                               []string
 }
 
 func (j *jobFlags) add(f *pflag.FlagSet) {
@@ -81,6 +85,8 @@ func (j *jobFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&j.backoff, "backoff", 0, "wait before the first retry, doubling after each (e.g. 10s)")
 	f.BoolVar(&j.recovery, "recovery", false, "run again after a node crashed during a run")
 	f.BoolVar(&j.persistData, "persist-data", false, "keep changes a run makes to the job data")
+	f.StringArrayVar(&j.alarms, "alarm", nil, "tell this target when a run fails for good (repeatable): an e-mail address "+
+		"or an http(s):// webhook URL; on update the list replaces the job's, and --alarm '' clears it")
 }
 
 // apply copies the flags that were given (all of them when every is set) onto req.
@@ -135,6 +141,14 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *jobRequest, every bool) error {
 	}
 	if set("persist-data") {
 		req.PersistData = j.persistData
+	}
+	if set("alarm") {
+		req.AlarmTargets = nil
+		for _, a := range j.alarms {
+			if a != "" {
+				req.AlarmTargets = append(req.AlarmTargets, a)
+			}
+		}
 	}
 	return nil
 }
@@ -204,7 +218,8 @@ func showJob(w io.Writer, j jobView) error {
 	err := fields(w, "ID", itoa(j.ID), "Group", j.Group, "Name", j.Name, "Description", j.Description,
 		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", j.Params, "Data", data, "Concurrency", j.Concurrency,
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
-		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData), "Enabled", yesNo(j.Enabled),
+		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
+		"Alarms", strings.Join(j.AlarmTargets, ", "), "Enabled", yesNo(j.Enabled),
 		"Created", j.CreatedAt.String(), "Updated", j.UpdatedAt.String())
 	if err != nil || len(j.Triggers) == 0 {
 		return err
@@ -287,7 +302,7 @@ Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'
 		req := jobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
 			Routing: j.Routing, Params: j.Params,
 			Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery,
-			TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoffMs}
+			TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets}
 		if cmd.Flags().Changed("name") {
 			req.Name = name
 		}

@@ -400,3 +400,28 @@ func TestReadEvents(t *testing.T) {
 		t.Errorf("cut stream: ended %v, err %v, last %d; want false, nil, 5", ended, err, last)
 	}
 }
+
+// TestCLIAlarms: --alarm sets a job's alarm targets, update keeps them unless --alarm is
+// given, an empty --alarm clears them, and a bad one is refused naming the field.
+func TestCLIAlarms(t *testing.T) {
+	s := startAPIServer(t)
+	j := mustJSON[jobView](t, s, "job", "create", "watched", "--handler", "noop",
+		"--alarm", "ops@example.com", "--alarm", "https://hooks.example.com/sundial")
+	if strings.Join(j.AlarmTargets, " ") != "ops@example.com https://hooks.example.com/sundial" {
+		t.Fatalf("job create --alarm: %+v", j.AlarmTargets)
+	}
+	id := strconv.FormatInt(j.ID, 10)
+	if out := s.mustCLI(t, "job", "get", id); !strings.Contains(out, "ops@example.com, https://hooks.example.com/sundial") {
+		t.Errorf("job get shows no alarms:\n%s", out)
+	}
+	if got := mustJSON[jobView](t, s, "job", "update", id, "--retries", "1"); len(got.AlarmTargets) != 2 {
+		t.Errorf("update without --alarm dropped the targets: %v", got.AlarmTargets)
+	}
+	if got := mustJSON[jobView](t, s, "job", "update", id, "--alarm", ""); len(got.AlarmTargets) != 0 {
+		t.Errorf("update --alarm '': %v, want none", got.AlarmTargets)
+	}
+	code, _, errOut := s.cli(t, "job", "create", "bad", "--handler", "noop", "--alarm", "ops")
+	if code != 2 || !strings.Contains(errOut, "alarm_targets[0]") || !strings.Contains(errOut, `"ops"`) {
+		t.Errorf("job create --alarm ops: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -26,6 +27,7 @@ type serverOptions struct {
 	logFormat, logLevel     string
 	drainTimeout            time.Duration
 	retention               time.Duration
+	smtp                    alarm.SMTP
 }
 
 func newServerCmd() *cobra.Command {
@@ -58,6 +60,10 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
 	f.DurationVar(&o.retention, "retention", 30*24*time.Hour, "how long finished executions and their output are kept")
+	f.StringVar(&o.smtp.Addr, "smtp-addr", "", "SMTP server (host:port) for e-mail alarms (none: e-mail alarms fail; webhooks work)")
+	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
+	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
+	f.StringVar(&o.smtp.Password, "smtp-password", "", "SMTP password (prefer SUNDIAL_SMTP_PASSWORD: flags show in ps)")
 	return cmd
 }
 
@@ -102,6 +108,9 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
+	if o.smtp.Addr != "" && o.smtp.From == "" {
+		return usageErrorf("--smtp-addr %s needs --smtp-from (the sender address of alarms)", o.smtp.Addr)
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -126,7 +135,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			"(POST /api/v1/tokens), or change it (POST /api/v1/auth/password).\n", o.admin, password)
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
-		Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout}})
+		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout}})
 	if err != nil {
 		return err
 	}

@@ -156,3 +156,17 @@ func buildBinary(t *testing.T, dir string) string {
 	}
 	return bin
 }
+
+// TestServerSMTPNeedsFrom: a mail server without a sender address is a usage error, also
+// when it comes from the environment, and nothing is opened.
+func TestServerSMTPNeedsFrom(t *testing.T) {
+	t.Setenv("SUNDIAL_SMTP_ADDR", "127.0.0.1:2525")
+	db := filepath.Join(t.TempDir(), "never.db")
+	code, _, errOut := runCLI(t, "", "server", "--db", db, "--addr", "127.0.0.1:0")
+	if code != 2 || !strings.Contains(errOut, "--smtp-from") {
+		t.Errorf("exit %d, stderr %q: want 2 naming --smtp-from", code, errOut)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("the database was created (%v)", err)
+	}
+}

@@ -276,10 +276,13 @@ func testExecutionSweeps(t *testing.T, s store.Store) {
 	equal(t, "alarm of success", get(s.ExecutionGet(ctx, run2.ID)).ok(t).AlarmState, store.AlarmNone)
 	alarms := get(s.ExecutionsAlarmPending(ctx, 0, 10)).ok(t)
 	equal(t, "pending alarms", fmt.Sprint(ids(alarms, executionID)), fmt.Sprint([]int64{run1.ID}))
-	sent := get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID, run2.ID}, store.AlarmPending, store.AlarmSent)).ok(t)
+	claimed := get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID, run2.ID}, store.AlarmPending, store.AlarmSending)).ok(t)
+	sameIDs(t, "alarms claimed", claimed, []int64{run1.ID})
+	equal(t, "claimed twice", len(get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID}, store.AlarmPending, store.AlarmSending)).ok(t)), 0)
+	equal(t, "pending after claim", len(get(s.ExecutionsAlarmPending(ctx, 0, 10)).ok(t)), 0)
+	sent := get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID}, store.AlarmSending, store.AlarmSent)).ok(t)
 	sameIDs(t, "alarms sent", sent, []int64{run1.ID})
-	equal(t, "sent twice", len(get(s.ExecutionsSetAlarm(ctx, []int64{run1.ID}, store.AlarmPending, store.AlarmSent)).ok(t)), 0)
-	equal(t, "pending after send", len(get(s.ExecutionsAlarmPending(ctx, 0, 10)).ok(t)), 0)
+	equal(t, "alarm state", get(s.ExecutionGet(ctx, run1.ID)).ok(t).AlarmState, store.AlarmSent)
 
 	// Retention: terminal executions fired before the horizon go, with their logs; live ones stay.
 	get(s.ExecutionLogAppend(ctx, done1.ID, []store.LogLine{{Line: 1, Message: "x"}})).ok(t)

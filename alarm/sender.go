@@ -1,0 +1,311 @@
+package alarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Config configures a Sender. Store and IsLeader are required.
+type Config struct {
+	Store store.Store
+	// IsLeader reports whether this node runs the leader duties; only the leader claims
+	// alarms.
+	IsLeader func() bool
+	SMTP     SMTP
+	// HTTPClient posts webhooks. Default: a client with a 10 s timeout.
+	HTTPClient *http.Client
+	// Interval is how often the leader looks for pending alarms. Default 10 s (XXL-JOB's
+	// alarm scan).
+	Interval time.Duration
+	// Attempts is how many times one target is tried before the alarm is marked failed.
+	// Default 3.
+	Attempts int
+	// Backoff is the pause before the second attempt, doubled before each further one.
+	// Default 5 s.
+	Backoff time.Duration
+	// Timeout bounds one attempt. Default 15 s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Sender delivers pending alarms while its node leads.
+//
+// Exactly once: a sweep first claims a batch with a compare-and-set pending → sending and
+// delivers only the alarms it won, then records sent or failed (a compare-and-set from
+// sending). Two leaders that overlap for a moment (a lease that expired under a paused
+// process) cannot both win an alarm, so no target hears of a failure twice. The claim is
+// taken before delivery, not after, because the other order (deliver, then CAS pending →
+// sent) lets both leaders deliver before either records it. The price is a node that dies
+// mid-delivery: its alarms stay "sending" and are not sent again, since their targets may
+// have heard already; that is visible on the execution (alarm_state) and in the log.
+// Claiming pending → sent directly would make the same choice but could not tell a
+// delivered alarm from one abandoned half-way, nor leave room for retries.
+//
+// A delivery that fails is retried Attempts times with a growing pause, per target, inside
+// the claim (so targets already told are not told again); then the alarm is marked failed.
+type Sender struct {
+	cfg  Config
+	log  *slog.Logger
+	wake chan struct{}
+
+	mu   sync.Mutex
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// New returns a Sender; it does nothing until Start.
+func New(cfg Config) (*Sender, error) {
+	if cfg.Store == nil || cfg.IsLeader == nil {
+		return nil, errors.New("alarm: Config.Store and Config.IsLeader are required")
+	}
+	if cfg.SMTP.Addr != "" && cfg.SMTP.From == "" {
+		return nil, fmt.Errorf("alarm: SMTP server %s: a sender address (From) is required", cfg.SMTP.Addr)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 10 * time.Second
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 3
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 5 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Sender{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
+}
+
+// Start runs the sweep loop until Stop.
+func (s *Sender) Start(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return
+	}
+	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.loop(ctx)
+	}()
+}
+
+// Stop ends the loop and waits for it. Alarms being delivered are put back to pending
+// unless a target was told already.
+func (s *Sender) Stop() {
+	s.mu.Lock()
+	stop, done := s.stop, s.done
+	s.stop = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+// Wake makes the loop sweep now rather than at its next tick.
+func (s *Sender) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Sender) loop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.wake:
+		}
+		if !s.cfg.IsLeader() {
+			continue
+		}
+		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("delivering alarms", "err", err)
+		}
+	}
+}
+
+// Result counts what a sweep did with the alarms it claimed.
+type Result struct {
+	Sent, Failed, Dropped int
+}
+
+// sweepBatch is how many alarms a sweep claims at once; parallel is how many it delivers
+// side by side, so one slow target does not hold up the rest.
+const (
+	sweepBatch = 100
+	parallel   = 4
+)
+
+// Sweep claims every pending alarm it can and delivers it. It runs whether or not the node
+// leads (the loop checks), so tests and tools can drive it.
+func (s *Sender) Sweep(ctx context.Context) (Result, error) {
+	var res Result
+	var mu sync.Mutex
+	after := int64(0)
+	for {
+		pending, err := s.cfg.Store.ExecutionsAlarmPending(ctx, after, sweepBatch)
+		if err != nil || len(pending) == 0 {
+			return res, err
+		}
+		after = pending[len(pending)-1].ID
+		ids := make([]int64, len(pending))
+		for i, x := range pending {
+			ids[i] = x.ID
+		}
+		won, err := s.cfg.Store.ExecutionsSetAlarm(ctx, ids, store.AlarmPending, store.AlarmSending)
+		if err != nil {
+			return res, fmt.Errorf("claim %d alarms: %w", len(ids), err)
+		}
+		mine := make(map[int64]bool, len(won))
+		for _, id := range won {
+			mine[id] = true
+		}
+		var claimed []*store.Execution
+		var jobIDs []int64
+		for _, x := range pending {
+			if mine[x.ID] {
+				claimed = append(claimed, x)
+				jobIDs = append(jobIDs, x.JobID)
+			}
+		}
+		js, err := s.cfg.Store.JobsGet(ctx, jobIDs)
+		if err != nil {
+			s.release(claimed)
+			return res, fmt.Errorf("jobs of %d alarms: %w", len(claimed), err)
+		}
+		jobs := make(map[int64]*store.Job, len(js))
+		for _, j := range js {
+			jobs[j.ID] = j
+		}
+		sem := make(chan struct{}, parallel)
+		var wg sync.WaitGroup
+		for _, x := range claimed {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				to := s.deliver(ctx, x, jobs[x.JobID])
+				mu.Lock()
+				defer mu.Unlock()
+				switch to {
+				case store.AlarmSent:
+					res.Sent++
+				case store.AlarmFailed:
+					res.Failed++
+				case store.AlarmNone:
+					res.Dropped++
+				}
+			}()
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		if len(pending) < sweepBatch {
+			return res, nil
+		}
+	}
+}
+
+// release hands claimed alarms back to pending (the sweep could not go on).
+func (s *Sender) release(xs []*store.Execution) {
+	for _, x := range xs {
+		s.record(x.ID, store.AlarmPending)
+	}
+}
+
+// record moves a claimed alarm on from sending. It runs even when the sweep was stopped:
+// what was delivered must be recorded.
+func (s *Sender) record(id int64, to store.AlarmState) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Store.ExecutionsSetAlarm(ctx, []int64{id}, store.AlarmSending, to); err != nil {
+		s.log.Error("recording an alarm", "execution", id, "state", to, "err", err)
+	}
+}
+
+// deliver tells every target of the job about x and records the outcome, which it returns.
+func (s *Sender) deliver(ctx context.Context, x *store.Execution, job *store.Job) store.AlarmState {
+	if job == nil || len(job.AlarmTargets) == 0 {
+		// The job was deleted, or its targets removed, since it failed: nobody to tell.
+		s.record(x.ID, store.AlarmNone)
+		return store.AlarmNone
+	}
+	ev := eventOf(job, x)
+	told, failed := 0, 0
+	for _, raw := range job.AlarmTargets {
+		t, err := ParseTarget(raw)
+		if err == nil {
+			err = s.attempt(ctx, t, ev)
+		}
+		switch {
+		case err == nil:
+			told++
+			s.log.Info("alarm sent", "execution", x.ID, "job", job.ID, "target", raw)
+		case ctx.Err() != nil && told == 0:
+			// Stopped before anyone heard: the next leader sends it.
+			s.record(x.ID, store.AlarmPending)
+			return store.AlarmPending
+		default:
+			failed++
+			s.log.Error("alarm not delivered", "execution", x.ID, "job", job.ID, "target", raw, "err", err)
+		}
+	}
+	to := store.AlarmSent
+	if failed > 0 {
+		to = store.AlarmFailed
+	}
+	s.record(x.ID, to)
+	return to
+}
+
+// attempt delivers to one target, retrying with a doubling pause.
+func (s *Sender) attempt(ctx context.Context, t Target, ev Event) error {
+	var err error
+	pause := s.cfg.Backoff
+	for i := 0; i < s.cfg.Attempts; i++ {
+		if i > 0 {
+			timer := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return errors.Join(err, ctx.Err())
+			case <-timer.C:
+			}
+			pause *= 2
+		}
+		actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		switch t.Kind {
+		case Email:
+			err = sendMail(actx, s.cfg.SMTP, t.Address, ev)
+		case Webhook:
+			err = postWebhook(actx, s.cfg.HTTPClient, t.Address, ev)
+		}
+		cancel()
+		if err == nil || errors.Is(err, errPermanent) {
+			return err
+		}
+		s.log.Warn("alarm delivery failed; retrying", "target", t.Address, "execution", ev.ExecutionID, "attempt", i+1, "err", err)
+	}
+	return err
+}

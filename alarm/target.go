@@ -1,0 +1,90 @@
+// Package alarm tells people when a job fails for good: it delivers the pending alarms of
+// failed executions by e-mail (SMTP) and webhook (an HTTP POST of JSON), each exactly once.
+// It is a leader duty of the server, with its own Start/Stop.
+package alarm
+
+import (
+	"fmt"
+	"net/mail"
+	"net/url"
+	"strings"
+)
+
+// Kind is how a target is told.
+type Kind string
+
+// The target kinds.
+const (
+	Email   Kind = "email"
+	Webhook Kind = "webhook"
+)
+
+// Target is one parsed alarm target.
+type Target struct {
+	Kind Kind
+	// Address is the bare e-mail address or the webhook URL.
+	Address string
+}
+
+// ParseTarget reads an alarm target: "mailto:ops@example.com" or "ops@example.com" for an
+// e-mail, an http:// or https:// URL for a webhook.
+func ParseTarget(s string) (Target, error) {
+	if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return Target{}, fmt.Errorf("webhook %q: %w", s, err)
+		}
+		if u.Host == "" {
+			return Target{}, fmt.Errorf("webhook %q: the URL has no host", s)
+		}
+		if u.User != nil {
+			// Targets are shown to everyone who may read the job; a password there would leak.
+			return Target{}, fmt.Errorf("webhook %q: credentials in the URL are not allowed (put a secret in the path or query)", redact(u))
+		}
+		return Target{Kind: Webhook, Address: s}, nil
+	}
+	bad := fmt.Errorf("alarm target %q: want an e-mail address (ops@example.com or mailto:ops@example.com) or an http(s):// webhook URL", s)
+	// One bare address: a display name, a list or header syntax would not survive as an
+	// SMTP recipient.
+	addr := strings.TrimPrefix(s, "mailto:")
+	if addr == "" || strings.ContainsAny(addr, "<>,;\"() \t\r\n") {
+		return Target{}, bad
+	}
+	a, err := mail.ParseAddress(addr)
+	if err != nil || a.Address != addr {
+		return Target{}, bad
+	}
+	if domain := addr[strings.LastIndex(addr, "@")+1:]; !strings.Contains(domain, ".") && domain != "localhost" {
+		return Target{}, bad // "ops@example" is a typo far more often than a local domain
+	}
+	return Target{Kind: Email, Address: addr}, nil
+}
+
+// ParseTargets parses every target; the error names the index and value of the first bad one.
+func ParseTargets(ss []string) ([]Target, error) {
+	out := make([]Target, len(ss))
+	for i, s := range ss {
+		t, err := ParseTarget(s)
+		if err != nil {
+			return nil, &TargetError{Index: i, Value: s, Err: err}
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// TargetError is a bad target in a list.
+type TargetError struct {
+	Index int
+	Value string
+	Err   error
+}
+
+func (e *TargetError) Error() string { return e.Err.Error() }
+func (e *TargetError) Unwrap() error { return e.Err }
+
+func redact(u *url.URL) string {
+	c := *u
+	c.User = url.User("xxxxx")
+	return c.String()
+}

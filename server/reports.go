@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+const dayLayout = "2006-01-02"
+
+// maxReportDays bounds one report request: a year of days, each a row.
+const maxReportDays = 366
+
+// refreshReports recomputes today's and yesterday's report rows (UTC days by the database
+// clock): yesterday's still changes while its late fires finish. Older days stay as they
+// were last computed, so retention does not empty the dashboard's history.
+func (s *Server) refreshReports(ctx context.Context) error {
+	now, err := s.store.DBNow(ctx)
+	if err != nil {
+		return err
+	}
+	today := time.UnixMilli(now).UTC()
+	for _, d := range []time.Time{today.AddDate(0, 0, -1), today} {
+		if _, err := s.store.ReportsRefresh(ctx, d.Format(dayLayout)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type reportRow struct {
+	Day       string `json:"day,omitempty"`
+	Running   int64  `json:"running"`
+	Succeeded int64  `json:"succeeded"`
+	Failed    int64  `json:"failed"`
+	Other     int64  `json:"other"`
+	Total     int64  `json:"total"`
+}
+
+func (r *reportRow) add(d *store.ReportDay) {
+	r.Running += d.Running
+	r.Succeeded += d.Succeeded
+	r.Failed += d.Failed
+	r.Other += d.Other
+	r.Total += d.Running + d.Succeeded + d.Failed + d.Other
+}
+
+type reportOut struct {
+	Items  []reportRow `json:"items"`
+	Totals reportRow   `json:"totals"`
+}
+
+// dailyReport serves the dashboard's chart: one row per day from..to, days without
+// executions as zeros (as XXL-JOB's chartInfo), and the totals.
+func (s *Server) dailyReport(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	day := func(name string, def time.Time) (time.Time, error) {
+		v := q.Get(name)
+		if v == "" {
+			return def, nil
+		}
+		t, err := time.Parse(dayLayout, v)
+		if err != nil {
+			return time.Time{}, invalidField(name, "want a day as YYYY-MM-DD, got %q", v)
+		}
+		return t, nil
+	}
+	now := time.Now().UTC()
+	to, err := day("to", time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		return err
+	}
+	from, err := day("from", to.AddDate(0, 0, -6))
+	if err != nil {
+		return err
+	}
+	switch {
+	case from.After(to):
+		return invalidField("from", "%s is after to (%s)", from.Format(dayLayout), to.Format(dayLayout))
+	case to.Sub(from) >= maxReportDays*24*time.Hour:
+		return invalidField("to", "at most %d days per request, got %s to %s", maxReportDays, from.Format(dayLayout), to.Format(dayLayout))
+	}
+	jobID, err := queryID(r, "job_id")
+	if err != nil {
+		return err
+	}
+	rows, err := s.store.ReportsDaily(r.Context(), from.Format(dayLayout), to.Format(dayLayout), jobID)
+	if err != nil {
+		return fmt.Errorf("daily report: %w", err)
+	}
+	byDay := make(map[string]*store.ReportDay, len(rows))
+	for _, d := range rows {
+		byDay[d.Day] = d
+	}
+	out := reportOut{Items: []reportRow{}}
+	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+		row := reportRow{Day: d.Format(dayLayout)}
+		if got := byDay[row.Day]; got != nil {
+			row.add(got)
+			out.Totals.add(got)
+		}
+		out.Items = append(out.Items, row)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

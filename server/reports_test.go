@@ -1,0 +1,104 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+type reportJSON struct {
+	Items  []reportRow `json:"items"`
+	Totals reportRow   `json:"totals"`
+}
+
+// TestDailyReport: the leader's report rows, served by GET /api/v1/reports/daily, count the
+// executions by outcome, per day and per job.
+func TestDailyReport(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnvOn(t, openStore(t, dialect), func(c *Config) {
+			c.ExecutorHeartbeat = 20 * time.Millisecond // the leader duties' tick
+			c.ReportInterval = time.Millisecond
+		}, registerBoom)
+		var ok, bad jobRef
+		e.call("POST", "/api/v1/jobs", map[string]any{"name": "ok", "handler": "noop"}, 201, &ok)
+		e.call("POST", "/api/v1/jobs", map[string]any{"name": "bad", "handler": "boom", "max_retries": 1, "retry_backoff_ms": 1}, 201, &bad)
+		for range 3 {
+			e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", ok.ID), nil, 202, nil)
+		}
+		for range 2 {
+			e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", bad.ID), nil, 202, nil)
+		}
+		okRuns, badRuns := e.settled(ok.ID, 3), e.settled(bad.ID, 4) // each bad run is retried once
+
+		// What the rows must say, from the executions themselves.
+		want := map[int64]map[string]*reportRow{}
+		first, last := "9999-12-31", "0000-01-01"
+		for _, x := range append(okRuns, badRuns...) {
+			day := time.UnixMilli(x.FiredAt).UTC().Format(dayLayout)
+			first, last = min(first, day), max(last, day)
+			for _, job := range []int64{0, x.JobID} {
+				if want[job] == nil {
+					want[job] = map[string]*reportRow{}
+				}
+				r := want[job][day]
+				if r == nil {
+					r = &reportRow{Day: day}
+					want[job][day] = r
+				}
+				switch x.State {
+				case store.ExecSucceeded:
+					r.Succeeded++
+				case store.ExecFailed:
+					r.Failed++
+				default:
+					t.Fatalf("execution %d is %s", x.ID, x.State)
+				}
+				r.Total++
+			}
+		}
+		for _, job := range []int64{0, ok.ID, bad.ID} {
+			path := fmt.Sprintf("/api/v1/reports/daily?from=%s&to=%s", first, last)
+			if job != 0 {
+				path += fmt.Sprintf("&job_id=%d", job)
+			}
+			// A refresh that read the executions before they all finished may be the latest
+			// for a moment: wait for one that counts them as they are now.
+			mismatch := func() string {
+				var got reportJSON
+				e.call("GET", path, nil, 200, &got)
+				for _, r := range got.Items {
+					w := want[job][r.Day]
+					if w == nil {
+						w = &reportRow{Day: r.Day}
+					}
+					if r != *w {
+						return fmt.Sprintf("job %d, %s: %+v, want %+v", job, r.Day, r, *w)
+					}
+				}
+				return ""
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for m := mismatch(); m != ""; m = mismatch() {
+				if time.Now().After(deadline) {
+					t.Fatalf("report rows never matched the executions: %s", m)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+
+		// Every day of the range has an item; bad ranges are refused naming the parameter.
+		var week reportJSON
+		e.call("GET", "/api/v1/reports/daily?from=2020-02-27&to=2020-03-04", nil, 200, &week)
+		if len(week.Items) != 7 || week.Items[0].Day != "2020-02-27" || week.Items[2].Day != "2020-02-29" || week.Totals.Total != 0 {
+			t.Errorf("an empty week: %+v", week)
+		}
+		for q, field := range map[string]string{"from=2024-13-01": "from", "from=2024-03-02&to=2024-03-01": "from",
+			"from=2020-01-01&to=2024-01-01": "to", "job_id=x": "job_id"} {
+			if err := e.callErr("GET", "/api/v1/reports/daily?"+q, nil, 400); err.Field != field {
+				t.Errorf("?%s: field %q, want %q", q, err.Field, field)
+			}
+		}
+	})
+}
