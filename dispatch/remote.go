@@ -95,6 +95,12 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		return engine.Result{Err: fmt.Errorf("no executor of app %q is online (with handler %q)", job.App, job.Handler)}
 	}
 	if st == ShardingBroadcast {
+		if ex := f.Execution; ex.ShardTotal > 0 {
+			// A retry (or recovery) of one shard: only that shard runs again, on the instance
+			// at its index while the instances are the same, so a broadcast is not multiplied
+			// by its failures. XXL-JOB does the same with registryList[index].
+			return r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal)
+		}
 		return r.broadcast(ctx, f, addrs)
 	}
 	addr, err := r.router.pick(ctx, st, job.ID, addrs, r)
@@ -131,8 +137,8 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 // 1..n-1 are new executions with the same job, trigger, scheduled time and attempt (the fire
 // key includes the shard index, so each shard exists once), inserted running on this node so
 // that the node's death or the executor's loss is handled as for any running execution. A
-// shard that no executor takes is recorded failed at once; retrying is the fire's (shard 0's)
-// business, so a broadcast is not multiplied by its failures.
+// shard that no executor takes is recorded failed at once, without a retry; a shard that
+// fails or is lost later is retried alone (its retry keeps its index and total).
 func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) engine.Result {
 	ex, job, total := f.Execution, f.Job, len(addrs)
 	shards := make([]*store.Execution, 0, total-1)

@@ -202,7 +202,8 @@ func (s *Server) sweepRetention(ctx context.Context, now time.Time) (int64, erro
 
 // sweepExecutors runs one sweep. Each instance's executions move running → lost with a
 // compare-and-set in the same transaction that inserts their retries, so a result that
-// arrives first wins and a lost execution is retried once.
+// arrives first wins and a lost execution is retried once. A lost broadcast shard is retried
+// alone, as that shard.
 func (s *Server) sweepExecutors(ctx context.Context) error {
 	gone, err := s.store.RegistrySweep(ctx, 3*s.cfg.ExecutorHeartbeat)
 	if err != nil {
@@ -231,16 +232,13 @@ func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, er
 	now := time.Now()
 	var retries []*store.Execution
 	for _, ex := range lost {
-		if ex.ShardIndex > 0 {
-			continue // retrying a broadcast is its fire's (shard 0's) business
-		}
 		job, err := tx.JobGet(ctx, ex.JobID)
 		if err != nil || ex.Attempt >= job.MaxRetries {
 			continue // the job is gone or out of retries
 		}
 		retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
 			ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
-			Attempt: ex.Attempt + 1, State: store.ExecPending})
+			Attempt: ex.Attempt + 1, State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
 	}
 	if len(retries) > 0 {
 		if _, err := tx.ExecutionsInsert(ctx, retries); err != nil {
