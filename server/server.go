@@ -58,6 +58,8 @@ type Server struct {
 	// handler is mux wrapped in logging and metrics; each route guards its own access.
 	handler http.Handler
 	metrics *metrics
+	// remote dispatches to executors; the API uses it to kill runs.
+	remote *dispatch.Remote
 
 	handlersMu sync.Mutex
 	handlers   map[string]bool // names registered through Register
@@ -103,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, mux: http.NewServeMux(),
-		closing: make(chan struct{}), handlers: map[string]bool{}}
+		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}
 	s.metrics = newMetrics(sched.Engine())
 	s.registerBuiltins()
