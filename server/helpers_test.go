@@ -58,6 +58,15 @@ func newEnvWith(t *testing.T, dialect string, tune func(*Config)) *env {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return startEnv(t, st, tune, nil)
+}
+
+// startEnv starts a server on a migrated store. With prev nil the database must be new (the
+// admin is created); with prev it is prev's database, and the new server reuses prev's
+// password and token, as a restarted node would find them.
+func startEnv(t *testing.T, st *sqlstore.Store, tune func(*Config), prev *env) *env {
+	t.Helper()
+	ctx := context.Background()
 	cfg := Config{Store: st, Logger: slog.New(slog.DiscardHandler),
 		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}}
 	if tune != nil {
@@ -77,11 +86,16 @@ func newEnvWith(t *testing.T, dialect string, tune func(*Config)) *env {
 	})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close) // runs before Stop: HTTP first, then the engine
+	e := &env{t: t, srv: srv, st: st, url: hs.URL}
+	if prev != nil {
+		e.pw, e.token = prev.pw, prev.token
+		return e
+	}
 	pw, created, err := EnsureAdmin(ctx, st, "admin")
 	if err != nil || !created || pw == "" {
 		t.Fatalf("EnsureAdmin on an empty database: created %v, %v", created, err)
 	}
-	e := &env{t: t, srv: srv, st: st, url: hs.URL, pw: pw}
+	e.pw = pw
 	e.token = e.login()
 	return e
 }
