@@ -31,6 +31,9 @@ type tcpGate struct {
 	ln     net.Listener
 	target string
 	conns  map[net.Conn]struct{}
+	// answered counts the bytes that came back from the target: a test waits for it to know
+	// an answer got through before it takes the gate down.
+	answered atomic.Int64
 }
 
 func newTCPGate(t *testing.T, target string) *tcpGate {
@@ -82,12 +85,12 @@ func (g *tcpGate) forward(c net.Conn) {
 	g.conns[c], g.conns[b] = struct{}{}, struct{}{}
 	g.mu.Unlock()
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
+	pipe := func(dst io.Writer, src net.Conn) {
 		_, _ = io.Copy(dst, src)
 		done <- struct{}{}
 	}
 	go pipe(b, c)
-	go pipe(c, b)
+	go pipe(countingWriter{c, &g.answered}, b)
 	<-done
 	c.Close()
 	b.Close()
@@ -95,6 +98,18 @@ func (g *tcpGate) forward(c net.Conn) {
 	delete(g.conns, c)
 	delete(g.conns, b)
 	g.mu.Unlock()
+}
+
+func (g *tcpGate) setTarget(target string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.target = target
+}
+
+func (g *tcpGate) getTarget() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.target
 }
 
 // Down closes the listener and every open connection.
@@ -126,6 +141,25 @@ func (g *tcpGate) Up(target string) {
 	g.serve(ln, target)
 }
 
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (cw countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n.Add(int64(n))
+	return n, err
+}
+
+// awaitAnswer waits until the target has answered through the gate. The executors' handlers
+// start before their answer to /run is written; a gate shut in between cuts the answer, and
+// the server records a failed dispatch instead of the case under test.
+func (g *tcpGate) awaitAnswer() {
+	g.t.Helper()
+	eventually(g.t, "an answer through the gate", func() bool { return g.answered.Load() > 0 })
+}
+
 // cuttable is a transport that fails every request once cut, as a dead process sends nothing.
 type cuttable struct {
 	cut atomic.Bool
@@ -138,23 +172,25 @@ func (c *cuttable) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// crash makes the executor vanish without a word, once it answered the run it got: the
+// server cannot reach it any more and it can neither beat nor report. Its handlers keep
+// running inside the test process.
+func (n *node) crash() {
+	n.gate.awaitAnswer()
+	n.client.cut.Store(true)
+	n.gate.Down()
+}
+
 // node is one SDK executor of the fixture.
 type node struct {
 	ex      *executor.Executor
-	gate    *tcpGate // in front of its endpoint: Address() is the gate's URL
-	client  *cuttable
+	gate    *tcpGate  // in front of its endpoint: Address() is the gate's URL
+	client  *cuttable // its calls to the server; cut, it can neither beat nor report
 	spool   string
 	stopped atomic.Bool
 }
 
 func (n *node) addr() string { return n.ex.Address() }
-
-// crash makes the executor vanish without a word: the server cannot reach it and it can
-// neither heartbeat nor report. Its handlers keep running inside the test process.
-func (n *node) crash() {
-	n.client.cut.Store(true)
-	n.gate.Down()
-}
 
 // runRec is what a handler saw.
 type runRec struct {
@@ -210,29 +246,35 @@ func (c *cluster) startNodes(t *testing.T, serverURL string, heartbeat time.Dura
 	c.runs, c.gates = map[int64]runRec{}, map[int64]chan struct{}{}
 	c.started, c.step, c.done = make(chan int64, 64), make(chan struct{}), make(chan struct{})
 	for range 3 {
-		listen := freeAddr(t)
-		gate := newTCPGate(t, listen)
-		cl := &cuttable{}
-		n := &node{gate: gate, client: cl, spool: t.TempDir()}
-		ex, err := executor.New(executor.Config{Server: serverURL, Token: execToken, App: "pool",
-			Listen: listen, Advertise: gate.url(), SpoolDir: n.spool, HeartbeatInterval: heartbeat,
-			HTTPClient: &http.Client{Transport: cl, Timeout: 5 * time.Second}, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.ex = ex
-		ex.Handle("work", c.handler(n))
-		c.nodes = append(c.nodes, n)
-	}
-	for _, n := range c.nodes {
-		if err := n.ex.Start(context.Background()); err != nil {
-			t.Fatal(err)
+		n := &node{client: &cuttable{}, spool: t.TempDir()}
+		n.gate = newTCPGate(t, "127.0.0.1:1")
+		// The executor listens on a port picked a moment before: another socket may take it
+		// meanwhile, so a failed bind is tried again on another.
+		for attempt := 0; ; attempt++ {
+			listen := freeAddr(t)
+			n.gate.setTarget(listen)
+			ex, err := executor.New(executor.Config{Server: serverURL, Token: execToken, App: "pool",
+				Listen: listen, Advertise: n.gate.url(), SpoolDir: n.spool, HeartbeatInterval: heartbeat,
+				HTTPClient: &http.Client{Transport: n.client, Timeout: 5 * time.Second}, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex.Handle("work", c.handler(n))
+			n.ex = ex
+			err = ex.Start(context.Background())
+			if err == nil {
+				break
+			}
+			if attempt == 4 || !strings.Contains(err.Error(), "address already in use") {
+				t.Fatal(err)
+			}
 		}
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			_ = n.ex.Stop(ctx)
 		})
+		c.nodes = append(c.nodes, n)
 	}
 	t.Cleanup(func() { close(c.done) }) // runs before the Stops: holds end first
 	slices.SortFunc(c.nodes, func(a, b *node) int { return strings.Compare(a.addr(), b.addr()) })

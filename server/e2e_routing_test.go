@@ -83,7 +83,7 @@ func TestRoutingEndToEnd(t *testing.T) {
 			// The first instance still heartbeats (it is registered and listed) but its
 			// endpoint does not answer: failover passes it over.
 			c.nodes[0].gate.Down()
-			defer c.nodes[0].gate.Up(c.nodes[0].gate.target)
+			defer c.nodes[0].gate.Up(c.nodes[0].gate.getTarget())
 			id := c.fire(job)
 			x := c.await(id, "succeeded", "failed")
 			if x.State != "succeeded" || x.ExecutorAddress != a[1] {
