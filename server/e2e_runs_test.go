@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -271,4 +272,32 @@ func TestResultAfterServerRestart(t *testing.T) {
 			return len(fs) == 0
 		})
 	})
+}
+
+// TestUnknownHandlerEndToEnd: a remote job whose handler no executor of its app registered
+// fails with the reason, and counts in sundial_remote_dispatch_failures_total{reason="no_handler"}.
+func TestUnknownHandlerEndToEnd(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		c := newCluster(t, dialect, clusterOpts{})
+		job := c.remoteJob("pool", "first", func(j *store.Job) { j.Handler = "nobody-has-it" })
+		x := c.await(c.fire(job), "failed", "succeeded")
+		if x.State != "failed" || !strings.Contains(x.HandleMsg, `has handler "nobody-has-it"`) {
+			t.Fatalf("run of an unknown handler: %+v", x)
+		}
+		resp := c.raw("GET", "/metrics", c.token, nil, nil)
+		b, _ := io.ReadAll(resp.Body)
+		if want := `sundial_remote_dispatch_failures_total{reason="no_handler"} 1`; !strings.Contains(string(b), want) {
+			t.Fatalf("metrics lack %s:\n%s", want, grepLines(string(b), "sundial_remote_dispatch"))
+		}
+	})
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

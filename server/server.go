@@ -107,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, mux: http.NewServeMux(),
 		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}
-	s.metrics = newMetrics(sched.Engine())
+	s.metrics = newMetrics(sched.Engine(), remote.Stats())
 	s.registerBuiltins()
 	s.routes()
 	s.handler = s.instrument(s.mux)
