@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/engine"
@@ -42,7 +43,25 @@ type Config struct {
 type Remote struct {
 	cfg    Config
 	router *router
+	stats  Stats
 }
+
+// Stats counts the dispatches (and broadcast shards) that no executor took, by reason, for
+// the metrics: each is also an execution failed with the reason.
+type Stats struct {
+	// NoExecutor: the app had no instance online.
+	NoExecutor atomic.Int64
+	// NoHandler: instances were online, but none registered the job's handler.
+	NoHandler atomic.Int64
+	// Unreachable: the picked executor did not answer, or failover and busy-over found none
+	// that would.
+	Unreachable atomic.Int64
+	// Refused: the executor answered accepted=false (an unknown handler, a discarded run).
+	Refused atomic.Int64
+}
+
+// Stats returns the dispatcher's counters.
+func (r *Remote) Stats() *Stats { return &r.stats }
 
 // NewRemote returns a Remote dispatcher.
 func NewRemote(cfg Config) *Remote {
@@ -87,18 +106,30 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 	if err != nil {
 		return engine.Result{Err: fmt.Errorf("job %d: %w", job.ID, err)}
 	}
-	addrs, err := r.addresses(ctx, job.App, job.Handler)
+	addrs, online, err := r.addresses(ctx, job.App, job.Handler)
 	if err != nil {
 		return engine.Result{Err: err}
 	}
 	if len(addrs) == 0 {
+		if online > 0 {
+			r.stats.NoHandler.Add(1)
+			return engine.Result{Err: fmt.Errorf("no executor of app %q has handler %q (%d online without it)", job.App, job.Handler, online)}
+		}
+		r.stats.NoExecutor.Add(1)
 		return engine.Result{Err: fmt.Errorf("no executor of app %q is online (with handler %q)", job.App, job.Handler)}
 	}
 	if st == ShardingBroadcast {
+		if ex := f.Execution; ex.ShardTotal > 0 {
+			// A retry (or recovery) of one shard: only that shard runs again, on the instance
+			// at its index while the instances are the same, so a broadcast is not multiplied
+			// by its failures. XXL-JOB does the same with registryList[index].
+			return r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal)
+		}
 		return r.broadcast(ctx, f, addrs)
 	}
 	addr, err := r.router.pick(ctx, st, job.ID, addrs, r)
 	if err != nil {
+		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("app %q: %w", job.App, err)}
 	}
 	return r.send(ctx, f.Execution, job, addr, 0, 1)
@@ -119,9 +150,11 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt}
 	var resp runResponse
 	if err := r.call(ctx, addr, "/run", req, &resp); err != nil {
+		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("executor %s did not take execution %d: %w", addr, ex.ID, err)}
 	}
 	if !resp.Accepted {
+		r.stats.Refused.Add(1)
 		return engine.Result{Err: fmt.Errorf("executor %s refused execution %d: %s", addr, ex.ID, resp.Message)}
 	}
 	return engine.Result{Async: true, Message: msg}
@@ -131,8 +164,8 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 // 1..n-1 are new executions with the same job, trigger, scheduled time and attempt (the fire
 // key includes the shard index, so each shard exists once), inserted running on this node so
 // that the node's death or the executor's loss is handled as for any running execution. A
-// shard that no executor takes is recorded failed at once; retrying is the fire's (shard 0's)
-// business, so a broadcast is not multiplied by its failures.
+// shard that no executor takes is recorded failed at once, without a retry; a shard that
+// fails or is lost later is retried alone (its retry keeps its index and total).
 func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) engine.Result {
 	ex, job, total := f.Execution, f.Job, len(addrs)
 	shards := make([]*store.Execution, 0, total-1)
@@ -163,25 +196,26 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) 
 }
 
 // addresses returns the app's executor addresses, sorted: its manual list, or its live
-// instances that run the handler (an instance that reports no handlers may run any). An app
-// with no row is in auto mode, so executors can register before anyone defines their app.
-func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, error) {
+// instances that run the handler (an instance that reports no handlers may run any), and how
+// many instances are online with or without the handler. An app with no row is in auto mode,
+// so executors can register before anyone defines their app.
+func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, int, error) {
 	if app == "" {
-		return nil, errors.New("the job names no app: a remote job needs the app whose executors run it")
+		return nil, 0, errors.New("the job names no app: a remote job needs the app whose executors run it")
 	}
 	a, err := r.cfg.Store.AppGet(ctx, app)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return nil, err
+		return nil, 0, err
 	case a.AddressMode == store.AddressManual:
 		out := slices.Clone(a.Addresses)
 		slices.Sort(out)
-		return out, nil
+		return out, len(out), nil
 	}
 	live, err := r.cfg.Store.RegistryLive(ctx, app, LiveIntervals*r.cfg.HeartbeatInterval)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var out []string
 	for _, in := range live {
@@ -190,7 +224,7 @@ func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, 
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out, len(live), nil
 }
 
 func (r *Remote) beat(ctx context.Context, addr string) error {

@@ -112,7 +112,7 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 		if job.RequestsRecovery {
 			refire = append(refire, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
 				ScheduledAt: ex.ScheduledAt, Cause: store.CauseRecovery, Attempt: ex.Attempt + 1,
-				State: store.ExecPending})
+				State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
 		}
 	}
 	if len(refire) > 0 {

@@ -149,9 +149,12 @@ func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]in
 		}
 		switch {
 		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
+			// A broadcast shard's retry is that shard again, not a new broadcast; the shard
+			// index is also part of the fire key, so shards failing together do not collide.
 			follow = append(follow, &store.Execution{JobID: job.ID, TriggerID: ex.TriggerID,
 				ScheduledAt: cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli(),
-				Cause:       store.CauseRetry, Attempt: ex.Attempt + 1, State: store.ExecPending})
+				Cause:       store.CauseRetry, Attempt: ex.Attempt + 1, State: store.ExecPending,
+				ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
 		case cp.state == store.ExecSucceeded:
 			for _, child := range job.ChildJobIDs {
 				follow = append(follow, &store.Execution{JobID: child, ScheduledAt: cp.finished.UnixMilli(),

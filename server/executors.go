@@ -210,7 +210,8 @@ func (s *Server) sweepRetention(ctx context.Context, now time.Time) (int64, erro
 
 // sweepExecutors runs one sweep. Each instance's executions move running → lost with a
 // compare-and-set in the same transaction that inserts their retries, so a result that
-// arrives first wins and a lost execution is retried once.
+// arrives first wins and a lost execution is retried once. A lost broadcast shard is retried
+// alone, as that shard.
 func (s *Server) sweepExecutors(ctx context.Context) error {
 	gone, err := s.store.RegistrySweep(ctx, 3*s.cfg.ExecutorHeartbeat)
 	if err != nil {
@@ -261,10 +262,10 @@ func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, er
 			if len(job.AlarmTargets) > 0 {
 				alarmed = append(alarmed, ex.ID) // out of retries: the loss is final
 			}
-		case ex.ShardIndex == 0: // retrying a broadcast is its fire's (shard 0's) business
+		default: // a broadcast shard is retried as itself
 			retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
 				ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
-				Attempt: ex.Attempt + 1, State: store.ExecPending})
+				Attempt: ex.Attempt + 1, State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
 		}
 	}
 	// The alarm is made pending in the transaction that declares the loss, like the engine's

@@ -111,6 +111,15 @@ func newEnvOn(t *testing.T, st *sqlstore.Store, tune func(*Config), setup func(*
 	return e
 }
 
+// startEnv starts a server on prev's database with prev's password and token, as a restarted
+// node would find them.
+func startEnv(t *testing.T, st *sqlstore.Store, tune func(*Config), prev *env) *env {
+	t.Helper()
+	e := newEnvOn(t, st, tune, nil)
+	e.pw, e.token = prev.pw, prev.token
+	return e
+}
+
 // login logs in with the admin password and creates an API token through the cookie session.
 func (e *env) login() string {
 	e.t.Helper()

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 )
 
@@ -28,7 +29,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 }
 
-func newMetrics(e *engine.Engine) *metrics {
+func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	st := e.Stats()
 	counter := func(name, help string, read func() int64) prometheus.Collector {
@@ -45,6 +46,19 @@ func newMetrics(e *engine.Engine) *metrics {
 		Help: "HTTP requests by route and status code."}, []string{"route", "code"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sundial_http_request_duration_seconds",
 		Help: "HTTP request latency by route.", Buckets: prometheus.DefBuckets}, []string{"route"})
+	// One series per reason of sundial_remote_dispatch_failures_total; no_handler is the
+	// one to alert on: jobs name a handler no executor of their app has (a typo, or an
+	// executor deployed without it), and every fire fails until someone fixes it.
+	for _, f := range []struct {
+		reason string
+		read   func() int64
+	}{{"no_executor", rs.NoExecutor.Load}, {"no_handler", rs.NoHandler.Load},
+		{"unreachable", rs.Unreachable.Load}, {"refused", rs.Refused.Load}} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sundial_remote_dispatch_failures_total",
+			Help: "Fires of remote jobs this node could not hand to an executor, by reason: no_executor (none of " +
+				"the app online), no_handler (none online has the job's handler), unreachable, refused.",
+			ConstLabels: prometheus.Labels{"reason": f.reason}}, func() float64 { return float64(f.read()) }))
+	}
 	m.reg.MustRegister(
 		counter("sundial_fires_total", "Fires this node ran (won the acquired to running compare-and-set).", st.Fired.Load),
 		counter("sundial_fires_acquired_total", "Fires this node acquired.", st.Acquired.Load),

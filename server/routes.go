@@ -61,6 +61,8 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/executions", authenticated, s.listExecutions},
 		{"GET", v1 + "/executions/{id}", authenticated, s.getExecution},
 		{"GET", v1 + "/executions/{id}/output", authenticated, s.executionOutput},
+		{"POST", v1 + "/executions/{id}/kill", authenticated, s.killExecution},
+		{"POST", v1 + "/executions/{id}/retry", authenticated, s.retryExecution},
 
 		{"GET", v1 + "/nodes", authenticated, s.listNodes},
 

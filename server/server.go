@@ -74,6 +74,8 @@ type Server struct {
 	metrics *metrics
 	// alarms delivers alarms while this node leads.
 	alarms *alarm.Sender
+	// remote dispatches to executors; the API uses it to kill runs.
+	remote *dispatch.Remote
 
 	handlersMu sync.Mutex
 	handlers   map[string]bool // names registered through Register
@@ -122,9 +124,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, mux: http.NewServeMux(),
-		closing: make(chan struct{}), handlers: map[string]bool{}}
+		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}
-	s.metrics = newMetrics(sched.Engine())
+	s.metrics = newMetrics(sched.Engine(), remote.Stats())
 	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, IsLeader: sched.Engine().IsLeader, SMTP: cfg.SMTP,
 		Interval: cfg.AlarmInterval, Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger})
 	if err != nil {

@@ -77,10 +77,9 @@ func group(name, short string, o *apiOptions, subs ...*cobra.Command) *cobra.Com
 	return cmd
 }
 
-// newAPICommands returns the CLI over the REST API. There is no `app` command yet: executor
-// groups do not exist on the server.
+// newAPICommands returns the CLI over the REST API.
 func newAPICommands() []*cobra.Command {
-	return []*cobra.Command{newJobCmd(), newTriggerCmd(), newExecCmd(), newCalendarCmd(), newNodeCmd(), newTokenCmd()}
+	return []*cobra.Command{newJobCmd(), newTriggerCmd(), newExecCmd(), newAppCmd(), newCalendarCmd(), newNodeCmd(), newTokenCmd()}
 }
 
 // parseID reads a positional numeric id.

@@ -33,6 +33,10 @@ type execView struct {
 	TriggerMsg  string  `json:"trigger_msg"`
 	StartedAt   apiTime `json:"started_at"`
 	FinishedAt  apiTime `json:"finished_at"`
+	// ExecutorAddress, ShardIndex and ShardTotal are set for runs on executors.
+	ExecutorAddress string `json:"executor_address"`
+	ShardIndex      int    `json:"shard_index"`
+	ShardTotal      int    `json:"shard_total"`
 }
 
 func (x execView) duration() string {
@@ -40,6 +44,14 @@ func (x execView) duration() string {
 		return ""
 	}
 	return x.FinishedAt.Sub(x.StartedAt.Time).String()
+}
+
+// shard is "i/n" for a shard of a sharding-broadcast, else empty.
+func (x execView) shard() string {
+	if x.ShardTotal <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", x.ShardIndex, x.ShardTotal)
 }
 
 type logLineView struct {
@@ -50,7 +62,12 @@ type logLineView struct {
 
 func newExecCmd() *cobra.Command {
 	o := &apiOptions{}
-	return group("exec", "Inspect executions and their output", o, newExecListCmd(o), newExecGetCmd(o), newExecLogsCmd(o))
+	return group("exec", "Inspect executions and their output; kill and retry them", o,
+		newExecListCmd(o), newExecGetCmd(o), newExecLogsCmd(o),
+		newExecActionCmd(o, "kill", "Stop a run on its executor", `Stop a running execution on its executor: the handler's context is canceled and the
+execution ends canceled. Only runs on executors (remote jobs) can be killed.`),
+		newExecActionCmd(o, "retry", "Run an ended execution again now", `Run an ended execution again now, as its next attempt (same job, trigger and shard);
+prints the new execution.`))
 }
 
 func newExecListCmd(o *apiOptions) *cobra.Command {
@@ -112,7 +129,8 @@ func newExecGetCmd(o *apiOptions) *cobra.Command {
 			return fields(w, "ID", itoa(x.ID), "Job", itoa(x.JobID), "Trigger", itoa(x.TriggerID), "State", x.State,
 				"Cause", x.Cause, "Attempt", strconv.Itoa(x.Attempt), "Node", x.Node, "Scheduled", x.ScheduledAt.String(),
 				"Fired", x.FiredAt.String(), "Started", x.StartedAt.String(), "Finished", x.FinishedAt.String(),
-				"Duration", x.duration(), "Code", strconv.Itoa(x.HandleCode), "Message", x.HandleMsg, "Trigger message", x.TriggerMsg)
+				"Duration", x.duration(), "Code", strconv.Itoa(x.HandleCode), "Message", x.HandleMsg, "Trigger message", x.TriggerMsg,
+				"Executor", x.ExecutorAddress, "Shard", x.shard())
 		})
 	})
 	return cmd

@@ -67,10 +67,13 @@ func (e *executor) ReportsRefresh(ctx context.Context, day string) (int, error) 
 			return rs.Err()
 		}
 		// max(from, 1): fired_at 0 means "not fired", counted by the second query.
-		if err := add("SELECT "+reportCounts+" FROM executions WHERE fired_at >= ? AND fired_at < ? GROUP BY job_id", max(from, 1), to); err != nil {
-			return err
+		// The live table is small and has no index on fired_at: scanning it is the cheap way.
+		for _, table := range []string{"executions", "executions_live"} {
+			if err := add("SELECT "+reportCounts+" FROM "+table+" WHERE fired_at >= ? AND fired_at < ? GROUP BY job_id", max(from, 1), to); err != nil {
+				return err
+			}
 		}
-		if err := add("SELECT "+reportCounts+" FROM executions WHERE state IN ('pending', 'acquired') AND fired_at = 0"+
+		if err := add("SELECT "+reportCounts+" FROM executions_live WHERE state IN ('pending', 'acquired') AND fired_at = 0"+
 			" AND scheduled_at >= ? AND scheduled_at < ? GROUP BY job_id", from, to); err != nil {
 			return err
 		}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// appView is an app (executor group) as the API returns it.
+type appView struct {
+	Name        string   `json:"name"`
+	Title       string   `json:"title"`
+	AddressMode string   `json:"address_mode"`
+	Addresses   []string `json:"addresses"`
+	CreatedAt   apiTime  `json:"created_at"`
+	UpdatedAt   apiTime  `json:"updated_at"`
+}
+
+type appRequest struct {
+	Title       string   `json:"title"`
+	AddressMode string   `json:"address_mode"`
+	Addresses   []string `json:"addresses"`
+}
+
+// instanceView is a live executor instance.
+type instanceView struct {
+	App      string   `json:"app"`
+	Address  string   `json:"address"`
+	Handlers []string `json:"handlers"`
+	LastSeen apiTime  `json:"last_seen"`
+}
+
+func appPath(name string) string { return "/api/v1/apps/" + url.PathEscape(name) }
+
+func newAppCmd() *cobra.Command {
+	o := &apiOptions{}
+	return group("app", "Manage apps (executor groups)", o,
+		newAppCreateCmd(o), newAppListCmd(o), newAppGetCmd(o), newAppUpdateCmd(o), newAppDeleteCmd(o))
+}
+
+// appFlags are an app's settings, shared by create and update.
+type appFlags struct {
+	title, mode string
+	addresses   []string
+}
+
+func (a *appFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&a.title, "title", "", "what the app is, for people")
+	f.StringVar(&a.mode, "mode", "", "auto (the executors that register, the default) or manual (--address only)")
+	f.StringSliceVar(&a.addresses, "address", nil, "an executor's base URL for manual mode (repeat, or comma-separate)")
+}
+
+// apply copies the flags that were given onto req.
+func (a *appFlags) apply(f *pflag.FlagSet, req *appRequest) {
+	if f.Changed("title") {
+		req.Title = a.title
+	}
+	if f.Changed("mode") {
+		req.AddressMode = a.mode
+	}
+	if f.Changed("address") {
+		req.Addresses = a.addresses
+	}
+}
+
+func newAppCreateCmd(o *apiOptions) *cobra.Command {
+	var af appFlags
+	cmd := &cobra.Command{
+		Use:   "create NAME [flags]",
+		Short: "Create an app",
+		Long: `Create an app: the group of executors that run its remote jobs (sundial job create --app).
+In auto mode its instances are the executors that register with its name; in manual mode they
+are the --address list. Executors may register before the app exists (it is then in auto mode).`,
+		Example: `  sundial app create billing --title "Billing batch"
+  sundial app create legacy --mode manual --address http://10.0.0.5:9999,http://10.0.0.6:9999`,
+		Args: cobra.ExactArgs(1),
+	}
+	af.add(cmd.Flags())
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		// The API's PUT creates or replaces; create must not replace silently.
+		_, err := c.do(ctx, "GET", appPath(args[0]), nil, nil)
+		var ae *apiError
+		switch {
+		case err == nil:
+			return fmt.Errorf("app %q exists already: change it with 'sundial app update'", args[0])
+		case !errors.As(err, &ae) || ae.Status != http.StatusNotFound:
+			return err
+		}
+		req := appRequest{}
+		af.apply(cmd.Flags(), &req)
+		body, err := c.do(ctx, "PUT", appPath(args[0]), nil, req)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, body, showApp(nil))
+	})
+	return cmd
+}
+
+func showApp(live []instanceView) func(io.Writer, appView) error {
+	return func(w io.Writer, a appView) error {
+		kv := []string{"Name", a.Name, "Title", a.Title, "Mode", a.AddressMode,
+			"Addresses", strings.Join(a.Addresses, ", "), "Created", a.CreatedAt.String(), "Updated", a.UpdatedAt.String()}
+		if live != nil {
+			var lines []string
+			for _, in := range live {
+				lines = append(lines, fmt.Sprintf("%s (%s; seen %s)", in.Address, strings.Join(in.Handlers, ","), in.LastSeen))
+			}
+			kv = append(kv, "Online", fmt.Sprintf("%d %s", len(live), strings.Join(lines, "; ")))
+		}
+		return fields(w, kv...)
+	}
+}
+
+func newAppListCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "list", Short: "List apps", Args: cobra.NoArgs}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
+		all := pageOptions{all: true, limit: 1000}
+		l, err := all.list(ctx, c, "/api/v1/apps", nil)
+		if err != nil {
+			return err
+		}
+		return printList(cmd.OutOrStdout(), o, l, "NAME TITLE MODE ADDRESSES UPDATED", func(a appView) []string {
+			return []string{a.Name, a.Title, a.AddressMode, strings.Join(a.Addresses, ","), a.UpdatedAt.String()}
+		})
+	})
+	return cmd
+}
+
+func newAppGetCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "get NAME", Short: "Show an app and its executors online", Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		body, err := c.do(ctx, "GET", appPath(args[0]), nil, nil)
+		if err != nil {
+			return err
+		}
+		if o.json() {
+			return writeRaw(cmd.OutOrStdout(), body)
+		}
+		raw, err := c.do(ctx, "GET", "/api/v1/executors", url.Values{"app": {args[0]}}, nil)
+		if err != nil {
+			return err
+		}
+		var live struct {
+			Items []instanceView `json:"items"`
+		}
+		if err := json.Unmarshal(raw, &live); err != nil {
+			return fmt.Errorf("decode the executors of app %q: %w", args[0], err)
+		}
+		if live.Items == nil {
+			live.Items = []instanceView{}
+		}
+		return printOne(cmd.OutOrStdout(), o, body, showApp(live.Items))
+	})
+	return cmd
+}
+
+func newAppUpdateCmd(o *apiOptions) *cobra.Command {
+	var af appFlags
+	cmd := &cobra.Command{
+		Use:     "update NAME [flags]",
+		Short:   "Change an app's settings (only the flags given)",
+		Example: `  sundial app update legacy --mode auto --address ""`,
+		Args:    cobra.ExactArgs(1),
+	}
+	af.add(cmd.Flags())
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		// PUT replaces every setting, so start from the app as it is now.
+		cur, err := c.do(ctx, "GET", appPath(args[0]), nil, nil)
+		if err != nil {
+			return err
+		}
+		var a appView
+		if err := json.Unmarshal(cur, &a); err != nil {
+			return fmt.Errorf("decode app %q: %w", args[0], err)
+		}
+		req := appRequest{Title: a.Title, AddressMode: a.AddressMode, Addresses: a.Addresses}
+		af.apply(cmd.Flags(), &req)
+		// --address "" clears the list (a StringSlice reads it as one empty element).
+		if len(req.Addresses) == 1 && req.Addresses[0] == "" {
+			req.Addresses = nil
+		}
+		body, err := c.do(ctx, "PUT", appPath(args[0]), nil, req)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, body, showApp(nil))
+	})
+	return cmd
+}
+
+func newAppDeleteCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "delete NAME", Short: "Delete an app", Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		if _, err := c.do(ctx, "DELETE", appPath(args[0]), nil, nil); err != nil {
+			return err
+		}
+		if !o.json() {
+			fmt.Fprintf(cmd.OutOrStdout(), "Deleted app %s\n", args[0])
+		}
+		return nil
+	})
+	return cmd
+}
+
+// newExecActionCmd makes kill and retry, which POST to /executions/{id}/<action> and answer
+// with an execution: the killed one, or the new attempt.
+func newExecActionCmd(o *apiOptions, action, short, long string) *cobra.Command {
+	cmd := &cobra.Command{Use: action + " ID", Short: short, Long: long, Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+		id, err := parseID("execution", args[0])
+		if err != nil {
+			return err
+		}
+		body, err := c.do(ctx, "POST", idPath("/api/v1/executions", id, "/"+action), nil, nil)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, body, func(w io.Writer, x execView) error {
+			if action == "retry" {
+				_, err := fmt.Fprintf(w, "Retrying execution %d as execution %d (attempt %d)\n", id, x.ID, x.Attempt)
+				return err
+			}
+			_, err := fmt.Fprintf(w, "Killed execution %d: %s %s\n", x.ID, x.State, x.HandleMsg)
+			return err
+		})
+	})
+	return cmd
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/executor"
+)
+
+// cliExecutorToken is the executor token of the test servers.
+const cliExecutorToken = "cli-test-executor-token"
+
+func TestCLIApps(t *testing.T) {
+	s := startAPIServer(t)
+
+	created := mustJSON[appView](t, s, "app", "create", "billing", "--title", "Billing batch")
+	if created.Name != "billing" || created.Title != "Billing batch" || created.AddressMode != "auto" {
+		t.Fatalf("app create: %+v", created)
+	}
+	if code, _, errOut := s.cli(t, "app", "create", "billing"); code != 1 || !strings.Contains(errOut, "exists already") ||
+		strings.Count(errOut, "\n") != 1 {
+		t.Errorf("creating an existing app: exit %d, %q: want 1 and one line", code, errOut)
+	}
+	if code, _, errOut := s.cli(t, "app", "create", "legacy", "--mode", "manual"); code != 2 || !strings.Contains(errOut, "addresses") {
+		t.Errorf("manual app without addresses: exit %d, %q: want 2 naming the field", code, errOut)
+	}
+	mustJSON[appView](t, s, "app", "create", "legacy", "--mode", "manual", "--address", "http://10.0.0.5:9999,http://10.0.0.6:9999")
+
+	upd := mustJSON[appView](t, s, "app", "update", "billing", "--title", "Billing")
+	if upd.Title != "Billing" || upd.AddressMode != "auto" {
+		t.Fatalf("app update --title: %+v", upd)
+	}
+	upd = mustJSON[appView](t, s, "app", "update", "legacy", "--mode", "auto", "--address", "")
+	if upd.AddressMode != "auto" || len(upd.Addresses) != 0 {
+		t.Fatalf("app update to auto: %+v", upd)
+	}
+
+	list := s.mustCLI(t, "app", "list")
+	if lines := strings.Split(strings.TrimSpace(list), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") ||
+		!strings.Contains(list, "Billing") || !strings.Contains(list, "legacy") {
+		t.Errorf("app list table:\n%s", list)
+	}
+	if apps := mustJSON[itemsOf[appView]](t, s, "app", "list"); len(apps.Items) != 2 {
+		t.Errorf("app list -o json: %+v", apps)
+	}
+
+	// get shows the executors online.
+	ex := startCLIExecutor(t, s, "billing")
+	if got := s.mustCLI(t, "app", "get", "billing"); !strings.Contains(got, "Billing") || !strings.Contains(got, ex.Address()) {
+		t.Errorf("app get with an executor online:\n%s", got)
+	}
+
+	s.mustCLI(t, "app", "delete", "legacy")
+	if code, _, errOut := s.cli(t, "app", "get", "legacy"); code != 1 || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("app get after delete: exit %d, %q: want 1 and one line", code, errOut)
+	}
+}
+
+// startCLIExecutor starts an SDK executor of app whose handler "hold" runs until killed.
+func startCLIExecutor(t *testing.T, s *apiServer, app string) *executor.Executor {
+	t.Helper()
+	ex, err := executor.New(executor.Config{Server: s.url, Token: cliExecutorToken, App: app, Listen: "127.0.0.1:0",
+		SpoolDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex.Handle("hold", func(ctx context.Context) error {
+		executor.Logger(ctx).Info("holding")
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if err := ex.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ex.Stop(context.Background()) })
+	return ex
+}
+
+func TestCLIExecKillRetry(t *testing.T) {
+	s := startAPIServer(t)
+	ex := startCLIExecutor(t, s, "pool")
+	job := mustJSON[jobView](t, s, "job", "create", "held", "--app", "pool", "--handler", "hold", "--once")
+	id := strconv.FormatInt(job.ID, 10)
+	var run execView
+	eventually(t, "the run to reach the executor", func() bool {
+		xs := mustJSON[itemsOf[execView]](t, s, "exec", "list", "--job", id)
+		if len(xs.Items) == 1 {
+			run = xs.Items[0]
+		}
+		return run.State == "running" && run.ExecutorAddress == ex.Address()
+	})
+	runID := strconv.FormatInt(run.ID, 10)
+	if got := s.mustCLI(t, "exec", "get", runID); !strings.Contains(got, ex.Address()) {
+		t.Errorf("exec get names no executor:\n%s", got)
+	}
+
+	out := s.mustCLI(t, "exec", "kill", runID)
+	if !strings.Contains(out, "Killed execution "+runID+": canceled") {
+		t.Fatalf("exec kill: %q", out)
+	}
+	if code, _, errOut := s.cli(t, "exec", "kill", runID); code != 1 || !strings.Contains(errOut, "ended already") ||
+		strings.Count(errOut, "\n") != 1 {
+		t.Errorf("killing an ended execution: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := s.cli(t, "exec", "kill", "x"); code != 2 || !strings.Contains(errOut, "execution id") {
+		t.Errorf("kill with a bad id: exit %d, %q", code, errOut)
+	}
+
+	retry := mustJSON[execView](t, s, "exec", "retry", runID)
+	if retry.ID == run.ID || retry.Attempt != run.Attempt+1 || retry.JobID != job.ID || retry.Cause != "retry" {
+		t.Fatalf("exec retry: %+v of %+v", retry, run)
+	}
+	eventually(t, "the retry to run", func() bool {
+		return mustJSON[execView](t, s, "exec", "get", strconv.FormatInt(retry.ID, 10)).State == "running"
+	})
+	out = s.mustCLI(t, "exec", "kill", strconv.FormatInt(retry.ID, 10))
+	if !strings.Contains(out, "canceled") {
+		t.Fatalf("kill of the retry: %q", out)
+	}
+	xs := mustJSON[itemsOf[execView]](t, s, "exec", "list", "--job", id)
+	states := []string{}
+	for _, x := range xs.Items {
+		states = append(states, x.State)
+	}
+	if !slices.Equal(states, []string{"canceled", "canceled"}) {
+		t.Errorf("executions after two kills: %v", states)
+	}
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// killWait bounds how long a kill waits for the executor's canceled result, so the answer
+// usually shows the final state; a result that comes later still ends the execution.
+const killWait = 3 * time.Second
+
+// killExecution stops a running remote execution. The executor cancels the run and reports
+// it canceled. When the executor does not know the run (it finished a moment ago, or the run
+// never reached it) the execution is completed as canceled here: the compare-and-set leaves
+// one whose result arrived meanwhile alone. An executor that does not answer is an error, not
+// a kill: the run may still be going, and the registry sweep declares it lost if the
+// executor is gone.
+func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	x, err := s.store.ExecutionGet(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case x.State.Terminal():
+		return conflict("execution %d has ended already (%s)", id, x.State)
+	case x.State != store.ExecRunning || x.ExecutorAddress == "":
+		return conflict("execution %d is %s and not running on an executor: only runs on executors can be killed", id, x.State)
+	}
+	killed, err := s.remote.Kill(ctx, x.ExecutorAddress, id)
+	if err != nil {
+		return &apiError{Status: http.StatusBadGateway, Code: "executor_unavailable",
+			Message: fmt.Sprintf("kill execution %d: executor %s did not answer: %v", id, x.ExecutorAddress, err)}
+	}
+	if !killed {
+		now := time.Now()
+		if _, err := s.sched.Engine().CompleteRemote(ctx, []engine.RemoteResult{{ExecutionID: id, State: store.ExecCanceled,
+			Message: "killed (the executor " + x.ExecutorAddress + " was not running it)", Started: now, Finished: now}}); err != nil {
+			return fmt.Errorf("kill execution %d: %w", id, err)
+		}
+	}
+	s.log.Info("execution killed", "execution", id, "executor", x.ExecutorAddress, "executor_knew", killed)
+	if x, err = s.awaitEnd(ctx, id, killWait); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, toExecutionOut(x))
+	return nil
+}
+
+// awaitEnd polls the execution until it is terminal or wait passes, and returns it as it is.
+func (s *Server) awaitEnd(ctx context.Context, id int64, wait time.Duration) (*store.Execution, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		x, err := s.store.ExecutionGet(ctx, id)
+		if err != nil || x.State.Terminal() || time.Now().After(deadline) {
+			return x, err
+		}
+		select {
+		case <-ctx.Done():
+			return x, nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// retryExecution runs an ended execution again now, as its next attempt: same job, trigger
+// and (for a broadcast shard) shard. The automatic retries of a job stop at its max_retries;
+// this one is asked for by a person, so it runs whatever the attempt.
+func (s *Server) retryExecution(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	x, err := s.store.ExecutionGet(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !x.State.Terminal() {
+		return conflict("execution %d is %s: only an ended execution can be retried", id, x.State)
+	}
+	if _, err := s.store.JobGet(ctx, x.JobID); err != nil {
+		return fmt.Errorf("retry execution %d: job %d: %w", id, x.JobID, err)
+	}
+	retry := &store.Execution{JobID: x.JobID, TriggerID: x.TriggerID, ScheduledAt: time.Now().UnixMilli(),
+		Cause: store.CauseRetry, Attempt: x.Attempt + 1, State: store.ExecPending,
+		ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal}
+	dups, err := s.store.ExecutionsInsert(ctx, []*store.Execution{retry})
+	if err != nil {
+		return fmt.Errorf("retry execution %d: %w", id, err)
+	}
+	if len(dups) > 0 {
+		return conflict("execution %d: a retry for this attempt was just created; try again", id)
+	}
+	s.sched.Engine().Wake()
+	out, err := s.store.ExecutionGet(ctx, retry.ID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/executions/"+strconv.FormatInt(retry.ID, 10))
+	writeJSON(w, http.StatusAccepted, toExecutionOut(out))
+	return nil
+}
+
+func conflict(format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusConflict, Code: "failed_precondition", Message: fmt.Sprintf(format, args...)}
+}
