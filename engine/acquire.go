@@ -13,6 +13,13 @@ import (
 // batch (there is more due work), otherwise after PollInterval or a wake-up.
 func (e *Engine) acquireLoop(l *lifecycle) {
 	for l.ctx.Err() == nil {
+		for l.fires.full() {
+			select {
+			case <-l.fires.room:
+			case <-l.ctx.Done():
+				return
+			}
+		}
 		now := e.clock.Now()
 		n, err := e.acquireRound(l.ctx, l, now)
 		if err != nil && l.ctx.Err() == nil {

@@ -65,6 +65,14 @@ type Config struct {
 	// LookAhead is how far ahead of their due time fires are acquired, so they wait in
 	// memory and start at their exact millisecond. Default 2 s.
 	LookAhead time.Duration
+	// StartLead is how long (at least; at most twice that) before its due millisecond a fire
+	// is claimed (its acquired -> running compare-and-set); the handler still starts at the due millisecond, so the
+	// database round trip is not part of the lateness. A node that dies within the lead
+	// leaves the fire running, and the leader declares it lost (then the job's retries
+	// apply) instead of handing it to another node. Fires of jobs with a concurrency policy
+	// other than allow are claimed when due, since a lead would judge the previous run too
+	// early. Default 20 ms.
+	StartLead time.Duration
 	// PollInterval is the longest the acquirer sleeps when it knows of no due work.
 	// Default 500 ms.
 	PollInterval time.Duration
@@ -74,6 +82,10 @@ type Config struct {
 	// MaxRunning bounds the handlers running at once on this node; further due fires wait.
 	// Default 10,000.
 	MaxRunning int
+	// MaxHeld is the most fires the node holds acquired and not yet started; at the limit it
+	// acquires no more until the starter catches up (other nodes take the work meanwhile).
+	// Keep it above the fires one LookAhead brings. Default 50,000.
+	MaxHeld int
 	// CompleteBatch is the most results one write carries. Default 500.
 	CompleteBatch int
 
@@ -107,10 +119,12 @@ func (c *Config) withDefaults() (Config, error) {
 	setDefault(&out.BatchSize, 1000)
 	setDefault(&out.Acquirers, 2)
 	setDefault(&out.LookAhead, 2*time.Second)
+	setDefault(&out.StartLead, 20*time.Millisecond)
 	setDefault(&out.PollInterval, 500*time.Millisecond)
 	setDefault(&out.MisfireThreshold, 60*time.Second)
 	setDefault(&out.MaxRunning, 10000)
 	setDefault(&out.CompleteBatch, 500)
+	setDefault(&out.MaxHeld, 50000)
 	setDefault(&out.HeartbeatInterval, 2*time.Second)
 	setDefault(&out.NodeTimeout, 3*out.HeartbeatInterval)
 	setDefault(&out.DrainTimeout, 30*time.Second)

@@ -101,7 +101,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		due: make(chan []*pendingFire, 1024)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.runCtx, l.runCancel = context.WithCancel(context.Background())
-	l.fires = newFireQueue()
+	l.fires = newFireQueue(e.cfg.MaxHeld)
 	l.conc = newConcurrency()
 	l.completer = newCompleter(e, l)
 	e.life, e.running = l, true

@@ -21,12 +21,13 @@ var (
 // markRetryDelay is how long fires wait after the store failed to start them.
 const markRetryDelay = 100 * time.Millisecond
 
-// fireLoop releases acquired fires at their due millisecond.
+// fireLoop releases acquired fires between one and two StartLeads before their due
+// millisecond.
 func (e *Engine) fireLoop(l *lifecycle) {
 	for {
 		var t clock.Timer
 		if due, ok := l.fires.next(); ok {
-			t = e.clock.NewTimerAt(due)
+			t = e.clock.NewTimerAt(due.Add(-e.cfg.StartLead))
 		} else {
 			t = e.clock.NewTimer(e.cfg.PollInterval)
 		}
@@ -41,7 +42,9 @@ func (e *Engine) fireLoop(l *lifecycle) {
 		if l.ctx.Err() != nil {
 			return
 		}
-		if due := l.fires.popDue(e.clock.Now()); len(due) > 0 {
+		// Release the fires of the next StartLead too: one claim then covers a lead's worth of
+		// fires instead of a millisecond's.
+		if due := l.fires.popDue(e.clock.Now().Add(2 * e.cfg.StartLead)); len(due) > 0 {
 			select {
 			case l.due <- due:
 			case <-l.ctx.Done():
@@ -71,6 +74,7 @@ func (e *Engine) startLoop(l *lifecycle) {
 				break gather
 			}
 		}
+		l.fires.taken(len(batch))
 		e.startFires(l, batch)
 	}
 }
@@ -97,8 +101,13 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		return
 	}
 	var batch []admitted
+	now := e.clock.Now()
 	for _, pf := range due {
 		job := jobs[pf.exec.JobID]
+		if job != nil && job.Concurrency != store.ConcurrencyAllow && pf.exec.ScheduledAt > now.UnixMilli() {
+			e.startWhenDue(l, pf)
+			continue
+		}
 		if job == nil {
 			// The job is gone (deleted after the fire was acquired): the fire runs nothing
 			// and is recorded as failed with the reason.
@@ -121,7 +130,6 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	for i, a := range batch {
 		ids[i] = a.fire.Execution.ID
 	}
-	now := e.clock.Now()
 	won, err := e.store.ExecutionsMarkRunning(ctx, e.cfg.NodeID, ids, now.UnixMilli())
 	if err != nil {
 		// Nothing ran and the fires are still acquired by this node: try again shortly.
@@ -152,8 +160,9 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			}
 			continue
 		}
-		ex.State, ex.FiredAt = store.ExecRunning, now.UnixMilli()
+		ex.State, ex.FiredAt = store.ExecRunning, max(now.UnixMilli(), ex.ScheduledAt)
 		e.stats.Fired.Add(1)
+		e.signals.fireClaimed(ex.ID)
 		switch {
 		case a.skip:
 			l.completer.add(completion{fire: a.fire, state: store.ExecSkipped, started: now,
@@ -166,6 +175,22 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			e.launch(l, a.fire)
 		}
 	}
+}
+
+// startWhenDue hands a fire claimed ahead of time back to the starter at its due millisecond.
+func (e *Engine) startWhenDue(l *lifecycle, pf *pendingFire) {
+	l.handlers.Add(1)
+	go func() {
+		defer l.handlers.Done()
+		if !e.sleepUntil(l.ctx, time.UnixMilli(pf.exec.ScheduledAt), nil) {
+			return // stopping: the fire stays acquired and is released with the others
+		}
+		l.fires.hold(1)
+		select {
+		case l.due <- []*pendingFire{pf}:
+		case <-l.ctx.Done():
+		}
+	}()
 }
 
 // retryLater queues fires again after markRetryDelay, when the store failed to start them.
@@ -191,6 +216,11 @@ func (e *Engine) launch(l *lifecycle, f *Fire) {
 	go func() {
 		defer l.handlers.Done()
 		defer func() { <-l.slots }()
+		// A fire claimed StartLead ahead waits for its millisecond. A stop does not cut the
+		// wait short: the fire is claimed, and the drain runs it like one already running.
+		if due := time.UnixMilli(f.Execution.ScheduledAt); e.clock.Now().Before(due) {
+			e.sleepUntil(l.runCtx, due, nil)
+		}
 		e.run(l, f)
 	}()
 }

@@ -22,9 +22,45 @@ type fireQueue struct {
 	h       fireHeap
 	changed chan struct{}
 	closed  bool
+	// held counts the fires pushed and not yet taken by the starter (in the heap or on their
+	// way to it). At limit the acquirer waits for room: a node that cannot start its fires in
+	// time must not take more, which would only grow its lateness and leave other nodes idle.
+	held  int
+	limit int
+	room  chan struct{}
 }
 
-func newFireQueue() *fireQueue { return &fireQueue{changed: make(chan struct{}, 1)} }
+func newFireQueue(limit int) *fireQueue {
+	return &fireQueue{changed: make(chan struct{}, 1), limit: limit, room: make(chan struct{}, 1)}
+}
+
+// full reports whether the queue holds its limit of fires.
+func (q *fireQueue) full() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.held >= q.limit
+}
+
+// hold counts n fires that re-enter the starter without passing through the heap.
+func (q *fireQueue) hold(n int) {
+	q.mu.Lock()
+	q.held += n
+	q.mu.Unlock()
+}
+
+// taken counts n fires the starter took, and signals room when the count falls below limit.
+func (q *fireQueue) taken(n int) {
+	q.mu.Lock()
+	q.held -= n
+	roomy := q.held < q.limit
+	q.mu.Unlock()
+	if roomy {
+		select {
+		case q.room <- struct{}{}:
+		default:
+		}
+	}
+}
 
 func (q *fireQueue) push(fs ...*pendingFire) {
 	if len(fs) == 0 {
@@ -38,6 +74,7 @@ func (q *fireQueue) push(fs ...*pendingFire) {
 	for _, f := range fs {
 		heap.Push(&q.h, f)
 	}
+	q.held += len(fs)
 	q.mu.Unlock()
 	select {
 	case q.changed <- struct{}{}:

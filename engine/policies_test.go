@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,6 +277,54 @@ func TestCalendarExcludesFires(t *testing.T) {
 		}
 		if len(execs) != 1 || execs[0].ScheduledAt != ms(t0.Add(48*time.Hour)) {
 			t.Errorf("fires %v, want only Wednesday noon", len(execs))
+		}
+	})
+}
+
+// TestStartLead checks that a fire is claimed StartLead ahead of its time and its handler
+// still starts at its due millisecond, and that a serial job's fire is claimed only when due.
+func TestStartLead(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		var mu sync.Mutex
+		var startedAt []time.Time
+		var n *fakeNode
+		n = newFakeNode(t, dialect, func(context.Context, *Fire) Result {
+			mu.Lock()
+			defer mu.Unlock()
+			startedAt = append(startedAt, n.clk.Now())
+			return Result{}
+		}, func(c *Config) { c.StartLead = 50 * time.Millisecond })
+		free := insertJob(t, n.st, "free", nil)
+		serial := insertJob(t, n.st, "serial", func(j *store.Job) { j.Concurrency = store.ConcurrencySerial })
+		due := t0.Add(time.Second)
+		insertTrigger(t, n.st, free, "free", schedule.Simple{}, due, nil)
+		insertTrigger(t, n.st, serial, "serial", schedule.Simple{}, due, nil)
+		n.start()
+
+		n.advance(950 * time.Millisecond)
+		claimed := waitFor(t, "claimed fires", n.e.signals.claimed, 1)
+		free0, serial0 := n.executions(free), n.executions(serial)
+		if len(free0) != 1 || free0[0].ID != claimed[0] || free0[0].State != store.ExecRunning || free0[0].FiredAt != ms(due) {
+			t.Fatalf("50 ms ahead, the allow job's fire is %+v; want it running (claimed) with its due time as fired time", free0)
+		}
+		if len(serial0) != 1 || serial0[0].State != store.ExecAcquired {
+			t.Fatalf("50 ms ahead, the serial job's fire is %+v; want it still acquired", serial0)
+		}
+		select {
+		case f := <-n.rec.started:
+			t.Fatalf("execution %d started at %s, before its due time %s", f.Execution.ID, n.clk.Now(), due)
+		default:
+		}
+
+		n.advance(50 * time.Millisecond)
+		waitFor(t, "handler starts", n.rec.started, 2)
+		n.completed(2)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, at := range startedAt {
+			if !at.Equal(due) {
+				t.Errorf("a handler started at %s, want its due time %s", at, due)
+			}
 		}
 	})
 }

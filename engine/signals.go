@@ -7,6 +7,7 @@ type testSignals struct {
 	completed chan int64  // every execution whose result was written
 	recovered chan string // every dead node the leader recovered
 	lostRace  chan int64  // every fire this node acquired but another node ran
+	claimed   chan int64  // every fire this node won (acquired -> running)
 }
 
 func newTestSignals() *testSignals {
@@ -16,6 +17,7 @@ func newTestSignals() *testSignals {
 		completed: make(chan int64, buffer),
 		recovered: make(chan string, buffer),
 		lostRace:  make(chan int64, buffer),
+		claimed:   make(chan int64, buffer),
 	}
 }
 
@@ -34,6 +36,12 @@ func (s *testSignals) executionCompleted(id int64) {
 func (s *testSignals) nodeRecovered(node string) {
 	if s != nil {
 		trySend(s.recovered, node)
+	}
+}
+
+func (s *testSignals) fireClaimed(id int64) {
+	if s != nil {
+		trySend(s.claimed, id)
 	}
 }
 

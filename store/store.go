@@ -95,7 +95,8 @@ type Executor interface {
 	// returns the IDs that moved.
 	ExecutionsAcquire(ctx context.Context, node string, ids []int64) ([]int64, error)
 	// ExecutionsMarkRunning moves the given executions from acquired by node to running,
-	// stamping FiredAt, and returns the IDs that moved: the fires node may run.
+	// stamping FiredAt with firedAt or, for a fire claimed ahead of its time, ScheduledAt; it
+	// returns the IDs that moved: the fires node may run.
 	ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error)
 	// ExecutionsComplete moves running executions to the results' terminal states and
 	// returns the IDs that moved.

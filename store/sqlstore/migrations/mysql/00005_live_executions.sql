@@ -16,12 +16,14 @@ ALTER TABLE executions_live
     DROP INDEX executions_job_idx,
     DROP INDEX executions_fired_idx,
     DROP INDEX executions_live_executor_idx,
-    -- ExecutionsLockDuePending: pending executions belong to no node, and only they.
-    ADD KEY executions_live_pending_idx (node, scheduled_at),
+    -- ExecutionsLockDuePending: WHERE state = 'pending' AND scheduled_at <= ?. InnoDB
+    -- changes a secondary index only where its columns change, so tracking state costs
+    -- little here.
+    ADD KEY executions_live_pending_idx (state, scheduled_at),
     -- ExecutionsCountLive and JobDelete: a job's live executions.
-    ADD KEY executions_live_job_idx (job_id),
-    -- ExecutionsLoseOnExecutor: the executions an executor instance runs.
-    ADD KEY executions_live_executor_idx (executor_address);
+    ADD KEY executions_live_job_idx (job_id);
+    -- No index on node or executor_address: a dead node or executor is found by a scan of
+    -- this small table, and the hot compare-and-sets by id keep to the primary key.
 -- Ids continue the history's, so an execution keeps its id when it moves there: a row at the
 -- history's last id sets the live table's counter (persistent in MariaDB and MySQL 8).
 INSERT INTO executions_live (id, job_id, scheduled_at, cause, state, trigger_msg, handle_msg, data)

@@ -33,12 +33,12 @@ INSERT INTO sqlite_sequence (name, seq) SELECT 'executions_live', COALESCE(MAX(s
 CREATE UNIQUE INDEX executions_live_fire_key ON executions_live (trigger_id, scheduled_at, attempt, shard_index);
 -- ExecutionsLockDuePending: pending executions belong to no node, and only they.
 CREATE INDEX executions_live_pending_idx ON executions_live (scheduled_at) WHERE node = '';
--- ExecutionsReleaseAcquired / ExecutionsLoseRunning: a dead node's executions.
-CREATE INDEX executions_live_node_idx2 ON executions_live (node);
 -- ExecutionsCountLive and JobDelete: a job's live executions.
 CREATE INDEX executions_live_job_idx2 ON executions_live (job_id);
--- ExecutionsLoseOnExecutor: the executions an executor instance runs.
-CREATE INDEX executions_live_executor_idx2 ON executions_live (executor_address);
+-- No index on node or executor_address. A dead node or executor is found by a scan of this
+-- small table, which is rare and cheap; an index on node, which all of a node's rows share,
+-- would tempt the planner away from the primary key in the hot compare-and-sets by id, and
+-- one on executor_address would make each remote dispatch a non-heap-only update.
 
 INSERT INTO executions_live SELECT * FROM executions WHERE state IN ('pending', 'acquired', 'running');
 DELETE FROM executions WHERE state IN ('pending', 'acquired', 'running');
