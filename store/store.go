@@ -83,8 +83,9 @@ type Executor interface {
 	CalendarDelete(ctx context.Context, name string) error
 
 	// ExecutionsInsert inserts es in one statement and sets their IDs. An execution whose
-	// (TriggerID, ScheduledAt, Attempt, ShardIndex) already exists is not inserted: it is returned in
-	// dups with ID 0, and the rest are inserted.
+	// (TriggerID, ScheduledAt, Attempt, ShardIndex) a live execution (pending, acquired or
+	// running) already has is not inserted: it is returned in dups with ID 0, and the rest are
+	// inserted. Executions inserted in a terminal state go straight to the history.
 	ExecutionsInsert(ctx context.Context, es []*Execution) (dups []*Execution, err error)
 	ExecutionGet(ctx context.Context, id int64) (*Execution, error)
 	ExecutionList(ctx context.Context, f ExecutionFilter) ([]*Execution, error)

@@ -170,10 +170,10 @@ const (
 		" u.started_at, u.finished_at, u.alarm_state, u.data"
 )
 
-// notInHistory is the condition that a fire key of the batch u is not in the history: the
-// live table's unique key covers the live executions, this the ended ones.
-const notInHistory = " WHERE NOT EXISTS (SELECT 1 FROM executions h WHERE h.trigger_id = u.trigger_id" +
-	" AND h.scheduled_at = u.scheduled_at AND h.attempt = u.attempt AND h.shard_index = u.shard_index)"
+// Duplicate fires are refused by the live table's unique key. A fire whose twin has already
+// ended is not looked for in the history: the trigger row lock taken by acquisition is what
+// keeps a fire from being inserted twice, and the history's own unique key would refuse the
+// twin when it ends.
 
 const insertedCols = " RETURNING id, trigger_id, scheduled_at, attempt, shard_index"
 
@@ -192,7 +192,7 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 			return nil, err
 		}
 		got, err = scanInserted(e.query(ctx, "INSERT INTO executions_live ("+executionInsertCols+") SELECT "+pgExecutionSelect+
-			" FROM "+pgExecutionsUnnest+notInHistory+" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING"+
+			" FROM "+pgExecutionsUnnest+" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING"+
 			insertedCols, arrays...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
@@ -203,7 +203,7 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 			return nil, err
 		}
 		got, err = scanInserted(e.query(ctx, "WITH "+e.d().valuesTable(executionInsertColList, len(es))+
-			" INSERT INTO executions_live ("+executionInsertCols+") SELECT * FROM u"+notInHistory+
+			" INSERT INTO executions_live ("+executionInsertCols+") SELECT * FROM u WHERE true"+
 			" ON CONFLICT DO NOTHING"+insertedCols, args...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
@@ -214,7 +214,7 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 			return nil, err
 		}
 		got, err = scanInserted(e.query(ctx, "INSERT IGNORE INTO executions_live ("+executionInsertCols+") SELECT * FROM "+
-			e.d().valuesTable(executionInsertColList, len(es))+notInHistory+insertedCols, args...))
+			e.d().valuesTable(executionInsertColList, len(es))+insertedCols, args...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 		}
@@ -272,7 +272,7 @@ func scanInserted(rows *sql.Rows, err error) ([]insertedExecution, error) {
 }
 
 // insertExecutionsNoReturning stands in for INSERT ... RETURNING on MySQL 8. It drops the
-// fires that exist, live or ended (one indexed SELECT each), and inserts the rest with a plain
+// fires that exist (one indexed SELECT), and inserts the rest with a plain
 // multi-row INSERT: an InnoDB "simple insert" (row count known in advance) takes consecutive
 // ids from LAST_INSERT_ID() in every innodb_autoinc_lock_mode, so row i gets first+i. A fire
 // inserted by someone else between the statements makes the INSERT fail with
@@ -287,11 +287,8 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 		}
 	}
 	taken := map[fireKey]bool{}
-	for _, table := range []string{"executions_live", "executions"} {
-		if len(tuples) == 0 {
-			break
-		}
-		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt, shard_index FROM "+table+
+	if len(tuples) > 0 {
+		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt, shard_index FROM executions_live"+
 			" WHERE (trigger_id, scheduled_at, attempt, shard_index) IN ("+strings.Join(tuples, ", ")+")", keys...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)

@@ -12,7 +12,7 @@ import (
 
 // ExecutionsLockDuePending locks the due pending executions (retries, recovered fires, child
 // fires) through executions_live_pending_idx: on PostgreSQL and SQLite a partial index on
-// node = '' (a pending execution belongs to no node, and only it), on MySQL (state, time).
+// node = ” (a pending execution belongs to no node, and only it), on MySQL (state, time).
 func (e *executor) ExecutionsLockDuePending(ctx context.Context, dueBefore int64, limit int) ([]*store.Execution, error) {
 	xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions_live WHERE node = '' AND state = 'pending'"+
 		" AND scheduled_at <= ? ORDER BY scheduled_at LIMIT ?"+e.d().lockSkip(), dueBefore, limitOr(limit)))

@@ -132,10 +132,10 @@ func TestMigrationMovesLiveExecutions(t *testing.T) {
 			if fresh.ID <= 104 {
 				t.Fatalf("a new execution got id %d, which an old one may hold (old ones go up to 104)", fresh.ID)
 			}
-			// A fire key already in the history is a duplicate.
-			dups, err := s.ExecutionsInsert(ctx, []*store.Execution{{JobID: 1, TriggerID: 7, ScheduledAt: 1003, Cause: store.CauseSchedule}})
+			// A fire key still live is a duplicate.
+			dups, err := s.ExecutionsInsert(ctx, []*store.Execution{{JobID: 1, TriggerID: 7, ScheduledAt: 1002, Cause: store.CauseSchedule}})
 			if err != nil || len(dups) != 1 {
-				t.Fatalf("re-inserting an ended fire: dups %v, %v; want it refused", dups, err)
+				t.Fatalf("re-inserting a live fire: dups %v, %v; want it refused", dups, err)
 			}
 		})
 	}
