@@ -104,15 +104,24 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 		return err
 	}
 	var refire []*store.Execution
+	var alarmed []int64
 	for _, ex := range lost {
 		job, err := tx.JobGet(ctx, ex.JobID)
 		if err != nil {
-			continue // the job is gone: nothing to re-run
+			continue // the job is gone: nothing to re-run, nobody to tell
 		}
-		if job.RequestsRecovery {
+		switch {
+		case job.RequestsRecovery:
 			refire = append(refire, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
 				ScheduledAt: ex.ScheduledAt, Cause: store.CauseRecovery, Attempt: ex.Attempt + 1,
 				State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
+		case len(job.AlarmTargets) > 0:
+			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
+		}
+	}
+	if len(alarmed) > 0 {
+		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
+			return err
 		}
 	}
 	if len(refire) > 0 {

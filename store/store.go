@@ -127,7 +127,10 @@ type Executor interface {
 	// retention sweep calls it until it returns less than limit.
 	ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error)
 	// ExecutionsLoseRunning moves a dead node's running executions to lost, stamping
-	// FinishedAt with the database clock, and returns them as they are after the move.
+	// FinishedAt with the database clock, and returns them as they are after the move. Runs
+	// the node handed to an executor (ExecutorAddress set) are not its to lose: they go on
+	// there, report to any node, and are lost only with their executor
+	// (ExecutionsLoseOnExecutor).
 	ExecutionsLoseRunning(ctx context.Context, node string) ([]*Execution, error)
 
 	// ExecutionsSetDispatch records where a running execution was sent: the executor address,

@@ -268,7 +268,7 @@ func (e *executor) ExecutionsReleaseAcquired(ctx context.Context, node string) (
 
 // ExecutionsLoseRunning marks a dead node's running executions lost and returns them.
 func (e *executor) ExecutionsLoseRunning(ctx context.Context, node string) ([]*store.Execution, error) {
-	return e.loseWhere(ctx, "node = ? AND state = 'running'", []any{node})
+	return e.loseWhere(ctx, "node = ? AND state = 'running' AND executor_address = ''", []any{node})
 }
 
 // loseWhere ends the live executions matching cond as lost, stamped with the database clock.

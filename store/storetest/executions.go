@@ -232,7 +232,9 @@ func testRecovery(t *testing.T, s store.Store) {
 	deadAcq, deadRun, liveAcq, liveRun := mk("dead", store.ExecAcquired, 1), mk("dead", store.ExecRunning, 2),
 		mk("live", store.ExecAcquired, 3), mk("live", store.ExecRunning, 4)
 	deadDone := mk("dead", store.ExecSucceeded, 5)
-	get(s.ExecutionsInsert(ctx, []*store.Execution{deadAcq, deadRun, liveAcq, liveRun, deadDone})).ok(t)
+	deadRemote := mk("dead", store.ExecRunning, 6) // handed to an executor, which goes on
+	get(s.ExecutionsInsert(ctx, []*store.Execution{deadAcq, deadRun, liveAcq, liveRun, deadDone, deadRemote})).ok(t)
+	equal(t, "dispatch recorded", get(s.ExecutionsSetDispatch(ctx, deadRemote.ID, "http://exec:9999", 0, 0, "sent")).ok(t), true)
 
 	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, "dead")).ok(t), int64(1))
 	x := get(s.ExecutionGet(ctx, deadAcq.ID)).ok(t)
@@ -248,6 +250,7 @@ func testRecovery(t *testing.T, s store.Store) {
 	equal(t, "live acquired untouched", get(s.ExecutionGet(ctx, liveAcq.ID)).ok(t).State, store.ExecAcquired)
 	equal(t, "live running untouched", get(s.ExecutionGet(ctx, liveRun.ID)).ok(t).State, store.ExecRunning)
 	equal(t, "terminal untouched", get(s.ExecutionGet(ctx, deadDone.ID)).ok(t).State, store.ExecSucceeded)
+	equal(t, "remote run untouched", get(s.ExecutionGet(ctx, deadRemote.ID)).ok(t).State, store.ExecRunning)
 
 	// The dead node wakes up late: it can start nothing that was taken from it.
 	equal(t, "late node starts", len(get(s.ExecutionsMarkRunning(ctx, "dead", []int64{deadAcq.ID}, 9)).ok(t)), 0)

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// TestRecoveryLosesOnlyItsOwnRuns plants the running work of a node that died: an in-process
+// run of a job with alarm targets, one of a job without, and a run handed to an executor. The
+// leader that recovers the node marks the in-process runs lost, makes the alarm of the watched
+// one pending (each final failure alarms), and leaves the executor's run running: it goes on
+// there and reports to any node.
+func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		st := openStore(t, dialect)
+		watched := insertJob(t, st, "watched", func(j *store.Job) { j.AlarmTargets = []string{"ops@example.com"} })
+		quiet := insertJob(t, st, "quiet", nil)
+		remote := insertJob(t, st, "remote", nil)
+		if _, err := st.NodeHeartbeat(ctx, "ghost", "ghost"); err != nil {
+			t.Fatal(err)
+		}
+		run := func(job *store.Job) *store.Execution {
+			return &store.Execution{JobID: job.ID, ScheduledAt: 1000, Cause: store.CauseManual, Node: "ghost", State: store.ExecRunning}
+		}
+		w, q, r := run(watched), run(quiet), run(remote)
+		if _, err := st.ExecutionsInsert(ctx, []*store.Execution{w, q, r}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := st.ExecutionsSetDispatch(ctx, r.ID, "http://executor:9999", 0, 0, "sent"); err != nil || !ok {
+			t.Fatalf("record the dispatch: %v, %v", ok, err)
+		}
+
+		survivor := newEngine(t, st, newRecorder(), "survivor", clock.Real{}, nil)
+		startEngine(t, survivor)
+		if got := waitFor(t, "recovery of the dead node", survivor.signals.recovered, 1); got[0] != "ghost" {
+			t.Fatalf("recovered %q, want ghost", got[0])
+		}
+
+		for _, c := range []struct {
+			x     *store.Execution
+			state store.ExecutionState
+			alarm store.AlarmState
+		}{{w, store.ExecLost, store.AlarmPending}, {q, store.ExecLost, store.AlarmNone}, {r, store.ExecRunning, store.AlarmNone}} {
+			got, err := st.ExecutionGet(ctx, c.x.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != c.state || got.AlarmState != c.alarm {
+				t.Errorf("execution of job %d: %s with alarm %s, want %s with alarm %s", got.JobID, got.State, got.AlarmState, c.state, c.alarm)
+			}
+		}
+	})
+}
