@@ -84,8 +84,9 @@ func (e *Engine) startLoop(l *lifecycle) {
 func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	ctx := l.ctx
 	type admitted struct {
-		fire *Fire
-		skip bool
+		fire   *Fire
+		skip   bool
+		unsure bool // an earlier claim of it failed, and may have been applied all the same
 	}
 	jobIDs := make([]int64, len(due))
 	for i, pf := range due {
@@ -117,9 +118,9 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		f := &Fire{Execution: pf.exec, Job: job}
 		switch l.conc.admit(f) {
 		case admitRun:
-			batch = append(batch, admitted{fire: f})
+			batch = append(batch, admitted{fire: f, unsure: pf.unsure})
 		case admitSkip:
-			batch = append(batch, admitted{fire: f, skip: true})
+			batch = append(batch, admitted{fire: f, skip: true, unsure: pf.unsure})
 		case admitQueued:
 		}
 	}
@@ -130,7 +131,9 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	for i, a := range batch {
 		ids[i] = a.fire.Execution.ID
 	}
-	won, err := e.store.ExecutionsMarkRunning(ctx, e.cfg.NodeID, ids, now.UnixMilli())
+	// A stop must not cut the claim short: a statement canceled after the database applied it
+	// would leave fires running that no handler runs.
+	won, err := e.store.ExecutionsMarkRunning(context.WithoutCancel(ctx), e.cfg.NodeID, ids, now.UnixMilli())
 	if err != nil {
 		// Nothing ran and the fires are still acquired by this node: try again shortly.
 		if ctx.Err() == nil {
@@ -141,7 +144,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			if !a.skip {
 				l.conc.done(a.fire)
 			}
-			retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5})
+			retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5, unsure: true})
 		}
 		e.retryLater(l, retry)
 		return
@@ -150,6 +153,9 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	wonSet := idSet(won)
 	for _, a := range batch {
 		ex := a.fire.Execution
+		if !wonSet[ex.ID] && a.unsure && e.claimedEarlier(ctx, ex.ID) {
+			wonSet[ex.ID] = true
+		}
 		if !wonSet[ex.ID] {
 			// Another node took this fire (we were presumed dead): running it would be a
 			// duplicate.
@@ -175,6 +181,14 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			e.launch(l, a.fire)
 		}
 	}
+}
+
+// claimedEarlier reports whether an execution whose claim failed is running on this node all
+// the same: the failed statement was applied, and only its answer was lost. No other node can
+// have made it so (it would have had to acquire it first), so the fire is this node's to run.
+func (e *Engine) claimedEarlier(ctx context.Context, id int64) bool {
+	x, err := e.store.ExecutionGet(ctx, id)
+	return err == nil && x.State == store.ExecRunning && x.Node == e.cfg.NodeID
 }
 
 // startWhenDue hands a fire claimed ahead of time back to the starter at its due millisecond.

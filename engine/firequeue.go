@@ -12,6 +12,8 @@ import (
 type pendingFire struct {
 	exec     *store.Execution
 	priority int
+	// unsure marks a fire whose claim failed: the claim may have been applied all the same.
+	unsure bool
 }
 
 // fireQueue is the in-memory heap of acquired fires, earliest first and, at the same

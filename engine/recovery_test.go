@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -52,6 +56,55 @@ func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 			if got.State != c.state || got.AlarmState != c.alarm {
 				t.Errorf("execution of job %d: %s with alarm %s, want %s with alarm %s", got.JobID, got.State, got.AlarmState, c.state, c.alarm)
 			}
+		}
+	})
+}
+
+// answerLostStore is the real store, except that the first claim of fires is applied and
+// then reported as failed, as when the connection drops between the commit and its answer.
+type answerLostStore struct {
+	store.Store
+	lost atomic.Bool
+}
+
+func (s *answerLostStore) ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error) {
+	won, err := s.Store.ExecutionsMarkRunning(ctx, node, ids, firedAt)
+	if err == nil && len(won) > 0 && s.lost.CompareAndSwap(false, true) {
+		return nil, errors.New("connection reset (after the commit)")
+	}
+	return won, err
+}
+
+// TestClaimAnswerLost checks that a fire whose claim was applied but reported as failed still
+// runs, once: neither stranded as running with no handler nor run twice.
+func TestClaimAnswerLost(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := &answerLostStore{Store: openStore(t, dialect)}
+		clk := clock.NewFake(t0)
+		rec := newRecorder()
+		e := newEngine(t, st, rec, "node", clk, func(c *Config) {
+			c.PollInterval, c.LookAhead = 100*time.Millisecond, 100*time.Millisecond
+			c.HeartbeatInterval, c.NodeTimeout, c.Acquirers = time.Hour, 2*time.Hour, 1
+		})
+		n := &fakeNode{t: t, st: st, clk: clk, e: e, rec: rec}
+		job := insertJob(t, st, "job", nil)
+		insertTrigger(t, st, job, "once", schedule.Simple{}, t0.Add(time.Second), nil)
+		n.start()
+
+		n.advance(time.Second)
+		clk.WaitForTimers(loopTimers+1, nil) // the loops, and the pause before the claim is retried
+		if !st.lost.Load() {
+			t.Fatal("the claim never ran")
+		}
+		clk.Advance(markRetryDelay)
+		waitFor(t, "the fire to run", rec.started, 1)
+		n.completed(1)
+		execs := n.executions(job)
+		if len(execs) != 1 || execs[0].State != store.ExecSucceeded {
+			t.Fatalf("executions %v, want the one fire succeeded", states(execs))
+		}
+		if dups := rec.duplicates(); len(dups) > 0 {
+			t.Fatalf("ran twice: %v", dups)
 		}
 	})
 }

@@ -224,17 +224,7 @@ func TestResultAfterServerRestart(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		ctx := context.Background()
 		dsn := testdb.DSN(t, dialect)
-		open := func() *sqlstore.Store {
-			st, err := sqlstore.Open(ctx, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			if err := st.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			return st
-		}
+		open := func() *sqlstore.Store { return openDSN(t, dsn) }
 		tune := func(c *Config) {
 			c.ExecutorToken = execToken
 			c.ExecutorHeartbeat = 2 * time.Second // the downtime stays well under three of them

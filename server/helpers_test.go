@@ -55,8 +55,15 @@ func newEnvWith(t *testing.T, dialect string, tune func(*Config)) *env {
 // openStore opens a fresh, migrated database of the dialect, closed when t ends.
 func openStore(t *testing.T, dialect string) *sqlstore.Store {
 	t.Helper()
+	return openDSN(t, testdb.DSN(t, dialect))
+}
+
+// openDSN opens and migrates the database at dsn (again, for a restarted node), closed when
+// t ends.
+func openDSN(t *testing.T, dsn string) *sqlstore.Store {
+	t.Helper()
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
+	st, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
