@@ -47,11 +47,23 @@ type Option func(*config)
 // WithLogLineCap caps the log lines stored per execution; lines past it are dropped.
 func WithLogLineCap(n int64) Option { return func(c *config) { c.logLineCap = n } }
 
+// DefaultMaxConns is how many connections a PostgreSQL or MySQL store opens at most unless
+// WithMaxConns says otherwise. A node's loops use about six at once (two acquirers, the
+// starter, the completer, the cluster duties, a leader duty); the rest serve the API.
+const DefaultMaxConns = 16
+
+// WithMaxConns bounds the connections of a PostgreSQL or MySQL store (SQLite uses one).
+// Half of them stay open while idle (for a minute): a pool that closed all but two, as
+// database/sql does by default, would open a new server process for most statements under
+// load (measured: 10 % of the throughput at 30,000 fires/s).
+func WithMaxConns(n int) Option { return func(c *config) { c.maxConns = n } }
+
 // config is what every executor of one Store shares.
 type config struct {
 	dialect    dialect
 	db         *sql.DB
 	logLineCap int64
+	maxConns   int
 	now        func() int64
 	// noReturning makes a MariaDB connection take MySQL 8's paths (tests only).
 	noReturning bool
@@ -81,7 +93,7 @@ func (s *Store) Stats() Stats {
 //
 // It does not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	cfg := &config{logLineCap: DefaultLogLineCap, now: func() int64 { return time.Now().UnixMilli() }}
+	cfg := &config{logLineCap: DefaultLogLineCap, maxConns: DefaultMaxConns, now: func() int64 { return time.Now().UnixMilli() }}
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -109,6 +121,11 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", redact(dsn), err)
+	}
+	if cfg.dialect.kind != sqlite {
+		cfg.db.SetMaxOpenConns(cfg.maxConns)
+		cfg.db.SetMaxIdleConns(max(cfg.maxConns/2, 2))
+		cfg.db.SetConnMaxIdleTime(time.Minute)
 	}
 	if err := cfg.db.PingContext(ctx); err != nil {
 		cfg.db.Close()
