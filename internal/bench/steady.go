@@ -81,8 +81,9 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 	if c.remote != nil {
 		// Remote handlers know their execution, not their trigger: the store maps one to the
 		// other, and tells which runs of the window did not complete.
-		if res.Incomplete, err = c.remote.resolve(ctx, c.stores[0], job.ID, c.rec, from, to); err != nil {
-			return res, err
+		var resolveErr error
+		if res.Incomplete, resolveErr = c.remote.resolve(ctx, c.stores[0], job.ID, c.rec, from, to); resolveErr != nil {
+			return res, errors.Join(err, resolveErr)
 		}
 	}
 
