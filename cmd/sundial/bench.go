@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/internal/bench"
 )
 
@@ -139,7 +140,8 @@ missing fires (both must be 0), store statements and transactions per fire, and 
 process's CPU seconds per 1,000 fires and peak resident memory.`,
 	}
 	b.register(cmd)
-	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b), newBenchNodeCmd(&b))
+	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b),
+		newBenchRemoteCmd(&b), newBenchNodeCmd(&b))
 	return cmd
 }
 
@@ -178,6 +180,62 @@ func checkSteady(cfg bench.SteadyConfig) error {
 		return usageErrorf("--triggers must be positive, --interval at least 1ms, --duration positive")
 	}
 	return nil
+}
+
+func newBenchRemoteCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.RemoteConfig
+	cmd := &cobra.Command{
+		Use:   "remote",
+		Short: "The steady load through real executors over HTTP",
+		Long: `The steady load (M triggers each firing every I, measured for D after a warm-up) on one
+remote job, run through real executors over HTTP.
+
+Each node (--nodes) is a full server — engine plus the executor endpoints — serving HTTP
+on a loopback port; --executors executors built with the executor SDK, one app, each
+listen on their own loopback port and run a no-op handler. The executors register
+before the nodes start, the job's routing (--routing) picks one per fire, the node POSTs
+the run to it, and the executor reports the result back to a node's results endpoint,
+which completes the execution.
+
+Everything runs in this one process: there is no network between the machines, and
+the CPU seconds and memory are those of the nodes, the executors and both HTTP sides
+together. Store statements and transactions are the nodes' (executors have no store).
+
+Lateness runs from the scheduled time to the start of the handler in the executor (a
+fire counts when its handler starts). incomplete counts the window's executions that had
+not succeeded when the run ended (a result that never came back, or a failed dispatch);
+like duplicates and missing it must be 0. --processes is not supported;
+sharding_broadcast is refused (it runs each fire on every executor).`,
+		Example: `  sundial bench remote --triggers 1000 --interval 1s --warmup 5s --duration 15s
+  sundial bench remote --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable' --executors 4 --routing least_recently_used -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSteady(cfg.SteadyConfig); err != nil {
+				return err
+			}
+			if cfg.Executors < 1 {
+				return usageErrorf("--executors %d: must be at least 1", cfg.Executors)
+			}
+			st, err := dispatch.ParseStrategy(cfg.Routing)
+			if err != nil {
+				return usageErrorf("--routing: %v", err)
+			}
+			if st == dispatch.ShardingBroadcast {
+				return usageErrorf("--routing %s: runs each fire on every executor; pick a strategy that runs it once", st)
+			}
+			if b.opts.Processes > 0 {
+				return usageErrorf("--processes: the remote scenario runs its nodes in this process (use --nodes)")
+			}
+			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
+				r, err := bench.Remote(ctx, opts, cfg)
+				return []bench.Result{r}, err
+			})
+		},
+	}
+	steadyFlags(cmd, &cfg.SteadyConfig, 1000)
+	cmd.Flags().IntVar(&cfg.Executors, "executors", 2, "executor instances (E), all of one app")
+	cmd.Flags().StringVar(&cfg.Routing, "routing", string(dispatch.RoundRobin), "the job's routing strategy (first, round_robin, random, consistent_hash, least_frequently_used, least_recently_used, failover, busy_over, last)")
+	return cmd
 }
 
 func newBenchScaleCmd(b *benchFlags) *cobra.Command {

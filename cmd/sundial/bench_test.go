@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/sundial-scheduler/sundial/internal/bench"
@@ -30,5 +31,41 @@ func TestBenchSeparateProcesses(t *testing.T) {
 	r := results[0]
 	if r.Nodes != 2 || r.Duplicates != 0 || r.Missing != 0 || r.Fires < 300 {
 		t.Errorf("%s: want 2 nodes, 0 duplicates, 0 missing and about 400 fires", r)
+	}
+}
+
+// TestBenchRemote runs `sundial bench remote` small on its default SQLite store and checks
+// the command's wiring and correctness only: every fire of the window started once on an
+// executor and its execution completed.
+func TestBenchRemote(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a few seconds of real time")
+	}
+	code, out, errOut := runCLI(t, "", "bench", "remote", "--triggers", "20", "--interval", "200ms", "--warmup", "500ms",
+		"--duration", "1s", "--executors", "3", "--routing", "least_recently_used", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var results []bench.Result
+	if err := json.Unmarshal([]byte(out), &results); err != nil || len(results) != 1 {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	r := results[0]
+	if r.Scenario != "remote" || r.Duplicates != 0 || r.Missing != 0 || r.Incomplete != 0 || r.Fires < 75 {
+		t.Errorf("%s: want 0 duplicates, 0 missing, 0 incomplete and about 100 fires", r)
+	}
+}
+
+func TestBenchRemoteBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"--routing", "sharding_broadcast"},
+		{"--routing", "nearest"},
+		{"--executors", "0"},
+		{"--processes", "1"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"bench", "remote"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, args[0]) {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and a message naming %s", args, code, errOut, args[0])
+		}
 	}
 }

@@ -56,6 +56,9 @@ type Result struct {
 	Misfires   int64 `json:"misfires"`
 	Duplicates int   `json:"duplicates"`
 	Missing    int   `json:"missing"`
+	// Incomplete counts the remote runs due in the window whose execution had not succeeded
+	// when the run ended: a result that did not come back, or a dispatch that failed.
+	Incomplete int `json:"incomplete,omitempty"`
 
 	Drain      time.Duration `json:"drain_ns,omitempty"` // backlog: first due → last fire started
 	InsertRate float64       `json:"insert_per_s,omitempty"`
@@ -83,8 +86,12 @@ func (r Result) String() string {
 	if r.Drain > 0 {
 		s += " drain=" + ms(r.Drain)
 	}
-	return s + fmt.Sprintf(" fires=%d misfires=%d duplicates=%d missing=%d stmts/fire=%.2f tx/fire=%.2f cpu-s/1k=%.3f rss=%.0fMiB",
-		r.Fires, r.Misfires, r.Duplicates, r.Missing, r.StatementsPerFire, r.TransactionsPerFire, r.CPUPer1000Fires, r.RSSMiB)
+	s += fmt.Sprintf(" fires=%d misfires=%d duplicates=%d missing=%d", r.Fires, r.Misfires, r.Duplicates, r.Missing)
+	if r.Scenario == "remote" {
+		s += fmt.Sprintf(" incomplete=%d", r.Incomplete)
+	}
+	return s + fmt.Sprintf(" stmts/fire=%.2f tx/fire=%.2f cpu-s/1k=%.3f rss=%.0fMiB",
+		r.StatementsPerFire, r.TransactionsPerFire, r.CPUPer1000Fires, r.RSSMiB)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
@@ -94,6 +101,9 @@ type fire struct {
 	trigger     int64
 	scheduledAt int64 // unix ms
 	startedAt   int64 // unix ns
+	// execution is set by remote handlers, which are not told their trigger; resolve fills
+	// trigger from it.
+	execution int64
 }
 
 // recorder is the scenarios' dispatcher: it notes every fire and returns at once.
@@ -105,9 +115,15 @@ type recorder struct {
 func (r *recorder) Dispatch(_ context.Context, f *engine.Fire) engine.Result {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
-	r.fires = append(r.fires, fire{f.Execution.TriggerID, f.Execution.ScheduledAt, now})
+	r.fires = append(r.fires, fire{trigger: f.Execution.TriggerID, scheduledAt: f.Execution.ScheduledAt, startedAt: now})
 	r.mu.Unlock()
 	return engine.Result{}
+}
+
+func (r *recorder) add(f fire) {
+	r.mu.Lock()
+	r.fires = append(r.fires, f)
+	r.mu.Unlock()
 }
 
 func (r *recorder) count() int {
@@ -123,6 +139,8 @@ type cluster struct {
 	engines  []*engine.Engine
 	rec      *recorder
 	children []child
+	// remote, when set, makes the nodes servers whose fires run on executors over HTTP.
+	remote *remoteRig
 }
 
 type child struct {
@@ -153,8 +171,11 @@ func openCluster(ctx context.Context, opts Options) (*cluster, error) {
 	return c, nil
 }
 
-// start starts one engine per store.
+// start starts one engine per store (or, remote, one server per store and the executors).
 func (c *cluster) start(ctx context.Context) error {
+	if c.remote != nil {
+		return c.remote.start(ctx, c)
+	}
 	stamp := time.Now().UnixNano()
 	for i, st := range c.stores {
 		ec := c.opts.Engine
@@ -260,6 +281,9 @@ func readFires(path string) ([]fire, error) {
 
 // stop stops the engines and returns the misfires they counted.
 func (c *cluster) stop() (misfires int64, err error) {
+	if c.remote != nil {
+		return c.remote.stop()
+	}
 	for _, e := range c.engines {
 		misfires += e.Stats().Misfired.Load()
 		if stopErr := e.Stop(context.Background()); stopErr != nil {
@@ -295,6 +319,9 @@ func (c *cluster) insertTriggers(ctx context.Context, n int, interval time.Durat
 	parked := start.Add(24 * time.Hour).UnixMilli()
 	job := &store.Job{Group: "bench", Name: fmt.Sprintf("bench-%d", start.UnixNano()), TargetKind: store.TargetLocal,
 		Handler: "noop", Concurrency: store.ConcurrencyAllow, Enabled: true}
+	if c.remote != nil {
+		job.TargetKind, job.App, job.Handler, job.Routing = store.TargetRemote, c.remote.app, remoteHandler, c.remote.cfg.Routing
+	}
 	spec := schedule.EncodeSpec(schedule.Simple{Interval: interval, RepeatCount: repeat})
 	ids := make([]int64, 0, n)
 	for len(ids) < n {

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -18,7 +20,9 @@ func TestScenariosSmoke(t *testing.T) {
 	for _, dialect := range testdb.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			opts := Options{DSN: testdb.DSN(t, dialect)}
+			// Warnings only: the remote scenario's servers log every HTTP request at info.
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			opts := Options{DSN: testdb.DSN(t, dialect), Logger: log}
 			ctx := context.Background()
 			check := func(r Result, err error, wantFires int) {
 				t.Helper()
@@ -46,6 +50,17 @@ func TestScenariosSmoke(t *testing.T) {
 			steady.Idle = 300 // the scale scenario: the same load with more triggers stored
 			r, err = Steady(ctx, opts, steady)
 			check(r, err, want)
+			// remote: the same kind of load through a server and two SDK executors over HTTP.
+			remote := RemoteConfig{SteadyConfig: SteadyConfig{Triggers: 50, Interval: 200 * time.Millisecond,
+				Warmup: 500 * time.Millisecond, Duration: 2 * time.Second}, Executors: 2}
+			if testdb.RaceEnabled {
+				remote.Triggers = 10
+			}
+			r, err = Remote(ctx, opts, remote)
+			check(r, err, remote.Triggers*10*3/4)
+			if r.Incomplete != 0 {
+				t.Errorf("%s: %d runs of the window did not complete", r, r.Incomplete)
+			}
 			r, err = Backlog(ctx, opts, BacklogConfig{Fires: 300, MaxWait: time.Minute})
 			check(r, err, 300)
 			r, err = Schedule(ctx, opts, ScheduleConfig{Jobs: 20})

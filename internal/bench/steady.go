@@ -27,7 +27,13 @@ func Steady(ctx context.Context, opts Options, cfg SteadyConfig) (Result, error)
 		return Result{}, err
 	}
 	defer c.close()
-	res := Result{Scenario: "steady", Triggers: cfg.Triggers, Stored: cfg.Triggers + cfg.Idle, Nodes: len(c.stores) + opts.Processes,
+	return c.steady(ctx, "steady", cfg)
+}
+
+// steady runs the steady load on c's nodes, whichever kind they are (bare engines or
+// servers with executors), and measures it.
+func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig) (Result, error) {
+	res := Result{Scenario: scenario, Triggers: cfg.Triggers, Stored: cfg.Triggers + cfg.Idle, Nodes: len(c.stores) + c.opts.Processes,
 		Demanded: float64(cfg.Triggers) * float64(time.Second) / float64(cfg.Interval)}
 
 	if cfg.Idle > 0 {
@@ -53,13 +59,16 @@ func Steady(ctx context.Context, opts Options, cfg SteadyConfig) (Result, error)
 		return res, err
 	}
 	if err := c.start(ctx); err != nil {
+		c.stop()
 		return res, err
 	}
 	if !sleepUntil(ctx, from) {
+		c.stop()
 		return res, ctx.Err()
 	}
 	statsFrom, cpuFrom, firesFrom := c.storeStats(), sampleUsage(), c.rec.count()
 	if !sleepUntil(ctx, to) {
+		c.stop()
 		return res, ctx.Err()
 	}
 	statsTo, cpuTo, firesTo := c.storeStats(), sampleUsage(), c.rec.count()
@@ -68,6 +77,14 @@ func Steady(ctx context.Context, opts Options, cfg SteadyConfig) (Result, error)
 	res.Misfires = misfires
 	if reapErr := c.reap(); reapErr != nil {
 		return res, errors.Join(err, reapErr)
+	}
+	if c.remote != nil {
+		// Remote handlers know their execution, not their trigger: the store maps one to the
+		// other, and tells which runs of the window did not complete.
+		var resolveErr error
+		if res.Incomplete, resolveErr = c.remote.resolve(ctx, c.stores[0], job.ID, c.rec, from, to); resolveErr != nil {
+			return res, errors.Join(err, resolveErr)
+		}
 	}
 
 	c.rec.mu.Lock()
