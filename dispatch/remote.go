@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,7 +34,9 @@ type Config struct {
 	Token string
 	// HeartbeatInterval is the executors' heartbeat interval. Default DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
-	// Client makes the calls to executors. Default: a client with a 10 s timeout.
+	// Client makes the calls to executors. Default: a client with a 10 s timeout that keeps
+	// up to 64 idle connections per executor (the default transport keeps two, and a burst
+	// of fires would open a new connection for each).
 	Client *http.Client
 	// Logger receives the dispatcher's logs. Default: slog.Default().
 	Logger *slog.Logger
@@ -44,6 +47,18 @@ type Remote struct {
 	cfg    Config
 	router *router
 	stats  Stats
+
+	// instances caches each app's executors for a moment (see addresses).
+	mu        sync.Mutex
+	instances map[string]appInstances
+}
+
+// appInstances is what addresses read of an app: its manual addresses, or its live
+// instances.
+type appInstances struct {
+	manual  []string
+	live    []*store.Instance
+	fetched time.Time
 }
 
 // Stats counts the dispatches (and broadcast shards) that no executor took, by reason, for
@@ -69,12 +84,14 @@ func NewRemote(cfg Config) *Remote {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		cfg.Client = &http.Client{Timeout: 10 * time.Second, Transport: t}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Remote{cfg: cfg, router: newRouter()}
+	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}}
 }
 
 var _ engine.Dispatcher = (*Remote)(nil)
@@ -203,28 +220,60 @@ func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, 
 	if app == "" {
 		return nil, 0, errors.New("the job names no app: a remote job needs the app whose executors run it")
 	}
-	a, err := r.cfg.Store.AppGet(ctx, app)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return nil, 0, err
-	case a.AddressMode == store.AddressManual:
-		out := slices.Clone(a.Addresses)
-		slices.Sort(out)
-		return out, len(out), nil
-	}
-	live, err := r.cfg.Store.RegistryLive(ctx, app, LiveIntervals*r.cfg.HeartbeatInterval)
+	got, err := r.appInstances(ctx, app)
 	if err != nil {
 		return nil, 0, err
 	}
+	if got.manual != nil {
+		return slices.Clone(got.manual), len(got.manual), nil
+	}
 	var out []string
-	for _, in := range live {
+	for _, in := range got.live {
 		if len(in.Handlers) == 0 || slices.Contains(in.Handlers, handler) {
 			out = append(out, in.Address)
 		}
 	}
 	slices.Sort(out)
-	return out, len(live), nil
+	return out, len(got.live), nil
+}
+
+// appInstances reads the app's manual addresses or live instances, reusing a read younger
+// than half a heartbeat interval (at most a second): an instance counts as live for three
+// intervals anyway, and two queries per fire were most of a remote fire's database work. An
+// app with no executor is read again every time, so the first executor to register is used
+// at once.
+func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, error) {
+	ttl := min(r.cfg.HeartbeatInterval/2, time.Second)
+	r.mu.Lock()
+	got, ok := r.instances[app]
+	r.mu.Unlock()
+	if ok && time.Since(got.fetched) < ttl {
+		return got, nil
+	}
+	got = appInstances{fetched: time.Now()}
+	a, err := r.cfg.Store.AppGet(ctx, app)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return got, err
+	case a.AddressMode == store.AddressManual:
+		got.manual = slices.Clone(a.Addresses)
+		if got.manual == nil {
+			got.manual = []string{}
+		}
+		slices.Sort(got.manual)
+	}
+	if got.manual == nil {
+		if got.live, err = r.cfg.Store.RegistryLive(ctx, app, LiveIntervals*r.cfg.HeartbeatInterval); err != nil {
+			return got, err
+		}
+	}
+	if len(got.manual)+len(got.live) > 0 {
+		r.mu.Lock()
+		r.instances[app] = got
+		r.mu.Unlock()
+	}
+	return got, nil
 }
 
 func (r *Remote) beat(ctx context.Context, addr string) error {

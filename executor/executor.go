@@ -122,7 +122,11 @@ func New(cfg Config) (*Executor, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		// Results and output go to one server: keep enough connections to it open that
+		// concurrent runs reuse them (the default transport keeps two).
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: t}
 	}
 	e := &Executor{
 		cfg:      cfg,
