@@ -191,7 +191,8 @@ func (e *Engine) claimedEarlier(ctx context.Context, id int64) bool {
 	return err == nil && x.State == store.ExecRunning && x.Node == e.cfg.NodeID
 }
 
-// startWhenDue hands a fire claimed ahead of time back to the starter at its due millisecond.
+// startWhenDue holds a fire that is not claimed ahead of its time (its job has a concurrency
+// policy, judged when the fire is due) and hands it back to the starter at its millisecond.
 func (e *Engine) startWhenDue(l *lifecycle, pf *pendingFire) {
 	l.handlers.Add(1)
 	go func() {
