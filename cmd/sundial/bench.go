@@ -34,6 +34,7 @@ func (b *benchFlags) register(cmd *cobra.Command) {
 	f.IntVar(&b.opts.Processes, "processes", 0, "more nodes, each a separate sundial process (steady and scale)")
 	f.IntVar(&b.opts.Engine.BatchSize, "batch", 0, "engine acquisition batch size (default: the engine's)")
 	f.DurationVar(&b.opts.Engine.LookAhead, "look-ahead", 0, "engine look-ahead window (default: the engine's)")
+	f.IntVar(&b.opts.Engine.Acquirers, "acquirers", 0, "acquisition rounds a node runs at once (default: the engine's)")
 	f.StringVarP(&b.output, "output", "o", "table", "table or json")
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.TextVar(&b.logLevel, "log-level", slog.LevelWarn, "engine log level (debug, info, warn, error), on standard error")
@@ -87,7 +88,7 @@ func (b *benchFlags) spawnNode(cmd *cobra.Command) func(ctx context.Context, dsn
 		}
 		c := exec.CommandContext(ctx, self, "bench", "node", "--db", dsn, "--until", strconv.FormatInt(until.UnixMilli(), 10),
 			"--out", out, "--batch", strconv.Itoa(b.opts.Engine.BatchSize), "--look-ahead", b.opts.Engine.LookAhead.String(),
-			"--log-level", b.logLevel.String())
+			"--acquirers", strconv.Itoa(b.opts.Engine.Acquirers), "--log-level", b.logLevel.String())
 		c.Stderr = cmd.ErrOrStderr()
 		return c, c.Start()
 	}
