@@ -166,7 +166,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt}
 	var resp runResponse
-	if err := r.call(ctx, addr, "/run", req, &resp); err != nil {
+	if err := r.callRepeating(ctx, addr, "/run", req, &resp); err != nil {
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("executor %s did not take execution %d: %w", addr, ex.ID, err)}
 	}
@@ -276,6 +276,42 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	return got, nil
 }
 
+// statusError is an executor's answer with a status other than 200.
+type statusError struct {
+	path   string
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("POST %s: status %d: %s", e.path, e.status, e.msg)
+}
+
+// runRepeats are the pauses before a /run is sent again when no answer came back.
+var runRepeats = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
+
+// callRepeating is call for /run: when no answer comes back (the connection dropped, the
+// executor restarted), the call is sent again, with the same execution id. The executor may
+// have taken the run and only its answer was lost; it answers a repeat "accepted" without
+// running it twice, where failing the fire here would have the job's retry run it again.
+// An answer with a status (a refusal, a bad token) is not repeated.
+func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out any) error {
+	err := r.call(ctx, addr, path, body, out)
+	for _, pause := range runRepeats {
+		var status *statusError
+		if err == nil || errors.As(err, &status) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return err
+		}
+		err = r.call(ctx, addr, path, body, out)
+	}
+	return err
+}
+
 func (r *Remote) beat(ctx context.Context, addr string) error {
 	return r.call(ctx, addr, "/beat", struct{}{}, &struct{}{})
 }
@@ -316,7 +352,7 @@ func (r *Remote) call(ctx context.Context, addr, path string, body, out any) err
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("POST %s: status %d: %s", path, resp.StatusCode, bytes.TrimSpace(msg))
+		return &statusError{path: path, status: resp.StatusCode, msg: string(bytes.TrimSpace(msg))}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("POST %s: decode the answer: %w", path, err)

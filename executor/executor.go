@@ -72,6 +72,9 @@ type Executor struct {
 	handlers map[string]Handler
 	jobs     map[int64]*jobRuns
 	runs     map[int64]*runState // accepted and not yet reported, by execution id
+	// ended remembers the runs that finished lately, so that a /run the server repeats
+	// (its first answer was lost) is answered "accepted" and not run again.
+	ended    map[int64]time.Time
 	started  bool
 	stopping bool
 
@@ -135,6 +138,7 @@ func New(cfg Config) (*Executor, error) {
 		handlers: map[string]Handler{},
 		jobs:     map[int64]*jobRuns{},
 		runs:     map[int64]*runState{},
+		ended:    map[int64]time.Time{},
 	}
 	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
 	return e, nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -573,5 +574,33 @@ func TestConfigChecks(t *testing.T) {
 	}
 	if _, ok := executor.RunFrom(context.Background()); ok {
 		t.Error("RunFrom outside a run found one")
+	}
+}
+
+// TestRepeatedRunRunsOnce checks the executor's side of a /run whose answer the server lost:
+// the server sends it again with the same execution id, while the run goes on and after it
+// has finished, and the handler runs once.
+func TestRepeatedRunRunsOnce(t *testing.T) {
+	var runs atomic.Int32
+	release := make(chan struct{})
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("once", func(ctx context.Context) error {
+			runs.Add(1)
+			<-release
+			return nil
+		})
+	})
+	req := executor.RunRequest{ExecutionID: 77, JobID: 7, Handler: "once", Concurrency: "serial"}
+	s.mustRun(t, req)
+	if resp := s.run(t, req); !resp.Accepted {
+		t.Fatalf("a repeat while the run goes on was refused: %s", resp.Message)
+	}
+	close(release)
+	s.peer.WaitResult(t, 77, wait)
+	if resp := s.run(t, req); !resp.Accepted || resp.Message != "already ran" {
+		t.Fatalf("a repeat after the run ended: %+v, want accepted as already ran", resp)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once", n)
 	}
 }

@@ -101,6 +101,10 @@ func (e *Executor) accept(req RunRequest) RunResponse {
 		// The server repeated a call whose answer it lost: the run is already ours.
 		return RunResponse{Accepted: true, Message: "already accepted"}
 	}
+	if _, done := e.ended[req.ExecutionID]; done {
+		// The same, for a run that has finished since: its result is reported or spooled.
+		return RunResponse{Accepted: true, Message: "already ran"}
+	}
 	j := e.jobs[req.JobID]
 	if j == nil {
 		j = &jobRuns{running: map[int64]*runState{}}
@@ -246,6 +250,23 @@ func truncate(s string, n int) string {
 	return s[:n] + "… (truncated)"
 }
 
+// endedMemory is how long a finished run is remembered against a repeated /run: far longer
+// than the server's repeats of a call take.
+const endedMemory = 10 * time.Minute
+
+// rememberEnded records a finished run and forgets those older than endedMemory; e.mu is held.
+func (e *Executor) rememberEnded(id int64) {
+	now := time.Now()
+	e.ended[id] = now
+	if len(e.ended)%1024 == 0 {
+		for old, at := range e.ended {
+			if now.Sub(at) > endedMemory {
+				delete(e.ended, old)
+			}
+		}
+	}
+}
+
 // finish forgets rs, starts the next queued run of its job, and hands the result to the
 // reporter. started is zero for a run that never started.
 func (e *Executor) finish(rs *runState, res Result, started time.Time) {
@@ -256,6 +277,7 @@ func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 	}
 	e.mu.Lock()
 	delete(e.runs, rs.run.ExecutionID)
+	e.rememberEnded(rs.run.ExecutionID)
 	if j := e.jobs[rs.run.JobID]; j != nil {
 		delete(j.running, rs.run.ExecutionID)
 		if len(j.running) == 0 && len(j.queue) > 0 && !e.stopping {
