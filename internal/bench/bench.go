@@ -55,7 +55,11 @@ type Result struct {
 	Fires      int   `json:"fires"`
 	Misfires   int64 `json:"misfires"`
 	Duplicates int   `json:"duplicates"`
-	Missing    int   `json:"missing"`
+	// Missing counts the window's fires that did not run although a later fire of their
+	// trigger did: lost fires. Unfired counts those still due when the run stopped, with
+	// no later fire of their trigger run: the node was behind.
+	Missing int `json:"missing"`
+	Unfired int `json:"unfired"`
 	// Incomplete counts the remote runs due in the window whose execution had not succeeded
 	// when the run ended: a result that did not come back, or a dispatch that failed.
 	Incomplete int `json:"incomplete,omitempty"`
@@ -87,6 +91,9 @@ func (r Result) String() string {
 		s += " drain=" + ms(r.Drain)
 	}
 	s += fmt.Sprintf(" fires=%d misfires=%d duplicates=%d missing=%d", r.Fires, r.Misfires, r.Duplicates, r.Missing)
+	if r.Unfired > 0 {
+		s += fmt.Sprintf(" unfired=%d (behind)", r.Unfired)
+	}
 	if r.Scenario == "remote" {
 		s += fmt.Sprintf(" incomplete=%d", r.Incomplete)
 	}

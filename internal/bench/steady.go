@@ -100,10 +100,22 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 	latenessOf(&res, fires, from, to)
 	var seen map[[2]int64]bool
 	res.Duplicates, seen = duplicatesOf(fires)
+	// A fire of the window that did not run is missing when a later fire of its trigger ran
+	// (a hole: the fire was lost), and unfired when none did (the node was behind when the
+	// run stopped: the fire was still due, and a trigger fires in order).
+	last := map[int64]int64{}
+	for _, f := range fires {
+		last[f.trigger] = max(last[f.trigger], f.scheduledAt)
+	}
 	for i, id := range ids {
 		for at := first(i); at.Before(to); at = at.Add(cfg.Interval) {
-			if !at.Before(from) && !seen[[2]int64{id, at.UnixMilli()}] {
+			if at.Before(from) || seen[[2]int64{id, at.UnixMilli()}] {
+				continue
+			}
+			if at.UnixMilli() < last[id] {
 				res.Missing++
+			} else {
+				res.Unfired++
 			}
 		}
 	}
