@@ -70,7 +70,7 @@ func keyOf(x *store.Execution) fireKey {
 // ExecutionsInsert inserts es into the live table with one statement per chunk, skipping
 // duplicates; those inserted in a terminal state (skipped, canceled) move on to the history.
 func (e *executor) ExecutionsInsert(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
-	var dups, ended []*store.Execution
+	anyEnded := false
 	for _, x := range es {
 		if x.State == "" {
 			x.State = store.ExecPending
@@ -82,27 +82,46 @@ func (e *executor) ExecutionsInsert(ctx context.Context, es []*store.Execution) 
 		if x.AlarmState == "" {
 			x.AlarmState = store.AlarmNone
 		}
+		anyEnded = anyEnded || x.State.Terminal()
 	}
+	if !anyEnded {
+		return e.insertLive(ctx, es)
+	}
+	// The insert and the move to the history commit together: an ended execution must never
+	// be left behind in the live table.
+	var dups []*store.Execution
+	err := e.inTx(ctx, func(e *executor) error {
+		var err error
+		if dups, err = e.insertLive(ctx, es); err != nil {
+			return err
+		}
+		var ids []int64
+		for _, x := range es {
+			if x.ID != 0 && x.State.Terminal() {
+				ids = append(ids, x.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return nil // every ended one was a duplicate
+		}
+		_, err = e.moveToHistory(ctx, ids, "", nil, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return dups, nil
+}
+
+// insertLive inserts es into the live table, one statement per chunk.
+func (e *executor) insertLive(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+	var dups []*store.Execution
 	for _, c := range chunks(len(es)) {
 		d, err := e.insertExecutions(ctx, es[c[0]:c[1]])
 		if err != nil {
 			return nil, err
 		}
 		dups = append(dups, d...)
-	}
-	for _, x := range es {
-		if x.ID != 0 && x.State.Terminal() {
-			ended = append(ended, x)
-		}
-	}
-	if len(ended) > 0 {
-		ids := make([]int64, len(ended))
-		for i, x := range ended {
-			ids[i] = x.ID
-		}
-		if _, err := e.moveToHistory(ctx, ids, "", nil, nil); err != nil {
-			return nil, err
-		}
 	}
 	return dups, nil
 }

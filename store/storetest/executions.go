@@ -65,6 +65,24 @@ func testExecutionsInsert(t *testing.T, s store.Store) {
 	}
 	equal(t, "big batch stored", get(s.ExecutionGet(ctx, many[1198].ID)).ok(t).ScheduledAt, int64(1198))
 
+	// Executions inserted ended (a skipped fire) are stored ended, next to a live one; one
+	// whose fire key a live execution has is a duplicate like any other.
+	skipped := pending(3, 30, 100, 0)
+	skipped.State, skipped.Node, skipped.FinishedAt = store.ExecSkipped, "n1", 100
+	live := pending(3, 30, 200, 0)
+	dupSkip := pending(3, 30, 200, 0)
+	dupSkip.State = store.ExecSkipped
+	dups = get(s.ExecutionsInsert(ctx, []*store.Execution{skipped, live, dupSkip})).ok(t)
+	if len(dups) != 1 || dups[0] != dupSkip {
+		t.Fatalf("duplicates = %v, want the skipped twin of the live fire", dups)
+	}
+	equal(t, "skipped stored", get(s.ExecutionGet(ctx, skipped.ID)).ok(t).State, store.ExecSkipped)
+	equal(t, "live stored", get(s.ExecutionGet(ctx, live.ID)).ok(t).State, store.ExecPending)
+	ended := get(s.ExecutionList(ctx, store.ExecutionFilter{JobID: 3, State: store.ExecSkipped})).ok(t)
+	equal(t, "skipped listed", len(ended), 1)
+	dups = get(s.ExecutionsInsert(ctx, []*store.Execution{dupSkip})).ok(t)
+	equal(t, "an ended duplicate alone", len(dups), 1)
+
 	_, err := s.ExecutionGet(ctx, 1<<40)
 	wantErr(t, err, store.ErrNotFound)
 }
