@@ -43,8 +43,9 @@ func (c *completer) close() {
 }
 
 // run writes results as they come. While one batch is being written the next accumulates,
-// so under load each transaction carries many results and at rest a result is written at
-// once: group commit without a timer.
+// so under load each transaction carries many results. At a moderate rate results arrive one
+// by one (handlers start at their own milliseconds), and the writer waits CompleteLinger for
+// more before it writes, rather than commit once per fire.
 func (c *completer) run() {
 	defer close(c.done)
 	for {
@@ -52,21 +53,30 @@ func (c *completer) run() {
 		if !ok {
 			return
 		}
-		batch := []completion{cp}
-	gather:
-		for len(batch) < c.e.cfg.CompleteBatch {
-			select {
-			case cp, ok := <-c.in:
-				if !ok {
-					break gather
-				}
-				batch = append(batch, cp)
-			default:
-				break gather
-			}
+		batch := c.gather([]completion{cp})
+		if linger := c.e.cfg.CompleteLinger; linger > 0 && len(batch) < c.e.cfg.CompleteBatch {
+			t := c.e.clock.NewTimer(linger)
+			c.e.wait(context.Background(), t, nil)
+			batch = c.gather(batch)
 		}
 		c.flush(batch)
 	}
+}
+
+// gather adds the results waiting in the queue to batch, up to CompleteBatch.
+func (c *completer) gather(batch []completion) []completion {
+	for len(batch) < c.e.cfg.CompleteBatch {
+		select {
+		case cp, ok := <-c.in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, cp)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // flush writes one batch, retrying a failed write with a growing pause for about a minute

@@ -88,6 +88,11 @@ type Config struct {
 	MaxHeld int
 	// CompleteBatch is the most results one write carries. Default 500.
 	CompleteBatch int
+	// CompleteLinger is how long the result writer waits for more results when a batch is
+	// not full, so that results arriving one by one share a transaction. Default 5 ms;
+	// negative writes each batch at once (tests on a fake clock, where no time passes
+	// unless the test moves it).
+	CompleteLinger time.Duration
 
 	// HeartbeatInterval is how often the node records that it is alive. Default 2 s.
 	HeartbeatInterval time.Duration
@@ -124,6 +129,9 @@ func (c *Config) withDefaults() (Config, error) {
 	setDefault(&out.MisfireThreshold, 60*time.Second)
 	setDefault(&out.MaxRunning, 10000)
 	setDefault(&out.CompleteBatch, 500)
+	if out.CompleteLinger == 0 {
+		out.CompleteLinger = 5 * time.Millisecond
+	}
 	setDefault(&out.MaxHeld, 50000)
 	setDefault(&out.HeartbeatInterval, 2*time.Second)
 	setDefault(&out.NodeTimeout, 3*out.HeartbeatInterval)

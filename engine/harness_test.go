@@ -114,6 +114,9 @@ func newEngine(t *testing.T, st store.Store, r *recorder, node string, clk clock
 	cfg := Config{Store: st, Dispatcher: nodeDispatcher{r, node}, NodeID: node, Clock: clk, Logger: testLogger(t),
 		PollInterval: 50 * time.Millisecond, LookAhead: 500 * time.Millisecond,
 		HeartbeatInterval: 200 * time.Millisecond, NodeTimeout: time.Second, DrainTimeout: 5 * time.Second}
+	if _, fake := clk.(*clock.Fake); fake {
+		cfg.CompleteLinger = -1 // its timer would wait for the test to move the clock
+	}
 	if tune != nil {
 		tune(&cfg)
 	}
