@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -96,25 +97,6 @@ func NewRemote(cfg Config) *Remote {
 
 var _ engine.Dispatcher = (*Remote)(nil)
 
-// RunRequest is the body of POST {address}/run.
-type RunRequest struct {
-	ExecutionID int64  `json:"execution_id"`
-	JobID       int64  `json:"job_id"`
-	Handler     string `json:"handler"`
-	Params      string `json:"params"`
-	TimeoutMs   int64  `json:"timeout_ms"`
-	Concurrency string `json:"concurrency"`
-	ShardIndex  int    `json:"shard_index"`
-	ShardTotal  int    `json:"shard_total"`
-	ScheduledAt int64  `json:"scheduled_at"`
-	Attempt     int    `json:"attempt"`
-}
-
-type runResponse struct {
-	Accepted bool   `json:"accepted"`
-	Message  string `json:"message"`
-}
-
 // Dispatch sends the fire to the instance(s) its job's routing picks. It returns Async when
 // an executor accepted the run, and a failure saying why otherwise.
 func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
@@ -162,11 +144,11 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	if _, err := r.cfg.Store.ExecutionsSetDispatch(ctx, ex.ID, addr, index, total, msg); err != nil {
 		return engine.Result{Err: err}
 	}
-	req := RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
+	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt}
-	var resp runResponse
-	if err := r.callRepeating(ctx, addr, "/run", req, &resp); err != nil {
+	var resp executor.RunResponse
+	if err := r.callRepeating(ctx, addr, executor.PathRun, req, &resp); err != nil {
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("executor %s did not take execution %d: %w", addr, ex.ID, err)}
 	}
@@ -276,17 +258,6 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	return got, nil
 }
 
-// statusError is an executor's answer with a status other than 200.
-type statusError struct {
-	path   string
-	status int
-	msg    string
-}
-
-func (e *statusError) Error() string {
-	return fmt.Sprintf("POST %s: status %d: %s", e.path, e.status, e.msg)
-}
-
 // runRepeats are the pauses before a /run is sent again when no answer came back.
 var runRepeats = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 
@@ -298,7 +269,7 @@ var runRepeats = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out any) error {
 	err := r.call(ctx, addr, path, body, out)
 	for _, pause := range runRepeats {
-		var status *statusError
+		var status *executor.StatusError
 		if err == nil || errors.As(err, &status) || ctx.Err() != nil {
 			return err
 		}
@@ -313,14 +284,14 @@ func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out
 }
 
 func (r *Remote) beat(ctx context.Context, addr string) error {
-	return r.call(ctx, addr, "/beat", struct{}{}, &struct{}{})
+	return r.call(ctx, addr, executor.PathBeat, struct{}{}, &struct{}{})
 }
 
 func (r *Remote) idleBeat(ctx context.Context, addr string, jobID int64) (bool, error) {
 	var out struct {
 		Idle bool `json:"idle"`
 	}
-	err := r.call(ctx, addr, "/idle-beat", map[string]int64{"job_id": jobID}, &out)
+	err := r.call(ctx, addr, executor.PathIdleBeat, map[string]int64{"job_id": jobID}, &out)
 	return out.Idle, err
 }
 
@@ -329,7 +300,7 @@ func (r *Remote) Kill(ctx context.Context, addr string, executionID int64) (bool
 	var out struct {
 		Killed bool `json:"killed"`
 	}
-	err := r.call(ctx, addr, "/kill", map[string]int64{"execution_id": executionID}, &out)
+	err := r.call(ctx, addr, executor.PathKill, map[string]int64{"execution_id": executionID}, &out)
 	return out.Killed, err
 }
 
@@ -352,7 +323,7 @@ func (r *Remote) call(ctx context.Context, addr, path string, body, out any) err
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return &statusError{path: path, status: resp.StatusCode, msg: string(bytes.TrimSpace(msg))}
+		return &executor.StatusError{Path: path, Status: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("POST %s: decode the answer: %w", path, err)

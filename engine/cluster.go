@@ -103,11 +103,23 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
+	jobIDs := make([]int64, len(lost))
+	for i, ex := range lost {
+		jobIDs[i] = ex.JobID
+	}
+	js, err := tx.JobsGet(ctx, jobIDs)
+	if err != nil {
+		return err
+	}
+	jobs := make(map[int64]*store.Job, len(js))
+	for _, j := range js {
+		jobs[j.ID] = j
+	}
 	var refire []*store.Execution
 	var alarmed []int64
 	for _, ex := range lost {
-		job, err := tx.JobGet(ctx, ex.JobID)
-		if err != nil {
+		job := jobs[ex.JobID]
+		if job == nil {
 			continue // the job is gone: nothing to re-run, nobody to tell
 		}
 		switch {

@@ -426,28 +426,29 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// statusError is a non-2xx answer from the server.
-type statusError struct {
-	path   string
-	status int
-	body   string
+// StatusError is an HTTP answer of the protocol with a status other than success, in either
+// direction: a refusal that repeating the same request will not change.
+type StatusError struct {
+	Path   string
+	Status int
+	Body   string
 }
 
-func (e *statusError) Error() string {
-	return fmt.Sprintf("POST %s: status %d: %s", e.path, e.status, e.body)
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("POST %s: status %d: %s", e.Path, e.Status, e.Body)
 }
 
 // permanent reports whether err is a refusal that repeating the same request cannot fix.
 func permanent(err error) bool {
-	var se *statusError
+	var se *StatusError
 	if !errors.As(err, &se) {
 		return false
 	}
-	switch se.status {
+	switch se.Status {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests:
 		return false
 	}
-	return se.status >= 400 && se.status < 500
+	return se.Status >= 400 && se.Status < 500
 }
 
 // post sends in as JSON to the server's path and decodes a JSON answer into out (if not nil).
@@ -469,7 +470,7 @@ func (e *Executor) post(ctx context.Context, path string, in, out any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return &statusError{path: path, status: resp.StatusCode, body: strings.TrimSpace(string(msg))}
+		return &StatusError{Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(string(msg))}
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sundial-scheduler/sundial/dispatch"
+	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -25,14 +25,14 @@ const execToken = "executor-secret"
 type fakeExecutor struct {
 	t    *testing.T
 	url  string
-	runs chan dispatch.RunRequest
+	runs chan executor.RunRequest
 	mu   sync.Mutex
 	// refuse makes /run answer accepted=false.
 	refuse bool
 }
 
 func newFakeExecutor(t *testing.T) *fakeExecutor {
-	fe := &fakeExecutor{t: t, runs: make(chan dispatch.RunRequest, 16)}
+	fe := &fakeExecutor{t: t, runs: make(chan executor.RunRequest, 16)}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+execToken {
 			t.Errorf("executor called without the executor token: %q", r.Header.Get("Authorization"))
@@ -41,7 +41,7 @@ func newFakeExecutor(t *testing.T) *fakeExecutor {
 		}
 		switch r.URL.Path {
 		case "/run":
-			var req dispatch.RunRequest
+			var req executor.RunRequest
 			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 				t.Errorf("run body: %v", err)
 			}
@@ -68,14 +68,14 @@ func newFakeExecutor(t *testing.T) *fakeExecutor {
 }
 
 // nextRun waits (bounded) for the next run the executor receives.
-func (fe *fakeExecutor) nextRun() dispatch.RunRequest {
+func (fe *fakeExecutor) nextRun() executor.RunRequest {
 	fe.t.Helper()
 	select {
 	case r := <-fe.runs:
 		return r
 	case <-time.After(15 * time.Second):
 		fe.t.Fatalf("executor %s received no run", fe.url)
-		return dispatch.RunRequest{}
+		return executor.RunRequest{}
 	}
 }
 
