@@ -207,20 +207,29 @@ type RemoteResult struct {
 // in-process fires. Results for executions that do not exist are ignored. It returns the ids
 // it completed.
 func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]int64, error) {
-	batch := make([]completion, 0, len(results))
-	var jobIDs []int64
-	for _, r := range results {
+	ids := make([]int64, len(results))
+	for i, r := range results {
 		switch r.State {
 		case store.ExecSucceeded, store.ExecFailed, store.ExecTimedOut, store.ExecCanceled:
 		default:
 			return nil, fmt.Errorf("execution %d: state %q is not a final state", r.ExecutionID, r.State)
 		}
-		ex, err := e.store.ExecutionGet(ctx, r.ExecutionID)
-		if errors.Is(err, store.ErrNotFound) {
+		ids[i] = r.ExecutionID
+	}
+	xs, err := e.store.ExecutionsGet(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read %d executions: %w", len(ids), err)
+	}
+	byID := make(map[int64]*store.Execution, len(xs))
+	for _, x := range xs {
+		byID[x.ID] = x
+	}
+	batch := make([]completion, 0, len(results))
+	var jobIDs []int64
+	for _, r := range results {
+		ex := byID[r.ExecutionID]
+		if ex == nil {
 			continue // gone (retention, a deleted job): nothing to complete, and no reason to fail the rest
-		}
-		if err != nil {
-			return nil, fmt.Errorf("execution %d: %w", r.ExecutionID, err)
 		}
 		res := Result{Code: r.Code, Message: r.Message, Data: r.Data, Logs: r.Logs}
 		batch = append(batch, completion{fire: &Fire{Execution: ex}, state: r.State, res: res, started: r.Started, finished: r.Finished})

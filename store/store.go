@@ -88,6 +88,8 @@ type Executor interface {
 	// inserted. Executions inserted in a terminal state go straight to the history.
 	ExecutionsInsert(ctx context.Context, es []*Execution) (dups []*Execution, err error)
 	ExecutionGet(ctx context.Context, id int64) (*Execution, error)
+	// ExecutionsGet returns those of the executions ids that exist, in no particular order.
+	ExecutionsGet(ctx context.Context, ids []int64) ([]*Execution, error)
 	ExecutionList(ctx context.Context, f ExecutionFilter) ([]*Execution, error)
 	// ExecutionsLockDuePending locks and returns up to limit pending executions with
 	// ScheduledAt <= dueBefore, earliest first, skipping rows other transactions hold.

@@ -376,6 +376,37 @@ func (e *executor) ExecutionGet(ctx context.Context, id int64) (*store.Execution
 	return nil, fmt.Errorf("execution %d: %w", id, store.ErrNotFound)
 }
 
+// ExecutionsGet reads executions by id: the live table first, then the history for the rest
+// (an execution that ends between the two reads has reached the history by the second).
+func (e *executor) ExecutionsGet(ctx context.Context, ids []int64) ([]*store.Execution, error) {
+	var out []*store.Execution
+	rest := ids
+	for _, table := range []string{"executions_live", "executions"} {
+		var found []*store.Execution
+		for _, c := range chunks(len(rest)) {
+			in, args := inList(rest[c[0]:c[1]])
+			xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM "+table+" WHERE id IN "+in, args...))
+			if err != nil {
+				return nil, fmt.Errorf("sqlstore: get %d executions: %w", len(ids), err)
+			}
+			found = append(found, xs...)
+		}
+		out = append(out, found...)
+		got := make(map[int64]bool, len(found))
+		for _, x := range found {
+			got[x.ID] = true
+		}
+		var left []int64
+		for _, id := range rest {
+			if !got[id] {
+				left = append(left, id)
+			}
+		}
+		rest = left
+	}
+	return out, nil
+}
+
 // ExecutionList lists executions by id, ascending or descending: the live ones and the
 // history in one statement (one snapshot), each side cut to the limit first.
 func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) ([]*store.Execution, error) {

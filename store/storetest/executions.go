@@ -82,6 +82,15 @@ func testExecutionsInsert(t *testing.T, s store.Store) {
 	equal(t, "skipped listed", len(ended), 1)
 	dups = get(s.ExecutionsInsert(ctx, []*store.Execution{dupSkip})).ok(t)
 	equal(t, "an ended duplicate alone", len(dups), 1)
+	// Live and ended ones read together; an unknown id is left out.
+	both := get(s.ExecutionsGet(ctx, []int64{skipped.ID, 1 << 40, live.ID})).ok(t)
+	states := map[int64]store.ExecutionState{}
+	for _, x := range both {
+		states[x.ID] = x.State
+	}
+	if len(both) != 2 || states[skipped.ID] != store.ExecSkipped || states[live.ID] != store.ExecPending {
+		t.Fatalf("ExecutionsGet = %v, want the skipped and the pending execution", states)
+	}
 
 	_, err := s.ExecutionGet(ctx, 1<<40)
 	wantErr(t, err, store.ErrNotFound)
