@@ -252,7 +252,7 @@ func (s *Scheduler) AddTrigger(ctx context.Context, jobID int64, t Trigger) erro
 	return nil
 }
 
-func (s *Scheduler) addTrigger(ctx context.Context, ex store.Executor, jobID int64, t Trigger) error {
+func (s *Scheduler) addTrigger(ctx context.Context, ex store.Querier, jobID int64, t Trigger) error {
 	row, err := s.triggerRow(ctx, ex, jobID, t)
 	if err != nil {
 		return err
@@ -305,7 +305,7 @@ func jobRow(j Job) (*store.Job, error) {
 
 // triggerRow validates t, computes its first fire time (with its calendar) and returns the
 // row to store.
-func (s *Scheduler) triggerRow(ctx context.Context, ex store.Executor, jobID int64, t Trigger) (*store.Trigger, error) {
+func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int64, t Trigger) (*store.Trigger, error) {
 	if t.Schedule == nil {
 		return nil, fmt.Errorf("sundial: trigger %s: schedule: must be set", t.Name)
 	}

@@ -131,7 +131,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 // advanceTrigger computes the fires of one locked trigger that fall in the window (at most
 // room) and the trigger's new state. A trigger that cannot be rebuilt goes to state error
 // with the reason, so one bad row never stalls the batch.
-func (e *Engine) advanceTrigger(ctx context.Context, ex store.Executor, row *store.Trigger, now time.Time, dueBefore int64, room int) (store.TriggerFireUpdate, []*store.Execution) {
+func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, row *store.Trigger, now time.Time, dueBefore int64, room int) (store.TriggerFireUpdate, []*store.Execution) {
 	tr, cal, err := e.buildTrigger(ctx, ex, row)
 	if err != nil {
 		e.log.Warn("trigger moved to error", "trigger", row.ID, "err", err)

@@ -14,7 +14,7 @@ import (
 
 // buildTrigger rebuilds the schedule.Trigger a stored trigger row describes, with its
 // calendar chain.
-func (e *Engine) buildTrigger(ctx context.Context, ex store.Executor, row *store.Trigger) (*schedule.Trigger, schedule.Calendar, error) {
+func (e *Engine) buildTrigger(ctx context.Context, ex store.Querier, row *store.Trigger) (*schedule.Trigger, schedule.Calendar, error) {
 	loc, err := loadZoneCached(row.TimeZone)
 	if err != nil {
 		return nil, nil, err
@@ -119,7 +119,7 @@ func newCalendarCache(s store.Store) *calendarCache {
 }
 
 // get returns the named calendar chain, evaluated in loc (the trigger's zone).
-func (c *calendarCache) get(ctx context.Context, ex store.Executor, name string, loc *time.Location) (schedule.Calendar, error) {
+func (c *calendarCache) get(ctx context.Context, ex store.Querier, name string, loc *time.Location) (schedule.Calendar, error) {
 	var specs []string
 	var stamp int64
 	for n, depth := name, 0; n != ""; depth++ {
@@ -211,6 +211,6 @@ func (c *jobCache) forget(id int64) {
 }
 
 // Calendar returns the named stored calendar chain evaluated in loc, read through ex.
-func (e *Engine) Calendar(ctx context.Context, ex store.Executor, name string, loc *time.Location) (schedule.Calendar, error) {
+func (e *Engine) Calendar(ctx context.Context, ex store.Querier, name string, loc *time.Location) (schedule.Calendar, error) {
 	return e.cals.get(ctx, ex, name, loc)
 }

@@ -79,12 +79,12 @@ type triggerOut struct {
 
 // calendarSource resolves a stored calendar chain in a zone (the engine's, which caches).
 type calendarSource interface {
-	Calendar(ctx context.Context, ex store.Executor, name string, loc *time.Location) (schedule.Calendar, error)
+	Calendar(ctx context.Context, ex store.Querier, name string, loc *time.Location) (schedule.Calendar, error)
 }
 
 // validate checks the trigger the way the engine will build it and returns it for the
 // embedding API. Every problem is reported against its field under prefix ("triggers[0]").
-func (in *triggerIn) validate(ctx context.Context, cals calendarSource, ex store.Executor, prefix string) (sundial.Trigger, error) {
+func (in *triggerIn) validate(ctx context.Context, cals calendarSource, ex store.Querier, prefix string) (sundial.Trigger, error) {
 	var out sundial.Trigger
 	f := func(name string) string {
 		if prefix == "" {

@@ -1,6 +1,8 @@
 // Package store owns Sundial's persistent state: jobs, triggers, calendars, paused trigger
-// groups, executions (the in-flight record and the history in one table), execution log lines,
-// scheduler nodes and named leases. It defines the domain types, the errors, and the Executor
+// groups, executions (live ones — pending, acquired, running — in executions_live, ended ones in
+// the history table they move to when they end, in the same transaction), execution log lines,
+// executor apps and their registered instances, users, tokens and sessions, scheduler nodes and
+// named leases. It defines the domain types, the errors, and the Querier
 // interface the engine and the API are written against; store/sqlstore implements it for
 // SQLite, PostgreSQL and MySQL/MariaDB, and store/storetest is the conformance suite every
 // implementation must pass.

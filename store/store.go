@@ -21,10 +21,10 @@ var (
 	ErrConflict = errors.New("version conflict")
 )
 
-// Executor is every store operation. It is implemented both by the Store (each call in its
+// Querier is every store operation. It is implemented both by the Store (each call in its
 // own transaction) and by a Tx (all calls in one transaction), so code that must write several
-// rows atomically takes an Executor and is handed a Tx.
-type Executor interface {
+// rows atomically takes a Querier and is handed a Tx.
+type Querier interface {
 	// DBNow returns the database's clock in Unix milliseconds.
 	DBNow(ctx context.Context) (int64, error)
 
@@ -214,19 +214,19 @@ type Executor interface {
 	SessionsDeleteExpired(ctx context.Context, now int64) (int64, error)
 }
 
-// Store is a database: an Executor that runs each call on its own, and the source of
+// Store is a database: a Querier that runs each call on its own, and the source of
 // transactions.
 type Store interface {
-	Executor
+	Querier
 	// Begin starts a transaction. On SQLite it takes the database's write lock at once, so
 	// a transaction never fails half-way to upgrade its lock.
 	Begin(ctx context.Context) (Tx, error)
 	Close() error
 }
 
-// Tx is an Executor whose calls share one transaction.
+// Tx is a Querier whose calls share one transaction.
 type Tx interface {
-	Executor
+	Querier
 	Commit() error
 	// Rollback is a no-op after Commit, so it can be deferred.
 	Rollback() error

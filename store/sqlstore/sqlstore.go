@@ -324,7 +324,7 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// executor implements store.Executor on the pool (tx nil) or in a transaction.
+// executor implements store.Querier on the pool (tx nil) or in a transaction.
 type executor struct {
 	cfg *config
 	q   querier

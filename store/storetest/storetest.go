@@ -96,14 +96,14 @@ func sameIDs(t *testing.T, what string, got, want []int64) {
 	}
 }
 
-func newJob(t *testing.T, s store.Executor, group, name string) *store.Job {
+func newJob(t *testing.T, s store.Querier, group, name string) *store.Job {
 	t.Helper()
 	j := &store.Job{Group: group, Name: name, TargetKind: store.TargetLocal, Handler: "h", Enabled: true}
 	noErr(t, s.JobInsert(context.Background(), j))
 	return j
 }
 
-func newTrigger(t *testing.T, s store.Executor, jobID int64, group, name string, next int64) *store.Trigger {
+func newTrigger(t *testing.T, s store.Querier, jobID int64, group, name string, next int64) *store.Trigger {
 	t.Helper()
 	tr := &store.Trigger{JobID: jobID, Group: group, Name: name, Kind: store.TriggerSimple, Spec: `{"interval_ms":1000}`,
 		StartAt: next, NextFireAt: next}
@@ -112,7 +112,7 @@ func newTrigger(t *testing.T, s store.Executor, jobID int64, group, name string,
 }
 
 // newTriggers makes n waiting triggers of one job due at next.
-func newTriggers(t *testing.T, s store.Executor, n int, next int64) []int64 {
+func newTriggers(t *testing.T, s store.Querier, n int, next int64) []int64 {
 	t.Helper()
 	j := newJob(t, s, "g", fmt.Sprintf("job-%d", next))
 	ids := make([]int64, n)
