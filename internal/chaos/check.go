@@ -46,6 +46,11 @@ type DBExec struct {
 	Shard   int
 	State   string
 	Node    string
+	Cause   string
+	// FinishedAt is when it ended (Unix ms; 0 while live).
+	FinishedAt int64
+	// Msg is the database's trigger and handle messages, for the report.
+	Msg string
 }
 
 // Live reports whether the execution is not over (pending, acquired or running).
@@ -59,9 +64,9 @@ type Proc struct {
 	NodeID string // the node id it ran under ("" for executors)
 	// Killed is when the suite killed it with SIGKILL (Unix ms; 0: never).
 	Killed int64
-	// Thawed is when a SIGSTOP that lasted past the node timeout ended (Unix ms; 0: never
-	// frozen that long): the cluster had declared the node dead while it was frozen.
-	Thawed int64
+	// Frozen and Thawed are when a SIGSTOP that lasted past the node timeout began and ended
+	// (Unix ms; 0: never frozen that long): the cluster declared the node dead meanwhile.
+	Frozen, Thawed int64
 }
 
 // Kill is one SIGKILL of a node and what became of the work it held.
@@ -123,19 +128,19 @@ type Finding struct {
 
 // Report is the checker's verdict on one run.
 type Report struct {
-	Dialect         string
-	Fires           int // fires the schedules call for
-	Runs            int // handler runs the ledger holds
-	Counts          map[Class]int
-	NotRunStates    map[string]int
-	StuckRows       int
-	Unexpected      int // runs of fires the schedules do not call for
-	SerialOverlaps  int // two runs of a serial job at once
+	Dialect                   string
+	Fires                     int // fires the schedules call for
+	Runs                      int // handler runs the ledger holds
+	Counts                    map[Class]int
+	NotRunStates              map[string]int
+	StuckRows                 int
+	Unexpected                int // runs of fires the schedules do not call for
+	SerialOverlaps            int // two runs of a serial job at once
 	LateP50, LateP99, LateMax time.Duration
-	Kills           []Kill
-	Faults          []Fault
-	Findings        []Finding // up to a few per class
-	Start           int64
+	Kills                     []Kill
+	Faults                    []Fault
+	Findings                  []Finding // up to a few per class
+	Start                     int64
 }
 
 // Failed lists the targets the run missed: 0 double, zombie, missing and stuck, no
@@ -166,6 +171,7 @@ type fireKey struct {
 
 type runRec struct {
 	Entry
+	root  int64 // the scheduled time of the fire the run belongs to
 	ended bool
 	ok    bool
 	endAt int64
@@ -190,31 +196,43 @@ func Check(in Input) *Report {
 			ends[runID{e.Key(), e.Proc}] = e
 		}
 	}
+	roots := fireRoots(in.DB)
+	rootOf := func(execID, sched int64) int64 {
+		if root, ok := roots[execID]; ok {
+			return root
+		}
+		return sched
+	}
 	byFire := map[fireKey][]runRec{}
 	for _, e := range in.Ledger {
 		if e.Ev != "begin" {
 			continue
 		}
-		rr := runRec{Entry: e}
+		rr := runRec{Entry: e, root: rootOf(e.ExecID, e.Sched)}
 		if end, ok := ends[runID{e.Key(), e.Proc}]; ok {
 			rr.ended, rr.ok, rr.endAt = true, end.OK, end.At
 		}
-		byFire[fireKey{e.JobID, e.Sched}] = append(byFire[fireKey{e.JobID, e.Sched}], rr)
+		fk := fireKey{e.JobID, rr.root}
+		byFire[fk] = append(byFire[fk], rr)
 		r.Runs++
 	}
 	dbByFire := map[fireKey][]DBExec{}
 	execNode := map[int64]DBExec{}
 	for _, d := range in.DB {
-		dbByFire[fireKey{d.JobID, d.Sched}] = append(dbByFire[fireKey{d.JobID, d.Sched}], d)
+		fk := fireKey{d.JobID, rootOf(d.ID, d.Sched)}
+		dbByFire[fk] = append(dbByFire[fk], d)
 		execNode[d.ID] = d
 		if d.Live() {
 			r.StuckRows++
 		}
 	}
-	// died: the run's process was killed before it ended the run.
+	// died: the run's process was killed before it ended the run, or frozen (and declared
+	// dead) while it ran.
 	died := func(x runRec) bool {
 		p := procs[x.Proc]
-		return !x.ended && p.Killed != 0 && p.Killed >= x.At
+		killed := !x.ended && p.Killed != 0 && p.Killed >= x.At
+		frozen := p.Thawed != 0 && x.At < p.Frozen && (!x.ended || x.endAt >= p.Frozen)
+		return killed || frozen
 	}
 	// zombie: a run begun by a process after the thaw of a freeze the cluster had declared
 	// it dead in, of a fire scheduled before the thaw (so one it could have held from before).
@@ -282,7 +300,7 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 	}
 	for _, d := range db {
 		if d.Live() {
-			raise(Stuck, fmt.Sprintf("execution %d (attempt %d) still %s on node %q", d.ID, d.Attempt, d.State, d.Node))
+			raise(Stuck, fmt.Sprintf("execution %d (attempt %d, cause %s) still %s on node %q", d.ID, d.Attempt, d.Cause, d.State, d.Node))
 		}
 	}
 	if len(runs) == 0 {
@@ -291,7 +309,7 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 		} else {
 			var states []string
 			for _, d := range db {
-				states = append(states, fmt.Sprintf("%d:%s", d.ID, d.State))
+				states = append(states, fmt.Sprintf("execution %d %s (%s)", d.ID, d.State, d.Msg))
 			}
 			raise(NotRun, "never run; database: "+strings.Join(states, ", "))
 		}
@@ -300,7 +318,8 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 	sort.Slice(runs, func(a, b int) bool { return runs[a].At < runs[b].At })
 	byKey := map[Key][]runRec{}
 	for _, x := range runs {
-		byKey[x.Key()] = append(byKey[x.Key()], x)
+		k := Key{x.JobID, x.root, x.Attempt, x.Shard}
+		byKey[k] = append(byKey[k], x)
 	}
 	for _, x := range runs {
 		if zombie(x) {
@@ -317,9 +336,12 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 				raise(Zombie, fmt.Sprintf("attempt %d ran on %s and %s, one of them after the cluster declared it dead", k.Attempt, prev.Proc, cur.Proc))
 			case died(prev) && j.Recovery:
 				raise(Recovery, "")
+			case prev.Proc == cur.Proc && prev.ExecID == cur.ExecID:
+				raise(Double, fmt.Sprintf("attempt %d (exec %d) began twice in one process, %s, at +%d and +%d ms",
+					k.Attempt, cur.ExecID, cur.Proc, prev.At-prev.Sched, cur.At-cur.Sched))
 			default:
 				raise(Double, fmt.Sprintf("attempt %d ran on %s (exec %d, at +%d ms) and on %s (exec %d, at +%d ms)",
-					k.Attempt, prev.Proc, prev.ExecID, prev.At-k.Sched, cur.Proc, cur.ExecID, cur.At-k.Sched))
+					k.Attempt, prev.Proc, prev.ExecID, prev.At-prev.Sched, cur.Proc, cur.ExecID, cur.At-cur.Sched))
 			}
 		}
 		if k.Attempt == 0 {
@@ -362,4 +384,52 @@ func serialOverlaps(byFire map[fireKey][]runRec, job int64) int {
 		maxEnd = max(maxEnd, x.endAt)
 	}
 	return n
+}
+
+// fireRoots maps every execution to the scheduled time of the fire it belongs to. A recovery
+// re-run keeps its fire's scheduled time; a retry is scheduled when its backoff ends, so it
+// is joined to the failed or lost attempt before it: the one of the same job and shard that
+// ended last before the retry was due and has no retry yet.
+func fireRoots(db []DBExec) map[int64]int64 {
+	roots := map[int64]int64{}
+	type slot struct {
+		job     int64
+		attempt int
+		shard   int
+	}
+	ended := map[slot][]DBExec{} // failed or lost attempts, by FinishedAt
+	var retries []DBExec
+	for _, d := range db {
+		roots[d.ID] = d.Sched
+		if d.Cause == "retry" && d.Attempt > 0 {
+			retries = append(retries, d)
+		}
+		if d.State == "failed" || d.State == "timed_out" || d.State == "lost" {
+			s := slot{d.JobID, d.Attempt, d.Shard}
+			ended[s] = append(ended[s], d)
+		}
+	}
+	for _, es := range ended {
+		sort.Slice(es, func(a, b int) bool { return es[a].FinishedAt < es[b].FinishedAt })
+	}
+	// Lower attempts first, so a retry's parent already has its root.
+	sort.Slice(retries, func(a, b int) bool {
+		if retries[a].Attempt != retries[b].Attempt {
+			return retries[a].Attempt < retries[b].Attempt
+		}
+		return retries[a].Sched < retries[b].Sched
+	})
+	claimed := map[int64]bool{}
+	for _, d := range retries {
+		es := ended[slot{d.JobID, d.Attempt - 1, d.Shard}]
+		i := sort.Search(len(es), func(i int) bool { return es[i].FinishedAt > d.Sched })
+		for i--; i >= 0; i-- {
+			if !claimed[es[i].ID] {
+				claimed[es[i].ID] = true
+				roots[d.ID] = roots[es[i].ID]
+				break
+			}
+		}
+	}
+	return roots
 }

@@ -38,10 +38,12 @@ func (c *cluster) plan() []step {
 		}
 	}
 	var steps []step
-	for base, n := 5*time.Second, 0; base+120*time.Second <= c.o.Load; base, n = base+120*time.Second, n+1 {
+	for base, n := 5*time.Second, 0; base < c.o.Load; base, n = base+120*time.Second, n+1 {
 		node := func(k int) int { return (n + k) % 3 }
 		steps = append(steps,
-			step{base, func(ctx context.Context) { c.killNode(ctx, node(0), n%2 == 1, time.Duration(2+c.rng.IntN(4))*time.Second) }},
+			step{base, func(ctx context.Context) {
+				c.killNode(ctx, node(0), n%2 == 1, time.Duration(2+c.rng.IntN(4))*time.Second)
+			}},
 			step{base + 10*time.Second, func(ctx context.Context) { c.freezeNode(node(1), freeze+time.Duration(c.rng.IntN(5))*time.Second) }},
 			step{base + 32*time.Second, func(ctx context.Context) { c.restartExecutor(ctx, n%2, 2*time.Second) }},
 			step{base + 40*time.Second, func(ctx context.Context) { c.killNode(ctx, node(2), n%2 == 0, 3*time.Second) }},
@@ -101,12 +103,13 @@ func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Dur
 func (c *cluster) freezeNode(i int, d time.Duration) {
 	p := c.nodes[i]
 	p.signal(syscall.SIGSTOP)
+	frozen := time.Now().UnixMilli()
 	c.fault("SIGSTOP %s (%s) for %s (node timeout %s)", p.label, p.nodeID, d, 3*c.o.Heartbeat)
 	time.Sleep(d)
 	p.signal(syscall.SIGCONT)
 	if d > 3*c.o.Heartbeat {
 		c.mu.Lock()
-		p.life.Thawed = time.Now().UnixMilli()
+		p.life.Frozen, p.life.Thawed = frozen, time.Now().UnixMilli()
 		c.mu.Unlock()
 	}
 	c.logf("SIGCONT %s", p.label)

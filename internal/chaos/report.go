@@ -15,7 +15,7 @@ func (r *Report) String() string {
 		switch c {
 		case NotRun:
 			if len(r.NotRunStates) > 0 {
-				fmt.Fprintf(&b, "   database states: %v", r.NotRunStates)
+				fmt.Fprintf(&b, "   their database rows by state: %v", r.NotRunStates)
 			}
 		case Stuck:
 			fmt.Fprintf(&b, "   (%d live rows after the settle)", r.StuckRows)

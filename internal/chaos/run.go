@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -316,7 +317,8 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 		}
 		for _, e := range page {
 			db = append(db, DBExec{ID: e.ID, JobID: e.JobID, Sched: e.ScheduledAt, Attempt: e.Attempt, Shard: e.ShardIndex,
-				State: string(e.State), Node: e.Node})
+				State: string(e.State), Node: e.Node, Cause: string(e.Cause), FinishedAt: e.FinishedAt,
+				Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
 		}
 		if len(page) < 1000 {
 			break

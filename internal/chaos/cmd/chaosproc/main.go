@@ -79,24 +79,37 @@ func logger(level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 }
 
-func runNode(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("node", flag.ExitOnError)
-	addr := fs.String("addr", "127.0.0.1:0", "HTTP address")
-	db := fs.String("db", "", "database DSN")
-	nodeID := fs.String("node-id", "", "node id")
-	proc := fs.String("proc", "node", "process name in the ledger")
-	ledger := fs.String("ledger", "", "ledger file")
-	token := fs.String("executor-token", "chaos", "executor token")
-	heartbeat := fs.Duration("heartbeat", 0, "node heartbeat interval (0: the default)")
-	level := fs.String("log-level", "info", "log level")
-	_ = fs.Parse(args)
+// common are the flags of both commands.
+type common struct {
+	fs                  *flag.FlagSet
+	proc, ledger, level *string
+}
 
-	led, err := chaos.OpenLedger(*ledger)
+func newFlags(name string) common {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	return common{fs: fs, proc: fs.String("proc", name, "process name in the ledger"),
+		ledger: fs.String("ledger", "", "ledger file"), level: fs.String("log-level", "info", "log level")}
+}
+
+// parse parses args and opens the ledger.
+func (c common) parse(args []string) (*chaos.Ledger, *slog.Logger, error) {
+	_ = c.fs.Parse(args)
+	led, err := chaos.OpenLedger(*c.ledger)
+	return led, logger(*c.level), err
+}
+
+func runNode(ctx context.Context, args []string) error {
+	c := newFlags("node")
+	addr := c.fs.String("addr", "127.0.0.1:0", "HTTP address")
+	db := c.fs.String("db", "", "database DSN")
+	nodeID := c.fs.String("node-id", "", "node id")
+	token := c.fs.String("executor-token", "chaos", "executor token")
+	heartbeat := c.fs.Duration("heartbeat", 0, "node heartbeat interval (0: the default)")
+	led, log, err := c.parse(args)
 	if err != nil {
 		return err
 	}
 	defer led.Close()
-	log := logger(*level)
 	st, err := sqlstore.Open(ctx, *db)
 	if err != nil {
 		return err
@@ -107,7 +120,7 @@ func runNode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	name := fmt.Sprintf("%s:%s:%d", *proc, *nodeID, os.Getpid())
+	name := fmt.Sprintf("%s:%s:%d", *c.proc, *nodeID, os.Getpid())
 	srv.Register("ledger", func(ctx context.Context) error {
 		ex := sundial.ExecutionFrom(ctx)
 		return run(ctx, led, chaos.Entry{JobID: ex.JobID, Sched: ex.ScheduledAt.UnixMilli(), Attempt: ex.Attempt,
@@ -121,28 +134,23 @@ func runNode(ctx context.Context, args []string) error {
 }
 
 func runExecutor(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("executor", flag.ExitOnError)
-	servers := fs.String("server", "", "server base URL")
-	listen := fs.String("listen", "127.0.0.1:0", "listen address")
-	app := fs.String("app", "chaos", "app")
-	proc := fs.String("proc", "exec", "process name in the ledger")
-	ledger := fs.String("ledger", "", "ledger file")
-	token := fs.String("token", "chaos", "executor token")
-	spool := fs.String("spool-dir", "", "spool directory")
-	level := fs.String("log-level", "info", "log level")
-	_ = fs.Parse(args)
-
-	led, err := chaos.OpenLedger(*ledger)
+	c := newFlags("exec")
+	server := c.fs.String("server", "", "server base URL")
+	listen := c.fs.String("listen", "127.0.0.1:0", "listen address")
+	app := c.fs.String("app", "chaos", "app")
+	token := c.fs.String("token", "chaos", "executor token")
+	spool := c.fs.String("spool-dir", "", "spool directory")
+	led, log, err := c.parse(args)
 	if err != nil {
 		return err
 	}
 	defer led.Close()
-	ex, err := executor.New(executor.Config{Server: *servers, Token: *token, App: *app, Listen: *listen,
-		SpoolDir: *spool, Logger: logger(*level)})
+	ex, err := executor.New(executor.Config{Server: *server, Token: *token, App: *app, Listen: *listen,
+		SpoolDir: *spool, Logger: log})
 	if err != nil {
 		return err
 	}
-	name := fmt.Sprintf("%s::%d", *proc, os.Getpid())
+	name := fmt.Sprintf("%s::%d", *c.proc, os.Getpid())
 	ex.Handle("ledger", func(ctx context.Context) error {
 		r, _ := executor.RunFrom(ctx)
 		return run(ctx, led, chaos.Entry{JobID: r.JobID, Sched: r.ScheduledAt.UnixMilli(), Attempt: r.Attempt,
