@@ -74,8 +74,10 @@ type Kill struct {
 	At     int64  // Unix ms
 	Proc   string // the killed process
 	NodeID string
-	// Restart says how it came back: "same id", "new id" or "" (not restarted).
-	Restart string
+	// Restart says how it came back: "same id", "new id" or "" (not restarted); Restarted is
+	// when the new process answered (Unix ms; 0: it did not).
+	Restart   string
+	Restarted int64
 	// Held is how many live executions the node owned when it died; Released is when the
 	// last of them left it (ended, went back to pending or to another node; 0: never).
 	Held     int
@@ -263,7 +265,7 @@ func Check(in Input) *Report {
 			}
 		}
 		if j.Serial {
-			r.SerialOverlaps += serialOverlaps(byFire, j.ID)
+			r.SerialOverlaps += serialOverlaps(byFire, j.ID, died)
 		}
 	}
 	for fk, runs := range byFire {
@@ -362,13 +364,14 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 }
 
 // serialOverlaps counts runs of a serial job that began while another of its runs was
-// still running (both ended, so both intervals are known).
-func serialOverlaps(byFire map[fireKey][]runRec, job int64) int {
+// still running (both ended, so both intervals are known). A run its process died in (a
+// freeze the cluster declared it dead in) is left out: nothing can stop a frozen handler.
+func serialOverlaps(byFire map[fireKey][]runRec, job int64, died func(runRec) bool) int {
 	var runs []runRec
 	for fk, rs := range byFire {
 		if fk.job == job {
 			for _, x := range rs {
-				if x.ended {
+				if x.ended && !died(x) {
 					runs = append(runs, x)
 				}
 			}

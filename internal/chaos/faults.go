@@ -84,9 +84,10 @@ func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Dur
 	name, id := p.life.Name, p.nodeID
 	p.signal(syscall.SIGKILL)
 	now := time.Now().UnixMilli()
+	k := &Kill{At: now, Proc: name, NodeID: id, Restart: restart, Held: -1}
 	c.mu.Lock()
 	p.life.Killed = now
-	c.kills = append(c.kills, &Kill{At: now, Proc: name, NodeID: id, Restart: restart, Held: -1})
+	c.kills = append(c.kills, k)
 	c.mu.Unlock()
 	c.fault("SIGKILL %s (%s), restart in %s with %s", p.label, id, down, restart)
 	time.Sleep(down)
@@ -96,7 +97,11 @@ func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Dur
 	}
 	if err := c.startProc(ctx, p, true); err != nil {
 		c.logf("restart %s: %v", p.label, err)
+		return
 	}
+	c.mu.Lock()
+	k.Restarted = time.Now().UnixMilli()
+	c.mu.Unlock()
 }
 
 // freezeNode stops node i with SIGSTOP for d, then lets it go on.

@@ -43,6 +43,9 @@ func (r *Report) String() string {
 			if restart == "" {
 				restart = "not restarted"
 			}
+			if k.Restarted != 0 {
+				restart += fmt.Sprintf(", up again after %.1fs", float64(k.Restarted-k.At)/1000)
+			}
 			fmt.Fprintf(&b, "  +%6.1fs %s (%s): %d live executions, released after %s\n",
 				float64(k.At-r.Start)/1000, k.Proc, restart, k.Held, rel)
 		}

@@ -174,8 +174,12 @@ func (c *cluster) setUp(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// Executor i talks to node i (an executor takes one server).
-		server := "http://" + c.nodes[i].addr
+		// Executor i is given node i first, then the others.
+		var urls []string
+		for k := range c.nodes {
+			urls = append(urls, "http://"+c.nodes[(i+k)%len(c.nodes)].addr)
+		}
+		server := strings.Join(urls, ",")
 		spool := filepath.Join(c.dir, fmt.Sprintf("spool%d", i+1))
 		c.execs = append(c.execs, &process{label: fmt.Sprintf("exec%d", i+1), addr: addr, logDir: c.dir,
 			args: func(p *process) []string {
