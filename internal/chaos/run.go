@@ -303,15 +303,10 @@ func (c *cluster) settle(ctx context.Context, loadEnd time.Time) {
 	c.logf("settle over with executions still live")
 }
 
-// check stops the cluster, reads the ledger and the database, and classifies.
+// check reads the database, stops the cluster, reads the ledger, and classifies.
 func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time) (*Report, error) {
-	for _, p := range append(append([]*process{}, c.execs...), c.nodes...) {
-		p.stop(10 * time.Second)
-	}
-	entries, err := ReadLedger(c.ledger)
-	if err != nil {
-		return nil, err
-	}
+	// The database first, as the settle left it: a node's clean stop hands its acquired
+	// fires back to pending, which would hide the rows it had stranded.
 	var db []DBExec
 	var after int64
 	for {
@@ -328,6 +323,13 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 			break
 		}
 		after = page[len(page)-1].ID
+	}
+	for _, p := range append(append([]*process{}, c.execs...), c.nodes...) {
+		p.stop(10 * time.Second)
+	}
+	entries, err := ReadLedger(c.ledger)
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	in := Input{Dialect: c.o.Dialect, Jobs: jobs, Ledger: entries, DB: db, Faults: c.faults, Start: loadStart.UnixMilli(),
