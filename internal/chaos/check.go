@@ -324,10 +324,17 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 		byKey[k] = append(byKey[k], x)
 	}
 	for _, x := range runs {
-		if zombie(x) {
-			if d, ok := execs[x.ExecID]; ok && (d.State == "lost" || !strings.Contains(x.Proc, ":"+d.Node+":")) {
-				raise(Zombie, fmt.Sprintf("%s ran execution %d after its thaw; the database says %s on node %q", x.Proc, x.ExecID, d.State, d.Node))
+		if !zombie(x) {
+			continue
+		}
+		for _, o := range runs {
+			if o.Proc != x.Proc {
+				raise(Zombie, fmt.Sprintf("%s ran attempt %d (exec %d) after its thaw; %s ran attempt %d (exec %d) too",
+					x.Proc, x.Attempt, x.ExecID, o.Proc, o.Attempt, o.ExecID))
 			}
+		}
+		if d, ok := execs[x.ExecID]; ok && (d.State == "lost" || !strings.Contains(x.Proc, ":"+d.Node+":")) {
+			raise(Zombie, fmt.Sprintf("%s ran execution %d after its thaw; the database says %s on node %q", x.Proc, x.ExecID, d.State, d.Node))
 		}
 	}
 	for k, same := range byKey {

@@ -75,6 +75,15 @@ func TestCheckClasses(t *testing.T) {
 			DB:    []DBExec{{ID: 9, JobID: 1, Sched: t0 + 2000, State: "lost", Node: "n3"}}},
 		want:  map[Class]int{Zombie: 2, Once: 1},
 		fails: true,
+	}, {
+		name: "a frozen node that starts, after its thaw, a run whose recovery another node ran is a zombie",
+		job:  checkJob(1, true, 0),
+		in: Input{Ledger: []Entry{begin(1, t0, 1, 4, "node2:n2:2", t0+9000), begin(1, t0, 0, 1, "node3:n3:3", t0+12000), b, end(b, true, t0+1050)},
+			Procs: []Proc{{Name: "node3:n3:3", Frozen: t0 - 500, Thawed: t0 + 11000}},
+			DB: []DBExec{{ID: 1, JobID: 1, Sched: t0, State: "succeeded", Node: "n3"}, {ID: 4, JobID: 1, Sched: t0, Attempt: 1, Cause: "recovery", State: "succeeded", Node: "n2"},
+				{ID: 9, JobID: 1, Sched: t0 + 2000, State: "failed"}}},
+		want:  map[Class]int{Zombie: 1, Once: 1, NotRun: 1},
+		fails: true,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
