@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-
-	"github.com/sundial-scheduler/sundial/store"
 )
 
 // leaderLease is the lease whose holder runs the cluster's single-runner duties.
@@ -103,43 +101,9 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	jobIDs := make([]int64, len(lost))
-	for i, ex := range lost {
-		jobIDs[i] = ex.JobID
-	}
-	js, err := tx.JobsGet(ctx, jobIDs)
+	out, err := e.continueLost(ctx, tx, lost, lostWithNode)
 	if err != nil {
 		return err
-	}
-	jobs := make(map[int64]*store.Job, len(js))
-	for _, j := range js {
-		jobs[j.ID] = j
-	}
-	var refire []*store.Execution
-	var alarmed []int64
-	for _, ex := range lost {
-		job := jobs[ex.JobID]
-		if job == nil {
-			continue // the job is gone: nothing to re-run, nobody to tell
-		}
-		switch {
-		case job.RequestsRecovery:
-			refire = append(refire, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
-				ScheduledAt: ex.ScheduledAt, Cause: store.CauseRecovery, Attempt: ex.Attempt + 1,
-				State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
-		case len(job.AlarmTargets) > 0:
-			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
-		}
-	}
-	if len(alarmed) > 0 {
-		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
-			return err
-		}
-	}
-	if len(refire) > 0 {
-		if _, err := tx.ExecutionsInsert(ctx, refire); err != nil {
-			return err
-		}
 	}
 	if err := tx.NodeDelete(ctx, node); err != nil {
 		return err
@@ -149,8 +113,8 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 	}
 	e.stats.Recovered.Add(released + int64(len(lost)))
 	e.signals.nodeRecovered(node)
-	e.log.Warn("recovered a dead node", "dead", node, "released", released, "lost", len(lost), "refired", len(refire))
-	if released > 0 || len(refire) > 0 {
+	e.log.Warn("recovered a dead node", "dead", node, "released", released, "lost", out.Lost, "refired", out.FollowUp)
+	if released > 0 || out.FollowUp > 0 {
 		e.Wake()
 	}
 	return nil

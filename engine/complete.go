@@ -159,12 +159,7 @@ func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]in
 		}
 		switch {
 		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
-			// A broadcast shard's retry is that shard again, not a new broadcast; the shard
-			// index is also part of the fire key, so shards failing together do not collide.
-			follow = append(follow, &store.Execution{JobID: job.ID, TriggerID: ex.TriggerID,
-				ScheduledAt: cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli(),
-				Cause:       store.CauseRetry, Attempt: ex.Attempt + 1, State: store.ExecPending,
-				ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
+			follow = append(follow, nextAttempt(ex, store.CauseRetry, cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
 		case cp.state == store.ExecSucceeded:
 			for _, child := range job.ChildJobIDs {
 				follow = append(follow, &store.Execution{JobID: child, ScheduledAt: cp.finished.UnixMilli(),
@@ -254,15 +249,6 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 // every attempt). The pending alarm is written with the result, in its transaction.
 func alarms(state store.ExecutionState, ex *store.Execution, job *store.Job) bool {
 	return (state == store.ExecFailed || state == store.ExecTimedOut) && ex.Attempt >= job.MaxRetries && len(job.AlarmTargets) > 0
-}
-
-// retryBackoff doubles the job's backoff with every attempt, up to maxRetryBackoff.
-func retryBackoff(job *store.Job, attempt int) time.Duration {
-	d := msDuration(job.RetryBackoffMs)
-	for i := 0; i < attempt && d < maxRetryBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxRetryBackoff)
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -208,95 +208,22 @@ func (s *Server) sweepRetention(ctx context.Context, now time.Time) (int64, erro
 	}
 }
 
-// sweepExecutors runs one sweep. Each instance's executions move running → lost with a
-// compare-and-set in the same transaction that inserts their retries, so a result that
-// arrives first wins and a lost execution is retried once. A lost broadcast shard is retried
-// alone, as that shard.
+// sweepExecutors forgets the instances silent for three heartbeat intervals and has the
+// engine declare their running executions lost (and retry them per their jobs).
 func (s *Server) sweepExecutors(ctx context.Context) error {
 	gone, err := s.store.RegistrySweep(ctx, 3*s.cfg.ExecutorHeartbeat)
 	if err != nil {
 		return err
 	}
 	for _, in := range gone {
-		n, err := s.loseExecutor(ctx, in.App, in.Address)
+		out, err := s.sched.Engine().LoseOnExecutor(ctx, in.App, in.Address)
 		if err != nil {
-			return fmt.Errorf("executor %s of %s: %w", in.Address, in.App, err)
+			return err
 		}
-		s.log.Warn("executor went silent", "app", in.App, "address", in.Address, "lost", n)
+		if out.Alarmed > 0 {
+			s.alarms.Wake()
+		}
+		s.log.Warn("executor went silent", "app", in.App, "address", in.Address, "lost", out.Lost)
 	}
 	return nil
-}
-
-func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, error) {
-	tx, err := s.store.Begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	lost, err := tx.ExecutionsLoseOnExecutor(ctx, app, address)
-	if err != nil {
-		return 0, err
-	}
-	jobIDs := make([]int64, len(lost))
-	for i, ex := range lost {
-		jobIDs[i] = ex.JobID
-	}
-	js, err := tx.JobsGet(ctx, jobIDs)
-	if err != nil {
-		return 0, err
-	}
-	jobs := make(map[int64]*store.Job, len(js))
-	for _, j := range js {
-		jobs[j.ID] = j
-	}
-	now := time.Now()
-	var retries []*store.Execution
-	var alarmed []int64
-	for _, ex := range lost {
-		job := jobs[ex.JobID]
-		if job == nil {
-			continue // the job is gone: no retry, nobody to tell
-		}
-		switch {
-		case ex.Attempt >= job.MaxRetries:
-			if len(job.AlarmTargets) > 0 {
-				alarmed = append(alarmed, ex.ID) // out of retries: the loss is final
-			}
-		default: // a broadcast shard is retried as itself
-			retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
-				ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
-				Attempt: ex.Attempt + 1, State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
-		}
-	}
-	// The alarm is made pending in the transaction that declares the loss, like the engine's
-	// failures: committed together, or neither.
-	if len(alarmed) > 0 {
-		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
-			return 0, err
-		}
-	}
-	if len(retries) > 0 {
-		if _, err := tx.ExecutionsInsert(ctx, retries); err != nil {
-			return 0, err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, err
-	}
-	if len(retries) > 0 {
-		s.sched.Engine().Wake()
-	}
-	if len(alarmed) > 0 {
-		s.alarms.Wake()
-	}
-	return len(lost), nil
-}
-
-// retryBackoff is the engine's rule: the job's backoff doubled per attempt, at most an hour.
-func retryBackoff(job *store.Job, attempt int) time.Duration {
-	d := time.Duration(job.RetryBackoffMs) * time.Millisecond
-	for i := 0; i < attempt && d < time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, time.Hour)
 }
