@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -33,6 +35,8 @@ type Config struct {
 	// Timeout bounds one attempt. Default 15 s.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// Clock paces the sweeps and the pauses between attempts. Default: the system clock.
+	Clock clock.Clock
 }
 
 // Sender delivers pending alarms while its node leads.
@@ -86,6 +90,9 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
 	return &Sender{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
 }
 
@@ -126,13 +133,14 @@ func (s *Sender) Wake() {
 }
 
 func (s *Sender) loop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
+	t := s.cfg.Clock.NewTimer(s.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(s.cfg.Interval)
 		case <-s.wake:
 		}
 		if !s.cfg.IsLeader() {
@@ -281,31 +289,24 @@ func (s *Sender) deliver(ctx context.Context, x *store.Execution, job *store.Job
 
 // attempt delivers to one target, retrying with a doubling pause.
 func (s *Sender) attempt(ctx context.Context, t Target, ev Event) error {
-	var err error
-	pause := s.cfg.Backoff
-	for i := 0; i < s.cfg.Attempts; i++ {
-		if i > 0 {
-			timer := time.NewTimer(pause)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return errors.Join(err, ctx.Err())
-			case <-timer.C:
-			}
-			pause *= 2
-		}
+	tries := 0
+	return backoff.Retry(ctx, s.cfg.Clock, backoff.Policy{Initial: s.cfg.Backoff}, s.cfg.Attempts, func(ctx context.Context) error {
+		tries++
 		actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+		var err error
 		switch t.Kind {
 		case Email:
 			err = sendMail(actx, s.cfg.SMTP, t.Address, ev)
 		case Webhook:
 			err = postWebhook(actx, s.cfg.HTTPClient, t.Address, ev)
 		}
-		cancel()
-		if err == nil || errors.Is(err, errPermanent) {
-			return err
+		if errors.Is(err, errPermanent) {
+			return backoff.Permanent(err)
 		}
-		s.log.Warn("alarm delivery failed; retrying", "target", t.Address, "execution", ev.ExecutionID, "attempt", i+1, "err", err)
-	}
-	return err
+		if err != nil {
+			s.log.Warn("alarm delivery failed; retrying", "target", t.Address, "execution", ev.ExecutionID, "attempt", tries, "err", err)
+		}
+		return err
+	})
 }

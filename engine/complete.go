@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -83,19 +84,31 @@ func (c *completer) gather(batch []completion) []completion {
 // (a database restart): a result given up leaves its execution running, and the leader
 // declares it lost when this node leaves.
 func (c *completer) flush(batch []completion) {
-	var err error
-	for attempt := 0; attempt < 12 && !c.l.abandoned.Load(); attempt++ {
-		if err = c.write(batch); err == nil {
-			c.e.stats.Completed.Add(int64(len(batch)))
-			return
+	attempt := 0
+	err := backoff.Retry(context.Background(), c.e.clock, writeRetry, writeAttempts, func(ctx context.Context) error {
+		if attempt++; attempt > 1 && c.l.abandoned.Load() {
+			return backoff.Permanent(errAbandoned)
 		}
-		c.e.log.Warn("writing results failed; retrying", "err", err, "count", len(batch), "attempt", attempt+1)
-		time.Sleep(min(time.Duration(1<<attempt)*50*time.Millisecond, 10*time.Second))
-	}
+		err := c.write(batch)
+		if err != nil {
+			c.e.log.Warn("writing results failed; retrying", "err", err, "count", len(batch), "attempt", attempt)
+		}
+		return err
+	})
 	if err != nil {
 		c.e.log.Error("writing results failed; giving up", "err", err, "count", len(batch))
+		return
 	}
+	c.e.stats.Completed.Add(int64(len(batch)))
 }
+
+// writeRetry and writeAttempts pace the retries of a failed result write: 12 attempts over
+// about 52 s.
+var writeRetry = backoff.Policy{Initial: 50 * time.Millisecond, Max: 10 * time.Second}
+
+const writeAttempts = 12
+
+var errAbandoned = errors.New("node abandoned")
 
 func (c *completer) write(batch []completion) error {
 	_, err := c.e.writeCompletions(context.Background(), batch)

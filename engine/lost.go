@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -156,9 +157,5 @@ func (e *Engine) Retry(ctx context.Context, executionID int64) (*store.Execution
 
 // retryBackoff doubles the job's backoff with every attempt, up to maxRetryBackoff.
 func retryBackoff(job *store.Job, attempt int) time.Duration {
-	d := msDuration(job.RetryBackoffMs)
-	for i := 0; i < attempt && d < maxRetryBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxRetryBackoff)
+	return backoff.Policy{Initial: msDuration(job.RetryBackoffMs), Max: maxRetryBackoff}.Delay(attempt)
 }
