@@ -57,7 +57,7 @@ func (c *completer) run() {
 		batch := c.gather([]completion{cp})
 		if linger := c.e.cfg.CompleteLinger; linger > 0 && len(batch) < c.e.cfg.CompleteBatch {
 			t := c.e.clock.NewTimer(linger)
-			c.e.wait(context.Background(), t, nil)
+			c.e.wait(c.l.writeCtx, t, nil)
 			batch = c.gather(batch)
 		}
 		c.flush(batch)
@@ -81,25 +81,28 @@ func (c *completer) gather(batch []completion) []completion {
 }
 
 // flush writes one batch, retrying a failed write with a growing pause for about a minute
-// (a database restart): a result given up leaves its execution running, and the leader
-// declares it lost when this node leaves.
+// (a database restart), or until the stop's budget is spent: a result given up leaves its
+// execution running, and the leader declares it lost when this node leaves.
 func (c *completer) flush(batch []completion) {
 	attempt := 0
-	err := backoff.Retry(context.Background(), c.e.clock, writeRetry, writeAttempts, func(ctx context.Context) error {
-		if attempt++; attempt > 1 && c.l.abandoned.Load() {
-			return backoff.Permanent(errAbandoned)
+	err := backoff.Retry(c.l.writeCtx, c.e.clock, writeRetry, writeAttempts, func(ctx context.Context) error {
+		if c.l.abandoned.Load() {
+			return backoff.Permanent(errAbandoned) // a crash writes nothing back
 		}
-		err := c.write(batch)
+		attempt++
+		err := c.write(ctx, batch)
 		if err != nil {
 			c.e.log.Warn("writing results failed; retrying", "err", err, "count", len(batch), "attempt", attempt)
 		}
 		return err
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errAbandoned):
+	case err != nil:
 		c.e.log.Error("writing results failed; giving up", "err", err, "count", len(batch))
-		return
+	default:
+		c.e.stats.Completed.Add(int64(len(batch)))
 	}
-	c.e.stats.Completed.Add(int64(len(batch)))
 }
 
 // writeRetry and writeAttempts pace the retries of a failed result write: 12 attempts over
@@ -108,10 +111,16 @@ var writeRetry = backoff.Policy{Initial: 50 * time.Millisecond, Max: 10 * time.S
 
 const writeAttempts = 12
 
+// storeTimeout bounds one store call that a stop does not cancel (a result write, a claim),
+// so a database that stopped answering cannot hold the node.
+const storeTimeout = 15 * time.Second
+
 var errAbandoned = errors.New("node abandoned")
 
-func (c *completer) write(batch []completion) error {
-	_, err := c.e.writeCompletions(context.Background(), batch)
+func (c *completer) write(ctx context.Context, batch []completion) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	_, err := c.e.writeCompletions(ctx, batch)
 	return err
 }
 

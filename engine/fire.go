@@ -132,8 +132,11 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		ids[i] = a.fire.Execution.ID
 	}
 	// A stop must not cut the claim short: a statement canceled after the database applied it
-	// would leave fires running that no handler runs.
-	won, err := e.store.ExecutionsMarkRunning(context.WithoutCancel(ctx), e.cfg.NodeID, ids, now.UnixMilli())
+	// would leave fires running that no handler runs. A claim that times out is retried as
+	// unsure, like one whose answer was lost.
+	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	won, err := e.store.ExecutionsMarkRunning(claimCtx, e.cfg.NodeID, ids, now.UnixMilli())
+	cancelClaim()
 	if err != nil {
 		// Nothing ran and the fires are still acquired by this node: try again shortly.
 		if ctx.Err() == nil {
