@@ -11,16 +11,14 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/startstop"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-// Config configures a Sender. Store and IsLeader are required.
+// Config configures a Sender. Store is required.
 type Config struct {
 	Store store.Store
-	// IsLeader reports whether this node runs the leader duties; only the leader claims
-	// alarms.
-	IsLeader func() bool
-	SMTP     SMTP
+	SMTP  SMTP
 	// HTTPClient posts webhooks. Default: a client with a 10 s timeout.
 	HTTPClient *http.Client
 	// Interval is how often the leader looks for pending alarms. Default 10 s (XXL-JOB's
@@ -39,7 +37,9 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// Sender delivers pending alarms while its node leads.
+// Sender delivers pending alarms while it runs; it is one of the leader's duties, started and
+// stopped with the node's leadership like the services of package maintenance (same
+// contract).
 //
 // Exactly once: a sweep first claims a batch with a compare-and-set pending → sending and
 // delivers only the alarms it won, then records sent or failed (a compare-and-set from
@@ -55,19 +55,16 @@ type Config struct {
 // A delivery that fails is retried Attempts times with a growing pause, per target, inside
 // the claim (so targets already told are not told again); then the alarm is marked failed.
 type Sender struct {
+	startstop.Base
 	cfg  Config
 	log  *slog.Logger
 	wake chan struct{}
-
-	mu   sync.Mutex
-	stop context.CancelFunc
-	done chan struct{}
 }
 
 // New returns a Sender; it does nothing until Start.
 func New(cfg Config) (*Sender, error) {
-	if cfg.Store == nil || cfg.IsLeader == nil {
-		return nil, errors.New("alarm: Config.Store and Config.IsLeader are required")
+	if cfg.Store == nil {
+		return nil, errors.New("alarm: Config.Store is required")
 	}
 	if cfg.SMTP.Addr != "" && cfg.SMTP.From == "" {
 		return nil, fmt.Errorf("alarm: SMTP server %s: a sender address (From) is required", cfg.SMTP.Addr)
@@ -96,32 +93,11 @@ func New(cfg Config) (*Sender, error) {
 	return &Sender{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
 }
 
-// Start runs the sweep loop until Stop.
-func (s *Sender) Start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stop != nil {
-		return
-	}
-	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		s.loop(ctx)
-	}()
-}
-
-// Stop ends the loop and waits for it. Alarms being delivered are put back to pending
-// unless a target was told already.
-func (s *Sender) Stop() {
-	s.mu.Lock()
-	stop, done := s.stop, s.done
-	s.stop = nil
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
+// Start runs the sweep loop until Stop (startstop.Base), and returns once the loop runs. On
+// Stop, alarms being delivered are put back to pending unless a target was told already.
+func (s *Sender) Start(ctx context.Context) error {
+	s.StartFunc(ctx, s.loop)
+	return nil
 }
 
 // Wake makes the loop sweep now rather than at its next tick.
@@ -143,9 +119,6 @@ func (s *Sender) loop(ctx context.Context) {
 			t.Reset(s.cfg.Interval)
 		case <-s.wake:
 		}
-		if !s.cfg.IsLeader() {
-			continue
-		}
 		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("delivering alarms", "err", err)
 		}
@@ -164,8 +137,8 @@ const (
 	parallel   = 4
 )
 
-// Sweep claims every pending alarm it can and delivers it. It runs whether or not the node
-// leads (the loop checks), so tests and tools can drive it.
+// Sweep claims every pending alarm it can and delivers it. It runs whether or not the loop
+// does, so tests and tools can drive it.
 func (s *Sender) Sweep(ctx context.Context) (Result, error) {
 	var res Result
 	var mu sync.Mutex

@@ -31,8 +31,8 @@ type Engine struct {
 	running bool
 	life    *lifecycle
 
-	leader atomic.Bool
-	stats  Stats
+	leadership *Leadership
+	stats      Stats
 
 	signals *testSignals // nil outside tests
 }
@@ -76,7 +76,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: c, store: c.Store, clock: c.Clock, log: c.Logger.With("node", c.NodeID)}
+	e := &Engine{cfg: c, store: c.Store, clock: c.Clock, log: c.Logger.With("node", c.NodeID), leadership: newLeadership()}
 	e.jobs = newJobCache(e.store, e.clock)
 	e.cals = newCalendarCache(e.store)
 	return e, nil
@@ -89,7 +89,13 @@ func (e *Engine) NodeID() string { return e.cfg.NodeID }
 func (e *Engine) Stats() *Stats { return &e.stats }
 
 // IsLeader reports whether the node holds the leader lease.
-func (e *Engine) IsLeader() bool { return e.leader.Load() }
+func (e *Engine) IsLeader() bool { return e.leadership.IsLeader() }
+
+// HeartbeatInterval is how often the node heartbeats; the leader's duties keep its pace.
+func (e *Engine) HeartbeatInterval() time.Duration { return e.cfg.HeartbeatInterval }
+
+// Leadership returns the node's role in the leader election, to listen for its changes.
+func (e *Engine) Leadership() *Leadership { return e.leadership }
 
 // Start registers the node and starts its loops. It returns once the node is running.
 func (e *Engine) Start(ctx context.Context) error {
@@ -171,7 +177,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	if _, err := e.store.ExecutionsReleaseAcquired(leaveCtx, e.cfg.NodeID); err != nil {
 		errs = append(errs, fmt.Errorf("release acquired fires: %w", err))
 	}
-	if e.leader.Swap(false) {
+	if e.leadership.set(false, e.clock.Now()) {
 		if _, err := e.store.LeaseRelease(leaveCtx, leaderLease, e.cfg.NodeID); err != nil {
 			errs = append(errs, fmt.Errorf("release leader lease: %w", err))
 		}
@@ -208,7 +214,7 @@ func (e *Engine) abandon() {
 	l.runCancel()
 	l.handlers.Wait()
 	l.completer.close()
-	e.leader.Store(false)
+	e.leadership.set(false, e.clock.Now())
 }
 
 // Wake makes the acquirer look for due work now, e.g. after a trigger was added that is due

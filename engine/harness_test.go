@@ -198,3 +198,36 @@ func describe(k fireKey) string {
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// recoverWhileLeading runs the leader duty the engine's tests need, dead-node recovery, as
+// maintenance.NodeRecovery runs it in a server: every heartbeat while the node leads, which
+// it learns from the node's leadership.
+func recoverWhileLeading(t *testing.T, e *Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	sub := e.Leadership().Listen()
+	go func() {
+		defer close(done)
+		defer sub.Stop()
+		leading := false
+		tick := e.clock.NewTimer(e.cfg.HeartbeatInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case tr := <-sub.C():
+				leading = tr.Leader
+			case <-tick.C():
+				tick.Reset(e.cfg.HeartbeatInterval)
+			}
+			if leading {
+				if err := e.RecoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
+					t.Logf("recovering dead nodes: %v", err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}

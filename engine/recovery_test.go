@@ -40,6 +40,7 @@ func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 
 		survivor := newEngine(t, st, newRecorder(), "survivor", clock.Real{}, nil)
 		startEngine(t, survivor)
+		recoverWhileLeading(t, survivor)
 		if got := waitFor(t, "recovery of the dead node", survivor.signals.recovered, 1); got[0] != "ghost" {
 			t.Fatalf("recovered %q, want ghost", got[0])
 		}

@@ -60,16 +60,18 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 
 // awaitEnd polls the execution until it is terminal or wait passes, and returns it as it is.
 func (s *Server) awaitEnd(ctx context.Context, id int64, wait time.Duration) (*store.Execution, error) {
-	deadline := time.Now().Add(wait)
+	deadline := s.clock.Now().Add(wait)
 	for {
 		x, err := s.store.ExecutionGet(ctx, id)
-		if err != nil || x.State.Terminal() || time.Now().After(deadline) {
+		if err != nil || x.State.Terminal() || s.clock.Now().After(deadline) {
 			return x, err
 		}
+		t := s.clock.NewTimer(50 * time.Millisecond)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return x, nil
-		case <-time.After(50 * time.Millisecond):
+		case <-t.C():
 		}
 	}
 }
