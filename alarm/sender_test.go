@@ -11,9 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sundial-scheduler/sundial/clock"
-	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/store"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,14 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // started sender stops when told, and twice is harmless.
 func TestSenderRetriesOnItsClock(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, testdb.DSN(t, "sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := teststore.Open(t, "sqlite")
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	start := clk.Now()
 	var mu sync.Mutex

@@ -10,25 +10,13 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // openStore opens and migrates a fresh database of the dialect for t.
-func openStore(t *testing.T, dialect string) store.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
-	if err != nil {
-		t.Fatalf("open %s: %v", dialect, err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatalf("migrate %s: %v", dialect, err)
-	}
-	return st
-}
+func openStore(t *testing.T, dialect string) store.Store { return teststore.Open(t, dialect) }
 
 // eachDialect runs f as a parallel subtest on every dialect.
 func eachDialect(t *testing.T, f func(t *testing.T, dialect string)) {

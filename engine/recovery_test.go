@@ -151,16 +151,7 @@ func testSerialQueueAfterClaim(t *testing.T, dialect string, lose bool) {
 	clk := clock.NewFake(t0)
 	rec := newRecorder()
 	release := make(chan struct{})
-	rec.behave = func(ctx context.Context, f *Fire) Result {
-		if f.Execution.ScheduledAt == ms(t0.Add(time.Second)) {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return Result{Err: ctx.Err()}
-			}
-		}
-		return Result{}
-	}
+	rec.behave = blockFireAt(t0.Add(time.Second), release)
 	e := newEngine(t, st, rec, "node", clk, func(c *Config) {
 		c.PollInterval, c.LookAhead = 100*time.Millisecond, 100*time.Millisecond
 		c.HeartbeatInterval, c.NodeTimeout, c.Acquirers = time.Hour, 2*time.Hour, 1

@@ -14,8 +14,8 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/schedule"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // TestStopWithDatabaseGone: the database goes away while a handler runs; its result cannot
@@ -31,14 +31,7 @@ func TestStopWithDatabaseGone(t *testing.T) {
 		if dialect != "sqlite" {
 			dsn, cut = proxied(t, dialect, dsn)
 		}
-		st, err := sqlstore.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		if err := st.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		st := teststore.OpenDSN(t, dsn)
 		if cut == nil {
 			cut = func() { st.Close() }
 		}
@@ -58,7 +51,7 @@ func TestStopWithDatabaseGone(t *testing.T) {
 		start := time.Now()
 		stopCtx, cancel := context.WithCancel(ctx)
 		cancel() // an expired context must not cut the leaving short, nor make it hang
-		err = e.Stop(stopCtx)
+		err := e.Stop(stopCtx)
 		took := time.Since(start)
 		if err == nil {
 			t.Error("Stop reported leaving cleanly from an unreachable database")

@@ -12,25 +12,11 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/store"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func openStore(t *testing.T, dialect string) store.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
-	if err != nil {
-		t.Fatalf("open %s: %v", dialect, err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatalf("migrate %s: %v", dialect, err)
-	}
-	return st
-}
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -109,7 +95,7 @@ func (noDispatch) Dispatch(context.Context, *engine.Fire) engine.Result { return
 // when the node stops (it steps down), start again when it leads again, and stop with the
 // Manager.
 func TestManagerFollowsLeadership(t *testing.T) {
-	st := openStore(t, "sqlite")
+	st := teststore.Open(t, "sqlite")
 	e, err := engine.New(engine.Config{Store: st, Dispatcher: noDispatch{}, NodeID: "n1", Logger: testLogger(t),
 		HeartbeatInterval: 20 * time.Millisecond, NodeTimeout: time.Second})
 	if err != nil {
@@ -158,7 +144,7 @@ func TestDeleteOld(t *testing.T) {
 	for _, dialect := range testdb.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			st := openStore(t, dialect)
+			st := teststore.Open(t, dialect)
 			ctx := context.Background()
 			now := time.Now()
 			old, recent := now.Add(-31*24*time.Hour).UnixMilli(), now.Add(-time.Hour).UnixMilli()
