@@ -270,7 +270,7 @@ func (s *Sender) attempt(ctx context.Context, t Target, ev Event) error {
 		var err error
 		switch t.Kind {
 		case Email:
-			err = sendMail(actx, s.cfg.SMTP, t.Address, ev)
+			err = sendMail(actx, s.cfg.SMTP, t.Address, ev, s.cfg.Clock.Now())
 		case Webhook:
 			err = postWebhook(actx, s.cfg.HTTPClient, t.Address, ev)
 		}
