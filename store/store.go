@@ -101,6 +101,12 @@ type Querier interface {
 	// stamping FiredAt with firedAt or, for a fire claimed ahead of its time, ScheduledAt; it
 	// returns the IDs that moved: the fires node may run.
 	ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error)
+	// ExecutionsMarkRunningAlone is ExecutionsMarkRunning for fires of jobs whose concurrency
+	// policy forbids two runs at once, across the cluster: a fire whose job runs on another
+	// node (state running, node not node), or that follows a fire of the same job claimed in
+	// this call, is not moved and is returned in busy, still acquired by node. Claims of one
+	// job's fires by several nodes are serialised on the job's row.
+	ExecutionsMarkRunningAlone(ctx context.Context, node string, ids []int64, firedAt int64) (won, busy []int64, err error)
 	// ExecutionsComplete moves running executions to the results' terminal states and
 	// returns the IDs that moved.
 	ExecutionsComplete(ctx context.Context, rs []ExecutionResult) ([]int64, error)
