@@ -14,6 +14,9 @@ type pendingFire struct {
 	priority int
 	// unsure marks a fire whose claim failed: the claim may have been applied all the same.
 	unsure bool
+	// admitted marks a fire the concurrency tracker already counts as active: one that waited
+	// while its job ran on another node.
+	admitted bool
 }
 
 // fireQueue is the in-memory heap of acquired fires, earliest first and, at the same

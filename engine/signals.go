@@ -9,6 +9,7 @@ type testSignals struct {
 	lostRace  chan int64  // every fire this node acquired but another node ran
 	claimed   chan int64  // every fire this node won (acquired -> running)
 	queued    chan int64  // every fire queued behind a running one (concurrency serial)
+	busy      chan int64  // every fire left waiting while its job ran on another node
 }
 
 func newTestSignals() *testSignals {
@@ -20,6 +21,7 @@ func newTestSignals() *testSignals {
 		lostRace:  make(chan int64, buffer),
 		claimed:   make(chan int64, buffer),
 		queued:    make(chan int64, buffer),
+		busy:      make(chan int64, buffer),
 	}
 }
 
@@ -50,6 +52,12 @@ func (s *testSignals) fireClaimed(id int64) {
 func (s *testSignals) fireQueued(id int64) {
 	if s != nil {
 		trySend(s.queued, id)
+	}
+}
+
+func (s *testSignals) fireBusy(id int64) {
+	if s != nil {
+		trySend(s.busy, id)
 	}
 }
 
