@@ -103,7 +103,12 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	}
 	var batch []admitted
 	now := e.clock.Now()
+	seen := make(map[int64]bool, len(due))
 	for _, pf := range due {
+		if seen[pf.exec.ID] {
+			continue // held twice (see fireQueue.push): the one claim would start it twice
+		}
+		seen[pf.exec.ID] = true
 		job := jobs[pf.exec.JobID]
 		if job != nil && job.Concurrency != store.ConcurrencyAllow && pf.exec.ScheduledAt > now.UnixMilli() {
 			e.startWhenDue(l, pf)
