@@ -192,6 +192,7 @@ func (e *executor) ExecutionsComplete(ctx context.Context, rs []store.ExecutionR
 			return nil, fmt.Errorf("sqlstore: complete execution %d: result state %q is not terminal", r.ID, r.State)
 		}
 	}
+	rs = firstResults(rs)
 	if e.d().kind == postgres {
 		won, err := e.completePostgres(ctx, rs)
 		if err != nil {
@@ -213,6 +214,22 @@ func (e *executor) ExecutionsComplete(ctx context.Context, rs []store.ExecutionR
 		won[i] = x.ID
 	}
 	return won, nil
+}
+
+// firstResults drops every result after the first for the same execution: one execution
+// moves to the history once, and on PostgreSQL a second result would join the one deleted
+// row twice and insert it twice (a duplicate primary key that fails the whole batch, on every
+// retry).
+func firstResults(rs []store.ExecutionResult) []store.ExecutionResult {
+	seen := make(map[int64]bool, len(rs))
+	out := rs[:0:0]
+	for _, r := range rs {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func applyResult(x *store.Execution, r *store.ExecutionResult) {

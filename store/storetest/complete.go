@@ -1,0 +1,38 @@
+package storetest
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// testCompleteTwice writes one result batch twice, as a result writer does when a commit's
+// answer was lost, with the same execution named twice in it (a fire started twice): every
+// write succeeds, the first result of each execution is the one kept, and the second write
+// changes nothing.
+func testCompleteTwice(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var xs []*store.Execution
+	for i := range 3 {
+		xs = append(xs, &store.Execution{JobID: 1, TriggerID: 7, ScheduledAt: int64(100 * (i + 1)), Cause: store.CauseSchedule,
+			State: store.ExecRunning, Node: "n1"})
+	}
+	get(s.ExecutionsInsert(ctx, xs)).ok(t)
+	batch := []store.ExecutionResult{
+		{ID: xs[0].ID, State: store.ExecSucceeded, HandleCode: 200, HandleMsg: "first", StartedAt: 1, FinishedAt: 2},
+		{ID: xs[1].ID, State: store.ExecFailed, HandleCode: 500, HandleMsg: "boom", StartedAt: 1, FinishedAt: 3},
+		{ID: xs[0].ID, State: store.ExecFailed, HandleCode: 500, HandleMsg: "second", StartedAt: 1, FinishedAt: 4},
+	}
+	sameIDs(t, "completed", get(s.ExecutionsComplete(ctx, batch)).ok(t), []int64{xs[0].ID, xs[1].ID})
+	first := get(s.ExecutionsGet(ctx, []int64{xs[0].ID, xs[1].ID})).ok(t)
+	equal(t, "kept result", first[0].HandleMsg+first[1].HandleMsg, "firstboom")
+
+	equal(t, "completed again", len(get(s.ExecutionsComplete(ctx, batch)).ok(t)), 0)
+	again := get(s.ExecutionsGet(ctx, []int64{xs[0].ID, xs[1].ID})).ok(t)
+	if !reflect.DeepEqual(again, first) {
+		t.Fatalf("a second write of the batch changed the history: %+v, was %+v", again, first)
+	}
+	equal(t, "untouched execution", get(s.ExecutionGet(ctx, xs[2].ID)).ok(t).State, store.ExecRunning)
+}
