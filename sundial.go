@@ -18,6 +18,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -46,8 +47,10 @@ type Config struct {
 	// returns the one the engine uses: a server wraps it to send remote jobs to executors
 	// (dispatch.ByTarget).
 	Dispatcher func(local engine.Dispatcher) engine.Dispatcher
-	// Engine tunes the scheduling loop further (batch size, look-ahead, poll interval). Its
-	// Store, Dispatcher, NodeID, Logger and Clock are set from the fields above.
+	// Engine tunes the scheduling loop further (batch size, look-ahead, poll interval). The
+	// fields above are shorthands for its fields of the same names: give each setting in
+	// either place, since two different values are an error. Its Dispatcher is the
+	// scheduler's own (see Dispatcher above).
 	Engine engine.Config
 }
 
@@ -68,29 +71,18 @@ type Scheduler struct {
 
 // New returns a stopped scheduler.
 func New(cfg Config) (*Scheduler, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("sundial: Config.Store is required")
+	ec, err := cfg.engineConfig()
+	if err != nil {
+		return nil, err
 	}
-	s := &Scheduler{store: cfg.Store, handlers: map[string]Handler{}, clock: cfg.Clock}
+	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock}
 	if s.clock == nil {
 		s.clock = clock.Real{}
+		ec.Clock = s.clock
 	}
-	ec := cfg.Engine
-	ec.Store, ec.Dispatcher, ec.NodeID, ec.Logger, ec.Clock = cfg.Store, localDispatcher{s}, cfg.NodeID, cfg.Logger, s.clock
+	ec.Dispatcher = localDispatcher{s}
 	if cfg.Dispatcher != nil {
 		ec.Dispatcher = cfg.Dispatcher(ec.Dispatcher)
-	}
-	if cfg.MisfireThreshold > 0 {
-		ec.MisfireThreshold = cfg.MisfireThreshold
-	}
-	if cfg.MaxRunning > 0 {
-		ec.MaxRunning = cfg.MaxRunning
-	}
-	if cfg.HeartbeatInterval > 0 {
-		ec.HeartbeatInterval = cfg.HeartbeatInterval
-	}
-	if cfg.DrainTimeout > 0 {
-		ec.DrainTimeout = cfg.DrainTimeout
 	}
 	e, err := engine.New(ec)
 	if err != nil {
@@ -98,6 +90,42 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.engine = e
 	return s, nil
+}
+
+// engineConfig merges the shorthand fields into Engine: each setting has one value, and
+// one given in both places with different values is an error rather than a silent choice.
+func (cfg Config) engineConfig() (engine.Config, error) {
+	ec := cfg.Engine
+	if ec.Dispatcher != nil {
+		return ec, errors.New("sundial: Config.Engine.Dispatcher: the scheduler runs its registered handlers; " +
+			"wrap them with Config.Dispatcher instead")
+	}
+	var errs []error
+	pick := func(err error) { errs = append(errs, err) }
+	var err error
+	ec.Store, err = setting.One("Config.Store", cfg.Store, "Config.Engine.Store", ec.Store)
+	pick(err)
+	ec.NodeID, err = setting.One("Config.NodeID", cfg.NodeID, "Config.Engine.NodeID", ec.NodeID)
+	pick(err)
+	ec.Logger, err = setting.One("Config.Logger", cfg.Logger, "Config.Engine.Logger", ec.Logger)
+	pick(err)
+	ec.Clock, err = setting.One("Config.Clock", cfg.Clock, "Config.Engine.Clock", ec.Clock)
+	pick(err)
+	ec.MisfireThreshold, err = setting.One("Config.MisfireThreshold", cfg.MisfireThreshold, "Config.Engine.MisfireThreshold", ec.MisfireThreshold)
+	pick(err)
+	ec.MaxRunning, err = setting.One("Config.MaxRunning", cfg.MaxRunning, "Config.Engine.MaxRunning", ec.MaxRunning)
+	pick(err)
+	ec.HeartbeatInterval, err = setting.One("Config.HeartbeatInterval", cfg.HeartbeatInterval, "Config.Engine.HeartbeatInterval", ec.HeartbeatInterval)
+	pick(err)
+	ec.DrainTimeout, err = setting.One("Config.DrainTimeout", cfg.DrainTimeout, "Config.Engine.DrainTimeout", ec.DrainTimeout)
+	pick(err)
+	if err := errors.Join(errs...); err != nil {
+		return ec, fmt.Errorf("sundial: %w", err)
+	}
+	if ec.Store == nil {
+		return ec, errors.New("sundial: Config.Store is required")
+	}
+	return ec, nil
 }
 
 // Register makes h the handler of jobs whose Handler is name. Register handlers before Start;

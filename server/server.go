@@ -21,6 +21,7 @@ import (
 	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -93,11 +94,9 @@ type Server struct {
 // New builds a server around a new scheduler node; it registers the built-in handlers. The
 // node does not run until Start (or Serve).
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("server: Config.Store is required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	sc, err := cfg.schedulerConfig()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
@@ -114,8 +113,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ReportInterval <= 0 {
 		cfg.ReportInterval = time.Minute
 	}
-	sc := cfg.Scheduler
-	sc.Store, sc.Logger = cfg.Store, cfg.Logger
 	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Token: cfg.ExecutorToken,
 		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
@@ -136,6 +133,31 @@ func New(cfg Config) (*Server, error) {
 	s.routes()
 	s.handler = s.instrument(s.mux)
 	return s, nil
+}
+
+// schedulerConfig gives the scheduler the server's store and logger. Each is one setting:
+// given here or in Config.Scheduler, and an error when given differently in both. The
+// dispatcher is the server's (it sends remote jobs to executors), so the scheduler's must
+// not be set.
+func (cfg *Config) schedulerConfig() (sundial.Config, error) {
+	sc := cfg.Scheduler
+	if sc.Dispatcher != nil {
+		return sc, errors.New("server: Config.Scheduler.Dispatcher: the server dispatches to in-process handlers and executors itself")
+	}
+	var errs [2]error
+	sc.Store, errs[0] = setting.One("Config.Store", cfg.Store, "Config.Scheduler.Store", sc.Store)
+	sc.Logger, errs[1] = setting.One("Config.Logger", cfg.Logger, "Config.Scheduler.Logger", sc.Logger)
+	if err := errors.Join(errs[:]...); err != nil {
+		return sc, fmt.Errorf("server: %w", err)
+	}
+	if sc.Store == nil {
+		return sc, errors.New("server: Config.Store is required")
+	}
+	cfg.Store, cfg.Logger = sc.Store, sc.Logger
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return sc, nil
 }
 
 // Scheduler returns the node's scheduler, to register more handlers before Start.

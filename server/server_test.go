@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -444,5 +447,26 @@ func TestRemoteJobFields(t *testing.T) {
 	e.call("PUT", "/api/v1/jobs/"+strconv.FormatInt(out.ID, 10), map[string]any{"name": "r", "handler": "noop"}, http.StatusOK, &local)
 	if local.Target != "local" || local.App != "" || local.Routing != "" {
 		t.Fatalf("after making it local: %+v", local)
+	}
+}
+
+// The store and logger are one setting each, whether given to the server or its scheduler.
+func TestConfigSettingsHaveOneValue(t *testing.T) {
+	a, b := openStore(t, "sqlite"), openStore(t, "sqlite")
+	if _, err := New(Config{Scheduler: sundial.Config{Store: a}}); err != nil {
+		t.Errorf("store given to the scheduler only: %v", err)
+	}
+	if _, err := New(Config{Store: a, Scheduler: sundial.Config{Store: a}}); err != nil {
+		t.Errorf("same store twice: %v", err)
+	}
+	if _, err := New(Config{Store: a, Scheduler: sundial.Config{Store: b}}); err == nil || !strings.Contains(err.Error(), "Config.Scheduler.Store") {
+		t.Errorf("two stores: %v, want an error naming Config.Scheduler.Store", err)
+	}
+	if _, err := New(Config{Store: a, Logger: slog.New(slog.DiscardHandler), Scheduler: sundial.Config{Logger: slog.Default()}}); err == nil {
+		t.Error("two loggers: no error")
+	}
+	local := func(d engine.Dispatcher) engine.Dispatcher { return d }
+	if _, err := New(Config{Store: a, Scheduler: sundial.Config{Dispatcher: local}}); err == nil || !strings.Contains(err.Error(), "Dispatcher") {
+		t.Errorf("scheduler dispatcher: %v, want an error naming it", err)
 	}
 }
