@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
@@ -260,11 +261,24 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Tx, job Job, tri
 	if err := tx.JobInsert(ctx, row); err != nil {
 		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
 	}
+	seen := map[[2]string]int{}
 	for i, t := range triggers {
 		if t.Name == "" {
 			t.Name = fmt.Sprintf("%s#%d", row.Name, i+1)
 		}
+		key := [2]string{t.Group, t.Name}
+		if key[0] == "" {
+			key[0] = "default"
+		}
+		field := fmt.Sprintf("triggers[%d]", i)
+		if j, dup := seen[key]; dup {
+			return 0, fmt.Errorf("sundial: job %s: %w", row.Name, schedule.Fieldf(field+".name", "trigger %q is also triggers[%d]", t.Name, j))
+		}
+		seen[key] = i
 		if err := s.addTrigger(ctx, tx, row.ID, t); err != nil {
+			if fe, ok := schedule.AsField(err); ok {
+				return 0, fmt.Errorf("sundial: job %s: trigger %s: %w", row.Name, t.Name, fe.In(field))
+			}
 			return 0, err
 		}
 	}
@@ -291,15 +305,37 @@ func (s *Scheduler) addTrigger(ctx context.Context, ex store.Querier, jobID int6
 	return nil
 }
 
+// FieldError is bad input in one field of a Job, Trigger or Calendar, named as Sundial's
+// REST API names it ("handler", "timeout_ms", "triggers[1].end"): the scheduler's methods
+// return it (wrapped) for every check they make, so a caller can point at the field without
+// reading the message.
+type FieldError = schedule.FieldError
+
+// jobRow validates j and returns the row to store.
 func jobRow(j Job) (*store.Job, error) {
-	if j.Name == "" {
-		return nil, errors.New("sundial: job name: must not be empty")
+	bad := func(field, format string, args ...any) (*store.Job, error) {
+		return nil, fmt.Errorf("sundial: job %s: %w", j.Name, schedule.Fieldf(field, format, args...))
 	}
-	if j.Handler == "" {
-		return nil, fmt.Errorf("sundial: job %s: handler: must not be empty", j.Name)
+	switch {
+	case j.Name == "":
+		return bad("name", "must not be empty")
+	case j.Handler == "":
+		return bad("handler", "must not be empty: name the handler that runs the job (e.g. noop)")
+	case j.Timeout < 0:
+		return bad("timeout_ms", "must not be negative, got %d", j.Timeout.Milliseconds())
+	case j.MaxRetries < 0:
+		return bad("max_retries", "must not be negative, got %d", j.MaxRetries)
+	case j.RetryBackoff < 0:
+		return bad("retry_backoff_ms", "must not be negative, got %d", j.RetryBackoff.Milliseconds())
+	case j.Routing != "" && j.App == "":
+		return bad("routing", "needs an app: routing picks among an app's executors")
 	}
-	if j.MaxRetries < 0 || j.Timeout < 0 || j.RetryBackoff < 0 {
-		return nil, fmt.Errorf("sundial: job %s: timeout, retries and backoff must not be negative", j.Name)
+	if _, err := alarm.ParseTargets(j.AlarmTargets); err != nil {
+		var te *alarm.TargetError
+		if errors.As(err, &te) {
+			return bad(fmt.Sprintf("alarm_targets[%d]", te.Index), "%v", te.Err)
+		}
+		return bad("alarm_targets", "%v", err)
 	}
 	if j.Group == "" {
 		j.Group = "default"
@@ -310,18 +346,16 @@ func jobRow(j Job) (*store.Job, error) {
 	switch j.Concurrency {
 	case Allow, Serial, Discard, Replace:
 	default:
-		return nil, fmt.Errorf("sundial: job %s: concurrency %q: want allow, serial, discard or replace", j.Name, j.Concurrency)
+		return bad("concurrency", "want allow, serial, discard or replace, got %q", j.Concurrency)
 	}
 	target := store.TargetLocal
 	if j.App != "" {
 		target = store.TargetRemote
 		st, err := dispatch.ParseStrategy(j.Routing)
 		if err != nil {
-			return nil, fmt.Errorf("sundial: job %s: routing: %w", j.Name, err)
+			return bad("routing", "%v", err)
 		}
 		j.Routing = string(st)
-	} else if j.Routing != "" {
-		return nil, fmt.Errorf("sundial: job %s: routing %q needs an app (routing picks among an app's executors)", j.Name, j.Routing)
 	}
 	return &store.Job{
 		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
@@ -334,8 +368,11 @@ func jobRow(j Job) (*store.Job, error) {
 // triggerRow validates t, computes its first fire time (with its calendar) and returns the
 // row to store.
 func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int64, t Trigger) (*store.Trigger, error) {
+	bad := func(err *schedule.FieldError) (*store.Trigger, error) {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
 	if t.Schedule == nil {
-		return nil, fmt.Errorf("sundial: trigger %s: schedule: must be set", t.Name)
+		return bad(schedule.Fieldf("schedule", "must be set"))
 	}
 	if t.Group == "" {
 		t.Group = "default"
@@ -351,7 +388,7 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	}
 	loc, err := schedule.LoadZone(t.TimeZone)
 	if err != nil {
-		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		return bad(&schedule.FieldError{Field: "time_zone", Err: err})
 	}
 	if t.Start.IsZero() {
 		t.Start = s.clock.Now()
@@ -361,7 +398,7 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	spec := schedule.EncodeSpec(t.Schedule)
 	sched, err := schedule.DecodeSpec(kind, spec, loc)
 	if err != nil {
-		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		return bad(&schedule.FieldError{Field: "schedule", Err: err})
 	}
 	tr := &schedule.Trigger{Schedule: sched, Start: t.Start, End: t.End, Misfire: t.Misfire}
 	if err := tr.Validate(); err != nil {
@@ -370,12 +407,15 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	var cal schedule.Calendar
 	if t.Calendar != "" {
 		if cal, err = s.engine.Calendar(ctx, ex, t.Calendar, loc); err != nil {
-			return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+			if errors.Is(err, store.ErrNotFound) {
+				return bad(schedule.Fieldf("calendar", "no calendar %q is stored", t.Calendar))
+			}
+			return nil, fmt.Errorf("sundial: trigger %s: calendar %q: %w", t.Name, t.Calendar, err)
 		}
 	}
 	first, err := tr.ComputeFirst(cal)
 	if err != nil {
-		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		return bad(&schedule.FieldError{Field: "schedule", Err: err})
 	}
 	return &store.Trigger{
 		JobID: jobID, Group: t.Group, Name: t.Name, Kind: store.TriggerKind(kind), Spec: spec,

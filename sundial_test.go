@@ -2,6 +2,7 @@ package sundial_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
@@ -62,3 +64,55 @@ func TestConfigSettingsHaveOneValue(t *testing.T) {
 type nopDispatcher struct{}
 
 func (nopDispatcher) Dispatch(context.Context, *engine.Fire) engine.Result { return engine.Result{} }
+
+// Every check of the scheduler names its field with a typed error, so the server (and any
+// embedding program) can point at it without reading the message.
+func TestScheduleJobNamesTheBadField(t *testing.T) {
+	st := openStore(t)
+	s, err := sundial.New(sundial.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cron, err := sundial.Cron("0 0 * * * ?", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)
+	ok := sundial.Trigger{Schedule: cron}
+	job := sundial.Job{Name: "j", Handler: "noop"}
+	for _, tc := range []struct {
+		name  string
+		job   sundial.Job
+		trigs []sundial.Trigger
+		field string
+	}{
+		{"no name", sundial.Job{Handler: "noop"}, nil, "name"},
+		{"no handler", sundial.Job{Name: "j"}, nil, "handler"},
+		{"negative timeout", sundial.Job{Name: "j", Handler: "noop", Timeout: -time.Second}, nil, "timeout_ms"},
+		{"routing without app", sundial.Job{Name: "j", Handler: "noop", Routing: "first"}, nil, "routing"},
+		{"bad alarm", sundial.Job{Name: "j", Handler: "noop", AlarmTargets: []string{"ops@example.com", "gopher://x"}}, nil, "alarm_targets[1]"},
+		{"bad concurrency", sundial.Job{Name: "j", Handler: "noop", Concurrency: "sometimes"}, nil, "concurrency"},
+		{"end before start", job, []sundial.Trigger{ok, {Schedule: cron, Start: start, End: start.Add(-time.Hour)}}, "triggers[1].end"},
+		{"no schedule", job, []sundial.Trigger{{}}, "triggers[0].schedule"},
+		{"bad zone", job, []sundial.Trigger{{Schedule: cron, TimeZone: "Mars/Olympus"}}, "triggers[0].time_zone"},
+		{"no calendar", job, []sundial.Trigger{{Schedule: cron, Calendar: "nope"}}, "triggers[0].calendar"},
+		{"duplicate name", job, []sundial.Trigger{ok, {Schedule: cron, Name: "j#1"}}, "triggers[1].name"},
+	} {
+		_, err := s.ScheduleJob(ctx, tc.job, tc.trigs...)
+		var fe *sundial.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: error %v, want a FieldError for %s", tc.name, err, tc.field)
+		}
+	}
+	if err := s.PutCalendar(ctx, sundial.Calendar{Name: "c", Spec: "weekly:1,7", Base: "missing"}); err == nil {
+		t.Error("calendar on a missing base stored")
+	} else if fe, ok := schedule.AsField(err); !ok || fe.Field != "base" {
+		t.Errorf("calendar on a missing base: %v, want a FieldError for base", err)
+	}
+	if err := s.PutCalendar(ctx, sundial.Calendar{Name: "c", Spec: "weekly:9"}); err == nil {
+		t.Error("bad calendar spec stored")
+	} else if fe, ok := schedule.AsField(err); !ok || fe.Field != "spec" {
+		t.Errorf("bad calendar spec: %v, want a FieldError for spec", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -194,7 +195,7 @@ func TestOutputFollowEndToEnd(t *testing.T) {
 				if ev.name != "line" {
 					t.Fatalf("event %+v before the line %q", ev, msg)
 				}
-				var l logLineOut
+				var l api.LogLine
 				if err := json.Unmarshal([]byte(ev.data), &l); err != nil {
 					t.Fatal(err)
 				}

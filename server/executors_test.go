@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -126,7 +127,7 @@ func (e *env) remoteJob(app, routing string, tune func(*store.Job)) int64 {
 }
 
 type remoteExec struct {
-	execRef
+	api.Execution
 	ExecutorAddress string `json:"executor_address"`
 	ShardIndex      int    `json:"shard_index"`
 	ShardTotal      int    `json:"shard_total"`
@@ -143,7 +144,7 @@ func (e *env) execution(id int64) remoteExec {
 // jobExecutions lists a job's executions, oldest first.
 func (e *env) jobExecutions(job int64) []remoteExec {
 	e.t.Helper()
-	var p pageOf[remoteExec]
+	var p api.Page[remoteExec]
 	e.call("GET", "/api/v1/executions?order=asc&job_id="+itoa(job), nil, 200, &p)
 	return p.Items
 }
@@ -162,7 +163,7 @@ func TestExecutorRegistry(t *testing.T) {
 		}
 		e.register("billing", fe, "report")
 
-		var list pageOf[instanceOut]
+		var list api.Page[api.Executor]
 		e.call("GET", "/api/v1/executors", nil, 200, &list)
 		if len(list.Items) != 1 || list.Items[0].Address != fe.url || !slices.Equal(list.Items[0].Handlers, []string{"report"}) {
 			t.Fatalf("executors after register: %+v", list.Items)
@@ -170,7 +171,7 @@ func TestExecutorRegistry(t *testing.T) {
 
 		e.call("PUT", "/api/v1/apps/billing", map[string]any{"title": "Billing"}, 200, nil)
 		e.callErr("PUT", "/api/v1/apps/x", map[string]any{"address_mode": "manual"}, 400)
-		var apps pageOf[appOut]
+		var apps api.Page[api.App]
 		e.call("GET", "/api/v1/apps", nil, 200, &apps)
 		if len(apps.Items) != 1 || apps.Items[0].Title != "Billing" || apps.Items[0].AddressMode != "auto" {
 			t.Fatalf("apps: %+v", apps.Items)
@@ -195,7 +196,7 @@ func TestRemoteRun(t *testing.T) {
 		e.register("billing", fe, "report")
 		job := e.remoteJob("billing", "round_robin", func(j *store.Job) { j.Params = "month=11"; j.TimeoutMs = 5000 })
 
-		var started execRef
+		var started api.Execution
 		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &started)
 		run := fe.nextRun()
 		if run.ExecutionID != started.ID || run.JobID != job || run.Handler != "report" || run.Params != "month=11" ||
@@ -226,7 +227,7 @@ func TestRemoteRun(t *testing.T) {
 		if x := e.execution(run.ExecutionID); x.State != "succeeded" || x.HandleMsg != "ok" {
 			t.Fatalf("execution after its result: %+v", x)
 		}
-		var out pageOf[logLineOut]
+		var out api.Page[api.LogLine]
 		e.call("GET", "/api/v1/executions/"+itoa(run.ExecutionID)+"/output", nil, 200, &out)
 		if len(out.Items) != 2 || out.Items[0].Message != "started" || out.Items[1].Message != "done" {
 			t.Fatalf("output: %+v", out.Items)
@@ -313,7 +314,7 @@ func TestRemoteExecutorLost(t *testing.T) {
 		if xs[1].Attempt != 1 || !strings.Contains(xs[1].HandleMsg, "no executor") {
 			t.Fatalf("retry: %+v", xs[1])
 		}
-		var list pageOf[instanceOut]
+		var list api.Page[api.Executor]
 		e.call("GET", "/api/v1/executors", nil, 200, &list)
 		if len(list.Items) != 0 {
 			t.Fatalf("the silent executor is still listed: %+v", list.Items)

@@ -5,13 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
-
-type reportJSON struct {
-	Items  []reportRow `json:"items"`
-	Totals reportRow   `json:"totals"`
-}
 
 // TestDailyReport: the leader's report rows, served by GET /api/v1/reports/daily, count the
 // executions by outcome, per day and per job.
@@ -21,7 +17,7 @@ func TestDailyReport(t *testing.T) {
 			c.ExecutorHeartbeat = 20 * time.Millisecond // the leader duties' tick
 			c.ReportInterval = time.Millisecond
 		}, registerBoom)
-		var ok, bad jobRef
+		var ok, bad api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "ok", "handler": "noop"}, 201, &ok)
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "bad", "handler": "boom", "max_retries": 1, "retry_backoff_ms": 1}, 201, &bad)
 		for range 3 {
@@ -33,18 +29,18 @@ func TestDailyReport(t *testing.T) {
 		okRuns, badRuns := e.settled(ok.ID, 3), e.settled(bad.ID, 4) // each bad run is retried once
 
 		// What the rows must say, from the executions themselves.
-		want := map[int64]map[string]*reportRow{}
+		want := map[int64]map[string]*api.ReportRow{}
 		first, last := "9999-12-31", "0000-01-01"
 		for _, x := range append(okRuns, badRuns...) {
 			day := time.UnixMilli(x.FiredAt).UTC().Format(dayLayout)
 			first, last = min(first, day), max(last, day)
 			for _, job := range []int64{0, x.JobID} {
 				if want[job] == nil {
-					want[job] = map[string]*reportRow{}
+					want[job] = map[string]*api.ReportRow{}
 				}
 				r := want[job][day]
 				if r == nil {
-					r = &reportRow{Day: day}
+					r = &api.ReportRow{Day: day}
 					want[job][day] = r
 				}
 				switch x.State {
@@ -66,12 +62,12 @@ func TestDailyReport(t *testing.T) {
 			// A refresh that read the executions before they all finished may be the latest
 			// for a moment: wait for one that counts them as they are now.
 			mismatch := func() string {
-				var got reportJSON
+				var got api.Report
 				e.call("GET", path, nil, 200, &got)
 				for _, r := range got.Items {
 					w := want[job][r.Day]
 					if w == nil {
-						w = &reportRow{Day: r.Day}
+						w = &api.ReportRow{Day: r.Day}
 					}
 					if r != *w {
 						return fmt.Sprintf("job %d, %s: %+v, want %+v", job, r.Day, r, *w)
@@ -89,7 +85,7 @@ func TestDailyReport(t *testing.T) {
 		}
 
 		// Every day of the range has an item; bad ranges are refused naming the parameter.
-		var week reportJSON
+		var week api.Report
 		e.call("GET", "/api/v1/reports/daily?from=2020-02-27&to=2020-03-04", nil, 200, &week)
 		if len(week.Items) != 7 || week.Items[0].Day != "2020-02-27" || week.Items[2].Day != "2020-02-29" || week.Totals.Total != 0 {
 			t.Errorf("an empty week: %+v", week)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -26,7 +27,7 @@ func TestUnauthenticated(t *testing.T) {
 			path := strings.NewReplacer("{id}", "1", "{name}", "x").Replace(rt.path)
 			for _, token := range []string{"", "sdl_not-a-real-token", "not-even-the-prefix"} {
 				resp := e.raw(rt.method, path, token, nil, map[string]string{})
-				var eb errorBody
+				var eb api.ErrorBody
 				mustDecode(t, resp, &eb)
 				if resp.StatusCode != http.StatusUnauthorized || eb.Error.Code != "unauthenticated" {
 					t.Errorf("%s %s with token %q: %d %+v, want 401 unauthenticated", rt.method, path, token, resp.StatusCode, eb.Error)
@@ -43,7 +44,7 @@ func TestUnauthenticated(t *testing.T) {
 			}
 		}
 		// The token works until it is deleted.
-		var toks pageOf[tokenJSON]
+		var toks api.Page[api.Token]
 		e.call("GET", "/api/v1/tokens", nil, 200, &toks)
 		if len(toks.Items) != 1 || toks.Items[0].Token != "" {
 			t.Fatalf("token list %+v: want one token without its secret", toks.Items)
@@ -73,7 +74,7 @@ func TestSession(t *testing.T) {
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
 		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict", cookie)
 	}
-	var me userJSON
+	var me api.User
 	mustDecode(t, e.raw("GET", "/api/v1/auth/me", "", cookie, nil), &me)
 	if me.Name != "admin" || me.Via != "session" {
 		t.Fatalf("me = %+v", me)
@@ -148,12 +149,16 @@ func TestBadInputStoresNothing(t *testing.T) {
 			{job(map[string]any{"cron": "0 0 0 1 1 ? 2001"}), "triggers[0].cron", "never fire"},
 			{job(map[string]any{"cron": "0 0 * * * ?", "calendar": "nope"}), "triggers[0].calendar", "nope"},
 			{job(map[string]any{"cron": "0 0 * * * ?", "start": "tomorrow"}), "triggers[0].start", "RFC 3339"},
+			{job(good, map[string]any{"cron": "0 0 * * * ?", "start": "2030-01-02T00:00:00Z", "end": "2030-01-01T00:00:00Z"}), "triggers[1].end", "before start"},
+			{job(map[string]any{"every_ms": 1000, "repeat": -2}), "triggers[0].repeat", "forever"},
 			{job(map[string]any{"daily_interval": map[string]any{"from": "09:00", "to": "17:00", "interval": 1, "unit": "DAY"}}), "triggers[0].daily_interval", "Unit"},
 			{job(map[string]any{"calendar_interval": map[string]any{"interval": 1, "unit": "FORTNIGHT"}}), "triggers[0].calendar_interval.unit", "FORTNIGHT"},
 			{job(good, map[string]any{"name": "j#1", "cron": "0 0 * * * ?"}), "triggers[1].name", "triggers[0]"},
 			{map[string]any{"name": "", "handler": "noop"}, "name", "empty"},
 			{map[string]any{"name": "j", "handler": ""}, "handler", "empty"},
 			{map[string]any{"name": "j", "handler": "noop", "concurrency": "sometimes"}, "concurrency", "serial"},
+			{map[string]any{"name": "j", "handler": "noop", "timeout_ms": -1}, "timeout_ms", "negative"},
+			{map[string]any{"name": "j", "handler": "noop", "retry_backoff_ms": -5}, "retry_backoff_ms", "negative"},
 			{map[string]any{"name": "j", "handler": "noop", "max_retries": "three"}, "max_retries", "int"},
 			{map[string]any{"name": "j", "handler": "noop", "triggers": []any{map[string]any{"crom": "0 0 * * * ?"}}}, "crom", "unknown field"},
 			{map[string]any{"name": "j", "handler": "report", "app": "billing", "routing": "loudest"}, "routing", "loudest"},
@@ -166,7 +171,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 		}
 		e.callErr("POST", "/api/v1/jobs", "not an object", http.StatusBadRequest)
 
-		var jobs pageOf[jobRef]
+		var jobs api.Page[api.Job]
 		e.call("GET", "/api/v1/jobs", nil, 200, &jobs)
 		if len(jobs.Items) != 0 {
 			t.Fatalf("bad requests stored jobs: %+v", jobs.Items)
@@ -195,7 +200,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 func TestJobFiresEndToEnd(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
-		var job jobRef
+		var job api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "hello", "handler": "noop", "triggers": []any{
 			map[string]any{"cron": "0 0 * * * ?", "time_zone": "Europe/Berlin"},
 			map[string]any{"once": true},
@@ -206,9 +211,9 @@ func TestJobFiresEndToEnd(t *testing.T) {
 		}
 		once := job.Triggers[1].ID
 
-		var ex execRef
+		var ex api.Execution
 		eventually(t, "the one-shot trigger's execution to succeed", func() bool {
-			var p pageOf[execRef]
+			var p api.Page[api.Execution]
 			e.call("GET", fmt.Sprintf("/api/v1/executions?job_id=%d&state=succeeded", job.ID), nil, 200, &p)
 			for _, x := range p.Items {
 				if x.TriggerID == once {
@@ -218,12 +223,12 @@ func TestJobFiresEndToEnd(t *testing.T) {
 			}
 			return false
 		})
-		var detail execRef
+		var detail api.Execution
 		e.call("GET", fmt.Sprintf("/api/v1/executions/%d", ex.ID), nil, 200, &detail)
 		if detail.State != "succeeded" || detail.JobID != job.ID {
 			t.Fatalf("execution detail %+v", detail)
 		}
-		var out pageOf[logLineOut]
+		var out api.Page[api.LogLine]
 		e.call("GET", fmt.Sprintf("/api/v1/executions/%d/output", ex.ID), nil, 200, &out)
 		if len(out.Items) != 1 || !strings.Contains(out.Items[0].Message, "noop ran") {
 			t.Fatalf("output %+v: want the noop line", out.Items)
@@ -240,7 +245,7 @@ func TestJobFiresEndToEnd(t *testing.T) {
 		}
 
 		// The cron trigger waits; the one-shot is complete.
-		var trig triggerRef
+		var trig api.Trigger
 		e.call("GET", fmt.Sprintf("/api/v1/triggers/%d", once), nil, 200, &trig)
 		if trig.State != "complete" {
 			t.Fatalf("one-shot trigger state %q, want complete", trig.State)
@@ -255,12 +260,12 @@ func TestJobFiresEndToEnd(t *testing.T) {
 		}
 
 		// A job whose handler this node lacks fails at fire time, saying so.
-		var orphan jobRef
+		var orphan api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "orphan", "handler": "report"}, 201, &orphan)
 		if len(orphan.Warnings) != 1 || !strings.Contains(orphan.Warnings[0], `"report"`) {
 			t.Fatalf("warnings %v: want one about the unregistered handler", orphan.Warnings)
 		}
-		var run execRef
+		var run api.Execution
 		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", orphan.ID), nil, 202, &run)
 		eventually(t, "the orphan's run to fail", func() bool {
 			e.call("GET", fmt.Sprintf("/api/v1/executions/%d", run.ID), nil, 200, &run)
@@ -291,11 +296,11 @@ func TestPagination(t *testing.T) {
 		ctx := context.Background()
 		var want []int64
 		for i := range 13 {
-			var j jobRef
+			var j api.Job
 			e.call("POST", "/api/v1/jobs", map[string]any{"name": fmt.Sprintf("job%02d", i), "handler": "noop"}, 201, &j)
 			want = append(want, j.ID)
 		}
-		got := collect[jobRef](t, e, "/api/v1/jobs?limit=5", func(j jobRef) int64 { return j.ID })
+		got := collect[api.Job](t, e, "/api/v1/jobs?limit=5", func(j api.Job) int64 { return j.ID })
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("job pages %v, want %v (every row once, in order)", got, want)
 		}
@@ -315,20 +320,20 @@ func TestPagination(t *testing.T) {
 				ofJob0 = append(ofJob0, x.ID)
 			}
 		}
-		id := func(x execRef) int64 { return x.ID }
-		if got := collect[execRef](t, e, "/api/v1/executions?limit=4&order=asc", id); fmt.Sprint(got) != fmt.Sprint(all) {
+		id := func(x api.Execution) int64 { return x.ID }
+		if got := collect[api.Execution](t, e, "/api/v1/executions?limit=4&order=asc", id); fmt.Sprint(got) != fmt.Sprint(all) {
 			t.Fatalf("executions ascending %v, want %v", got, all)
 		}
-		desc := collect[execRef](t, e, "/api/v1/executions?limit=4", id)
+		desc := collect[api.Execution](t, e, "/api/v1/executions?limit=4", id)
 		if len(desc) != len(all) || desc[0] != all[len(all)-1] {
 			t.Fatalf("executions newest first %v, want %d rows from %d down", desc, len(all), all[len(all)-1])
 		}
 		path := fmt.Sprintf("/api/v1/executions?limit=3&order=asc&state=succeeded&job_id=%d", want[0])
-		if got := collect[execRef](t, e, path, id); fmt.Sprint(got) != fmt.Sprint(ofJob0) {
+		if got := collect[api.Execution](t, e, path, id); fmt.Sprint(got) != fmt.Sprint(ofJob0) {
 			t.Fatalf("executions of job %d: %v, want %v", want[0], got, ofJob0)
 		}
 		// fired_at 1005 <= t < 1009: executions 5..8.
-		ranged := collect[execRef](t, e, "/api/v1/executions?order=asc&from=1970-01-01T00:00:01.005Z&to=1970-01-01T00:00:01.009Z", id)
+		ranged := collect[api.Execution](t, e, "/api/v1/executions?order=asc&from=1970-01-01T00:00:01.005Z&to=1970-01-01T00:00:01.009Z", id)
 		if fmt.Sprint(ranged) != fmt.Sprint(all[5:9]) {
 			t.Fatalf("time range %v, want %v", ranged, all[5:9])
 		}
@@ -346,7 +351,7 @@ func collect[T any](t *testing.T, e *env, path string, id func(T) int64) []int64
 		if cursor != "" {
 			p += "&after=" + cursor
 		}
-		var pg pageOf[T]
+		var pg api.Page[T]
 		e.call("GET", p, nil, 200, &pg)
 		for _, it := range pg.Items {
 			out = append(out, id(it))
@@ -368,14 +373,14 @@ func TestCalendarsAndTriggers(t *testing.T) {
 	if got := e.callErr("PUT", "/api/v1/calendars/h", map[string]any{"spec": "weekly:1,7", "base": "missing"}, 400); got.Field != "base" {
 		t.Fatalf("missing base: %+v", got)
 	}
-	var cal calendarOut
+	var cal api.Calendar
 	e.call("PUT", "/api/v1/calendars/weekend", map[string]any{"spec": "weekly:1,7", "description": "no weekends"}, 200, &cal)
 	if cal.Name != "weekend" || cal.Spec != "weekly:1,7" {
 		t.Fatalf("calendar %+v", cal)
 	}
-	var j jobRef
+	var j api.Job
 	e.call("POST", "/api/v1/jobs", map[string]any{"name": "weekday", "handler": "noop"}, 201, &j)
-	var tr triggerOut
+	var tr api.Trigger
 	e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), map[string]any{
 		"daily_interval": map[string]any{"from": "09:00", "to": "17:00", "interval": 30, "unit": "MINUTE", "days": "MON-FRI"},
 		"time_zone":      "America/New_York", "calendar": "weekend"}, 201, &tr)
@@ -390,7 +395,7 @@ func TestCalendarsAndTriggers(t *testing.T) {
 	if tr.State != "paused" {
 		t.Fatalf("paused trigger state %q", tr.State)
 	}
-	var trs pageOf[triggerOut]
+	var trs api.Page[api.Trigger]
 	e.call("GET", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), nil, 200, &trs)
 	if len(trs.Items) != 1 || trs.Items[0].State != "paused" {
 		t.Fatalf("job triggers %+v", trs.Items)
@@ -400,7 +405,7 @@ func TestCalendarsAndTriggers(t *testing.T) {
 	e.callErr("GET", "/api/v1/calendars/weekend", nil, 404)
 
 	// PUT replaces the job's settings; triggers are not changed through it.
-	var upd jobOut
+	var upd api.Job
 	e.call("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
 		"description": "now described", "max_retries": 2}, 200, &upd)
 	if upd.Description != "now described" || upd.MaxRetries != 2 || upd.Group != "default" {
@@ -411,7 +416,7 @@ func TestCalendarsAndTriggers(t *testing.T) {
 		t.Fatalf("PUT with triggers: %+v", got)
 	}
 
-	var nodes pageOf[nodeOut]
+	var nodes api.Page[api.Node]
 	e.call("GET", "/api/v1/nodes", nil, 200, &nodes)
 	if len(nodes.Items) != 1 || !nodes.Items[0].Self {
 		t.Fatalf("nodes %+v: want this node", nodes.Items)
@@ -437,13 +442,13 @@ func TestReadyz(t *testing.T) {
 // too), and the API shows both; it carries no "handler not registered here" warning.
 func TestRemoteJobFields(t *testing.T) {
 	e := newEnv(t, "sqlite")
-	var out jobOut
+	var out api.Job
 	e.call("POST", "/api/v1/jobs", map[string]any{"name": "r", "handler": "report", "app": "billing", "routing": "SHARDING_BROADCAST"},
 		http.StatusCreated, &out)
 	if out.Target != "remote" || out.App != "billing" || out.Routing != "sharding_broadcast" || len(out.Warnings) != 0 {
 		t.Fatalf("remote job: %+v", out)
 	}
-	var local jobOut
+	var local api.Job
 	e.call("PUT", "/api/v1/jobs/"+strconv.FormatInt(out.ID, 10), map[string]any{"name": "r", "handler": "noop"}, http.StatusOK, &local)
 	if local.Target != "local" || local.App != "" || local.Routing != "" {
 		t.Fatalf("after making it local: %+v", local)
