@@ -55,6 +55,14 @@ type Config struct {
 	Engine engine.Config
 }
 
+// merge sets *eng to the one value of the setting given as Config.<name> (short) or
+// Config.Engine.<name> (*eng), and adds a disagreement to errs.
+func merge[T comparable](errs *[]error, name string, short T, eng *T) {
+	v, err := setting.One("Config."+name, short, "Config.Engine."+name, *eng)
+	*eng = v
+	*errs = append(*errs, err)
+}
+
 // Handler is the code a job runs. Returning an error fails the execution (and retries it
 // when the job allows retries). The context is canceled when the job's timeout passes or
 // the node stops.
@@ -102,24 +110,14 @@ func (cfg Config) engineConfig() (engine.Config, error) {
 			"wrap them with Config.Dispatcher instead")
 	}
 	var errs []error
-	pick := func(err error) { errs = append(errs, err) }
-	var err error
-	ec.Store, err = setting.One("Config.Store", cfg.Store, "Config.Engine.Store", ec.Store)
-	pick(err)
-	ec.NodeID, err = setting.One("Config.NodeID", cfg.NodeID, "Config.Engine.NodeID", ec.NodeID)
-	pick(err)
-	ec.Logger, err = setting.One("Config.Logger", cfg.Logger, "Config.Engine.Logger", ec.Logger)
-	pick(err)
-	ec.Clock, err = setting.One("Config.Clock", cfg.Clock, "Config.Engine.Clock", ec.Clock)
-	pick(err)
-	ec.MisfireThreshold, err = setting.One("Config.MisfireThreshold", cfg.MisfireThreshold, "Config.Engine.MisfireThreshold", ec.MisfireThreshold)
-	pick(err)
-	ec.MaxRunning, err = setting.One("Config.MaxRunning", cfg.MaxRunning, "Config.Engine.MaxRunning", ec.MaxRunning)
-	pick(err)
-	ec.HeartbeatInterval, err = setting.One("Config.HeartbeatInterval", cfg.HeartbeatInterval, "Config.Engine.HeartbeatInterval", ec.HeartbeatInterval)
-	pick(err)
-	ec.DrainTimeout, err = setting.One("Config.DrainTimeout", cfg.DrainTimeout, "Config.Engine.DrainTimeout", ec.DrainTimeout)
-	pick(err)
+	merge(&errs, "Store", cfg.Store, &ec.Store)
+	merge(&errs, "NodeID", cfg.NodeID, &ec.NodeID)
+	merge(&errs, "Logger", cfg.Logger, &ec.Logger)
+	merge(&errs, "Clock", cfg.Clock, &ec.Clock)
+	merge(&errs, "MisfireThreshold", cfg.MisfireThreshold, &ec.MisfireThreshold)
+	merge(&errs, "MaxRunning", cfg.MaxRunning, &ec.MaxRunning)
+	merge(&errs, "HeartbeatInterval", cfg.HeartbeatInterval, &ec.HeartbeatInterval)
+	merge(&errs, "DrainTimeout", cfg.DrainTimeout, &ec.DrainTimeout)
 	if err := errors.Join(errs...); err != nil {
 		return ec, fmt.Errorf("sundial: %w", err)
 	}

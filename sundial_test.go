@@ -17,13 +17,12 @@ import (
 // openStore opens a migrated SQLite store in a temp dir, closed when t ends.
 func openStore(t *testing.T) *sqlstore.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "sundial.db"))
-	if err != nil {
-		t.Fatal(err)
+	st, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "sundial.db"))
+	if err == nil {
+		t.Cleanup(func() { st.Close() })
+		err = st.Migrate(context.Background())
 	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	return st

@@ -128,6 +128,28 @@ func startEnv(t *testing.T, st *sqlstore.Store, tune func(*Config), prev *env) *
 	return e
 }
 
+// client returns a typed API client holding the admin token.
+func (e *env) client() *api.Client {
+	e.t.Helper()
+	c, err := api.NewClient(e.url, e.token, api.WithRequestTimeout(30*time.Second))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// must takes a client call's result and error and returns a function that fails t on the
+// error and otherwise returns the result: must(c.GetJob(ctx, id))(t).
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
 // login logs in with the admin password and creates an API token through the cookie session.
 func (e *env) login() string {
 	e.t.Helper()

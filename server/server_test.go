@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -200,11 +201,12 @@ func TestBadInputStoresNothing(t *testing.T) {
 func TestJobFiresEndToEnd(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
-		var job api.Job
-		e.call("POST", "/api/v1/jobs", map[string]any{"name": "hello", "handler": "noop", "triggers": []any{
-			map[string]any{"cron": "0 0 * * * ?", "time_zone": "Europe/Berlin"},
-			map[string]any{"once": true},
-		}}, 201, &job)
+		c, ctx := e.client(), context.Background()
+		cron := "0 0 * * * ?"
+		job := must(c.CreateJob(ctx, api.JobRequest{Name: "hello", Handler: "noop", Triggers: []api.TriggerRequest{
+			{Schedule: api.Schedule{Cron: &cron, TimeZone: "Europe/Berlin"}},
+			{Schedule: api.Schedule{Once: true}},
+		}}))(t)
 		if len(job.Triggers) != 2 || job.Triggers[0].Kind != "cron" || *job.Triggers[0].Cron != "0 0 * * * ?" ||
 			!job.Triggers[1].Once || len(job.Warnings) != 0 {
 			t.Fatalf("created job %+v", job)
@@ -213,8 +215,7 @@ func TestJobFiresEndToEnd(t *testing.T) {
 
 		var ex api.Execution
 		eventually(t, "the one-shot trigger's execution to succeed", func() bool {
-			var p api.Page[api.Execution]
-			e.call("GET", fmt.Sprintf("/api/v1/executions?job_id=%d&state=succeeded", job.ID), nil, 200, &p)
+			p := must(c.ListExecutions(ctx, api.ExecutionFilter{JobID: job.ID, State: "succeeded"}, api.ListOptions{}))(t)
 			for _, x := range p.Items {
 				if x.TriggerID == once {
 					ex = x
@@ -223,13 +224,10 @@ func TestJobFiresEndToEnd(t *testing.T) {
 			}
 			return false
 		})
-		var detail api.Execution
-		e.call("GET", fmt.Sprintf("/api/v1/executions/%d", ex.ID), nil, 200, &detail)
-		if detail.State != "succeeded" || detail.JobID != job.ID {
+		if detail := must(c.GetExecution(ctx, ex.ID))(t); detail.State != "succeeded" || detail.JobID != job.ID {
 			t.Fatalf("execution detail %+v", detail)
 		}
-		var out api.Page[api.LogLine]
-		e.call("GET", fmt.Sprintf("/api/v1/executions/%d/output", ex.ID), nil, 200, &out)
+		out := must(c.ExecutionOutput(ctx, ex.ID, api.ListOptions{}))(t)
 		if len(out.Items) != 1 || !strings.Contains(out.Items[0].Message, "noop ran") {
 			t.Fatalf("output %+v: want the noop line", out.Items)
 		}
@@ -243,32 +241,40 @@ func TestJobFiresEndToEnd(t *testing.T) {
 		if !strings.Contains(string(stream), "event: line\ndata: {\"line\":1") || !strings.Contains(string(stream), "event: end") {
 			t.Fatalf("follow stream:\n%s", stream)
 		}
+		// The client reads the same stream into typed events.
+		var events []string
+		ended, err := c.FollowOutput(ctx, ex.ID, 0, func(ev api.OutputEvent) error {
+			switch {
+			case ev.Line != nil:
+				events = append(events, "line "+ev.Line.Message)
+			case ev.End != nil:
+				events = append(events, "end "+ev.End.State)
+			}
+			return nil
+		})
+		if err != nil || !ended || len(events) != 2 || !strings.Contains(events[0], "noop ran") || events[1] != "end succeeded" {
+			t.Fatalf("follow: ended %v, err %v, events %q", ended, err, events)
+		}
 
 		// The cron trigger waits; the one-shot is complete.
-		var trig api.Trigger
-		e.call("GET", fmt.Sprintf("/api/v1/triggers/%d", once), nil, 200, &trig)
-		if trig.State != "complete" {
+		if trig := must(c.GetTrigger(ctx, once))(t); trig.State != "complete" {
 			t.Fatalf("one-shot trigger state %q, want complete", trig.State)
 		}
-		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/pause", job.ID), nil, 200, &job)
-		if job.Triggers[0].State != "paused" {
+		if job = must(c.PauseJob(ctx, job.ID))(t); job.Triggers[0].State != "paused" {
 			t.Fatalf("after pause: %+v", job.Triggers[0])
 		}
-		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/resume", job.ID), nil, 200, &job)
-		if job.Triggers[0].State != "waiting" {
+		if job = must(c.ResumeJob(ctx, job.ID))(t); job.Triggers[0].State != "waiting" {
 			t.Fatalf("after resume: %+v", job.Triggers[0])
 		}
 
 		// A job whose handler this node lacks fails at fire time, saying so.
-		var orphan api.Job
-		e.call("POST", "/api/v1/jobs", map[string]any{"name": "orphan", "handler": "report"}, 201, &orphan)
+		orphan := must(c.CreateJob(ctx, api.JobRequest{Name: "orphan", Handler: "report"}))(t)
 		if len(orphan.Warnings) != 1 || !strings.Contains(orphan.Warnings[0], `"report"`) {
 			t.Fatalf("warnings %v: want one about the unregistered handler", orphan.Warnings)
 		}
-		var run api.Execution
-		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", orphan.ID), nil, 202, &run)
+		run := must(c.RunJob(ctx, orphan.ID))(t)
 		eventually(t, "the orphan's run to fail", func() bool {
-			e.call("GET", fmt.Sprintf("/api/v1/executions/%d", run.ID), nil, 200, &run)
+			run = must(c.GetExecution(ctx, run.ID))(t)
 			return run.State == "failed"
 		})
 		if !strings.Contains(run.HandleMsg, `no handler "report"`) {
@@ -284,9 +290,15 @@ func TestJobFiresEndToEnd(t *testing.T) {
 			}
 		}
 
-		e.call("DELETE", fmt.Sprintf("/api/v1/jobs/%d", job.ID), nil, 204, nil)
-		e.callErr("GET", fmt.Sprintf("/api/v1/jobs/%d", job.ID), nil, 404)
-		e.callErr("GET", fmt.Sprintf("/api/v1/triggers/%d", once), nil, 404)
+		if err := c.DeleteJob(ctx, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.GetJob(ctx, job.ID); !api.IsNotFound(err) {
+			t.Fatalf("deleted job: %v, want not found", err)
+		}
+		if _, err := c.GetTrigger(ctx, once); !api.IsNotFound(err) {
+			t.Fatalf("deleted job's trigger: %v, want not found", err)
+		}
 	})
 }
 
@@ -367,58 +379,71 @@ func collect[T any](t *testing.T, e *env, path string, id func(T) int64) []int64
 
 func TestCalendarsAndTriggers(t *testing.T) {
 	e := newEnv(t, "sqlite")
-	if got := e.callErr("PUT", "/api/v1/calendars/h", map[string]any{"spec": "holiday:2024-13-45"}, 400); got.Field != "spec" {
-		t.Fatalf("bad calendar spec: %+v", got)
+	c, ctx := e.client(), context.Background()
+	fieldOf := func(err error) string {
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status != 400 {
+			t.Fatalf("error %v: want a 400", err)
+		}
+		return ae.Field
 	}
-	if got := e.callErr("PUT", "/api/v1/calendars/h", map[string]any{"spec": "weekly:1,7", "base": "missing"}, 400); got.Field != "base" {
-		t.Fatalf("missing base: %+v", got)
+	if _, err := c.PutCalendar(ctx, "h", api.CalendarRequest{Spec: "holiday:2024-13-45"}); fieldOf(err) != "spec" {
+		t.Fatalf("bad calendar spec: %v", err)
 	}
-	var cal api.Calendar
-	e.call("PUT", "/api/v1/calendars/weekend", map[string]any{"spec": "weekly:1,7", "description": "no weekends"}, 200, &cal)
-	if cal.Name != "weekend" || cal.Spec != "weekly:1,7" {
+	if _, err := c.PutCalendar(ctx, "h", api.CalendarRequest{Spec: "weekly:1,7", Base: "missing"}); fieldOf(err) != "base" {
+		t.Fatalf("missing base: %v", err)
+	}
+	if _, err := c.PutCalendar(ctx, "h", api.CalendarRequest{Spec: "weekly:1,7", Base: "h"}); fieldOf(err) != "base" {
+		t.Fatalf("own base: %v", err)
+	}
+	cal := must(c.PutCalendar(ctx, "weekend", api.CalendarRequest{Spec: "weekly:1,7", Description: "no weekends"}))(t)
+	if cal.Name != "weekend" || cal.Spec != "weekly:1,7" || cal.Description != "no weekends" || cal.UpdatedAt.IsZero() {
 		t.Fatalf("calendar %+v", cal)
 	}
-	var j api.Job
-	e.call("POST", "/api/v1/jobs", map[string]any{"name": "weekday", "handler": "noop"}, 201, &j)
-	var tr api.Trigger
-	e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), map[string]any{
-		"daily_interval": map[string]any{"from": "09:00", "to": "17:00", "interval": 30, "unit": "MINUTE", "days": "MON-FRI"},
-		"time_zone":      "America/New_York", "calendar": "weekend"}, 201, &tr)
+	j := must(c.CreateJob(ctx, api.JobRequest{Name: "weekday", Handler: "noop"}))(t)
+	tr := must(c.AddTrigger(ctx, j.ID, api.TriggerRequest{Calendar: "weekend", Schedule: api.Schedule{TimeZone: "America/New_York",
+		DailyInterval: &api.DailyInterval{From: "09:00", To: "17:00", Interval: 30, Unit: "MINUTE", Days: "MON-FRI"}}}))(t)
 	if tr.Name != "weekday#1" || tr.DailyInterval == nil || tr.DailyInterval.Days != "MON,TUE,WED,THU,FRI" || tr.Calendar != "weekend" {
 		t.Fatalf("added trigger %+v", tr)
 	}
-	if got := e.callErr("POST", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), map[string]any{"cron": "bad"}, 400); got.Field != "cron" {
-		t.Fatalf("bad added trigger: %+v", got)
+	bad := "bad"
+	if _, err := c.AddTrigger(ctx, j.ID, api.TriggerRequest{Schedule: api.Schedule{Cron: &bad}}); fieldOf(err) != "cron" {
+		t.Fatalf("bad added trigger: %v", err)
 	}
-	e.callErr("DELETE", "/api/v1/calendars/weekend", nil, 409) // in use
-	e.call("POST", fmt.Sprintf("/api/v1/triggers/%d/pause", tr.ID), nil, 200, &tr)
-	if tr.State != "paused" {
+	if err := c.DeleteCalendar(ctx, "weekend"); api.StatusOf(err) != 409 {
+		t.Fatalf("delete a calendar in use: %v, want 409", err)
+	}
+	if tr = must(c.PauseTrigger(ctx, tr.ID))(t); tr.State != "paused" {
 		t.Fatalf("paused trigger state %q", tr.State)
 	}
-	var trs api.Page[api.Trigger]
-	e.call("GET", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), nil, 200, &trs)
-	if len(trs.Items) != 1 || trs.Items[0].State != "paused" {
+	if trs := must(c.ListTriggers(ctx, j.ID, api.ListOptions{}))(t); len(trs.Items) != 1 || trs.Items[0].State != "paused" {
 		t.Fatalf("job triggers %+v", trs.Items)
 	}
-	e.call("DELETE", fmt.Sprintf("/api/v1/triggers/%d", tr.ID), nil, 204, nil)
-	e.call("DELETE", "/api/v1/calendars/weekend", nil, 204, nil)
-	e.callErr("GET", "/api/v1/calendars/weekend", nil, 404)
+	if err := c.DeleteTrigger(ctx, tr.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteCalendar(ctx, "weekend"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetCalendar(ctx, "weekend"); !api.IsNotFound(err) {
+		t.Fatalf("deleted calendar: %v", err)
+	}
 
 	// PUT replaces the job's settings; triggers are not changed through it.
-	var upd api.Job
-	e.call("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
-		"description": "now described", "max_retries": 2}, 200, &upd)
+	upd := must(c.UpdateJob(ctx, j.ID, api.JobRequest{Name: "weekday", Handler: "noop", Description: "now described", MaxRetries: 2}))(t)
 	if upd.Description != "now described" || upd.MaxRetries != 2 || upd.Group != "default" {
 		t.Fatalf("updated job %+v", upd)
 	}
+	if _, err := c.UpdateJob(ctx, j.ID, api.JobRequest{Name: "weekday", Handler: "noop", MaxRetries: -1}); fieldOf(err) != "max_retries" {
+		t.Fatalf("update with negative retries: %v", err)
+	}
+	// An empty triggers list is still a list: the typed client never sends one, so raw JSON.
 	if got := e.callErr("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
 		"triggers": []any{}}, 400); got.Field != "triggers" {
 		t.Fatalf("PUT with triggers: %+v", got)
 	}
 
-	var nodes api.Page[api.Node]
-	e.call("GET", "/api/v1/nodes", nil, 200, &nodes)
-	if len(nodes.Items) != 1 || !nodes.Items[0].Self {
+	if nodes := must(c.ListNodes(ctx))(t); len(nodes.Items) != 1 || !nodes.Items[0].Self {
 		t.Fatalf("nodes %+v: want this node", nodes.Items)
 	}
 }

@@ -1,76 +1,18 @@
-package api_test
+package server
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
-	"github.com/sundial-scheduler/sundial/engine"
-	"github.com/sundial-scheduler/sundial/server"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
-
-// newClient runs a server over SQLite behind a real socket and returns a client holding an
-// admin token made through the API.
-func newClient(t *testing.T) *api.Client {
-	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "sundial.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler),
-		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	pw, _, err := server.EnsureAdmin(ctx, st, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	login, err := api.NewClient(hs.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := login.Login(ctx, "admin", pw); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := login.CreateToken(ctx, api.TokenRequest{Name: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := api.NewClient(hs.URL, tok.Token, api.WithRequestTimeout(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // The client's typed calls round-trip a job and its trigger's schedule, and a refused
 // request comes back as an *api.Error naming the status, code and field.
 func TestClientJobRoundTrip(t *testing.T) {
-	c := newClient(t)
+	c := newEnv(t, "sqlite").client()
 	ctx := context.Background()
 	cron, repeat := "0 0 9 ? * MON-FRI", 2
 	j, err := c.CreateJob(ctx, api.JobRequest{Name: "report", Handler: "noop", MaxRetries: 3, Triggers: []api.TriggerRequest{
