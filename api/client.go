@@ -400,15 +400,24 @@ func (c *Client) ListExecutors(ctx context.Context, app string) (*Page[Executor]
 	return get[Page[Executor]](ctx, c, v1+"/executors", q)
 }
 
-// DailyReport returns the daily report for the days from..to (YYYY-MM-DD; empty for the
-// server's default range).
-func (c *Client) DailyReport(ctx context.Context, from, to string) (*Report, error) {
+// ReportFilter selects the daily report's days (YYYY-MM-DD; empty for the server's default
+// range, the last seven days) and, with JobID, one job.
+type ReportFilter struct {
+	From, To string
+	JobID    int64
+}
+
+// DailyReport returns the daily report: a row per day and the totals.
+func (c *Client) DailyReport(ctx context.Context, f ReportFilter) (*Report, error) {
 	q := url.Values{}
-	if from != "" {
-		q.Set("from", from)
+	if f.From != "" {
+		q.Set("from", f.From)
 	}
-	if to != "" {
-		q.Set("to", to)
+	if f.To != "" {
+		q.Set("to", f.To)
+	}
+	if f.JobID != 0 {
+		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
 	}
 	return get[Report](ctx, c, v1+"/reports/daily", q)
 }

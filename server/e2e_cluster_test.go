@@ -378,9 +378,9 @@ func (c *cluster) fire(job int64) int64 {
 }
 
 // await polls the execution until its state is one of states.
-func (c *cluster) await(id int64, states ...string) remoteExec {
+func (c *cluster) await(id int64, states ...string) api.Execution {
 	c.t.Helper()
-	var x remoteExec
+	var x api.Execution
 	eventually(c.t, fmt.Sprintf("execution %d to be %v", id, states), func() bool {
 		x = c.execution(id)
 		return slices.Contains(states, x.State)

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/cookiejar"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,28 +62,20 @@ func startAPIServer(t *testing.T) *apiServer {
 	return s
 }
 
-// createToken logs in with the password and creates a token, with plain HTTP calls.
+// createToken logs in with the password and creates a token through the API's client.
 func (s *apiServer) createToken(t *testing.T) string {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	post := func(path string, body any) []byte {
-		b, _ := json.Marshal(body)
-		resp, err := hc.Post(s.url+path, "application/json", bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("POST %s: %s: %s", path, resp.Status, out)
-		}
-		return out
+	ctx := context.Background()
+	c, err := api.NewClient(s.url, "", api.WithRequestTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
 	}
-	post("/api/v1/auth/login", map[string]string{"username": "admin", "password": s.password})
-	var tok struct{ Token string }
-	if err := json.Unmarshal(post("/api/v1/tokens", map[string]string{"name": "cli test"}), &tok); err != nil || tok.Token == "" {
-		t.Fatalf("token response: %v %+v", err, tok)
+	if _, err := c.Login(ctx, "admin", s.password); err != nil {
+		t.Fatalf("log in: %v", err)
+	}
+	tok, err := c.CreateToken(ctx, api.TokenRequest{Name: "cli test"})
+	if err != nil || tok.Token == "" {
+		t.Fatalf("create token: %v %+v", err, tok)
 	}
 	return tok.Token
 }
