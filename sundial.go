@@ -191,7 +191,8 @@ type Job struct {
 	RetryBackoff time.Duration
 	// AlarmTargets are told when a run fails for good (after its last retry): e-mail
 	// addresses ("ops@example.com" or "mailto:ops@example.com") and webhook URLs (http://,
-	// https://). A sundial server delivers them; an embedding program only records them.
+	// https://); a bad one is refused (FieldError alarm_targets[i]). A sundial server
+	// delivers them; an embedding program only records them.
 	AlarmTargets []string
 }
 

@@ -29,8 +29,8 @@ import (
 type Config struct {
 	// Store is the migrated database the node and the API share.
 	Store store.Store
-	// Scheduler tunes the node (NodeID, intervals); its Store and Logger are set from the
-	// fields here.
+	// Scheduler tunes the node (NodeID, intervals). Store and Logger may be given here or
+	// in it, not differently in both; its Dispatcher is the server's own and must be unset.
 	Scheduler sundial.Config
 	// Logger receives the server's logs. Default: slog.Default().
 	Logger *slog.Logger
