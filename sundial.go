@@ -20,6 +20,7 @@ import (
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/setting"
+	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -73,6 +74,8 @@ type Scheduler struct {
 	store  store.Store
 	engine *engine.Engine
 	clock  clock.Clock
+	// maint runs the leader's duties while the node leads.
+	maint *maintenance.Manager
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -98,6 +101,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s.engine = e
+	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger))
 	return s, nil
 }
 
@@ -136,14 +140,29 @@ func (s *Scheduler) Register(name string, h Handler) {
 }
 
 // Start starts the node; it returns once the node is running.
-func (s *Scheduler) Start(ctx context.Context) error { return s.engine.Start(ctx) }
+func (s *Scheduler) Start(ctx context.Context) error {
+	if err := s.engine.Start(ctx); err != nil {
+		return err
+	}
+	return s.maint.Start(ctx)
+}
 
 // Stop stops taking work, waits for running handlers (up to DrainTimeout or ctx) and leaves
 // the cluster. It is idempotent.
-func (s *Scheduler) Stop(ctx context.Context) error { return s.engine.Stop(ctx) }
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.maint.Stop()
+	return s.engine.Stop(ctx)
+}
+
+// Maintenance returns the manager of the leader's duties (dead-node recovery, and what a
+// server adds), to add services before Start.
+func (s *Scheduler) Maintenance() *maintenance.Manager { return s.maint }
 
 // Engine returns the node's engine, for its statistics and leadership state.
 func (s *Scheduler) Engine() *engine.Engine { return s.engine }
+
+// Clock returns the scheduler's time source.
+func (s *Scheduler) Clock() clock.Clock { return s.clock }
 
 // Store returns the scheduler's store.
 func (s *Scheduler) Store() store.Store { return s.store }

@@ -3,35 +3,20 @@ package sundial_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/schedule"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
-
-// openStore opens a migrated SQLite store in a temp dir, closed when t ends.
-func openStore(t *testing.T) *sqlstore.Store {
-	t.Helper()
-	st, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "sundial.db"))
-	if err == nil {
-		t.Cleanup(func() { st.Close() })
-		err = st.Migrate(context.Background())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 // A setting given both as a shorthand and in Engine must agree: the scheduler used to take
 // the shorthand silently.
 func TestConfigSettingsHaveOneValue(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t, "sqlite")
 	for _, tc := range []struct {
 		name string
 		cfg  sundial.Config
@@ -67,7 +52,7 @@ func (nopDispatcher) Dispatch(context.Context, *engine.Fire) engine.Result { ret
 // Every check of the scheduler names its field with a typed error, so the server (and any
 // embedding program) can point at it without reading the message.
 func TestScheduleJobNamesTheBadField(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t, "sqlite")
 	s, err := sundial.New(sundial.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
