@@ -276,27 +276,35 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Tx, job Job, tri
 	if err != nil {
 		return 0, err
 	}
-	if err := tx.JobInsert(ctx, row); err != nil {
-		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
-	}
+	// Every trigger is checked before anything is written.
+	rows := make([]*store.Trigger, len(triggers))
 	seen := map[[2]string]int{}
 	for i, t := range triggers {
 		if t.Name == "" {
 			t.Name = fmt.Sprintf("%s#%d", row.Name, i+1)
 		}
-		key := [2]string{t.Group, t.Name}
-		if key[0] == "" {
-			key[0] = "default"
+		if t.Group == "" {
+			t.Group = "default"
 		}
+		key := [2]string{t.Group, t.Name}
 		field := fmt.Sprintf("triggers[%d]", i)
 		if j, dup := seen[key]; dup {
 			return 0, fmt.Errorf("sundial: job %s: %w", row.Name, schedule.Fieldf(field+".name", "trigger %q is also triggers[%d]", t.Name, j))
 		}
 		seen[key] = i
-		if err := s.addTrigger(ctx, tx, row.ID, t); err != nil {
+		if rows[i], err = s.triggerRow(ctx, tx, 0, t); err != nil {
 			if fe, ok := schedule.AsField(err); ok {
 				return 0, fmt.Errorf("sundial: job %s: trigger %s: %w", row.Name, t.Name, fe.In(field))
 			}
+			return 0, err
+		}
+	}
+	if err := tx.JobInsert(ctx, row); err != nil {
+		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
+	}
+	for _, tr := range rows {
+		tr.JobID = row.ID
+		if err := insertTrigger(ctx, tx, tr); err != nil {
 			return 0, err
 		}
 	}
@@ -317,6 +325,10 @@ func (s *Scheduler) addTrigger(ctx context.Context, ex store.Querier, jobID int6
 	if err != nil {
 		return err
 	}
+	return insertTrigger(ctx, ex, row)
+}
+
+func insertTrigger(ctx context.Context, ex store.Querier, row *store.Trigger) error {
 	if err := ex.TriggerInsert(ctx, row); err != nil {
 		return fmt.Errorf("sundial: trigger %s/%s: %w", row.Group, row.Name, err)
 	}

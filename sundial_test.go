@@ -89,6 +89,16 @@ func TestScheduleJobNamesTheBadField(t *testing.T) {
 			t.Errorf("%s: error %v, want a FieldError for %s", tc.name, err, tc.field)
 		}
 	}
+	// Every trigger is checked before the job is written: a bad trigger of a job whose name
+	// is taken is reported as the bad trigger.
+	if _, err := s.ScheduleJob(ctx, job, ok); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ScheduleJob(ctx, job, sundial.Trigger{Schedule: cron, Start: start, End: start.Add(-time.Hour)}); err == nil {
+		t.Error("a second job j with a bad trigger was stored")
+	} else if fe, ok := schedule.AsField(err); !ok || fe.Field != "triggers[0].end" {
+		t.Errorf("a second job j with a bad trigger: %v, want the trigger's end named", err)
+	}
 	if err := s.PutCalendar(ctx, sundial.Calendar{Name: "c", Spec: "weekly:1,7", Base: "missing"}); err == nil {
 		t.Error("calendar on a missing base stored")
 	} else if fe, ok := schedule.AsField(err); !ok || fe.Field != "base" {

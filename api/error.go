@@ -32,12 +32,8 @@ type ErrorBody struct {
 	Error Error `json:"error"`
 }
 
-// The error codes the client tells apart.
-const (
-	CodeInvalidArgument = "invalid_argument"
-	CodeNotFound        = "not_found"
-	CodeUnauthenticated = "unauthenticated"
-)
+// CodeInvalidArgument is the code of a 400: bad input, named by Field.
+const CodeInvalidArgument = "invalid_argument"
 
 // IsNotFound reports whether err is the API's 404.
 func IsNotFound(err error) bool {

@@ -231,10 +231,10 @@ func (s *Schedule) Summary() string {
 
 // Times returns the trigger's start and end (zero when not given).
 func (t *TriggerRequest) Times() (start, end time.Time, err error) {
-	if start, err = parseTime("start", t.Start); err != nil {
+	if start, err = ParseTime("start", t.Start); err != nil {
 		return start, end, err
 	}
-	end, err = parseTime("end", t.End)
+	end, err = ParseTime("end", t.End)
 	return start, end, err
 }
 
@@ -251,10 +251,9 @@ func (t *TriggerRequest) MisfirePolicy() (schedule.MisfirePolicy, error) {
 	return p, nil
 }
 
-// ParseTime reads an optional RFC 3339 time given in field; "" is the zero time.
-func ParseTime(field, v string) (time.Time, error) { return parseTime(field, v) }
-
-func parseTime(field, v string) (time.Time, error) {
+// ParseTime reads an optional RFC 3339 time given in field; "" is the zero time. A bad one
+// is a *schedule.FieldError naming field.
+func ParseTime(field, v string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}

@@ -20,7 +20,7 @@ import (
 type apiError = api.Error
 
 func invalidField(field, format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Code: "invalid_argument", Field: field, Message: fmt.Sprintf(format, args...)}
+	return &apiError{Status: http.StatusBadRequest, Code: api.CodeInvalidArgument, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 func notFound(format string, args ...any) *apiError {
