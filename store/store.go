@@ -121,6 +121,10 @@ type Querier interface {
 	// ExecutionsSetAlarm moves the given executions' alarm state from one state to another
 	// and returns the IDs that moved.
 	ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to AlarmState) ([]int64, error)
+	// ExecutionsAlarmReclaim claims again up to limit alarms left sending (AlarmSending) for
+	// longer than olderThan by the database clock, as by a node that died mid-delivery, and
+	// returns them; each is claimed by one caller.
+	ExecutionsAlarmReclaim(ctx context.Context, olderThan time.Duration, limit int) ([]*Execution, error)
 	// ReportsRefresh recomputes the report rows of one UTC day (YYYY-MM-DD) from the
 	// executions, one row per job with executions that day, dropping rows of jobs that have
 	// none any more. It returns how many rows the day has.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -35,4 +36,22 @@ func testCompleteTwice(t *testing.T, s store.Store) {
 		t.Fatalf("a second write of the batch changed the history: %+v, was %+v", again, first)
 	}
 	equal(t, "untouched execution", get(s.ExecutionGet(ctx, xs[2].ID)).ok(t).State, store.ExecRunning)
+}
+
+// testAlarmReclaim checks that an alarm left sending is claimed again once its claim is older
+// than the caller's bound, and only then, and that a recorded alarm is not.
+func testAlarmReclaim(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	x := &store.Execution{JobID: 1, TriggerID: 3, ScheduledAt: 10, Cause: store.CauseSchedule, State: store.ExecFailed,
+		AlarmState: store.AlarmPending}
+	get(s.ExecutionsInsert(ctx, []*store.Execution{x})).ok(t)
+	sameIDs(t, "claimed", get(s.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmPending, store.AlarmSending)).ok(t), []int64{x.ID})
+	equal(t, "reclaimed while fresh", len(get(s.ExecutionsAlarmReclaim(ctx, time.Hour, 10)).ok(t)), 0)
+	// A bound in the future stands for a claim that grew old.
+	again := get(s.ExecutionsAlarmReclaim(ctx, -time.Minute, 10)).ok(t)
+	sameIDs(t, "reclaimed when old", ids(again, executionID), []int64{x.ID})
+	equal(t, "reclaimed state", again[0].AlarmState, store.AlarmSending)
+	equal(t, "reclaimed twice while fresh", len(get(s.ExecutionsAlarmReclaim(ctx, time.Hour, 10)).ok(t)), 0)
+	sameIDs(t, "recorded", get(s.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmSending, store.AlarmSent)).ok(t), []int64{x.ID})
+	equal(t, "reclaimed after it was sent", len(get(s.ExecutionsAlarmReclaim(ctx, -time.Minute, 10)).ok(t)), 0)
 }
