@@ -17,6 +17,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -146,7 +147,8 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	}
 	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
-		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt}
+		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
+		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index)}
 	var resp executor.RunResponse
 	if err := r.callRepeating(ctx, addr, executor.PathRun, req, &resp); err != nil {
 		r.stats.Unreachable.Add(1)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -39,7 +40,8 @@ func TestRunAnswerLost(t *testing.T) {
 	if err := st.JobInsert(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	ex := &store.Execution{JobID: job.ID, ScheduledAt: time.Now().UnixMilli(), Cause: store.CauseManual, Node: "n", State: store.ExecRunning}
+	now := time.Now().UnixMilli()
+	ex := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now + 3, Cause: store.CauseManual, Node: "n", State: store.ExecRunning}
 	if _, err := st.ExecutionsInsert(ctx, []*store.Execution{ex}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,13 @@ func TestRunAnswerLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe.Handle("once", func(context.Context) error { runs.Add(1); return nil })
+	got := make(chan executor.Run, 2)
+	exe.Handle("once", func(ctx context.Context) error {
+		runs.Add(1)
+		run, _ := executor.RunFrom(ctx)
+		got <- run
+		return nil
+	})
 	if err := exe.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -91,5 +99,10 @@ func TestRunAnswerLost(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the handler ran %d times, want once", n)
+	}
+	// The run carries its fire's identity: fired time and idempotency key.
+	run := <-got
+	if run.FiredAt.UnixMilli() != ex.FiredAt || run.IdempotencyKey != jobrun.IdempotencyKey(job.ID, 0, ex.ScheduledAt, 0) {
+		t.Errorf("run fired at %v with key %q, want %d and the fire's key", run.FiredAt, run.IdempotencyKey, ex.FiredAt)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
 // Config configures an Executor. Server, Token and App are required.
@@ -70,8 +72,8 @@ type Executor struct {
 
 	mu       sync.Mutex
 	handlers map[string]Handler
-	jobs     map[int64]*jobRuns
-	runs     map[int64]*runState // accepted and not yet reported, by execution id
+	conc     *jobrun.Tracker[*runState] // the concurrency policies of accepted runs
+	runs     map[int64]*runState        // accepted and not yet reported, by execution id
 	// ended remembers the runs that finished lately, so that a /run the server repeats
 	// (its first answer was lost) is answered "accepted" and not run again.
 	ended    map[int64]time.Time
@@ -136,7 +138,7 @@ func New(cfg Config) (*Executor, error) {
 		log:      cfg.Logger.With("app", cfg.App),
 		client:   cfg.HTTPClient,
 		handlers: map[string]Handler{},
-		jobs:     map[int64]*jobRuns{},
+		conc:     jobrun.NewTracker[*runState](),
 		runs:     map[int64]*runState{},
 		ended:    map[int64]time.Time{},
 	}
@@ -320,11 +322,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	e.mu.Lock()
 	e.stopping = true
 	started := e.started
-	var queued []*runState
-	for _, j := range e.jobs {
-		queued = append(queued, j.queue...)
-		j.queue = nil
-	}
+	queued := e.conc.TakeAllQueued()
 	e.mu.Unlock()
 	defer e.baseCancel()
 	if !started || e.hbDone == nil {
@@ -365,13 +363,7 @@ func (e *Executor) stop(ctx context.Context) error {
 }
 
 func (e *Executor) cancelAll(cause error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, j := range e.jobs {
-		for _, rs := range j.running {
-			rs.cancel(cause)
-		}
-	}
+	e.conc.CancelAll(cause)
 }
 
 // routes serves the server's calls. Every one needs the token.

@@ -224,19 +224,22 @@ func TestRunStreamsLogsAndReportsResult(t *testing.T) {
 			return nil
 		})
 	})
-	sched := time.UnixMilli(1732230000000)
+	sched, fired := time.UnixMilli(1732230000000), time.UnixMilli(1732230000250)
+	// No idempotency key, as from a server older than the field: the executor makes the same one.
 	s.mustRun(t, executor.RunRequest{ExecutionID: 42, JobID: 7, Handler: "report", Params: "p=1",
-		Concurrency: "allow", ShardIndex: 1, ShardTotal: 3, ScheduledAt: sched.UnixMilli(), Attempt: 2})
+		Concurrency: "allow", ShardIndex: 1, ShardTotal: 3, ScheduledAt: sched.UnixMilli(), Attempt: 2,
+		TriggerID: 9, FiredAt: fired.UnixMilli()})
 	res := s.peer.WaitResult(t, 42, wait)
 	if res.State != executor.StateSucceeded || res.Code != 200 || res.StartedAt == 0 || res.FinishedAt < res.StartedAt {
 		t.Errorf("result %+v: want succeeded, 200, started <= finished", res)
 	}
-	want := executor.Run{ExecutionID: 42, JobID: 7, Handler: "report", Params: "p=1", ShardIndex: 1,
-		ShardTotal: 3, Attempt: 2, ScheduledAt: sched}
-	if !got.ScheduledAt.Equal(want.ScheduledAt) {
-		t.Errorf("scheduled %v, want %v", got.ScheduledAt, sched)
+	want := executor.Run{ExecutionID: 42, JobID: 7, TriggerID: 9, Handler: "report", Params: "p=1", ShardIndex: 1,
+		ShardTotal: 3, Attempt: 2, ScheduledAt: sched, FiredAt: fired, IdempotencyKey: "j7-t9-1732230000000-s1"}
+	if !got.ScheduledAt.Equal(want.ScheduledAt) || !got.FiredAt.Equal(want.FiredAt) {
+		t.Errorf("scheduled %v fired %v, want %v and %v", got.ScheduledAt, got.FiredAt, sched, fired)
 	}
-	got.ScheduledAt = want.ScheduledAt // Equal above; == would compare the location pointer too
+	// Equal above; == would compare the location pointer too.
+	got.ScheduledAt, got.FiredAt = want.ScheduledAt, want.FiredAt
 	if got != want {
 		t.Errorf("RunFrom = %+v, want %+v", got, want)
 	}
