@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
@@ -42,6 +43,9 @@ type Config struct {
 	Client *http.Client
 	// Logger receives the dispatcher's logs. Default: slog.Default().
 	Logger *slog.Logger
+	// Clock is the time source: the age of cached executor lists, the pauses between repeats
+	// of a /run, the times of shards no executor took. Default: clock.Real{}.
+	Clock clock.Clock
 }
 
 // Remote dispatches fires of remote jobs to executors (docs/executor-protocol.md).
@@ -92,6 +96,9 @@ func NewRemote(cfg Config) *Remote {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}}
 }
@@ -187,7 +194,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) 
 		if res.Async {
 			continue
 		}
-		now := time.Now().UnixMilli()
+		now := r.cfg.Clock.Now().UnixMilli()
 		if _, err := r.cfg.Store.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: sh.ID, State: store.ExecFailed,
 			HandleCode: 500, HandleMsg: res.Err.Error(), StartedAt: now, FinishedAt: now}}); err != nil {
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
@@ -231,10 +238,11 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	r.mu.Lock()
 	got, ok := r.instances[app]
 	r.mu.Unlock()
-	if ok && time.Since(got.fetched) < ttl {
+	now := r.cfg.Clock.Now()
+	if ok && now.Sub(got.fetched) < ttl {
 		return got, nil
 	}
-	got = appInstances{fetched: time.Now()}
+	got = appInstances{fetched: now}
 	a, err := r.cfg.Store.AppGet(ctx, app)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -275,9 +283,11 @@ func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out
 		if err == nil || errors.As(err, &status) || ctx.Err() != nil {
 			return err
 		}
+		t := r.cfg.Clock.NewTimer(pause)
 		select {
-		case <-time.After(pause):
+		case <-t.C():
 		case <-ctx.Done():
+			t.Stop()
 			return err
 		}
 		err = r.call(ctx, addr, path, body, out)

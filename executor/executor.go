@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
@@ -47,6 +48,10 @@ type Config struct {
 	Logger *slog.Logger
 	// HTTPClient makes the calls to the server. Default: a client with a 10 s timeout.
 	HTTPClient *http.Client
+	// Clock is the time source of the heartbeat, the output flushes, the grace a canceled
+	// handler gets and the times results carry. A job's timeout stays a deadline of the run's
+	// context, which handlers read in real time. Default: clock.Real{}.
+	Clock clock.Clock
 }
 
 // Handler runs one execution. Its context carries the run ([RunFrom]) and a logger whose
@@ -125,6 +130,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.HTTPClient == nil {
 		// Results and output go to one server: keep enough connections to it open that
@@ -297,12 +305,12 @@ func (e *Executor) heartbeat(ctx context.Context) {
 		e.mu.Lock()
 		interval := e.interval
 		e.mu.Unlock()
-		t := time.NewTimer(interval)
+		t := e.cfg.Clock.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if err := e.register(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("heartbeat failed", "server", e.cfg.Server, "err", err)

@@ -40,7 +40,7 @@ func newLogSink(e *Executor, id int64) *logSink {
 // add buffers one line; a zero at (a record without a time) is stamped now.
 func (s *logSink) add(at time.Time, msg string) {
 	if at.IsZero() {
-		at = time.Now()
+		at = s.e.cfg.Clock.Now()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -62,16 +62,17 @@ func (s *logSink) add(at time.Time, msg string) {
 
 func (s *logSink) loop() {
 	defer close(s.done)
-	t := time.NewTicker(logFlushEvery)
+	t := s.e.cfg.Clock.NewTimer(logFlushEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-s.full:
 		}
 		s.flush()
+		t.Reset(logFlushEvery)
 	}
 }
 

@@ -178,7 +178,7 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 	ctx = jobrun.WithRun(ctx, rs.run)
 	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(sink.add)))
 
-	started := time.Now()
+	started := e.cfg.Clock.Now()
 	errc := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -193,11 +193,11 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		t := time.NewTimer(abandonGrace)
+		t := e.cfg.Clock.NewTimer(abandonGrace)
 		select {
 		case err = <-errc:
 			t.Stop()
-		case <-t.C:
+		case <-t.C():
 			e.log.Warn("handler ignored its cancellation; reporting without it",
 				"execution_id", rs.run.ExecutionID, "handler", rs.run.Handler, "cause", context.Cause(ctx))
 			err = context.Cause(ctx)
@@ -241,7 +241,7 @@ const endedMemory = 10 * time.Minute
 
 // rememberEnded records a finished run and forgets those older than endedMemory; e.mu is held.
 func (e *Executor) rememberEnded(id int64) {
-	now := time.Now()
+	now := e.cfg.Clock.Now()
 	e.ended[id] = now
 	if len(e.ended)%1024 == 0 {
 		for old, at := range e.ended {
@@ -256,7 +256,7 @@ func (e *Executor) rememberEnded(id int64) {
 // reporter. started is zero for a run that never started.
 func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 	res.ExecutionID = rs.run.ExecutionID
-	res.FinishedAt = time.Now().UnixMilli()
+	res.FinishedAt = e.cfg.Clock.Now().UnixMilli()
 	if !started.IsZero() {
 		res.StartedAt = started.UnixMilli()
 	}

@@ -117,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 	sc := cfg.Scheduler
 	sc.Store, sc.Logger = cfg.Store, cfg.Logger
 	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Token: cfg.ExecutorToken,
-		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger})
+		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: sc.Clock})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
 	if err != nil {
