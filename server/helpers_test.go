@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sundial-scheduler/sundial"
@@ -262,7 +262,9 @@ type pageOf[T any] struct {
 	Next  *string `json:"next"`
 }
 
+// TestMain fails the package's tests if any goroutine they started is still running at the
+// end: a Stop or Close that returns before its goroutines end is a bug.
 func TestMain(m *testing.M) {
 	bcryptCost = bcrypt.MinCost
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
