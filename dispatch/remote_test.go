@@ -132,7 +132,8 @@ func TestRunRepeatsOnTheClock(t *testing.T) {
 		defer close(done)
 		err = r.callRepeating(context.Background(), exe.URL, executor.PathRun, executor.RunRequest{ExecutionID: 1}, &resp)
 	}()
-	for i, pause := range runRepeats {
+	for i := range runAttempts - 1 {
+		pause := runRepeats.Delay(i)
 		if !fake.WaitForTimers(1, done) {
 			t.Fatalf("pause %d: the call returned instead of waiting: %v", i, err)
 		}

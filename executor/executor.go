@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
@@ -278,7 +279,7 @@ func (e *Executor) register(ctx context.Context) error {
 }
 
 func (e *Executor) registerUntil(ctx context.Context) error {
-	backoff := newBackoff(200*time.Millisecond, 5*time.Second)
+	pause := backoff.Sequence{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second}}
 	for {
 		err := e.register(ctx)
 		if err == nil {
@@ -288,10 +289,12 @@ func (e *Executor) registerUntil(ctx context.Context) error {
 			return fmt.Errorf("executor: register with %s: %w", e.cfg.Server, err)
 		}
 		e.log.Warn("registration failed; retrying", "server", e.cfg.Server, "err", err)
+		t := e.cfg.Clock.NewTimer(pause.Next())
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return fmt.Errorf("executor: register with %s: %w (last error: %w)", e.cfg.Server, ctx.Err(), err)
-		case <-time.After(backoff.next()):
+		case <-t.C():
 		}
 	}
 }
@@ -481,19 +484,3 @@ func (e *Executor) post(ctx context.Context, path string, in, out any) error {
 	}
 	return nil
 }
-
-// backoff doubles a delay from min up to max.
-type backoff struct{ cur, min, max time.Duration }
-
-func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max} }
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return b.cur
-}
-
-func (b *backoff) reset() { b.cur = 0 }
