@@ -4,12 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/store"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // TestUntakenShardRetried: a broadcast shard that no executor takes is recorded failed
@@ -17,14 +16,7 @@ import (
 // same shard.
 func TestUntakenShardRetried(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := teststore.Open(t, "sqlite")
 	job := &store.Job{Group: "g", Name: "b", TargetKind: store.TargetRemote, App: "batch", Handler: "h",
 		Concurrency: store.ConcurrencyAllow, Routing: string(ShardingBroadcast), MaxRetries: 1, Enabled: true}
 	if err := st.JobInsert(ctx, job); err != nil {
