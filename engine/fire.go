@@ -132,6 +132,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			batch = append(batch, admitted{fire: f, skip: true, unsure: pf.unsure})
 		case admitQueued:
 			e.signals.fireQueued(f.Execution.ID)
+		case admitHeld:
 		}
 	}
 	if len(batch) == 0 {
