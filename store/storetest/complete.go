@@ -55,3 +55,32 @@ func testAlarmReclaim(t *testing.T, s store.Store) {
 	sameIDs(t, "recorded", get(s.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmSending, store.AlarmSent)).ok(t), []int64{x.ID})
 	equal(t, "reclaimed after it was sent", len(get(s.ExecutionsAlarmReclaim(ctx, -time.Minute, 10)).ok(t)), 0)
 }
+
+// testNoEndedTwin inserts again fires whose executions have ended (a scheduled fire, a retry,
+// a broadcast shard): each is refused as a duplicate, as a twin of a live fire is.
+func testNoEndedTwin(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	fire := func(attempt, shard int) *store.Execution {
+		return &store.Execution{JobID: 1, TriggerID: 4, ScheduledAt: 500, Cause: store.CauseSchedule, Attempt: attempt,
+			ShardIndex: shard, ShardTotal: 2, State: store.ExecRunning, Node: "n1"}
+	}
+	ended := []*store.Execution{fire(0, 0), fire(1, 0), fire(0, 1)}
+	get(s.ExecutionsInsert(ctx, ended)).ok(t)
+	var rs []store.ExecutionResult
+	for _, x := range ended {
+		rs = append(rs, store.ExecutionResult{ID: x.ID, State: store.ExecFailed, FinishedAt: 600})
+	}
+	equal(t, "ended", len(get(s.ExecutionsComplete(ctx, rs)).ok(t)), 3)
+
+	twins := []*store.Execution{fire(0, 0), fire(1, 0), fire(0, 1), fire(2, 0)}
+	for _, x := range twins {
+		x.State = store.ExecPending
+	}
+	dups := get(s.ExecutionsInsert(ctx, twins)).ok(t)
+	equal(t, "twins of ended fires refused", len(dups), 3)
+	if twins[3].ID == 0 {
+		t.Fatal("a new attempt was refused with the twins")
+	}
+	live := get(s.ExecutionsCountLive(ctx, []int64{1})).ok(t)
+	equal(t, "live executions of the job", live[1], 0) // the new attempt is pending, not in flight
+}
