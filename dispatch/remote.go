@@ -141,7 +141,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	if total > 1 {
 		msg = fmt.Sprintf("shard %d/%d sent to %s", index, total, addr)
 	}
-	if _, err := r.cfg.Store.ExecutionsSetDispatch(ctx, ex.ID, addr, index, total, msg); err != nil {
+	if _, err := r.cfg.Store.ExecutionsSetDispatch(ctx, ex.ID, addr, r.instanceAt(job.App, addr), index, total, msg); err != nil {
 		return engine.Result{Err: err}
 	}
 	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,

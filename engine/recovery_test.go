@@ -34,7 +34,7 @@ func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 		if _, err := st.ExecutionsInsert(ctx, []*store.Execution{w, q, r}); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := st.ExecutionsSetDispatch(ctx, r.ID, "http://executor:9999", 0, 0, "sent"); err != nil || !ok {
+		if ok, err := st.ExecutionsSetDispatch(ctx, r.ID, "http://executor:9999", "", 0, 0, "sent"); err != nil || !ok {
 			t.Fatalf("record the dispatch: %v, %v", ok, err)
 		}
 

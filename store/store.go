@@ -138,11 +138,31 @@ type Querier interface {
 	// ExecutionsSetDispatch records where a running execution was sent: the executor address,
 	// its shard of a broadcast and the dispatch message. It moves nothing (a compare-and-set on
 	// state running) and reports false when the execution is no longer running.
-	ExecutionsSetDispatch(ctx context.Context, id int64, address string, shardIndex, shardTotal int, msg string) (bool, error)
+	// The instance is the executor process the address was registered by, when known ("" for
+	// a manual address).
+	ExecutionsSetDispatch(ctx context.Context, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error)
 	// ExecutionsLoseOnExecutor moves the running executions of the app's jobs sent to the
 	// executor address to lost, stamping FinishedAt with the database clock, and returns them
 	// as they are after the move.
 	ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*Execution, error)
+	// ExecutionsRunningOnExecutor lists the running executions of the app's jobs sent to the
+	// executor address, by id, with the instance each was sent to: what the executor's
+	// heartbeat is checked against.
+	ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]ExecutorRun, error)
+	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the executions ids only: those
+	// still running and sent to address move to lost and are returned.
+	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*Execution, error)
+	// ExecutionsCompleteLate records the results of executions that had been declared lost:
+	// each execution still lost takes the result's state, codes, message and times (a
+	// compare-and-set on state lost), and the IDs that changed are returned. It moves nothing
+	// between tables and inserts nothing.
+	ExecutionsCompleteLate(ctx context.Context, rs []ExecutionResult) ([]int64, error)
+
+	// KillRequest records that the in-process run id on node must be killed, for that node to
+	// pick up (KillRequestsTake); a second request for the same run is a no-op.
+	KillRequest(ctx context.Context, id int64, node string) error
+	// KillRequestsTake deletes and returns the ids of the kill requests addressed to node.
+	KillRequestsTake(ctx context.Context, node string) ([]int64, error)
 
 	// AppPut inserts or replaces an app, setting its timestamps.
 	AppPut(ctx context.Context, a *App) error
@@ -153,7 +173,8 @@ type Querier interface {
 
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.
-	RegistryBeat(ctx context.Context, app, address string, handlers []string) error
+	// The instance is the executor process's id ("" from executors that send none).
+	RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error
 	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
 	RegistryLeave(ctx context.Context, app, address string) (bool, error)
 	// RegistryLive lists the instances of app (of every app for "") seen within olderThan by

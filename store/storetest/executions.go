@@ -261,7 +261,7 @@ func testRecovery(t *testing.T, s store.Store) {
 	deadDone := mk("dead", store.ExecSucceeded, 5)
 	deadRemote := mk("dead", store.ExecRunning, 6) // handed to an executor, which goes on
 	get(s.ExecutionsInsert(ctx, []*store.Execution{deadAcq, deadRun, liveAcq, liveRun, deadDone, deadRemote})).ok(t)
-	equal(t, "dispatch recorded", get(s.ExecutionsSetDispatch(ctx, deadRemote.ID, "http://exec:9999", 0, 0, "sent")).ok(t), true)
+	equal(t, "dispatch recorded", get(s.ExecutionsSetDispatch(ctx, deadRemote.ID, "http://exec:9999", "", 0, 0, "sent")).ok(t), true)
 
 	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, "dead")).ok(t), int64(1))
 	x := get(s.ExecutionGet(ctx, deadAcq.ID)).ok(t)
