@@ -114,13 +114,7 @@ func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]in
 			}
 			msg += cp.res.Err.Error()
 		}
-		code := cp.res.Code
-		if code == 0 && cp.state != store.ExecSucceeded && cp.state != store.ExecSkipped {
-			code = 500
-		} else if code == 0 {
-			code = 200
-		}
-		results[i] = store.ExecutionResult{ID: cp.fire.Execution.ID, State: cp.state, HandleCode: code,
+		results[i] = store.ExecutionResult{ID: cp.fire.Execution.ID, State: cp.state, HandleCode: resultCode(cp),
 			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli(), Data: cp.res.Data}
 		if alarms(cp.state, cp.fire.Execution, cp.fire.Job) {
 			results[i].AlarmState = store.AlarmPending
@@ -204,8 +198,9 @@ type RemoteResult struct {
 // CompleteRemote records results of fires whose Dispatch returned Async: the execution moves
 // from running to its final state (compare-and-set, so a result that arrives twice, or for a
 // fire the leader declared lost, changes nothing) and retries and child fires follow as for
-// in-process fires. Results for executions that do not exist are ignored. It returns the ids
-// it completed.
+// in-process fires. Results for executions that do not exist are ignored. A result for an
+// execution already declared lost is recorded as a late result (see completeLate). It returns
+// the ids it completed or recorded late.
 func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]int64, error) {
 	ids := make([]int64, len(results))
 	for i, r := range results {
@@ -246,7 +241,24 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 		}
 		batch[i].fire.Job = job
 	}
-	return e.writeCompletions(ctx, batch)
+	done, err := e.writeCompletions(ctx, batch)
+	if err != nil {
+		return nil, err
+	}
+	late, err := e.completeLate(ctx, batch, done)
+	return append(done, late...), err
+}
+
+// resultCode is the handle code of a result: its own, or 200 for a success (or skip) and 500
+// for anything else when it has none.
+func resultCode(cp completion) int {
+	switch {
+	case cp.res.Code != 0:
+		return cp.res.Code
+	case cp.state == store.ExecSucceeded || cp.state == store.ExecSkipped:
+		return 200
+	}
+	return 500
 }
 
 // alarms reports whether a result is a final failure its job wants to be told about: one

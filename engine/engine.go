@@ -64,6 +64,12 @@ type Stats struct {
 	Misfired  atomic.Int64 // triggers whose misfire policy this node applied
 	Completed atomic.Int64 // results written
 	Recovered atomic.Int64 // executions of dead nodes this node (as leader) recovered
+	// LostOnExecutor counts the runs handed to executors this node declared lost.
+	LostOnExecutor atomic.Int64
+	// LateResults counts results this node recorded for runs already declared lost.
+	LateResults atomic.Int64
+	// Killed counts in-process runs this node canceled on a kill request.
+	Killed atomic.Int64
 }
 
 // New validates cfg and returns a stopped engine.
@@ -107,13 +113,14 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.life, e.running = l, true
 
 	go l.completer.run()
-	l.loops.Add(3 + e.cfg.Acquirers)
+	l.loops.Add(4 + e.cfg.Acquirers)
 	for range e.cfg.Acquirers {
 		go func() { defer l.loops.Done(); e.acquireLoop(l) }()
 	}
 	go func() { defer l.loops.Done(); e.fireLoop(l) }()
 	go func() { defer l.loops.Done(); e.startLoop(l) }()
 	go func() { defer l.loops.Done(); e.clusterLoop(l) }()
+	go func() { defer l.loops.Done(); e.killLoop(l) }()
 	e.log.Info("engine started")
 	return nil
 }

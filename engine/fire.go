@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
@@ -288,6 +289,9 @@ func (e *Engine) run(l *lifecycle, f *Fire) {
 		state = store.ExecTimedOut
 	case errors.Is(cause, errReplaced):
 		state = store.ExecCanceled
+	case errors.Is(cause, errKilled):
+		state = store.ExecCanceled
+		res.Message = strings.TrimSpace("killed " + res.Message)
 	case l.runCtx.Err() != nil && res.Err != nil:
 		state = store.ExecCanceled
 	}

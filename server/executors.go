@@ -34,7 +34,9 @@ func (s *Server) executorAuth(h apiHandler) apiHandler {
 type registerIn struct {
 	App      string   `json:"app"`
 	Address  string   `json:"address"`
+	Instance string   `json:"instance"`
 	Handlers []string `json:"handlers"`
+	Held     []int64  `json:"held"`
 }
 
 func (in *registerIn) validate(needHandlers bool) error {
@@ -43,6 +45,8 @@ func (in *registerIn) validate(needHandlers bool) error {
 		return invalidField("app", "must not be empty")
 	case !strings.HasPrefix(in.Address, "http://") && !strings.HasPrefix(in.Address, "https://"):
 		return invalidField("address", "want the executor's base URL (http://host:port), got %q", in.Address)
+	case len(in.Instance) > 64:
+		return invalidField("instance", "at most 64 characters, got %d", len(in.Instance))
 	case needHandlers && in.Handlers == nil:
 		in.Handlers = []string{}
 	}
@@ -57,7 +61,10 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err := in.validate(true); err != nil {
 		return err
 	}
-	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Handlers); err != nil {
+	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Handlers); err != nil {
+		return err
+	}
+	if err := s.checkHeld(r.Context(), in); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"heartbeat_interval_ms": s.cfg.ExecutorHeartbeat.Milliseconds()})
@@ -228,75 +235,9 @@ func (s *Server) sweepExecutors(ctx context.Context) error {
 }
 
 func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, error) {
-	tx, err := s.store.Begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	lost, err := tx.ExecutionsLoseOnExecutor(ctx, app, address)
-	if err != nil {
-		return 0, err
-	}
-	jobIDs := make([]int64, len(lost))
-	for i, ex := range lost {
-		jobIDs[i] = ex.JobID
-	}
-	js, err := tx.JobsGet(ctx, jobIDs)
-	if err != nil {
-		return 0, err
-	}
-	jobs := make(map[int64]*store.Job, len(js))
-	for _, j := range js {
-		jobs[j.ID] = j
-	}
-	now := time.Now()
-	var retries []*store.Execution
-	var alarmed []int64
-	for _, ex := range lost {
-		job := jobs[ex.JobID]
-		if job == nil {
-			continue // the job is gone: no retry, nobody to tell
-		}
-		switch {
-		case ex.Attempt >= job.MaxRetries:
-			if len(job.AlarmTargets) > 0 {
-				alarmed = append(alarmed, ex.ID) // out of retries: the loss is final
-			}
-		default: // a broadcast shard is retried as itself
-			retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
-				ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
-				Attempt: ex.Attempt + 1, State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
-		}
-	}
-	// The alarm is made pending in the transaction that declares the loss, like the engine's
-	// failures: committed together, or neither.
-	if len(alarmed) > 0 {
-		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
-			return 0, err
-		}
-	}
-	if len(retries) > 0 {
-		if _, err := tx.ExecutionsInsert(ctx, retries); err != nil {
-			return 0, err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, err
-	}
-	if len(retries) > 0 {
-		s.sched.Engine().Wake()
-	}
-	if len(alarmed) > 0 {
+	lost, alarmed, err := s.sched.Engine().LoseOnExecutorIDs(ctx, app, address, nil)
+	if alarmed > 0 {
 		s.alarms.Wake()
 	}
-	return len(lost), nil
-}
-
-// retryBackoff is the engine's rule: the job's backoff doubled per attempt, at most an hour.
-func retryBackoff(job *store.Job, attempt int) time.Duration {
-	d := time.Duration(job.RetryBackoffMs) * time.Millisecond
-	for i := 0; i < attempt && d < time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, time.Hour)
+	return lost, err
 }

@@ -66,6 +66,10 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 		counter("sundial_misfires_total", "Triggers whose misfire policy this node applied.", st.Misfired.Load),
 		counter("sundial_executions_completed_total", "Execution results this node wrote.", st.Completed.Load),
 		counter("sundial_executions_recovered_total", "Executions of dead nodes this node recovered as leader.", st.Recovered.Load),
+		counter("sundial_executions_lost_on_executor_total", "Runs on executors this node declared lost: the executor "+
+			"went silent, restarted, or stopped reporting them.", st.LostOnExecutor.Load),
+		counter("sundial_executions_late_results_total", "Results this node recorded for runs already declared lost.", st.LateResults.Load),
+		counter("sundial_executions_killed_total", "In-process runs this node canceled on a kill request.", st.Killed.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_leader", Help: "1 while this node holds the leader lease."},
 			func() float64 {
 				if e.IsLeader() {
