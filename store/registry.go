@@ -27,8 +27,8 @@ type App struct {
 
 // Instance is one registered executor of an app, alive while it heartbeats.
 type Instance struct {
-	App      string
-	Address  string
+	App     string
+	Address string
 	// Instance is the id the executor process picked at start: a new one at the same address
 	// is a restarted executor.
 	Instance string
