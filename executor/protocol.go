@@ -42,11 +42,18 @@ const (
 	CodeTimeout = 502
 )
 
-// Registration is the body of register (the heartbeat) and, without Handlers, of unregister.
+// Registration is the body of register (the heartbeat) and, without Handlers and Held, of
+// unregister.
 type Registration struct {
-	App      string   `json:"app"`
-	Address  string   `json:"address"`
+	App     string `json:"app"`
+	Address string `json:"address"`
+	// Instance is a random id the executor process picks at start: the server tells a
+	// restarted executor on the same address from the one before by it.
+	Instance string   `json:"instance,omitempty"`
 	Handlers []string `json:"handlers,omitempty"`
+	// Held are the executions the instance holds: running or queued, or finished with a
+	// result not delivered yet. The server declares lost no run its executor holds.
+	Held []int64 `json:"held,omitempty"`
 }
 
 // RegisterResponse is the server's answer to register.

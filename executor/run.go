@@ -275,6 +275,9 @@ func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 	if !started.IsZero() {
 		res.StartedAt = started.UnixMilli()
 	}
+	// The reporter holds the result before the run is forgotten, so a heartbeat never misses
+	// the run in between (the server would declare it lost).
+	e.rep.add(res)
 	e.mu.Lock()
 	delete(e.runs, rs.run.ExecutionID)
 	e.rememberEnded(rs.run.ExecutionID)
@@ -290,5 +293,4 @@ func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 		}
 	}
 	e.mu.Unlock()
-	e.rep.add(res)
 }
