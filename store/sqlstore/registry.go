@@ -261,9 +261,12 @@ func (e *executor) ExecutionsCompleteLate(ctx context.Context, rs []store.Execut
 			if !r.State.Terminal() {
 				return fmt.Errorf("execution %d: result state %q is not terminal", r.ID, r.State)
 			}
-			res, err := e.exec(ctx, "UPDATE executions SET state = ?, handle_code = ?, handle_msg = ?,"+
-				" started_at = CASE WHEN ? = 0 THEN started_at ELSE ? END, finished_at = ? WHERE id = ? AND state = 'lost'",
-				string(r.State), r.HandleCode, r.HandleMsg, r.StartedAt, r.StartedAt, r.FinishedAt, r.ID)
+			set, args := "", []any{string(r.State), r.HandleCode, r.HandleMsg, r.FinishedAt}
+			if r.StartedAt != 0 {
+				set, args = ", started_at = ?", append(args, r.StartedAt)
+			}
+			res, err := e.exec(ctx, "UPDATE executions SET state = ?, handle_code = ?, handle_msg = ?, finished_at = ?"+set+
+				" WHERE id = ? AND state = 'lost'", append(args, r.ID)...)
 			if err != nil {
 				return err
 			}

@@ -42,12 +42,12 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 
 	// A late result: the lost one takes it, a running or a late-completed one does not.
 	late := []store.ExecutionResult{
-		{ID: a.ID, State: store.ExecSucceeded, HandleCode: 200, HandleMsg: "ok (late)", StartedAt: 150, FinishedAt: 900},
+		{ID: a.ID, State: store.ExecSucceeded, HandleCode: 200, HandleMsg: "ok (late)", StartedAt: 1732230000123, FinishedAt: 1732230001123},
 		{ID: b.ID, State: store.ExecSucceeded, HandleCode: 200, HandleMsg: "ok", FinishedAt: 900},
 	}
 	sameIDs(t, "late", get(s.ExecutionsCompleteLate(ctx, late)).ok(t), []int64{a.ID})
 	got := get(s.ExecutionGet(ctx, a.ID)).ok(t)
-	if got.State != store.ExecSucceeded || got.HandleMsg != "ok (late)" || got.HandleCode != 200 || got.StartedAt != 150 || got.FinishedAt != 900 {
+	if got.State != store.ExecSucceeded || got.HandleMsg != "ok (late)" || got.HandleCode != 200 || got.StartedAt != 1732230000123 || got.FinishedAt != 1732230001123 {
 		t.Fatalf("late result recorded as %+v", got)
 	}
 	equal(t, "b still running", get(s.ExecutionGet(ctx, b.ID)).ok(t).State, store.ExecRunning)
