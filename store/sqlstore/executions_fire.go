@@ -273,13 +273,18 @@ func (e *executor) ExecutionsLoseRunning(ctx context.Context, node string) ([]*s
 
 // loseWhere ends the live executions matching cond as lost, stamped with the database clock.
 func (e *executor) loseWhere(ctx context.Context, cond string, args []any) ([]*store.Execution, error) {
+	return e.loseIDsWhere(ctx, nil, cond, args)
+}
+
+// loseIDsWhere is loseWhere for the executions ids only (every one for nil ids).
+func (e *executor) loseIDsWhere(ctx context.Context, ids []int64, cond string, args []any) ([]*store.Execution, error) {
 	var lost []*store.Execution
 	err := e.inTx(ctx, func(e *executor) error {
 		now, err := e.DBNow(ctx)
 		if err != nil {
 			return err
 		}
-		lost, err = e.moveToHistory(ctx, nil, cond, args, func(x *store.Execution) {
+		lost, err = e.moveToHistory(ctx, ids, cond, args, func(x *store.Execution) {
 			x.State, x.FinishedAt = store.ExecLost, now
 		})
 		return err

@@ -235,21 +235,7 @@ func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address stri
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	var lost []*store.Execution
-	err := e.inTx(ctx, func(e *executor) error {
-		now, err := e.DBNow(ctx)
-		if err != nil {
-			return err
-		}
-		lost, err = e.moveToHistory(ctx, ids, "executor_address = ? AND state = 'running'", []any{address}, func(x *store.Execution) {
-			x.State, x.FinishedAt = store.ExecLost, now
-		})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: lose %d executions on %q: %w", len(ids), address, err)
-	}
-	return lost, nil
+	return e.loseIDsWhere(ctx, ids, "executor_address = ? AND state = 'running'", []any{address})
 }
 
 // ExecutionsCompleteLate updates lost executions in the history one by one: late results
