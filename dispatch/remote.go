@@ -141,14 +141,19 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	if total > 1 {
 		msg = fmt.Sprintf("shard %d/%d sent to %s", index, total, addr)
 	}
-	if _, err := r.cfg.Store.ExecutionsSetDispatch(ctx, ex.ID, addr, r.instanceAt(job.App, addr), index, total, msg); err != nil {
+	instance := r.instanceAt(job.App, addr)
+	if _, err := r.cfg.Store.ExecutionsSetDispatch(ctx, ex.ID, addr, instance, index, total, msg); err != nil {
 		return engine.Result{Err: err}
 	}
 	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
-		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt}
+		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, Instance: instance}
 	var resp executor.RunResponse
-	if err := r.callRepeating(ctx, addr, executor.PathRun, req, &resp); err != nil {
+	err := r.callRepeating(ctx, addr, executor.PathRun, req, &resp)
+	if err == nil && !resp.Accepted && instance != "" && resp.Instance != "" && resp.Instance != instance {
+		err = r.resendToInstance(ctx, ex, addr, index, total, msg, &req, &resp)
+	}
+	if err != nil {
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("executor %s did not take execution %d: %w", addr, ex.ID, err)}
 	}
@@ -157,6 +162,24 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		return engine.Result{Err: fmt.Errorf("executor %s refused execution %d: %s", addr, ex.ID, resp.Message)}
 	}
 	return engine.Result{Async: true, Message: msg}
+}
+
+// resendToInstance sends a run again to the executor instance that answered at addr, when
+// the run had been recorded for another (the executor restarted since the instances were
+// read): the run is recorded for the new instance first, so that the server never counts a
+// run as held by an instance that does not have it.
+func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr string, index, total int, msg string,
+	req *executor.RunRequest, resp *executor.RunResponse) error {
+	ok, err := r.cfg.Store.ExecutionsSetDispatch(ctx, ex.ID, addr, resp.Instance, index, total, msg)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("execution %d ended while it was sent to the executor's new instance %s", ex.ID, resp.Instance)
+	}
+	req.Instance = resp.Instance
+	*resp = executor.RunResponse{}
+	return r.callRepeating(ctx, addr, executor.PathRun, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards

@@ -391,7 +391,9 @@ func (e *Executor) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		writeJSON(w, e.accept(req))
+		resp := e.accept(req)
+		resp.Instance = e.instance
+		writeJSON(w, resp)
 	})
 	mux.HandleFunc("POST "+PathKill, func(w http.ResponseWriter, r *http.Request) {
 		var req KillRequest

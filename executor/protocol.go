@@ -108,12 +108,18 @@ type RunRequest struct {
 	ShardTotal  int    `json:"shard_total"`
 	ScheduledAt int64  `json:"scheduled_at"`
 	Attempt     int    `json:"attempt"`
+	// Instance is the executor instance the server recorded the run for (the one registered
+	// at the address); an executor with another instance id refuses the run, so a run is
+	// only ever held by the instance the server believes holds it. "" for any instance.
+	Instance string `json:"instance,omitempty"`
 }
 
 // RunResponse is the executor's answer to run.
 type RunResponse struct {
 	Accepted bool   `json:"accepted"`
 	Message  string `json:"message,omitempty"`
+	// Instance is the answering executor's instance id.
+	Instance string `json:"instance,omitempty"`
 }
 
 // KillRequest is the body of kill.

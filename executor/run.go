@@ -81,6 +81,11 @@ func (e *Executor) accept(req RunRequest) RunResponse {
 	if req.ExecutionID <= 0 {
 		return RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}
 	}
+	if req.Instance != "" && req.Instance != e.instance {
+		// Sent to the process that was here before: the server would count this run as that
+		// one's, lost with it.
+		return RunResponse{Message: fmt.Sprintf("the run is for executor instance %s, this is %s", req.Instance, e.instance)}
+	}
 	rs := &runState{policy: policy, run: Run{
 		ExecutionID: req.ExecutionID, JobID: req.JobID, Handler: req.Handler, Params: req.Params,
 		ShardIndex: req.ShardIndex, ShardTotal: req.ShardTotal, Attempt: req.Attempt,
