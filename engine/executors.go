@@ -17,77 +17,6 @@ import (
 // another instance (the executor restarted), and otherwise once it has gone unreported for
 // longer than a grace (a /run in flight is not held yet).
 
-// LoseOnExecutorIDs declares lost the running executions handed to the executor at address:
-// the given ids, or every one of the app's for nil ids. The job's retries apply as for a
-// failure, in the transaction of the loss (a compare-and-set, so a result that arrives first
-// wins and a lost run is retried once); a lost broadcast shard is retried alone; the alarm of
-// a loss with no retry left is made pending with it. It returns how many were lost and how
-// many of those were alarmed.
-func (e *Engine) LoseOnExecutorIDs(ctx context.Context, app, address string, ids []int64) (lost, alarmed int, err error) {
-	if ids != nil && len(ids) == 0 {
-		return 0, 0, nil
-	}
-	tx, err := e.store.Begin(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer tx.Rollback()
-	var xs []*store.Execution
-	if ids == nil {
-		xs, err = tx.ExecutionsLoseOnExecutor(ctx, app, address)
-	} else {
-		xs, err = tx.ExecutionsLoseOnExecutorIDs(ctx, address, ids)
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("lose the runs on executor %s of %s: %w", address, app, err)
-	}
-	jobIDs := make([]int64, len(xs))
-	for i, ex := range xs {
-		jobIDs[i] = ex.JobID
-	}
-	jobs, err := tx.JobsGet(ctx, jobIDs)
-	if err != nil {
-		return 0, 0, err
-	}
-	byID := make(map[int64]*store.Job, len(jobs))
-	for _, j := range jobs {
-		byID[j.ID] = j
-	}
-	now := e.clock.Now()
-	var retries []*store.Execution
-	var alarms []int64
-	for _, ex := range xs {
-		job := byID[ex.JobID]
-		switch {
-		case job == nil: // the job is gone: no retry, nobody to tell
-		case ex.Attempt < job.MaxRetries:
-			retries = append(retries, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
-				ScheduledAt: now.Add(retryBackoff(job, ex.Attempt)).UnixMilli(), Cause: store.CauseRetry,
-				Attempt: ex.Attempt + 1, State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
-		case len(job.AlarmTargets) > 0:
-			alarms = append(alarms, ex.ID) // out of retries: the loss is final
-		}
-	}
-	if len(alarms) > 0 {
-		if _, err := tx.ExecutionsSetAlarm(ctx, alarms, store.AlarmNone, store.AlarmPending); err != nil {
-			return 0, 0, err
-		}
-	}
-	if len(retries) > 0 {
-		if _, err := tx.ExecutionsInsert(ctx, retries); err != nil {
-			return 0, 0, err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, 0, err
-	}
-	if len(retries) > 0 {
-		e.Wake()
-	}
-	e.stats.LostOnExecutor.Add(int64(len(xs)))
-	return len(xs), len(alarms), nil
-}
-
 // ExecutorBeat is what an executor's heartbeat says about its runs.
 type ExecutorBeat struct {
 	App, Address string
@@ -98,21 +27,23 @@ type ExecutorBeat struct {
 }
 
 // CheckExecutorBeat declares lost the runs on the beat's address that the executor no longer
-// holds (see the top of this file); grace is how long a run handed to the same instance may
-// go unreported. It returns the lost and alarmed counts.
-func (e *Engine) CheckExecutorBeat(ctx context.Context, b ExecutorBeat, grace time.Duration) (lost, alarmed int, err error) {
+// holds (see the top of this file), with the job policy of LoseOnExecutor; grace is how long
+// a run handed to the same instance may go unreported.
+func (e *Engine) CheckExecutorBeat(ctx context.Context, b ExecutorBeat, grace time.Duration) (LossOutcome, error) {
 	if b.Instance == "" {
-		return 0, 0, nil
+		return LossOutcome{}, nil
 	}
 	runs, err := e.store.ExecutionsRunningOnExecutor(ctx, b.App, b.Address)
 	if err != nil {
-		return 0, 0, err
+		return LossOutcome{}, err
 	}
 	gone := unheld(runs, b, e.clock.Now().Add(-grace).UnixMilli())
 	if len(gone) == 0 {
-		return 0, 0, nil
+		return LossOutcome{}, nil
 	}
-	return e.LoseOnExecutorIDs(ctx, b.App, b.Address, gone)
+	return e.loseOnExecutor(ctx, b.App, b.Address, func(tx store.Tx) ([]*store.Execution, error) {
+		return tx.ExecutionsLoseOnExecutorIDs(ctx, b.Address, gone)
+	})
 }
 
 // unheld picks the runs the beat's executor does not hold and that are not its to report:

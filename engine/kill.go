@@ -35,11 +35,6 @@ func (e *Engine) Kill(ctx context.Context, x *store.Execution) (bool, error) {
 	return false, nil
 }
 
-// StateError refuses an operation because of the state of what it acts on.
-type StateError struct{ Msg string }
-
-func (e *StateError) Error() string { return e.Msg }
-
 // killLoop takes the kill requests addressed to this node while it runs handlers: one read
 // of a table that is almost always empty, every PollInterval, and none at all while idle.
 func (e *Engine) killLoop(l *lifecycle) {

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 )
 
 // Config configures an Executor. Server or Servers, Token and App are required.
@@ -277,7 +279,7 @@ func (e *Executor) register(ctx context.Context) error {
 }
 
 func (e *Executor) registerUntil(ctx context.Context) error {
-	backoff := newBackoff(200*time.Millisecond, 5*time.Second)
+	pause := backoff.Sequence{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second}}
 	for {
 		err := e.register(ctx)
 		if err == nil {
@@ -290,7 +292,7 @@ func (e *Executor) registerUntil(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("executor: register with %s: %w (last error: %w)", strings.Join(e.servers, ", "), ctx.Err(), err)
-		case <-time.After(backoff.next()):
+		case <-time.After(pause.Next()):
 		}
 	}
 }
@@ -489,19 +491,3 @@ func (e *Executor) postTo(ctx context.Context, base, path string, body []byte, o
 	}
 	return nil
 }
-
-// backoff doubles a delay from min up to max.
-type backoff struct{ cur, min, max time.Duration }
-
-func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max} }
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return b.cur
-}
-
-func (b *backoff) reset() { b.cur = 0 }

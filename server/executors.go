@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/subtle"
 	"fmt"
 	"net/http"
@@ -153,91 +152,4 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, map[string][]int64{"completed": done})
 	return nil
-}
-
-// sweepLoop runs the leader duties: every heartbeat interval it forgets the instances silent
-// for three intervals and declares their running executions lost, retrying them per their
-// job; every ReportInterval it recomputes the recent daily report rows; every
-// retentionEvery it deletes executions older than the retention. (Alarms have their own
-// loop, alarm.Sender: a slow mail server must not hold up the executor sweep.)
-func (s *Server) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.ExecutorHeartbeat)
-	defer t.Stop()
-	var lastRetention, lastReport time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !s.sched.Engine().IsLeader() {
-			continue
-		}
-		if err := s.sweepExecutors(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("sweeping silent executors", "err", err)
-		}
-		if time.Since(lastReport) >= s.cfg.ReportInterval {
-			lastReport = time.Now()
-			if err := s.refreshReports(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("refreshing the daily reports", "err", err)
-			}
-		}
-		if time.Since(lastRetention) >= retentionEvery {
-			lastRetention = time.Now()
-			if _, err := s.sweepRetention(ctx, time.Now()); err != nil && ctx.Err() == nil {
-				s.log.Error("deleting old executions", "err", err)
-			}
-		}
-	}
-}
-
-// retentionEvery is how often the leader deletes old executions; retentionBatch is how many
-// one statement deletes, so no delete holds its locks for long.
-const (
-	retentionEvery = 10 * time.Minute
-	retentionBatch = 1000
-)
-
-// sweepRetention deletes the finished executions (with their output) fired more than the
-// retention before now, in keyset batches, and returns how many it deleted.
-func (s *Server) sweepRetention(ctx context.Context, now time.Time) (int64, error) {
-	before := now.Add(-s.cfg.Retention).UnixMilli()
-	var total int64
-	for {
-		n, err := s.store.ExecutionsDeleteFiredBefore(ctx, before, retentionBatch)
-		total += n
-		if err != nil || n < retentionBatch {
-			if total > 0 {
-				s.log.Info("deleted old executions", "count", total, "fired_before", time.UnixMilli(before))
-			}
-			return total, err
-		}
-	}
-}
-
-// sweepExecutors runs one sweep. Each instance's executions move running → lost with a
-// compare-and-set in the same transaction that inserts their retries, so a result that
-// arrives first wins and a lost execution is retried once. A lost broadcast shard is retried
-// alone, as that shard.
-func (s *Server) sweepExecutors(ctx context.Context) error {
-	gone, err := s.store.RegistrySweep(ctx, 3*s.cfg.ExecutorHeartbeat)
-	if err != nil {
-		return err
-	}
-	for _, in := range gone {
-		n, err := s.loseExecutor(ctx, in.App, in.Address)
-		if err != nil {
-			return fmt.Errorf("executor %s of %s: %w", in.Address, in.App, err)
-		}
-		s.log.Warn("executor went silent", "app", in.App, "address", in.Address, "lost", n)
-	}
-	return nil
-}
-
-func (s *Server) loseExecutor(ctx context.Context, app, address string) (int, error) {
-	lost, alarmed, err := s.sched.Engine().LoseOnExecutorIDs(ctx, app, address, nil)
-	if alarmed > 0 {
-		s.alarms.Wake()
-	}
-	return lost, err
 }

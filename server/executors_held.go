@@ -24,17 +24,17 @@ func (s *Server) heldGrace() time.Duration {
 // at once those handed to an earlier instance (the executor restarted), after heldGrace the
 // rest. Executors that send no instance are not checked.
 func (s *Server) checkHeld(ctx context.Context, in registerIn) error {
-	lost, alarmed, err := s.sched.Engine().CheckExecutorBeat(ctx, engine.ExecutorBeat{App: in.App, Address: in.Address,
+	out, err := s.sched.Engine().CheckExecutorBeat(ctx, engine.ExecutorBeat{App: in.App, Address: in.Address,
 		Instance: in.Instance, Held: in.Held}, s.heldGrace())
-	if alarmed > 0 {
-		s.alarms.Wake()
-	}
 	if err != nil {
 		return fmt.Errorf("check the runs of executor %s of %s: %w", in.Address, in.App, err)
 	}
-	if lost > 0 {
+	if out.Alarmed > 0 {
+		s.alarms.Wake()
+	}
+	if out.Lost > 0 {
 		s.log.Warn("executor no longer holds runs handed to it", "app", in.App, "address", in.Address,
-			"instance", in.Instance, "lost", lost)
+			"instance", in.Instance, "lost", out.Lost, "retried", out.FollowUp)
 	}
 	return nil
 }
