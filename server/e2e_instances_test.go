@@ -131,7 +131,7 @@ func TestExecutorFailsOverToSecondServer(t *testing.T) {
 		st := openStore(t, dialect)
 		tune := func(c *Config) {
 			c.ExecutorToken = execToken
-			c.ExecutorHeartbeat = time.Second
+			c.ExecutorHeartbeat = 2 * time.Second
 			c.Scheduler.HeartbeatInterval = 200 * time.Millisecond
 		}
 		first := newEnvOn(t, st, tune, nil)
@@ -148,11 +148,15 @@ func TestExecutorFailsOverToSecondServer(t *testing.T) {
 		if err := first.srv.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		// Several sweeps of the second node pass: the executor beats to it, so nothing is lost.
+		// The executor beats to the second server, so the second node's sweeps lose nothing.
 		lostBefore := second.srv.sched.Engine().Stats().LostOnExecutor.Load()
+		stopped, err := st.DBNow(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 		eventually(t, "the executor to beat to the second server", func() bool {
-			in, err := st.RegistryLive(context.Background(), "solo", 300*time.Millisecond)
-			return err == nil && len(in) == 1 && in[0].Instance == ex.ex.Instance()
+			in, err := st.RegistryLive(context.Background(), "solo", time.Hour)
+			return err == nil && len(in) == 1 && in[0].Instance == ex.ex.Instance() && in[0].LastSeen > stopped
 		})
 		close(release)
 		x := second.awaitState(run.ID, "succeeded", "lost", "failed")
