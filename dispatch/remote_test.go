@@ -8,15 +8,11 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/executor"
-	"github.com/sundial-scheduler/sundial/executor/executortest"
-	"github.com/sundial-scheduler/sundial/store"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // TestRunAnswerLost puts a real executor behind a proxy that delivers the first /run and
@@ -25,36 +21,9 @@ import (
 // failing it would have had the job's retry run it a second time.
 func TestRunAnswerLost(t *testing.T) {
 	ctx := context.Background()
-	const token = "exec-token"
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	job := &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "once",
-		Concurrency: store.ConcurrencyAllow}
-	if err := st.JobInsert(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	ex := &store.Execution{JobID: job.ID, ScheduledAt: time.Now().UnixMilli(), Cause: store.CauseManual, Node: "n", State: store.ExecRunning}
-	if _, err := st.ExecutionsInsert(ctx, []*store.Execution{ex}); err != nil {
-		t.Fatal(err)
-	}
-
-	peer := executortest.NewPeer(t, token)
 	var runs atomic.Int32
-	exe, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing", Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe.Handle("once", func(context.Context) error { runs.Add(1); return nil })
-	if err := exe.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { exe.Stop(context.Background()) })
+	f := newFixture(t, func(context.Context) error { runs.Add(1); return nil })
+	st, job, ex, exe, peer := f.st, f.job, f.ex, f.exe, f.peer
 
 	target, err := url.Parse(exe.Address())
 	if err != nil {
@@ -78,7 +47,7 @@ func TestRunAnswerLost(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 
-	r := NewRemote(Config{Store: st, Token: token})
+	r := NewRemote(Config{Store: st, Token: fixtureToken})
 	res := r.send(ctx, ex, job, proxy.URL, 0, 1)
 	if !dropped.Load() {
 		t.Fatal("the proxy never dropped an answer; the test proves nothing")
