@@ -300,13 +300,22 @@ func (e *Executor) registerUntil(ctx context.Context) error {
 // heartbeat repeats the registration every interval until ctx ends. A failed one is only
 // logged: the server forgets the executor after three missed intervals, and the next
 // success brings it back.
+//
+// After a failed heartbeat the next comes sooner (from 200 ms, doubling up to the interval),
+// so the executor is back in the registry moments after the servers are (a database outage
+// ends), before the sweep takes its silence for a departure.
 func (e *Executor) heartbeat(ctx context.Context) {
 	defer close(e.hbDone)
+	failed := 0
 	for {
 		e.mu.Lock()
 		interval := e.interval
 		e.mu.Unlock()
-		t := time.NewTimer(interval)
+		pause := interval
+		if failed > 0 {
+			pause = backoff.Policy{Initial: 200 * time.Millisecond, Max: interval}.Delay(failed - 1)
+		}
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -314,7 +323,10 @@ func (e *Executor) heartbeat(ctx context.Context) {
 		case <-t.C:
 		}
 		if err := e.register(ctx); err != nil && ctx.Err() == nil {
+			failed++
 			e.log.Warn("heartbeat failed", "servers", e.servers, "err", err)
+		} else {
+			failed = 0
 		}
 	}
 }

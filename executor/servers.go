@@ -65,9 +65,10 @@ func (e *Executor) serverWait() time.Duration {
 }
 
 // post sends in as JSON to path on the server that answered last and, when it cannot answer
-// (a network error, a 5xx, no answer within serverWait), on the others in turn. A refusal
-// (4xx) is an answer: another node would refuse the same. It decodes a JSON answer into out
-// (if not nil).
+// (a network error, a 5xx, no answer within serverWait), on the others in turn. The last one
+// tried has the whole of ctx: when every node is slow (the database is away), a call that
+// waits for one to recover beats one given up on. A refusal (4xx) is an answer: another node
+// would refuse the same. It decodes a JSON answer into out (if not nil).
 func (e *Executor) post(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
@@ -78,7 +79,7 @@ func (e *Executor) post(ctx context.Context, path string, in, out any) error {
 	for i := range e.servers {
 		k := (start + i) % len(e.servers)
 		callCtx, cancel := ctx, context.CancelFunc(func() {})
-		if len(e.servers) > 1 {
+		if i < len(e.servers)-1 {
 			callCtx, cancel = context.WithTimeout(ctx, e.serverWait())
 		}
 		err := e.postTo(callCtx, e.servers[k], path, body, out)
