@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -99,7 +100,7 @@ func TestExecutorRestartLosesOldRuns(t *testing.T) {
 		gate := newTCPGate(t, "127.0.0.1:1")
 		old := startSolo(t, gate, []string{e.url}, t.TempDir(), nil)
 		job := soloJob(e)
-		var first execRef
+		var first api.Execution
 		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &first)
 		old.awaitRun(t)
 		gate.awaitAnswer()
@@ -140,7 +141,7 @@ func TestExecutorFailsOverToSecondServer(t *testing.T) {
 		release := make(chan struct{})
 		ex := startSolo(t, newTCPGate(t, "127.0.0.1:1"), []string{front.url(), second.url}, t.TempDir(), release)
 		job := soloJob(second)
-		var run execRef
+		var run api.Execution
 		second.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &run)
 		ex.awaitRun(t)
 
@@ -178,7 +179,7 @@ func TestLateResultRecorded(t *testing.T) {
 		release := make(chan struct{})
 		ex := startSolo(t, newTCPGate(t, "127.0.0.1:1"), []string{e.url}, t.TempDir(), release)
 		job := soloJob(e)
-		var run execRef
+		var run api.Execution
 		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &run)
 		ex.awaitRun(t)
 
@@ -220,16 +221,16 @@ func TestKillInProcessOnAnotherNode(t *testing.T) {
 		a := newEnvOn(t, st, nil, nodeHandler)
 		b := newEnvOn(t, st, nil, nodeHandler)
 		b.pw, b.token = a.pw, a.token
-		var j jobRef
+		var j api.Job
 		a.call("POST", "/api/v1/jobs", map[string]any{"name": "sleepy", "handler": "sleepy"}, 201, &j)
-		var run execRef
+		var run api.Execution
 		a.call("POST", "/api/v1/jobs/"+itoa(j.ID)+"/run", nil, 202, &run)
 		eventually(t, "the handler to start", func() bool { return running.Load() != nil })
 		other := a
 		if running.Load() == a.srv.sched.Engine().NodeID() {
 			other = b
 		}
-		var killed remoteExec
+		var killed api.Execution
 		other.call("POST", "/api/v1/executions/"+itoa(run.ID)+"/kill", nil, http.StatusAccepted, &killed)
 		x := other.awaitState(run.ID, "canceled", "succeeded", "failed")
 		if x.State != "canceled" || !strings.Contains(x.HandleMsg, "killed") {
@@ -239,9 +240,9 @@ func TestKillInProcessOnAnotherNode(t *testing.T) {
 }
 
 // awaitState polls the execution until its state is one of states.
-func (e *env) awaitState(id int64, states ...string) remoteExec {
+func (e *env) awaitState(id int64, states ...string) api.Execution {
 	e.t.Helper()
-	var x remoteExec
+	var x api.Execution
 	eventually(e.t, "execution "+itoa(id)+" to be "+strings.Join(states, " or "), func() bool {
 		x = e.execution(id)
 		for _, s := range states {
