@@ -59,21 +59,7 @@ func (e *Engine) killLoop(l *lifecycle) {
 }
 
 // cancelRun cancels the started run id with cause; it reports whether it found one.
-func (c *concurrency) cancelRun(id int64, cause error) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, active := range c.active {
-		if cancel := active[id]; cancel != nil {
-			cancel(cause)
-			return true
-		}
-	}
-	return false
-}
+func (c *concurrency) cancelRun(id int64, cause error) bool { return c.t.Cancel(id, cause) }
 
 // anyRunning reports whether a run has started and not finished.
-func (c *concurrency) anyRunning() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.active) > 0
-}
+func (c *concurrency) anyRunning() bool { return c.t.Busy() }

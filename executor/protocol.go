@@ -108,6 +108,13 @@ type RunRequest struct {
 	ShardTotal  int    `json:"shard_total"`
 	ScheduledAt int64  `json:"scheduled_at"`
 	Attempt     int    `json:"attempt"`
+	// The fields below came later; an executor must not rely on an older server sending them.
+	// TriggerID is 0 for a fire no trigger caused.
+	TriggerID int64 `json:"trigger_id,omitempty"`
+	// FiredAt is when the server started the fire.
+	FiredAt int64 `json:"fired_at,omitempty"`
+	// IdempotencyKey names the fire: its retries and recovery re-runs carry the same key.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Instance is the executor instance the server recorded the run for (the one registered
 	// at the address); an executor with another instance id refuses the run, so a run is
 	// only ever held by the instance the server believes holds it. "" for any instance.
