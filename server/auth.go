@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -83,6 +84,10 @@ type authenticator struct {
 	store      authStore
 	sessionTTL time.Duration
 	log        *slog.Logger
+	// cost is bcrypt's work factor for new passwords; dummyHash, of the same cost, stands
+	// in for the hash of a user name that does not exist.
+	cost      int
+	dummyHash []byte
 }
 
 // newSecret returns a random secret with the given prefix and the hex SHA-256 to store.
@@ -170,6 +175,10 @@ func sameOrigin(r *http.Request) bool {
 // guard wraps a route's handler with the access it requires.
 func (s *Server) guard(level access, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkRequestText(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if level != public {
 			p, err := s.auth.authenticate(r)
 			if err != nil {
@@ -224,10 +233,6 @@ func EnsureAdmin(ctx context.Context, st authStore, name string) (password strin
 	return password, true, nil
 }
 
-// dummyHash is compared against when the user does not exist, so a login takes as long for
-// an unknown name as for a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), bcrypt.MinCost)
-
 type loginRequest struct {
 	Username string `json:"username"`
 	Password string `json:"password"`
@@ -249,18 +254,32 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if req.Username == "" {
 		return invalidField("username", "must not be empty")
 	}
+	addr := sourceAddress(r)
+	if wait, by := s.logins.check(req.Username, addr); wait > 0 {
+		s.log.Warn("login limited", "user", req.Username, "remote", r.RemoteAddr, "by", by, "wait", wait)
+		retryAfter(w, wait)
+		return errLoginLimited(wait)
+	}
 	u, err := s.store.UserGetByName(r.Context(), req.Username)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	hash := dummyHash
+	// An unknown name is checked against a stand-in hash of the same cost, so that the
+	// answer's time does not tell which names exist.
+	hash := s.auth.dummyHash
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}
-	if bcrypt.CompareHashAndPassword(hash, []byte(req.Password)) != nil || u == nil {
+	var mismatch error
+	if err := s.logins.hash(r.Context(), func() { mismatch = bcrypt.CompareHashAndPassword(hash, []byte(req.Password)) }); err != nil {
+		return err
+	}
+	if mismatch != nil || u == nil {
+		s.logins.failed(req.Username, addr)
 		s.log.Warn("failed login", "user", req.Username, "remote", r.RemoteAddr)
 		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "wrong user name or password"}
 	}
+	s.logins.succeeded(req.Username, addr)
 	now := time.Now()
 	if _, err := s.store.SessionsDeleteExpired(r.Context(), now.UnixMilli()); err != nil {
 		s.log.Warn("delete expired sessions", "err", err)
@@ -270,8 +289,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.SessionInsert(r.Context(), &store.Session{Hash: h, UserID: u.ID, ExpiresAt: exp.UnixMilli()}); err != nil {
 		return fmt.Errorf("login %q: %w", u.Name, err)
 	}
+	httpserve.NoStore(w)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
-		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteStrictMode})
 	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
 	writeJSON(w, http.StatusOK, userJSON{ID: u.ID, Name: u.Name, Role: string(u.Role), Via: "session"})
 	return nil
@@ -285,7 +305,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -316,7 +336,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
 	if subtle.ConstantTimeCompare([]byte(req.NewPassword), []byte(req.CurrentPassword)) == 1 {
 		return invalidField("new_password", "must differ from the current password")
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(req.NewPassword), bcryptCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(req.NewPassword), s.auth.cost)
 	if err != nil {
 		return invalidField("new_password", "%v", err) // longer than bcrypt's 72 bytes
 	}

@@ -141,7 +141,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 	seen := map[[2]string]int{}
 	for i := range in.Triggers {
 		prefix := fmt.Sprintf("triggers[%d]", i)
-		if trigs[i], err = in.Triggers[i].validate(r.Context(), s.sched.Engine(), s.store, prefix); err != nil {
+		if trigs[i], err = in.Triggers[i].validate(r.Context(), s.sched.Engine(), s.store, prefix, s.cfg.Input); err != nil {
 			return err
 		}
 		if trigs[i].Name == "" {

@@ -84,7 +84,7 @@ type calendarSource interface {
 
 // validate checks the trigger the way the engine will build it and returns it for the
 // embedding API. Every problem is reported against its field under prefix ("triggers[0]").
-func (in *triggerIn) validate(ctx context.Context, cals calendarSource, ex store.Querier, prefix string) (sundial.Trigger, error) {
+func (in *triggerIn) validate(ctx context.Context, cals calendarSource, ex store.Querier, prefix string, limits InputLimits) (sundial.Trigger, error) {
 	var out sundial.Trigger
 	f := func(name string) string {
 		if prefix == "" {
@@ -148,7 +148,7 @@ func (in *triggerIn) validate(ctx context.Context, cals calendarSource, ex store
 	if _, err := tr.ComputeFirst(cal); err != nil {
 		return out, invalidField(f(form), "%v", err)
 	}
-	return out, nil
+	return out, checkInterval(tr, cal, f(form), limits.MinInterval)
 }
 
 // build returns the schedule and the name of the field that gave it.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -94,6 +95,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("api token created", "token", tok.ID, "name", tok.Name, "by", principalFrom(r.Context()).user.Name)
 	out := tokenOut(tok)
 	out.Token = secret
+	httpserve.NoStore(w)
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }

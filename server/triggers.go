@@ -46,7 +46,7 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := in.validate(r.Context(), s.sched.Engine(), s.store, "")
+	t, err := in.validate(r.Context(), s.sched.Engine(), s.store, "", s.cfg.Input)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sundial-scheduler/sundial/schedule"
+)
+
+// InputLimits bound what jobs and triggers may ask of the scheduler. Zero fields mean no
+// limit.
+type InputLimits struct {
+	// MinInterval is the shortest time allowed between two fires of one trigger (every_ms:
+	// 1 would fire a thousand times a second).
+	MinInterval time.Duration
+}
+
+// Limits of request text, the same on every database: names fit the smallest name column
+// (MySQL's varchar(190)), other text MySQL's text column (64 KiB).
+const (
+	maxNameLen = 190
+	maxTextLen = 65535
+)
+
+// nameFields are the JSON fields that name things: printable text only, as they end up in
+// logs, terminals and URLs.
+var nameFields = map[string]bool{"name": true, "group": true, "app": true, "handler": true, "calendar": true,
+	"base": true, "username": true, "time_zone": true, "routing": true, "concurrency": true, "misfire": true,
+	"unit": true, "state": true, "address": true, "handlers": true}
+
+// checkInput refuses request strings that no database stores alike: a NUL (PostgreSQL
+// refuses it), control characters in names, invalid UTF-8, names and texts longer than
+// their columns; and Go ints past the 32-bit integer columns they are stored in. The error
+// names the field by its JSON path.
+func checkInput(v any) error {
+	return walkInput(reflect.ValueOf(v), "")
+}
+
+func walkInput(v reflect.Value, path string) error {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return walkInput(v.Elem(), path)
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			p := path
+			switch {
+			case sf.Anonymous && name == "":
+				// embedded: its fields are the parent's
+			case name == "-":
+				continue
+			case name == "":
+				p = joinPath(path, sf.Name)
+			default:
+				p = joinPath(path, name)
+			}
+			if err := walkInput(v.Field(i), p); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if err := walkInput(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		// Free-form data (a job's data map) is stored as JSON, which escapes every control
+		// character; only its keys and strings must be valid text.
+		iter := v.MapRange()
+		for iter.Next() {
+			k := fmt.Sprint(iter.Key().Interface())
+			if err := checkText(joinPath(path, k), k, false); err != nil {
+				return err
+			}
+			if err := walkInput(iter.Value(), joinPath(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.String:
+		return checkText(path, v.String(), nameFields[lastField(path)])
+	case reflect.Int:
+		if n := v.Int(); n > math.MaxInt32 || n < math.MinInt32 {
+			return invalidField(path, "%d is out of range (a 32-bit integer)", n)
+		}
+	}
+	return nil
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// lastField is the field name at the end of a path: "triggers[0].name" gives "name",
+// "handlers[2]" gives "handlers".
+func lastField(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		path = path[i+1:]
+	}
+	if i := strings.IndexByte(path, '['); i >= 0 {
+		path = path[:i]
+	}
+	return path
+}
+
+// checkText checks one string: valid UTF-8 without NUL; a name also without any control
+// character and at most maxNameLen characters, other text at most maxTextLen bytes.
+func checkText(field, s string, name bool) error {
+	if !utf8.ValidString(s) {
+		return invalidField(field, "must be valid UTF-8")
+	}
+	if name {
+		if n := utf8.RuneCountInString(s); n > maxNameLen {
+			return invalidField(field, "must have at most %d characters, got %d", maxNameLen, n)
+		}
+		if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+			return invalidField(field, "must not contain control characters (found %q at byte %d)", s[i:i+1], i)
+		}
+		return nil
+	}
+	if len(s) > maxTextLen {
+		return invalidField(field, "must have at most %d bytes, got %d", maxTextLen, len(s))
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return invalidField(field, "must not contain NUL bytes (found one at byte %d)", i)
+	}
+	return nil
+}
+
+// checkRequestText refuses a path or query parameter with a control character, before a
+// handler looks anything up with it: a NUL reaching PostgreSQL is a 500.
+func checkRequestText(r *http.Request) error {
+	if i := strings.IndexFunc(r.URL.Path, unicode.IsControl); i >= 0 {
+		return invalidField("path", "must not contain control characters (found %q)", r.URL.Path[i:i+1])
+	}
+	for k, vs := range r.URL.Query() {
+		for _, v := range vs {
+			if err := checkText(k, v, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkInterval refuses a trigger that would fire more often than min: it looks at the
+// gaps between its next fires (a cron's or daily interval's tightest gap shows within a
+// few).
+func checkInterval(tr *schedule.Trigger, cal schedule.Calendar, field string, min time.Duration) error {
+	if min <= 0 {
+		return nil
+	}
+	probe := *tr
+	prev, err := probe.ComputeFirst(cal)
+	if err != nil || prev.IsZero() {
+		return nil // Validate and ComputeFirst report these
+	}
+	for range 16 {
+		next, ok := probe.FireTimeAfter(prev)
+		if !ok {
+			return nil
+		}
+		if gap := next.Sub(prev); gap < min {
+			return invalidField(field, "fires %v apart; this server allows at least %v between fires (--min-interval)", gap, min)
+		}
+		prev = next
+	}
+	return nil
+}
