@@ -86,7 +86,7 @@ type Server struct {
 	auth  *authenticator
 	// logins limits failed logins and the password hashing they cost.
 	logins *loginLimiter
-	mux   *http.ServeMux
+	mux    *http.ServeMux
 	// handler is mux wrapped in logging and metrics; each route guards its own access.
 	handler http.Handler
 	metrics *metrics
