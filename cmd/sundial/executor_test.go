@@ -82,11 +82,11 @@ func TestExecutorCmdNeedsServerTokenApp(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--token") {
 		t.Errorf("exit %d, %q: want 2 naming --token", code, errOut)
 	}
-	code, _, errOut = runCLI(t, "", "executor", "--token", "x", "--app", "")
+	code, _, errOut = runCLI(t, "", "executor", "--token", "a-long-executor-token", "--app", "")
 	if code != 2 || !strings.Contains(errOut, "--app") {
 		t.Errorf("exit %d, %q: want 2 naming --app", code, errOut)
 	}
-	code, _, errOut = runCLI(t, "", "executor", "--token", "x", "--server", "localhost:8080")
+	code, _, errOut = runCLI(t, "", "executor", "--token", "a-long-executor-token", "--server", "localhost:8080")
 	if code != 2 || !strings.Contains(errOut, "localhost:8080") {
 		t.Errorf("exit %d, %q: want 2 naming the server URL", code, errOut)
 	}
