@@ -98,8 +98,9 @@ func TestConnectionCap(t *testing.T) {
 		entered <- struct{}{}
 		<-release
 	}), Limits{MaxConns: 1}, nil)
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	go func() {
-		resp, err := http.Get("http://" + addr + "/first")
+		resp, err := c.Get("http://" + addr + "/first")
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -107,7 +108,6 @@ func TestConnectionCap(t *testing.T) {
 	<-entered
 	second := make(chan error, 1)
 	go func() {
-		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		resp, err := c.Get("http://" + addr + "/second")
 		if err == nil {
 			resp.Body.Close()
