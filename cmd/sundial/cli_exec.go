@@ -179,7 +179,7 @@ JSON on its own line: the lines, then the execution as it ended.`,
 }
 
 func printLogLine(w io.Writer, ln logLineView) {
-	fmt.Fprintf(w, "%s  %s\n", ln.At.Local().Format("2006-01-02 15:04:05.000"), ln.Message)
+	fmt.Fprintf(w, "%s  %s\n", ln.At.Local().Format("2006-01-02 15:04:05.000"), termSafe(ln.Message))
 }
 
 // followLogs reads the server-sent events of ?follow=true until the "end" event or ctx ends.
@@ -215,7 +215,7 @@ func followLogs(ctx context.Context, c *apiClient, path string, stdout, stderr i
 				if err := json.Unmarshal(data, &x); err != nil {
 					return fmt.Errorf("decode end event %s: %w", data, err)
 				}
-				fmt.Fprintf(stderr, "execution %d %s %s\n", x.ID, x.State, x.HandleMsg)
+				fmt.Fprintf(stderr, "execution %d %s %s\n", x.ID, x.State, termSafe(x.HandleMsg))
 			}
 			return nil
 		}, &after)

@@ -203,7 +203,7 @@ func printJob(cmd *cobra.Command, o *apiOptions, body []byte) error {
 	var j jobView
 	if err := json.Unmarshal(body, &j); err == nil {
 		for _, w := range j.Warnings {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", termSafe(w))
 		}
 	}
 	return printOne(cmd.OutOrStdout(), o, body, showJob)
