@@ -227,3 +227,19 @@ func TestTrustedProxyTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestAppJobQuota: an app holds at most MaxJobsPerApp jobs, counted on create and when a
+// job moves to the app.
+func TestAppJobQuota(t *testing.T) {
+	e := newEnvWith(t, "sqlite", func(c *Config) { c.Input.MaxJobsPerApp = 2 })
+	for _, name := range []string{"a", "b"} {
+		e.call("POST", "/api/v1/jobs", map[string]any{"name": name, "handler": "h", "app": "billing"}, 201, nil)
+	}
+	if err := e.callErr("POST", "/api/v1/jobs", map[string]any{"name": "c", "handler": "h", "app": "billing"}, 409); err.Field != "app" || err.Code != "resource_exhausted" {
+		t.Fatalf("third job of the app: %+v", err)
+	}
+	var local jobOut
+	e.call("POST", "/api/v1/jobs", map[string]any{"name": "d", "handler": "noop"}, 201, &local)
+	e.callErr("PUT", "/api/v1/jobs/"+itoa(local.ID), map[string]any{"name": "d", "handler": "h", "app": "billing"}, 409)
+	e.call("POST", "/api/v1/jobs", map[string]any{"name": "e", "handler": "h", "app": "other"}, 201, nil)
+}

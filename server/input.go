@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // InputLimits bound what jobs and triggers may ask of the scheduler. Zero fields mean no
@@ -19,6 +21,34 @@ type InputLimits struct {
 	// MinInterval is the shortest time allowed between two fires of one trigger (every_ms:
 	// 1 would fire a thousand times a second).
 	MinInterval time.Duration
+	// MaxJobsPerApp caps the jobs of one app (executor group), so that one team's
+	// automation cannot flood the scheduler. Checked before a job is created or moved to
+	// the app; two creations at once may pass it by one.
+	MaxJobsPerApp int
+}
+
+// checkAppQuota refuses a job for app when the app has its quota of jobs already (other
+// than the job except, which is being updated).
+func (s *Server) checkAppQuota(ctx context.Context, app string, except int64) error {
+	max := s.cfg.Input.MaxJobsPerApp
+	if max <= 0 || app == "" {
+		return nil
+	}
+	js, err := s.store.JobList(ctx, store.JobFilter{App: app, Limit: max + 1})
+	if err != nil {
+		return fmt.Errorf("count jobs of app %q: %w", app, err)
+	}
+	n := 0
+	for _, j := range js {
+		if j.ID != except {
+			n++
+		}
+	}
+	if n >= max {
+		return &apiError{Status: http.StatusConflict, Code: "resource_exhausted", Field: "app",
+			Message: fmt.Sprintf("app %q has %d jobs, the most this server allows per app (--max-jobs-per-app)", app, max)}
+	}
+	return nil
 }
 
 // Limits of request text, the same on every database: names fit the smallest name column

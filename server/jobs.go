@@ -136,6 +136,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkAppQuota(r.Context(), job.App, 0); err != nil {
+		return err
+	}
 	// Every trigger is checked before anything is written, so a bad one stores nothing.
 	trigs := make([]sundial.Trigger, len(in.Triggers))
 	seen := map[[2]string]int{}
@@ -239,6 +242,11 @@ func (s *Server) updateJob(w http.ResponseWriter, r *http.Request) error {
 	row, err := s.store.JobGet(r.Context(), id)
 	if err != nil {
 		return err
+	}
+	if job.App != row.App {
+		if err := s.checkAppQuota(r.Context(), job.App, id); err != nil {
+			return err
+		}
 	}
 	row.Group, row.Name, row.Description, row.Handler, row.Params, row.Data = job.Group, job.Name, job.Description, job.Handler, job.Params, job.Data
 	row.Concurrency, row.PersistData, row.RequestsRecovery = job.Concurrency, job.PersistData, job.RequestsRecovery

@@ -33,6 +33,7 @@ type serverOptions struct {
 	trustedProxies          string
 	minInterval             time.Duration
 	smtpPasswordFile        string
+	maxJobsPerApp           int
 	secrets                 []*secretFlag
 }
 
@@ -80,6 +81,7 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	o.tls.add(f)
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
+	f.IntVar(&o.maxJobsPerApp, "max-jobs-per-app", 10000, "most jobs one app (executor group) may have (0: no limit)")
 	return cmd
 }
 
@@ -169,7 +171,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout},
-		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MinInterval: o.minInterval}})
+		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MinInterval: o.minInterval, MaxJobsPerApp: o.maxJobsPerApp}})
 	if err != nil {
 		return err
 	}
