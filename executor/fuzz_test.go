@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzProtocolDecoders sends any body to each of the executor's endpoints: it answers 200
@@ -32,4 +34,16 @@ func FuzzProtocolDecoders(f *testing.F) {
 			t.Fatalf("%s %q: status %d", req.URL.Path, body, rec.Code)
 		}
 	})
+}
+
+func TestStorableLine(t *testing.T) {
+	long := strings.Repeat("é", MaxLineBytes) // two bytes each: cut inside a character
+	for in, want := range map[string]string{"plain": "plain", "a\x00b": "a\uFFFDb", "bad \xff": "bad \uFFFD"} {
+		if got := storableLine(in); got != want {
+			t.Errorf("storableLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := storableLine(long); len(got) > MaxLineBytes || !utf8.ValidString(got) {
+		t.Errorf("a long line became %d bytes (valid UTF-8: %v)", len(got), utf8.ValidString(got))
+	}
 }
