@@ -62,7 +62,7 @@ flag on the command line wins.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.server, "server", "", "base URL of a Sundial server node, e.g. http://sched:8080 (required)")
-	o.tokenFlag = addSecretFlag(f, &o.token, "token", "SUNDIAL_EXECUTOR_TOKEN", "executor token shared with the server (required)")
+	o.tokenFlag = addSecretFlag(f, &o.token, "token", "SUNDIAL_EXECUTOR_TOKEN", "executor token shared with the server (required)", minSecretLen)
 	o.tls.add(f)
 	f.StringVar(&o.app, "app", "", "app (executor group) to join (required)")
 	f.StringVar(&o.listen, "listen", ":9999", "address to listen on for the server's calls")

@@ -20,13 +20,18 @@ type secretFlag struct {
 	name  string
 	value *string
 	file  string
+	min   int // shortest value taken; 0 for a secret chosen elsewhere (a mail provider's)
 }
 
 // addSecretFlag declares --name and --name-file; help says where to keep the secret.
-func addSecretFlag(f *pflag.FlagSet, value *string, name, env, what string) *secretFlag {
-	s := &secretFlag{name: name, value: value}
-	f.StringVar(value, name, "", fmt.Sprintf("%s (a secret of at least %d characters; prefer %s or --%s-file: flags show in ps)",
-		what, minSecretLen, env, name))
+func addSecretFlag(f *pflag.FlagSet, value *string, name, env, what string, min int) *secretFlag {
+	s := &secretFlag{name: name, value: value, min: min}
+	length := ""
+	if min > 0 {
+		length = fmt.Sprintf(" of at least %d characters", min)
+	}
+	f.StringVar(value, name, "", fmt.Sprintf("%s (a secret%s; prefer %s or --%s-file: flags show in ps)",
+		what, length, env, name))
 	f.StringVar(&s.file, name+"-file", "", fmt.Sprintf("file holding the %s (first line)", what))
 	return s
 }
@@ -47,8 +52,8 @@ func (s *secretFlag) resolve() error {
 			return usageErrorf("--%s-file %s is empty", s.name, s.file)
 		}
 	}
-	if v := *s.value; v != "" && len(v) < minSecretLen {
-		return usageErrorf("--%s: a secret needs at least %d characters, got %d", s.name, minSecretLen, len(v))
+	if v := *s.value; v != "" && len(v) < s.min {
+		return usageErrorf("--%s: a secret needs at least %d characters, got %d", s.name, s.min, len(v))
 	}
 	return nil
 }

@@ -32,7 +32,6 @@ type serverOptions struct {
 	tls                     tlsOptions
 	trustedProxies          string
 	minInterval             time.Duration
-	smtpPasswordFile        string
 	maxJobsPerApp           int
 	secrets                 []*secretFlag
 }
@@ -68,7 +67,8 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
 	o.secrets = append(o.secrets, addSecretFlag(f, &o.executorToken, "executor-token", "SUNDIAL_EXECUTOR_TOKEN",
-		"shared secret of the executors (none: executors are refused)"))
+		"shared secret of the executors (none: executors are refused)", minSecretLen),
+		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0))
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
@@ -76,8 +76,6 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.smtp.Addr, "smtp-addr", "", "SMTP server (host:port) for e-mail alarms (none: e-mail alarms fail; webhooks work)")
 	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
 	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
-	f.StringVar(&o.smtp.Password, "smtp-password", "", "SMTP password, a secret (prefer SUNDIAL_SMTP_PASSWORD or --smtp-password-file: flags show in ps)")
-	f.StringVar(&o.smtpPasswordFile, "smtp-password-file", "", "file holding the SMTP password (first line)")
 	o.tls.add(f)
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
@@ -129,15 +127,6 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	proxies, err := httpserve.ParseProxies(o.trustedProxies)
 	if err != nil {
 		return usageErrorf("--trusted-proxy: %v", err)
-	}
-	if o.smtpPasswordFile != "" {
-		// An SMTP password is the mail provider's choice: no minimum length.
-		b, err := os.ReadFile(o.smtpPasswordFile)
-		if err != nil {
-			return usageErrorf("--smtp-password-file: %v", err)
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		o.smtp.Password = strings.TrimSpace(line)
 	}
 	if o.smtp.Addr != "" && o.smtp.From == "" {
 		return usageErrorf("--smtp-addr %s needs --smtp-from (the sender address of alarms)", o.smtp.Addr)
