@@ -201,3 +201,29 @@ func TestParseProxies(t *testing.T) {
 		t.Error("ParseProxies(nonsense) succeeded")
 	}
 }
+
+// TestStreamOutlivesWriteTimeout: a streaming answer that lifts its write deadline keeps
+// writing past the server's write timeout; one that does not is cut off.
+func TestStreamOutlivesWriteTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	for _, lift := range []bool{true, false} {
+		addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if lift {
+				NoWriteDeadline(w)
+			}
+			_, _ = io.WriteString(w, "first\n")
+			w.(http.Flusher).Flush()
+			<-time.After(3 * timeout) // a stream's next event comes later than the timeout
+			_, _ = io.WriteString(w, "second\n")
+		}), Limits{WriteTimeout: timeout}, nil)
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := string(b) == "first\nsecond\n"; got != lift {
+			t.Fatalf("lifted %v: got %q", lift, b)
+		}
+	}
+}
