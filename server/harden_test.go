@@ -42,6 +42,8 @@ func TestBadInputIs400(t *testing.T) {
 		{"cron under the minimum", "POST", "/api/v1/jobs", map[string]any{"name": "j", "handler": "noop",
 			"triggers": []map[string]any{{"cron": "* * * * * ?"}}}, false, "triggers[0].cron"},
 		{"nul in calendar name", "PUT", "/api/v1/calendars/a%00b", map[string]any{"spec": "weekly:1"}, false, "path"},
+		{"long calendar name", "PUT", "/api/v1/calendars/" + strings.Repeat("c", maxNameLen+1), map[string]any{"spec": "weekly:1"}, false, "path"},
+		{"long app title", "PUT", "/api/v1/apps/a", map[string]any{"title": strings.Repeat("t", maxNameLen+1)}, false, "title"},
 		{"nul in a filter", "GET", "/api/v1/jobs?group=a%00", nil, false, "group"},
 		{"nul in login name, no credentials", "POST", "/api/v1/auth/login", map[string]any{"username": "ad\x00min", "password": "x"}, true, "username"},
 		{"nul in token name", "POST", "/api/v1/tokens", map[string]any{"name": "t\x00"}, false, "name"},

@@ -62,7 +62,7 @@ const (
 // logs, terminals and URLs.
 var nameFields = map[string]bool{"name": true, "group": true, "app": true, "handler": true, "calendar": true,
 	"base": true, "username": true, "time_zone": true, "routing": true, "concurrency": true, "misfire": true,
-	"unit": true, "state": true, "address": true, "handlers": true}
+	"unit": true, "state": true, "address": true, "handlers": true, "title": true}
 
 // checkInput refuses request strings that no database stores alike: a NUL (PostgreSQL
 // refuses it), control characters in names, invalid UTF-8, names and texts longer than
@@ -179,6 +179,11 @@ func checkText(field, s string, name bool) error {
 func checkRequestText(r *http.Request) error {
 	if i := strings.IndexFunc(r.URL.Path, unicode.IsControl); i >= 0 {
 		return invalidField("path", "must not contain control characters (found %q)", r.URL.Path[i:i+1])
+	}
+	for _, seg := range strings.Split(r.URL.Path, "/") {
+		if n := utf8.RuneCountInString(seg); n > maxNameLen {
+			return invalidField("path", "a name in the path has %d characters, at most %d are allowed", n, maxNameLen)
+		}
 	}
 	for k, vs := range r.URL.Query() {
 		for _, v := range vs {
