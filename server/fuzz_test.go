@@ -8,15 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/schedule"
 )
 
 // requestTypes are the bodies every API route and the server's side of the executor
 // protocol decode, in the order FuzzRequestDecoders picks them by its first byte.
 var requestTypes = []func() any{
-	func() any { return new(jobIn) }, func() any { return new(triggerIn) }, func() any { return new(calendarIn) },
-	func() any { return new(appIn) }, func() any { return new(tokenRequest) }, func() any { return new(loginRequest) },
-	func() any { return new(passwordRequest) }, func() any { return new(registerIn) }, func() any { return new(logsIn) },
+	func() any { return new(api.JobRequest) }, func() any { return new(api.TriggerRequest) },
+	func() any { return new(api.CalendarRequest) }, func() any { return new(api.AppRequest) },
+	func() any { return new(api.TokenRequest) }, func() any { return new(api.LoginRequest) },
+	func() any { return new(api.PasswordRequest) }, func() any { return new(registerIn) }, func() any { return new(logsIn) },
 	func() any { return new(resultsIn) },
 }
 
@@ -55,8 +57,14 @@ func FuzzRequestDecoders(f *testing.F) {
 			return
 		}
 		switch in := v.(type) {
-		case *jobIn:
-			_, err = in.validate()
+		case *api.TriggerRequest:
+			_, err = triggerOf(in)
+			if err != nil {
+				if _, ok := schedule.AsField(err); !ok {
+					t.Fatalf("trigger: want a FieldError, got %T %v", err, err)
+				}
+				err = nil
+			}
 		case *registerIn:
 			err = in.validate(true)
 		}
@@ -74,14 +82,16 @@ func FuzzScheduleJSON(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var sj scheduleJSON
+		var sj api.Schedule
 		if err := decode(httptest.NewRequest("POST", "/", bytes.NewReader(body)), &sj); err != nil {
 			want400(t, err)
 			return
 		}
-		sched, _, err := sj.build(time.UTC, func(s string) string { return s })
-		want400(t, err)
+		sched, err := sj.Build()
 		if err != nil {
+			if _, ok := schedule.AsField(err); !ok {
+				t.Fatalf("%s: want a FieldError, got %T %v", body, err, err)
+			}
 			return
 		}
 		tr := &schedule.Trigger{Schedule: sched, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 )
 
@@ -64,7 +65,7 @@ func TestBadInputIs400(t *testing.T) {
 		}
 	})
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		e := newEnvWith(t, dialect, func(c *Config) { c.Input.MinInterval = 2 * time.Second })
+		e := newEnvWith(t, dialect, func(c *Config) { c.Scheduler.MinInterval = 2 * time.Second })
 		answers := map[string]answer{}
 		for _, c := range cases {
 			token := e.token
@@ -72,7 +73,7 @@ func TestBadInputIs400(t *testing.T) {
 				token = ""
 			}
 			resp := e.raw(c.method, c.path, token, nil, c.body)
-			var eb errorBody
+			var eb api.ErrorBody
 			if resp.StatusCode != http.StatusBadRequest {
 				b, _ := io.ReadAll(resp.Body)
 				t.Errorf("%s: status %d, want 400: %s", c.name, resp.StatusCode, b)
@@ -84,7 +85,7 @@ func TestBadInputIs400(t *testing.T) {
 			}
 			answers[c.name] = answer{eb.Error.Field, eb.Error.Message}
 		}
-		var jobs pageOf[jobOut]
+		var jobs api.Page[api.Job]
 		e.call("GET", "/api/v1/jobs", nil, 200, &jobs)
 		if len(jobs.Items) != 0 {
 			t.Errorf("refused requests stored %d jobs", len(jobs.Items))
@@ -240,7 +241,7 @@ func TestAppJobQuota(t *testing.T) {
 	if err := e.callErr("POST", "/api/v1/jobs", map[string]any{"name": "c", "handler": "h", "app": "billing"}, 409); err.Field != "app" || err.Code != "resource_exhausted" {
 		t.Fatalf("third job of the app: %+v", err)
 	}
-	var local jobOut
+	var local api.Job
 	e.call("POST", "/api/v1/jobs", map[string]any{"name": "d", "handler": "noop"}, 201, &local)
 	e.callErr("PUT", "/api/v1/jobs/"+itoa(local.ID), map[string]any{"name": "d", "handler": "h", "app": "billing"}, 409)
 	e.call("POST", "/api/v1/jobs", map[string]any{"name": "e", "handler": "h", "app": "other"}, 201, nil)

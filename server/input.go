@@ -7,20 +7,15 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-// InputLimits bound what jobs and triggers may ask of the scheduler. Zero fields mean no
-// limit.
+// InputLimits bound what jobs may ask of the scheduler. Zero fields mean no limit. (The
+// shortest interval between fires is the scheduler's: Config.Scheduler.MinInterval.)
 type InputLimits struct {
-	// MinInterval is the shortest time allowed between two fires of one trigger (every_ms:
-	// 1 would fire a thousand times a second).
-	MinInterval time.Duration
 	// MaxJobsPerApp caps the jobs of one app (executor group), so that one team's
 	// automation cannot flood the scheduler. Checked before a job is created or moved to
 	// the app; two creations at once may pass it by one.
@@ -191,31 +186,6 @@ func checkRequestText(r *http.Request) error {
 				return err
 			}
 		}
-	}
-	return nil
-}
-
-// checkInterval refuses a trigger that would fire more often than min: it looks at the
-// gaps between its next fires (a cron's or daily interval's tightest gap shows within a
-// few).
-func checkInterval(tr *schedule.Trigger, cal schedule.Calendar, field string, min time.Duration) error {
-	if min <= 0 {
-		return nil
-	}
-	probe := *tr
-	prev, err := probe.ComputeFirst(cal)
-	if err != nil || prev.IsZero() {
-		return nil // Validate and ComputeFirst report these
-	}
-	for range 16 {
-		next, ok := probe.FireTimeAfter(prev)
-		if !ok {
-			return nil
-		}
-		if gap := next.Sub(prev); gap < min {
-			return invalidField(field, "fires %v apart; this server allows at least %v between fires (--min-interval)", gap, min)
-		}
-		prev = next
 	}
 	return nil
 }

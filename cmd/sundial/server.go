@@ -159,8 +159,8 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		return err
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
-		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout},
-		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MinInterval: o.minInterval, MaxJobsPerApp: o.maxJobsPerApp}})
+		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
+		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
 	if err != nil {
 		return err
 	}
