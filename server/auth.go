@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -85,10 +86,20 @@ type authenticator struct {
 	store      authStore
 	sessionTTL time.Duration
 	log        *slog.Logger
-	// cost is bcrypt's work factor for new passwords; dummyHash, of the same cost, stands
-	// in for the hash of a user name that does not exist.
+	// cost is bcrypt's work factor for new passwords; dummy, of the same cost, stands in
+	// for the hash of a user name that does not exist. It is made on the first login, not
+	// in New: a hash costs ~100 ms, and most servers (tests, benchmarks) never see a login;
+	// only that first unknown-name login takes twice as long.
 	cost      int
-	dummyHash []byte
+	dummyOnce sync.Once
+	dummy     []byte
+}
+
+func (a *authenticator) dummyHash() []byte {
+	a.dummyOnce.Do(func() {
+		a.dummy, _ = bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), a.cost) // New checked the cost
+	})
+	return a.dummy
 }
 
 // newSecret returns a random secret with the given prefix and the hex SHA-256 to store.
@@ -254,12 +265,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	// An unknown name is checked against a stand-in hash of the same cost, so that the
 	// answer's time does not tell which names exist.
-	hash := s.auth.dummyHash
+	var hash []byte
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}
 	var mismatch error
-	if err := s.logins.hash(r.Context(), func() { mismatch = bcrypt.CompareHashAndPassword(hash, []byte(req.Password)) }); err != nil {
+	if err := s.logins.hash(r.Context(), func() {
+		if hash == nil {
+			hash = s.auth.dummyHash()
+		}
+		mismatch = bcrypt.CompareHashAndPassword(hash, []byte(req.Password))
+	}); err != nil {
 		return err
 	}
 	if mismatch != nil || u == nil {
@@ -310,7 +326,13 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := principalFrom(r.Context())
-	if bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword)) != nil {
+	var mismatch error
+	if err := s.logins.hash(r.Context(), func() {
+		mismatch = bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword))
+	}); err != nil {
+		return err
+	}
+	if mismatch != nil {
 		return invalidField("current_password", "does not match")
 	}
 	if len(req.NewPassword) < minPassword {
@@ -319,9 +341,13 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
 	if subtle.ConstantTimeCompare([]byte(req.NewPassword), []byte(req.CurrentPassword)) == 1 {
 		return invalidField("new_password", "must differ from the current password")
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(req.NewPassword), s.auth.cost)
-	if err != nil {
-		return invalidField("new_password", "%v", err) // longer than bcrypt's 72 bytes
+	var hash []byte
+	var herr error
+	if err := s.logins.hash(r.Context(), func() { hash, herr = bcrypt.GenerateFromPassword([]byte(req.NewPassword), s.auth.cost) }); err != nil {
+		return err
+	}
+	if herr != nil {
+		return invalidField("new_password", "%v", herr) // longer than bcrypt's 72 bytes
 	}
 	if err := s.store.UserSetPassword(r.Context(), p.user.ID, string(hash)); err != nil {
 		return err

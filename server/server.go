@@ -139,13 +139,11 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
 		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
 	cfg.Login = cfg.Login.withDefaults()
-	dummy, err := bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), cfg.Login.PasswordCost)
-	if err != nil {
-		return nil, fmt.Errorf("server: login password cost %d: %w", cfg.Login.PasswordCost, err)
+	if cfg.Login.PasswordCost < bcrypt.MinCost || cfg.Login.PasswordCost > bcrypt.MaxCost {
+		return nil, fmt.Errorf("server: login password cost %d: want %d to %d", cfg.Login.PasswordCost, bcrypt.MinCost, bcrypt.MaxCost)
 	}
 	s.cfg = cfg
-	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger,
-		cost: cfg.Login.PasswordCost, dummyHash: dummy}
+	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger, cost: cfg.Login.PasswordCost}
 	s.metrics = newMetrics(sched.Engine(), remote.Stats())
 	s.logins = newLoginLimiter(cfg.Login, clk.Now, s.metrics.reg)
 	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, SMTP: cfg.SMTP, Interval: cfg.AlarmInterval,
