@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sundial-scheduler/sundial/store"
@@ -31,20 +32,34 @@ func (s leadership) String() string {
 func (e *Engine) clusterLoop(l *lifecycle) {
 	state := follower
 	for {
-		state = e.clusterTick(l.ctx, state)
+		var dead bool
+		state, dead = e.clusterTick(l, state)
+		if dead {
+			go e.rejoin(l) // it ends this loop, and waits for it
+			return
+		}
 		if !e.sleep(l.ctx, e.cfg.HeartbeatInterval, nil) {
 			return
 		}
 	}
 }
 
-func (e *Engine) clusterTick(ctx context.Context, state leadership) leadership {
-	if _, err := e.store.NodeHeartbeat(ctx, e.cfg.NodeID, nodeName()); err != nil {
+// clusterTick heartbeats and, when the node still lives, takes its turn at leadership. It
+// reports dead when the heartbeat found the node's row gone: the cluster declared this life
+// dead.
+func (e *Engine) clusterTick(l *lifecycle, state leadership) (leadership, bool) {
+	ctx := l.ctx
+	sent := e.clock.Now()
+	if _, err := e.store.NodeHeartbeat(ctx, l.owner, nodeName()); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return follower, true
+		}
 		if ctx.Err() == nil {
 			e.log.Error("heartbeat failed", "err", err)
 		}
-		return state
+		return state, false
 	}
+	l.fence.renew(sent.Add(e.cfg.NodeTimeout))
 	next := follower
 	_, held, err := e.store.LeaseAcquire(ctx, leaderLease, e.cfg.NodeID, e.cfg.NodeTimeout)
 	switch {
@@ -65,14 +80,14 @@ func (e *Engine) clusterTick(ctx context.Context, state leadership) leadership {
 			e.log.Error("recovering dead nodes", "err", err)
 		}
 	}
-	return next
+	return next, false
 }
 
 // recoverDeadNodes returns the work of every node that missed its heartbeats to the cluster:
 // its acquired fires become pending again, its running executions become lost, and those of
 // jobs that request recovery are fired again with cause recovery at their original scheduled
-// time. Each move is a compare-and-set on the dead node's name, so a node that wakes up late
-// finds nothing left to run.
+// time. Each move is a compare-and-set on the dead node's life (its id and incarnation), so a
+// node that wakes up late finds nothing left to run.
 func (e *Engine) recoverDeadNodes(ctx context.Context) error {
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
 	if err != nil {
@@ -82,34 +97,65 @@ func (e *Engine) recoverDeadNodes(ctx context.Context) error {
 		if n.ID == e.cfg.NodeID {
 			continue
 		}
-		if err := e.recoverNode(ctx, n.ID); err != nil {
+		if err := e.recoverLife(ctx, n.Owner(), true); err != nil {
 			return fmt.Errorf("node %s: %w", n.ID, err)
 		}
 	}
 	return nil
 }
 
-func (e *Engine) recoverNode(ctx context.Context, node string) error {
+// recoverLife recovers the work of the life o in one transaction. With declare, o is a node
+// the leader found silent: it is declared dead (its row deleted) only if it is still silent,
+// so a node that beat meanwhile keeps its work; without, o is an earlier life of this node.
+func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) error {
 	tx, err := e.store.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	released, err := tx.ExecutionsReleaseAcquired(ctx, node)
+	if declare {
+		// First, so that its lock on the row orders it with the node's own heartbeat and
+		// acquisitions (NodeHold).
+		dead, err := tx.NodeDeleteStale(ctx, o, e.cfg.NodeTimeout)
+		if err != nil || !dead {
+			return err
+		}
+	}
+	released, lost, refired, err := e.takeBack(ctx, tx, o)
 	if err != nil {
 		return err
 	}
-	lost, err := tx.ExecutionsLoseRunning(ctx, node)
-	if err != nil {
+	if err := tx.Commit(); err != nil {
 		return err
 	}
-	jobIDs := make([]int64, len(lost))
-	for i, ex := range lost {
+	e.stats.Recovered.Add(released + int64(lost))
+	e.signals.nodeRecovered(o.Node)
+	e.log.Warn("recovered a dead node", "dead", o.Node, "incarnation", o.Incarnation, "released", released, "lost", lost, "refired", refired)
+	if released > 0 || refired > 0 {
+		e.Wake()
+	}
+	return nil
+}
+
+// takeBack hands the work of a dead life back to the cluster in tx: its acquired fires become
+// pending again, its runs become lost, and those of jobs that request recovery are fired
+// again with cause recovery at their original scheduled time.
+func (e *Engine) takeBack(ctx context.Context, tx store.Tx, o store.Owner) (released int64, lost, refired int, err error) {
+	released, err = tx.ExecutionsReleaseAcquired(ctx, o)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	runs, err := tx.ExecutionsLoseRunning(ctx, o)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	jobIDs := make([]int64, len(runs))
+	for i, ex := range runs {
 		jobIDs[i] = ex.JobID
 	}
 	js, err := tx.JobsGet(ctx, jobIDs)
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	jobs := make(map[int64]*store.Job, len(js))
 	for _, j := range js {
@@ -117,7 +163,7 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 	}
 	var refire []*store.Execution
 	var alarmed []int64
-	for _, ex := range lost {
+	for _, ex := range runs {
 		job := jobs[ex.JobID]
 		if job == nil {
 			continue // the job is gone: nothing to re-run, nobody to tell
@@ -133,25 +179,13 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 	}
 	if len(alarmed) > 0 {
 		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
-			return err
+			return 0, 0, 0, err
 		}
 	}
 	if len(refire) > 0 {
 		if _, err := tx.ExecutionsInsert(ctx, refire); err != nil {
-			return err
+			return 0, 0, 0, err
 		}
 	}
-	if err := tx.NodeDelete(ctx, node); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	e.stats.Recovered.Add(released + int64(len(lost)))
-	e.signals.nodeRecovered(node)
-	e.log.Warn("recovered a dead node", "dead", node, "released", released, "lost", len(lost), "refired", len(refire))
-	if released > 0 || len(refire) > 0 {
-		e.Wake()
-	}
-	return nil
+	return released, len(runs), len(refire), nil
 }

@@ -1,13 +1,16 @@
 package engine
 
+import "github.com/sundial-scheduler/sundial/store"
+
 // testSignals lets tests wait for what the engine did instead of sleeping. It is nil outside
 // tests, and its methods are then no-ops.
 type testSignals struct {
-	acquired  chan int    // after every acquisition round: fires taken
-	completed chan int64  // every execution whose result was written
-	recovered chan string // every dead node the leader recovered
-	lostRace  chan int64  // every fire this node acquired but another node ran
-	claimed   chan int64  // every fire this node won (acquired -> running)
+	acquired  chan int         // after every acquisition round: fires taken
+	completed chan int64       // every execution whose result was written
+	recovered chan string      // every dead node the leader recovered
+	lostRace  chan int64       // every fire this node acquired but another node ran
+	claimed   chan int64       // every fire this node won (acquired -> running)
+	rejoined  chan store.Owner // every new life the node began after it was declared dead
 }
 
 func newTestSignals() *testSignals {
@@ -18,6 +21,7 @@ func newTestSignals() *testSignals {
 		recovered: make(chan string, buffer),
 		lostRace:  make(chan int64, buffer),
 		claimed:   make(chan int64, buffer),
+		rejoined:  make(chan store.Owner, buffer),
 	}
 }
 
@@ -48,6 +52,12 @@ func (s *testSignals) fireClaimed(id int64) {
 func (s *testSignals) raceLost(id int64) {
 	if s != nil {
 		trySend(s.lostRace, id)
+	}
+}
+
+func (s *testSignals) nodeRejoined(o store.Owner) {
+	if s != nil {
+		trySend(s.rejoined, o)
 	}
 }
 

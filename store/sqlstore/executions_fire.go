@@ -320,6 +320,7 @@ func (e *executor) ExecutionsLoseRunning(ctx context.Context, o store.Owner) ([]
 	owned, args := ownedBy(o)
 	return e.loseWhere(ctx, owned+" AND "+nodesRun, args)
 }
+
 // loseWhere ends the live executions matching cond as lost, stamped with the database clock.
 func (e *executor) loseWhere(ctx context.Context, cond string, args []any) ([]*store.Execution, error) {
 	var lost []*store.Execution
