@@ -97,8 +97,12 @@ func (e *Engine) recoverDeadNodes(ctx context.Context) error {
 		if n.ID == e.cfg.NodeID {
 			continue
 		}
-		if err := e.recoverLife(ctx, n.Owner(), true); err != nil {
+		handedBack, err := e.recoverLife(ctx, n.Owner(), true)
+		if err != nil {
 			return fmt.Errorf("node %s: %w", n.ID, err)
+		}
+		if handedBack {
+			e.Wake()
 		}
 	}
 	return nil
@@ -107,10 +111,11 @@ func (e *Engine) recoverDeadNodes(ctx context.Context) error {
 // recoverLife recovers the work of the life o in one transaction. With declare, o is a node
 // the leader found silent: it is declared dead (its row deleted) only if it is still silent,
 // so a node that beat meanwhile keeps its work; without, o is an earlier life of this node.
-func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) error {
+// It reports whether fires went back to pending, for the acquirer to take.
+func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (bool, error) {
 	tx, err := e.store.Begin(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback()
 	if declare {
@@ -118,23 +123,20 @@ func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) e
 		// acquisitions (NodeHold).
 		dead, err := tx.NodeDeleteStale(ctx, o, e.cfg.NodeTimeout)
 		if err != nil || !dead {
-			return err
+			return false, err
 		}
 	}
 	released, lost, refired, err := e.takeBack(ctx, tx, o)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return false, err
 	}
 	e.stats.Recovered.Add(released + int64(lost))
 	e.signals.nodeRecovered(o.Node)
 	e.log.Warn("recovered a dead node", "dead", o.Node, "incarnation", o.Incarnation, "released", released, "lost", lost, "refired", refired)
-	if released > 0 || refired > 0 {
-		e.Wake()
-	}
-	return nil
+	return released > 0 || refired > 0, nil
 }
 
 // takeBack hands the work of a dead life back to the cluster in tx: its acquired fires become

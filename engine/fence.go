@@ -65,7 +65,8 @@ func (e *Engine) recoverEarlierLives(ctx context.Context, owner store.Owner) err
 		if o == owner {
 			continue
 		}
-		if err := e.recoverLife(ctx, o, false); err != nil {
+		// The new life's first acquisition round comes next: no wake-up needed.
+		if _, err := e.recoverLife(ctx, o, false); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// lifeOf returns the life the running engine is in.
+func lifeOf(e *Engine) store.Owner {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	return e.life.owner
+}
+
+// TestRestartSameIDRecoversEarlierLife crashes a node that runs a job requesting recovery and
+// holds acquired fires, and starts it again under the same node id, alone: no leader will
+// ever find the id silent, since the new life keeps its row fresh. The new life recovers the
+// old one's work before it acquires anything — by the time Start returns, nothing live belongs
+// to the old life — and then runs it: the slow job again with cause recovery, and every fire
+// the old life held but had not run, once.
+func TestRestartSameIDRecoversEarlierLife(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		st := openStore(t, dialect)
+		sc := setUpCrash(t, st)
+		rec := newRecorder()
+		rec.behave = blockSlow
+		first := newEngine(t, st, rec, "node", clock.Real{}, func(c *Config) { c.LookAhead = 5 * time.Second })
+		startEngine(t, first)
+		if f := waitFor(t, "the slow job to start", rec.started, 1)[0]; f.Job.ID != sc.slow.ID {
+			t.Fatalf("first fire is job %d, want the slow job %d", f.Job.ID, sc.slow.ID)
+		}
+		old := lifeOf(first)
+		first.abandon()
+		deadRuns := map[fireKey]bool{}
+		for k := range rec.runs {
+			deadRuns[k] = true
+		}
+		held, err := st.ExecutionList(ctx, store.ExecutionFilter{JobID: sc.fast.ID, State: store.ExecAcquired})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(held) == 0 {
+			t.Fatal("the first life holds no acquired fires; the test proves nothing")
+		}
+
+		rec2 := newRecorder()
+		second := newEngine(t, st, rec2, "node", clock.Real{}, nil)
+		startEngine(t, second)
+		if lifeOf(second) == old {
+			t.Fatal("the restarted node reused its incarnation")
+		}
+		for _, job := range []*store.Job{sc.slow, sc.fast} {
+			xs, err := st.ExecutionList(ctx, store.ExecutionFilter{JobID: job.ID, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range xs {
+				if !x.State.Terminal() && store.OwnerOf(x) == old {
+					t.Errorf("execution %d (%s at %d) still %s by the first life after the second started", x.ID, job.Name, x.ScheduledAt, x.State)
+				}
+			}
+		}
+		lost, err := st.ExecutionList(ctx, store.ExecutionFilter{JobID: sc.slow.ID, State: store.ExecLost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lost) != 1 || store.OwnerOf(lost[0]) != old {
+			t.Fatalf("lost runs of the slow job: %+v, want the first life's", lost)
+		}
+
+		want := 1 // the slow job's recovery run
+		for i := 0; i < 10; i++ {
+			if !deadRuns[fireKey{sc.fastTr.ID, ms(sc.fastFirst.Add(time.Duration(i) * sc.fastInterval))}] {
+				want++
+			}
+		}
+		waitFor(t, "the second life's fires", rec2.started, want)
+		rec2.mu.Lock()
+		defer rec2.mu.Unlock()
+		var recovery bool
+		for _, x := range rec2.execs {
+			recovery = recovery || (x.JobID == sc.slow.ID && x.Cause == store.CauseRecovery && x.ScheduledAt == sc.slowTr.NextFireAt)
+		}
+		if !recovery {
+			t.Error("the slow job (requests recovery) was not run again with cause recovery")
+		}
+		for k, nodes := range rec2.runs {
+			if deadRuns[k] || len(nodes) > 1 {
+				t.Errorf("%s ran again (%d times in the second life)", describe(k), len(nodes))
+			}
+		}
+	})
+}
+
+// TestFrozenNodeStartsNothing freezes a node the way SIGSTOP does — its fake clock stands
+// still, so none of its loops runs — while it runs an in-process job, holds acquired fires
+// and has claimed one fire ahead of its millisecond. The leader declares it dead and
+// recovers its work. Then the node resumes with its clock past the node timeout, as a
+// process does after SIGCONT: it must start none of the fires its dead life held (the claimed
+// one was declared lost, the others handed back), cancel the run the leader declared lost,
+// and join again as a new life.
+func TestFrozenNodeStartsNothing(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		st := openStore(t, dialect)
+		clk := clock.NewFake(t0)
+		rec := newRecorder()
+		canceled := make(chan *Fire, 1)
+		rec.behave = func(ctx context.Context, f *Fire) Result {
+			if f.Job.Handler == "block" {
+				<-ctx.Done()
+				canceled <- f
+				return Result{Err: ctx.Err()}
+			}
+			return Result{}
+		}
+		victim := newEngine(t, st, rec, "victim", clk, func(c *Config) {
+			c.LookAhead, c.PollInterval = 10*time.Second, 100*time.Millisecond
+			c.HeartbeatInterval, c.NodeTimeout, c.Acquirers = time.Second, 3*time.Second, 1
+		})
+		slow := insertJob(t, st, "slow", func(j *store.Job) { j.Handler = "block" })
+		fast := insertJob(t, st, "fast", nil)
+		insertTrigger(t, st, slow, "slow", schedule.Simple{}, t0.Add(500*time.Millisecond), nil)
+		fastTr := insertTrigger(t, st, fast, "fast", schedule.Simple{Interval: time.Second, RepeatCount: 9}, t0.Add(time.Second), nil)
+		startEngine(t, victim)
+		old := lifeOf(victim)
+		if n := waitFor(t, "the first acquisition", victim.signals.acquired, 1)[0]; n != 11 {
+			t.Fatalf("the first round acquired %d fires, want 11 (the slow one and 10 fast ones)", n)
+		}
+
+		// The slow job runs; the first fast fire is claimed StartLead ahead and waits for its
+		// millisecond.
+		clk.WaitForTimers(loopTimers, nil)
+		clk.Advance(500 * time.Millisecond)
+		if f := waitFor(t, "the slow job to start", rec.started, 1)[0]; f.Job.ID != slow.ID {
+			t.Fatalf("started job %d, want the slow job", f.Job.ID)
+		}
+		clk.WaitForTimers(loopTimers, nil)
+		clk.Advance(time.Second - 500*time.Millisecond - victim.cfg.StartLead)
+		waitFor(t, "the slow fire and the first fast fire to be claimed", victim.signals.claimed, 2)
+		clk.WaitForTimers(loopTimers+1, nil) // the loops, and the claimed fire waiting for its millisecond
+
+		// Frozen: the clock stands still. The leader finds the node silent and recovers it.
+		leader := newEngine(t, st, newRecorder(), "leader", clock.Real{}, func(c *Config) {
+			c.HeartbeatInterval, c.NodeTimeout = 500*time.Microsecond, time.Millisecond
+		})
+		if err := leader.recoverDeadNodes(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitFor(t, "the leader to recover the victim", leader.signals.recovered, 1)[0]; got != "victim" {
+			t.Fatalf("recovered %q, want the victim", got)
+		}
+
+		// SIGCONT: the node's time jumps past the node timeout, and every timer fires.
+		clk.Advance(5 * time.Second)
+		if got := waitFor(t, "the node to join again", victim.signals.rejoined, 1)[0]; got == old {
+			t.Fatal("the node joined again as the same life")
+		}
+		select {
+		case f := <-canceled:
+			if f.Job.ID != slow.ID {
+				t.Fatalf("canceled job %d, want the slow job", f.Job.ID)
+			}
+		default:
+			t.Error("the in-process run the leader declared lost was not canceled")
+		}
+		firstFast := fireKey{fastTr.ID, ms(t0.Add(time.Second))}
+		if rec.ran(firstFast) {
+			t.Errorf("%s ran: the dead life started the fire it had claimed, which the leader declared lost", describe(firstFast))
+		}
+		for _, k := range rec.duplicates() {
+			t.Errorf("ran twice: %s", describe(k))
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for _, x := range rec.execs {
+			if x.JobID == fast.ID && store.OwnerOf(x) == old {
+				t.Errorf("the dead life started the fast fire at %s", time.UnixMilli(x.ScheduledAt).UTC().Format("15:04:05.000"))
+			}
+		}
+	})
+}
+
+// TestMisfireOnReturnedFires plants fires that a node took ahead of time and that went back
+// to pending when it died, minutes late now, while their triggers went on in other hands (the
+// next fire is a minute ahead). Each trigger's misfire policy decides: do_nothing skips the
+// missed fires, fire_now fires once for them, ignore fires each; a returned fire late by less
+// than the threshold fires whatever the policy. No trigger is rewound, so no slot fires twice.
+func TestMisfireOnReturnedFires(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		n := newFakeNode(t, dialect, nil, func(c *Config) { c.MisfireThreshold = time.Minute })
+		job := insertJob(t, n.st, "job", nil)
+		cron, err := schedule.ParseCron("0 * * * * ?", time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trigger := func(name string, p schedule.MisfirePolicy) *store.Trigger {
+			return insertTrigger(t, n.st, job, name, cron, t0.Add(-time.Hour), func(r *store.Trigger) {
+				r.MisfirePolicy, r.NextFireAt = p.String(), ms(t0.Add(time.Minute))
+			})
+		}
+		doNothing, fireNow, ignore := trigger("do-nothing", schedule.MisfireDoNothing), trigger("fire-now", schedule.MisfireFireNow),
+			trigger("ignore", schedule.MisfireIgnore)
+		returned := func(tr *store.Trigger, ago time.Duration) *store.Execution {
+			return &store.Execution{JobID: job.ID, TriggerID: tr.ID, ScheduledAt: ms(t0.Add(-ago)), Cause: store.CauseSchedule, State: store.ExecPending}
+		}
+		var fires []*store.Execution
+		for _, tr := range []*store.Trigger{doNothing, fireNow, ignore} {
+			fires = append(fires, returned(tr, 3*time.Minute), returned(tr, 2*time.Minute))
+		}
+		withinThreshold := returned(doNothing, 30*time.Second)
+		fires = append(fires, withinThreshold)
+		if _, err := n.st.ExecutionsInsert(ctx, fires); err != nil {
+			t.Fatal(err)
+		}
+		n.start()
+		n.completed(len(fires))
+
+		ran := func(tr *store.Trigger, ago time.Duration) bool { return n.rec.ran(fireKey{tr.ID, ms(t0.Add(-ago))}) }
+		for _, c := range []struct {
+			tr   *store.Trigger
+			ago  time.Duration
+			runs bool
+		}{
+			{doNothing, 3 * time.Minute, false}, {doNothing, 2 * time.Minute, false}, {doNothing, 30 * time.Second, true},
+			{fireNow, 3 * time.Minute, false}, {fireNow, 2 * time.Minute, true},
+			{ignore, 3 * time.Minute, true}, {ignore, 2 * time.Minute, true},
+		} {
+			if got := ran(c.tr, c.ago); got != c.runs {
+				t.Errorf("trigger %s, fire %s ago: ran %v, want %v", c.tr.Name, c.ago, got, c.runs)
+			}
+		}
+		for _, x := range n.executions(job) {
+			runs := n.rec.ran(fireKey{x.TriggerID, x.ScheduledAt})
+			switch {
+			case runs && x.State != store.ExecSucceeded:
+				t.Errorf("fire %d ran but is %s", x.ID, x.State)
+			case !runs && (x.State != store.ExecSkipped || !strings.Contains(x.HandleMsg, "misfire policy")):
+				t.Errorf("fire %d did not run: %s %q, want skipped by the misfire policy", x.ID, x.State, x.HandleMsg)
+			}
+		}
+		for _, tr := range []*store.Trigger{doNothing, fireNow, ignore} {
+			got, err := n.st.TriggerGet(ctx, tr.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.NextFireAt != tr.NextFireAt {
+				t.Errorf("trigger %s moved to %d, want it left at %d", tr.Name, got.NextFireAt, tr.NextFireAt)
+			}
+		}
+	})
+}
