@@ -112,12 +112,15 @@ func TestFrozenNodeStartsNothing(t *testing.T) {
 		st := openStore(t, dialect)
 		clk := clock.NewFake(t0)
 		rec := newRecorder()
-		canceled := make(chan *Fire, 1)
+		canceled, release := make(chan *Fire, 1), make(chan struct{})
 		rec.behave = func(ctx context.Context, f *Fire) Result {
 			if f.Job.Handler == "block" {
-				<-ctx.Done()
-				canceled <- f
-				return Result{Err: ctx.Err()}
+				select {
+				case <-ctx.Done():
+					canceled <- f
+					return Result{Err: ctx.Err()}
+				case <-release: // the test ends
+				}
 			}
 			return Result{}
 		}
@@ -130,6 +133,7 @@ func TestFrozenNodeStartsNothing(t *testing.T) {
 		insertTrigger(t, st, slow, "slow", schedule.Simple{}, t0.Add(500*time.Millisecond), nil)
 		fastTr := insertTrigger(t, st, fast, "fast", schedule.Simple{Interval: time.Second, RepeatCount: 9}, t0.Add(time.Second), nil)
 		startEngine(t, victim)
+		t.Cleanup(func() { close(release) }) // before the stop, which would wait for the handler
 		old := lifeOf(victim)
 		if n := waitFor(t, "the first acquisition", victim.signals.acquired, 1)[0]; n != 11 {
 			t.Fatalf("the first round acquired %d fires, want 11 (the slow one and 10 fast ones)", n)
