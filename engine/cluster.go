@@ -11,30 +11,12 @@ import (
 // leaderLease is the lease whose holder runs the cluster's single-runner duties.
 const leaderLease = "leader"
 
-// leadership is the node's state in the leader election.
-type leadership int
-
-const (
-	follower leadership = iota
-	leader
-)
-
-func (s leadership) String() string {
-	if s == leader {
-		return "leader"
-	}
-	return "follower"
-}
-
-// clusterLoop heartbeats, contends for the leader lease and, while leader, recovers the work
-// of dead nodes. Every check uses the database's clock, so a node whose own clock is off can
-// neither look dead nor keep a dead peer alive.
+// clusterLoop heartbeats and contends for the leader lease; the node's Leadership tells the
+// leader's duties (package maintenance) when to run. Every check uses the database's clock,
+// so a node whose own clock is off can neither look dead nor keep a dead peer alive.
 func (e *Engine) clusterLoop(l *lifecycle) {
-	state := follower
 	for {
-		var dead bool
-		state, dead = e.clusterTick(l, state)
-		if dead {
+		if dead := e.clusterTick(l); dead {
 			go e.rejoin(l) // it ends this loop, and waits for it
 			return
 		}
@@ -44,23 +26,23 @@ func (e *Engine) clusterLoop(l *lifecycle) {
 	}
 }
 
-// clusterTick heartbeats and, when the node still lives, takes its turn at leadership. It
-// reports dead when the heartbeat found the node's row gone: the cluster declared this life
-// dead.
-func (e *Engine) clusterTick(l *lifecycle, state leadership) (leadership, bool) {
+// clusterTick heartbeats and, when the life still lives, takes its turn at the leader lease.
+// It reports dead when the heartbeat found the life's node row gone: the cluster declared
+// this life dead.
+func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 	ctx := l.ctx
 	sent := e.clock.Now()
 	if _, err := e.store.NodeHeartbeat(ctx, l.owner, nodeName()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return follower, true
+			return true
 		}
 		if ctx.Err() == nil {
 			e.log.Error("heartbeat failed", "err", err)
 		}
-		return state, false
+		return false
 	}
 	l.fence.renew(sent.Add(e.cfg.NodeTimeout))
-	next := follower
+	lead := false
 	_, held, err := e.store.LeaseAcquire(ctx, leaderLease, e.cfg.NodeID, e.cfg.NodeTimeout)
 	switch {
 	case err != nil:
@@ -69,26 +51,21 @@ func (e *Engine) clusterTick(l *lifecycle, state leadership) (leadership, bool) 
 		}
 		// Without an answer the node cannot know it still leads: it steps down.
 	case held:
-		next = leader
+		lead = true
 	}
-	if next != state {
-		e.log.Info("leadership changed", "from", state, "to", next)
+	if e.leadership.set(lead, e.clock.Now()) {
+		e.log.Info("leadership changed", "leader", lead)
 	}
-	e.leader.Store(next == leader)
-	if next == leader {
-		if err := e.recoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
-			e.log.Error("recovering dead nodes", "err", err)
-		}
-	}
-	return next, false
+	return false
 }
 
-// recoverDeadNodes returns the work of every node that missed its heartbeats to the cluster:
+// RecoverDeadNodes returns the work of every node that missed its heartbeats to the cluster:
 // its acquired fires become pending again, its running executions become lost, and those of
 // jobs that request recovery are fired again with cause recovery at their original scheduled
 // time. Each move is a compare-and-set on the dead node's life (its id and incarnation), so a
-// node that wakes up late finds nothing left to run.
-func (e *Engine) recoverDeadNodes(ctx context.Context) error {
+// node that wakes up late finds nothing left to run. It is a leader's duty
+// (maintenance.NodeRecovery runs it).
+func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
 	if err != nil {
 		return err
@@ -126,68 +103,23 @@ func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (
 			return false, err
 		}
 	}
-	released, lost, refired, err := e.takeBack(ctx, tx, o)
+	released, err := tx.ExecutionsReleaseAcquired(ctx, o)
+	if err != nil {
+		return false, err
+	}
+	lost, err := tx.ExecutionsLoseRunning(ctx, o)
+	if err != nil {
+		return false, err
+	}
+	out, err := e.continueLost(ctx, tx, lost, lostWithNode)
 	if err != nil {
 		return false, err
 	}
 	if err := tx.Commit(); err != nil {
 		return false, err
 	}
-	e.stats.Recovered.Add(released + int64(lost))
+	e.stats.Recovered.Add(released + int64(len(lost)))
 	e.signals.nodeRecovered(o.Node)
-	e.log.Warn("recovered a dead node", "dead", o.Node, "incarnation", o.Incarnation, "released", released, "lost", lost, "refired", refired)
-	return released > 0 || refired > 0, nil
-}
-
-// takeBack hands the work of a dead life back to the cluster in tx: its acquired fires become
-// pending again, its runs become lost, and those of jobs that request recovery are fired
-// again with cause recovery at their original scheduled time.
-func (e *Engine) takeBack(ctx context.Context, tx store.Tx, o store.Owner) (released int64, lost, refired int, err error) {
-	released, err = tx.ExecutionsReleaseAcquired(ctx, o)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	runs, err := tx.ExecutionsLoseRunning(ctx, o)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	jobIDs := make([]int64, len(runs))
-	for i, ex := range runs {
-		jobIDs[i] = ex.JobID
-	}
-	js, err := tx.JobsGet(ctx, jobIDs)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	jobs := make(map[int64]*store.Job, len(js))
-	for _, j := range js {
-		jobs[j.ID] = j
-	}
-	var refire []*store.Execution
-	var alarmed []int64
-	for _, ex := range runs {
-		job := jobs[ex.JobID]
-		if job == nil {
-			continue // the job is gone: nothing to re-run, nobody to tell
-		}
-		switch {
-		case job.RequestsRecovery:
-			refire = append(refire, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
-				ScheduledAt: ex.ScheduledAt, Cause: store.CauseRecovery, Attempt: ex.Attempt + 1,
-				State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
-		case len(job.AlarmTargets) > 0:
-			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
-		}
-	}
-	if len(alarmed) > 0 {
-		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
-			return 0, 0, 0, err
-		}
-	}
-	if len(refire) > 0 {
-		if _, err := tx.ExecutionsInsert(ctx, refire); err != nil {
-			return 0, 0, 0, err
-		}
-	}
-	return released, len(runs), len(refire), nil
+	e.log.Warn("recovered a dead node", "dead", o.Node, "incarnation", o.Incarnation, "released", released, "lost", out.Lost, "refired", out.FollowUp)
+	return released > 0 || out.FollowUp > 0, nil
 }

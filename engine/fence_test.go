@@ -155,7 +155,7 @@ func TestFrozenNodeStartsNothing(t *testing.T) {
 		leader := newEngine(t, st, newRecorder(), "leader", clock.Real{}, func(c *Config) {
 			c.HeartbeatInterval, c.NodeTimeout = 500*time.Microsecond, time.Millisecond
 		})
-		if err := leader.recoverDeadNodes(ctx); err != nil {
+		if err := leader.RecoverDeadNodes(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := waitFor(t, "the leader to recover the victim", leader.signals.recovered, 1)[0]; got != "victim" {
