@@ -29,29 +29,10 @@ func TestRestartSameIDRecoversEarlierLife(t *testing.T) {
 		ctx := context.Background()
 		st := openStore(t, dialect)
 		sc := setUpCrash(t, st)
-		rec := newRecorder()
-		rec.behave = blockSlow
-		first := newEngine(t, st, rec, "node", clock.Real{}, func(c *Config) { c.LookAhead = 5 * time.Second })
-		startEngine(t, first)
-		if f := waitFor(t, "the slow job to start", rec.started, 1)[0]; f.Job.ID != sc.slow.ID {
-			t.Fatalf("first fire is job %d, want the slow job %d", f.Job.ID, sc.slow.ID)
-		}
-		old := lifeOf(first)
-		first.abandon()
-		deadRuns := map[fireKey]bool{}
-		for k := range rec.runs {
-			deadRuns[k] = true
-		}
-		held, err := st.ExecutionList(ctx, store.ExecutionFilter{JobID: sc.fast.ID, State: store.ExecAcquired})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(held) == 0 {
-			t.Fatal("the first life holds no acquired fires; the test proves nothing")
-		}
+		old, deadRuns := crashVictim(t, st, sc, "node")
 
-		rec2 := newRecorder()
-		second := newEngine(t, st, rec2, "node", clock.Real{}, nil)
+		rec := newRecorder()
+		second := newEngine(t, st, rec, "node", clock.Real{}, nil)
 		startEngine(t, second)
 		if lifeOf(second) == old {
 			t.Fatal("the restarted node reused its incarnation")
@@ -81,17 +62,17 @@ func TestRestartSameIDRecoversEarlierLife(t *testing.T) {
 				want++
 			}
 		}
-		waitFor(t, "the second life's fires", rec2.started, want)
-		rec2.mu.Lock()
-		defer rec2.mu.Unlock()
+		waitFor(t, "the second life's fires", rec.started, want)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
 		var recovery bool
-		for _, x := range rec2.execs {
+		for _, x := range rec.execs {
 			recovery = recovery || (x.JobID == sc.slow.ID && x.Cause == store.CauseRecovery && x.ScheduledAt == sc.slowTr.NextFireAt)
 		}
 		if !recovery {
 			t.Error("the slow job (requests recovery) was not run again with cause recovery")
 		}
-		for k, nodes := range rec2.runs {
+		for k, nodes := range rec.runs {
 			if deadRuns[k] || len(nodes) > 1 {
 				t.Errorf("%s ran again (%d times in the second life)", describe(k), len(nodes))
 			}
