@@ -30,6 +30,9 @@ type Engine struct {
 	lifeMu  sync.Mutex // serialises Start, Stop and rejoining
 	running bool
 	life    *lifecycle // nil while running only between a rejoin that failed and its retry
+	// waking is life, for Wake: a result written while Stop or a rejoin holds lifeMu (it
+	// waits for the writer) wakes the acquirer, and must not wait for lifeMu itself.
+	waking atomic.Pointer[lifecycle]
 
 	leadership *Leadership
 	stats      Stats
@@ -146,6 +149,7 @@ func (e *Engine) startLife(ctx context.Context) error {
 	l.conc = newConcurrency()
 	l.completer = newCompleter(e, l)
 	e.life = l
+	e.waking.Store(l)
 
 	go l.completer.run()
 	l.loops.Add(3 + e.cfg.Acquirers)
@@ -171,6 +175,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	l := e.life
 	e.running, e.life = false, nil
+	e.waking.Store(nil)
 	if l == nil {
 		return nil // declared dead, and not joined again: nothing of the dead life is ours
 	}
@@ -237,6 +242,7 @@ func (e *Engine) abandon() {
 	}
 	l := e.life
 	e.running, e.life = false, nil
+	e.waking.Store(nil)
 	if l != nil {
 		e.drop(l)
 	}
@@ -270,8 +276,9 @@ func (e *Engine) rejoin(l *lifecycle) {
 	}
 	e.log.Warn("the cluster declared this node dead: dropping what it held and joining as a new life",
 		"incarnation", l.owner.Incarnation)
-	e.drop(l)
 	e.life = nil
+	e.waking.Store(nil)
+	e.drop(l)
 	e.stats.Rejoined.Add(1)
 	e.joinAgain()
 }
@@ -300,10 +307,7 @@ func (e *Engine) joinAgain() {
 // Wake makes the acquirer look for due work now, e.g. after a trigger was added that is due
 // sooner than the next poll.
 func (e *Engine) Wake() {
-	e.lifeMu.Lock()
-	l := e.life
-	e.lifeMu.Unlock()
-	if l != nil {
+	if l := e.waking.Load(); l != nil {
 		select {
 		case l.wake <- struct{}{}:
 		default:

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +242,39 @@ func TestMisfireOnReturnedFires(t *testing.T) {
 			if got.NextFireAt != tr.NextFireAt {
 				t.Errorf("trigger %s moved to %d, want it left at %d", tr.Name, got.NextFireAt, tr.NextFireAt)
 			}
+		}
+	})
+}
+
+// TestStopWritesResultsThatWake stops a node while a handler runs whose failure calls for a
+// retry. The result is written during the drain, and the retry it inserts wakes the acquirer;
+// the wake-up must not wait for the lock the stop holds while it waits for the result writer.
+func TestStopWritesResultsThatWake(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		release := make(chan struct{})
+		n := newFakeNode(t, dialect, func(context.Context, *Fire) Result {
+			<-release
+			return Result{Err: errors.New("boom")}
+		})
+		job := insertJob(t, n.st, "flaky", func(j *store.Job) { j.MaxRetries = 1; j.RetryBackoffMs = 60_000 })
+		insertTrigger(t, n.st, job, "once", schedule.Simple{}, t0.Add(time.Second), nil)
+		n.start()
+		n.advance(time.Second)
+		waitFor(t, "the handler to start", n.rec.started, 1)
+
+		stopped := make(chan error, 1)
+		go func() { stopped <- n.e.Stop(context.Background()) }()
+		for n.e.lifeMu.TryLock() { // until the stop holds the lock, draining
+			n.e.lifeMu.Unlock()
+			runtime.Gosched()
+		}
+		close(release)
+		if err := waitFor(t, "the stop", stopped, 1)[0]; err != nil {
+			t.Fatal(err)
+		}
+		execs := n.executions(job)
+		if len(execs) != 2 || execs[0].State != store.ExecFailed || execs[1].Cause != store.CauseRetry {
+			t.Fatalf("executions %v, want the failure and its retry", states(execs))
 		}
 	})
 }
