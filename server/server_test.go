@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -297,9 +298,13 @@ func TestPagination(t *testing.T) {
 			t.Fatalf("job pages %v, want %v (every row once, in order)", got, want)
 		}
 
+		// Recent times: the leader's retention sweep, which starts with the node, deletes
+		// executions fired long ago.
+		base := time.Now().Add(-time.Hour).Truncate(time.Second)
 		var xs []*store.Execution
 		for i := range 17 {
-			xs = append(xs, &store.Execution{JobID: want[i%2], ScheduledAt: int64(1000 + i), FiredAt: int64(1000 + i),
+			at := base.Add(time.Duration(i) * time.Millisecond).UnixMilli()
+			xs = append(xs, &store.Execution{JobID: want[i%2], ScheduledAt: at, FiredAt: at,
 				Cause: store.CauseAPI, State: store.ExecSucceeded})
 		}
 		if _, err := e.st.ExecutionsInsert(ctx, xs); err != nil {
@@ -324,8 +329,9 @@ func TestPagination(t *testing.T) {
 		if got := collect[execRef](t, e, path, id); fmt.Sprint(got) != fmt.Sprint(ofJob0) {
 			t.Fatalf("executions of job %d: %v, want %v", want[0], got, ofJob0)
 		}
-		// fired_at 1005 <= t < 1009: executions 5..8.
-		ranged := collect[execRef](t, e, "/api/v1/executions?order=asc&from=1970-01-01T00:00:01.005Z&to=1970-01-01T00:00:01.009Z", id)
+		// base+5 ms <= fired_at < base+9 ms: executions 5..8.
+		rfc := func(d time.Duration) string { return base.Add(d).UTC().Format("2006-01-02T15:04:05.000Z") }
+		ranged := collect[execRef](t, e, "/api/v1/executions?order=asc&from="+rfc(5*time.Millisecond)+"&to="+rfc(9*time.Millisecond), id)
 		if fmt.Sprint(ranged) != fmt.Sprint(all[5:9]) {
 			t.Fatalf("time range %v, want %v", ranged, all[5:9])
 		}
