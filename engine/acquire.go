@@ -224,16 +224,16 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 			continue // the acquisition round moves the trigger to error; its fires run
 		}
 		slices.SortFunc(fs, func(a, b *pendingFire) int { return cmp.Compare(a.exec.ScheduledAt, b.exec.ScheduledAt) })
-		keep := len(fs) // fires fs[keep:] run
+		skip := len(fs) // fs[:skip] are skipped, the rest run
 		switch tr.Missed(cal, time.UnixMilli(fs[0].exec.ScheduledAt), now, e.cfg.MisfireThreshold) {
 		case schedule.MissedFireAll:
 			continue
 		case schedule.MissedFireOnce:
-			keep = len(fs) - 1
+			skip = len(fs) - 1
 		case schedule.MissedSkip:
 		}
 		e.stats.Misfired.Add(1)
-		for _, f := range fs[:keep] {
+		for _, f := range fs[:skip] {
 			f.missed = fmt.Sprintf("skipped: missed by more than the misfire threshold; misfire policy %s", tr.Misfire)
 		}
 	}
