@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -39,9 +40,16 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 		if ctx.Err() == nil {
 			e.log.Error("heartbeat failed", "err", err)
 		}
+		// Cut off from the database, the node cannot renew the leader lease: it steps down
+		// rather than run the leader's duties on a lease that may have passed to another node.
+		e.seeing.Store(0)
+		if e.leadership.set(false, e.clock.Now()) {
+			e.log.Info("leadership changed", "leader", false)
+		}
 		return false
 	}
 	l.fence.renew(sent.Add(e.cfg.NodeTimeout))
+	e.seeing.CompareAndSwap(0, sent.UnixMilli())
 	lead := false
 	_, held, err := e.store.LeaseAcquire(ctx, leaderLease, e.cfg.NodeID, e.cfg.NodeTimeout)
 	switch {
@@ -65,7 +73,16 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 // time. Each move is a compare-and-set on the dead node's life (its id and incarnation), so a
 // node that wakes up late finds nothing left to run. It is a leader's duty
 // (maintenance.NodeRecovery runs it).
+//
+// A node declares others dead only once its own heartbeats have succeeded for a whole node
+// timeout without a gap. After an outage of the database, or of the network to it, every
+// node's row is stale: the first node back would otherwise declare all the others dead before
+// their own next heartbeat, and lose every run of the cluster. Waiting one node timeout lets
+// the living beat; only the dead stay silent.
 func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
+	if since := e.seeing.Load(); since == 0 || e.clock.Now().Sub(time.UnixMilli(since)) < e.cfg.NodeTimeout {
+		return nil
+	}
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
 	if err != nil {
 		return err

@@ -33,6 +33,9 @@ type Engine struct {
 	// waking is life, for Wake: a result written while Stop or a rejoin holds lifeMu (it
 	// waits for the writer) wakes the acquirer, and must not wait for lifeMu itself.
 	waking atomic.Pointer[lifecycle]
+	// seeing is when (Unix ms, the node's clock) the node's heartbeats began to succeed without
+	// a gap; 0 while they fail. See RecoverDeadNodes.
+	seeing atomic.Int64
 
 	leadership *Leadership
 	stats      Stats
@@ -135,6 +138,7 @@ func (e *Engine) startLife(ctx context.Context) error {
 		return fmt.Errorf("engine: register node %s: %w", e.cfg.NodeID, err)
 	}
 	f.renew(sent.Add(e.cfg.NodeTimeout))
+	e.seeing.CompareAndSwap(0, sent.UnixMilli())
 	if err := e.recoverEarlierLives(ctx, owner); err != nil {
 		// The row stays, silent: the leader recovers this life and the earlier ones' work
 		// stays stranded only until the node starts again.
@@ -261,6 +265,7 @@ func (e *Engine) drop(l *lifecycle) {
 	l.handlers.Wait()
 	l.completer.close()
 	e.leadership.set(false, e.clock.Now())
+	e.seeing.Store(0)
 }
 
 // rejoin ends the life l, which the cluster declared dead (its heartbeat found its node row

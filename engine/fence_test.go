@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,6 +139,7 @@ func TestFrozenNodeStartsNothing(t *testing.T) {
 		leader := newEngine(t, st, newRecorder(), "leader", clock.Real{}, func(c *Config) {
 			c.HeartbeatInterval, c.NodeTimeout = 500*time.Microsecond, time.Millisecond
 		})
+		leader.seeing.Store(time.Now().Add(-time.Hour).UnixMilli()) // it has seen the cluster all along
 		if err := leader.RecoverDeadNodes(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -275,6 +277,72 @@ func TestStopWritesResultsThatWake(t *testing.T) {
 		execs := n.executions(job)
 		if len(execs) != 2 || execs[0].State != store.ExecFailed || execs[1].Cause != store.CauseRetry {
 			t.Fatalf("executions %v, want the failure and its retry", states(execs))
+		}
+	})
+}
+
+// heartbeatFailsStore is the real store whose heartbeats fail while fail is set, as when the
+// database or the network to it is down.
+type heartbeatFailsStore struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (s *heartbeatFailsStore) NodeHeartbeat(ctx context.Context, o store.Owner, name string) (*store.Node, error) {
+	if s.fail.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return s.Store.NodeHeartbeat(ctx, o, name)
+}
+
+// TestNoRecoveryRightAfterOutage: after its own heartbeats failed (the database was out of
+// reach), a node declares no one dead until its heartbeats have succeeded for a whole node
+// timeout, since every peer looks silent after an outage that hit them all; then it recovers
+// a node that stayed silent.
+func TestNoRecoveryRightAfterOutage(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		st := &heartbeatFailsStore{Store: openStore(t, dialect)}
+		ghost, err := st.NodeRegister(ctx, store.Owner{Node: "ghost", Incarnation: "g"}, "ghost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk := clock.NewFake(t0)
+		const timeout = 50 * time.Millisecond
+		e := newEngine(t, st, newRecorder(), "node", clk, func(c *Config) {
+			c.HeartbeatInterval, c.NodeTimeout, c.Acquirers = 10*time.Millisecond, timeout, 1
+		})
+		startEngine(t, e)
+		for { // the ghost is silent past the timeout by the database clock
+			now, err := st.DBNow(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now > ghost.LastSeen+timeout.Milliseconds() {
+				break
+			}
+			runtime.Gosched()
+		}
+
+		l := e.life
+		st.fail.Store(true)
+		e.clusterTick(l)
+		st.fail.Store(false)
+		e.clusterTick(l)
+		if err := e.RecoverDeadNodes(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-e.signals.recovered:
+			t.Fatalf("recovered %s right after the node's own outage", n)
+		default:
+		}
+		clk.Advance(timeout)
+		if err := e.RecoverDeadNodes(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitFor(t, "the recovery of the silent node", e.signals.recovered, 1)[0]; got != "ghost" {
+			t.Fatalf("recovered %s, want the ghost", got)
 		}
 	})
 }
