@@ -42,14 +42,14 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 		}
 		// Cut off from the database, the node cannot renew the leader lease: it steps down
 		// rather than run the leader's duties on a lease that may have passed to another node.
-		e.seeing.Store(0)
+		e.lastBeat.Store(0)
 		if e.leadership.set(false, e.clock.Now()) {
 			e.log.Info("leadership changed", "leader", false)
 		}
 		return false
 	}
 	l.fence.renew(sent.Add(e.cfg.NodeTimeout))
-	e.seeing.CompareAndSwap(0, sent.UnixMilli())
+	e.beat(sent)
 	lead := false
 	_, held, err := e.store.LeaseAcquire(ctx, leaderLease, e.cfg.NodeID, e.cfg.NodeTimeout)
 	switch {
@@ -80,7 +80,7 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 // their own next heartbeat, and lose every run of the cluster. Waiting one node timeout lets
 // the living beat; only the dead stay silent.
 func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
-	if since := e.seeing.Load(); since == 0 || e.clock.Now().Sub(time.UnixMilli(since)) < e.cfg.NodeTimeout {
+	if !e.seesCluster() {
 		return nil
 	}
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
@@ -100,6 +100,25 @@ func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// beat records a heartbeat sent at sent that succeeded. A gap of more than a node timeout
+// since the previous one (or a failure between them) starts the node's view of the cluster
+// anew.
+func (e *Engine) beat(sent time.Time) {
+	at := sent.UnixMilli()
+	if prev := e.lastBeat.Swap(at); prev == 0 || at-prev > e.cfg.NodeTimeout.Milliseconds() {
+		e.seeing.Store(at)
+	}
+}
+
+// seesCluster reports whether the node has seen the database without a gap for a node timeout
+// and sees it now: a heartbeat that hangs through an outage neither fails nor succeeds, so
+// the last success must be recent too.
+func (e *Engine) seesCluster() bool {
+	now, timeout := e.clock.Now().UnixMilli(), e.cfg.NodeTimeout.Milliseconds()
+	last := e.lastBeat.Load()
+	return last != 0 && now-last < timeout && now-e.seeing.Load() >= timeout
 }
 
 // recoverLife recovers the work of the life o in one transaction. With declare, o is a node

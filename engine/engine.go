@@ -33,9 +33,10 @@ type Engine struct {
 	// waking is life, for Wake: a result written while Stop or a rejoin holds lifeMu (it
 	// waits for the writer) wakes the acquirer, and must not wait for lifeMu itself.
 	waking atomic.Pointer[lifecycle]
-	// seeing is when (Unix ms, the node's clock) the node's heartbeats began to succeed without
-	// a gap; 0 while they fail. See RecoverDeadNodes.
-	seeing atomic.Int64
+	// lastBeat is when (Unix ms, the node's clock) the last heartbeat that succeeded was sent,
+	// 0 after one failed; seeing is when the heartbeats began to succeed without a gap of a
+	// node timeout. See seesCluster.
+	lastBeat, seeing atomic.Int64
 
 	leadership *Leadership
 	stats      Stats
@@ -138,7 +139,7 @@ func (e *Engine) startLife(ctx context.Context) error {
 		return fmt.Errorf("engine: register node %s: %w", e.cfg.NodeID, err)
 	}
 	f.renew(sent.Add(e.cfg.NodeTimeout))
-	e.seeing.CompareAndSwap(0, sent.UnixMilli())
+	e.beat(sent)
 	if err := e.recoverEarlierLives(ctx, owner); err != nil {
 		// The row stays, silent: the leader recovers this life and the earlier ones' work
 		// stays stranded only until the node starts again.
@@ -265,7 +266,7 @@ func (e *Engine) drop(l *lifecycle) {
 	l.handlers.Wait()
 	l.completer.close()
 	e.leadership.set(false, e.clock.Now())
-	e.seeing.Store(0)
+	e.lastBeat.Store(0)
 }
 
 // rejoin ends the life l, which the cluster declared dead (its heartbeat found its node row
