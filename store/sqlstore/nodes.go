@@ -34,14 +34,12 @@ func scanNodes(rows *sql.Rows, err error) ([]*store.Node, error) {
 
 // NodeRegister inserts the node's row for the life o, replacing an earlier life's.
 func (e *executor) NodeRegister(ctx context.Context, o store.Owner, name string) (*store.Node, error) {
-	// One reading of the clock for both columns: a clock expression written twice in one
-	// statement can read two different milliseconds (PostgreSQL's clock_timestamp()).
-	now, err := e.DBNow(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: register node %v: %w", o, err)
-	}
-	_, err = e.exec(ctx, "INSERT INTO nodes ("+nodeCols+") VALUES (?, ?, ?, ?, ?)"+
-		e.d().upsert("id", "incarnation", "name", "started_at", "last_seen"), o.Node, o.Incarnation, name, now, now)
+	// The clock is read once, in a derived table: PostgreSQL's clock_timestamp() written twice
+	// in the row gives two instants, and a node's started_at and last_seen must be one.
+	// (WHERE 1 = 1 lets SQLite tell the upsert clause from a join constraint.)
+	_, err := e.exec(ctx, "INSERT INTO nodes ("+nodeCols+") SELECT ?, ?, ?, t.now_ms, t.now_ms FROM (SELECT "+
+		e.d().nowMillis()+" AS now_ms) t WHERE 1 = 1"+e.d().upsert("id", "incarnation", "name", "started_at", "last_seen"),
+		o.Node, o.Incarnation, name)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: register node %v: %w", o, err)
 	}
