@@ -27,43 +27,9 @@ import (
 // failing it would have had the job's retry run it a second time.
 func TestRunAnswerLost(t *testing.T) {
 	ctx := context.Background()
-	const token = "exec-token"
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	job := &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "once",
-		Concurrency: store.ConcurrencyAllow}
-	if err := st.JobInsert(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UnixMilli()
-	ex := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now + 3, Cause: store.CauseManual, Node: "n", State: store.ExecRunning}
-	if _, err := st.ExecutionsInsert(ctx, []*store.Execution{ex}); err != nil {
-		t.Fatal(err)
-	}
-
-	peer := executortest.NewPeer(t, token)
-	var runs atomic.Int32
-	exe, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing", Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan executor.Run, 2)
-	exe.Handle("once", func(ctx context.Context) error {
-		runs.Add(1)
-		run, _ := executor.RunFrom(ctx)
-		got <- run
-		return nil
-	})
-	if err := exe.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { exe.Stop(context.Background()) })
+	fx := newRemoteFixture(t)
+	st, job, exe, peer, runs, got := fx.st, fx.job, fx.exe, fx.peer, &fx.runs, fx.got
+	ex := fx.running(t, store.Owner{Node: "n"})
 
 	target, err := url.Parse(exe.Address())
 	if err != nil {
@@ -87,7 +53,7 @@ func TestRunAnswerLost(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 
-	r := NewRemote(Config{Store: st, Token: token})
+	r := NewRemote(Config{Store: st, Token: fixtureToken})
 	res := r.send(ctx, ex, job, proxy.URL, 0, 1)
 	if !dropped.Load() {
 		t.Fatal("the proxy never dropped an answer; the test proves nothing")
@@ -192,13 +158,14 @@ func TestSendFencedOnOwner(t *testing.T) {
 const fixtureToken = "exec-token"
 
 // remoteFixture is a store with a remote job, and a real executor of its app whose handler
-// counts its runs, reporting to a stand-in server.
+// counts its runs and hands them to got, reporting to a stand-in server.
 type remoteFixture struct {
 	st   store.Store
 	job  *store.Job
 	exe  *executor.Executor
 	peer *executortest.Peer
 	runs atomic.Int32
+	got  chan executor.Run
 }
 
 func newRemoteFixture(t *testing.T) *remoteFixture {
@@ -211,7 +178,7 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fx := &remoteFixture{st: st}
+	fx := &remoteFixture{st: st, got: make(chan executor.Run, 16)}
 	fx.job = &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "once",
 		Concurrency: store.ConcurrencyAllow}
 	if err := st.JobInsert(ctx, fx.job); err != nil {
@@ -222,7 +189,12 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx.exe.Handle("once", func(context.Context) error { fx.runs.Add(1); return nil })
+	fx.exe.Handle("once", func(ctx context.Context) error {
+		fx.runs.Add(1)
+		run, _ := executor.RunFrom(ctx)
+		fx.got <- run
+		return nil
+	})
 	if err := fx.exe.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -230,9 +202,10 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 	return fx
 }
 
-// running inserts a running execution of the job, owned by o.
+// running inserts a running execution of the job, owned by o, fired 3 ms after its time.
 func (fx *remoteFixture) running(t *testing.T, o store.Owner) *store.Execution {
-	ex := &store.Execution{JobID: fx.job.ID, ScheduledAt: time.Now().UnixMilli(), Cause: store.CauseManual, Node: o.Node,
+	now := time.Now().UnixMilli()
+	ex := &store.Execution{JobID: fx.job.ID, ScheduledAt: now, FiredAt: now + 3, Cause: store.CauseManual, Node: o.Node,
 		Incarnation: o.Incarnation, State: store.ExecRunning}
 	if _, err := fx.st.ExecutionsInsert(context.Background(), []*store.Execution{ex}); err != nil {
 		t.Fatal(err)
