@@ -22,9 +22,9 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 	}
 	a, b, c := mk(100), mk(200), mk(300)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{a, b, c})).ok(t)
-	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, a.ID, "http://x:1", "old", 0, 1, "sent")).ok(t), true)
-	equal(t, "dispatch b", get(s.ExecutionsSetDispatch(ctx, b.ID, "http://x:1", "new", 0, 1, "sent")).ok(t), true)
-	equal(t, "dispatch c", get(s.ExecutionsSetDispatch(ctx, c.ID, "http://y:1", "", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(a), a.ID, "http://x:1", "old", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch b", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(b), b.ID, "http://x:1", "new", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch c", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(c), c.ID, "http://y:1", "", 0, 1, "sent")).ok(t), true)
 
 	runs := get(s.ExecutionsRunningOnExecutor(ctx, "pool", "http://x:1")).ok(t)
 	want := []store.ExecutorRun{{ID: a.ID, Instance: "old", FiredAt: 100}, {ID: b.ID, Instance: "new", FiredAt: 200}}
