@@ -209,7 +209,7 @@ func TestExecutorCmdShell(t *testing.T) {
 // TestExecutorCmdServers: --server takes several nodes, repeated or comma-separated, and
 // SUNDIAL_SERVERS names them too; each one is checked (the bad one is named).
 func TestExecutorCmdServers(t *testing.T) {
-	t.Setenv("SUNDIAL_EXECUTOR_TOKEN", "x")
+	t.Setenv("SUNDIAL_EXECUTOR_TOKEN", "a-long-executor-token")
 	t.Setenv("SUNDIAL_APP", "ops")
 	t.Setenv("SUNDIAL_SERVER", "")
 	for _, args := range [][]string{
