@@ -28,10 +28,10 @@ func runsAlone(job *store.Job) bool {
 // whose policy must also hold across nodes, claimed under their job's row lock
 // (ExecutionsMarkRunningAlone). Of those, a fire whose job runs on another node is busy and
 // stays acquired, except for a discard job: its fire is claimed all the same, to be skipped.
-func (e *Engine) claimFires(ctx context.Context, plain []int64, alone []*Fire, firedAt int64) (claim, error) {
+func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, alone []*Fire, firedAt int64) (claim, error) {
 	c := claim{won: map[int64]bool{}, busy: map[int64]bool{}, discarded: map[int64]bool{}}
 	if len(plain) > 0 {
-		won, err := e.store.ExecutionsMarkRunning(ctx, e.cfg.NodeID, plain, firedAt)
+		won, err := e.store.ExecutionsMarkRunning(ctx, o, plain, firedAt)
 		if err != nil {
 			return c, err
 		}
@@ -44,7 +44,7 @@ func (e *Engine) claimFires(ctx context.Context, plain []int64, alone []*Fire, f
 	for i, f := range alone {
 		ids[i] = f.Execution.ID
 	}
-	won, busy, err := e.store.ExecutionsMarkRunningAlone(ctx, e.cfg.NodeID, ids, firedAt)
+	won, busy, err := e.store.ExecutionsMarkRunningAlone(ctx, o, ids, firedAt)
 	if err != nil {
 		return c, err
 	}
@@ -57,7 +57,7 @@ func (e *Engine) claimFires(ctx context.Context, plain []int64, alone []*Fire, f
 		}
 	}
 	if len(discard) > 0 {
-		won, err := e.store.ExecutionsMarkRunning(ctx, e.cfg.NodeID, discard, firedAt)
+		won, err := e.store.ExecutionsMarkRunning(ctx, o, discard, firedAt)
 		if err != nil {
 			return c, err
 		}

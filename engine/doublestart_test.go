@@ -35,7 +35,7 @@ func testReacquiredFireStartsOnce(t *testing.T, dialect string, policy store.Con
 	}
 	n.advance(900 * time.Millisecond) // within LookAhead of the fire, before StartLead
 	acquiredOnce()
-	if back, err := n.st.ExecutionsReleaseAcquired(ctx, n.e.NodeID()); err != nil || back != 1 {
+	if back, err := n.st.ExecutionsReleaseAcquired(ctx, lifeOf(n.e)); err != nil || back != 1 {
 		t.Fatalf("release the node's acquired fire: %d, %v", back, err)
 	}
 	n.e.Wake()

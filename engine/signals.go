@@ -1,15 +1,18 @@
 package engine
 
+import "github.com/sundial-scheduler/sundial/store"
+
 // testSignals lets tests wait for what the engine did instead of sleeping. It is nil outside
 // tests, and its methods are then no-ops.
 type testSignals struct {
-	acquired  chan int    // after every acquisition round: fires taken
-	completed chan int64  // every execution whose result was written
-	recovered chan string // every dead node the leader recovered
-	lostRace  chan int64  // every fire this node acquired but another node ran
-	claimed   chan int64  // every fire this node won (acquired -> running)
-	queued    chan int64  // every fire queued behind a running one (concurrency serial)
-	busy      chan int64  // every fire left waiting while its job ran on another node
+	acquired  chan int         // after every acquisition round: fires taken
+	completed chan int64       // every execution whose result was written
+	recovered chan string      // every dead node the leader recovered
+	lostRace  chan int64       // every fire this node acquired but another node ran
+	claimed   chan int64       // every fire this node won (acquired -> running)
+	queued    chan int64       // every fire queued behind a running one (concurrency serial)
+	rejoined  chan store.Owner // every new life the node began after it was declared dead
+	busy      chan int64       // every fire left waiting while its job ran on another node
 }
 
 func newTestSignals() *testSignals {
@@ -21,6 +24,7 @@ func newTestSignals() *testSignals {
 		lostRace:  make(chan int64, buffer),
 		claimed:   make(chan int64, buffer),
 		queued:    make(chan int64, buffer),
+		rejoined:  make(chan store.Owner, buffer),
 		busy:      make(chan int64, buffer),
 	}
 }
@@ -64,6 +68,12 @@ func (s *testSignals) fireBusy(id int64) {
 func (s *testSignals) raceLost(id int64) {
 	if s != nil {
 		trySend(s.lostRace, id)
+	}
+}
+
+func (s *testSignals) nodeRejoined(o store.Owner) {
+	if s != nil {
+		trySend(s.rejoined, o)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // ExecutionsMarkRunningAlone is ExecutionsMarkRunning for the fires of jobs that must not run
@@ -11,9 +13,10 @@ import (
 // claiming fires of one job take turns, and then looks for the jobs' runs on other nodes
 // through the live table's job index: a fire whose job runs elsewhere stays acquired and is
 // returned as busy, and of several fires of one job only the first given is claimed. Runs of
-// node itself do not count: keeping them apart is the node's own concurrency tracker's work,
+// o itself do not count: keeping them apart is the node's own concurrency tracker's work,
 // and its finished runs may wait in its result writer a moment before they leave the table.
-func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, node string, ids []int64, firedAt int64) (won, busy []int64, err error) {
+func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, firedAt int64) (won, busy []int64, err error) {
+	owned, ownedArgs := ownedBy(o)
 	err = e.inTx(ctx, func(e *executor) error {
 		won, busy = nil, nil
 		jobOf := make(map[int64]int64, len(ids))
@@ -21,8 +24,8 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, node string, 
 		seen := map[int64]bool{}
 		for _, c := range chunks(len(ids)) {
 			in, args := inList(ids[c[0]:c[1]])
-			rows, err := e.query(ctx, "SELECT id, job_id FROM executions_live WHERE id IN "+in+" AND node = ? AND state = 'acquired'",
-				append(args, node)...)
+			rows, err := e.query(ctx, "SELECT id, job_id FROM executions_live WHERE id IN "+in+" AND "+owned+" AND state = 'acquired'",
+				append(args, ownedArgs...)...)
 			pairs, err := scanPairs(rows, err)
 			if err != nil {
 				return err
@@ -49,7 +52,7 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, node string, 
 			// Read after the locks (each statement sees what committed before it, under read
 			// committed): a claim of another node that held them is visible here.
 			running, err := scanInt64s(e.query(ctx, "SELECT DISTINCT job_id FROM executions_live WHERE job_id IN "+in+
-				" AND state = 'running' AND node <> ?", append(args, node)...))
+				" AND state = 'running' AND NOT ("+owned+")", append(args, ownedArgs...)...))
 			if err != nil {
 				return err
 			}
@@ -74,11 +77,11 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, node string, 
 			return nil
 		}
 		var err error
-		won, err = e.ExecutionsMarkRunning(ctx, node, claim, firedAt)
+		won, err = e.ExecutionsMarkRunning(ctx, o, claim, firedAt)
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqlstore: mark %d executions running alone for %q: %w", len(ids), node, err)
+		return nil, nil, fmt.Errorf("sqlstore: mark %d executions running alone for %v: %w", len(ids), o, err)
 	}
 	return won, busy, nil
 }
