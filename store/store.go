@@ -245,9 +245,16 @@ type TriggerSelector struct {
 
 // JobFilter selects jobs for JobList.
 type JobFilter struct {
-	Group   string // empty for all groups
-	AfterID int64
-	Limit   int // <= 0 for the implementation's default
+	Group string // empty for all groups
+	// NameContains keeps jobs whose name contains it, ignoring ASCII case.
+	NameContains string
+	App          string
+	Handler      string
+	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
+	// paused).
+	TriggerState TriggerState
+	AfterID      int64
+	Limit        int // <= 0 for the implementation's default
 }
 
 // TriggerFilter selects triggers for TriggerList.
@@ -257,6 +264,9 @@ type TriggerFilter struct {
 	State   TriggerState
 	AfterID int64
 	Limit   int
+	// ByNextFire lists by next fire time (then id) instead of by id, ignoring AfterID: the
+	// next fires across jobs, with State waiting.
+	ByNextFire bool
 }
 
 // ExecutionFilter selects executions for ExecutionList.
