@@ -1,0 +1,107 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// apiError is the REST API's error answer ({"error": {...}}): its message is what the
+// console shows, at the field it names.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field"`
+}
+
+func (e *apiError) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+// apiResult is a successful API answer.
+type apiResult struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// call sends one request to the REST API in-process, as the browser's request r: with its
+// cookies (the session), its address and TLS state, and its context. It returns the API's
+// error for an answer of 400 or more.
+func (c *Console) call(r *http.Request, method, path string, body any) (*apiResult, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("web: encode %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequestWithContext(r.Context(), method, path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("web: %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if ck := r.Header.Get("Cookie"); ck != "" {
+		req.Header.Set("Cookie", ck)
+	}
+	req.RemoteAddr, req.TLS, req.Host = r.RemoteAddr, r.TLS, r.Host
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	c.api.ServeHTTP(rec, req)
+	if rec.status >= 400 {
+		var eb struct {
+			Error *apiError `json:"error"`
+		}
+		if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error == nil {
+			return nil, fmt.Errorf("web: %s %s: status %d: %s", method, path, rec.status, strings.TrimSpace(rec.body.String()))
+		}
+		eb.Error.Status = rec.status
+		return nil, eb.Error
+	}
+	return &apiResult{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}, nil
+}
+
+// callJSON is call decoding the answer into out.
+func (c *Console) callJSON(r *http.Request, method, path string, body, out any) error {
+	res, err := c.call(r, method, path, body)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(res.Body, out); err != nil {
+		return fmt.Errorf("web: decode %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// recorder is the ResponseWriter of an in-process API call.
+type recorder struct {
+	header      http.Header
+	status      int
+	wroteHeader bool
+	body        bytes.Buffer
+}
+
+func (rw *recorder) Header() http.Header { return rw.header }
+
+func (rw *recorder) WriteHeader(status int) {
+	if !rw.wroteHeader {
+		rw.status, rw.wroteHeader = status, true
+	}
+}
+
+func (rw *recorder) Write(b []byte) (int, error) {
+	rw.WriteHeader(http.StatusOK)
+	return rw.body.Write(b)
+}
