@@ -150,12 +150,12 @@ func (c *Console) calendarSave(w http.ResponseWriter, r *http.Request) error {
 	name := r.PostFormValue("name")
 	if name == "" {
 		form.Errors["name"] = "must not be empty"
-		return c.showCalendars(w, r, http.StatusBadRequest, form, "")
+		return c.showCalendars(w, r, http.StatusOK, form, "")
 	}
 	_, err := c.call(r, http.MethodPut, "/api/v1/calendars/"+url.PathEscape(name), map[string]string{
 		"description": r.PostFormValue("description"), "spec": r.PostFormValue("spec"), "base": r.PostFormValue("base")})
 	if showAtField(err, form.Errors) {
-		return c.showCalendars(w, r, http.StatusBadRequest, form, "")
+		return c.showCalendars(w, r, http.StatusOK, form, "")
 	}
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func (c *Console) tokenCreate(w http.ResponseWriter, r *http.Request) error {
 	var tok tokenInfo
 	err := c.callJSON(r, http.MethodPost, "/api/v1/tokens", body, &tok)
 	if showAtField(err, tv.Form.Errors) {
-		return c.showTokens(w, r, http.StatusBadRequest, tv, "")
+		return c.showTokens(w, r, http.StatusOK, tv, "")
 	}
 	if err != nil {
 		return err

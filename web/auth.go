@@ -171,14 +171,14 @@ func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
 	ck, err := r.Cookie(loginCookie)
 	if err != nil || !csrfOK(r, ck.Value) {
 		lv.Error = "The sign-in form expired: please try again."
-		return c.showLogin(w, r, http.StatusForbidden, lv)
+		return c.showLogin(w, r, http.StatusOK, lv)
 	}
 	res, err := c.call(r, http.MethodPost, "/api/v1/auth/login",
 		map[string]string{"username": lv.Username, "password": r.PostFormValue("password")})
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status < 500 {
 		lv.Error = ae.Message
-		return c.showLogin(w, r, ae.Status, lv)
+		return c.showLogin(w, r, http.StatusOK, lv)
 	}
 	if err != nil {
 		return err
@@ -217,13 +217,13 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) error {
 	av := accountView{Errors: map[string]string{}}
 	if r.PostFormValue("new_password") != r.PostFormValue("confirm_password") {
 		av.Errors["confirm_password"] = "does not match the new password"
-		return c.render(w, r, http.StatusBadRequest, "account", &view{Title: "Account", Nav: "account", Data: av})
+		return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av})
 	}
 	_, err := c.call(r, http.MethodPost, "/api/v1/auth/password", map[string]string{
 		"current_password": r.PostFormValue("current_password"), "new_password": r.PostFormValue("new_password")})
 	if fe, ok := fieldErrors(err); ok {
 		av.Errors = fe
-		return c.render(w, r, http.StatusBadRequest, "account", &view{Title: "Account", Nav: "account", Data: av})
+		return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av})
 	}
 	if err != nil {
 		return err

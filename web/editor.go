@@ -66,6 +66,8 @@ func (c *Console) editor(r *http.Request, ev *editorView) (*editorView, error) {
 	return ev, nil
 }
 
+// showEditor renders the editor. A form with errors is answered 200 like any page: the
+// browser logs a page that loads with 4xx as an error, and the errors are on the page.
 func (c *Console) showEditor(w http.ResponseWriter, r *http.Request, status int, ev *editorView, flash string) error {
 	ev, err := c.editor(r, ev)
 	if err != nil {
@@ -131,7 +133,7 @@ func (c *Console) jobCreate(w http.ResponseWriter, r *http.Request) error {
 		err = c.callJSON(r, http.MethodPost, "/api/v1/jobs", body, &id)
 	}
 	if showAtField(err, ev.Errors) {
-		return c.showEditor(w, r, http.StatusBadRequest, ev, "")
+		return c.showEditor(w, r, http.StatusOK, ev, "")
 	}
 	if err != nil {
 		return err
@@ -207,7 +209,7 @@ func (c *Console) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 		_, err = c.call(r, http.MethodPut, fmt.Sprintf("/api/v1/jobs/%d", ev.Job.ID), body)
 	}
 	if showAtField(err, ev.Errors) {
-		return c.showEditor(w, r, http.StatusBadRequest, ev, "")
+		return c.showEditor(w, r, http.StatusOK, ev, "")
 	}
 	if err != nil {
 		return err
@@ -235,7 +237,7 @@ func (c *Console) triggerAdd(w http.ResponseWriter, r *http.Request) error {
 		_, err = c.call(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/triggers", ev.Job.ID), body)
 	}
 	if showAtField(err, ev.Add.Errors) {
-		return c.showEditor(w, r, http.StatusBadRequest, ev, "")
+		return c.showEditor(w, r, http.StatusOK, ev, "")
 	}
 	if err != nil {
 		return err

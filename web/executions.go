@@ -154,7 +154,6 @@ func (c *Console) attempts(r *http.Request, x *store.Execution) ([]*store.Execut
 	return chain, nil
 }
 
-
 func (c *Console) executionKill(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathInt(r, "id")
 	if err != nil {

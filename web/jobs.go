@@ -147,7 +147,11 @@ func (c *Console) jobsBulk(w http.ResponseWriter, r *http.Request) error {
 
 // flashText is the notice of an action a redirect reports (?done=...).
 func flashText(done string) string {
-	kind, n, _ := strings.Cut(done, "-")
+	// A code ends in the count or id it reports: "paused-3", "run-42".
+	kind, n := done, ""
+	if i := strings.LastIndexByte(done, '-'); i >= 0 && strings.Trim(done[i+1:], "0123456789") == "" {
+		kind, n = done[:i], done[i+1:]
+	}
 	switch kind {
 	case "paused":
 		return "Paused " + n + " job(s)."

@@ -181,7 +181,7 @@ func buildSchedule(kind string, get func(string) string, loc *time.Location) (fi
 			return "calendar_interval.unit", nil, err.Error()
 		}
 		return "", schedule.CalendarInterval{Interval: n, Unit: unit, Location: loc,
-			PreserveHourOfDay: get("calendar_interval.preserve_hour") == "true",
+			PreserveHourOfDay:         get("calendar_interval.preserve_hour") == "true",
 			SkipDayIfHourDoesNotExist: get("calendar_interval.skip_day") == "true"}, ""
 	case "daily_interval":
 		var di schedule.DailyInterval

@@ -151,7 +151,6 @@ type view struct {
 	Data  any
 }
 
-
 // parsePages parses each page template together with the layout and the shared partials.
 func parsePages() (map[string]*template.Template, error) {
 	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html")

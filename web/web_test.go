@@ -30,13 +30,18 @@ func TestLoginRequiredAndHeaders(t *testing.T) {
 	}
 	// A wrong password shows the API's message and sets no session.
 	bad := c.post("/login", csrfOf(t, lp), url.Values{"username": {adminName}, "password": {"nope"}})
-	bad.mustStatus(t, http.StatusUnauthorized).mustContain(t, "wrong user name or password")
+	bad.mustStatus(t, http.StatusOK).mustContain(t, "wrong user name or password")
 	// A login without the form's token is refused.
-	c.do("POST", "/login", url.Values{"username": {adminName}, "password": {adminPass}}, nil).mustStatus(t, http.StatusForbidden)
+	c.do("POST", "/login", url.Values{"username": {adminName}, "password": {adminPass}}, nil).mustContain(t, "form expired")
+	u, _ := url.Parse(h.url)
+	for _, ck := range c.hc.Jar.Cookies(u) {
+		if ck.Name == "sundial_session" {
+			t.Fatal("a refused login set a session")
+		}
+	}
 
 	csrf := c.login()
 	var session *http.Cookie
-	u, _ := url.Parse(h.url)
 	for _, ck := range c.hc.Jar.Cookies(u) {
 		if ck.Name == "sundial_session" {
 			session = ck
@@ -97,7 +102,7 @@ func TestJobFormErrorsAtFieldStoreNothing(t *testing.T) {
 		{url.Values{"name": {"zone"}, "triggers[0].cron": {"0 0 * * * ?"}, "triggers[0].time_zone": {"Mars/Olympus"}}, "err-triggers-0-time_zone", "Mars/Olympus"},
 		{url.Values{"name": {"alarm"}, "alarm_targets": {"ops@example.com\nnot a target"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-alarm_targets", "not a target"},
 	} {
-		p := c.createJob(csrf, tc.form).mustStatus(t, http.StatusBadRequest)
+		p := c.createJob(csrf, tc.form).mustStatus(t, http.StatusOK)
 		i := strings.Index(p.body, `id="`+tc.field+`"`)
 		if i < 0 {
 			t.Fatalf("%v: no error slot %s:\n%s", tc.form, tc.field, p.body)
@@ -117,7 +122,7 @@ func TestJobFormErrorsAtFieldStoreNothing(t *testing.T) {
 	}
 	// A duplicate name is the API's conflict, shown at the name.
 	jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"dup"}, "triggers[0].cron": {"0 0 * * * ?"}}))
-	p := c.createJob(csrf, url.Values{"name": {"dup"}, "triggers[0].cron": {"0 0 * * * ?"}}).mustStatus(t, http.StatusBadRequest)
+	p := c.createJob(csrf, url.Values{"name": {"dup"}, "triggers[0].cron": {"0 0 * * * ?"}}).mustStatus(t, http.StatusOK)
 	p.mustContain(t, `id="err-name" role="alert">`, "already exists")
 }
 
@@ -185,10 +190,10 @@ func TestChangePasswordErrorsAtField(t *testing.T) {
 	c := h.client()
 	csrf := c.login()
 	p := c.post("/account/password", csrf, url.Values{"current_password": {"wrong"}, "new_password": {"a long new password"},
-		"confirm_password": {"a long new password"}}).mustStatus(t, http.StatusBadRequest)
+		"confirm_password": {"a long new password"}}).mustStatus(t, http.StatusOK)
 	p.mustContain(t, `id="err-current_password" role="alert">does not match`)
 	p = c.post("/account/password", csrf, url.Values{"current_password": {adminPass}, "new_password": {"short"},
-		"confirm_password": {"short"}}).mustStatus(t, http.StatusBadRequest)
+		"confirm_password": {"short"}}).mustStatus(t, http.StatusOK)
 	p.mustContain(t, `id="err-new_password" role="alert">must have at least 12`)
 	c.post("/account/password", csrf, url.Values{"current_password": {adminPass}, "new_password": {"a long new password"},
 		"confirm_password": {"a long new password"}}).mustStatus(t, http.StatusOK).mustContain(t, "Password changed.")
