@@ -247,8 +247,8 @@ func (c *Console) triggerAdd(w http.ResponseWriter, r *http.Request) error {
 }
 
 // jsonString shows a value as JSON in a page (the job's data).
-func jsonString(v any) string {
-	if v == nil {
+func jsonString(v map[string]any) string {
+	if len(v) == 0 {
 		return ""
 	}
 	b, err := json.MarshalIndent(v, "", "  ")

@@ -38,7 +38,7 @@ var funcs = template.FuncMap{
 	"schedText":    scheduleText,
 	"previewCount": func() int { return previewCount },
 	"appOpts": func(apps []string) [][2]string {
-		out := [][2]string{{"", "None: run in the scheduler node"}}
+		out := [][2]string{{"", "None (in-process)"}}
 		for _, a := range apps {
 			out = append(out, [2]string{a, a})
 		}
@@ -59,8 +59,8 @@ var funcs = template.FuncMap{
 		return out
 	},
 	"concurrencyOpts": func() [][2]string {
-		return [][2]string{{"allow", "Allow: run fires side by side"}, {"serial", "Serial: queue behind the running fire"},
-			{"discard", "Discard: skip while one runs"}, {"replace", "Replace: cancel the running fire"}}
+		return [][2]string{{"allow", "Allow (side by side)"}, {"serial", "Serial (queue)"},
+			{"discard", "Discard (skip)"}, {"replace", "Replace (cancel old)"}}
 	},
 	"kindOpts": func() [][2]string {
 		return [][2]string{{"cron", "Cron expression"}, {"simple", "Every N milliseconds"}, {"once", "Once"},
@@ -74,8 +74,8 @@ var funcs = template.FuncMap{
 		return [][2]string{{"SECOND", "seconds"}, {"MINUTE", "minutes"}, {"HOUR", "hours"}}
 	},
 	"misfireOpts": func() [][2]string {
-		return [][2]string{{"", "Smart (the kind's default)"}, {"ignore", "Ignore: fire every missed time"},
-			{"fire_now", "Fire now"}, {"do_nothing", "Do nothing: wait for the next time"},
+		return [][2]string{{"", "Smart (default)"}, {"ignore", "Ignore (fire all missed)"},
+			{"fire_now", "Fire now"}, {"do_nothing", "Do nothing (wait)"},
 			{"reschedule_now_existing", "Reschedule now, existing count"},
 			{"reschedule_now_remaining", "Reschedule now, remaining count"},
 			{"reschedule_next_remaining", "Reschedule next, remaining count"},

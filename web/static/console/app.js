@@ -42,6 +42,8 @@
     return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
   }
   function day(d) { return d.toISOString().slice(0, 10); }
+  // The charts' x axes tick at whole days only.
+  var DAYS = [86400, 2 * 86400, 7 * 86400, 14 * 86400];
 
   // Stacked bars drawn tallest first, so each outcome shows as its own band.
   function stackedBars(el, legendEl, days, rows) {
@@ -69,7 +71,7 @@
       width: Math.max(el.clientWidth, 200), height: 240, legend: { show: false }, cursor: { show: false },
       scales: { x: { time: true, range: function (u, min, max) { return [min - 43200, max + 43200]; } },
         y: { range: function (u, min, max) { return [0, Math.max(4, max * 1.1)]; } } },
-      axes: [{ stroke: css("--muted"), grid: { show: false }, ticks: grid, space: 50,
+      axes: [{ stroke: css("--muted"), grid: { show: false }, ticks: grid, space: 44, incrs: DAYS,
           values: function (u, vals) { return vals.map(function (v) { var d = new Date(v * 1000); return (d.getUTCMonth() + 1) + "/" + d.getUTCDate(); }); } },
         { stroke: css("--muted"), grid: grid, ticks: grid, size: 48 }],
       series: series
@@ -145,12 +147,12 @@
       new uPlot({
         width: Math.max(el.clientWidth, 200), height: 220, legend: { show: false }, cursor: { show: false },
         scales: { x: { time: true }, pct: { range: [0, 100] }, ms: { range: function (u, min, max) { return [0, Math.max(10, (max || 0) * 1.2)]; } } },
-        axes: [{ stroke: css("--muted"), grid: { show: false }, ticks: grid, space: 60,
+        axes: [{ stroke: css("--muted"), grid: { show: false }, ticks: grid, space: 44, incrs: DAYS,
             values: function (u, vals) { return vals.map(function (v) { var d = new Date(v * 1000); return (d.getUTCMonth() + 1) + "/" + d.getUTCDate(); }); } },
           { scale: "pct", stroke: css("--muted"), grid: grid, ticks: grid, values: function (u, v) { return v.map(function (x) { return x + "%"; }); } },
           { scale: "ms", side: 1, stroke: css("--muted"), grid: { show: false }, ticks: grid, size: 60,
             values: function (u, v) { return v.map(function (x) { return x >= 1000 ? (x / 1000) + " s" : x + " ms"; }); } }],
-        series: [{}, { label: "success rate", scale: "pct", fill: css("--ok-bg"), stroke: css("--ok"), width: 0,
+        series: [{}, { label: "success rate", scale: "pct", fill: css("--ok-fill"), stroke: css("--ok"), width: 0,
             paths: uPlot.paths.bars({ size: [0.7, 30] }), points: { show: false } },
           { label: "mean duration", scale: "ms", stroke: css("--live"), width: 2, spanGaps: true, points: { show: true, size: 5 } }]
       }, [xs, rate, dur], el);
