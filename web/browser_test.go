@@ -185,33 +185,43 @@ func browserHarness(t *testing.T) *harness {
 }
 
 // seedHistory stores a week of finished executions of one job and its report rows, so the
-// dashboard's chart has bars to draw.
+// dashboard's chart has bars to draw, and a few scheduled jobs for its next fires.
 func seedHistory(t *testing.T, h *harness) int64 {
 	t.Helper()
 	ctx := context.Background()
-	id, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: "report-builder", Handler: "noop"})
+	sched := h.srv.Scheduler()
+	id, err := sched.ScheduleJob(ctx, sundial.Job{Name: "report-builder", Handler: "noop"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	today := time.Now().UTC().Truncate(24 * time.Hour)
+	for i, spec := range []string{"0 0/15 * * * ?", "0 0 2 * * ?", "0 30 9 ? * MON-FRI"} {
+		name := []string{"sync-inventory", "nightly-backup", "morning-report"}[i]
+		if _, err := sched.ScheduleJob(ctx, sundial.Job{Name: name, Handler: "noop"},
+			sundial.Trigger{Schedule: mustCron(t, spec)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
 	var xs []*store.Execution
+	days := map[string]bool{}
 	for d := 0; d < 7; d++ {
-		day := today.AddDate(0, 0, -d)
 		for i := 0; i < 3+d*2; i++ {
-			at := day.Add(time.Duration(i+1) * 10 * time.Minute).UnixMilli()
+			fired := now.Add(-time.Duration(d)*24*time.Hour - time.Duration(i+1)*10*time.Minute)
+			days[fired.UTC().Format("2006-01-02")] = true
+			at := fired.UnixMilli()
 			st := store.ExecSucceeded
-			if i%4 == 3 {
+			if i%4 == 1 {
 				st = store.ExecFailed
 			}
 			xs = append(xs, &store.Execution{JobID: id, ScheduledAt: at, FiredAt: at, StartedAt: at, FinishedAt: at + int64(200+50*i),
-				Cause: store.CauseManual, State: st, AlarmState: store.AlarmNone})
+				Cause: store.CauseManual, State: st, AlarmState: store.AlarmNone, HandleMsg: "ok"})
 		}
 	}
 	if _, err := h.st.ExecutionsInsert(ctx, xs); err != nil {
 		t.Fatal(err)
 	}
-	for d := 0; d < 7; d++ {
-		if _, err := h.st.ReportsRefresh(ctx, today.AddDate(0, 0, -d).Format("2006-01-02")); err != nil {
+	for day := range days {
+		if _, err := h.st.ReportsRefresh(ctx, day); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -221,8 +231,20 @@ func seedHistory(t *testing.T, h *harness) int64 {
 func TestBrowserLoginAndDashboardChart(t *testing.T) {
 	h := browserHarness(t)
 	jobID := seedHistory(t, h)
+	// Something runs while the dashboard is shown.
+	talk, err := h.srv.Scheduler().ScheduleJob(context.Background(), sundial.Job{Name: "import-orders", Handler: "talker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.srv.Scheduler().TriggerNow(context.Background(), talk); err != nil {
+		t.Fatal(err)
+	}
+	<-h.talking
 	b := newBrowser(t, h, 1280, 900)
 	b.login()
+	if running := b.text("#running-title + .table-wrap"); !strings.Contains(running, "import-orders") {
+		t.Fatalf("running now: %q", running)
+	}
 	b.waitJS("the 7-day chart", `document.querySelector("#chart[data-drawn='7'] canvas") !== null`)
 	// The bars are drawn: the canvas has coloured pixels, not only the axes' grey.
 	b.waitJS("bars on the canvas", `(() => {
