@@ -182,18 +182,26 @@ func (c *Console) existing(r *http.Request) (*editorView, error) {
 	return &editorView{Job: j, Triggers: ts}, nil
 }
 
+// jobValues reads a job's settings from the API as form values (its own form of them).
+func (c *Console) jobValues(r *http.Request, id int64) (url.Values, error) {
+	var job map[string]any
+	if err := c.callJSON(r, http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d", id), nil, &job); err != nil {
+		return nil, err
+	}
+	delete(job, "triggers")
+	vals := url.Values{}
+	flatten("", job, vals)
+	return vals, nil
+}
+
 func (c *Console) jobEdit(w http.ResponseWriter, r *http.Request) error {
 	ev, err := c.existing(r)
 	if err != nil {
 		return err
 	}
-	var job map[string]any
-	if err := c.callJSON(r, http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d", ev.Job.ID), nil, &job); err != nil {
+	if ev.Values, err = c.jobValues(r, ev.Job.ID); err != nil {
 		return err
 	}
-	delete(job, "triggers")
-	ev.Values = url.Values{}
-	flatten("", job, ev.Values)
 	return c.showEditor(w, r, http.StatusOK, ev, flashText(r.URL.Query().Get("done")))
 }
 
@@ -224,13 +232,9 @@ func (c *Console) triggerAdd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var job map[string]any
-	if err := c.callJSON(r, http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d", ev.Job.ID), nil, &job); err != nil {
+	if ev.Values, err = c.jobValues(r, ev.Job.ID); err != nil {
 		return err
 	}
-	delete(job, "triggers")
-	ev.Values = url.Values{}
-	flatten("", job, ev.Values)
 	ev.Add = Form{Values: r.PostForm, Errors: map[string]string{}}
 	body, err := triggerJSON(r.PostForm, "")
 	if err == nil {

@@ -161,9 +161,17 @@ func scheduleText(t *store.Trigger) string {
 		}
 		return txt
 	case schedule.CalendarInterval:
-		return fmt.Sprintf("every %d %s%s", s.Interval, strings.ToLower(s.Unit.String()), zone)
+		return fmt.Sprintf("every %d %s%s", s.Interval, units(s.Interval, s.Unit), zone)
 	case schedule.DailyInterval:
-		return fmt.Sprintf("%s–%s every %d %s%s", s.StartTimeOfDay, s.EndTimeOfDay, s.Interval, strings.ToLower(s.Unit.String()), zone)
+		return fmt.Sprintf("%s–%s every %d %s%s", s.StartTimeOfDay, s.EndTimeOfDay, s.Interval, units(s.Interval, s.Unit), zone)
 	}
 	return string(t.Kind)
+}
+
+func units(n int, u schedule.IntervalUnit) string {
+	name := strings.ToLower(u.String())
+	if n != 1 {
+		name += "s"
+	}
+	return name
 }

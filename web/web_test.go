@@ -198,3 +198,47 @@ func TestChangePasswordErrorsAtField(t *testing.T) {
 	c.post("/account/password", csrf, url.Values{"current_password": {adminPass}, "new_password": {"a long new password"},
 		"confirm_password": {"a long new password"}}).mustStatus(t, http.StatusOK).mustContain(t, "Password changed.")
 }
+
+func TestEditJobAndTriggers(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	ctx := context.Background()
+	id := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"edited"}, "triggers[0].cron": {"0 0 2 * * ?"},
+		"data": {`{"region": "eu"}`}, "alarm_targets": {"ops@example.com"}}))
+	edit := c.get(fmt.Sprintf("/jobs/%d/edit", id)).mustStatus(t, http.StatusOK)
+	edit.mustContain(t, `value="edited"`, "ops@example.com", "&#34;region&#34;: &#34;eu&#34;")
+
+	form := url.Values{"group": {"default"}, "name": {"edited"}, "handler": {"noop"}, "timeout_ms": {"-5"}}
+	c.post(fmt.Sprintf("/jobs/%d/edit", id), csrf, form).mustContain(t, `id="err-timeout_ms" role="alert">must not be negative`)
+	if j, _ := h.st.JobGet(ctx, id); j.TimeoutMs != 0 || len(j.AlarmTargets) != 1 {
+		t.Fatalf("a refused edit changed the job: %+v", j)
+	}
+	form.Set("timeout_ms", "1500")
+	c.post(fmt.Sprintf("/jobs/%d/edit", id), csrf, form).mustStatus(t, http.StatusSeeOther)
+	if j, _ := h.st.JobGet(ctx, id); j.TimeoutMs != 1500 || len(j.AlarmTargets) != 0 {
+		t.Fatalf("after the edit: %+v", j)
+	}
+
+	add := url.Values{"kind": {"cron"}, "cron": {"0 0 25 * * ?"}, "time_zone": {"UTC"}}
+	c.post(fmt.Sprintf("/jobs/%d/triggers", id), csrf, add).mustContain(t, `id="err-cron" role="alert">cron expression`)
+	add = url.Values{"kind": {"daily_interval"}, "daily_interval.from": {"09:00"}, "daily_interval.to": {"17:00"},
+		"daily_interval.interval": {"30"}, "daily_interval.unit": {"MINUTE"}, "daily_interval.days": {"MON,TUE"}, "time_zone": {"Asia/Tokyo"}}
+	c.post(fmt.Sprintf("/jobs/%d/triggers", id), csrf, add).mustStatus(t, http.StatusSeeOther)
+	ts, _ := h.st.TriggerList(ctx, store.TriggerFilter{JobID: id})
+	if len(ts) != 2 || ts[1].Kind != store.TriggerDailyInterval || ts[1].TimeZone != "Asia/Tokyo" {
+		t.Fatalf("triggers after the add: %+v", ts)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, "09:00:00–17:00:00 every 30 minutes (Asia/Tokyo)")
+	for _, a := range []string{"pause", "resume", "delete"} {
+		c.post(fmt.Sprintf("/triggers/%d/%s", ts[1].ID, a), csrf, nil).mustStatus(t, http.StatusSeeOther)
+	}
+	if ts, _ := h.st.TriggerList(ctx, store.TriggerFilter{JobID: id}); len(ts) != 1 {
+		t.Fatalf("%d triggers after the delete", len(ts))
+	}
+	c.get(fmt.Sprintf("/jobs/%d/copy", id)).mustContain(t, `value="copy of edited"`, `value="0 0 2 * * ?"`)
+	c.post(fmt.Sprintf("/jobs/%d/delete", id), csrf, nil).mustStatus(t, http.StatusSeeOther)
+	if _, err := h.st.JobGet(ctx, id); err == nil {
+		t.Fatal("the job survived its delete")
+	}
+}
