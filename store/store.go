@@ -273,6 +273,8 @@ type TriggerFilter struct {
 type ExecutionFilter struct {
 	JobID int64
 	State ExecutionState
+	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
+	Cause ExecutionCause
 	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
 	FiredFrom int64
 	FiredTo   int64

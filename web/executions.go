@@ -14,7 +14,10 @@ import (
 
 const executionsPageSize = 50
 
-var execStates = []string{"pending", "acquired", "running", "succeeded", "failed", "timed_out", "lost", "skipped", "canceled"}
+var (
+	execStates = []string{"pending", "acquired", "running", "succeeded", "failed", "timed_out", "lost", "skipped", "canceled"}
+	execCauses = []string{"schedule", "manual", "api", "retry", "misfire", "recovery", "child"}
+)
 
 type executionsView struct {
 	Now    int64
@@ -22,6 +25,7 @@ type executionsView struct {
 	Rows   []execRow
 	Next   string
 	States []string
+	Causes []string
 }
 
 // executionsPage lists executions newest first, filtered by job, state and fired-at range,
@@ -42,6 +46,12 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.State = store.ExecutionState(st)
 	}
+	if cause := q.Get("cause"); cause != "" {
+		if !contains(execCauses, cause) {
+			return errBadRequest(fmt.Sprintf("cause: want one of %s, got %q", strings.Join(execCauses, ", "), cause))
+		}
+		f.Cause = store.ExecutionCause(cause)
+	}
 	for _, b := range []struct {
 		name string
 		dst  *int64
@@ -58,7 +68,7 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ev := executionsView{Now: c.clock.Now().UnixMilli(), Filter: q, States: execStates}
+	ev := executionsView{Now: c.clock.Now().UnixMilli(), Filter: q, States: execStates, Causes: execCauses}
 	if len(xs) > executionsPageSize {
 		xs = xs[:executionsPageSize]
 		nq := url.Values{}

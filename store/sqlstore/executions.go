@@ -428,6 +428,10 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		where += " AND state = ?"
 		args = append(args, string(f.State))
 	}
+	if f.Cause != "" {
+		where += " AND cause = ?"
+		args = append(args, string(f.Cause))
+	}
 	if f.FiredFrom != 0 {
 		where += " AND fired_at >= ?"
 		args = append(args, f.FiredFrom)

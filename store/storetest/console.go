@@ -63,3 +63,33 @@ func testTriggersByNextFire(t *testing.T, s store.Store) {
 	got = get(s.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: 1})).ok(t)
 	equal(t, "first next fire", fmt.Sprint(ids(got, triggerID)), fmt.Sprint([]int64{early.ID}))
 }
+
+// testExecutionsByCause checks the executions list's cause filter, live and ended alike.
+func testExecutionsByCause(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	j := newJob(t, s, "g", "j")
+	xs := []*store.Execution{
+		{JobID: j.ID, ScheduledAt: 1000, Cause: store.CauseManual, State: store.ExecPending},
+		{JobID: j.ID, ScheduledAt: 2000, FiredAt: 2000, FinishedAt: 2100, Cause: store.CauseRetry, Attempt: 1, State: store.ExecFailed},
+		{JobID: j.ID, ScheduledAt: 3000, FiredAt: 3000, FinishedAt: 3100, Cause: store.CauseManual, State: store.ExecSucceeded},
+		{JobID: j.ID, ScheduledAt: 4000, Cause: store.CauseRetry, Attempt: 1, State: store.ExecPending},
+	}
+	_, err := s.ExecutionsInsert(ctx, xs)
+	noErr(t, err)
+	for _, tc := range []struct {
+		f    store.ExecutionFilter
+		want []int64
+	}{
+		{store.ExecutionFilter{Cause: store.CauseManual}, []int64{xs[0].ID, xs[2].ID}},
+		{store.ExecutionFilter{Cause: store.CauseRetry, Desc: true}, []int64{xs[3].ID, xs[1].ID}},
+		{store.ExecutionFilter{Cause: store.CauseRetry, State: store.ExecFailed}, []int64{xs[1].ID}},
+		{store.ExecutionFilter{Cause: store.CauseChild}, nil},
+	} {
+		got := get(s.ExecutionList(ctx, tc.f)).ok(t)
+		ids := make([]int64, len(got))
+		for i, x := range got {
+			ids[i] = x.ID
+		}
+		equal(t, fmt.Sprintf("ExecutionList(%+v)", tc.f), fmt.Sprint(ids), fmt.Sprint(tc.want))
+	}
+}
