@@ -18,6 +18,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -61,6 +62,8 @@ type Scheduler struct {
 	store  store.Store
 	engine *engine.Engine
 	clock  clock.Clock
+	// maint runs the leader's duties while the node leads.
+	maint *maintenance.Manager
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -97,6 +100,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s.engine = e
+	s.maint = maintenance.NewManager(e.Leadership(), cfg.Logger, maintenance.NodeRecovery(e, s.clock, cfg.Logger))
 	return s, nil
 }
 
@@ -109,11 +113,23 @@ func (s *Scheduler) Register(name string, h Handler) {
 }
 
 // Start starts the node; it returns once the node is running.
-func (s *Scheduler) Start(ctx context.Context) error { return s.engine.Start(ctx) }
+func (s *Scheduler) Start(ctx context.Context) error {
+	if err := s.engine.Start(ctx); err != nil {
+		return err
+	}
+	return s.maint.Start(ctx)
+}
 
 // Stop stops taking work, waits for running handlers (up to DrainTimeout or ctx) and leaves
 // the cluster. It is idempotent.
-func (s *Scheduler) Stop(ctx context.Context) error { return s.engine.Stop(ctx) }
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.maint.Stop()
+	return s.engine.Stop(ctx)
+}
+
+// Maintenance returns the manager of the leader's duties (dead-node recovery, and what a
+// server adds), to add services before Start.
+func (s *Scheduler) Maintenance() *maintenance.Manager { return s.maint }
 
 // Engine returns the node's engine, for its statistics and leadership state.
 func (s *Scheduler) Engine() *engine.Engine { return s.engine }

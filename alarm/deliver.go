@@ -104,7 +104,7 @@ func postWebhook(ctx context.Context, client *http.Client, url string, ev Event)
 
 // sendMail sends one message to one recipient, so one bad address cannot make the server
 // refuse the others' copies. It uses STARTTLS when the server offers it.
-func sendMail(ctx context.Context, cfg SMTP, to string, ev Event) error {
+func sendMail(ctx context.Context, cfg SMTP, to string, ev Event, date time.Time) error {
 	if cfg.Addr == "" {
 		return fmt.Errorf("e-mail to %s: no SMTP server is configured (sundial server --smtp-addr): %w", to, errPermanent)
 	}
@@ -146,7 +146,7 @@ func sendMail(ctx context.Context, cfg SMTP, to string, ev Event) error {
 	if err != nil {
 		return fmt.Errorf("e-mail to %s via %s: DATA: %w", to, cfg.Addr, err)
 	}
-	if _, err := w.Write(message(cfg.From, to, ev)); err != nil {
+	if _, err := w.Write(message(cfg.From, to, ev, date)); err != nil {
 		return fmt.Errorf("e-mail to %s via %s: %w", to, cfg.Addr, err)
 	}
 	if err := w.Close(); err != nil {
@@ -163,13 +163,13 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-func message(from, to string, ev Event) []byte {
+func message(from, to string, ev Event, date time.Time) []byte {
 	subject := fmt.Sprintf("Sundial: job %s/%s %s (execution %d)", ev.JobGroup, ev.JobName, ev.State, ev.ExecutionID)
 	var b bytes.Buffer
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)
 	fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <sundial-%d-%s@sundial>\r\n",
-		from, to, mime.QEncoding.Encode("utf-8", oneLine(subject)), time.Now().Format(time.RFC1123Z), ev.ExecutionID, hex.EncodeToString(id))
+		from, to, mime.QEncoding.Encode("utf-8", oneLine(subject)), date.Format(time.RFC1123Z), ev.ExecutionID, hex.EncodeToString(id))
 	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
 	when := func(s *string) string {
 		if s == nil {

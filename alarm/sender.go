@@ -9,16 +9,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/startstop"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-// Config configures a Sender. Store and IsLeader are required.
+// Config configures a Sender. Store is required.
 type Config struct {
 	Store store.Store
-	// IsLeader reports whether this node runs the leader duties; only the leader claims
-	// alarms.
-	IsLeader func() bool
-	SMTP     SMTP
+	SMTP  SMTP
 	// HTTPClient posts webhooks. Default: a client with a 10 s timeout.
 	HTTPClient *http.Client
 	// Interval is how often the leader looks for pending alarms. Default 10 s (XXL-JOB's
@@ -33,9 +33,13 @@ type Config struct {
 	// Timeout bounds one attempt. Default 15 s.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// Clock paces the sweeps and the pauses between attempts. Default: the system clock.
+	Clock clock.Clock
 }
 
-// Sender delivers pending alarms while its node leads.
+// Sender delivers pending alarms while it runs; it is one of the leader's duties, started and
+// stopped with the node's leadership like the services of package maintenance (same
+// contract).
 //
 // Exactly once: a sweep first claims a batch with a compare-and-set pending → sending and
 // delivers only the alarms it won, then records sent or failed (a compare-and-set from
@@ -51,19 +55,16 @@ type Config struct {
 // A delivery that fails is retried Attempts times with a growing pause, per target, inside
 // the claim (so targets already told are not told again); then the alarm is marked failed.
 type Sender struct {
+	startstop.Base
 	cfg  Config
 	log  *slog.Logger
 	wake chan struct{}
-
-	mu   sync.Mutex
-	stop context.CancelFunc
-	done chan struct{}
 }
 
 // New returns a Sender; it does nothing until Start.
 func New(cfg Config) (*Sender, error) {
-	if cfg.Store == nil || cfg.IsLeader == nil {
-		return nil, errors.New("alarm: Config.Store and Config.IsLeader are required")
+	if cfg.Store == nil {
+		return nil, errors.New("alarm: Config.Store is required")
 	}
 	if cfg.SMTP.Addr != "" && cfg.SMTP.From == "" {
 		return nil, fmt.Errorf("alarm: SMTP server %s: a sender address (From) is required", cfg.SMTP.Addr)
@@ -86,35 +87,17 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
 	return &Sender{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
 }
 
-// Start runs the sweep loop until Stop.
-func (s *Sender) Start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stop != nil {
-		return
-	}
-	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		s.loop(ctx)
-	}()
-}
-
-// Stop ends the loop and waits for it. Alarms being delivered are put back to pending
-// unless a target was told already.
-func (s *Sender) Stop() {
-	s.mu.Lock()
-	stop, done := s.stop, s.done
-	s.stop = nil
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
+// Start runs the sweep loop until Stop (startstop.Base), and returns once the loop runs. On
+// Stop, alarms being delivered are put back to pending unless a target was told already.
+func (s *Sender) Start(ctx context.Context) error {
+	s.StartFunc(ctx, s.loop)
+	return nil
 }
 
 // Wake makes the loop sweep now rather than at its next tick.
@@ -126,17 +109,15 @@ func (s *Sender) Wake() {
 }
 
 func (s *Sender) loop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
+	t := s.cfg.Clock.NewTimer(s.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(s.cfg.Interval)
 		case <-s.wake:
-		}
-		if !s.cfg.IsLeader() {
-			continue
 		}
 		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("delivering alarms", "err", err)
@@ -156,8 +137,8 @@ const (
 	parallel   = 4
 )
 
-// Sweep claims every pending alarm it can and delivers it. It runs whether or not the node
-// leads (the loop checks), so tests and tools can drive it.
+// Sweep claims every pending alarm it can and delivers it. It runs whether or not the loop
+// does, so tests and tools can drive it.
 func (s *Sender) Sweep(ctx context.Context) (Result, error) {
 	var res Result
 	var mu sync.Mutex
@@ -281,31 +262,24 @@ func (s *Sender) deliver(ctx context.Context, x *store.Execution, job *store.Job
 
 // attempt delivers to one target, retrying with a doubling pause.
 func (s *Sender) attempt(ctx context.Context, t Target, ev Event) error {
-	var err error
-	pause := s.cfg.Backoff
-	for i := 0; i < s.cfg.Attempts; i++ {
-		if i > 0 {
-			timer := time.NewTimer(pause)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return errors.Join(err, ctx.Err())
-			case <-timer.C:
-			}
-			pause *= 2
-		}
+	tries := 0
+	return backoff.Retry(ctx, s.cfg.Clock, backoff.Policy{Initial: s.cfg.Backoff}, s.cfg.Attempts, func(ctx context.Context) error {
+		tries++
 		actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+		var err error
 		switch t.Kind {
 		case Email:
-			err = sendMail(actx, s.cfg.SMTP, t.Address, ev)
+			err = sendMail(actx, s.cfg.SMTP, t.Address, ev, s.cfg.Clock.Now())
 		case Webhook:
 			err = postWebhook(actx, s.cfg.HTTPClient, t.Address, ev)
 		}
-		cancel()
-		if err == nil || errors.Is(err, errPermanent) {
-			return err
+		if errors.Is(err, errPermanent) {
+			return backoff.Permanent(err)
 		}
-		s.log.Warn("alarm delivery failed; retrying", "target", t.Address, "execution", ev.ExecutionID, "attempt", i+1, "err", err)
-	}
-	return err
+		if err != nil {
+			s.log.Warn("alarm delivery failed; retrying", "target", t.Address, "execution", ev.ExecutionID, "attempt", tries, "err", err)
+		}
+		return err
+	})
 }

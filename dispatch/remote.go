@@ -15,8 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -258,8 +260,11 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	return got, nil
 }
 
-// runRepeats are the pauses before a /run is sent again when no answer came back.
-var runRepeats = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
+// runRepeats paces the repeats of a /run that got no answer: sent again after 100 ms, then
+// after 400 ms.
+var runRepeats = backoff.Policy{Initial: 100 * time.Millisecond, Factor: 4}
+
+const runAttempts = 3
 
 // callRepeating is call for /run: when no answer comes back (the connection dropped, the
 // executor restarted), the call is sent again, with the same execution id. The executor may
@@ -267,20 +272,13 @@ var runRepeats = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 // running it twice, where failing the fire here would have the job's retry run it again.
 // An answer with a status (a refusal, a bad token) is not repeated.
 func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out any) error {
-	err := r.call(ctx, addr, path, body, out)
-	for _, pause := range runRepeats {
-		var status *executor.StatusError
-		if err == nil || errors.As(err, &status) || ctx.Err() != nil {
-			return err
+	return backoff.Retry(ctx, clock.Real{}, runRepeats, runAttempts, func(ctx context.Context) error {
+		err := r.call(ctx, addr, path, body, out)
+		if status := (*executor.StatusError)(nil); errors.As(err, &status) {
+			return backoff.Permanent(err)
 		}
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			return err
-		}
-		err = r.call(ctx, addr, path, body, out)
-	}
-	return err
+		return err
+	})
 }
 
 func (r *Remote) beat(ctx context.Context, addr string) error {

@@ -3,49 +3,31 @@ package engine
 import (
 	"context"
 	"fmt"
-
-	"github.com/sundial-scheduler/sundial/store"
 )
 
 // leaderLease is the lease whose holder runs the cluster's single-runner duties.
 const leaderLease = "leader"
 
-// leadership is the node's state in the leader election.
-type leadership int
-
-const (
-	follower leadership = iota
-	leader
-)
-
-func (s leadership) String() string {
-	if s == leader {
-		return "leader"
-	}
-	return "follower"
-}
-
-// clusterLoop heartbeats, contends for the leader lease and, while leader, recovers the work
-// of dead nodes. Every check uses the database's clock, so a node whose own clock is off can
-// neither look dead nor keep a dead peer alive.
+// clusterLoop heartbeats and contends for the leader lease; the node's Leadership tells the
+// leader's duties (package maintenance) when to run. Every check uses the database's clock,
+// so a node whose own clock is off can neither look dead nor keep a dead peer alive.
 func (e *Engine) clusterLoop(l *lifecycle) {
-	state := follower
 	for {
-		state = e.clusterTick(l.ctx, state)
+		e.clusterTick(l.ctx)
 		if !e.sleep(l.ctx, e.cfg.HeartbeatInterval, nil) {
 			return
 		}
 	}
 }
 
-func (e *Engine) clusterTick(ctx context.Context, state leadership) leadership {
+func (e *Engine) clusterTick(ctx context.Context) {
 	if _, err := e.store.NodeHeartbeat(ctx, e.cfg.NodeID, nodeName()); err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("heartbeat failed", "err", err)
 		}
-		return state
+		return
 	}
-	next := follower
+	lead := false
 	_, held, err := e.store.LeaseAcquire(ctx, leaderLease, e.cfg.NodeID, e.cfg.NodeTimeout)
 	switch {
 	case err != nil:
@@ -54,26 +36,19 @@ func (e *Engine) clusterTick(ctx context.Context, state leadership) leadership {
 		}
 		// Without an answer the node cannot know it still leads: it steps down.
 	case held:
-		next = leader
+		lead = true
 	}
-	if next != state {
-		e.log.Info("leadership changed", "from", state, "to", next)
+	if e.leadership.set(lead, e.clock.Now()) {
+		e.log.Info("leadership changed", "leader", lead)
 	}
-	e.leader.Store(next == leader)
-	if next == leader {
-		if err := e.recoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
-			e.log.Error("recovering dead nodes", "err", err)
-		}
-	}
-	return next
 }
 
-// recoverDeadNodes returns the work of every node that missed its heartbeats to the cluster:
+// RecoverDeadNodes returns the work of every node that missed its heartbeats to the cluster:
 // its acquired fires become pending again, its running executions become lost, and those of
 // jobs that request recovery are fired again with cause recovery at their original scheduled
 // time. Each move is a compare-and-set on the dead node's name, so a node that wakes up late
-// finds nothing left to run.
-func (e *Engine) recoverDeadNodes(ctx context.Context) error {
+// finds nothing left to run. It is a leader's duty (maintenance.NodeRecovery runs it).
+func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
 	if err != nil {
 		return err
@@ -103,43 +78,9 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	jobIDs := make([]int64, len(lost))
-	for i, ex := range lost {
-		jobIDs[i] = ex.JobID
-	}
-	js, err := tx.JobsGet(ctx, jobIDs)
+	out, err := e.continueLost(ctx, tx, lost, lostWithNode)
 	if err != nil {
 		return err
-	}
-	jobs := make(map[int64]*store.Job, len(js))
-	for _, j := range js {
-		jobs[j.ID] = j
-	}
-	var refire []*store.Execution
-	var alarmed []int64
-	for _, ex := range lost {
-		job := jobs[ex.JobID]
-		if job == nil {
-			continue // the job is gone: nothing to re-run, nobody to tell
-		}
-		switch {
-		case job.RequestsRecovery:
-			refire = append(refire, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID,
-				ScheduledAt: ex.ScheduledAt, Cause: store.CauseRecovery, Attempt: ex.Attempt + 1,
-				State: store.ExecPending, ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
-		case len(job.AlarmTargets) > 0:
-			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
-		}
-	}
-	if len(alarmed) > 0 {
-		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
-			return err
-		}
-	}
-	if len(refire) > 0 {
-		if _, err := tx.ExecutionsInsert(ctx, refire); err != nil {
-			return err
-		}
 	}
 	if err := tx.NodeDelete(ctx, node); err != nil {
 		return err
@@ -149,8 +90,8 @@ func (e *Engine) recoverNode(ctx context.Context, node string) error {
 	}
 	e.stats.Recovered.Add(released + int64(len(lost)))
 	e.signals.nodeRecovered(node)
-	e.log.Warn("recovered a dead node", "dead", node, "released", released, "lost", len(lost), "refired", len(refire))
-	if released > 0 || len(refire) > 0 {
+	e.log.Warn("recovered a dead node", "dead", node, "released", released, "lost", out.Lost, "refired", out.FollowUp)
+	if released > 0 || out.FollowUp > 0 {
 		e.Wake()
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -56,7 +57,7 @@ func (c *completer) run() {
 		batch := c.gather([]completion{cp})
 		if linger := c.e.cfg.CompleteLinger; linger > 0 && len(batch) < c.e.cfg.CompleteBatch {
 			t := c.e.clock.NewTimer(linger)
-			c.e.wait(context.Background(), t, nil)
+			c.e.wait(c.l.writeCtx, t, nil)
 			batch = c.gather(batch)
 		}
 		c.flush(batch)
@@ -80,25 +81,46 @@ func (c *completer) gather(batch []completion) []completion {
 }
 
 // flush writes one batch, retrying a failed write with a growing pause for about a minute
-// (a database restart): a result given up leaves its execution running, and the leader
-// declares it lost when this node leaves.
+// (a database restart), or until the stop's budget is spent: a result given up leaves its
+// execution running, and the leader declares it lost when this node leaves.
 func (c *completer) flush(batch []completion) {
-	var err error
-	for attempt := 0; attempt < 12 && !c.l.abandoned.Load(); attempt++ {
-		if err = c.write(batch); err == nil {
-			c.e.stats.Completed.Add(int64(len(batch)))
-			return
+	attempt := 0
+	err := backoff.Retry(c.l.writeCtx, c.e.clock, writeRetry, writeAttempts, func(ctx context.Context) error {
+		if c.l.abandoned.Load() {
+			return backoff.Permanent(errAbandoned) // a crash writes nothing back
 		}
-		c.e.log.Warn("writing results failed; retrying", "err", err, "count", len(batch), "attempt", attempt+1)
-		time.Sleep(min(time.Duration(1<<attempt)*50*time.Millisecond, 10*time.Second))
-	}
-	if err != nil {
+		attempt++
+		err := c.write(ctx, batch)
+		if err != nil {
+			c.e.log.Warn("writing results failed; retrying", "err", err, "count", len(batch), "attempt", attempt)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errAbandoned):
+	case err != nil:
 		c.e.log.Error("writing results failed; giving up", "err", err, "count", len(batch))
+	default:
+		c.e.stats.Completed.Add(int64(len(batch)))
 	}
 }
 
-func (c *completer) write(batch []completion) error {
-	_, err := c.e.writeCompletions(context.Background(), batch)
+// writeRetry and writeAttempts pace the retries of a failed result write: 12 attempts over
+// about 52 s.
+var writeRetry = backoff.Policy{Initial: 50 * time.Millisecond, Max: 10 * time.Second}
+
+const writeAttempts = 12
+
+// storeTimeout bounds one store call that a stop does not cancel (a result write, a claim),
+// so a database that stopped answering cannot hold the node.
+const storeTimeout = 15 * time.Second
+
+var errAbandoned = errors.New("node abandoned")
+
+func (c *completer) write(ctx context.Context, batch []completion) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	_, err := c.e.writeCompletions(ctx, batch)
 	return err
 }
 
@@ -159,12 +181,7 @@ func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]in
 		}
 		switch {
 		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
-			// A broadcast shard's retry is that shard again, not a new broadcast; the shard
-			// index is also part of the fire key, so shards failing together do not collide.
-			follow = append(follow, &store.Execution{JobID: job.ID, TriggerID: ex.TriggerID,
-				ScheduledAt: cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli(),
-				Cause:       store.CauseRetry, Attempt: ex.Attempt + 1, State: store.ExecPending,
-				ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal})
+			follow = append(follow, nextAttempt(ex, store.CauseRetry, cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
 		case cp.state == store.ExecSucceeded:
 			for _, child := range job.ChildJobIDs {
 				follow = append(follow, &store.Execution{JobID: child, ScheduledAt: cp.finished.UnixMilli(),
@@ -254,15 +271,6 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 // every attempt). The pending alarm is written with the result, in its transaction.
 func alarms(state store.ExecutionState, ex *store.Execution, job *store.Job) bool {
 	return (state == store.ExecFailed || state == store.ExecTimedOut) && ex.Attempt >= job.MaxRetries && len(job.AlarmTargets) > 0
-}
-
-// retryBackoff doubles the job's backoff with every attempt, up to maxRetryBackoff.
-func retryBackoff(job *store.Job, attempt int) time.Duration {
-	d := msDuration(job.RetryBackoffMs)
-	for i := 0; i < attempt && d < maxRetryBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxRetryBackoff)
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -93,6 +93,15 @@ func (c *concurrency) done(f *Fire) *pendingFire {
 	return next
 }
 
+// appendDone is done, appending the job's next queued fire (if any) to next: that fire must
+// be started, or it stays acquired by this node until it stops.
+func (c *concurrency) appendDone(next []*pendingFire, f *Fire) []*pendingFire {
+	if p := c.done(f); p != nil {
+		return append(next, p)
+	}
+	return next
+}
+
 // dropQueued forgets the queued fires when the node stops; they stay acquired in the store.
 func (c *concurrency) dropQueued() {
 	c.mu.Lock()

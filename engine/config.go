@@ -102,6 +102,10 @@ type Config struct {
 	// DrainTimeout is how long Stop waits for running handlers before canceling them.
 	// Default 30 s.
 	DrainTimeout time.Duration
+	// LeaveTimeout bounds the rest of Stop after the drain: writing the last results,
+	// handing acquired fires back and leaving the cluster, even when the database does not
+	// answer. Default 10 s.
+	LeaveTimeout time.Duration
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -136,6 +140,7 @@ func (c *Config) withDefaults() (Config, error) {
 	setDefault(&out.HeartbeatInterval, 2*time.Second)
 	setDefault(&out.NodeTimeout, 3*out.HeartbeatInterval)
 	setDefault(&out.DrainTimeout, 30*time.Second)
+	setDefault(&out.LeaveTimeout, 10*time.Second)
 	if out.NodeTimeout <= out.HeartbeatInterval {
 		return out, errors.New("engine: Config.NodeTimeout must be longer than HeartbeatInterval")
 	}

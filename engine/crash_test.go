@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -59,6 +61,7 @@ func checkRecovered(t *testing.T, st store.Store, sc crashScenario, deadNode str
 	rec := newRecorder()
 	survivor := newEngine(t, st, rec, "survivor", clock.Real{}, nil)
 	startEngine(t, survivor)
+	recoverWhileLeading(t, survivor)
 
 	// The leader lease of the dead node expires, the survivor leads and recovers it.
 	got := waitFor(t, "recovery of the dead node", survivor.signals.recovered, 1)
@@ -205,7 +208,7 @@ func TestMain(m *testing.M) {
 		runChildNode(dsn)
 		return
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // runChildNode runs a node that reports each fire it starts on stdout, until it is killed.

@@ -7,6 +7,11 @@
 // still due. Acquired fires wait in an in-memory heap and are released at their due
 // millisecond; before any side effect the node moves them acquired → running with a
 // compare-and-set, so a fire taken from a node that was presumed dead never runs twice.
-// Results are written back in batches. Nodes heartbeat with the database's clock; the
-// leader (a lease) returns the work of dead nodes to the pool.
+// Results are written back in batches. Nodes heartbeat with the database's clock and contend
+// for the leader lease; Leadership tells listeners (package maintenance) when the node leads.
+//
+// The job policy lives here and nowhere else: what follows a failed, lost or manually retried
+// run (retries with their backoff, recovery of a dead node's runs, pending alarms), through
+// the operations the leader's duties and the HTTP layer call (RecoverDeadNodes,
+// LoseOnExecutor, Retry, CompleteRemote).
 package engine

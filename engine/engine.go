@@ -31,8 +31,8 @@ type Engine struct {
 	running bool
 	life    *lifecycle
 
-	leader atomic.Bool
-	stats  Stats
+	leadership *Leadership
+	stats      Stats
 
 	signals *testSignals // nil outside tests
 }
@@ -45,15 +45,19 @@ type lifecycle struct {
 	// (at the end of the drain, or when the node is abandoned).
 	runCtx    context.Context
 	runCancel context.CancelFunc
-	loops     sync.WaitGroup // acquirer, firer, starter, cluster duties (not the completer)
-	handlers  sync.WaitGroup // running handlers
-	wake      chan struct{}  // pokes the acquirer
-	fires     *fireQueue
-	due       chan []*pendingFire // fires released by the firer, to be started
-	completer *completer
-	conc      *concurrency
-	slots     chan struct{} // MaxRunning tokens
-	abandoned atomic.Bool
+	// writeCtx bounds the result writer's retries: canceled when the stop's leave budget is
+	// spent or the node is abandoned, so a database that does not answer cannot hold Stop.
+	writeCtx    context.Context
+	writeCancel context.CancelFunc
+	loops       sync.WaitGroup // acquirer, firer, starter, cluster duties (not the completer)
+	handlers    sync.WaitGroup // running handlers
+	wake        chan struct{}  // pokes the acquirer
+	fires       *fireQueue
+	due         chan []*pendingFire // fires released by the firer, to be started
+	completer   *completer
+	conc        *concurrency
+	slots       chan struct{} // MaxRunning tokens
+	abandoned   atomic.Bool
 }
 
 // Stats are counters of what the node did since it was created.
@@ -72,7 +76,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: c, store: c.Store, clock: c.Clock, log: c.Logger.With("node", c.NodeID)}
+	e := &Engine{cfg: c, store: c.Store, clock: c.Clock, log: c.Logger.With("node", c.NodeID), leadership: newLeadership()}
 	e.jobs = newJobCache(e.store, e.clock)
 	e.cals = newCalendarCache(e.store)
 	return e, nil
@@ -85,7 +89,13 @@ func (e *Engine) NodeID() string { return e.cfg.NodeID }
 func (e *Engine) Stats() *Stats { return &e.stats }
 
 // IsLeader reports whether the node holds the leader lease.
-func (e *Engine) IsLeader() bool { return e.leader.Load() }
+func (e *Engine) IsLeader() bool { return e.leadership.IsLeader() }
+
+// HeartbeatInterval is how often the node heartbeats; the leader's duties keep its pace.
+func (e *Engine) HeartbeatInterval() time.Duration { return e.cfg.HeartbeatInterval }
+
+// Leadership returns the node's role in the leader election, to listen for its changes.
+func (e *Engine) Leadership() *Leadership { return e.leadership }
 
 // Start registers the node and starts its loops. It returns once the node is running.
 func (e *Engine) Start(ctx context.Context) error {
@@ -101,6 +111,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		due: make(chan []*pendingFire, 1024)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.runCtx, l.runCancel = context.WithCancel(context.Background())
+	l.writeCtx, l.writeCancel = context.WithCancel(context.Background())
 	l.fires = newFireQueue(e.cfg.MaxHeld)
 	l.conc = newConcurrency()
 	l.completer = newCompleter(e, l)
@@ -120,7 +131,9 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Stop stops acquiring, hands the fires this node acquired but did not start back to the
 // cluster, waits up to DrainTimeout (or ctx) for running handlers, writes their results and
-// leaves the cluster. It is idempotent.
+// leaves the cluster. Writing the results and leaving take at most LeaveTimeout together,
+// whatever ctx says and whether or not the database answers, so Stop returns within
+// DrainTimeout + LeaveTimeout of handlers that end when canceled. It is idempotent.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.lifeMu.Lock()
 	defer e.lifeMu.Unlock()
@@ -148,24 +161,37 @@ func (e *Engine) Stop(ctx context.Context) error {
 	drainTimer.Stop()
 	l.runCancel()
 	<-drained
+
+	// Leaving has its own budget: the caller's ctx may have ended with the drain, and the
+	// results, the fires, the lease and the node row must still be written back.
+	leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.LeaveTimeout)
+	defer cancel()
+	stopWriting := context.AfterFunc(leaveCtx, l.writeCancel)
 	l.completer.close()
+	stopWriting()
+	l.writeCancel()
 
 	// The fires still acquired by this node go back to pending so another node (or this
 	// one, restarted) fires them; the node row goes so nobody waits for it to time out.
 	var errs []error
-	if _, err := e.store.ExecutionsReleaseAcquired(ctx, e.cfg.NodeID); err != nil {
+	if _, err := e.store.ExecutionsReleaseAcquired(leaveCtx, e.cfg.NodeID); err != nil {
 		errs = append(errs, fmt.Errorf("release acquired fires: %w", err))
 	}
-	if e.leader.Swap(false) {
-		if _, err := e.store.LeaseRelease(ctx, leaderLease, e.cfg.NodeID); err != nil {
+	if e.leadership.set(false, e.clock.Now()) {
+		if _, err := e.store.LeaseRelease(leaveCtx, leaderLease, e.cfg.NodeID); err != nil {
 			errs = append(errs, fmt.Errorf("release leader lease: %w", err))
 		}
 	}
-	if err := e.store.NodeDelete(ctx, e.cfg.NodeID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := e.store.NodeDelete(leaveCtx, e.cfg.NodeID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		errs = append(errs, fmt.Errorf("leave cluster: %w", err))
 	}
-	e.log.Info("engine stopped")
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err != nil {
+		e.log.Error("engine stopped without leaving cleanly; the leader recovers the rest", "err", err)
+	} else {
+		e.log.Info("engine stopped")
+	}
+	return err
 }
 
 // abandon stops the node the way a crash does: its loops end, its handlers are canceled and
@@ -180,6 +206,7 @@ func (e *Engine) abandon() {
 	l := e.life
 	e.running, e.life = false, nil
 	l.abandoned.Store(true)
+	l.writeCancel()
 	l.cancel()
 	l.loops.Wait()
 	l.fires.close()
@@ -187,7 +214,7 @@ func (e *Engine) abandon() {
 	l.runCancel()
 	l.handlers.Wait()
 	l.completer.close()
-	e.leader.Store(false)
+	e.leadership.set(false, e.clock.Now())
 }
 
 // Wake makes the acquirer look for due work now, e.g. after a trigger was added that is due

@@ -122,6 +122,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		case admitSkip:
 			batch = append(batch, admitted{fire: f, skip: true, unsure: pf.unsure})
 		case admitQueued:
+			e.signals.fireQueued(f.Execution.ID)
 		}
 	}
 	if len(batch) == 0 {
@@ -132,8 +133,11 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		ids[i] = a.fire.Execution.ID
 	}
 	// A stop must not cut the claim short: a statement canceled after the database applied it
-	// would leave fires running that no handler runs.
-	won, err := e.store.ExecutionsMarkRunning(context.WithoutCancel(ctx), e.cfg.NodeID, ids, now.UnixMilli())
+	// would leave fires running that no handler runs. A claim that times out is retried as
+	// unsure, like one whose answer was lost.
+	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	won, err := e.store.ExecutionsMarkRunning(claimCtx, e.cfg.NodeID, ids, now.UnixMilli())
+	cancelClaim()
 	if err != nil {
 		// Nothing ran and the fires are still acquired by this node: try again shortly.
 		if ctx.Err() == nil {
@@ -142,7 +146,10 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		retry := make([]*pendingFire, 0, len(batch))
 		for _, a := range batch {
 			if !a.skip {
-				l.conc.done(a.fire)
+				// The fires queued behind this one are retried with it, not forgotten.
+				if next := l.conc.done(a.fire); next != nil {
+					retry = append(retry, next)
+				}
 			}
 			retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5, unsure: true})
 		}
@@ -151,6 +158,12 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	}
 	e.log.Debug("started", "fires", len(won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", now.Sub(time.UnixMilli(due[0].exec.ScheduledAt)))
 	wonSet := idSet(won)
+	var next []*pendingFire // queued fires whose turn came in this batch
+	defer func() {
+		if len(next) > 0 {
+			e.startFires(l, next)
+		}
+	}()
 	for _, a := range batch {
 		ex := a.fire.Execution
 		if !wonSet[ex.ID] && a.unsure && e.claimedEarlier(ctx, ex.ID) {
@@ -162,7 +175,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			e.stats.LostRaces.Add(1)
 			e.signals.raceLost(ex.ID)
 			if !a.skip {
-				l.conc.done(a.fire)
+				next = l.conc.appendDone(next, a.fire)
 			}
 			continue
 		}
@@ -176,7 +189,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		case ex.TriggerMsg != "":
 			l.completer.add(completion{fire: a.fire, state: store.ExecFailed, started: now,
 				finished: now, res: Result{Err: errors.New(ex.TriggerMsg)}})
-			l.conc.done(a.fire)
+			next = l.conc.appendDone(next, a.fire)
 		default:
 			e.launch(l, a.fire)
 		}
@@ -224,7 +237,7 @@ func (e *Engine) launch(l *lifecycle, f *Fire) {
 		now := e.clock.Now()
 		l.completer.add(completion{fire: f, state: store.ExecCanceled, started: now, finished: now,
 			res: Result{Err: errStopping}})
-		l.conc.done(f)
+		l.conc.done(f) // stopping: the queued fires are dropped and stay acquired until the release
 		return
 	}
 	l.handlers.Add(1)

@@ -10,25 +10,13 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // openStore opens and migrates a fresh database of the dialect for t.
-func openStore(t *testing.T, dialect string) store.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
-	if err != nil {
-		t.Fatalf("open %s: %v", dialect, err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatalf("migrate %s: %v", dialect, err)
-	}
-	return st
-}
+func openStore(t *testing.T, dialect string) store.Store { return teststore.Open(t, dialect) }
 
 // eachDialect runs f as a parallel subtest on every dialect.
 func eachDialect(t *testing.T, f func(t *testing.T, dialect string)) {
@@ -197,4 +185,37 @@ func describe(k fireKey) string {
 // testLogger sends a node's logs to the test's output, shown when the test fails or with -v.
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// recoverWhileLeading runs the leader duty the engine's tests need, dead-node recovery, as
+// maintenance.NodeRecovery runs it in a server: every heartbeat while the node leads, which
+// it learns from the node's leadership.
+func recoverWhileLeading(t *testing.T, e *Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	sub := e.Leadership().Listen()
+	go func() {
+		defer close(done)
+		defer sub.Stop()
+		leading := false
+		tick := e.clock.NewTimer(e.cfg.HeartbeatInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case tr := <-sub.C():
+				leading = tr.Leader
+			case <-tick.C():
+				tick.Reset(e.cfg.HeartbeatInterval)
+			}
+			if leading {
+				if err := e.RecoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
+					t.Logf("recovering dead nodes: %v", err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
 }

@@ -79,6 +79,21 @@ func (n *fakeNode) executions(job *store.Job) []*store.Execution {
 	return execs
 }
 
+// blockFireAt is a behaviour that holds the fire due at the instant until release is closed
+// (or its context ends), and lets the others succeed at once.
+func blockFireAt(at time.Time, release <-chan struct{}) func(context.Context, *Fire) Result {
+	return func(ctx context.Context, f *Fire) Result {
+		if f.Execution.ScheduledAt == ms(at) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return Result{Err: ctx.Err()}
+			}
+		}
+		return Result{}
+	}
+}
+
 func states(execs []*store.Execution) []store.ExecutionState {
 	out := make([]store.ExecutionState, len(execs))
 	for i, ex := range execs {
@@ -161,16 +176,7 @@ func TestConcurrencyPolicies(t *testing.T) {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			eachDialect(t, func(t *testing.T, dialect string) {
 				release := make(chan struct{})
-				n := newFakeNode(t, dialect, func(ctx context.Context, f *Fire) Result {
-					if f.Execution.ScheduledAt == ms(t0.Add(time.Second)) {
-						select {
-						case <-release:
-						case <-ctx.Done():
-							return Result{Err: ctx.Err()}
-						}
-					}
-					return Result{}
-				})
+				n := newFakeNode(t, dialect, blockFireAt(t0.Add(time.Second), release))
 				job := insertJob(t, n.st, "job", func(j *store.Job) { j.Concurrency = tc.policy })
 				insertTrigger(t, n.st, job, "twice", schedule.Simple{Interval: time.Second, RepeatCount: 1}, t0.Add(time.Second), nil)
 				n.start()

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 
 		survivor := newEngine(t, st, newRecorder(), "survivor", clock.Real{}, nil)
 		startEngine(t, survivor)
+		recoverWhileLeading(t, survivor)
 		if got := waitFor(t, "recovery of the dead node", survivor.signals.recovered, 1); got[0] != "ghost" {
 			t.Fatalf("recovered %q, want ghost", got[0])
 		}
@@ -107,4 +109,75 @@ func TestClaimAnswerLost(t *testing.T) {
 			t.Fatalf("ran twice: %v", dups)
 		}
 	})
+}
+
+// claimFailsStore is the real store, except that one claim of fires (the failOn-th) is not
+// applied: it fails, as when the connection drops before the statement reaches the database,
+// or (lose) it reports the fires taken by another node.
+type claimFailsStore struct {
+	store.Store
+	calls  atomic.Int32
+	failOn int32
+	lose   bool
+}
+
+func (s *claimFailsStore) ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error) {
+	switch {
+	case s.calls.Add(1) != s.failOn:
+	case s.lose:
+		return nil, nil
+	default:
+		return nil, errors.New("connection reset (before the statement)")
+	}
+	return s.Store.ExecutionsMarkRunning(ctx, node, ids, firedAt)
+}
+
+// TestSerialQueueSurvivesFailedClaim: fires B and C of a serial job queue behind A; when A
+// ends B is started, and its claim fails or is lost to another node. C, queued behind B, must
+// not be forgotten: it runs instead of staying acquired by this node until it stops.
+func TestSerialQueueSurvivesFailedClaim(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		name := map[bool]string{false: "failed", true: "lost"}[lose]
+		t.Run(name, func(t *testing.T) {
+			eachDialect(t, func(t *testing.T, dialect string) {
+				testSerialQueueAfterClaim(t, dialect, lose)
+			})
+		})
+	}
+}
+
+func testSerialQueueAfterClaim(t *testing.T, dialect string, lose bool) {
+	st := &claimFailsStore{Store: openStore(t, dialect), failOn: 2, lose: lose} // A's claim is the first, B's the second
+	clk := clock.NewFake(t0)
+	rec := newRecorder()
+	release := make(chan struct{})
+	rec.behave = blockFireAt(t0.Add(time.Second), release)
+	e := newEngine(t, st, rec, "node", clk, func(c *Config) {
+		c.PollInterval, c.LookAhead = 100*time.Millisecond, 100*time.Millisecond
+		c.HeartbeatInterval, c.NodeTimeout, c.Acquirers = time.Hour, 2*time.Hour, 1
+	})
+	n := &fakeNode{t: t, st: st, clk: clk, e: e, rec: rec}
+	job := insertJob(t, st, "serial", func(j *store.Job) { j.Concurrency = store.ConcurrencySerial })
+	insertTrigger(t, st, job, "thrice", schedule.Simple{Interval: time.Second, RepeatCount: 2}, t0.Add(time.Second), nil)
+	n.start()
+
+	n.advance(time.Second)
+	waitFor(t, "A to start", rec.started, 1)
+	n.advance(2 * time.Second) // B and C are due and queue behind A
+	waitFor(t, "B and C to queue", e.signals.queued, 2)
+	close(release)
+	n.completed(1) // A
+	want := []store.ExecutionState{store.ExecSucceeded, store.ExecSucceeded, store.ExecSucceeded}
+	if lose {
+		// B is the other node's (which this test does not run); C's turn comes at once.
+		n.completed(1)
+		want[1] = store.ExecAcquired
+	} else {
+		clk.WaitForTimers(loopTimers+1, nil) // the loops, and the pause before B's claim is retried
+		clk.Advance(markRetryDelay)
+		n.completed(2) // B, then C
+	}
+	if got := states(n.executions(job)); !slices.Equal(got, want) {
+		t.Fatalf("states %v, want %v", got, want)
+	}
 }

@@ -8,6 +8,7 @@ type testSignals struct {
 	recovered chan string // every dead node the leader recovered
 	lostRace  chan int64  // every fire this node acquired but another node ran
 	claimed   chan int64  // every fire this node won (acquired -> running)
+	queued    chan int64  // every fire queued behind a running one (concurrency serial)
 }
 
 func newTestSignals() *testSignals {
@@ -18,6 +19,7 @@ func newTestSignals() *testSignals {
 		recovered: make(chan string, buffer),
 		lostRace:  make(chan int64, buffer),
 		claimed:   make(chan int64, buffer),
+		queued:    make(chan int64, buffer),
 	}
 }
 
@@ -42,6 +44,12 @@ func (s *testSignals) nodeRecovered(node string) {
 func (s *testSignals) fireClaimed(id int64) {
 	if s != nil {
 		trySend(s.claimed, id)
+	}
+}
+
+func (s *testSignals) fireQueued(id int64) {
+	if s != nil {
+		trySend(s.queued, id)
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 )
 
 // Config configures an Executor. Server, Token and App are required.
@@ -268,7 +270,7 @@ func (e *Executor) register(ctx context.Context) error {
 }
 
 func (e *Executor) registerUntil(ctx context.Context) error {
-	backoff := newBackoff(200*time.Millisecond, 5*time.Second)
+	pause := backoff.Sequence{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second}}
 	for {
 		err := e.register(ctx)
 		if err == nil {
@@ -281,7 +283,7 @@ func (e *Executor) registerUntil(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("executor: register with %s: %w (last error: %w)", e.cfg.Server, ctx.Err(), err)
-		case <-time.After(backoff.next()):
+		case <-time.After(pause.Next()):
 		}
 	}
 }
@@ -481,19 +483,3 @@ func (e *Executor) post(ctx context.Context, path string, in, out any) error {
 	}
 	return nil
 }
-
-// backoff doubles a delay from min up to max.
-type backoff struct{ cur, min, max time.Duration }
-
-func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max} }
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return b.cur
-}
-
-func (b *backoff) reset() { b.cur = 0 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 )
 
 const (
@@ -36,7 +38,7 @@ type reporter struct {
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
-	backoff *backoff
+	backoff backoff.Sequence
 }
 
 type pendingResult struct {
@@ -51,7 +53,7 @@ func newReporter(e *Executor, dir string) (*reporter, error) {
 	r := &reporter{
 		e: e, dir: dir, pending: map[int64]*pendingResult{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		backoff: newBackoff(200*time.Millisecond, 30*time.Second),
+		backoff: backoff.Sequence{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Max: 30 * time.Second}},
 	}
 	if err := r.load(); err != nil {
 		return nil, err
@@ -124,11 +126,11 @@ func (r *reporter) loop() {
 		case <-retry:
 		}
 		if err := r.deliver(context.Background()); err != nil {
-			d := r.backoff.next()
+			d := r.backoff.Next()
 			r.e.log.Warn("delivering results failed; spooled, retrying", "in", d, "err", err)
 			retry = time.After(d)
 		} else {
-			r.backoff.reset()
+			r.backoff.Reset()
 			retry = nil
 		}
 	}

@@ -454,8 +454,8 @@ func TestLostExecutionAlarms(t *testing.T) {
 		if _, err := e.st.ExecutionsInsert(ctx, []*store.Execution{xf, xr}); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := e.srv.loseExecutor(ctx, "billing", "http://10.0.0.1:9999"); err != nil || n != 2 {
-			t.Fatalf("loseExecutor = %d, %v; want 2 lost", n, err)
+		if out, err := e.srv.sched.Engine().LoseOnExecutor(ctx, "billing", "http://10.0.0.1:9999"); err != nil || out.Lost != 2 {
+			t.Fatalf("LoseOnExecutor = %+v, %v; want 2 lost", out, err)
 		}
 		for _, c := range []struct {
 			x    *store.Execution

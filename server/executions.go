@@ -186,7 +186,7 @@ func (s *Server) followOutput(w http.ResponseWriter, r *http.Request, x *store.E
 		fl.Flush()
 		return err
 	}
-	tick := time.NewTicker(followPoll)
+	tick := s.clock.NewTimer(followPoll)
 	defer tick.Stop()
 	for {
 		done := x.State.Terminal()
@@ -215,7 +215,8 @@ func (s *Server) followOutput(w http.ResponseWriter, r *http.Request, x *store.E
 			return nil
 		case <-s.closing:
 			return nil
-		case <-tick.C:
+		case <-tick.C():
+			tick.Reset(followPoll)
 		}
 		var err error
 		if x, err = s.store.ExecutionGet(ctx, x.ID); err != nil {

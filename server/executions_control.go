@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -59,55 +60,36 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 
 // awaitEnd polls the execution until it is terminal or wait passes, and returns it as it is.
 func (s *Server) awaitEnd(ctx context.Context, id int64, wait time.Duration) (*store.Execution, error) {
-	deadline := time.Now().Add(wait)
+	deadline := s.clock.Now().Add(wait)
 	for {
 		x, err := s.store.ExecutionGet(ctx, id)
-		if err != nil || x.State.Terminal() || time.Now().After(deadline) {
+		if err != nil || x.State.Terminal() || s.clock.Now().After(deadline) {
 			return x, err
 		}
+		t := s.clock.NewTimer(50 * time.Millisecond)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return x, nil
-		case <-time.After(50 * time.Millisecond):
+		case <-t.C():
 		}
 	}
 }
 
-// retryExecution runs an ended execution again now, as its next attempt: same job, trigger
-// and (for a broadcast shard) shard. The automatic retries of a job stop at its max_retries;
-// this one is asked for by a person, so it runs whatever the attempt.
+// retryExecution runs an ended execution again now, as its next attempt (engine.Retry).
 func (s *Server) retryExecution(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	x, err := s.store.ExecutionGet(ctx, id)
+	out, err := s.sched.Engine().Retry(r.Context(), id)
+	if se := (*engine.StateError)(nil); errors.As(err, &se) {
+		return conflict("%s", se.Msg)
+	}
 	if err != nil {
 		return err
 	}
-	if !x.State.Terminal() {
-		return conflict("execution %d is %s: only an ended execution can be retried", id, x.State)
-	}
-	if _, err := s.store.JobGet(ctx, x.JobID); err != nil {
-		return fmt.Errorf("retry execution %d: job %d: %w", id, x.JobID, err)
-	}
-	retry := &store.Execution{JobID: x.JobID, TriggerID: x.TriggerID, ScheduledAt: time.Now().UnixMilli(),
-		Cause: store.CauseRetry, Attempt: x.Attempt + 1, State: store.ExecPending,
-		ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal}
-	dups, err := s.store.ExecutionsInsert(ctx, []*store.Execution{retry})
-	if err != nil {
-		return fmt.Errorf("retry execution %d: %w", id, err)
-	}
-	if len(dups) > 0 {
-		return conflict("execution %d: a retry for this attempt was just created; try again", id)
-	}
-	s.sched.Engine().Wake()
-	out, err := s.store.ExecutionGet(ctx, retry.ID)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/executions/"+strconv.FormatInt(retry.ID, 10))
+	w.Header().Set("Location", "/api/v1/executions/"+strconv.FormatInt(out.ID, 10))
 	writeJSON(w, http.StatusAccepted, toExecutionOut(out))
 	return nil
 }

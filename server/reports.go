@@ -1,35 +1,18 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-const dayLayout = "2006-01-02"
+const dayLayout = maintenance.DayLayout
 
 // maxReportDays bounds one report request: a year of days, each a row.
 const maxReportDays = 366
-
-// refreshReports recomputes today's and yesterday's report rows (UTC days by the database
-// clock): yesterday's still changes while its late fires finish. Older days stay as they
-// were last computed, so retention does not empty the dashboard's history.
-func (s *Server) refreshReports(ctx context.Context) error {
-	now, err := s.store.DBNow(ctx)
-	if err != nil {
-		return err
-	}
-	today := time.UnixMilli(now).UTC()
-	for _, d := range []time.Time{today.AddDate(0, 0, -1), today} {
-		if _, err := s.store.ReportsRefresh(ctx, d.Format(dayLayout)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 type reportRow struct {
 	Day       string `json:"day,omitempty"`

@@ -19,8 +19,10 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -67,6 +69,7 @@ type Server struct {
 	store store.Store
 	sched *sundial.Scheduler
 	log   *slog.Logger
+	clock clock.Clock
 	auth  *authenticator
 	mux   *http.ServeMux
 	// handler is mux wrapped in logging and metrics; each route guards its own access.
@@ -81,9 +84,6 @@ type Server struct {
 	handlers   map[string]bool // names registered through Register
 
 	running atomic.Bool
-	// stopSweep ends the executor sweep loop; sweepDone is closed when it has.
-	stopSweep context.CancelFunc
-	sweepDone chan struct{}
 	// closing is closed when the HTTP server shuts down, so long-lived streams (output
 	// follow) end instead of holding the shutdown up.
 	closing   chan struct{}
@@ -123,15 +123,27 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, mux: http.NewServeMux(),
+	clk := sc.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
 		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}
 	s.metrics = newMetrics(sched.Engine(), remote.Stats())
-	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, IsLeader: sched.Engine().IsLeader, SMTP: cfg.SMTP,
-		Interval: cfg.AlarmInterval, Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger})
+	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, SMTP: cfg.SMTP, Interval: cfg.AlarmInterval,
+		Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger, Clock: clk})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	// The server's leader duties run on the node's duty roster, beside dead-node recovery.
+	// Reports and retention keep the executor sweep's pace at the least.
+	e := sched.Engine()
+	sched.Maintenance().Add(
+		maintenance.ExecutorSweep(e, cfg.Store, cfg.ExecutorHeartbeat, s.alarms.Wake, clk, cfg.Logger),
+		maintenance.Reports(cfg.Store, max(cfg.ReportInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
+		maintenance.Retention(cfg.Store, cfg.Retention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
+		s.alarms)
 	s.registerBuiltins()
 	s.routes()
 	if err := s.mountConsole(); err != nil {
@@ -180,13 +192,6 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.sched.Start(ctx); err != nil {
 		return fmt.Errorf("server: start node: %w", err)
 	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.stopSweep, s.sweepDone = cancel, make(chan struct{})
-	go func() {
-		defer close(s.sweepDone)
-		s.sweepLoop(sctx)
-	}()
-	s.alarms.Start(ctx)
 	s.running.Store(true)
 	return nil
 }
@@ -195,12 +200,7 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Stop(ctx context.Context) error {
 	s.running.Store(false)
 	s.closeStreams()
-	if s.stopSweep != nil {
-		s.stopSweep()
-		<-s.sweepDone
-	}
-	s.alarms.Stop()
-	return s.sched.Stop(ctx)
+	return s.sched.Stop(ctx) // stops the leader's duties first
 }
 
 func (s *Server) closeStreams() { s.closeOnce.Do(func() { close(s.closing) }) }

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// This file holds the job policy for runs that end without a result of their own — lost with
+// their node or their executor — and for runs a person asks to run again: which run follows,
+// when, and who is told. The HTTP layer and the leader's services call these operations; no
+// other package decides them.
+
+// lossCause says what a run was lost with; the rules that follow differ.
+type lossCause int
+
+const (
+	// lostWithNode: the node that ran it in process died. The job's RequestsRecovery decides
+	// whether it runs again, at its original time.
+	lostWithNode lossCause = iota
+	// lostWithExecutor: the executor it was handed to went silent. The job's retries apply,
+	// as for a failure.
+	lostWithExecutor
+)
+
+// LossOutcome tells what became of the runs one loss declared lost.
+type LossOutcome struct {
+	Lost     int // executions moved running → lost
+	FollowUp int // retries or recoveries inserted for them
+	Alarmed  int // executions whose alarm was made pending: their loss is final
+}
+
+// LoseOnExecutor declares lost the running executions of the app's jobs handed to the
+// executor at address (it went silent) and retries each per its job, in one transaction: the
+// move running → lost is a compare-and-set, so a result that arrives first wins and a lost
+// execution is retried once. A lost broadcast shard is retried alone, as that shard. The
+// alarm of a loss with no retry left is made pending in the same transaction; the caller may
+// wake the alarm delivery when Alarmed > 0.
+func (e *Engine) LoseOnExecutor(ctx context.Context, app, address string) (LossOutcome, error) {
+	tx, err := e.store.Begin(ctx)
+	if err != nil {
+		return LossOutcome{}, err
+	}
+	defer tx.Rollback()
+	lost, err := tx.ExecutionsLoseOnExecutor(ctx, app, address)
+	if err != nil {
+		return LossOutcome{}, fmt.Errorf("lose the runs on executor %s of %s: %w", address, app, err)
+	}
+	out, err := e.continueLost(ctx, tx, lost, lostWithExecutor)
+	if err != nil {
+		return LossOutcome{}, fmt.Errorf("executor %s of %s: %w", address, app, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return LossOutcome{}, err
+	}
+	if out.FollowUp > 0 {
+		e.Wake()
+	}
+	return out, nil
+}
+
+// continueLost applies the job policy to executions just moved to lost, in tx: it inserts
+// the runs that follow them (retries or recoveries) and makes the alarms of final losses
+// pending, committed with the loss or not at all. Executions of deleted jobs are left lost.
+func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Execution, cause lossCause) (LossOutcome, error) {
+	out := LossOutcome{Lost: len(lost)}
+	if len(lost) == 0 {
+		return out, nil
+	}
+	jobIDs := make([]int64, len(lost))
+	for i, ex := range lost {
+		jobIDs[i] = ex.JobID
+	}
+	js, err := tx.JobsGet(ctx, jobIDs)
+	if err != nil {
+		return out, fmt.Errorf("read the jobs of %d lost runs: %w", len(lost), err)
+	}
+	jobs := make(map[int64]*store.Job, len(js))
+	for _, j := range js {
+		jobs[j.ID] = j
+	}
+	now := e.clock.Now()
+	var follow []*store.Execution
+	var alarmed []int64
+	for _, ex := range lost {
+		job := jobs[ex.JobID]
+		if job == nil {
+			continue // the job is gone: nothing to re-run, nobody to tell
+		}
+		switch {
+		case cause == lostWithNode && job.RequestsRecovery:
+			follow = append(follow, nextAttempt(ex, store.CauseRecovery, ex.ScheduledAt))
+		case cause == lostWithExecutor && ex.Attempt < job.MaxRetries:
+			follow = append(follow, nextAttempt(ex, store.CauseRetry, now.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
+		case len(job.AlarmTargets) > 0:
+			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
+		}
+	}
+	if len(alarmed) > 0 {
+		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
+			return out, fmt.Errorf("make the alarms of %d lost runs pending: %w", len(alarmed), err)
+		}
+	}
+	if len(follow) > 0 {
+		if _, err := tx.ExecutionsInsert(ctx, follow); err != nil {
+			return out, fmt.Errorf("insert %d runs after lost ones: %w", len(follow), err)
+		}
+	}
+	out.FollowUp, out.Alarmed = len(follow), len(alarmed)
+	return out, nil
+}
+
+// nextAttempt is the run that follows ex, pending at scheduledAt (Unix ms). A broadcast
+// shard's follower is that shard again, not a new broadcast; the shard index is also part of
+// the fire key, so shards followed together do not collide.
+func nextAttempt(ex *store.Execution, cause store.ExecutionCause, scheduledAt int64) *store.Execution {
+	return &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: scheduledAt,
+		Cause: cause, Attempt: ex.Attempt + 1, State: store.ExecPending,
+		ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal}
+}
+
+// StateError refuses an operation because of the state of what it acts on (HTTP 409).
+type StateError struct{ Msg string }
+
+func (e *StateError) Error() string { return e.Msg }
+
+// Retry runs an ended execution again now, as its next attempt: same job, trigger and (for a
+// broadcast shard) shard. The automatic retries of a job stop at its max_retries; this one is
+// asked for by a person, so it runs whatever the attempt. It returns the new execution as
+// stored; a *StateError when the execution has not ended or a retry of it was created just
+// now, store.ErrNotFound (wrapped) when the execution or its job does not exist.
+func (e *Engine) Retry(ctx context.Context, executionID int64) (*store.Execution, error) {
+	x, err := e.store.ExecutionGet(ctx, executionID)
+	if err != nil {
+		return nil, err
+	}
+	if !x.State.Terminal() {
+		return nil, &StateError{fmt.Sprintf("execution %d is %s: only an ended execution can be retried", executionID, x.State)}
+	}
+	if _, err := e.store.JobGet(ctx, x.JobID); err != nil {
+		return nil, fmt.Errorf("retry execution %d: job %d: %w", executionID, x.JobID, err)
+	}
+	retry := nextAttempt(x, store.CauseRetry, e.clock.Now().UnixMilli())
+	dups, err := e.store.ExecutionsInsert(ctx, []*store.Execution{retry})
+	if err != nil {
+		return nil, fmt.Errorf("retry execution %d: %w", executionID, err)
+	}
+	if len(dups) > 0 {
+		return nil, &StateError{fmt.Sprintf("execution %d: a retry for this attempt was just created; try again", executionID)}
+	}
+	e.Wake()
+	return e.store.ExecutionGet(ctx, retry.ID)
+}
+
+// retryBackoff doubles the job's backoff with every attempt, up to maxRetryBackoff.
+func retryBackoff(job *store.Job, attempt int) time.Duration {
+	return backoff.Policy{Initial: msDuration(job.RetryBackoffMs), Max: maxRetryBackoff}.Delay(attempt)
+}

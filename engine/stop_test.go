@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
+	"github.com/sundial-scheduler/sundial/schedule"
+)
+
+// TestStopWithDatabaseGone: the database goes away while a handler runs; its result cannot
+// be written and nothing can be handed back, yet Stop returns within its drain and leave
+// budgets (it used to retry the write for about a minute, then fail the leaving calls on the
+// caller's context). PostgreSQL and MySQL are reached through a TCP proxy the test closes;
+// SQLite's database is closed under the node.
+func TestStopWithDatabaseGone(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		dsn := testdb.DSN(t, dialect)
+		var cut func()
+		if dialect != "sqlite" {
+			dsn, cut = proxied(t, dialect, dsn)
+		}
+		st := teststore.OpenDSN(t, dsn)
+		if cut == nil {
+			cut = func() { st.Close() }
+		}
+
+		rec := newRecorder()
+		release := make(chan struct{})
+		rec.behave = func(context.Context, *Fire) Result { <-release; return Result{} }
+		const drain, leave = 2 * time.Second, 2 * time.Second
+		e := newEngine(t, st, rec, "node", clock.Real{}, func(c *Config) { c.DrainTimeout, c.LeaveTimeout = drain, leave })
+		job := insertJob(t, st, "job", nil)
+		insertTrigger(t, st, job, "once", schedule.Simple{}, time.Now().Add(100*time.Millisecond), nil)
+		startEngine(t, e)
+		waitFor(t, "the handler to start", rec.started, 1)
+
+		cut()
+		close(release) // the result now has nowhere to go
+		start := time.Now()
+		stopCtx, cancel := context.WithCancel(ctx)
+		cancel() // an expired context must not cut the leaving short, nor make it hang
+		err := e.Stop(stopCtx)
+		took := time.Since(start)
+		if err == nil {
+			t.Error("Stop reported leaving cleanly from an unreachable database")
+		}
+		if limit := drain + leave; took > limit {
+			t.Fatalf("Stop took %v with the database gone, want at most %v", took, limit)
+		}
+	})
+}
+
+// proxied returns dsn rewritten to reach its server through a TCP proxy on localhost, and a
+// function that closes the proxy and every connection through it.
+func proxied(t *testing.T, dialect, dsn string) (string, func()) {
+	t.Helper()
+	var target string
+	var rewrite func(addr string) string
+	switch dialect {
+	case "postgres":
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target = u.Host
+		rewrite = func(addr string) string { u.Host = addr; return u.String() }
+	case "mysql":
+		cfg, err := mysql.ParseDSN(strings.TrimPrefix(dsn, "mysql://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		target = cfg.Addr
+		rewrite = func(addr string) string { cfg.Addr = addr; return "mysql://" + cfg.FormatDSN() }
+	}
+	p := &tcpProxy{target: target}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ln = ln
+	go p.serve()
+	t.Cleanup(p.close)
+	return rewrite(ln.Addr().String()), p.close
+}
+
+// tcpProxy forwards connections to target until closed; closing it cuts every connection,
+// as a database server that went away would.
+type tcpProxy struct {
+	target string
+	ln     net.Listener
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+func (p *tcpProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		if !p.track(c, up) {
+			return
+		}
+		go func() { _, _ = io.Copy(up, c); up.Close() }()
+		go func() { _, _ = io.Copy(c, up); c.Close() }()
+	}
+}
+
+func (p *tcpProxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		for _, c := range cs {
+			c.Close()
+		}
+		return false
+	}
+	p.conns = append(p.conns, cs...)
+	return true
+}
+
+func (p *tcpProxy) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}

@@ -1,0 +1,179 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// waitFor receives from ch, failing after a generous real-time limit that only catches a
+// hung test.
+func waitFor[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(60 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
+}
+
+// TestPeriodic: a duty runs when started, then every interval on its clock, at once when
+// woken; a failed run does not end it, and Stop ends it and is idempotent.
+func TestPeriodic(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := clk.Now()
+	var at []time.Duration
+	p := NewPeriodic("test", time.Minute, clk, testLogger(t), func(context.Context) error {
+		at = append(at, clk.Now().Sub(start))
+		return errors.New("fails every time")
+	})
+	p.ran = make(chan struct{})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the run at start", p.ran)
+	clk.WaitForTimers(1, nil)
+	clk.Advance(time.Minute)
+	waitFor(t, "the run after an interval", p.ran)
+	p.Wake()
+	waitFor(t, "the run when woken", p.ran)
+	p.Stop()
+	p.Stop()
+	if want := []time.Duration{0, time.Minute, time.Minute}; len(at) != 3 || at[0] != want[0] || at[1] != want[1] || at[2] != want[2] {
+		t.Errorf("runs at %v, want %v", at, want)
+	}
+	if clk.Pending() != 0 {
+		t.Errorf("%d timers left after Stop", clk.Pending())
+	}
+}
+
+// probe is a Service that reports its starts and stops.
+type probe struct {
+	started, stopped chan struct{}
+	running          bool
+}
+
+func (p *probe) Start(context.Context) error {
+	if !p.running {
+		p.running = true
+		p.started <- struct{}{}
+	}
+	return nil
+}
+
+func (p *probe) Stop() {
+	if p.running {
+		p.running = false
+		p.stopped <- struct{}{}
+	}
+}
+
+type noDispatch struct{}
+
+func (noDispatch) Dispatch(context.Context, *engine.Fire) engine.Result { return engine.Result{} }
+
+// TestManagerFollowsLeadership: the services start when the node becomes leader and stop
+// when the node stops (it steps down), start again when it leads again, and stop with the
+// Manager.
+func TestManagerFollowsLeadership(t *testing.T) {
+	st := teststore.Open(t, "sqlite")
+	e, err := engine.New(engine.Config{Store: st, Dispatcher: noDispatch{}, NodeID: "n1", Logger: testLogger(t),
+		HeartbeatInterval: 20 * time.Millisecond, NodeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &probe{started: make(chan struct{}, 1), stopped: make(chan struct{}, 1)}
+	m := NewManager(e.Leadership(), testLogger(t), p)
+	m.changed = make(chan bool, 8)
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 2 {
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the services to start with leadership", p.started)
+		if !e.IsLeader() || !waitFor(t, "the manager to lead", m.changed) {
+			t.Fatal("services started on a node that does not lead")
+		}
+		if err := e.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the services to stop with the node", p.stopped)
+		if waitFor(t, "the manager to step down", m.changed) {
+			t.Fatal("the manager still leads")
+		}
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop(ctx)
+	waitFor(t, "the services to start again", p.started)
+	m.Stop()
+	select {
+	case <-p.stopped:
+	default:
+		t.Fatal("Manager.Stop returned with its services running")
+	}
+	m.Stop()
+}
+
+// TestDeleteOld: the retention duty deletes finished executions (and their output) fired
+// before the retention, and nothing else.
+func TestDeleteOld(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			st := teststore.Open(t, dialect)
+			ctx := context.Background()
+			now := time.Now()
+			old, recent := now.Add(-31*24*time.Hour).UnixMilli(), now.Add(-time.Hour).UnixMilli()
+			mk := func(state store.ExecutionState, fired int64) *store.Execution {
+				return &store.Execution{JobID: 1, ScheduledAt: fired, FiredAt: fired, Cause: store.CauseAPI, State: state}
+			}
+			oldDone, oldRunning, recentDone := mk(store.ExecSucceeded, old), mk(store.ExecRunning, old), mk(store.ExecFailed, recent)
+			if _, err := st.ExecutionsInsert(ctx, []*store.Execution{oldDone, oldRunning, recentDone}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.ExecutionLogAppend(ctx, oldDone.ID, []store.LogLine{{Line: 1, At: old, Message: "x"}}); err != nil {
+				t.Fatal(err)
+			}
+
+			n, err := DeleteOld(ctx, st, now.Add(-30*24*time.Hour), testLogger(t))
+			if err != nil || n != 1 {
+				t.Fatalf("DeleteOld = %d, %v; want the one old finished execution", n, err)
+			}
+			if _, err := st.ExecutionGet(ctx, oldDone.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the old finished execution is still there (%v)", err)
+			}
+			if lines, err := st.ExecutionLogList(ctx, oldDone.ID, 0, 10); err != nil || len(lines) != 0 {
+				t.Errorf("its output is still there: %v, %v", lines, err)
+			}
+			for _, keep := range []*store.Execution{oldRunning, recentDone} {
+				if _, err := st.ExecutionGet(ctx, keep.ID); err != nil {
+					t.Errorf("execution %d (%s) was deleted: %v", keep.ID, keep.State, err)
+				}
+			}
+		})
+	}
+}
