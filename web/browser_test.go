@@ -459,3 +459,30 @@ func mustCron(t *testing.T, expr string) *schedule.Cron {
 	}
 	return c
 }
+
+func TestBrowserEditShellScript(t *testing.T) {
+	h := browserHarness(t)
+	id, err := h.srv.Scheduler().ScheduleJob(context.Background(), sundial.Job{Name: "cleanup", Handler: "shell", App: "ops",
+		Params: "#!/bin/sh\n# remove old files\nfind /tmp -mtime +7 -delete\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, h, 1280, 900)
+	b.login()
+	b.do("open the script", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d/edit", h.url, id)),
+		chromedp.WaitVisible(chromedp.CSS(".CodeMirror")))
+	b.waitJS("the highlighted script", `document.querySelector(".CodeMirror .cm-comment")?.textContent.includes("remove old files")`)
+	b.do("append a line", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		// The end of the document, then a new line typed as a person would.
+		_, err := chromedp.Evaluate[chromedp.Void](`(() => { const cm = document.querySelector(".CodeMirror").CodeMirror;
+			cm.focus(); cm.setCursor(cm.lineCount(), 0); })()`)(ctx, tg)
+		return err
+	}), chromedp.SendKeys(chromedp.CSS(".CodeMirror textarea"), `echo "cleaned"`))
+	b.screenshot("script-editor")
+	b.do("save", chromedp.Click(chromedp.CSS(`#job-form button[type=submit]`)))
+	b.waitJS("the saved job", `document.querySelector("main .alert")?.textContent === "Job saved."`)
+	j, err := h.st.JobGet(context.Background(), id)
+	if err != nil || !strings.HasSuffix(j.Params, "-delete\necho \"cleaned\"") {
+		t.Fatalf("saved script %q (%v)", j.Params, err)
+	}
+}

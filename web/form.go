@@ -142,7 +142,8 @@ func (e *formError) Error() string { return e.field + ": " + e.msg }
 
 // put sets the JSON value of one field from the form, at its dotted path under obj.
 func put(obj map[string]any, form url.Values, name string, fd field) error {
-	raw := form.Get(name)
+	// Browsers send a textarea's line breaks as CRLF; a script run by /bin/sh must keep LF.
+	raw := strings.ReplaceAll(form.Get(name), "\r\n", "\n")
 	var v any
 	switch fd.kind {
 	case text:

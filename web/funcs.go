@@ -37,10 +37,14 @@ var funcs = template.FuncMap{
 	},
 	"schedText":    scheduleText,
 	"previewCount": func() int { return previewCount },
-	"appOpts": func(apps []string) [][2]string {
+	"appOpts": func(apps []string, current string) [][2]string {
 		out := [][2]string{{"", "None (in-process)"}}
 		for _, a := range apps {
 			out = append(out, [2]string{a, a})
+		}
+		// Executors register their app without anyone creating it: keep the job's own.
+		if current != "" && !contains(apps, current) {
+			out = append(out, [2]string{current, current})
 		}
 		return out
 	},

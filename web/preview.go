@@ -22,6 +22,8 @@ type previewView struct {
 	Warnings     []string
 	// Ends says the schedule fires fewer than previewCount more times.
 	Ends bool
+	// Blank says no expression is typed yet: nothing to preview, and no error.
+	Blank bool
 	// Slots are the trigger fields' error slots, swapped out of band: the error at its
 	// field and the others cleared.
 	Slots []errSlot
@@ -79,6 +81,9 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 	kind := get("kind")
 	if kind == "" {
 		kind = "cron"
+	}
+	if kind == "cron" && get("cron") == "" {
+		return previewView{Blank: true}
 	}
 	field, sched, perr := buildSchedule(kind, get, loc)
 	if perr != "" {

@@ -204,8 +204,20 @@
     window.addEventListener("pagehide", function () { src.close(); });
   }
 
+  // Scripts are edited with syntax highlighting; the textarea stays the form's field.
+  function scriptEditors() {
+    if (typeof CodeMirror === "undefined") return;
+    document.querySelectorAll("textarea[data-editor]").forEach(function (ta) {
+      var cm = CodeMirror.fromTextArea(ta, { mode: ta.getAttribute("data-editor"), lineNumbers: true, indentUnit: 2,
+        viewportMargin: Infinity, screenReaderLabel: "Script" });
+      cm.on("change", function () { cm.save(); });
+      ta.setAttribute("data-editor-ready", "");
+    });
+  }
+
   function init() {
     localTimes(document);
+    scriptEditors();
     dashboardChart();
     jobChart();
     outputTail();
