@@ -407,6 +407,12 @@ func (e *executor) ExecutionsGet(ctx context.Context, ids []int64) ([]*store.Exe
 	return out, nil
 }
 
+// endedNotOK are the states of the partial index executions_failed_idx (state, id), in its
+// predicate's words: SQLite uses a partial index only for a query that repeats the predicate,
+// so a list of one of these states says it again, and a rare state (lost, timed out) is a
+// short index search instead of a scan of the whole history.
+const endedNotOK = "state IN ('failed', 'timed_out', 'lost', 'canceled', 'skipped')"
+
 // ExecutionList lists executions by id, ascending or descending: the live ones and the
 // history in one statement (one snapshot), each side cut to the limit first.
 func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) ([]*store.Execution, error) {
@@ -427,6 +433,10 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 	if f.State != "" {
 		where += " AND state = ?"
 		args = append(args, string(f.State))
+		switch f.State {
+		case store.ExecFailed, store.ExecTimedOut, store.ExecLost, store.ExecCanceled, store.ExecSkipped:
+			where += " AND " + endedNotOK
+		}
 	}
 	if f.Cause != "" {
 		where += " AND cause = ?"

@@ -107,8 +107,12 @@ func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*s
 	args := []any{f.AfterID}
 	order := " ORDER BY id LIMIT ?"
 	if f.ByNextFire {
-		// The due index (next_fire_at over waiting triggers) serves this order.
 		args[0], order = 0, " ORDER BY next_fire_at, id LIMIT ?"
+		if f.State == store.TriggerWaiting {
+			// The due index (next_fire_at over waiting triggers) serves this order; SQLite
+			// uses a partial index only for a query that repeats its predicate.
+			q += " AND state = 'waiting'"
+		}
 	}
 	if f.JobID != 0 {
 		q += " AND job_id = ?"
