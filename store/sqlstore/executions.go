@@ -435,7 +435,12 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		args = append(args, string(f.State))
 		switch f.State {
 		case store.ExecFailed, store.ExecTimedOut, store.ExecLost, store.ExecCanceled, store.ExecSkipped:
-			where += " AND " + endedNotOK
+			// Only SQLite needs it: PostgreSQL proves the index's predicate itself, and
+			// counting the repeated condition twice made it misjudge the rows and pick a
+			// worse plan.
+			if e.d().kind == sqlite {
+				where += " AND " + endedNotOK
+			}
 		}
 	}
 	if f.Cause != "" {

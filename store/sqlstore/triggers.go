@@ -108,7 +108,7 @@ func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*s
 	order := " ORDER BY id LIMIT ?"
 	if f.ByNextFire {
 		args[0], order = 0, " ORDER BY next_fire_at, id LIMIT ?"
-		if f.State == store.TriggerWaiting {
+		if f.State == store.TriggerWaiting && e.d().kind == sqlite {
 			// The due index (next_fire_at over waiting triggers) serves this order; SQLite
 			// uses a partial index only for a query that repeats its predicate.
 			q += " AND state = 'waiting'"
