@@ -2,6 +2,7 @@ package sundial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -88,15 +89,66 @@ func (s *Scheduler) DeleteJob(ctx context.Context, jobID int64) error {
 	return nil
 }
 
-// PutCalendar stores an exclusion calendar under name. spec is one calendar in the form
-// `sundial schedule next --calendar` takes (holiday:2024-12-25, weekly:1,7, daily:12:00-13:00,
-// ...); base optionally names another stored calendar whose exclusions add to this one's.
-func (s *Scheduler) PutCalendar(ctx context.Context, name, spec, base string) error {
-	if _, err := schedule.ParseCalendarSpec(spec, time.UTC); err != nil {
-		return fmt.Errorf("sundial: calendar %s: %w", name, err)
+// UpdateJob replaces the settings of an existing job with job's, checked as ScheduleJob
+// checks them; its triggers, enabled state and child jobs stay.
+func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
+	row, err := jobRow(job)
+	if err != nil {
+		return err
 	}
-	if err := s.store.CalendarPut(ctx, &store.Calendar{Name: name, Spec: spec, Base: base}); err != nil {
-		return fmt.Errorf("sundial: calendar %s: %w", name, err)
+	cur, err := s.store.JobGet(ctx, jobID)
+	if err != nil {
+		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
+	}
+	row.ID, row.Enabled, row.ChildJobIDs, row.CreatedAt = cur.ID, cur.Enabled, cur.ChildJobIDs, cur.CreatedAt
+	if err := s.store.JobUpdate(ctx, row); err != nil {
+		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// Calendar is a named exclusion calendar that triggers refer to by name.
+type Calendar struct {
+	Name, Description string
+	// Spec is one calendar in the form `sundial schedule next --calendar` takes
+	// (holiday:2024-12-25, weekly:1,7, daily:12:00-13:00, ...).
+	Spec string
+	// Base optionally names another stored calendar whose exclusions add to this one's.
+	Base string
+}
+
+// PutCalendar stores an exclusion calendar, replacing one of the same name.
+func (s *Scheduler) PutCalendar(ctx context.Context, c Calendar) error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("sundial: calendar %s: %w", c.Name, schedule.Fieldf(field, format, args...))
+	}
+	switch {
+	case c.Name == "":
+		return bad("name", "must not be empty")
+	case c.Spec == "":
+		return bad("spec", "must not be empty (e.g. holiday:2024-12-25 or weekly:1,7)")
+	}
+	if _, err := schedule.ParseCalendarSpec(c.Spec, time.UTC); err != nil {
+		return bad("spec", "%v", err)
+	}
+	if c.Base == c.Name {
+		return bad("base", "a calendar cannot be its own base")
+	}
+	row := &store.Calendar{Name: c.Name, Description: c.Description, Spec: c.Spec, Base: c.Base}
+	if err := s.store.CalendarPut(ctx, row); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return bad("base", "no calendar %q is stored", c.Base)
+		}
+		return fmt.Errorf("sundial: calendar %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// DeleteCalendar deletes a stored calendar; it fails (store.ErrInUse) while a trigger or
+// another calendar refers to it.
+func (s *Scheduler) DeleteCalendar(ctx context.Context, name string) error {
+	if err := s.store.CalendarDelete(ctx, name); err != nil {
+		return fmt.Errorf("sundial: delete calendar %s: %w", name, err)
 	}
 	return nil
 }

@@ -15,9 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
@@ -47,9 +49,19 @@ type Config struct {
 	// returns the one the engine uses: a server wraps it to send remote jobs to executors
 	// (dispatch.ByTarget).
 	Dispatcher func(local engine.Dispatcher) engine.Dispatcher
-	// Engine tunes the scheduling loop further (batch size, look-ahead, poll interval). Its
-	// Store, Dispatcher, NodeID, Logger and Clock are set from the fields above.
+	// Engine tunes the scheduling loop further (batch size, look-ahead, poll interval). The
+	// fields above are shorthands for its fields of the same names: give each setting in
+	// either place, since two different values are an error. Its Dispatcher is the
+	// scheduler's own (see Dispatcher above).
 	Engine engine.Config
+}
+
+// merge sets *eng to the one value of the setting given as Config.<name> (short) or
+// Config.Engine.<name> (*eng), and adds a disagreement to errs.
+func merge[T comparable](errs *[]error, name string, short T, eng *T) {
+	v, err := setting.One("Config."+name, short, "Config.Engine."+name, *eng)
+	*eng = v
+	*errs = append(*errs, err)
 }
 
 // Handler is the code a job runs. Returning an error fails the execution (and retries it
@@ -71,37 +83,52 @@ type Scheduler struct {
 
 // New returns a stopped scheduler.
 func New(cfg Config) (*Scheduler, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("sundial: Config.Store is required")
+	ec, err := cfg.engineConfig()
+	if err != nil {
+		return nil, err
 	}
-	s := &Scheduler{store: cfg.Store, handlers: map[string]Handler{}, clock: cfg.Clock}
+	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock}
 	if s.clock == nil {
 		s.clock = clock.Real{}
+		ec.Clock = s.clock
 	}
-	ec := cfg.Engine
-	ec.Store, ec.Dispatcher, ec.NodeID, ec.Logger, ec.Clock = cfg.Store, localDispatcher{s}, cfg.NodeID, cfg.Logger, s.clock
+	ec.Dispatcher = localDispatcher{s}
 	if cfg.Dispatcher != nil {
 		ec.Dispatcher = cfg.Dispatcher(ec.Dispatcher)
-	}
-	if cfg.MisfireThreshold > 0 {
-		ec.MisfireThreshold = cfg.MisfireThreshold
-	}
-	if cfg.MaxRunning > 0 {
-		ec.MaxRunning = cfg.MaxRunning
-	}
-	if cfg.HeartbeatInterval > 0 {
-		ec.HeartbeatInterval = cfg.HeartbeatInterval
-	}
-	if cfg.DrainTimeout > 0 {
-		ec.DrainTimeout = cfg.DrainTimeout
 	}
 	e, err := engine.New(ec)
 	if err != nil {
 		return nil, err
 	}
 	s.engine = e
-	s.maint = maintenance.NewManager(e.Leadership(), cfg.Logger, maintenance.NodeRecovery(e, s.clock, cfg.Logger))
+	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger))
 	return s, nil
+}
+
+// engineConfig merges the shorthand fields into Engine: each setting has one value, and
+// one given in both places with different values is an error rather than a silent choice.
+func (cfg Config) engineConfig() (engine.Config, error) {
+	ec := cfg.Engine
+	if ec.Dispatcher != nil {
+		return ec, errors.New("sundial: Config.Engine.Dispatcher: the scheduler runs its registered handlers; " +
+			"wrap them with Config.Dispatcher instead")
+	}
+	var errs []error
+	merge(&errs, "Store", cfg.Store, &ec.Store)
+	merge(&errs, "NodeID", cfg.NodeID, &ec.NodeID)
+	merge(&errs, "Logger", cfg.Logger, &ec.Logger)
+	merge(&errs, "Clock", cfg.Clock, &ec.Clock)
+	merge(&errs, "MisfireThreshold", cfg.MisfireThreshold, &ec.MisfireThreshold)
+	merge(&errs, "MaxRunning", cfg.MaxRunning, &ec.MaxRunning)
+	merge(&errs, "HeartbeatInterval", cfg.HeartbeatInterval, &ec.HeartbeatInterval)
+	merge(&errs, "DrainTimeout", cfg.DrainTimeout, &ec.DrainTimeout)
+	if err := errors.Join(errs...); err != nil {
+		return ec, fmt.Errorf("sundial: %w", err)
+	}
+	if ec.Store == nil {
+		return ec, errors.New("sundial: Config.Store is required")
+	}
+	return ec, nil
 }
 
 // Register makes h the handler of jobs whose Handler is name. Register handlers before Start;
@@ -133,6 +160,9 @@ func (s *Scheduler) Maintenance() *maintenance.Manager { return s.maint }
 
 // Engine returns the node's engine, for its statistics and leadership state.
 func (s *Scheduler) Engine() *engine.Engine { return s.engine }
+
+// Clock returns the scheduler's time source.
+func (s *Scheduler) Clock() clock.Clock { return s.clock }
 
 // Store returns the scheduler's store.
 func (s *Scheduler) Store() store.Store { return s.store }
@@ -180,7 +210,8 @@ type Job struct {
 	RetryBackoff time.Duration
 	// AlarmTargets are told when a run fails for good (after its last retry): e-mail
 	// addresses ("ops@example.com" or "mailto:ops@example.com") and webhook URLs (http://,
-	// https://). A sundial server delivers them; an embedding program only records them.
+	// https://); a bad one is refused (FieldError alarm_targets[i]). A sundial server
+	// delivers them; an embedding program only records them.
 	AlarmTargets []string
 }
 
@@ -245,14 +276,35 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Tx, job Job, tri
 	if err != nil {
 		return 0, err
 	}
-	if err := tx.JobInsert(ctx, row); err != nil {
-		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
-	}
+	// Every trigger is checked before anything is written.
+	rows := make([]*store.Trigger, len(triggers))
+	seen := map[[2]string]int{}
 	for i, t := range triggers {
 		if t.Name == "" {
 			t.Name = fmt.Sprintf("%s#%d", row.Name, i+1)
 		}
-		if err := s.addTrigger(ctx, tx, row.ID, t); err != nil {
+		if t.Group == "" {
+			t.Group = "default"
+		}
+		key := [2]string{t.Group, t.Name}
+		field := fmt.Sprintf("triggers[%d]", i)
+		if j, dup := seen[key]; dup {
+			return 0, fmt.Errorf("sundial: job %s: %w", row.Name, schedule.Fieldf(field+".name", "trigger %q is also triggers[%d]", t.Name, j))
+		}
+		seen[key] = i
+		if rows[i], err = s.triggerRow(ctx, tx, 0, t); err != nil {
+			if fe, ok := schedule.AsField(err); ok {
+				return 0, fmt.Errorf("sundial: job %s: trigger %s: %w", row.Name, t.Name, fe.In(field))
+			}
+			return 0, err
+		}
+	}
+	if err := tx.JobInsert(ctx, row); err != nil {
+		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
+	}
+	for _, tr := range rows {
+		tr.JobID = row.ID
+		if err := insertTrigger(ctx, tx, tr); err != nil {
 			return 0, err
 		}
 	}
@@ -273,21 +325,47 @@ func (s *Scheduler) addTrigger(ctx context.Context, ex store.Querier, jobID int6
 	if err != nil {
 		return err
 	}
+	return insertTrigger(ctx, ex, row)
+}
+
+func insertTrigger(ctx context.Context, ex store.Querier, row *store.Trigger) error {
 	if err := ex.TriggerInsert(ctx, row); err != nil {
 		return fmt.Errorf("sundial: trigger %s/%s: %w", row.Group, row.Name, err)
 	}
 	return nil
 }
 
+// FieldError is bad input in one field of a Job, Trigger or Calendar, named as Sundial's
+// REST API names it ("handler", "timeout_ms", "triggers[1].end"): the scheduler's methods
+// return it (wrapped) for every check they make, so a caller can point at the field without
+// reading the message.
+type FieldError = schedule.FieldError
+
+// jobRow validates j and returns the row to store.
 func jobRow(j Job) (*store.Job, error) {
-	if j.Name == "" {
-		return nil, errors.New("sundial: job name: must not be empty")
+	bad := func(field, format string, args ...any) (*store.Job, error) {
+		return nil, fmt.Errorf("sundial: job %s: %w", j.Name, schedule.Fieldf(field, format, args...))
 	}
-	if j.Handler == "" {
-		return nil, fmt.Errorf("sundial: job %s: handler: must not be empty", j.Name)
+	switch {
+	case j.Name == "":
+		return bad("name", "must not be empty")
+	case j.Handler == "":
+		return bad("handler", "must not be empty: name the handler that runs the job (e.g. noop)")
+	case j.Timeout < 0:
+		return bad("timeout_ms", "must not be negative, got %d", j.Timeout.Milliseconds())
+	case j.MaxRetries < 0:
+		return bad("max_retries", "must not be negative, got %d", j.MaxRetries)
+	case j.RetryBackoff < 0:
+		return bad("retry_backoff_ms", "must not be negative, got %d", j.RetryBackoff.Milliseconds())
+	case j.Routing != "" && j.App == "":
+		return bad("routing", "needs an app: routing picks among an app's executors")
 	}
-	if j.MaxRetries < 0 || j.Timeout < 0 || j.RetryBackoff < 0 {
-		return nil, fmt.Errorf("sundial: job %s: timeout, retries and backoff must not be negative", j.Name)
+	if _, err := alarm.ParseTargets(j.AlarmTargets); err != nil {
+		var te *alarm.TargetError
+		if errors.As(err, &te) {
+			return bad(fmt.Sprintf("alarm_targets[%d]", te.Index), "%v", te.Err)
+		}
+		return bad("alarm_targets", "%v", err)
 	}
 	if j.Group == "" {
 		j.Group = "default"
@@ -298,18 +376,16 @@ func jobRow(j Job) (*store.Job, error) {
 	switch j.Concurrency {
 	case Allow, Serial, Discard, Replace:
 	default:
-		return nil, fmt.Errorf("sundial: job %s: concurrency %q: want allow, serial, discard or replace", j.Name, j.Concurrency)
+		return bad("concurrency", "want allow, serial, discard or replace, got %q", j.Concurrency)
 	}
 	target := store.TargetLocal
 	if j.App != "" {
 		target = store.TargetRemote
 		st, err := dispatch.ParseStrategy(j.Routing)
 		if err != nil {
-			return nil, fmt.Errorf("sundial: job %s: routing: %w", j.Name, err)
+			return bad("routing", "%v", err)
 		}
 		j.Routing = string(st)
-	} else if j.Routing != "" {
-		return nil, fmt.Errorf("sundial: job %s: routing %q needs an app (routing picks among an app's executors)", j.Name, j.Routing)
 	}
 	return &store.Job{
 		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
@@ -322,8 +398,11 @@ func jobRow(j Job) (*store.Job, error) {
 // triggerRow validates t, computes its first fire time (with its calendar) and returns the
 // row to store.
 func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int64, t Trigger) (*store.Trigger, error) {
+	bad := func(err *schedule.FieldError) (*store.Trigger, error) {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
 	if t.Schedule == nil {
-		return nil, fmt.Errorf("sundial: trigger %s: schedule: must be set", t.Name)
+		return bad(schedule.Fieldf("schedule", "must be set"))
 	}
 	if t.Group == "" {
 		t.Group = "default"
@@ -339,7 +418,7 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	}
 	loc, err := schedule.LoadZone(t.TimeZone)
 	if err != nil {
-		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		return bad(&schedule.FieldError{Field: "time_zone", Err: err})
 	}
 	if t.Start.IsZero() {
 		t.Start = s.clock.Now()
@@ -349,7 +428,7 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	spec := schedule.EncodeSpec(t.Schedule)
 	sched, err := schedule.DecodeSpec(kind, spec, loc)
 	if err != nil {
-		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		return bad(&schedule.FieldError{Field: "schedule", Err: err})
 	}
 	tr := &schedule.Trigger{Schedule: sched, Start: t.Start, End: t.End, Misfire: t.Misfire}
 	if err := tr.Validate(); err != nil {
@@ -358,12 +437,15 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	var cal schedule.Calendar
 	if t.Calendar != "" {
 		if cal, err = s.engine.Calendar(ctx, ex, t.Calendar, loc); err != nil {
-			return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+			if errors.Is(err, store.ErrNotFound) {
+				return bad(schedule.Fieldf("calendar", "no calendar %q is stored", t.Calendar))
+			}
+			return nil, fmt.Errorf("sundial: trigger %s: calendar %q: %w", t.Name, t.Calendar, err)
 		}
 	}
 	first, err := tr.ComputeFirst(cal)
 	if err != nil {
-		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		return bad(&schedule.FieldError{Field: "schedule", Err: err})
 	}
 	return &store.Trigger{
 		JobID: jobID, Group: t.Group, Name: t.Name, Kind: store.TriggerKind(kind), Spec: spec,

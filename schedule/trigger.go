@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -74,21 +73,25 @@ type Trigger struct {
 // ErrNeverFires is returned by ComputeFirst when the trigger has no fire time at all.
 var ErrNeverFires = errors.New("based on the configured schedule, the trigger will never fire")
 
-// Validate reports what is wrong with the trigger's configuration.
+// Validate reports what is wrong with the trigger's configuration, as a *FieldError naming
+// schedule, start, end or misfire.
 func (tr *Trigger) Validate() error {
 	if tr.Schedule == nil {
-		return errors.New("trigger has no schedule")
+		return Fieldf("schedule", "trigger has no schedule")
 	}
 	if tr.Start.IsZero() {
-		return errors.New("trigger has no start time")
+		return Fieldf("start", "trigger has no start time")
 	}
 	if !tr.End.IsZero() && tr.End.Before(tr.Start) {
-		return fmt.Errorf("end time %s is before start time %s", tr.End.Format(time.RFC3339Nano), tr.Start.Format(time.RFC3339Nano))
+		return Fieldf("end", "end time %s is before start time %s", tr.End.Format(time.RFC3339Nano), tr.Start.Format(time.RFC3339Nano))
 	}
 	if err := tr.Misfire.validFor(tr.Schedule.Kind()); err != nil {
-		return err
+		return &FieldError{Field: "misfire", Err: err}
 	}
-	return tr.Schedule.validate(tr)
+	if err := tr.Schedule.validate(tr); err != nil {
+		return &FieldError{Field: "schedule", Err: err}
+	}
+	return nil
 }
 
 // FireTimeAfter returns the first time strictly after t at which the trigger fires, ignoring

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/alarm"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -248,14 +249,14 @@ func TestAlarmsOnFailure(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		smtp, hook := newFakeSMTP(t, 0), newHookReceiver(t)
 		e := alarmEnv(t, dialect, smtp, nil)
-		var failing, quiet, fine jobRef
+		var failing, quiet, fine api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "nightly-export", "handler": "boom",
 			"alarm_targets": []string{"mailto:ops@example.com", hook.url}}, 201, &failing)
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "quiet", "handler": "boom"}, 201, &quiet)
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "fine", "handler": "noop",
 			"alarm_targets": []string{"ops@example.com"}}, 201, &fine)
 		for range 3 {
-			for _, j := range []jobRef{failing, quiet, fine} {
+			for _, j := range []api.Job{failing, quiet, fine} {
 				e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", j.ID), nil, 202, nil)
 			}
 		}
@@ -321,7 +322,7 @@ func TestAlarmAfterLastRetry(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		smtp, hook := newFakeSMTP(t, 0), newHookReceiver(t)
 		e := alarmEnv(t, dialect, smtp, nil)
-		var j jobRef
+		var j api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "flaky", "handler": "boom", "max_retries": 2,
 			"retry_backoff_ms": 1, "alarm_targets": []string{hook.url}}, 201, &j)
 		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", j.ID), nil, 202, nil)
@@ -352,7 +353,7 @@ func TestAlarmDeliveryRetried(t *testing.T) {
 		smtp, hook := newFakeSMTP(t, 2), newHookReceiver(t) // the first two RCPTs are refused
 		hook.status.Store(http.StatusServiceUnavailable)
 		e := alarmEnv(t, dialect, smtp, func(c *Config) { c.AlarmAttempts = 3 })
-		var mailed, hooked jobRef
+		var mailed, hooked api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "mailed", "handler": "boom",
 			"alarm_targets": []string{"ops@example.com"}}, 201, &mailed)
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "hooked", "handler": "boom",
@@ -392,7 +393,7 @@ func TestAlarmsTwoNodes(t *testing.T) {
 			c.AlarmInterval = time.Millisecond
 		}
 		a, b := newEnvOn(t, st, tune, registerBoom), newEnvOn(t, st, tune, registerBoom)
-		var j jobRef
+		var j api.Job
 		a.call("POST", "/api/v1/jobs", map[string]any{"name": "shared", "handler": "boom",
 			"alarm_targets": []string{"ops@example.com", hook.url}}, 201, &j)
 

@@ -10,30 +10,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-// apiError is every error the API returns, in one JSON shape:
-//
-//	{"error": {"code": "invalid_argument", "message": "...", "field": "triggers[0].cron"}}
-type apiError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Field names the offending input, as a path into the request body or a query
-	// parameter name.
-	Field string `json:"field,omitempty"`
-}
-
-func (e *apiError) Error() string {
-	if e.Field != "" {
-		return e.Field + ": " + e.Message
-	}
-	return e.Message
-}
+// apiError is the API's one error shape (api.Error); the short name keeps the handlers'
+// error returns readable.
+type apiError = api.Error
 
 func invalidField(field, format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Code: "invalid_argument", Field: field, Message: fmt.Sprintf(format, args...)}
+	return &apiError{Status: http.StatusBadRequest, Code: api.CodeInvalidArgument, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 func notFound(format string, args ...any) *apiError {
@@ -49,9 +36,14 @@ var (
 // toAPIError maps store and context errors to API errors; anything else is internal.
 func toAPIError(err error) (*apiError, bool) {
 	var ae *apiError
+	var fe *schedule.FieldError
 	switch {
 	case errors.As(err, &ae):
 		return ae, true
+	case errors.As(err, &fe):
+		// The scheduler's checks name the field as the API does; its message is the cause
+		// alone, as the field is reported beside it.
+		return &apiError{Status: http.StatusBadRequest, Code: api.CodeInvalidArgument, Field: fe.Field, Message: fe.Err.Error()}, true
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}, true
 	case errors.Is(err, store.ErrAlreadyExists):
@@ -75,7 +67,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sundial"`)
 	}
-	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
+	writeJSON(w, ae.Status, api.ErrorBody{Error: *ae})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -136,13 +128,6 @@ func jsonPath(p string) string {
 	return b.String()
 }
 
-// page is one page of a keyset-paginated list. Next is the cursor to pass as ?after= for the
-// following page; it is absent on the last page.
-type page[T any] struct {
-	Items []T     `json:"items"`
-	Next  *string `json:"next,omitempty"`
-}
-
 const (
 	defaultPageSize = 100
 	maxPageSize     = 1000
@@ -185,8 +170,8 @@ func pathID(r *http.Request, name string) (int64, error) {
 }
 
 // paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
-func paginate[R, T any](rows []R, limit int, cursor func(R) string, conv func(R) T) page[T] {
-	p := page[T]{Items: make([]T, 0, min(len(rows), limit))}
+func paginate[R, T any](rows []R, limit int, cursor func(R) string, conv func(R) T) api.Page[T] {
+	p := api.Page[T]{Items: make([]T, 0, min(len(rows), limit))}
 	if len(rows) > limit {
 		rows = rows[:limit]
 		c := cursor(rows[len(rows)-1])

@@ -5,42 +5,20 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
 // Apps (executor groups) and their live executor instances, for people.
 
-type appIn struct {
-	Title       string   `json:"title"`
-	AddressMode string   `json:"address_mode"`
-	Addresses   []string `json:"addresses"`
-}
-
-type appOut struct {
-	Name        string   `json:"name"`
-	Title       string   `json:"title"`
-	AddressMode string   `json:"address_mode"`
-	Addresses   []string `json:"addresses"`
-	CreatedAt   msTime   `json:"created_at"`
-	UpdatedAt   msTime   `json:"updated_at"`
-}
-
-func toAppOut(a *store.App) appOut {
+func toAppOut(a *store.App) api.App {
 	addrs := a.Addresses
 	if addrs == nil {
 		addrs = []string{}
 	}
-	return appOut{Name: a.Name, Title: a.Title, AddressMode: string(a.AddressMode), Addresses: addrs,
-		CreatedAt: msTime(a.CreatedAt), UpdatedAt: msTime(a.UpdatedAt)}
-}
-
-type instanceOut struct {
-	App          string   `json:"app"`
-	Address      string   `json:"address"`
-	Handlers     []string `json:"handlers"`
-	RegisteredAt msTime   `json:"registered_at"`
-	LastSeen     msTime   `json:"last_seen"`
+	return api.App{Name: a.Name, Title: a.Title, AddressMode: string(a.AddressMode), Addresses: addrs,
+		CreatedAt: api.Time(a.CreatedAt), UpdatedAt: api.Time(a.UpdatedAt)}
 }
 
 func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
@@ -48,7 +26,7 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := page[appOut]{Items: make([]appOut, len(as))}
+	out := api.Page[api.App]{Items: make([]api.App, len(as))}
 	for i, a := range as {
 		out.Items[i] = toAppOut(a)
 	}
@@ -68,7 +46,7 @@ func (s *Server) getApp(w http.ResponseWriter, r *http.Request) error {
 // putApp creates or replaces an app.
 func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	var in appIn
+	var in api.AppRequest
 	if err := decode(r, &in); err != nil {
 		return err
 	}
@@ -113,14 +91,14 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := page[instanceOut]{Items: make([]instanceOut, len(ins))}
+	out := api.Page[api.Executor]{Items: make([]api.Executor, len(ins))}
 	for i, in := range ins {
 		hs := in.Handlers
 		if hs == nil {
 			hs = []string{}
 		}
-		out.Items[i] = instanceOut{App: in.App, Address: in.Address, Handlers: hs,
-			RegisteredAt: msTime(in.RegisteredAt), LastSeen: msTime(in.LastSeen)}
+		out.Items[i] = api.Executor{App: in.App, Address: in.Address, Handlers: hs,
+			RegisteredAt: api.Time(in.RegisteredAt), LastSeen: api.Time(in.LastSeen)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -230,21 +231,8 @@ func EnsureAdmin(ctx context.Context, st authStore, name string) (password strin
 // an unknown name as for a wrong password.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), bcrypt.MinCost)
 
-type loginRequest struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
-}
-
-type userJSON struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-	Role string `json:"role"`
-	// Via says how this request authenticated: "token" or "session".
-	Via string `json:"via,omitempty"`
-}
-
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
-	var req loginRequest
+	var req api.LoginRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -275,7 +263,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
 		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
 	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, userJSON{ID: u.ID, Name: u.Name, Role: string(u.Role), Via: "session"})
+	writeJSON(w, http.StatusOK, api.User{ID: u.ID, Name: u.Name, Role: string(u.Role), Via: "session"})
 	return nil
 }
 
@@ -294,17 +282,12 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
-	writeJSON(w, http.StatusOK, userJSON{ID: p.user.ID, Name: p.user.Name, Role: string(p.user.Role), Via: p.via})
+	writeJSON(w, http.StatusOK, api.User{ID: p.user.ID, Name: p.user.Name, Role: string(p.user.Role), Via: p.via})
 	return nil
 }
 
-type passwordRequest struct {
-	CurrentPassword string `json:"current_password"`
-	NewPassword     string `json:"new_password"`
-}
-
 func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
-	var req passwordRequest
+	var req api.PasswordRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -279,7 +280,7 @@ func (c *cluster) startNodes(t *testing.T, serverURL string, heartbeat time.Dura
 	t.Cleanup(func() { close(c.done) }) // runs before the Stops: holds end first
 	slices.SortFunc(c.nodes, func(a, b *node) int { return strings.Compare(a.addr(), b.addr()) })
 	eventually(t, "three executors to be listed", func() bool {
-		var list pageOf[instanceOut]
+		var list api.Page[api.Executor]
 		c.call("GET", "/api/v1/executors?app=pool", nil, 200, &list)
 		return len(list.Items) == 3
 	})
@@ -371,15 +372,15 @@ func (c *cluster) job(routing, params string, tune func(*store.Job)) int64 {
 // fire runs the job once now and returns the execution id.
 func (c *cluster) fire(job int64) int64 {
 	c.t.Helper()
-	var x execRef
+	var x api.Execution
 	c.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &x)
 	return x.ID
 }
 
 // await polls the execution until its state is one of states.
-func (c *cluster) await(id int64, states ...string) remoteExec {
+func (c *cluster) await(id int64, states ...string) api.Execution {
 	c.t.Helper()
-	var x remoteExec
+	var x api.Execution
 	eventually(c.t, fmt.Sprintf("execution %d to be %v", id, states), func() bool {
 		x = c.execution(id)
 		return slices.Contains(states, x.State)

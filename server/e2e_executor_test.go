@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 )
 
@@ -31,13 +32,13 @@ func TestExecutorEndToEnd(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = ex.Stop(context.Background()) })
 
-		var job jobOut
+		var job api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "report", "handler": "report", "app": "billing",
 			"routing": "round_robin", "params": "month=11", "triggers": []any{map[string]any{"once": true}}},
 			http.StatusCreated, &job)
-		var run execRef
+		var run api.Execution
 		eventually(t, "the remote run to succeed", func() bool {
-			var page pageOf[execRef]
+			var page api.Page[api.Execution]
 			e.call("GET", "/api/v1/executions?job_id="+itoa(job.ID), nil, 200, &page)
 			if len(page.Items) == 1 {
 				run = page.Items[0]

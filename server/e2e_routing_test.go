@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -110,7 +111,7 @@ func TestRoutingEndToEnd(t *testing.T) {
 		t.Run("sharding_broadcast", func(t *testing.T) {
 			job := c.job("sharding_broadcast", "ok", nil)
 			c.fire(job)
-			var xs []remoteExec
+			var xs []api.Execution
 			eventually(t, "three shards to succeed", func() bool {
 				xs = c.jobExecutions(job)
 				n := 0
@@ -143,7 +144,7 @@ func TestBroadcastShardRetry(t *testing.T) {
 		a := c.addrs()
 		job := c.job("sharding_broadcast", "fail-shard1-once", func(j *store.Job) { j.MaxRetries = 2; j.RetryBackoffMs = 10 })
 		c.fire(job)
-		var xs []remoteExec
+		var xs []api.Execution
 		eventually(t, "the three shards and the retry of shard 1 to end", func() bool {
 			xs = c.jobExecutions(job)
 			done := 0
@@ -157,7 +158,7 @@ func TestBroadcastShardRetry(t *testing.T) {
 		if len(xs) != 4 {
 			t.Fatalf("%d executions, want 3 shards and 1 retry: %+v", len(xs), xs)
 		}
-		var retry remoteExec
+		var retry api.Execution
 		for _, x := range xs {
 			switch {
 			case x.Attempt == 1:

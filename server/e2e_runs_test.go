@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -39,7 +40,7 @@ func TestKillEndToEnd(t *testing.T) {
 		}
 		c.nodes[0].gate.Up(c.nodes[0].gate.getTarget())
 
-		var killed remoteExec
+		var killed api.Execution
 		c.call("POST", "/api/v1/executions/"+itoa(id)+"/kill", nil, http.StatusAccepted, &killed)
 		if killed.State != "canceled" || !strings.Contains(killed.HandleMsg, "killed") {
 			t.Fatalf("killed execution: %+v, want canceled as killed", killed)
@@ -49,7 +50,7 @@ func TestKillEndToEnd(t *testing.T) {
 
 		// A person's retry runs it again as the next attempt.
 		c.release(job)
-		var retry remoteExec
+		var retry api.Execution
 		c.call("POST", "/api/v1/executions/"+itoa(id)+"/retry", nil, http.StatusAccepted, &retry)
 		if retry.ID == id || retry.Attempt != 1 || retry.JobID != job {
 			t.Fatalf("retry %+v of execution %d", retry, id)
@@ -75,7 +76,7 @@ func TestTimeoutAndRetriesEndToEnd(t *testing.T) {
 
 		failing := c.job("round_robin", "fail", func(j *store.Job) { j.MaxRetries = 2; j.RetryBackoffMs = 10 })
 		c.fire(failing)
-		var xs []remoteExec
+		var xs []api.Execution
 		eventually(t, "three failed attempts", func() bool {
 			xs = c.jobExecutions(failing)
 			return len(xs) == 3 && xs[2].State == "failed"
@@ -126,7 +127,7 @@ func TestExecutorCrashEndToEnd(t *testing.T) {
 		if x := c.await(id, "lost", "succeeded", "failed"); x.State != "lost" {
 			t.Fatalf("the run on the crashed executor: %+v, want lost", x)
 		}
-		var xs []remoteExec
+		var xs []api.Execution
 		eventually(t, "the retry to succeed", func() bool {
 			xs = c.jobExecutions(job)
 			return len(xs) == 2 && xs[1].State == "succeeded"
@@ -194,7 +195,7 @@ func TestOutputFollowEndToEnd(t *testing.T) {
 				if ev.name != "line" {
 					t.Fatalf("event %+v before the line %q", ev, msg)
 				}
-				var l logLineOut
+				var l api.LogLine
 				if err := json.Unmarshal([]byte(ev.data), &l); err != nil {
 					t.Fatal(err)
 				}
@@ -210,7 +211,7 @@ func TestOutputFollowEndToEnd(t *testing.T) {
 		close(c.step)
 		waitLine("second")
 		ev := next()
-		var end remoteExec
+		var end api.Execution
 		if err := json.Unmarshal([]byte(ev.data), &end); err != nil || ev.name != "end" || end.State != "succeeded" || end.ID != id {
 			t.Fatalf("last event %+v (%v), want end with the succeeded execution", ev, err)
 		}

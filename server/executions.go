@@ -8,39 +8,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-type executionOut struct {
-	ID          int64  `json:"id"`
-	JobID       int64  `json:"job_id"`
-	TriggerID   int64  `json:"trigger_id,omitempty"`
-	ScheduledAt msTime `json:"scheduled_at"`
-	FiredAt     msTime `json:"fired_at"`
-	Cause       string `json:"cause"`
-	Attempt     int    `json:"attempt"`
-	Node        string `json:"node,omitempty"`
-	State       string `json:"state"`
-	HandleCode  int    `json:"handle_code"`
-	HandleMsg   string `json:"handle_msg,omitempty"`
-	TriggerMsg  string `json:"trigger_msg,omitempty"`
-	StartedAt   msTime `json:"started_at"`
-	FinishedAt  msTime `json:"finished_at"`
-	// ExecutorAddress is the executor a remote job's run was sent to; ShardIndex and
-	// ShardTotal are its shard of a sharding-broadcast.
-	ExecutorAddress string `json:"executor_address,omitempty"`
-	ShardIndex      int    `json:"shard_index"`
-	ShardTotal      int    `json:"shard_total,omitempty"`
-	// AlarmState is none, or for a final failure of a job with alarm targets pending,
-	// sending, sent or failed.
-	AlarmState string `json:"alarm_state"`
-}
-
-func toExecutionOut(x *store.Execution) executionOut {
-	return executionOut{ID: x.ID, JobID: x.JobID, TriggerID: x.TriggerID, ScheduledAt: msTime(x.ScheduledAt),
-		FiredAt: msTime(x.FiredAt), Cause: string(x.Cause), Attempt: x.Attempt, Node: x.Node, State: string(x.State),
-		HandleCode: x.HandleCode, HandleMsg: x.HandleMsg, TriggerMsg: x.TriggerMsg, StartedAt: msTime(x.StartedAt),
-		FinishedAt: msTime(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal,
+func toExecutionOut(x *store.Execution) api.Execution {
+	return api.Execution{ID: x.ID, JobID: x.JobID, TriggerID: x.TriggerID, ScheduledAt: api.Time(x.ScheduledAt),
+		FiredAt: api.Time(x.FiredAt), Cause: string(x.Cause), Attempt: x.Attempt, Node: x.Node, State: string(x.State),
+		HandleCode: x.HandleCode, HandleMsg: x.HandleMsg, TriggerMsg: x.TriggerMsg, StartedAt: api.Time(x.StartedAt),
+		FinishedAt: api.Time(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal,
 		AlarmState: string(x.AlarmState)}
 }
 
@@ -113,14 +89,8 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type logLineOut struct {
-	Line    int64  `json:"line"`
-	At      msTime `json:"at"`
-	Message string `json:"message"`
-}
-
-func toLogLineOut(l store.LogLine) logLineOut {
-	return logLineOut{Line: l.Line, At: msTime(l.At), Message: l.Message}
+func toLogLineOut(l store.LogLine) api.LogLine {
+	return api.LogLine{Line: l.Line, At: api.Time(l.At), Message: l.Message}
 }
 
 // executionOutput returns an execution's output lines after ?after= (a line number); with
@@ -157,7 +127,7 @@ func (s *Server) executionOutput(w http.ResponseWriter, r *http.Request) error {
 // completes (and by executors in chunks), so polling the indexed log table is cheap enough.
 const followPoll = 500 * time.Millisecond
 
-// followOutput streams "line" events (a logLineOut each, with the line number as the event
+// followOutput streams "line" events (a api.LogLine each, with the line number as the event
 // id, so a reconnecting client resumes with Last-Event-ID) and a final "end" event carrying
 // the execution once it is terminal and its lines are sent.
 func (s *Server) followOutput(w http.ResponseWriter, r *http.Request, x *store.Execution, after int64) error {
@@ -234,16 +204,6 @@ func (s *Server) endStream(ctx context.Context, err error) error {
 	return nil
 }
 
-type nodeOut struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	StartedAt msTime `json:"started_at"`
-	LastSeen  msTime `json:"last_seen"`
-	Leader    bool   `json:"leader"`
-	// Self marks the node that answered.
-	Self bool `json:"self"`
-}
-
 func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
 	ns, err := s.store.NodeList(r.Context())
 	if err != nil {
@@ -256,9 +216,9 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	self := s.sched.Engine().NodeID()
-	out := page[nodeOut]{Items: make([]nodeOut, len(ns))}
+	out := api.Page[api.Node]{Items: make([]api.Node, len(ns))}
 	for i, n := range ns {
-		out.Items[i] = nodeOut{ID: n.ID, Name: n.Name, StartedAt: msTime(n.StartedAt), LastSeen: msTime(n.LastSeen),
+		out.Items[i] = api.Node{ID: n.ID, Name: n.Name, StartedAt: api.Time(n.StartedAt), LastSeen: api.Time(n.LastSeen),
 			Leader: n.ID == leader, Self: n.ID == self}
 	}
 	writeJSON(w, http.StatusOK, out)

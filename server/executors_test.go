@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -125,27 +126,15 @@ func (e *env) remoteJob(app, routing string, tune func(*store.Job)) int64 {
 	return j.ID
 }
 
-type remoteExec struct {
-	execRef
-	ExecutorAddress string `json:"executor_address"`
-	ShardIndex      int    `json:"shard_index"`
-	ShardTotal      int    `json:"shard_total"`
-	Attempt         int    `json:"attempt"`
-}
-
-func (e *env) execution(id int64) remoteExec {
+func (e *env) execution(id int64) api.Execution {
 	e.t.Helper()
-	var x remoteExec
-	e.call("GET", "/api/v1/executions/"+itoa(id), nil, 200, &x)
-	return x
+	return *must(e.client().GetExecution(context.Background(), id))(e.t)
 }
 
 // jobExecutions lists a job's executions, oldest first.
-func (e *env) jobExecutions(job int64) []remoteExec {
+func (e *env) jobExecutions(job int64) []api.Execution {
 	e.t.Helper()
-	var p pageOf[remoteExec]
-	e.call("GET", "/api/v1/executions?order=asc&job_id="+itoa(job), nil, 200, &p)
-	return p.Items
+	return must(e.client().ListExecutions(context.Background(), api.ExecutionFilter{JobID: job, Order: "asc"}, api.ListOptions{}))(e.t).Items
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -162,27 +151,31 @@ func TestExecutorRegistry(t *testing.T) {
 		}
 		e.register("billing", fe, "report")
 
-		var list pageOf[instanceOut]
-		e.call("GET", "/api/v1/executors", nil, 200, &list)
+		c, ctx := e.client(), context.Background()
+		list := must(c.ListExecutors(ctx, ""))(t)
 		if len(list.Items) != 1 || list.Items[0].Address != fe.url || !slices.Equal(list.Items[0].Handlers, []string{"report"}) {
 			t.Fatalf("executors after register: %+v", list.Items)
 		}
 
-		e.call("PUT", "/api/v1/apps/billing", map[string]any{"title": "Billing"}, 200, nil)
-		e.callErr("PUT", "/api/v1/apps/x", map[string]any{"address_mode": "manual"}, 400)
-		var apps pageOf[appOut]
-		e.call("GET", "/api/v1/apps", nil, 200, &apps)
+		must(c.PutApp(ctx, "billing", api.AppRequest{Title: "Billing"}))(t)
+		if _, err := c.PutApp(ctx, "x", api.AppRequest{AddressMode: "manual"}); api.StatusOf(err) != 400 {
+			t.Fatalf("manual app without addresses: %v, want 400", err)
+		}
+		apps := must(c.ListApps(ctx))(t)
 		if len(apps.Items) != 1 || apps.Items[0].Title != "Billing" || apps.Items[0].AddressMode != "auto" {
 			t.Fatalf("apps: %+v", apps.Items)
 		}
 
 		e.executor("unregister", map[string]any{"app": "billing", "address": fe.url}, 204, nil)
-		e.call("GET", "/api/v1/executors?app=billing", nil, 200, &list)
-		if len(list.Items) != 0 {
+		if list = must(c.ListExecutors(ctx, "billing"))(t); len(list.Items) != 0 {
 			t.Fatalf("executors after unregister: %+v", list.Items)
 		}
-		e.call("DELETE", "/api/v1/apps/billing", nil, 204, nil)
-		e.callErr("GET", "/api/v1/apps/billing", nil, 404)
+		if err := c.DeleteApp(ctx, "billing"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.GetApp(ctx, "billing"); !api.IsNotFound(err) {
+			t.Fatalf("deleted app: %v", err)
+		}
 	})
 }
 
@@ -195,7 +188,7 @@ func TestRemoteRun(t *testing.T) {
 		e.register("billing", fe, "report")
 		job := e.remoteJob("billing", "round_robin", func(j *store.Job) { j.Params = "month=11"; j.TimeoutMs = 5000 })
 
-		var started execRef
+		var started api.Execution
 		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &started)
 		run := fe.nextRun()
 		if run.ExecutionID != started.ID || run.JobID != job || run.Handler != "report" || run.Params != "month=11" ||
@@ -226,7 +219,7 @@ func TestRemoteRun(t *testing.T) {
 		if x := e.execution(run.ExecutionID); x.State != "succeeded" || x.HandleMsg != "ok" {
 			t.Fatalf("execution after its result: %+v", x)
 		}
-		var out pageOf[logLineOut]
+		var out api.Page[api.LogLine]
 		e.call("GET", "/api/v1/executions/"+itoa(run.ExecutionID)+"/output", nil, 200, &out)
 		if len(out.Items) != 2 || out.Items[0].Message != "started" || out.Items[1].Message != "done" {
 			t.Fatalf("output: %+v", out.Items)
@@ -242,7 +235,7 @@ func TestRemoteNoExecutor(t *testing.T) {
 		e := newExecutorEnv(t, dialect, time.Second)
 		job := e.remoteJob("nobody", "first", func(j *store.Job) { j.MaxRetries = 1; j.RetryBackoffMs = 10 })
 		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, nil)
-		var xs []remoteExec
+		var xs []api.Execution
 		eventually(t, "the fire and its retry to fail", func() bool {
 			xs = e.jobExecutions(job)
 			return len(xs) == 2 && xs[1].State == "failed"
@@ -301,7 +294,7 @@ func TestRemoteExecutorLost(t *testing.T) {
 		run := fe.nextRun()
 		close(beating)
 
-		var xs []remoteExec
+		var xs []api.Execution
 		eventually(t, "the execution to be lost and its retry to run", func() bool {
 			xs = e.jobExecutions(job)
 			return len(xs) == 2 && xs[1].State == "failed"
@@ -313,7 +306,7 @@ func TestRemoteExecutorLost(t *testing.T) {
 		if xs[1].Attempt != 1 || !strings.Contains(xs[1].HandleMsg, "no executor") {
 			t.Fatalf("retry: %+v", xs[1])
 		}
-		var list pageOf[instanceOut]
+		var list api.Page[api.Executor]
 		e.call("GET", "/api/v1/executors", nil, 200, &list)
 		if len(list.Items) != 0 {
 			t.Fatalf("the silent executor is still listed: %+v", list.Items)

@@ -8,14 +8,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -127,6 +128,28 @@ func startEnv(t *testing.T, st *sqlstore.Store, tune func(*Config), prev *env) *
 	return e
 }
 
+// client returns a typed API client holding the admin token.
+func (e *env) client() *api.Client {
+	e.t.Helper()
+	c, err := api.NewClient(e.url, e.token, api.WithRequestTimeout(30*time.Second))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// must takes a client call's result and error and returns a function that fails t on the
+// error and otherwise returns the result: must(c.GetJob(ctx, id))(t).
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
 // login logs in with the admin password and creates an API token through the cookie session.
 func (e *env) login() string {
 	e.t.Helper()
@@ -143,7 +166,7 @@ func (e *env) login() string {
 	if cookie == nil || !cookie.HttpOnly {
 		e.t.Fatalf("login set no HttpOnly session cookie: %v", resp.Cookies())
 	}
-	var tok tokenJSON
+	var tok api.Token
 	resp = e.raw("POST", "/api/v1/tokens", "", cookie, map[string]string{"name": "test"})
 	if resp.StatusCode != 201 {
 		e.t.Fatalf("create token: %d", resp.StatusCode)
@@ -198,14 +221,10 @@ func (e *env) call(method, path string, body any, wantStatus int, out any) {
 	}
 }
 
-type errorBody struct {
-	Error apiError `json:"error"`
-}
-
 // callErr sends an authenticated request that must fail with status and returns the error.
 func (e *env) callErr(method, path string, body any, status int) apiError {
 	e.t.Helper()
-	var eb errorBody
+	var eb api.ErrorBody
 	e.call(method, path, body, status, &eb)
 	if eb.Error.Code == "" || eb.Error.Message == "" {
 		e.t.Fatalf("%s %s: error body without code or message: %+v", method, path, eb)
@@ -232,37 +251,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// jobRef and friends decode just what the tests look at.
-type jobRef struct {
-	ID       int64        `json:"id"`
-	Name     string       `json:"name"`
-	Triggers []triggerRef `json:"triggers"`
-	Warnings []string     `json:"warnings"`
-}
-
-type triggerRef struct {
-	ID    int64   `json:"id"`
-	Name  string  `json:"name"`
-	Kind  string  `json:"kind"`
-	Cron  *string `json:"cron"`
-	Once  bool    `json:"once"`
-	State string  `json:"state"`
-}
-
-type execRef struct {
-	ID        int64  `json:"id"`
-	JobID     int64  `json:"job_id"`
-	TriggerID int64  `json:"trigger_id"`
-	State     string `json:"state"`
-	HandleMsg string `json:"handle_msg"`
-}
-
-type pageOf[T any] struct {
-	Items []T     `json:"items"`
-	Next  *string `json:"next"`
-}
-
+// TestMain fails the package's tests if any goroutine they started is still running at the
+// end: a Stop or Close that returns before its goroutines end is a bug. One exception is
+// not ours: toxiproxy (the TCP proxy of TestReadyzDatabaseCut) can leave a toxic's pipe
+// goroutine blocked on a channel send after its proxy stopped.
 func TestMain(m *testing.M) {
 	bcryptCost = bcrypt.MinCost
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"))
 }

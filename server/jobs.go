@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,58 +9,11 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
-	"github.com/sundial-scheduler/sundial/dispatch"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-// jobIn is a job as a request gives it; Triggers only on create.
-type jobIn struct {
-	Group            string         `json:"group"`
-	Name             string         `json:"name"`
-	Description      string         `json:"description"`
-	Handler          string         `json:"handler"`
-	App              string         `json:"app"`
-	Routing          string         `json:"routing"`
-	Params           string         `json:"params"`
-	Data             map[string]any `json:"data"`
-	Concurrency      string         `json:"concurrency"`
-	PersistData      bool           `json:"persist_data"`
-	RequestsRecovery bool           `json:"requests_recovery"`
-	TimeoutMs        int64          `json:"timeout_ms"`
-	MaxRetries       int            `json:"max_retries"`
-	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
-	AlarmTargets     []string       `json:"alarm_targets"`
-	Triggers         []triggerIn    `json:"triggers"`
-}
-
-type jobOut struct {
-	ID               int64          `json:"id"`
-	Group            string         `json:"group"`
-	Name             string         `json:"name"`
-	Description      string         `json:"description"`
-	Target           string         `json:"target"`
-	App              string         `json:"app,omitempty"`
-	Routing          string         `json:"routing,omitempty"`
-	Handler          string         `json:"handler"`
-	Params           string         `json:"params"`
-	Data             map[string]any `json:"data"`
-	Concurrency      string         `json:"concurrency"`
-	PersistData      bool           `json:"persist_data"`
-	RequestsRecovery bool           `json:"requests_recovery"`
-	TimeoutMs        int64          `json:"timeout_ms"`
-	MaxRetries       int            `json:"max_retries"`
-	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
-	AlarmTargets     []string       `json:"alarm_targets"`
-	Enabled          bool           `json:"enabled"`
-	CreatedAt        msTime         `json:"created_at"`
-	UpdatedAt        msTime         `json:"updated_at"`
-	// Triggers are included when one job is returned.
-	Triggers []triggerOut `json:"triggers,omitempty"`
-	// Warnings tell what may not work as meant, such as a handler no node here runs.
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-func toJobOut(j *store.Job) jobOut {
+func toJobOut(j *store.Job) api.Job {
 	data := j.Data
 	if data == nil {
 		data = map[string]any{}
@@ -70,91 +22,42 @@ func toJobOut(j *store.Job) jobOut {
 	if targets == nil {
 		targets = []string{}
 	}
-	return jobOut{ID: j.ID, Group: j.Group, Name: j.Name, Description: j.Description, Target: string(j.TargetKind),
+	return api.Job{ID: j.ID, Group: j.Group, Name: j.Name, Description: j.Description, Target: string(j.TargetKind),
 		App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: data, Concurrency: string(j.Concurrency), PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, Enabled: j.Enabled, CreatedAt: msTime(j.CreatedAt), UpdatedAt: msTime(j.UpdatedAt)}
+		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt)}
 }
 
-// validate checks the job's own fields and returns it for the embedding API.
-func (in *jobIn) validate() (sundial.Job, error) {
-	switch {
-	case in.Name == "":
-		return sundial.Job{}, invalidField("name", "must not be empty")
-	case in.Handler == "":
-		return sundial.Job{}, invalidField("handler", "must not be empty: name the handler that runs the job (e.g. noop)")
-	case in.TimeoutMs < 0:
-		return sundial.Job{}, invalidField("timeout_ms", "must not be negative, got %d", in.TimeoutMs)
-	case in.MaxRetries < 0:
-		return sundial.Job{}, invalidField("max_retries", "must not be negative, got %d", in.MaxRetries)
-	case in.RetryBackoffMs < 0:
-		return sundial.Job{}, invalidField("retry_backoff_ms", "must not be negative, got %d", in.RetryBackoffMs)
-	case in.Routing != "" && in.App == "":
-		return sundial.Job{}, invalidField("routing", "needs an app: routing picks among an app's executors")
-	}
-	if _, err := alarm.ParseTargets(in.AlarmTargets); err != nil {
-		var te *alarm.TargetError
-		if errors.As(err, &te) {
-			return sundial.Job{}, invalidField(fmt.Sprintf("alarm_targets[%d]", te.Index), "%v", te.Err)
-		}
-		return sundial.Job{}, invalidField("alarm_targets", "%v", err)
-	}
-	routing := in.Routing
-	if in.App != "" {
-		st, err := dispatch.ParseStrategy(in.Routing)
-		if err != nil {
-			return sundial.Job{}, invalidField("routing", "%v", err)
-		}
-		routing = string(st)
-	}
-	conc := sundial.Concurrency(in.Concurrency)
-	switch conc {
-	case "":
-		conc = sundial.Allow
-	case sundial.Allow, sundial.Serial, sundial.Discard, sundial.Replace:
-	default:
-		return sundial.Job{}, invalidField("concurrency", "want allow, serial, discard or replace, got %q", in.Concurrency)
-	}
-	group := in.Group
-	if group == "" {
-		group = "default"
-	}
-	return sundial.Job{Group: group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
-		Routing: routing, Params: in.Params,
-		Data: in.Data, Concurrency: conc, PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
+// jobOf is the request's job for the scheduler, which checks it.
+func jobOf(in *api.JobRequest) sundial.Job {
+	return sundial.Job{Group: in.Group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
+		Routing: in.Routing, Params: in.Params, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
+		PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
-		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets}, nil
+		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets}
 }
 
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
-	var in jobIn
+	var in api.JobRequest
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	job, err := in.validate()
-	if err != nil {
-		return err
-	}
-	// Every trigger is checked before anything is written, so a bad one stores nothing.
+	job := jobOf(&in)
 	trigs := make([]sundial.Trigger, len(in.Triggers))
-	seen := map[[2]string]int{}
 	for i := range in.Triggers {
-		prefix := fmt.Sprintf("triggers[%d]", i)
-		if trigs[i], err = in.Triggers[i].validate(r.Context(), s.sched.Engine(), s.store, prefix); err != nil {
-			return err
+		var err error
+		if trigs[i], err = triggerOf(&in.Triggers[i]); err != nil {
+			return nestField(err, fmt.Sprintf("triggers[%d]", i))
 		}
-		if trigs[i].Name == "" {
-			trigs[i].Name = fmt.Sprintf("%s#%d", job.Name, i+1)
-		}
-		key := [2]string{trigs[i].Group, trigs[i].Name}
-		if j, dup := seen[key]; dup {
-			return invalidField(prefix+".name", "trigger %q is also triggers[%d]", trigs[i].Name, j)
-		}
-		seen[key] = i
 	}
+	// The scheduler checks the job and every trigger before its transaction commits, so a
+	// bad one stores nothing.
 	id, err := s.sched.ScheduleJob(r.Context(), job, trigs...)
 	if err != nil {
+		for i := range in.Triggers {
+			err = scheduleField(err, fmt.Sprintf("triggers[%d]", i), &in.Triggers[i].Schedule)
+		}
 		return fmt.Errorf("create job %q: %w", job.Name, err)
 	}
 	s.log.Info("job created", "job", id, "name", job.Name, "triggers", len(trigs), "by", principalFrom(r.Context()).user.Name)
@@ -172,17 +75,17 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) jobWithTriggers(r *http.Request, id int64) (jobOut, error) {
+func (s *Server) jobWithTriggers(r *http.Request, id int64) (api.Job, error) {
 	j, err := s.store.JobGet(r.Context(), id)
 	if err != nil {
-		return jobOut{}, err
+		return api.Job{}, err
 	}
 	out := toJobOut(j)
 	ts, err := s.store.TriggerList(r.Context(), store.TriggerFilter{JobID: id, Limit: maxPageSize})
 	if err != nil {
-		return jobOut{}, err
+		return api.Job{}, err
 	}
-	out.Triggers = make([]triggerOut, len(ts))
+	out.Triggers = make([]api.Trigger, len(ts))
 	for i, t := range ts {
 		out.Triggers[i] = toTriggerOut(t)
 	}
@@ -225,30 +128,15 @@ func (s *Server) updateJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in jobIn
+	var in api.JobRequest
 	if err := decode(r, &in); err != nil {
 		return err
 	}
 	if in.Triggers != nil {
 		return invalidField("triggers", "a job's triggers are changed with POST /api/v1/jobs/{id}/triggers and DELETE /api/v1/triggers/{id}")
 	}
-	job, err := in.validate()
-	if err != nil {
-		return err
-	}
-	row, err := s.store.JobGet(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	row.Group, row.Name, row.Description, row.Handler, row.Params, row.Data = job.Group, job.Name, job.Description, job.Handler, job.Params, job.Data
-	row.Concurrency, row.PersistData, row.RequestsRecovery = job.Concurrency, job.PersistData, job.RequestsRecovery
-	row.App, row.Routing, row.TargetKind = job.App, job.Routing, store.TargetLocal
-	if job.App != "" {
-		row.TargetKind = store.TargetRemote
-	}
-	row.TimeoutMs, row.MaxRetries, row.RetryBackoffMs = in.TimeoutMs, in.MaxRetries, in.RetryBackoffMs
-	row.AlarmTargets = job.AlarmTargets
-	if err := s.store.JobUpdate(r.Context(), row); err != nil {
+	job := jobOf(&in)
+	if err := s.sched.UpdateJob(r.Context(), id, job); err != nil {
 		return err
 	}
 	out, err := s.jobWithTriggers(r, id)

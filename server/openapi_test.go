@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
 
 // TestOpenAPIMatchesRoutes checks that the served OpenAPI document lists exactly the routes
@@ -49,7 +51,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			continue // would end the session other requests use
 		}
 		resp := e.raw(method, path, e.token, nil, map[string]any{})
-		var eb errorBody
+		var eb api.ErrorBody
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
 		if resp.StatusCode == 405 || eb.Error.Code == "no_route" {
 			t.Errorf("%s %s: %d %s: the documented operation is not served", method, path, resp.StatusCode, eb.Error.Code)

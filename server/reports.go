@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -14,26 +15,13 @@ const dayLayout = maintenance.DayLayout
 // maxReportDays bounds one report request: a year of days, each a row.
 const maxReportDays = 366
 
-type reportRow struct {
-	Day       string `json:"day,omitempty"`
-	Running   int64  `json:"running"`
-	Succeeded int64  `json:"succeeded"`
-	Failed    int64  `json:"failed"`
-	Other     int64  `json:"other"`
-	Total     int64  `json:"total"`
-}
-
-func (r *reportRow) add(d *store.ReportDay) {
+// addDay counts a stored day's executions into r.
+func addDay(r *api.ReportRow, d *store.ReportDay) {
 	r.Running += d.Running
 	r.Succeeded += d.Succeeded
 	r.Failed += d.Failed
 	r.Other += d.Other
 	r.Total += d.Running + d.Succeeded + d.Failed + d.Other
-}
-
-type reportOut struct {
-	Items  []reportRow `json:"items"`
-	Totals reportRow   `json:"totals"`
 }
 
 // dailyReport serves the dashboard's chart: one row per day from..to, days without
@@ -78,12 +66,12 @@ func (s *Server) dailyReport(w http.ResponseWriter, r *http.Request) error {
 	for _, d := range rows {
 		byDay[d.Day] = d
 	}
-	out := reportOut{Items: []reportRow{}}
+	out := api.Report{Items: []api.ReportRow{}}
 	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
-		row := reportRow{Day: d.Format(dayLayout)}
+		row := api.ReportRow{Day: d.Format(dayLayout)}
 		if got := byDay[row.Day]; got != nil {
-			row.add(got)
-			out.Totals.add(got)
+			addDay(&row, got)
+			addDay(&out.Totals, got)
 		}
 		out.Items = append(out.Items, row)
 	}

@@ -1,17 +1,14 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
-
-type reportJSON struct {
-	Items  []reportRow `json:"items"`
-	Totals reportRow   `json:"totals"`
-}
 
 // TestDailyReport: the leader's report rows, served by GET /api/v1/reports/daily, count the
 // executions by outcome, per day and per job.
@@ -21,30 +18,30 @@ func TestDailyReport(t *testing.T) {
 			c.ExecutorHeartbeat = 20 * time.Millisecond // the leader duties' tick
 			c.ReportInterval = time.Millisecond
 		}, registerBoom)
-		var ok, bad jobRef
-		e.call("POST", "/api/v1/jobs", map[string]any{"name": "ok", "handler": "noop"}, 201, &ok)
-		e.call("POST", "/api/v1/jobs", map[string]any{"name": "bad", "handler": "boom", "max_retries": 1, "retry_backoff_ms": 1}, 201, &bad)
+		c, ctx := e.client(), context.Background()
+		ok := must(c.CreateJob(ctx, api.JobRequest{Name: "ok", Handler: "noop"}))(t)
+		bad := must(c.CreateJob(ctx, api.JobRequest{Name: "bad", Handler: "boom", MaxRetries: 1, RetryBackoffMs: 1}))(t)
 		for range 3 {
-			e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", ok.ID), nil, 202, nil)
+			must(c.RunJob(ctx, ok.ID))(t)
 		}
 		for range 2 {
-			e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", bad.ID), nil, 202, nil)
+			must(c.RunJob(ctx, bad.ID))(t)
 		}
 		okRuns, badRuns := e.settled(ok.ID, 3), e.settled(bad.ID, 4) // each bad run is retried once
 
 		// What the rows must say, from the executions themselves.
-		want := map[int64]map[string]*reportRow{}
+		want := map[int64]map[string]*api.ReportRow{}
 		first, last := "9999-12-31", "0000-01-01"
 		for _, x := range append(okRuns, badRuns...) {
 			day := time.UnixMilli(x.FiredAt).UTC().Format(dayLayout)
 			first, last = min(first, day), max(last, day)
 			for _, job := range []int64{0, x.JobID} {
 				if want[job] == nil {
-					want[job] = map[string]*reportRow{}
+					want[job] = map[string]*api.ReportRow{}
 				}
 				r := want[job][day]
 				if r == nil {
-					r = &reportRow{Day: day}
+					r = &api.ReportRow{Day: day}
 					want[job][day] = r
 				}
 				switch x.State {
@@ -59,19 +56,14 @@ func TestDailyReport(t *testing.T) {
 			}
 		}
 		for _, job := range []int64{0, ok.ID, bad.ID} {
-			path := fmt.Sprintf("/api/v1/reports/daily?from=%s&to=%s", first, last)
-			if job != 0 {
-				path += fmt.Sprintf("&job_id=%d", job)
-			}
 			// A refresh that read the executions before they all finished may be the latest
 			// for a moment: wait for one that counts them as they are now.
 			mismatch := func() string {
-				var got reportJSON
-				e.call("GET", path, nil, 200, &got)
+				got := must(c.DailyReport(ctx, api.ReportFilter{From: first, To: last, JobID: job}))(t)
 				for _, r := range got.Items {
 					w := want[job][r.Day]
 					if w == nil {
-						w = &reportRow{Day: r.Day}
+						w = &api.ReportRow{Day: r.Day}
 					}
 					if r != *w {
 						return fmt.Sprintf("job %d, %s: %+v, want %+v", job, r.Day, r, *w)
@@ -88,9 +80,9 @@ func TestDailyReport(t *testing.T) {
 			}
 		}
 
-		// Every day of the range has an item; bad ranges are refused naming the parameter.
-		var week reportJSON
-		e.call("GET", "/api/v1/reports/daily?from=2020-02-27&to=2020-03-04", nil, 200, &week)
+		// Every day of the range has an item; bad ranges are refused naming the query
+		// parameter (checked as raw requests: the parameter names are the wire format).
+		week := must(c.DailyReport(ctx, api.ReportFilter{From: "2020-02-27", To: "2020-03-04"}))(t)
 		if len(week.Items) != 7 || week.Items[0].Day != "2020-02-27" || week.Items[2].Day != "2020-02-29" || week.Totals.Total != 0 {
 			t.Errorf("an empty week: %+v", week)
 		}

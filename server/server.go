@@ -22,6 +22,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -30,8 +31,8 @@ import (
 type Config struct {
 	// Store is the migrated database the node and the API share.
 	Store store.Store
-	// Scheduler tunes the node (NodeID, intervals); its Store and Logger are set from the
-	// fields here.
+	// Scheduler tunes the node (NodeID, intervals). Store and Logger may be given here or
+	// in it, not differently in both; its Dispatcher is the server's own and must be unset.
 	Scheduler sundial.Config
 	// Logger receives the server's logs. Default: slog.Default().
 	Logger *slog.Logger
@@ -93,11 +94,9 @@ type Server struct {
 // New builds a server around a new scheduler node; it registers the built-in handlers. The
 // node does not run until Start (or Serve).
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("server: Config.Store is required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	sc, err := cfg.schedulerConfig()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
@@ -114,19 +113,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ReportInterval <= 0 {
 		cfg.ReportInterval = time.Minute
 	}
-	sc := cfg.Scheduler
-	sc.Store, sc.Logger = cfg.Store, cfg.Logger
+	// The dispatcher is made before the scheduler, so it takes the clock the scheduler will
+	// (sundial.New refuses the two fields set differently; neither set is the real clock).
+	clk := sc.Clock
+	if clk == nil {
+		clk = sc.Engine.Clock
+	}
 	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Token: cfg.ExecutorToken,
-		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger})
+		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: clk})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	clk := sc.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk = sched.Clock() // given in Config.Scheduler or its Engine
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
 		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}
@@ -151,6 +151,31 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.handler = s.instrument(s.mux)
 	return s, nil
+}
+
+// schedulerConfig gives the scheduler the server's store and logger. Each is one setting:
+// given here or in Config.Scheduler, and an error when given differently in both. The
+// dispatcher is the server's (it sends remote jobs to executors), so the scheduler's must
+// not be set.
+func (cfg *Config) schedulerConfig() (sundial.Config, error) {
+	sc := cfg.Scheduler
+	if sc.Dispatcher != nil {
+		return sc, errors.New("server: Config.Scheduler.Dispatcher: the server dispatches to in-process handlers and executors itself")
+	}
+	var errs [2]error
+	sc.Store, errs[0] = setting.One("Config.Store", cfg.Store, "Config.Scheduler.Store", sc.Store)
+	sc.Logger, errs[1] = setting.One("Config.Logger", cfg.Logger, "Config.Scheduler.Logger", sc.Logger)
+	if err := errors.Join(errs[:]...); err != nil {
+		return sc, fmt.Errorf("server: %w", err)
+	}
+	if sc.Store == nil {
+		return sc, errors.New("server: Config.Store is required")
+	}
+	cfg.Store, cfg.Logger = sc.Store, sc.Logger
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return sc, nil
 }
 
 // Scheduler returns the node's scheduler, to register more handlers before Start.

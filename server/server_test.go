@@ -3,13 +3,19 @@ package server
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -23,7 +29,7 @@ func TestUnauthenticated(t *testing.T) {
 			path := strings.NewReplacer("{id}", "1", "{name}", "x").Replace(rt.path)
 			for _, token := range []string{"", "sdl_not-a-real-token", "not-even-the-prefix"} {
 				resp := e.raw(rt.method, path, token, nil, map[string]string{})
-				var eb errorBody
+				var eb api.ErrorBody
 				mustDecode(t, resp, &eb)
 				if resp.StatusCode != http.StatusUnauthorized || eb.Error.Code != "unauthenticated" {
 					t.Errorf("%s %s with token %q: %d %+v, want 401 unauthenticated", rt.method, path, token, resp.StatusCode, eb.Error)
@@ -40,7 +46,7 @@ func TestUnauthenticated(t *testing.T) {
 			}
 		}
 		// The token works until it is deleted.
-		var toks pageOf[tokenJSON]
+		var toks api.Page[api.Token]
 		e.call("GET", "/api/v1/tokens", nil, 200, &toks)
 		if len(toks.Items) != 1 || toks.Items[0].Token != "" {
 			t.Fatalf("token list %+v: want one token without its secret", toks.Items)
@@ -70,7 +76,7 @@ func TestSession(t *testing.T) {
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode {
 		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Lax", cookie)
 	}
-	var me userJSON
+	var me api.User
 	mustDecode(t, e.raw("GET", "/api/v1/auth/me", "", cookie, nil), &me)
 	if me.Name != "admin" || me.Via != "session" {
 		t.Fatalf("me = %+v", me)
@@ -145,12 +151,16 @@ func TestBadInputStoresNothing(t *testing.T) {
 			{job(map[string]any{"cron": "0 0 0 1 1 ? 2001"}), "triggers[0].cron", "never fire"},
 			{job(map[string]any{"cron": "0 0 * * * ?", "calendar": "nope"}), "triggers[0].calendar", "nope"},
 			{job(map[string]any{"cron": "0 0 * * * ?", "start": "tomorrow"}), "triggers[0].start", "RFC 3339"},
+			{job(good, map[string]any{"cron": "0 0 * * * ?", "start": "2030-01-02T00:00:00Z", "end": "2030-01-01T00:00:00Z"}), "triggers[1].end", "before start"},
+			{job(map[string]any{"every_ms": 1000, "repeat": -2}), "triggers[0].repeat", "forever"},
 			{job(map[string]any{"daily_interval": map[string]any{"from": "09:00", "to": "17:00", "interval": 1, "unit": "DAY"}}), "triggers[0].daily_interval", "Unit"},
 			{job(map[string]any{"calendar_interval": map[string]any{"interval": 1, "unit": "FORTNIGHT"}}), "triggers[0].calendar_interval.unit", "FORTNIGHT"},
 			{job(good, map[string]any{"name": "j#1", "cron": "0 0 * * * ?"}), "triggers[1].name", "triggers[0]"},
 			{map[string]any{"name": "", "handler": "noop"}, "name", "empty"},
 			{map[string]any{"name": "j", "handler": ""}, "handler", "empty"},
 			{map[string]any{"name": "j", "handler": "noop", "concurrency": "sometimes"}, "concurrency", "serial"},
+			{map[string]any{"name": "j", "handler": "noop", "timeout_ms": -1}, "timeout_ms", "negative"},
+			{map[string]any{"name": "j", "handler": "noop", "retry_backoff_ms": -5}, "retry_backoff_ms", "negative"},
 			{map[string]any{"name": "j", "handler": "noop", "max_retries": "three"}, "max_retries", "int"},
 			{map[string]any{"name": "j", "handler": "noop", "triggers": []any{map[string]any{"crom": "0 0 * * * ?"}}}, "crom", "unknown field"},
 			{map[string]any{"name": "j", "handler": "report", "app": "billing", "routing": "loudest"}, "routing", "loudest"},
@@ -163,7 +173,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 		}
 		e.callErr("POST", "/api/v1/jobs", "not an object", http.StatusBadRequest)
 
-		var jobs pageOf[jobRef]
+		var jobs api.Page[api.Job]
 		e.call("GET", "/api/v1/jobs", nil, 200, &jobs)
 		if len(jobs.Items) != 0 {
 			t.Fatalf("bad requests stored jobs: %+v", jobs.Items)
@@ -192,21 +202,21 @@ func TestBadInputStoresNothing(t *testing.T) {
 func TestJobFiresEndToEnd(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
-		var job jobRef
-		e.call("POST", "/api/v1/jobs", map[string]any{"name": "hello", "handler": "noop", "triggers": []any{
-			map[string]any{"cron": "0 0 * * * ?", "time_zone": "Europe/Berlin"},
-			map[string]any{"once": true},
-		}}, 201, &job)
+		c, ctx := e.client(), context.Background()
+		cron := "0 0 * * * ?"
+		job := must(c.CreateJob(ctx, api.JobRequest{Name: "hello", Handler: "noop", Triggers: []api.TriggerRequest{
+			{Schedule: api.Schedule{Cron: &cron, TimeZone: "Europe/Berlin"}},
+			{Schedule: api.Schedule{Once: true}},
+		}}))(t)
 		if len(job.Triggers) != 2 || job.Triggers[0].Kind != "cron" || *job.Triggers[0].Cron != "0 0 * * * ?" ||
 			!job.Triggers[1].Once || len(job.Warnings) != 0 {
 			t.Fatalf("created job %+v", job)
 		}
 		once := job.Triggers[1].ID
 
-		var ex execRef
+		var ex api.Execution
 		eventually(t, "the one-shot trigger's execution to succeed", func() bool {
-			var p pageOf[execRef]
-			e.call("GET", fmt.Sprintf("/api/v1/executions?job_id=%d&state=succeeded", job.ID), nil, 200, &p)
+			p := must(c.ListExecutions(ctx, api.ExecutionFilter{JobID: job.ID, State: "succeeded"}, api.ListOptions{}))(t)
 			for _, x := range p.Items {
 				if x.TriggerID == once {
 					ex = x
@@ -215,13 +225,10 @@ func TestJobFiresEndToEnd(t *testing.T) {
 			}
 			return false
 		})
-		var detail execRef
-		e.call("GET", fmt.Sprintf("/api/v1/executions/%d", ex.ID), nil, 200, &detail)
-		if detail.State != "succeeded" || detail.JobID != job.ID {
+		if detail := must(c.GetExecution(ctx, ex.ID))(t); detail.State != "succeeded" || detail.JobID != job.ID {
 			t.Fatalf("execution detail %+v", detail)
 		}
-		var out pageOf[logLineOut]
-		e.call("GET", fmt.Sprintf("/api/v1/executions/%d/output", ex.ID), nil, 200, &out)
+		out := must(c.ExecutionOutput(ctx, ex.ID, api.ListOptions{}))(t)
 		if len(out.Items) != 1 || !strings.Contains(out.Items[0].Message, "noop ran") {
 			t.Fatalf("output %+v: want the noop line", out.Items)
 		}
@@ -235,32 +242,40 @@ func TestJobFiresEndToEnd(t *testing.T) {
 		if !strings.Contains(string(stream), "event: line\ndata: {\"line\":1") || !strings.Contains(string(stream), "event: end") {
 			t.Fatalf("follow stream:\n%s", stream)
 		}
+		// The client reads the same stream into typed events.
+		var events []string
+		ended, err := c.FollowOutput(ctx, ex.ID, 0, func(ev api.OutputEvent) error {
+			switch {
+			case ev.Line != nil:
+				events = append(events, "line "+ev.Line.Message)
+			case ev.End != nil:
+				events = append(events, "end "+ev.End.State)
+			}
+			return nil
+		})
+		if err != nil || !ended || len(events) != 2 || !strings.Contains(events[0], "noop ran") || events[1] != "end succeeded" {
+			t.Fatalf("follow: ended %v, err %v, events %q", ended, err, events)
+		}
 
 		// The cron trigger waits; the one-shot is complete.
-		var trig triggerRef
-		e.call("GET", fmt.Sprintf("/api/v1/triggers/%d", once), nil, 200, &trig)
-		if trig.State != "complete" {
+		if trig := must(c.GetTrigger(ctx, once))(t); trig.State != "complete" {
 			t.Fatalf("one-shot trigger state %q, want complete", trig.State)
 		}
-		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/pause", job.ID), nil, 200, &job)
-		if job.Triggers[0].State != "paused" {
+		if job = must(c.PauseJob(ctx, job.ID))(t); job.Triggers[0].State != "paused" {
 			t.Fatalf("after pause: %+v", job.Triggers[0])
 		}
-		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/resume", job.ID), nil, 200, &job)
-		if job.Triggers[0].State != "waiting" {
+		if job = must(c.ResumeJob(ctx, job.ID))(t); job.Triggers[0].State != "waiting" {
 			t.Fatalf("after resume: %+v", job.Triggers[0])
 		}
 
 		// A job whose handler this node lacks fails at fire time, saying so.
-		var orphan jobRef
-		e.call("POST", "/api/v1/jobs", map[string]any{"name": "orphan", "handler": "report"}, 201, &orphan)
+		orphan := must(c.CreateJob(ctx, api.JobRequest{Name: "orphan", Handler: "report"}))(t)
 		if len(orphan.Warnings) != 1 || !strings.Contains(orphan.Warnings[0], `"report"`) {
 			t.Fatalf("warnings %v: want one about the unregistered handler", orphan.Warnings)
 		}
-		var run execRef
-		e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", orphan.ID), nil, 202, &run)
+		run := must(c.RunJob(ctx, orphan.ID))(t)
 		eventually(t, "the orphan's run to fail", func() bool {
-			e.call("GET", fmt.Sprintf("/api/v1/executions/%d", run.ID), nil, 200, &run)
+			run = must(c.GetExecution(ctx, run.ID))(t)
 			return run.State == "failed"
 		})
 		if !strings.Contains(run.HandleMsg, `no handler "report"`) {
@@ -276,9 +291,15 @@ func TestJobFiresEndToEnd(t *testing.T) {
 			}
 		}
 
-		e.call("DELETE", fmt.Sprintf("/api/v1/jobs/%d", job.ID), nil, 204, nil)
-		e.callErr("GET", fmt.Sprintf("/api/v1/jobs/%d", job.ID), nil, 404)
-		e.callErr("GET", fmt.Sprintf("/api/v1/triggers/%d", once), nil, 404)
+		if err := c.DeleteJob(ctx, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.GetJob(ctx, job.ID); !api.IsNotFound(err) {
+			t.Fatalf("deleted job: %v, want not found", err)
+		}
+		if _, err := c.GetTrigger(ctx, once); !api.IsNotFound(err) {
+			t.Fatalf("deleted job's trigger: %v, want not found", err)
+		}
 	})
 }
 
@@ -288,18 +309,22 @@ func TestPagination(t *testing.T) {
 		ctx := context.Background()
 		var want []int64
 		for i := range 13 {
-			var j jobRef
+			var j api.Job
 			e.call("POST", "/api/v1/jobs", map[string]any{"name": fmt.Sprintf("job%02d", i), "handler": "noop"}, 201, &j)
 			want = append(want, j.ID)
 		}
-		got := collect[jobRef](t, e, "/api/v1/jobs?limit=5", func(j jobRef) int64 { return j.ID })
+		got := collect[api.Job](t, e, "/api/v1/jobs?limit=5", func(j api.Job) int64 { return j.ID })
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("job pages %v, want %v (every row once, in order)", got, want)
 		}
 
+		// Recent times: the leader's retention sweep, which starts with the node, deletes
+		// executions fired long ago.
+		base := time.Now().Add(-time.Hour).Truncate(time.Second)
 		var xs []*store.Execution
 		for i := range 17 {
-			xs = append(xs, &store.Execution{JobID: want[i%2], ScheduledAt: int64(1000 + i), FiredAt: int64(1000 + i),
+			at := base.Add(time.Duration(i) * time.Millisecond).UnixMilli()
+			xs = append(xs, &store.Execution{JobID: want[i%2], ScheduledAt: at, FiredAt: at,
 				Cause: store.CauseAPI, State: store.ExecSucceeded})
 		}
 		if _, err := e.st.ExecutionsInsert(ctx, xs); err != nil {
@@ -312,20 +337,21 @@ func TestPagination(t *testing.T) {
 				ofJob0 = append(ofJob0, x.ID)
 			}
 		}
-		id := func(x execRef) int64 { return x.ID }
-		if got := collect[execRef](t, e, "/api/v1/executions?limit=4&order=asc", id); fmt.Sprint(got) != fmt.Sprint(all) {
+		id := func(x api.Execution) int64 { return x.ID }
+		if got := collect[api.Execution](t, e, "/api/v1/executions?limit=4&order=asc", id); fmt.Sprint(got) != fmt.Sprint(all) {
 			t.Fatalf("executions ascending %v, want %v", got, all)
 		}
-		desc := collect[execRef](t, e, "/api/v1/executions?limit=4", id)
+		desc := collect[api.Execution](t, e, "/api/v1/executions?limit=4", id)
 		if len(desc) != len(all) || desc[0] != all[len(all)-1] {
 			t.Fatalf("executions newest first %v, want %d rows from %d down", desc, len(all), all[len(all)-1])
 		}
 		path := fmt.Sprintf("/api/v1/executions?limit=3&order=asc&state=succeeded&job_id=%d", want[0])
-		if got := collect[execRef](t, e, path, id); fmt.Sprint(got) != fmt.Sprint(ofJob0) {
+		if got := collect[api.Execution](t, e, path, id); fmt.Sprint(got) != fmt.Sprint(ofJob0) {
 			t.Fatalf("executions of job %d: %v, want %v", want[0], got, ofJob0)
 		}
-		// fired_at 1005 <= t < 1009: executions 5..8.
-		ranged := collect[execRef](t, e, "/api/v1/executions?order=asc&from=1970-01-01T00:00:01.005Z&to=1970-01-01T00:00:01.009Z", id)
+		// base+5 ms <= fired_at < base+9 ms: executions 5..8.
+		rfc := func(d time.Duration) string { return base.Add(d).UTC().Format("2006-01-02T15:04:05.000Z") }
+		ranged := collect[api.Execution](t, e, "/api/v1/executions?order=asc&from="+rfc(5*time.Millisecond)+"&to="+rfc(9*time.Millisecond), id)
 		if fmt.Sprint(ranged) != fmt.Sprint(all[5:9]) {
 			t.Fatalf("time range %v, want %v", ranged, all[5:9])
 		}
@@ -343,7 +369,7 @@ func collect[T any](t *testing.T, e *env, path string, id func(T) int64) []int64
 		if cursor != "" {
 			p += "&after=" + cursor
 		}
-		var pg pageOf[T]
+		var pg api.Page[T]
 		e.call("GET", p, nil, 200, &pg)
 		for _, it := range pg.Items {
 			out = append(out, id(it))
@@ -359,58 +385,71 @@ func collect[T any](t *testing.T, e *env, path string, id func(T) int64) []int64
 
 func TestCalendarsAndTriggers(t *testing.T) {
 	e := newEnv(t, "sqlite")
-	if got := e.callErr("PUT", "/api/v1/calendars/h", map[string]any{"spec": "holiday:2024-13-45"}, 400); got.Field != "spec" {
-		t.Fatalf("bad calendar spec: %+v", got)
+	c, ctx := e.client(), context.Background()
+	fieldOf := func(err error) string {
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status != 400 {
+			t.Fatalf("error %v: want a 400", err)
+		}
+		return ae.Field
 	}
-	if got := e.callErr("PUT", "/api/v1/calendars/h", map[string]any{"spec": "weekly:1,7", "base": "missing"}, 400); got.Field != "base" {
-		t.Fatalf("missing base: %+v", got)
+	if _, err := c.PutCalendar(ctx, "h", api.CalendarRequest{Spec: "holiday:2024-13-45"}); fieldOf(err) != "spec" {
+		t.Fatalf("bad calendar spec: %v", err)
 	}
-	var cal calendarOut
-	e.call("PUT", "/api/v1/calendars/weekend", map[string]any{"spec": "weekly:1,7", "description": "no weekends"}, 200, &cal)
-	if cal.Name != "weekend" || cal.Spec != "weekly:1,7" {
+	if _, err := c.PutCalendar(ctx, "h", api.CalendarRequest{Spec: "weekly:1,7", Base: "missing"}); fieldOf(err) != "base" {
+		t.Fatalf("missing base: %v", err)
+	}
+	if _, err := c.PutCalendar(ctx, "h", api.CalendarRequest{Spec: "weekly:1,7", Base: "h"}); fieldOf(err) != "base" {
+		t.Fatalf("own base: %v", err)
+	}
+	cal := must(c.PutCalendar(ctx, "weekend", api.CalendarRequest{Spec: "weekly:1,7", Description: "no weekends"}))(t)
+	if cal.Name != "weekend" || cal.Spec != "weekly:1,7" || cal.Description != "no weekends" || cal.UpdatedAt.IsZero() {
 		t.Fatalf("calendar %+v", cal)
 	}
-	var j jobRef
-	e.call("POST", "/api/v1/jobs", map[string]any{"name": "weekday", "handler": "noop"}, 201, &j)
-	var tr triggerOut
-	e.call("POST", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), map[string]any{
-		"daily_interval": map[string]any{"from": "09:00", "to": "17:00", "interval": 30, "unit": "MINUTE", "days": "MON-FRI"},
-		"time_zone":      "America/New_York", "calendar": "weekend"}, 201, &tr)
+	j := must(c.CreateJob(ctx, api.JobRequest{Name: "weekday", Handler: "noop"}))(t)
+	tr := must(c.AddTrigger(ctx, j.ID, api.TriggerRequest{Calendar: "weekend", Schedule: api.Schedule{TimeZone: "America/New_York",
+		DailyInterval: &api.DailyInterval{From: "09:00", To: "17:00", Interval: 30, Unit: "MINUTE", Days: "MON-FRI"}}}))(t)
 	if tr.Name != "weekday#1" || tr.DailyInterval == nil || tr.DailyInterval.Days != "MON,TUE,WED,THU,FRI" || tr.Calendar != "weekend" {
 		t.Fatalf("added trigger %+v", tr)
 	}
-	if got := e.callErr("POST", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), map[string]any{"cron": "bad"}, 400); got.Field != "cron" {
-		t.Fatalf("bad added trigger: %+v", got)
+	bad := "bad"
+	if _, err := c.AddTrigger(ctx, j.ID, api.TriggerRequest{Schedule: api.Schedule{Cron: &bad}}); fieldOf(err) != "cron" {
+		t.Fatalf("bad added trigger: %v", err)
 	}
-	e.callErr("DELETE", "/api/v1/calendars/weekend", nil, 409) // in use
-	e.call("POST", fmt.Sprintf("/api/v1/triggers/%d/pause", tr.ID), nil, 200, &tr)
-	if tr.State != "paused" {
+	if err := c.DeleteCalendar(ctx, "weekend"); api.StatusOf(err) != 409 {
+		t.Fatalf("delete a calendar in use: %v, want 409", err)
+	}
+	if tr = must(c.PauseTrigger(ctx, tr.ID))(t); tr.State != "paused" {
 		t.Fatalf("paused trigger state %q", tr.State)
 	}
-	var trs pageOf[triggerOut]
-	e.call("GET", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), nil, 200, &trs)
-	if len(trs.Items) != 1 || trs.Items[0].State != "paused" {
+	if trs := must(c.ListTriggers(ctx, j.ID, api.ListOptions{}))(t); len(trs.Items) != 1 || trs.Items[0].State != "paused" {
 		t.Fatalf("job triggers %+v", trs.Items)
 	}
-	e.call("DELETE", fmt.Sprintf("/api/v1/triggers/%d", tr.ID), nil, 204, nil)
-	e.call("DELETE", "/api/v1/calendars/weekend", nil, 204, nil)
-	e.callErr("GET", "/api/v1/calendars/weekend", nil, 404)
+	if err := c.DeleteTrigger(ctx, tr.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteCalendar(ctx, "weekend"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetCalendar(ctx, "weekend"); !api.IsNotFound(err) {
+		t.Fatalf("deleted calendar: %v", err)
+	}
 
 	// PUT replaces the job's settings; triggers are not changed through it.
-	var upd jobOut
-	e.call("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
-		"description": "now described", "max_retries": 2}, 200, &upd)
+	upd := must(c.UpdateJob(ctx, j.ID, api.JobRequest{Name: "weekday", Handler: "noop", Description: "now described", MaxRetries: 2}))(t)
 	if upd.Description != "now described" || upd.MaxRetries != 2 || upd.Group != "default" {
 		t.Fatalf("updated job %+v", upd)
 	}
+	if _, err := c.UpdateJob(ctx, j.ID, api.JobRequest{Name: "weekday", Handler: "noop", MaxRetries: -1}); fieldOf(err) != "max_retries" {
+		t.Fatalf("update with negative retries: %v", err)
+	}
+	// An empty triggers list is still a list: the typed client never sends one, so raw JSON.
 	if got := e.callErr("PUT", fmt.Sprintf("/api/v1/jobs/%d", j.ID), map[string]any{"name": "weekday", "handler": "noop",
 		"triggers": []any{}}, 400); got.Field != "triggers" {
 		t.Fatalf("PUT with triggers: %+v", got)
 	}
 
-	var nodes pageOf[nodeOut]
-	e.call("GET", "/api/v1/nodes", nil, 200, &nodes)
-	if len(nodes.Items) != 1 || !nodes.Items[0].Self {
+	if nodes := must(c.ListNodes(ctx))(t); len(nodes.Items) != 1 || !nodes.Items[0].Self {
 		t.Fatalf("nodes %+v: want this node", nodes.Items)
 	}
 }
@@ -434,15 +473,36 @@ func TestReadyz(t *testing.T) {
 // too), and the API shows both; it carries no "handler not registered here" warning.
 func TestRemoteJobFields(t *testing.T) {
 	e := newEnv(t, "sqlite")
-	var out jobOut
+	var out api.Job
 	e.call("POST", "/api/v1/jobs", map[string]any{"name": "r", "handler": "report", "app": "billing", "routing": "SHARDING_BROADCAST"},
 		http.StatusCreated, &out)
 	if out.Target != "remote" || out.App != "billing" || out.Routing != "sharding_broadcast" || len(out.Warnings) != 0 {
 		t.Fatalf("remote job: %+v", out)
 	}
-	var local jobOut
+	var local api.Job
 	e.call("PUT", "/api/v1/jobs/"+strconv.FormatInt(out.ID, 10), map[string]any{"name": "r", "handler": "noop"}, http.StatusOK, &local)
 	if local.Target != "local" || local.App != "" || local.Routing != "" {
 		t.Fatalf("after making it local: %+v", local)
+	}
+}
+
+// The store and logger are one setting each, whether given to the server or its scheduler.
+func TestConfigSettingsHaveOneValue(t *testing.T) {
+	a, b := openStore(t, "sqlite"), openStore(t, "sqlite")
+	if _, err := New(Config{Scheduler: sundial.Config{Store: a}}); err != nil {
+		t.Errorf("store given to the scheduler only: %v", err)
+	}
+	if _, err := New(Config{Store: a, Scheduler: sundial.Config{Store: a}}); err != nil {
+		t.Errorf("same store twice: %v", err)
+	}
+	if _, err := New(Config{Store: a, Scheduler: sundial.Config{Store: b}}); err == nil || !strings.Contains(err.Error(), "Config.Scheduler.Store") {
+		t.Errorf("two stores: %v, want an error naming Config.Scheduler.Store", err)
+	}
+	if _, err := New(Config{Store: a, Logger: slog.New(slog.DiscardHandler), Scheduler: sundial.Config{Logger: slog.Default()}}); err == nil {
+		t.Error("two loggers: no error")
+	}
+	local := func(d engine.Dispatcher) engine.Dispatcher { return d }
+	if _, err := New(Config{Store: a, Scheduler: sundial.Config{Dispatcher: local}}); err == nil || !strings.Contains(err.Error(), "Dispatcher") {
+		t.Errorf("scheduler dispatcher: %v, want an error naming it", err)
 	}
 }

@@ -5,69 +5,20 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-// msTime is a stored time (Unix ms, 0 for none) as the API shows it: RFC 3339 in UTC with
-// milliseconds, or null.
-type msTime int64
-
-const timeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-func (t msTime) MarshalJSON() ([]byte, error) {
-	if t == 0 {
-		return []byte("null"), nil
-	}
-	return []byte(`"` + time.UnixMilli(int64(t)).UTC().Format(timeLayout) + `"`), nil
-}
-
-// UnmarshalJSON reads what MarshalJSON writes (Go clients of the API and the tests use it).
-func (t *msTime) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*t = 0
-		return nil
-	}
-	v, err := time.Parse(`"`+time.RFC3339Nano+`"`, string(b))
-	if err != nil {
-		return err
-	}
-	*t = msTime(v.UnixMilli())
-	return nil
-}
-
 // parseTime reads an RFC 3339 time from input field.
-func parseTime(field, v string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, invalidField(field, "want an RFC 3339 time such as 2024-06-01T09:00:00Z, got %q", v)
-	}
-	return t, nil
-}
+func parseTime(field, v string) (time.Time, error) { return api.ParseTime(field, v) }
 
-type tokenRequest struct {
-	Name string `json:"name"`
-	// ExpiresAt (RFC 3339) is optional; a token without it works until it is deleted.
-	ExpiresAt string `json:"expires_at"`
-}
-
-type tokenJSON struct {
-	ID        int64  `json:"id"`
-	UserID    int64  `json:"user_id"`
-	Name      string `json:"name"`
-	Prefix    string `json:"prefix"`
-	CreatedAt msTime `json:"created_at"`
-	ExpiresAt msTime `json:"expires_at"`
-	// Token is the secret, present only in the response that created it.
-	Token string `json:"token,omitempty"`
-}
-
-func tokenOut(t *store.APIToken) tokenJSON {
-	return tokenJSON{ID: t.ID, UserID: t.UserID, Name: t.Name, Prefix: t.Prefix, CreatedAt: msTime(t.CreatedAt),
-		ExpiresAt: msTime(t.ExpiresAt)}
+func tokenOut(t *store.APIToken) api.Token {
+	return api.Token{ID: t.ID, UserID: t.UserID, Name: t.Name, Prefix: t.Prefix, CreatedAt: api.Time(t.CreatedAt),
+		ExpiresAt: api.Time(t.ExpiresAt)}
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
-	var req tokenRequest
+	var req api.TokenRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in triggerIn
+	var in api.TriggerRequest
 	if err := decode(r, &in); err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := in.validate(r.Context(), s.sched.Engine(), s.store, "")
+	t, err := triggerOf(&in)
 	if err != nil {
 		return err
 	}
@@ -62,7 +63,7 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 		t.Name = fmt.Sprintf("%s#%d", job.Name, len(n)+1)
 	}
 	if err := s.sched.AddTrigger(r.Context(), id, t); err != nil {
-		return fmt.Errorf("add trigger to job %d: %w", id, err)
+		return fmt.Errorf("add trigger to job %d: %w", id, scheduleField(err, "", &in.Schedule))
 	}
 	row, err := s.store.TriggerGetByKey(r.Context(), t.Group, t.Name)
 	if err != nil {

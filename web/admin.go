@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -16,7 +17,7 @@ type appRow struct {
 }
 
 type appsView struct {
-	Now  time.Time
+	Now  api.Time
 	Apps []appRow
 	// Orphans are live instances of apps nobody created (executors register their app).
 	Orphans []instanceInfo
@@ -32,7 +33,7 @@ func (c *Console) appsPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	av := appsView{Now: c.clock.Now()}
+	av := appsView{Now: api.TimeOf(c.clock.Now())}
 	byApp := map[string]*appRow{}
 	for _, a := range apps {
 		av.Apps = append(av.Apps, appRow{App: a})
@@ -56,7 +57,7 @@ func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return c.render(w, r, http.StatusOK, "nodes", &view{Title: "Nodes", Nav: "nodes",
-		Data: map[string]any{"Nodes": ns, "Now": c.clock.Now()}})
+		Data: map[string]any{"Nodes": ns, "Now": api.TimeOf(c.clock.Now())}})
 }
 
 type calendarsView struct {
@@ -152,8 +153,8 @@ func (c *Console) calendarSave(w http.ResponseWriter, r *http.Request) error {
 		form.Errors["name"] = "must not be empty"
 		return c.showCalendars(w, r, http.StatusOK, form, "")
 	}
-	_, err := c.call(r, http.MethodPut, "/api/v1/calendars/"+url.PathEscape(name), map[string]string{
-		"description": r.PostFormValue("description"), "spec": r.PostFormValue("spec"), "base": r.PostFormValue("base")})
+	_, err := c.call(r, http.MethodPut, "/api/v1/calendars/"+url.PathEscape(name), api.CalendarRequest{
+		Description: r.PostFormValue("description"), Spec: r.PostFormValue("spec"), Base: r.PostFormValue("base")})
 	if showAtField(err, form.Errors) {
 		return c.showCalendars(w, r, http.StatusOK, form, "")
 	}
@@ -164,15 +165,7 @@ func (c *Console) calendarSave(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type tokenInfo struct {
-	ID        int64     `json:"id"`
-	UserID    int64     `json:"user_id"`
-	Name      string    `json:"name"`
-	Prefix    string    `json:"prefix"`
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Token     string    `json:"token"`
-}
+type tokenInfo = api.Token
 
 type tokensView struct {
 	Tokens []tokenInfo
@@ -199,10 +192,7 @@ func (c *Console) showTokens(w http.ResponseWriter, r *http.Request, status int,
 // cached and a reload does not show it again.
 func (c *Console) tokenCreate(w http.ResponseWriter, r *http.Request) error {
 	tv := tokensView{Form: Form{Values: r.PostForm, Errors: map[string]string{}}}
-	body := map[string]string{"name": r.PostFormValue("name")}
-	if exp := r.PostFormValue("expires_at"); exp != "" {
-		body["expires_at"] = exp
-	}
+	body := api.TokenRequest{Name: r.PostFormValue("name"), ExpiresAt: r.PostFormValue("expires_at")}
 	var tok tokenInfo
 	err := c.callJSON(r, http.MethodPost, "/api/v1/tokens", body, &tok)
 	if showAtField(err, tv.Form.Errors) {

@@ -6,23 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
 
-// apiError is the REST API's error answer ({"error": {...}}): its message is what the
-// console shows, at the field it names.
-type apiError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field"`
-}
-
-func (e *apiError) Error() string {
-	if e.Field != "" {
-		return e.Field + ": " + e.Message
-	}
-	return e.Message
-}
+// apiError is the REST API's error answer: its message is what the console shows, at the
+// field it names.
+type apiError = api.Error
 
 // apiResult is a successful API answer.
 type apiResult struct {
@@ -58,14 +48,12 @@ func (c *Console) call(r *http.Request, method, path string, body any) (*apiResu
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
 	c.api.ServeHTTP(rec, req)
 	if rec.status >= 400 {
-		var eb struct {
-			Error *apiError `json:"error"`
-		}
-		if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error == nil {
+		var eb api.ErrorBody
+		if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error.Code == "" {
 			return nil, fmt.Errorf("web: %s %s: status %d: %s", method, path, rec.status, strings.TrimSpace(rec.body.String()))
 		}
 		eb.Error.Status = rec.status
-		return nil, eb.Error
+		return nil, &eb.Error
 	}
 	return &apiResult{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}, nil
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
 
 // Sessions are the server's (POST /api/v1/auth/login makes them): the console only relays the
@@ -30,11 +32,7 @@ const (
 )
 
 // user is the signed-in person, as /api/v1/auth/me tells.
-type user struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-	Role string `json:"role"`
-}
+type user struct{ api.User }
 
 func (u *user) Admin() bool { return u != nil && u.Role == "admin" }
 
@@ -80,7 +78,7 @@ func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
 			return
 		}
 		var u user
-		if err := c.callJSON(r, http.MethodGet, "/api/v1/auth/me", nil, &u); err != nil {
+		if err := c.callJSON(r, http.MethodGet, "/api/v1/auth/me", nil, &u.User); err != nil {
 			var ae *apiError
 			if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
 				c.toLogin(w, r)
@@ -174,7 +172,7 @@ func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
 		return c.showLogin(w, r, http.StatusOK, lv)
 	}
 	res, err := c.call(r, http.MethodPost, "/api/v1/auth/login",
-		map[string]string{"username": lv.Username, "password": r.PostFormValue("password")})
+		api.LoginRequest{Username: lv.Username, Password: r.PostFormValue("password")})
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status < 500 {
 		lv.Error = ae.Message
@@ -219,8 +217,8 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) error {
 		av.Errors["confirm_password"] = "does not match the new password"
 		return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av})
 	}
-	_, err := c.call(r, http.MethodPost, "/api/v1/auth/password", map[string]string{
-		"current_password": r.PostFormValue("current_password"), "new_password": r.PostFormValue("new_password")})
+	_, err := c.call(r, http.MethodPost, "/api/v1/auth/password", api.PasswordRequest{
+		CurrentPassword: r.PostFormValue("current_password"), NewPassword: r.PostFormValue("new_password")})
 	if fe, ok := fieldErrors(err); ok {
 		av.Errors = fe
 		return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av})

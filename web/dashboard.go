@@ -2,29 +2,19 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
 // The cluster as the API tells it (leadership and liveness are the API's rules).
-type nodeInfo struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	StartedAt time.Time `json:"started_at"`
-	LastSeen  time.Time `json:"last_seen"`
-	Leader    bool      `json:"leader"`
-	Self      bool      `json:"self"`
-}
-
-type instanceInfo struct {
-	App          string    `json:"app"`
-	Address      string    `json:"address"`
-	Handlers     []string  `json:"handlers"`
-	RegisteredAt time.Time `json:"registered_at"`
-	LastSeen     time.Time `json:"last_seen"`
-}
+type (
+	nodeInfo     = api.Node
+	instanceInfo = api.Executor
+)
 
 func (c *Console) nodes(r *http.Request) ([]nodeInfo, error) {
 	var out struct{ Items []nodeInfo }
@@ -36,7 +26,7 @@ func (c *Console) executors(r *http.Request, app string) ([]instanceInfo, error)
 	var out struct{ Items []instanceInfo }
 	path := "/api/v1/executors"
 	if app != "" {
-		path += "?app=" + app
+		path += "?app=" + url.QueryEscape(app)
 	}
 	err := c.callJSON(r, http.MethodGet, path, nil, &out)
 	return out.Items, err

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
@@ -19,10 +20,10 @@ import (
 var funcs = template.FuncMap{
 	"ms":       fmtMillis,
 	"msShort":  fmtMillisShort,
-	"tm":       func(t time.Time) template.HTML { return fmtMillis(unixMilliOrZero(t)) },
+	"tm":       func(t api.Time) template.HTML { return fmtMillis(int64(t)) },
 	"dur":      fmtDuration,
 	"ago":      func(now, at int64) string { return fmtDuration(now - at) },
-	"since":    func(now, t time.Time) string { return fmtDuration(now.Sub(t).Milliseconds()) },
+	"since":    func(now, t api.Time) string { return fmtDuration(int64(now - t)) },
 	"join":     strings.Join,
 	"stateCls": stateClass,
 	"add":      func(a, b int) int { return a + b },
@@ -85,13 +86,6 @@ var funcs = template.FuncMap{
 			{"reschedule_next_remaining", "Reschedule next, remaining count"},
 			{"reschedule_next_existing", "Reschedule next, existing count"}}
 	},
-}
-
-func unixMilliOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
 }
 
 // dict builds a template's argument from key-value pairs.

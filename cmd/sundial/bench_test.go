@@ -29,8 +29,9 @@ func TestBenchSeparateProcesses(t *testing.T) {
 		t.Fatalf("output %s: %v", out, err)
 	}
 	r := results[0]
-	if r.Nodes != 2 || r.Duplicates != 0 || r.Missing != 0 || r.Fires < 300 {
-		t.Errorf("%s: want 2 nodes, 0 duplicates, 0 missing and about 400 fires", r)
+	if r.Nodes != 2 || r.Duplicates != 0 || r.Missing != 0 || r.Fires == 0 {
+		// How many fires a loaded machine manages is the benchmark's to measure, not a test's.
+		t.Errorf("%s: want 2 nodes, some fires, 0 duplicates and 0 missing", r)
 	}
 }
 
@@ -51,8 +52,8 @@ func TestBenchRemote(t *testing.T) {
 		t.Fatalf("output %s: %v", out, err)
 	}
 	r := results[0]
-	if r.Scenario != "remote" || r.Duplicates != 0 || r.Missing != 0 || r.Incomplete != 0 || r.Fires < 75 {
-		t.Errorf("%s: want 0 duplicates, 0 missing, 0 incomplete and about 100 fires", r)
+	if r.Scenario != "remote" || r.Duplicates != 0 || r.Missing != 0 || r.Incomplete != 0 || r.Fires == 0 {
+		t.Errorf("%s: want some fires, 0 duplicates, 0 missing and 0 incomplete", r)
 	}
 }
 

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
 
 // apiOptions are the flags every command over the REST API shares. They are persistent flags
@@ -34,7 +34,7 @@ func (o *apiOptions) addFlags(cmd *cobra.Command) {
 
 // client resolves the flags and the environment into a client; a flag wins over the
 // environment.
-func (o *apiOptions) client() (*apiClient, error) {
+func (o *apiOptions) client() (*api.Client, error) {
 	if o.output != "table" && o.output != "json" {
 		return nil, usageErrorf("--output %q: want table or json", o.output)
 	}
@@ -54,8 +54,9 @@ func (o *apiOptions) client() (*apiClient, error) {
 
 func (o *apiOptions) json() bool { return o.output == "json" }
 
-// run makes a RunE that resolves the client from the flags, then calls fn with it.
-func (o *apiOptions) run(fn func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+// run makes a RunE that resolves the client from the flags, then calls fn with it and
+// turns the API's errors into the CLI's.
+func (o *apiOptions) run(fn func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		c, err := o.client()
 		if err != nil {
@@ -65,7 +66,7 @@ func (o *apiOptions) run(fn func(ctx context.Context, c *apiClient, cmd *cobra.C
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		return fn(ctx, c, cmd, args)
+		return cliError(c, fn(ctx, c, cmd, args))
 	}
 }
 
@@ -91,10 +92,6 @@ func parseID(what, s string) (int64, error) {
 	return n, nil
 }
 
-func idPath(prefix string, id int64, suffix string) string {
-	return prefix + "/" + strconv.FormatInt(id, 10) + suffix
-}
-
 // pageOptions are the keyset-pagination flags of a list command.
 type pageOptions struct {
 	limit int
@@ -109,63 +106,39 @@ func (p *pageOptions) addFlags(cmd *cobra.Command) {
 	f.BoolVar(&p.all, "all", false, "fetch every page")
 }
 
-// listed is what a list command fetched: the items of one page (or of every page with --all)
-// and the cursor of the page that follows, if any.
-type listed struct {
-	Items []json.RawMessage `json:"items"`
-	Next  *string           `json:"next,omitempty"`
-}
-
-// list fetches path with the pagination flags, following next cursors when --all is set.
-func (p *pageOptions) list(ctx context.Context, c *apiClient, path string, q url.Values) (listed, error) {
-	if q == nil {
-		q = url.Values{}
+// list fetches a list with the pagination flags, following next cursors when --all is set.
+func list[T any](ctx context.Context, p *pageOptions, fetch func(context.Context, api.ListOptions) (*api.Page[T], error)) (api.Page[T], error) {
+	if p.limit != 0 && (p.limit < 1 || p.limit > 1000) {
+		return api.Page[T]{}, usageErrorf("--limit %d: want 1..1000", p.limit)
 	}
-	if p.limit != 0 {
-		if p.limit < 1 || p.limit > 1000 {
-			return listed{}, usageErrorf("--limit %d: want 1..1000", p.limit)
-		}
-		q.Set("limit", strconv.Itoa(p.limit))
-	}
-	after := p.after
-	out := listed{Items: []json.RawMessage{}}
+	opts := api.ListOptions{Limit: p.limit, After: p.after}
+	out := api.Page[T]{Items: []T{}}
 	for {
-		if after != "" {
-			q.Set("after", after)
-		}
-		b, err := c.do(ctx, "GET", path, q, nil)
+		pg, err := fetch(ctx, opts)
 		if err != nil {
-			return listed{}, err
-		}
-		var pg listed
-		if err := json.Unmarshal(b, &pg); err != nil {
-			return listed{}, fmt.Errorf("GET %s: decode page: %w", path, err)
+			return api.Page[T]{}, err
 		}
 		out.Items = append(out.Items, pg.Items...)
 		out.Next = pg.Next
 		if !p.all || pg.Next == nil {
 			return out, nil
 		}
-		if *pg.Next == after {
+		if *pg.Next == opts.After {
 			// A server that hands back the same cursor would loop forever.
-			return listed{}, fmt.Errorf("GET %s: the server repeated the cursor %q", path, after)
+			return api.Page[T]{}, fmt.Errorf("list: the server repeated the cursor %q", opts.After)
 		}
-		after = *pg.Next
+		opts.After = *pg.Next
 	}
 }
 
 // printList prints a fetched list: JSON in the API's page shape, or a table made by row from
-// each item decoded into T, followed by the next cursor when a page was left unread.
-func printList[T any](w io.Writer, o *apiOptions, l listed, header string, row func(T) []string) error {
+// each item, followed by the next cursor when a page was left unread.
+func printList[T any](w io.Writer, o *apiOptions, l api.Page[T], header string, row func(T) []string) error {
 	if o.json() {
 		return writeJSON(w, l)
 	}
 	tw := newTable(w, header)
-	for _, raw := range l.Items {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("decode %s: %w", raw, err)
-		}
+	for _, v := range l.Items {
 		tw.row(row(v)...)
 	}
 	if err := tw.flush(); err != nil {
@@ -177,29 +150,19 @@ func printList[T any](w io.Writer, o *apiOptions, l listed, header string, row f
 	return nil
 }
 
-// printOne prints one object: the API's JSON as sent, or the table form show makes of it.
-func printOne[T any](w io.Writer, o *apiOptions, body []byte, show func(io.Writer, T) error) error {
+// printOne prints one object: the API's JSON, or the table form show makes of it.
+func printOne[T any](w io.Writer, o *apiOptions, v *T, show func(io.Writer, T) error) error {
 	if o.json() {
-		return writeRaw(w, body)
+		return writeJSON(w, v)
 	}
-	var v T
-	if err := json.Unmarshal(body, &v); err != nil {
-		return fmt.Errorf("decode %s: %w", body, err)
-	}
-	return show(w, v)
+	return show(w, *v)
 }
 
+// writeJSON writes v as the server does: one line, HTML characters as they are.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
-}
-
-// writeRaw writes a response body, ending it with a newline as the server's encoder does.
-func writeRaw(w io.Writer, b []byte) error {
-	b = bytes.TrimRight(b, "\n")
-	_, err := fmt.Fprintf(w, "%s\n", b)
-	return err
 }
 
 // table is an aligned text table.
@@ -237,27 +200,12 @@ func fields(w io.Writer, kv ...string) error {
 	return tw.Flush()
 }
 
-// apiTime is a time as the API writes it (RFC 3339, or null), shown in local time.
-type apiTime struct{ time.Time }
-
-func (t *apiTime) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := time.Parse(time.RFC3339Nano, s)
-	t.Time = v
-	return err
-}
-
-func (t apiTime) String() string {
+// when shows an API time in local time ("" for none).
+func when(t api.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.Local().Format("2006-01-02 15:04:05")
+	return t.Time().Local().Format("2006-01-02 15:04:05")
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

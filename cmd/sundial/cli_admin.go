@@ -3,25 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
-
-type calendarView struct {
-	Name        string  `json:"name"`
-	Description string  `json:"description"`
-	Spec        string  `json:"spec"`
-	Base        string  `json:"base"`
-	UpdatedAt   apiTime `json:"updated_at"`
-}
-
-func calendarPath(name string) string { return "/api/v1/calendars/" + url.PathEscape(name) }
 
 func newCalendarCmd() *cobra.Command {
 	o := &apiOptions{}
@@ -46,33 +37,32 @@ daily:12:00-13:00  daily!:09:00-17:00 (everything outside)  cron:EXPR.
 	f.StringVar(&spec, "spec", "", "what the calendar excludes (required)")
 	f.StringVar(&base, "base", "", "another stored calendar to add to this one")
 	f.StringVar(&desc, "description", "", "what the calendar is for")
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		if spec == "" {
 			return usageErrorf("--spec: give what the calendar excludes, e.g. weekly:1,7")
 		}
-		body, err := c.do(ctx, "PUT", calendarPath(args[0]), nil,
-			map[string]string{"spec": spec, "base": base, "description": desc})
+		cal, err := c.PutCalendar(ctx, args[0], api.CalendarRequest{Spec: spec, Base: base, Description: desc})
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, showCalendar)
+		return printOne(cmd.OutOrStdout(), o, cal, showCalendar)
 	})
 	return cmd
 }
 
-func showCalendar(w io.Writer, cal calendarView) error {
+func showCalendar(w io.Writer, cal api.Calendar) error {
 	return fields(w, "Name", cal.Name, "Spec", cal.Spec, "Base", cal.Base, "Description", cal.Description,
-		"Updated", cal.UpdatedAt.String())
+		"Updated", when(cal.UpdatedAt))
 }
 
 func newCalendarGetCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "get NAME", Short: "Show an exclusion calendar", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
-		body, err := c.do(ctx, "GET", calendarPath(args[0]), nil, nil)
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		cal, err := c.GetCalendar(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, showCalendar)
+		return printOne(cmd.OutOrStdout(), o, cal, showCalendar)
 	})
 	return cmd
 }
@@ -81,13 +71,13 @@ func newCalendarListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
 	cmd := &cobra.Command{Use: "list", Short: "List exclusion calendars", Args: cobra.NoArgs}
 	p.addFlags(cmd)
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
-		l, err := p.list(ctx, c, "/api/v1/calendars", nil)
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
+		l, err := list(ctx, &p, c.ListCalendars)
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "NAME SPEC BASE DESCRIPTION UPDATED", func(cal calendarView) []string {
-			return []string{cal.Name, cal.Spec, cal.Base, cal.Description, cal.UpdatedAt.String()}
+		return printList(cmd.OutOrStdout(), o, l, "NAME SPEC BASE DESCRIPTION UPDATED", func(cal api.Calendar) []string {
+			return []string{cal.Name, cal.Spec, cal.Base, cal.Description, when(cal.UpdatedAt)}
 		})
 	})
 	return cmd
@@ -95,8 +85,8 @@ func newCalendarListCmd(o *apiOptions) *cobra.Command {
 
 func newCalendarDeleteCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "delete NAME", Short: "Delete an exclusion calendar", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
-		if _, err := c.do(ctx, "DELETE", calendarPath(args[0]), nil, nil); err != nil {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		if err := c.DeleteCalendar(ctx, args[0]); err != nil {
 			return err
 		}
 		if !o.json() {
@@ -107,46 +97,20 @@ func newCalendarDeleteCmd(o *apiOptions) *cobra.Command {
 	return cmd
 }
 
-type nodeView struct {
-	ID        string  `json:"id"`
-	Name      string  `json:"name"`
-	StartedAt apiTime `json:"started_at"`
-	LastSeen  apiTime `json:"last_seen"`
-	Leader    bool    `json:"leader"`
-	Self      bool    `json:"self"`
-}
-
 func newNodeCmd() *cobra.Command {
 	o := &apiOptions{}
 	list := &cobra.Command{Use: "list", Short: "List the cluster's scheduler nodes", Args: cobra.NoArgs}
-	list.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
+	list.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
 		// The server lists every node in one page: a cluster has a handful.
-		body, err := c.do(ctx, "GET", "/api/v1/nodes", nil, nil)
+		l, err := c.ListNodes(ctx)
 		if err != nil {
 			return err
 		}
-		if o.json() {
-			return writeRaw(cmd.OutOrStdout(), body)
-		}
-		var l listed
-		if err := json.Unmarshal(body, &l); err != nil {
-			return fmt.Errorf("decode nodes: %w", err)
-		}
-		return printList(cmd.OutOrStdout(), o, l, "ID NAME LEADER ANSWERED STARTED LAST-SEEN", func(n nodeView) []string {
-			return []string{n.ID, n.Name, yesNo(n.Leader), yesNo(n.Self), n.StartedAt.String(), n.LastSeen.String()}
+		return printList(cmd.OutOrStdout(), o, *l, "ID NAME LEADER ANSWERED STARTED LAST-SEEN", func(n api.Node) []string {
+			return []string{n.ID, n.Name, yesNo(n.Leader), yesNo(n.Self), when(n.StartedAt), when(n.LastSeen)}
 		})
 	})
 	return group("node", "Show the cluster's nodes", o, list)
-}
-
-type tokenView struct {
-	ID        int64   `json:"id"`
-	UserID    int64   `json:"user_id"`
-	Name      string  `json:"name"`
-	Prefix    string  `json:"prefix"`
-	CreatedAt apiTime `json:"created_at"`
-	ExpiresAt apiTime `json:"expires_at"`
-	Token     string  `json:"token"`
 }
 
 func newTokenCmd() *cobra.Command {
@@ -168,16 +132,16 @@ standard input instead.`,
 	}
 	cmd.Flags().StringVar(&expires, "expires", "", "when the token stops working: RFC 3339 or a duration from now (720h)")
 	cmd.Flags().StringVar(&login, "login", "", "log in as this user, password on standard input, instead of using a token")
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
-		req := map[string]string{"name": args[0]}
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		req := api.TokenRequest{Name: args[0]}
 		if expires != "" {
 			if d, err := time.ParseDuration(expires); err == nil {
 				if d <= 0 {
 					return usageErrorf("--expires %s: want a positive duration", expires)
 				}
-				req["expires_at"] = time.Now().Add(d).UTC().Format(time.RFC3339)
+				req.ExpiresAt = time.Now().Add(d).UTC().Format(time.RFC3339)
 			} else {
-				req["expires_at"] = expires // the server checks it and names the field
+				req.ExpiresAt = expires // the server checks it and names the field
 			}
 		}
 		if login != "" {
@@ -186,15 +150,18 @@ standard input instead.`,
 			if pw == "" {
 				return usageErrorf("--login %s: write the password on standard input (read: %v)", login, err)
 			}
-			if err := c.login(ctx, login, pw); err != nil {
-				return err
+			if _, err := c.Login(ctx, login, pw); err != nil {
+				if api.StatusOf(err) == http.StatusUnauthorized {
+					return fmt.Errorf("log in as %q: wrong user name or password", login)
+				}
+				return fmt.Errorf("log in as %q: %w", login, cliError(c, err))
 			}
 		}
-		body, err := c.do(ctx, "POST", "/api/v1/tokens", nil, req)
+		tok, err := c.CreateToken(ctx, req)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, func(w io.Writer, t tokenView) error {
+		return printOne(cmd.OutOrStdout(), o, tok, func(w io.Writer, t api.Token) error {
 			_, err := fmt.Fprintf(w, "Created token %d %q. Its secret, shown only this once:\n\n    %s\n\n", t.ID, t.Name, t.Token)
 			return err
 		})
@@ -206,13 +173,13 @@ func newTokenListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
 	cmd := &cobra.Command{Use: "list", Short: "List API tokens", Args: cobra.NoArgs}
 	p.addFlags(cmd)
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
-		l, err := p.list(ctx, c, "/api/v1/tokens", nil)
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
+		l, err := list(ctx, &p, c.ListTokens)
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "ID NAME PREFIX USER CREATED EXPIRES", func(t tokenView) []string {
-			return []string{itoa(t.ID), t.Name, t.Prefix + "…", itoa(t.UserID), t.CreatedAt.String(), t.ExpiresAt.String()}
+		return printList(cmd.OutOrStdout(), o, l, "ID NAME PREFIX USER CREATED EXPIRES", func(t api.Token) []string {
+			return []string{itoa(t.ID), t.Name, t.Prefix + "…", itoa(t.UserID), when(t.CreatedAt), when(t.ExpiresAt)}
 		})
 	})
 	return cmd
@@ -220,12 +187,12 @@ func newTokenListCmd(o *apiOptions) *cobra.Command {
 
 func newTokenDeleteCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "delete ID", Short: "Delete an API token", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("token", args[0])
 		if err != nil {
 			return err
 		}
-		if _, err := c.do(ctx, "DELETE", idPath("/api/v1/tokens", id, ""), nil, nil); err != nil {
+		if err := c.DeleteToken(ctx, id); err != nil {
 			return err
 		}
 		if !o.json() {

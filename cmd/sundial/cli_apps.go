@@ -2,43 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
-
-// appView is an app (executor group) as the API returns it.
-type appView struct {
-	Name        string   `json:"name"`
-	Title       string   `json:"title"`
-	AddressMode string   `json:"address_mode"`
-	Addresses   []string `json:"addresses"`
-	CreatedAt   apiTime  `json:"created_at"`
-	UpdatedAt   apiTime  `json:"updated_at"`
-}
-
-type appRequest struct {
-	Title       string   `json:"title"`
-	AddressMode string   `json:"address_mode"`
-	Addresses   []string `json:"addresses"`
-}
-
-// instanceView is a live executor instance.
-type instanceView struct {
-	App      string   `json:"app"`
-	Address  string   `json:"address"`
-	Handlers []string `json:"handlers"`
-	LastSeen apiTime  `json:"last_seen"`
-}
-
-func appPath(name string) string { return "/api/v1/apps/" + url.PathEscape(name) }
 
 func newAppCmd() *cobra.Command {
 	o := &apiOptions{}
@@ -59,7 +31,7 @@ func (a *appFlags) add(f *pflag.FlagSet) {
 }
 
 // apply copies the flags that were given onto req.
-func (a *appFlags) apply(f *pflag.FlagSet, req *appRequest) {
+func (a *appFlags) apply(f *pflag.FlagSet, req *api.AppRequest) {
 	if f.Changed("title") {
 		req.Title = a.title
 	}
@@ -84,35 +56,34 @@ are the --address list. Executors may register before the app exists (it is then
 		Args: cobra.ExactArgs(1),
 	}
 	af.add(cmd.Flags())
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		// The API's PUT creates or replaces; create must not replace silently.
-		_, err := c.do(ctx, "GET", appPath(args[0]), nil, nil)
-		var ae *apiError
+		_, err := c.GetApp(ctx, args[0])
 		switch {
 		case err == nil:
 			return fmt.Errorf("app %q exists already: change it with 'sundial app update'", args[0])
-		case !errors.As(err, &ae) || ae.Status != http.StatusNotFound:
+		case !api.IsNotFound(err):
 			return err
 		}
-		req := appRequest{}
+		req := api.AppRequest{}
 		af.apply(cmd.Flags(), &req)
-		body, err := c.do(ctx, "PUT", appPath(args[0]), nil, req)
+		app, err := c.PutApp(ctx, args[0], req)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, showApp(nil))
+		return printOne(cmd.OutOrStdout(), o, app, showApp(nil))
 	})
 	return cmd
 }
 
-func showApp(live []instanceView) func(io.Writer, appView) error {
-	return func(w io.Writer, a appView) error {
+func showApp(live []api.Executor) func(io.Writer, api.App) error {
+	return func(w io.Writer, a api.App) error {
 		kv := []string{"Name", a.Name, "Title", a.Title, "Mode", a.AddressMode,
-			"Addresses", strings.Join(a.Addresses, ", "), "Created", a.CreatedAt.String(), "Updated", a.UpdatedAt.String()}
+			"Addresses", strings.Join(a.Addresses, ", "), "Created", when(a.CreatedAt), "Updated", when(a.UpdatedAt)}
 		if live != nil {
 			var lines []string
 			for _, in := range live {
-				lines = append(lines, fmt.Sprintf("%s (%s; seen %s)", in.Address, strings.Join(in.Handlers, ","), in.LastSeen))
+				lines = append(lines, fmt.Sprintf("%s (%s; seen %s)", in.Address, strings.Join(in.Handlers, ","), when(in.LastSeen)))
 			}
 			kv = append(kv, "Online", fmt.Sprintf("%d %s", len(live), strings.Join(lines, "; ")))
 		}
@@ -122,14 +93,14 @@ func showApp(live []instanceView) func(io.Writer, appView) error {
 
 func newAppListCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List apps", Args: cobra.NoArgs}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
-		all := pageOptions{all: true, limit: 1000}
-		l, err := all.list(ctx, c, "/api/v1/apps", nil)
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
+		// The server lists every app in one page.
+		l, err := c.ListApps(ctx)
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "NAME TITLE MODE ADDRESSES UPDATED", func(a appView) []string {
-			return []string{a.Name, a.Title, a.AddressMode, strings.Join(a.Addresses, ","), a.UpdatedAt.String()}
+		return printList(cmd.OutOrStdout(), o, *l, "NAME TITLE MODE ADDRESSES UPDATED", func(a api.App) []string {
+			return []string{a.Name, a.Title, a.AddressMode, strings.Join(a.Addresses, ","), when(a.UpdatedAt)}
 		})
 	})
 	return cmd
@@ -137,28 +108,22 @@ func newAppListCmd(o *apiOptions) *cobra.Command {
 
 func newAppGetCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "get NAME", Short: "Show an app and its executors online", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
-		body, err := c.do(ctx, "GET", appPath(args[0]), nil, nil)
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		app, err := c.GetApp(ctx, args[0])
 		if err != nil {
 			return err
 		}
 		if o.json() {
-			return writeRaw(cmd.OutOrStdout(), body)
+			return writeJSON(cmd.OutOrStdout(), app)
 		}
-		raw, err := c.do(ctx, "GET", "/api/v1/executors", url.Values{"app": {args[0]}}, nil)
+		live, err := c.ListExecutors(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		var live struct {
-			Items []instanceView `json:"items"`
-		}
-		if err := json.Unmarshal(raw, &live); err != nil {
-			return fmt.Errorf("decode the executors of app %q: %w", args[0], err)
-		}
 		if live.Items == nil {
-			live.Items = []instanceView{}
+			live.Items = []api.Executor{}
 		}
-		return printOne(cmd.OutOrStdout(), o, body, showApp(live.Items))
+		return printOne(cmd.OutOrStdout(), o, app, showApp(live.Items))
 	})
 	return cmd
 }
@@ -172,35 +137,31 @@ func newAppUpdateCmd(o *apiOptions) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 	}
 	af.add(cmd.Flags())
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		// PUT replaces every setting, so start from the app as it is now.
-		cur, err := c.do(ctx, "GET", appPath(args[0]), nil, nil)
+		a, err := c.GetApp(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		var a appView
-		if err := json.Unmarshal(cur, &a); err != nil {
-			return fmt.Errorf("decode app %q: %w", args[0], err)
-		}
-		req := appRequest{Title: a.Title, AddressMode: a.AddressMode, Addresses: a.Addresses}
+		req := api.AppRequest{Title: a.Title, AddressMode: a.AddressMode, Addresses: a.Addresses}
 		af.apply(cmd.Flags(), &req)
 		// --address "" clears the list (a StringSlice reads it as one empty element).
 		if len(req.Addresses) == 1 && req.Addresses[0] == "" {
 			req.Addresses = nil
 		}
-		body, err := c.do(ctx, "PUT", appPath(args[0]), nil, req)
+		app, err := c.PutApp(ctx, args[0], req)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, showApp(nil))
+		return printOne(cmd.OutOrStdout(), o, app, showApp(nil))
 	})
 	return cmd
 }
 
 func newAppDeleteCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "delete NAME", Short: "Delete an app", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
-		if _, err := c.do(ctx, "DELETE", appPath(args[0]), nil, nil); err != nil {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		if err := c.DeleteApp(ctx, args[0]); err != nil {
 			return err
 		}
 		if !o.json() {
@@ -215,16 +176,20 @@ func newAppDeleteCmd(o *apiOptions) *cobra.Command {
 // with an execution: the killed one, or the new attempt.
 func newExecActionCmd(o *apiOptions, action, short, long string) *cobra.Command {
 	cmd := &cobra.Command{Use: action + " ID", Short: short, Long: long, Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("execution", args[0])
 		if err != nil {
 			return err
 		}
-		body, err := c.do(ctx, "POST", idPath("/api/v1/executions", id, "/"+action), nil, nil)
+		act := c.KillExecution
+		if action == "retry" {
+			act = c.RetryExecution
+		}
+		x, err := act(ctx, id)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, func(w io.Writer, x execView) error {
+		return printOne(cmd.OutOrStdout(), o, x, func(w io.Writer, x api.Execution) error {
 			if action == "retry" {
 				_, err := fmt.Fprintf(w, "Retrying execution %d as execution %d (attempt %d)\n", id, x.ID, x.Attempt)
 				return err

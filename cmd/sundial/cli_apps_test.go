@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 )
 
@@ -17,7 +18,7 @@ const cliExecutorToken = "cli-test-executor-token"
 func TestCLIApps(t *testing.T) {
 	s := startAPIServer(t)
 
-	created := mustJSON[appView](t, s, "app", "create", "billing", "--title", "Billing batch")
+	created := mustJSON[api.App](t, s, "app", "create", "billing", "--title", "Billing batch")
 	if created.Name != "billing" || created.Title != "Billing batch" || created.AddressMode != "auto" {
 		t.Fatalf("app create: %+v", created)
 	}
@@ -28,13 +29,13 @@ func TestCLIApps(t *testing.T) {
 	if code, _, errOut := s.cli(t, "app", "create", "legacy", "--mode", "manual"); code != 2 || !strings.Contains(errOut, "addresses") {
 		t.Errorf("manual app without addresses: exit %d, %q: want 2 naming the field", code, errOut)
 	}
-	mustJSON[appView](t, s, "app", "create", "legacy", "--mode", "manual", "--address", "http://10.0.0.5:9999,http://10.0.0.6:9999")
+	mustJSON[api.App](t, s, "app", "create", "legacy", "--mode", "manual", "--address", "http://10.0.0.5:9999,http://10.0.0.6:9999")
 
-	upd := mustJSON[appView](t, s, "app", "update", "billing", "--title", "Billing")
+	upd := mustJSON[api.App](t, s, "app", "update", "billing", "--title", "Billing")
 	if upd.Title != "Billing" || upd.AddressMode != "auto" {
 		t.Fatalf("app update --title: %+v", upd)
 	}
-	upd = mustJSON[appView](t, s, "app", "update", "legacy", "--mode", "auto", "--address", "")
+	upd = mustJSON[api.App](t, s, "app", "update", "legacy", "--mode", "auto", "--address", "")
 	if upd.AddressMode != "auto" || len(upd.Addresses) != 0 {
 		t.Fatalf("app update to auto: %+v", upd)
 	}
@@ -44,7 +45,7 @@ func TestCLIApps(t *testing.T) {
 		!strings.Contains(list, "Billing") || !strings.Contains(list, "legacy") {
 		t.Errorf("app list table:\n%s", list)
 	}
-	if apps := mustJSON[itemsOf[appView]](t, s, "app", "list"); len(apps.Items) != 2 {
+	if apps := mustJSON[api.Page[api.App]](t, s, "app", "list"); len(apps.Items) != 2 {
 		t.Errorf("app list -o json: %+v", apps)
 	}
 
@@ -83,11 +84,11 @@ func startCLIExecutor(t *testing.T, s *apiServer, app string) *executor.Executor
 func TestCLIExecKillRetry(t *testing.T) {
 	s := startAPIServer(t)
 	ex := startCLIExecutor(t, s, "pool")
-	job := mustJSON[jobView](t, s, "job", "create", "held", "--app", "pool", "--handler", "hold", "--once")
+	job := mustJSON[api.Job](t, s, "job", "create", "held", "--app", "pool", "--handler", "hold", "--once")
 	id := strconv.FormatInt(job.ID, 10)
-	var run execView
+	var run api.Execution
 	eventually(t, "the run to reach the executor", func() bool {
-		xs := mustJSON[itemsOf[execView]](t, s, "exec", "list", "--job", id)
+		xs := mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--job", id)
 		if len(xs.Items) == 1 {
 			run = xs.Items[0]
 		}
@@ -110,18 +111,18 @@ func TestCLIExecKillRetry(t *testing.T) {
 		t.Errorf("kill with a bad id: exit %d, %q", code, errOut)
 	}
 
-	retry := mustJSON[execView](t, s, "exec", "retry", runID)
+	retry := mustJSON[api.Execution](t, s, "exec", "retry", runID)
 	if retry.ID == run.ID || retry.Attempt != run.Attempt+1 || retry.JobID != job.ID || retry.Cause != "retry" {
 		t.Fatalf("exec retry: %+v of %+v", retry, run)
 	}
 	eventually(t, "the retry to run", func() bool {
-		return mustJSON[execView](t, s, "exec", "get", strconv.FormatInt(retry.ID, 10)).State == "running"
+		return mustJSON[api.Execution](t, s, "exec", "get", strconv.FormatInt(retry.ID, 10)).State == "running"
 	})
 	out = s.mustCLI(t, "exec", "kill", strconv.FormatInt(retry.ID, 10))
 	if !strings.Contains(out, "canceled") {
 		t.Fatalf("kill of the retry: %q", out)
 	}
-	xs := mustJSON[itemsOf[execView]](t, s, "exec", "list", "--job", id)
+	xs := mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--job", id)
 	states := []string{}
 	for _, x := range xs.Items {
 		states = append(states, x.State)

@@ -5,61 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
-
-// jobView is a job as the API returns it (GET /api/v1/jobs/{id}).
-type jobView struct {
-	ID               int64          `json:"id"`
-	Group            string         `json:"group"`
-	Name             string         `json:"name"`
-	Description      string         `json:"description"`
-	Target           string         `json:"target"`
-	App              string         `json:"app"`
-	Routing          string         `json:"routing"`
-	Handler          string         `json:"handler"`
-	Params           string         `json:"params"`
-	Data             map[string]any `json:"data"`
-	Concurrency      string         `json:"concurrency"`
-	PersistData      bool           `json:"persist_data"`
-	RequestsRecovery bool           `json:"requests_recovery"`
-	TimeoutMs        int64          `json:"timeout_ms"`
-	MaxRetries       int            `json:"max_retries"`
-	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
-	AlarmTargets     []string       `json:"alarm_targets"`
-	Enabled          bool           `json:"enabled"`
-	CreatedAt        apiTime        `json:"created_at"`
-	UpdatedAt        apiTime        `json:"updated_at"`
-	Triggers         []triggerView  `json:"triggers"`
-	Warnings         []string       `json:"warnings"`
-}
-
-// jobRequest is the body of POST and PUT /api/v1/jobs. The server rejects unknown fields,
-// so this carries exactly its input fields.
-type jobRequest struct {
-	Group            string           `json:"group,omitempty"`
-	Name             string           `json:"name"`
-	Description      string           `json:"description,omitempty"`
-	Handler          string           `json:"handler"`
-	App              string           `json:"app,omitempty"`
-	Routing          string           `json:"routing,omitempty"`
-	Params           string           `json:"params,omitempty"`
-	Data             map[string]any   `json:"data,omitempty"`
-	Concurrency      string           `json:"concurrency,omitempty"`
-	PersistData      bool             `json:"persist_data,omitempty"`
-	RequestsRecovery bool             `json:"requests_recovery,omitempty"`
-	TimeoutMs        int64            `json:"timeout_ms,omitempty"`
-	MaxRetries       int              `json:"max_retries,omitempty"`
-	RetryBackoffMs   int64            `json:"retry_backoff_ms,omitempty"`
-	AlarmTargets     []string         `json:"alarm_targets,omitempty"`
-	Triggers         []map[string]any `json:"triggers,omitempty"`
-}
 
 // jobFlags are the settings of a job, shared by create and update.
 type jobFlags struct {
@@ -90,7 +44,7 @@ func (j *jobFlags) add(f *pflag.FlagSet) {
 }
 
 // apply copies the flags that were given (all of them when every is set) onto req.
-func (j *jobFlags) apply(f *pflag.FlagSet, req *jobRequest, every bool) error {
+func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) error {
 	set := func(name string) bool { return every || f.Changed(name) }
 	if set("group") {
 		req.Group = j.group
@@ -177,8 +131,8 @@ func newJobCreateCmd(o *apiOptions) *cobra.Command {
 	}
 	jf.add(cmd.Flags())
 	tf.add(cmd.Flags(), true)
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
-		req := jobRequest{Name: args[0]}
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		req := api.JobRequest{Name: args[0]}
 		if err := jf.apply(cmd.Flags(), &req, true); err != nil {
 			return err
 		}
@@ -187,29 +141,26 @@ func newJobCreateCmd(o *apiOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req.Triggers = []map[string]any{t}
+			req.Triggers = []api.TriggerRequest{t}
 		}
-		body, err := c.do(ctx, "POST", "/api/v1/jobs", nil, req)
+		j, err := c.CreateJob(ctx, req)
 		if err != nil {
 			return err
 		}
-		return printJob(cmd, o, body)
+		return printJob(cmd, o, j)
 	})
 	return cmd
 }
 
 // printJob prints a returned job, and its warnings on standard error.
-func printJob(cmd *cobra.Command, o *apiOptions, body []byte) error {
-	var j jobView
-	if err := json.Unmarshal(body, &j); err == nil {
-		for _, w := range j.Warnings {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-		}
+func printJob(cmd *cobra.Command, o *apiOptions, j *api.Job) error {
+	for _, w := range j.Warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 	}
-	return printOne(cmd.OutOrStdout(), o, body, showJob)
+	return printOne(cmd.OutOrStdout(), o, j, showJob)
 }
 
-func showJob(w io.Writer, j jobView) error {
+func showJob(w io.Writer, j api.Job) error {
 	data := ""
 	if len(j.Data) > 0 {
 		b, _ := json.Marshal(j.Data) // it came from JSON
@@ -220,7 +171,7 @@ func showJob(w io.Writer, j jobView) error {
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
 		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
 		"Alarms", strings.Join(j.AlarmTargets, ", "), "Enabled", yesNo(j.Enabled),
-		"Created", j.CreatedAt.String(), "Updated", j.UpdatedAt.String())
+		"Created", when(j.CreatedAt), "Updated", when(j.UpdatedAt))
 	if err != nil || len(j.Triggers) == 0 {
 		return err
 	}
@@ -238,18 +189,16 @@ func newJobListCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List jobs", Args: cobra.NoArgs}
 	p.addFlags(cmd)
 	cmd.Flags().StringVar(&grp, "group", "", "only jobs of this group")
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
-		q := url.Values{}
-		if grp != "" {
-			q.Set("group", grp)
-		}
-		l, err := p.list(ctx, c, "/api/v1/jobs", q)
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
+		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Job], error) {
+			return c.ListJobs(ctx, grp, lo)
+		})
 		if err != nil {
 			return err
 		}
 		return printList(cmd.OutOrStdout(), o, l, "ID GROUP NAME HANDLER CONCURRENCY ENABLED CREATED",
-			func(j jobView) []string {
-				return []string{itoa(j.ID), j.Group, j.Name, j.Handler, j.Concurrency, yesNo(j.Enabled), j.CreatedAt.String()}
+			func(j api.Job) []string {
+				return []string{itoa(j.ID), j.Group, j.Name, j.Handler, j.Concurrency, yesNo(j.Enabled), when(j.CreatedAt)}
 			})
 	})
 	return cmd
@@ -257,16 +206,16 @@ func newJobListCmd(o *apiOptions) *cobra.Command {
 
 func newJobGetCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "get ID", Short: "Show a job and its triggers", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("job", args[0])
 		if err != nil {
 			return err
 		}
-		body, err := c.do(ctx, "GET", idPath("/api/v1/jobs", id, ""), nil, nil)
+		j, err := c.GetJob(ctx, id)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, showJob)
+		return printOne(cmd.OutOrStdout(), o, j, showJob)
 	})
 	return cmd
 }
@@ -284,48 +233,40 @@ Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'
 	}
 	jf.add(cmd.Flags())
 	cmd.Flags().StringVar(&name, "name", "", "new name")
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("job", args[0])
 		if err != nil {
 			return err
 		}
-		path := idPath("/api/v1/jobs", id, "")
 		// PUT replaces every setting, so start from the job as it is now.
-		cur, err := c.do(ctx, "GET", path, nil, nil)
+		cur, err := c.GetJob(ctx, id)
 		if err != nil {
 			return err
 		}
-		var j jobView
-		if err := json.Unmarshal(cur, &j); err != nil {
-			return fmt.Errorf("decode job %d: %w", id, err)
-		}
-		req := jobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
-			Routing: j.Routing, Params: j.Params,
-			Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery,
-			TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets}
+		req := cur.Request()
 		if cmd.Flags().Changed("name") {
 			req.Name = name
 		}
 		if err := jf.apply(cmd.Flags(), &req, false); err != nil {
 			return err
 		}
-		body, err := c.do(ctx, "PUT", path, nil, req)
+		j, err := c.UpdateJob(ctx, id, req)
 		if err != nil {
 			return err
 		}
-		return printJob(cmd, o, body)
+		return printJob(cmd, o, j)
 	})
 	return cmd
 }
 
 func newJobDeleteCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "delete ID", Short: "Delete a job and its triggers", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("job", args[0])
 		if err != nil {
 			return err
 		}
-		if _, err := c.do(ctx, "DELETE", idPath("/api/v1/jobs", id, ""), nil, nil); err != nil {
+		if err := c.DeleteJob(ctx, id); err != nil {
 			return err
 		}
 		if !o.json() {
@@ -339,17 +280,21 @@ func newJobDeleteCmd(o *apiOptions) *cobra.Command {
 // newJobActionCmd makes pause and resume, which POST to /jobs/{id}/<action> and return the job.
 func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
 	cmd := &cobra.Command{Use: action + " ID", Short: short, Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("job", args[0])
 		if err != nil {
 			return err
 		}
-		body, err := c.do(ctx, "POST", idPath("/api/v1/jobs", id, "/"+action), nil, nil)
+		act := c.PauseJob
+		if action == "resume" {
+			act = c.ResumeJob
+		}
+		j, err := act(ctx, id)
 		if err != nil {
 			return err
 		}
 		if o.json() {
-			return writeRaw(cmd.OutOrStdout(), body)
+			return writeJSON(cmd.OutOrStdout(), j)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s job %d\n", done, id)
 		return nil
@@ -359,16 +304,16 @@ func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
 
 func newJobRunCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "run ID", Short: "Run a job once now, outside its triggers", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("job", args[0])
 		if err != nil {
 			return err
 		}
-		body, err := c.do(ctx, "POST", idPath("/api/v1/jobs", id, "/run"), nil, nil)
+		x, err := c.RunJob(ctx, id)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, func(w io.Writer, x execView) error {
+		return printOne(cmd.OutOrStdout(), o, x, func(w io.Writer, x api.Execution) error {
 			_, err := fmt.Fprintf(w, "Started execution %d of job %d (%s); follow it with: sundial exec logs -f %d\n",
 				x.ID, x.JobID, x.State, x.ID)
 			return err

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/cookiejar"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -65,28 +62,20 @@ func startAPIServer(t *testing.T) *apiServer {
 	return s
 }
 
-// createToken logs in with the password and creates a token, with plain HTTP calls.
+// createToken logs in with the password and creates a token through the API's client.
 func (s *apiServer) createToken(t *testing.T) string {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	post := func(path string, body any) []byte {
-		b, _ := json.Marshal(body)
-		resp, err := hc.Post(s.url+path, "application/json", bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("POST %s: %s: %s", path, resp.Status, out)
-		}
-		return out
+	ctx := context.Background()
+	c, err := api.NewClient(s.url, "", api.WithRequestTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
 	}
-	post("/api/v1/auth/login", map[string]string{"username": "admin", "password": s.password})
-	var tok struct{ Token string }
-	if err := json.Unmarshal(post("/api/v1/tokens", map[string]string{"name": "cli test"}), &tok); err != nil || tok.Token == "" {
-		t.Fatalf("token response: %v %+v", err, tok)
+	if _, err := c.Login(ctx, "admin", s.password); err != nil {
+		t.Fatalf("log in: %v", err)
+	}
+	tok, err := c.CreateToken(ctx, api.TokenRequest{Name: "cli test"})
+	if err != nil || tok.Token == "" {
+		t.Fatalf("create token: %v %+v", err, tok)
 	}
 	return tok.Token
 }
@@ -118,11 +107,6 @@ func mustJSON[T any](t *testing.T, s *apiServer, args ...string) T {
 	return v
 }
 
-type itemsOf[T any] struct {
-	Items []T     `json:"items"`
-	Next  *string `json:"next"`
-}
-
 // eventually polls cond until it holds or 20 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -142,7 +126,7 @@ func TestCLIJobLifecycle(t *testing.T) {
 	if !strings.Contains(out, "hello") || !strings.Contains(out, "once") || !strings.Contains(out, "30s") {
 		t.Fatalf("job create output lacks the job or its trigger:\n%s", out)
 	}
-	jobs := mustJSON[itemsOf[jobView]](t, s, "job", "list")
+	jobs := mustJSON[api.Page[api.Job]](t, s, "job", "list")
 	if len(jobs.Items) != 1 || jobs.Items[0].Name != "hello" || jobs.Items[0].MaxRetries != 2 || jobs.Items[0].TimeoutMs != 30000 {
 		t.Fatalf("job list -o json: %+v", jobs)
 	}
@@ -155,9 +139,9 @@ func TestCLIJobLifecycle(t *testing.T) {
 	}
 
 	// The one-shot trigger fires at once; wait for its execution to succeed.
-	var exec execView
+	var exec api.Execution
 	eventually(t, "the one-shot execution to succeed", func() bool {
-		xs := mustJSON[itemsOf[execView]](t, s, "exec", "list", "--job", id)
+		xs := mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--job", id)
 		if len(xs.Items) == 1 && xs.Items[0].State == "succeeded" {
 			exec = xs.Items[0]
 			return true
@@ -168,7 +152,7 @@ func TestCLIJobLifecycle(t *testing.T) {
 	if tbl := s.mustCLI(t, "exec", "list", "--job", id); !strings.Contains(tbl, "succeeded") || !strings.Contains(tbl, "STATE") {
 		t.Errorf("exec list table:\n%s", tbl)
 	}
-	if got := mustJSON[execView](t, s, "exec", "get", execID); got.ID != exec.ID || got.State != "succeeded" {
+	if got := mustJSON[api.Execution](t, s, "exec", "get", execID); got.ID != exec.ID || got.State != "succeeded" {
 		t.Errorf("exec get: %+v", got)
 	}
 	// The noop handler logs one line, "noop ran".
@@ -181,19 +165,19 @@ func TestCLIJobLifecycle(t *testing.T) {
 	}
 
 	// A trigger added later is listed, and pausing the job pauses it.
-	trig := mustJSON[triggerView](t, s, "trigger", "add", "--job", id, "--cron", "0 0 12 * * ?", "--tz", "Europe/Berlin")
-	if trig.CronExpr == nil || *trig.CronExpr != "0 0 12 * * ?" || trig.TimeZone != "Europe/Berlin" {
+	trig := mustJSON[api.Trigger](t, s, "trigger", "add", "--job", id, "--cron", "0 0 12 * * ?", "--tz", "Europe/Berlin")
+	if trig.Cron == nil || *trig.Cron != "0 0 12 * * ?" || trig.TimeZone != "Europe/Berlin" {
 		t.Fatalf("trigger add: %+v", trig)
 	}
 	tid := strconv.FormatInt(trig.ID, 10)
 	if out := s.mustCLI(t, "job", "pause", id); !strings.Contains(out, "Paused job "+id) {
 		t.Errorf("job pause: %q", out)
 	}
-	if got := mustJSON[triggerView](t, s, "trigger", "get", tid); got.State != "paused" {
+	if got := mustJSON[api.Trigger](t, s, "trigger", "get", tid); got.State != "paused" {
 		t.Errorf("trigger state after job pause: %q, want paused", got.State)
 	}
 	s.mustCLI(t, "job", "resume", id)
-	if got := mustJSON[triggerView](t, s, "trigger", "get", tid); got.State != "waiting" {
+	if got := mustJSON[api.Trigger](t, s, "trigger", "get", tid); got.State != "waiting" {
 		t.Errorf("trigger state after job resume: %q, want waiting", got.State)
 	}
 	if out := s.mustCLI(t, "trigger", "list", "--job", id); !strings.Contains(out, "cron 0 0 12 * * ? (Europe/Berlin)") {
@@ -201,7 +185,7 @@ func TestCLIJobLifecycle(t *testing.T) {
 	}
 
 	// update changes only the flags given.
-	upd := mustJSON[jobView](t, s, "job", "update", id, "--retries", "5")
+	upd := mustJSON[api.Job](t, s, "job", "update", id, "--retries", "5")
 	if upd.MaxRetries != 5 || upd.TimeoutMs != 30000 || upd.Handler != "noop" {
 		t.Errorf("job update --retries 5: %+v", upd)
 	}
@@ -243,7 +227,7 @@ func TestCLIErrors(t *testing.T) {
 		})
 	}
 	// Nothing was stored by the refused create.
-	if jobs := mustJSON[itemsOf[jobView]](t, s, "job", "list"); len(jobs.Items) != 0 {
+	if jobs := mustJSON[api.Page[api.Job]](t, s, "job", "list"); len(jobs.Items) != 0 {
 		t.Errorf("jobs after refused creates: %+v", jobs.Items)
 	}
 }
@@ -268,15 +252,15 @@ func TestCLIPaginationAll(t *testing.T) {
 	for i := range n {
 		s.mustCLI(t, "job", "create", "job"+strconv.Itoa(i), "--handler", "noop")
 	}
-	first := mustJSON[itemsOf[jobView]](t, s, "job", "list", "--limit", "3")
+	first := mustJSON[api.Page[api.Job]](t, s, "job", "list", "--limit", "3")
 	if len(first.Items) != 3 || first.Next == nil {
 		t.Fatalf("--limit 3: %d items, next %v", len(first.Items), first.Next)
 	}
-	second := mustJSON[itemsOf[jobView]](t, s, "job", "list", "--limit", "3", "--after", *first.Next)
+	second := mustJSON[api.Page[api.Job]](t, s, "job", "list", "--limit", "3", "--after", *first.Next)
 	if len(second.Items) != 3 || second.Items[0].ID <= first.Items[2].ID {
 		t.Fatalf("--after %s: %+v", *first.Next, second.Items)
 	}
-	all := mustJSON[itemsOf[jobView]](t, s, "job", "list", "--limit", "3", "--all")
+	all := mustJSON[api.Page[api.Job]](t, s, "job", "list", "--limit", "3", "--all")
 	seen := map[string]int{}
 	for _, j := range all.Items {
 		seen[j.Name]++
@@ -296,7 +280,7 @@ func TestCLIPaginationAll(t *testing.T) {
 func TestCLICalendarNodeToken(t *testing.T) {
 	s := startAPIServer(t)
 	s.mustCLI(t, "calendar", "put", "weekends", "--spec", "weekly:1,7", "--description", "Sat and Sun")
-	if cal := mustJSON[calendarView](t, s, "calendar", "get", "weekends"); cal.Spec != "weekly:1,7" {
+	if cal := mustJSON[api.Calendar](t, s, "calendar", "get", "weekends"); cal.Spec != "weekly:1,7" {
 		t.Errorf("calendar get: %+v", cal)
 	}
 	if out := s.mustCLI(t, "calendar", "list"); !strings.Contains(out, "weekends") || !strings.Contains(out, "Sat and Sun") {
@@ -313,14 +297,14 @@ func TestCLICalendarNodeToken(t *testing.T) {
 		t.Errorf("bad calendar spec: exit %d, %q", code, errOut)
 	}
 
-	nodes := mustJSON[itemsOf[nodeView]](t, s, "node", "list")
+	nodes := mustJSON[api.Page[api.Node]](t, s, "node", "list")
 	if len(nodes.Items) != 1 || !nodes.Items[0].Self {
 		t.Errorf("node list: %+v", nodes)
 	}
 
 	// --login makes the first token from the password; the new token then works.
 	code, out, errOut := runCLI(t, s.password+"\n", "token", "create", "laptop", "--login", "admin", "--server", s.url, "-o", "json")
-	var tok tokenView
+	var tok api.Token
 	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil || tok.Token == "" {
 		t.Fatalf("token create --login: exit %d, %q %q", code, out, errOut)
 	}
@@ -356,7 +340,7 @@ func TestCLICalendarNodeToken(t *testing.T) {
 // reading back the trigger it stored.
 func TestCLIScheduleFlags(t *testing.T) {
 	s := startAPIServer(t)
-	job := mustJSON[jobView](t, s, "job", "create", "forms", "--handler", "noop")
+	job := mustJSON[api.Job](t, s, "job", "create", "forms", "--handler", "noop")
 	id := strconv.FormatInt(job.ID, 10)
 	for _, tc := range []struct {
 		args []string
@@ -370,8 +354,8 @@ func TestCLIScheduleFlags(t *testing.T) {
 		{[]string{"--daily", "09:00-17:00", "--every", "15m", "--days", "MON-FRI"},
 			"09:00:00-17:00:00 every 15 MINUTE MON,TUE,WED,THU,FRI"},
 	} {
-		tr := mustJSON[triggerView](t, s, append([]string{"trigger", "add", "--job", id}, tc.args...)...)
-		if got := tr.schedule(); got != tc.want {
+		tr := mustJSON[api.Trigger](t, s, append([]string{"trigger", "add", "--job", id}, tc.args...)...)
+		if got := scheduleSummary(tr); got != tc.want {
 			t.Errorf("%v: stored schedule %q, want %q", tc.args, got, tc.want)
 		}
 	}
@@ -381,31 +365,11 @@ func TestCLIScheduleFlags(t *testing.T) {
 	}
 }
 
-func TestReadEvents(t *testing.T) {
-	stream := "event: line\nid: 1\ndata: {\"line\":1}\n\n: a comment\n\nevent: line\nid: 2\ndata: {\"line\":2}\n\n" +
-		"event: end\ndata: {\"id\":9}\n\nevent: line\ndata: {\"after\":\"end\"}\n\n"
-	var got []string
-	var last int64
-	ended, err := readEvents(strings.NewReader(stream), func(event string, data []byte) error {
-		got = append(got, event+" "+string(data))
-		return nil
-	}, &last)
-	want := []string{`line {"line":1}`, `line {"line":2}`, `end {"id":9}`}
-	if err != nil || !ended || last != 2 || strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("ended %v, last id %d, err %v, events %q; want true, 2, nil, %q", ended, last, err, got, want)
-	}
-	// A stream cut before its end event is reported as not ended, so the caller resumes.
-	ended, err = readEvents(strings.NewReader("event: line\nid: 5\ndata: {}\n\n"), func(string, []byte) error { return nil }, &last)
-	if ended || err != nil || last != 5 {
-		t.Errorf("cut stream: ended %v, err %v, last %d; want false, nil, 5", ended, err, last)
-	}
-}
-
 // TestCLIAlarms: --alarm sets a job's alarm targets, update keeps them unless --alarm is
 // given, an empty --alarm clears them, and a bad one is refused naming the field.
 func TestCLIAlarms(t *testing.T) {
 	s := startAPIServer(t)
-	j := mustJSON[jobView](t, s, "job", "create", "watched", "--handler", "noop",
+	j := mustJSON[api.Job](t, s, "job", "create", "watched", "--handler", "noop",
 		"--alarm", "ops@example.com", "--alarm", "https://hooks.example.com/sundial")
 	if strings.Join(j.AlarmTargets, " ") != "ops@example.com https://hooks.example.com/sundial" {
 		t.Fatalf("job create --alarm: %+v", j.AlarmTargets)
@@ -414,10 +378,10 @@ func TestCLIAlarms(t *testing.T) {
 	if out := s.mustCLI(t, "job", "get", id); !strings.Contains(out, "ops@example.com, https://hooks.example.com/sundial") {
 		t.Errorf("job get shows no alarms:\n%s", out)
 	}
-	if got := mustJSON[jobView](t, s, "job", "update", id, "--retries", "1"); len(got.AlarmTargets) != 2 {
+	if got := mustJSON[api.Job](t, s, "job", "update", id, "--retries", "1"); len(got.AlarmTargets) != 2 {
 		t.Errorf("update without --alarm dropped the targets: %v", got.AlarmTargets)
 	}
-	if got := mustJSON[jobView](t, s, "job", "update", id, "--alarm", ""); len(got.AlarmTargets) != 0 {
+	if got := mustJSON[api.Job](t, s, "job", "update", id, "--alarm", ""); len(got.AlarmTargets) != 0 {
 		t.Errorf("update --alarm '': %v, want none", got.AlarmTargets)
 	}
 	code, _, errOut := s.cli(t, "job", "create", "bad", "--handler", "noop", "--alarm", "ops")

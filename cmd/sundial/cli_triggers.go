@@ -10,79 +10,23 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-)
 
-// triggerView is a trigger as the API returns it.
-type triggerView struct {
-	ID    int64  `json:"id"`
-	JobID int64  `json:"job_id"`
-	Group string `json:"group"`
-	Name  string `json:"name"`
-	Kind  string `json:"kind"`
-	// The schedule: exactly one of these is set.
-	CronExpr         *string `json:"cron"`
-	EveryMs          *int64  `json:"every_ms"`
-	Repeat           *int    `json:"repeat"`
-	Once             bool    `json:"once"`
-	CalendarInterval *struct {
-		Interval int    `json:"interval"`
-		Unit     string `json:"unit"`
-	} `json:"calendar_interval"`
-	DailyInterval *struct {
-		From     string `json:"from"`
-		To       string `json:"to"`
-		Interval int    `json:"interval"`
-		Unit     string `json:"unit"`
-		Days     string `json:"days"`
-	} `json:"daily_interval"`
-	TimeZone     string  `json:"time_zone"`
-	Calendar     string  `json:"calendar"`
-	Priority     int     `json:"priority"`
-	Misfire      string  `json:"misfire"`
-	State        string  `json:"state"`
-	ErrorMessage string  `json:"error_message"`
-	Start        apiTime `json:"start"`
-	End          apiTime `json:"end"`
-	NextFireAt   apiTime `json:"next_fire_at"`
-	PrevFireAt   apiTime `json:"prev_fire_at"`
-	TimesFired   int64   `json:"times_fired"`
-}
+	"github.com/sundial-scheduler/sundial/api"
+)
 
 const triggerHeader = "ID JOB NAME SCHEDULE STATE NEXT FIRED"
 
-func triggerRow(t triggerView) []string {
-	return []string{itoa(t.ID), itoa(t.JobID), t.Name, t.schedule(), t.State, t.NextFireAt.String(), itoa(t.TimesFired)}
+func triggerRow(t api.Trigger) []string {
+	return []string{itoa(t.ID), itoa(t.JobID), t.Name, scheduleSummary(t), t.State, when(t.NextFireAt), itoa(t.TimesFired)}
 }
 
-// schedule is a one-line summary of the trigger's schedule.
-func (t triggerView) schedule() string {
-	var s string
-	switch {
-	case t.CronExpr != nil:
-		s = "cron " + *t.CronExpr
-	case t.Once:
-		return "once"
-	case t.EveryMs != nil:
-		s = "every " + msDuration(*t.EveryMs)
-		if t.Repeat != nil && *t.Repeat >= 0 {
-			s += fmt.Sprintf(", %d times", *t.Repeat+1)
-		}
+// scheduleSummary is a one-line summary of the trigger's schedule, or its kind when the
+// server showed none (a trigger whose stored schedule no longer decodes).
+func scheduleSummary(t api.Trigger) string {
+	if s := t.Summary(); s != "" {
 		return s
-	case t.CalendarInterval != nil:
-		s = fmt.Sprintf("every %d %s", t.CalendarInterval.Interval, t.CalendarInterval.Unit)
-	case t.DailyInterval != nil:
-		d := t.DailyInterval
-		s = fmt.Sprintf("%s-%s every %d %s", d.From, d.To, d.Interval, d.Unit)
-		if d.Days != "" {
-			s += " " + d.Days
-		}
-	default:
-		return t.Kind
 	}
-	if t.TimeZone != "" && t.TimeZone != "UTC" {
-		s += " (" + t.TimeZone + ")"
-	}
-	return s
+	return t.Kind
 }
 
 const scheduleHelp = `
@@ -143,9 +87,9 @@ func (t *triggerFlags) given(f *pflag.FlagSet) bool {
 	return false
 }
 
-// request builds the trigger's JSON body. Only the shape is checked here; the server checks
+// request builds the trigger's request. Only the shape is checked here; the server checks
 // the schedule itself (a bad cron comes back as a 400 naming the field).
-func (t *triggerFlags) request(f *pflag.FlagSet) (map[string]any, error) {
+func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 	var forms []string
 	for _, n := range []string{"cron", "once", "calendar-interval", "daily"} {
 		if f.Changed(n) {
@@ -155,57 +99,49 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (map[string]any, error) {
 	if f.Changed("every") && !f.Changed("daily") {
 		forms = append(forms, "--every")
 	}
+	req := api.TriggerRequest{Group: t.group, Name: t.name, Start: t.start, End: t.end, Calendar: t.calendar,
+		Priority: t.priority, Misfire: t.misfire}
 	if len(forms) != 1 {
-		return nil, usageErrorf("give exactly one schedule: --cron, --every, --once, --calendar-interval or --daily (got %s)",
+		return req, usageErrorf("give exactly one schedule: --cron, --every, --once, --calendar-interval or --daily (got %s)",
 			strings.Join(forms, ", "))
 	}
-	m := map[string]any{}
+	req.TimeZone = t.tz
+	var repeat *int
+	if f.Changed("repeat") {
+		repeat = &t.repeat
+	}
 	switch forms[0] {
 	case "--cron":
-		m["cron"] = t.cron
+		req.Cron = &t.cron
 	case "--once":
-		m["once"] = true
+		req.Once = true
 	case "--every":
 		if t.every <= 0 || t.every%time.Millisecond != 0 {
-			return nil, usageErrorf("--every %s: want a positive whole number of milliseconds", t.every)
+			return req, usageErrorf("--every %s: want a positive whole number of milliseconds", t.every)
 		}
-		m["every_ms"] = t.every.Milliseconds()
-		if f.Changed("repeat") {
-			m["repeat"] = t.repeat
-		}
+		ms := t.every.Milliseconds()
+		req.EveryMs, req.Repeat = &ms, repeat
 	case "--calendar-interval":
 		n, unit, ok := strings.Cut(strings.TrimSpace(t.calInterval), " ")
 		interval, err := strconv.Atoi(n)
 		if !ok || err != nil {
-			return nil, usageErrorf(`--calendar-interval %q: want "N UNIT", e.g. "1 MONTH"`, t.calInterval)
+			return req, usageErrorf(`--calendar-interval %q: want "N UNIT", e.g. "1 MONTH"`, t.calInterval)
 		}
-		m["calendar_interval"] = map[string]any{"interval": interval, "unit": strings.ToUpper(strings.TrimSpace(unit)),
-			"preserve_hour": t.preserveHour, "skip_day": t.skipDay}
+		req.CalendarInterval = &api.CalendarInterval{Interval: interval, Unit: strings.ToUpper(strings.TrimSpace(unit)),
+			PreserveHour: t.preserveHour, SkipDay: t.skipDay}
 	case "--daily":
 		from, to, ok := strings.Cut(t.daily, "-")
 		if !ok {
-			return nil, usageErrorf("--daily %q: want FROM-TO, e.g. 09:00-17:00", t.daily)
+			return req, usageErrorf("--daily %q: want FROM-TO, e.g. 09:00-17:00", t.daily)
 		}
 		interval, unit, err := dailyInterval(t.every)
 		if err != nil {
-			return nil, err
+			return req, err
 		}
-		d := map[string]any{"from": from, "to": to, "interval": interval, "unit": strings.ToUpper(unit.String()), "days": t.days}
-		if f.Changed("repeat") {
-			d["repeat"] = t.repeat
-		}
-		m["daily_interval"] = d
+		req.DailyInterval = &api.DailyInterval{From: from, To: to, Interval: interval, Unit: strings.ToUpper(unit.String()),
+			Days: t.days, Repeat: repeat}
 	}
-	for k, v := range map[string]string{"time_zone": t.tz, "start": t.start, "end": t.end, "calendar": t.calendar,
-		"misfire": t.misfire, "name": t.name, "group": t.group} {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	if t.priority != 0 {
-		m["priority"] = t.priority
-	}
-	return m, nil
+	return req, nil
 }
 
 func newTriggerCmd() *cobra.Command {
@@ -222,11 +158,13 @@ func newTriggerListCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "list --job ID", Short: "List a job's triggers", Args: cobra.NoArgs}
 	p.addFlags(cmd)
 	cmd.Flags().Int64Var(&job, "job", 0, "the job whose triggers to list (required)")
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
 		if job <= 0 {
 			return usageErrorf("--job: give the job's id")
 		}
-		l, err := p.list(ctx, c, idPath("/api/v1/jobs", job, "/triggers"), nil)
+		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Trigger], error) {
+			return c.ListTriggers(ctx, job, lo)
+		})
 		if err != nil {
 			return err
 		}
@@ -237,25 +175,25 @@ func newTriggerListCmd(o *apiOptions) *cobra.Command {
 
 func newTriggerGetCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "get ID", Short: "Show a trigger", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("trigger", args[0])
 		if err != nil {
 			return err
 		}
-		body, err := c.do(ctx, "GET", idPath("/api/v1/triggers", id, ""), nil, nil)
+		t, err := c.GetTrigger(ctx, id)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, showTrigger)
+		return printOne(cmd.OutOrStdout(), o, t, showTrigger)
 	})
 	return cmd
 }
 
-func showTrigger(w io.Writer, t triggerView) error {
+func showTrigger(w io.Writer, t api.Trigger) error {
 	return fields(w, "ID", itoa(t.ID), "Job", itoa(t.JobID), "Group", t.Group, "Name", t.Name,
-		"Schedule", t.schedule(), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
-		"Misfire", t.Misfire, "State", t.State, "Error", t.ErrorMessage, "Start", t.Start.String(), "End", t.End.String(),
-		"Next fire", t.NextFireAt.String(), "Previous fire", t.PrevFireAt.String(), "Times fired", itoa(t.TimesFired))
+		"Schedule", scheduleSummary(t), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
+		"Misfire", t.Misfire, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
+		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired))
 }
 
 func newTriggerAddCmd(o *apiOptions) *cobra.Command {
@@ -270,7 +208,7 @@ func newTriggerAddCmd(o *apiOptions) *cobra.Command {
 	}
 	tf.add(cmd.Flags(), false)
 	cmd.Flags().Int64Var(&job, "job", 0, "the job to add the trigger to (required)")
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
 		if job <= 0 {
 			return usageErrorf("--job: give the job's id")
 		}
@@ -278,23 +216,23 @@ func newTriggerAddCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		body, err := c.do(ctx, "POST", idPath("/api/v1/jobs", job, "/triggers"), nil, req)
+		t, err := c.AddTrigger(ctx, job, req)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, showTrigger)
+		return printOne(cmd.OutOrStdout(), o, t, showTrigger)
 	})
 	return cmd
 }
 
 func newTriggerDeleteCmd(o *apiOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "delete ID", Short: "Delete a trigger", Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("trigger", args[0])
 		if err != nil {
 			return err
 		}
-		if _, err := c.do(ctx, "DELETE", idPath("/api/v1/triggers", id, ""), nil, nil); err != nil {
+		if err := c.DeleteTrigger(ctx, id); err != nil {
 			return err
 		}
 		if !o.json() {
@@ -307,16 +245,20 @@ func newTriggerDeleteCmd(o *apiOptions) *cobra.Command {
 
 func newTriggerActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
 	cmd := &cobra.Command{Use: action + " ID", Short: short, Args: cobra.ExactArgs(1)}
-	cmd.RunE = o.run(func(ctx context.Context, c *apiClient, cmd *cobra.Command, args []string) error {
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("trigger", args[0])
 		if err != nil {
 			return err
 		}
-		body, err := c.do(ctx, "POST", idPath("/api/v1/triggers", id, "/"+action), nil, nil)
+		act := c.PauseTrigger
+		if action == "resume" {
+			act = c.ResumeTrigger
+		}
+		t, err := act(ctx, id)
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, body, func(w io.Writer, t triggerView) error {
+		return printOne(cmd.OutOrStdout(), o, t, func(w io.Writer, t api.Trigger) error {
 			_, err := fmt.Fprintf(w, "%s trigger %d (%s)\n", done, id, t.State)
 			return err
 		})

@@ -124,6 +124,9 @@ func (o *nextOptions) run(cmd *cobra.Command, now time.Time) error {
 		}
 	}
 	if err := tr.Validate(); err != nil {
+		if fe, ok := schedule.AsField(err); ok {
+			err = fe.Err // the flags, not the API's field names, are what the user gave
+		}
 		return usageErrorf("%v", err)
 	}
 	if c, ok := tr.Schedule.(*schedule.Cron); ok {

@@ -1,0 +1,469 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client calls one Sundial server's REST API. Every method takes the context first and
+// returns, for an answer other than 2xx, an *Error carrying the status, code, message and
+// field the server sent.
+type Client struct {
+	base  string // e.g. http://localhost:8080, without a trailing slash
+	token string
+	hc    *http.Client
+	// timeout bounds one request other than a stream; 0 leaves it to the context.
+	timeout time.Duration
+}
+
+// Option adjusts a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends the requests with hc instead of a client of the client's own.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithRequestTimeout bounds each request but the output stream, so a hung server fails the
+// call instead of hanging it.
+func WithRequestTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// NewClient returns a client of the server at baseURL (http or https) that authenticates
+// with token (empty: none, or a session after Login).
+func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server URL %q: want one such as http://localhost:8080", baseURL)
+	}
+	// No overall timeout on the http.Client: the output stream lasts as long as its run.
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// BaseURL is the server's URL the client was made with.
+func (c *Client) BaseURL() string { return c.base }
+
+// ListOptions select one page of a list: at most Limit items (0: the server's default)
+// after the cursor After (a previous page's Next).
+type ListOptions struct {
+	Limit int
+	After string
+}
+
+func (o ListOptions) query() url.Values {
+	q := url.Values{}
+	if o.Limit != 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.After != "" {
+		q.Set("after", o.After)
+	}
+	return q
+}
+
+const v1 = "/api/v1"
+
+func idPath(prefix string, id int64, suffix string) string {
+	return v1 + prefix + "/" + strconv.FormatInt(id, 10) + suffix
+}
+
+func namePath(prefix, name string) string { return v1 + prefix + "/" + url.PathEscape(name) }
+
+// call sends one request and decodes a 2xx answer's body into out (when not nil). body,
+// when not nil, is sent as JSON.
+func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	resp, err := c.send(ctx, method, path, query, body, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+	}
+	return nil
+}
+
+// send sends a request and returns a 2xx answer with its body open; any other answer is
+// returned as an *Error.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any, accept string) (*http.Response, error) {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: encode request: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, responseError(method, path, resp)
+}
+
+// responseError reads the server's error body. An answer that is not in the API's shape (a
+// proxy, or another service on that port) becomes an Error without a code that quotes it.
+func responseError(method, path string, resp *http.Response) *Error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var eb ErrorBody
+	if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
+		text := strings.TrimSpace(string(b))
+		if len(text) > 200 {
+			text = text[:200] + "…"
+		}
+		return &Error{Status: resp.StatusCode, Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, text)}
+	}
+	eb.Error.Status = resp.StatusCode
+	return &eb.Error
+}
+
+// Login starts a cookie session with a user's password; the session then authenticates
+// the client's requests instead of its token.
+func (c *Client) Login(ctx context.Context, username, password string) (*User, error) {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	hc := *c.hc
+	hc.Jar = jar
+	c.hc, c.token = &hc, ""
+	var u User
+	if err := c.call(ctx, "POST", v1+"/auth/login", nil, LoginRequest{Username: username, Password: password}, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// Logout ends the client's session.
+func (c *Client) Logout(ctx context.Context) error {
+	return c.call(ctx, "POST", v1+"/auth/logout", nil, nil, nil)
+}
+
+// Me returns the user the client authenticates as.
+func (c *Client) Me(ctx context.Context) (*User, error) {
+	return get[User](ctx, c, v1+"/auth/me", nil)
+}
+
+// ChangePassword changes the authenticated user's password.
+func (c *Client) ChangePassword(ctx context.Context, req PasswordRequest) error {
+	return c.call(ctx, "POST", v1+"/auth/password", nil, req, nil)
+}
+
+func get[T any](ctx context.Context, c *Client, path string, q url.Values) (*T, error) {
+	var v T
+	if err := c.call(ctx, "GET", path, q, nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+func post[T any](ctx context.Context, c *Client, method, path string, body any) (*T, error) {
+	var v T
+	if err := c.call(ctx, method, path, nil, body, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Jobs.
+
+// CreateJob creates a job with its triggers.
+func (c *Client) CreateJob(ctx context.Context, req JobRequest) (*Job, error) {
+	return post[Job](ctx, c, "POST", v1+"/jobs", req)
+}
+
+// ListJobs lists jobs, of one group when group is not empty.
+func (c *Client) ListJobs(ctx context.Context, group string, o ListOptions) (*Page[Job], error) {
+	q := o.query()
+	if group != "" {
+		q.Set("group", group)
+	}
+	return get[Page[Job]](ctx, c, v1+"/jobs", q)
+}
+
+// GetJob returns a job with its triggers.
+func (c *Client) GetJob(ctx context.Context, id int64) (*Job, error) {
+	return get[Job](ctx, c, idPath("/jobs", id, ""), nil)
+}
+
+// UpdateJob replaces a job's settings (not its triggers).
+func (c *Client) UpdateJob(ctx context.Context, id int64, req JobRequest) (*Job, error) {
+	req.Triggers = nil
+	return post[Job](ctx, c, "PUT", idPath("/jobs", id, ""), req)
+}
+
+// DeleteJob deletes a job and its triggers.
+func (c *Client) DeleteJob(ctx context.Context, id int64) error {
+	return c.call(ctx, "DELETE", idPath("/jobs", id, ""), nil, nil, nil)
+}
+
+// PauseJob pauses every trigger of the job and returns the job.
+func (c *Client) PauseJob(ctx context.Context, id int64) (*Job, error) {
+	return post[Job](ctx, c, "POST", idPath("/jobs", id, "/pause"), nil)
+}
+
+// ResumeJob resumes the job's triggers and returns the job.
+func (c *Client) ResumeJob(ctx context.Context, id int64) (*Job, error) {
+	return post[Job](ctx, c, "POST", idPath("/jobs", id, "/resume"), nil)
+}
+
+// RunJob fires the job once now and returns the new execution.
+func (c *Client) RunJob(ctx context.Context, id int64) (*Execution, error) {
+	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), nil)
+}
+
+// Triggers.
+
+// ListTriggers lists a job's triggers.
+func (c *Client) ListTriggers(ctx context.Context, jobID int64, o ListOptions) (*Page[Trigger], error) {
+	return get[Page[Trigger]](ctx, c, idPath("/jobs", jobID, "/triggers"), o.query())
+}
+
+// AddTrigger adds a trigger to a job.
+func (c *Client) AddTrigger(ctx context.Context, jobID int64, req TriggerRequest) (*Trigger, error) {
+	return post[Trigger](ctx, c, "POST", idPath("/jobs", jobID, "/triggers"), req)
+}
+
+// GetTrigger returns a trigger.
+func (c *Client) GetTrigger(ctx context.Context, id int64) (*Trigger, error) {
+	return get[Trigger](ctx, c, idPath("/triggers", id, ""), nil)
+}
+
+// DeleteTrigger deletes a trigger.
+func (c *Client) DeleteTrigger(ctx context.Context, id int64) error {
+	return c.call(ctx, "DELETE", idPath("/triggers", id, ""), nil, nil, nil)
+}
+
+// PauseTrigger pauses a trigger and returns it.
+func (c *Client) PauseTrigger(ctx context.Context, id int64) (*Trigger, error) {
+	return post[Trigger](ctx, c, "POST", idPath("/triggers", id, "/pause"), nil)
+}
+
+// ResumeTrigger resumes a trigger and returns it.
+func (c *Client) ResumeTrigger(ctx context.Context, id int64) (*Trigger, error) {
+	return post[Trigger](ctx, c, "POST", idPath("/triggers", id, "/resume"), nil)
+}
+
+// Calendars.
+
+// PutCalendar stores a calendar under name, replacing one of that name.
+func (c *Client) PutCalendar(ctx context.Context, name string, req CalendarRequest) (*Calendar, error) {
+	return post[Calendar](ctx, c, "PUT", namePath("/calendars", name), req)
+}
+
+// GetCalendar returns a stored calendar.
+func (c *Client) GetCalendar(ctx context.Context, name string) (*Calendar, error) {
+	return get[Calendar](ctx, c, namePath("/calendars", name), nil)
+}
+
+// ListCalendars lists the stored calendars by name.
+func (c *Client) ListCalendars(ctx context.Context, o ListOptions) (*Page[Calendar], error) {
+	return get[Page[Calendar]](ctx, c, v1+"/calendars", o.query())
+}
+
+// DeleteCalendar deletes a calendar no trigger or calendar refers to.
+func (c *Client) DeleteCalendar(ctx context.Context, name string) error {
+	return c.call(ctx, "DELETE", namePath("/calendars", name), nil, nil, nil)
+}
+
+// Executions.
+
+// ExecutionFilter selects executions; the zero value selects all, newest first. The times
+// are RFC 3339, passed to the server as given.
+type ExecutionFilter struct {
+	JobID    int64
+	State    string
+	Order    string // asc or desc
+	From, To string
+}
+
+// ListExecutions lists executions.
+func (c *Client) ListExecutions(ctx context.Context, f ExecutionFilter, o ListOptions) (*Page[Execution], error) {
+	q := o.query()
+	if f.JobID != 0 {
+		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
+	}
+	for k, v := range map[string]string{"state": f.State, "order": f.Order, "from": f.From, "to": f.To} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return get[Page[Execution]](ctx, c, v1+"/executions", q)
+}
+
+// GetExecution returns an execution.
+func (c *Client) GetExecution(ctx context.Context, id int64) (*Execution, error) {
+	return get[Execution](ctx, c, idPath("/executions", id, ""), nil)
+}
+
+// ExecutionOutput returns a page of an execution's output lines (After is a line number).
+func (c *Client) ExecutionOutput(ctx context.Context, id int64, o ListOptions) (*Page[LogLine], error) {
+	return get[Page[LogLine]](ctx, c, idPath("/executions", id, "/output"), o.query())
+}
+
+// KillExecution stops a run on its executor and returns the execution.
+func (c *Client) KillExecution(ctx context.Context, id int64) (*Execution, error) {
+	return post[Execution](ctx, c, "POST", idPath("/executions", id, "/kill"), nil)
+}
+
+// RetryExecution runs an ended execution again now and returns the new execution.
+func (c *Client) RetryExecution(ctx context.Context, id int64) (*Execution, error) {
+	return post[Execution](ctx, c, "POST", idPath("/executions", id, "/retry"), nil)
+}
+
+// Cluster, tokens, apps, reports.
+
+// ListNodes lists the cluster's nodes.
+func (c *Client) ListNodes(ctx context.Context) (*Page[Node], error) {
+	return get[Page[Node]](ctx, c, v1+"/nodes", nil)
+}
+
+// CreateToken creates an API token; the returned Token carries its secret, once.
+func (c *Client) CreateToken(ctx context.Context, req TokenRequest) (*Token, error) {
+	return post[Token](ctx, c, "POST", v1+"/tokens", req)
+}
+
+// ListTokens lists API tokens (without their secrets).
+func (c *Client) ListTokens(ctx context.Context, o ListOptions) (*Page[Token], error) {
+	return get[Page[Token]](ctx, c, v1+"/tokens", o.query())
+}
+
+// DeleteToken revokes an API token.
+func (c *Client) DeleteToken(ctx context.Context, id int64) error {
+	return c.call(ctx, "DELETE", idPath("/tokens", id, ""), nil, nil, nil)
+}
+
+// ListApps lists the apps (executor groups).
+func (c *Client) ListApps(ctx context.Context) (*Page[App], error) {
+	return get[Page[App]](ctx, c, v1+"/apps", nil)
+}
+
+// GetApp returns an app.
+func (c *Client) GetApp(ctx context.Context, name string) (*App, error) {
+	return get[App](ctx, c, namePath("/apps", name), nil)
+}
+
+// PutApp creates or replaces an app.
+func (c *Client) PutApp(ctx context.Context, name string, req AppRequest) (*App, error) {
+	return post[App](ctx, c, "PUT", namePath("/apps", name), req)
+}
+
+// DeleteApp deletes an app no job refers to.
+func (c *Client) DeleteApp(ctx context.Context, name string) error {
+	return c.call(ctx, "DELETE", namePath("/apps", name), nil, nil, nil)
+}
+
+// ListExecutors lists the live executor instances, of one app when app is not empty.
+func (c *Client) ListExecutors(ctx context.Context, app string) (*Page[Executor], error) {
+	q := url.Values{}
+	if app != "" {
+		q.Set("app", app)
+	}
+	return get[Page[Executor]](ctx, c, v1+"/executors", q)
+}
+
+// ReportFilter selects the daily report's days (YYYY-MM-DD; empty for the server's default
+// range, the last seven days) and, with JobID, one job.
+type ReportFilter struct {
+	From, To string
+	JobID    int64
+}
+
+// DailyReport returns the daily report: a row per day and the totals.
+func (c *Client) DailyReport(ctx context.Context, f ReportFilter) (*Report, error) {
+	q := url.Values{}
+	if f.From != "" {
+		q.Set("from", f.From)
+	}
+	if f.To != "" {
+		q.Set("to", f.To)
+	}
+	if f.JobID != 0 {
+		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
+	}
+	return get[Report](ctx, c, v1+"/reports/daily", q)
+}
+
+// OutputEvent is one event of an execution's output stream: a line, or the end, which
+// carries the execution as it ended. Data is the event's JSON as the server sent it.
+type OutputEvent struct {
+	Line *LogLine
+	End  *Execution
+	Data []byte
+}
+
+// FollowOutput streams an execution's output lines after line number after, calling fn for
+// each event, until the end event (ended is true), ctx ends, or the server closes the stream
+// (as it does when it shuts down): the caller may follow again after the last line it saw.
+func (c *Client) FollowOutput(ctx context.Context, id, after int64, fn func(OutputEvent) error) (ended bool, err error) {
+	q := url.Values{"follow": {"true"}}
+	if after > 0 {
+		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	path := idPath("/executions", id, "/output")
+	resp, err := c.send(ctx, "GET", path, q, nil, "text/event-stream")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	ended, err = readEvents(resp.Body, func(event string, data []byte) error {
+		ev := OutputEvent{Data: data}
+		switch event {
+		case "line":
+			ev.Line = new(LogLine)
+			if err := json.Unmarshal(data, ev.Line); err != nil {
+				return fmt.Errorf("decode output line %s: %w", data, err)
+			}
+		case "end":
+			ev.End = new(Execution)
+			if err := json.Unmarshal(data, ev.End); err != nil {
+				return fmt.Errorf("decode end event %s: %w", data, err)
+			}
+		default:
+			return nil
+		}
+		return fn(ev)
+	})
+	if err != nil && ctx.Err() == nil {
+		return ended, fmt.Errorf("GET %s: %w", path, err)
+	}
+	return ended, nil
+}

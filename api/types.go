@@ -1,0 +1,245 @@
+package api
+
+// Page is one page of a keyset-paginated list. Next is the cursor to pass as ?after= for the
+// following page; it is absent on the last page.
+type Page[T any] struct {
+	Items []T     `json:"items"`
+	Next  *string `json:"next,omitempty"`
+}
+
+// JobRequest is the body of POST /jobs (with Triggers) and PUT /jobs/{id} (without: a job's
+// triggers are changed under /triggers). The server rejects unknown fields.
+type JobRequest struct {
+	Group            string           `json:"group,omitempty"`
+	Name             string           `json:"name"`
+	Description      string           `json:"description,omitempty"`
+	Handler          string           `json:"handler"`
+	App              string           `json:"app,omitempty"`
+	Routing          string           `json:"routing,omitempty"`
+	Params           string           `json:"params,omitempty"`
+	Data             map[string]any   `json:"data,omitempty"`
+	Concurrency      string           `json:"concurrency,omitempty"`
+	PersistData      bool             `json:"persist_data,omitempty"`
+	RequestsRecovery bool             `json:"requests_recovery,omitempty"`
+	TimeoutMs        int64            `json:"timeout_ms,omitempty"`
+	MaxRetries       int              `json:"max_retries,omitempty"`
+	RetryBackoffMs   int64            `json:"retry_backoff_ms,omitempty"`
+	AlarmTargets     []string         `json:"alarm_targets,omitempty"`
+	Triggers         []TriggerRequest `json:"triggers,omitempty"`
+}
+
+// Job is a job as the API returns it.
+type Job struct {
+	ID               int64          `json:"id"`
+	Group            string         `json:"group"`
+	Name             string         `json:"name"`
+	Description      string         `json:"description"`
+	Target           string         `json:"target"`
+	App              string         `json:"app,omitempty"`
+	Routing          string         `json:"routing,omitempty"`
+	Handler          string         `json:"handler"`
+	Params           string         `json:"params"`
+	Data             map[string]any `json:"data"`
+	Concurrency      string         `json:"concurrency"`
+	PersistData      bool           `json:"persist_data"`
+	RequestsRecovery bool           `json:"requests_recovery"`
+	TimeoutMs        int64          `json:"timeout_ms"`
+	MaxRetries       int            `json:"max_retries"`
+	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
+	AlarmTargets     []string       `json:"alarm_targets"`
+	Enabled          bool           `json:"enabled"`
+	CreatedAt        Time           `json:"created_at"`
+	UpdatedAt        Time           `json:"updated_at"`
+	// Triggers are included when one job is returned.
+	Triggers []Trigger `json:"triggers,omitempty"`
+	// Warnings tell what may not work as meant, such as a handler no node here runs.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Request returns the job's settings as a request body, for a PUT that changes some.
+func (j *Job) Request() JobRequest {
+	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
+		Routing: j.Routing, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
+		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
+		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets}
+}
+
+// TriggerRequest is a trigger as a request gives it: a schedule and when and how it fires.
+type TriggerRequest struct {
+	Group string `json:"group,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Schedule
+	// Start and End are RFC 3339 times; Start defaults to now, End to none.
+	Start    string `json:"start,omitempty"`
+	End      string `json:"end,omitempty"`
+	Calendar string `json:"calendar,omitempty"`
+	Priority int    `json:"priority,omitempty"`
+	Misfire  string `json:"misfire,omitempty"`
+}
+
+// Trigger is a trigger as the API shows it.
+type Trigger struct {
+	ID    int64  `json:"id"`
+	JobID int64  `json:"job_id"`
+	Group string `json:"group"`
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Schedule
+	Start        Time   `json:"start"`
+	End          Time   `json:"end"`
+	Calendar     string `json:"calendar,omitempty"`
+	Priority     int    `json:"priority"`
+	Misfire      string `json:"misfire"`
+	State        string `json:"state"`
+	ErrorMessage string `json:"error_message,omitempty"`
+	NextFireAt   Time   `json:"next_fire_at"`
+	PrevFireAt   Time   `json:"prev_fire_at"`
+	TimesFired   int64  `json:"times_fired"`
+	CreatedAt    Time   `json:"created_at"`
+	UpdatedAt    Time   `json:"updated_at"`
+}
+
+// CalendarRequest is the body of PUT /calendars/{name}.
+type CalendarRequest struct {
+	Description string `json:"description,omitempty"`
+	// Spec is one calendar in the form `sundial schedule next --calendar` takes:
+	// holiday:2024-12-25, weekly:1,7, monthly:1,15, annual:12-25, daily:12:00-13:00, cron:EXPR.
+	Spec string `json:"spec"`
+	// Base names another stored calendar whose exclusions add to this one's.
+	Base string `json:"base,omitempty"`
+}
+
+// Calendar is a stored exclusion calendar.
+type Calendar struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Spec        string `json:"spec"`
+	Base        string `json:"base,omitempty"`
+	UpdatedAt   Time   `json:"updated_at"`
+}
+
+// Execution is one run of a job (or one shard of a sharding-broadcast run).
+type Execution struct {
+	ID          int64  `json:"id"`
+	JobID       int64  `json:"job_id"`
+	TriggerID   int64  `json:"trigger_id,omitempty"`
+	ScheduledAt Time   `json:"scheduled_at"`
+	FiredAt     Time   `json:"fired_at"`
+	Cause       string `json:"cause"`
+	Attempt     int    `json:"attempt"`
+	Node        string `json:"node,omitempty"`
+	State       string `json:"state"`
+	HandleCode  int    `json:"handle_code"`
+	HandleMsg   string `json:"handle_msg,omitempty"`
+	TriggerMsg  string `json:"trigger_msg,omitempty"`
+	StartedAt   Time   `json:"started_at"`
+	FinishedAt  Time   `json:"finished_at"`
+	// ExecutorAddress is the executor a remote job's run was sent to; ShardIndex and
+	// ShardTotal are its shard of a sharding-broadcast.
+	ExecutorAddress string `json:"executor_address,omitempty"`
+	ShardIndex      int    `json:"shard_index"`
+	ShardTotal      int    `json:"shard_total,omitempty"`
+	// AlarmState is none, or for a final failure of a job with alarm targets pending,
+	// sending, sent or failed.
+	AlarmState string `json:"alarm_state"`
+}
+
+// LogLine is one line of an execution's output.
+type LogLine struct {
+	Line    int64  `json:"line"`
+	At      Time   `json:"at"`
+	Message string `json:"message"`
+}
+
+// Node is a scheduler node of the cluster.
+type Node struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	StartedAt Time   `json:"started_at"`
+	LastSeen  Time   `json:"last_seen"`
+	Leader    bool   `json:"leader"`
+	// Self marks the node that answered.
+	Self bool `json:"self"`
+}
+
+// LoginRequest is the body of POST /auth/login.
+type LoginRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// User is the authenticated user (GET /auth/me, POST /auth/login).
+type User struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Via says how this request authenticated: "token" or "session".
+	Via string `json:"via,omitempty"`
+}
+
+// PasswordRequest is the body of POST /auth/password.
+type PasswordRequest struct {
+	CurrentPassword string `json:"current_password"`
+	NewPassword     string `json:"new_password"`
+}
+
+// TokenRequest is the body of POST /tokens.
+type TokenRequest struct {
+	Name string `json:"name"`
+	// ExpiresAt (RFC 3339) is optional; a token without it works until it is deleted.
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+// Token is an API token.
+type Token struct {
+	ID        int64  `json:"id"`
+	UserID    int64  `json:"user_id"`
+	Name      string `json:"name"`
+	Prefix    string `json:"prefix"`
+	CreatedAt Time   `json:"created_at"`
+	ExpiresAt Time   `json:"expires_at"`
+	// Token is the secret, present only in the response that created it.
+	Token string `json:"token,omitempty"`
+}
+
+// AppRequest is the body of PUT /apps/{name}.
+type AppRequest struct {
+	Title       string   `json:"title"`
+	AddressMode string   `json:"address_mode"`
+	Addresses   []string `json:"addresses"`
+}
+
+// App is an executor group: the executors that run a remote job's fires.
+type App struct {
+	Name        string   `json:"name"`
+	Title       string   `json:"title"`
+	AddressMode string   `json:"address_mode"`
+	Addresses   []string `json:"addresses"`
+	CreatedAt   Time     `json:"created_at"`
+	UpdatedAt   Time     `json:"updated_at"`
+}
+
+// Executor is a live executor instance of an app (GET /executors).
+type Executor struct {
+	App          string   `json:"app"`
+	Address      string   `json:"address"`
+	Handlers     []string `json:"handlers"`
+	RegisteredAt Time     `json:"registered_at"`
+	LastSeen     Time     `json:"last_seen"`
+}
+
+// ReportRow counts the executions fired on one day (or, as totals, on all the days asked).
+type ReportRow struct {
+	Day       string `json:"day,omitempty"`
+	Running   int64  `json:"running"`
+	Succeeded int64  `json:"succeeded"`
+	Failed    int64  `json:"failed"`
+	Other     int64  `json:"other"`
+	Total     int64  `json:"total"`
+}
+
+// Report is the daily report (GET /reports/daily): a row per day and the totals.
+type Report struct {
+	Items  []ReportRow `json:"items"`
+	Totals ReportRow   `json:"totals"`
+}

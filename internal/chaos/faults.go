@@ -1,0 +1,239 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// step is one fault of the plan, started at offset At from the load's start; steps run one
+// after another, so a step that overruns delays the next.
+type step struct {
+	At time.Duration
+	Do func(ctx context.Context)
+}
+
+// plan returns the fault plan. The short one injects every fault kind once (node kills with
+// a restart under the same id and under a new one, a freeze past the node timeout, executor
+// restarts on the same address, a database restart, a network cut); the long one repeats a
+// two-minute cycle of them, with 30 s cuts, until the load ends.
+func (c *cluster) plan() []step {
+	nodeTimeout := 3 * c.o.Heartbeat
+	freeze := nodeTimeout + 2*c.o.Heartbeat + 2*time.Second
+	if !c.o.Long {
+		cut := 10 * time.Second
+		return []step{
+			{5 * time.Second, func(ctx context.Context) { c.killNode(ctx, 0, false, 3*time.Second) }},
+			{12 * time.Second, func(ctx context.Context) { c.killNode(ctx, 1, true, 3*time.Second) }},
+			{18 * time.Second, func(ctx context.Context) { c.freezeNode(2, freeze) }},
+			{31 * time.Second, func(ctx context.Context) { c.restartExecutor(ctx, 0, 2*time.Second) }},
+			{36 * time.Second, func(ctx context.Context) { c.restartDB(ctx, 3*time.Second) }},
+			{45 * time.Second, func(ctx context.Context) { c.cut(cut) }},
+			{58 * time.Second, func(ctx context.Context) { c.killNode(ctx, 2, false, 2*time.Second) }},
+			{62 * time.Second, func(ctx context.Context) { c.restartExecutor(ctx, 1, 2*time.Second) }},
+		}
+	}
+	var steps []step
+	for base, n := 5*time.Second, 0; base < c.o.Load; base, n = base+120*time.Second, n+1 {
+		node := func(k int) int { return (n + k) % 3 }
+		steps = append(steps,
+			step{base, func(ctx context.Context) {
+				c.killNode(ctx, node(0), n%2 == 1, time.Duration(2+c.rng.IntN(4))*time.Second)
+			}},
+			step{base + 10*time.Second, func(ctx context.Context) { c.freezeNode(node(1), freeze+time.Duration(c.rng.IntN(5))*time.Second) }},
+			step{base + 32*time.Second, func(ctx context.Context) { c.restartExecutor(ctx, n%2, 2*time.Second) }},
+			step{base + 40*time.Second, func(ctx context.Context) { c.killNode(ctx, node(2), n%2 == 0, 3*time.Second) }},
+			step{base + 50*time.Second, func(ctx context.Context) { c.restartDB(ctx, time.Duration(2+c.rng.IntN(4))*time.Second) }},
+			step{base + 60*time.Second, func(ctx context.Context) { c.cut(30 * time.Second) }},
+			step{base + 95*time.Second, func(ctx context.Context) { c.latency(100, 50, 15*time.Second) }},
+			step{base + 112*time.Second, func(ctx context.Context) { c.killNode(ctx, node(1), true, 2*time.Second) }},
+		)
+	}
+	return steps
+}
+
+// runFaults runs the plan until the load ends.
+func (c *cluster) runFaults(ctx context.Context, loadEnd time.Time) {
+	loadStart := loadEnd.Add(-c.o.Load)
+	for _, s := range c.plan() {
+		at := loadStart.Add(s.At)
+		if at.After(loadEnd) {
+			return
+		}
+		select {
+		case <-time.After(time.Until(at)):
+		case <-ctx.Done():
+			return
+		}
+		s.Do(ctx)
+	}
+}
+
+// killNode kills node i with SIGKILL and starts it again after down, under the same node id
+// or a new one.
+func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Duration) {
+	p := c.nodes[i]
+	restart := "same id"
+	if newID {
+		restart = "new id"
+	}
+	name, id := p.life.Name, p.nodeID
+	p.signal(syscall.SIGKILL)
+	now := time.Now().UnixMilli()
+	k := &Kill{At: now, Proc: name, NodeID: id, Restart: restart, Held: -1}
+	c.mu.Lock()
+	p.life.Killed = now
+	c.kills = append(c.kills, k)
+	c.mu.Unlock()
+	c.fault("SIGKILL %s (%s), restart in %s with %s", p.label, id, down, restart)
+	time.Sleep(down)
+	if newID {
+		c.nodeGen[i]++
+		p.nodeID = fmt.Sprintf("n%d.%d", i+1, c.nodeGen[i])
+	}
+	if err := c.startProc(ctx, p, true); err != nil {
+		c.logf("restart %s: %v", p.label, err)
+		return
+	}
+	c.mu.Lock()
+	k.Restarted = time.Now().UnixMilli()
+	c.mu.Unlock()
+}
+
+// freezeNode stops node i with SIGSTOP for d, then lets it go on.
+func (c *cluster) freezeNode(i int, d time.Duration) {
+	p := c.nodes[i]
+	p.signal(syscall.SIGSTOP)
+	frozen := time.Now().UnixMilli()
+	c.fault("SIGSTOP %s (%s) for %s (node timeout %s)", p.label, p.nodeID, d, 3*c.o.Heartbeat)
+	time.Sleep(d)
+	p.signal(syscall.SIGCONT)
+	if d > 3*c.o.Heartbeat {
+		c.mu.Lock()
+		p.life.Frozen, p.life.Thawed = frozen, time.Now().UnixMilli()
+		c.mu.Unlock()
+	}
+	c.logf("SIGCONT %s", p.label)
+}
+
+// restartExecutor kills executor i and starts it again on the same address after down.
+func (c *cluster) restartExecutor(ctx context.Context, i int, down time.Duration) {
+	p := c.execs[i]
+	p.signal(syscall.SIGKILL)
+	c.mu.Lock()
+	p.life.Killed = time.Now().UnixMilli()
+	c.mu.Unlock()
+	c.fault("SIGKILL %s, restart on %s in %s", p.label, p.addr, down)
+	time.Sleep(down)
+	if err := c.startProc(ctx, p, false); err != nil {
+		c.logf("restart %s: %v", p.label, err)
+	}
+}
+
+// restartDB crashes the database server and starts it again after down.
+func (c *cluster) restartDB(ctx context.Context, down time.Duration) {
+	c.fault("database crash, restart in %s", down)
+	if err := c.db.Crash(ctx); err != nil {
+		c.logf("crash database: %v", err)
+	}
+	time.Sleep(down)
+	t := time.Now()
+	if err := c.db.Start(ctx); err != nil {
+		c.logf("restart database: %v", err)
+		return
+	}
+	c.logf("database back after %s of recovery", time.Since(t).Round(100*time.Millisecond))
+}
+
+// cut partitions the database from the nodes for d.
+func (c *cluster) cut(d time.Duration) {
+	c.fault("network to the database cut for %s", d)
+	if err := c.proxy.Cut(); err != nil {
+		c.logf("%v", err)
+		return
+	}
+	time.Sleep(d)
+	if err := c.proxy.Heal(); err != nil {
+		c.logf("%v", err)
+	}
+	c.logf("network healed")
+}
+
+// latency adds ms ± jitter each way between the nodes and the database for d.
+func (c *cluster) latency(ms, jitter int, d time.Duration) {
+	c.fault("latency %d±%d ms to the database for %s", ms, jitter, d)
+	if err := c.proxy.Latency(ms, jitter); err != nil {
+		c.logf("%v", err)
+		return
+	}
+	time.Sleep(d)
+	if err := c.proxy.Latency(0, 0); err != nil {
+		c.logf("%v", err)
+	}
+}
+
+// watcher follows, from the database, the executions each killed node held: the first look
+// after the kill fixes what it held, later ones find when the last of it left the node.
+type watcher struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *watcher) stop() { w.cancel(); <-w.done }
+
+func (c *cluster) watch(ctx context.Context) *watcher {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &watcher{cancel: cancel, done: make(chan struct{})}
+	held := map[*Kill]map[int64]bool{}
+	ownedBy := func(e *store.Execution, node string) bool {
+		return (e.State == store.ExecAcquired || e.State == store.ExecRunning) && strings.HasPrefix(e.Node, node)
+	}
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			polled := time.Now().UnixMilli()
+			qctx, qcancel := context.WithTimeout(ctx, 3*time.Second)
+			live, err := c.live(qctx)
+			qcancel()
+			if err != nil {
+				continue
+			}
+			c.mu.Lock()
+			for _, k := range c.kills {
+				ids, seen := held[k]
+				switch {
+				case !seen && k.At < polled:
+					ids = map[int64]bool{}
+					for _, e := range live {
+						if ownedBy(e, k.NodeID) {
+							ids[e.ID] = true
+						}
+					}
+					held[k], k.Held = ids, len(ids)
+				case seen && k.Held > 0 && k.Released == 0:
+					still := false
+					for _, e := range live {
+						if ids[e.ID] && ownedBy(e, k.NodeID) {
+							still = true
+							break
+						}
+					}
+					if !still {
+						k.Released = polled
+					}
+				}
+			}
+			c.mu.Unlock()
+		}
+	}()
+	return w
+}

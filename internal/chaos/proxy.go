@@ -1,0 +1,81 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+)
+
+// Proxy is a TCP proxy between the nodes and the database (toxiproxy, in this process), for
+// partitions and latency.
+type Proxy struct {
+	p *toxiproxy.Proxy
+}
+
+// NewProxy starts a proxy on a free loopback port that forwards to upstream.
+func NewProxy(upstream string) (*Proxy, error) {
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "db", "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("chaos: start proxy to %s: %w", upstream, err)
+	}
+	return &Proxy{p: p}, nil
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.p.Listen }
+
+// Cut partitions the database from its clients: both directions drop every byte, on open
+// connections and new ones alike, and nothing is closed, as when a network path fails.
+func (p *Proxy) Cut() error {
+	for _, dir := range []string{"upstream", "downstream"} {
+		js := fmt.Sprintf(`{"name":"cut_%s","type":"timeout","stream":%q,"attributes":{"timeout":0}}`, dir, dir)
+		if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+			return fmt.Errorf("chaos: cut %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Heal ends a cut. The connections that lived through it are closed (their bytes were
+// dropped, so their sessions cannot go on); new ones go through.
+func (p *Proxy) Heal() error {
+	for _, dir := range []string{"upstream", "downstream"} {
+		if err := p.p.Toxics.RemoveToxic(context.Background(), "cut_"+dir); err != nil {
+			return fmt.Errorf("chaos: heal %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Latency delays every chunk each way by d ± jitter (in ms); 0 removes it.
+func (p *Proxy) Latency(ms, jitterMs int) error {
+	for _, dir := range []string{"upstream", "downstream"} {
+		name := "latency_" + dir
+		if p.p.Toxics.GetToxic(name) != nil {
+			if err := p.p.Toxics.RemoveToxic(context.Background(), name); err != nil {
+				return err
+			}
+		}
+		if ms == 0 {
+			continue
+		}
+		js := fmt.Sprintf(`{"name":%q,"type":"latency","stream":%q,"attributes":{"latency":%d,"jitter":%d}}`, name, dir, ms, jitterMs)
+		if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+			return fmt.Errorf("chaos: latency %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Refuse stops the proxy: open connections are closed and new ones refused, until Accept.
+func (p *Proxy) Refuse() { p.p.Stop() }
+
+// Accept starts a stopped proxy again on the same address.
+func (p *Proxy) Accept() error { return p.p.Start() }
+
+// Close stops the proxy for good.
+func (p *Proxy) Close() { p.p.Stop() }

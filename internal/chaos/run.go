@@ -1,0 +1,368 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
+)
+
+// Options configure one experiment.
+type Options struct {
+	// Dialect is "postgres" or "mysql" (MariaDB).
+	Dialect string
+	// Dir holds the database, the ledger and the processes' logs; default a new temp dir,
+	// removed at the end unless Keep.
+	Dir  string
+	Keep bool
+	// Triggers is the number of triggers (one job each), firing every 0.5–1 s. Default 100.
+	Triggers int
+	// Load is how long the triggers fire. Default 75 s.
+	Load time.Duration
+	// Settle is how long live executions may take to end after the load. Default 30 s.
+	Settle time.Duration
+	// Long runs the long fault plan: every fault kind again and again, 30 s network cuts.
+	Long bool
+	// Seed makes the fault plan's choices repeatable. Default 1.
+	Seed uint64
+	// Heartbeat is the nodes' heartbeat interval (the node timeout is three). Default 2 s.
+	Heartbeat time.Duration
+	// Log receives progress lines. Default io.Discard.
+	Log io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.Triggers <= 0 {
+		o.Triggers = 100
+	}
+	if o.Load <= 0 {
+		o.Load = 75 * time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = 30 * time.Second
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 2 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// cluster is one experiment's moving parts.
+type cluster struct {
+	o       Options
+	bin     string
+	dir     string
+	db      DBServer
+	proxy   *Proxy
+	st      *sqlstore.Store // direct to the database, not through the proxy
+	nodes   []*process
+	execs   []*process
+	start   time.Time
+	rng     *rand.Rand
+	ledger  string
+	nodeGen []int // per node slot, the generation of its node id
+
+	mu     sync.Mutex
+	procs  []*Proc
+	kills  []*Kill
+	faults []Fault
+}
+
+func (c *cluster) logf(format string, args ...any) {
+	fmt.Fprintf(c.o.Log, "chaos %s +%5.1fs "+format+"\n",
+		append([]any{c.o.Dialect, time.Since(c.start).Seconds()}, args...)...)
+}
+
+func (c *cluster) fault(format string, args ...any) {
+	what := fmt.Sprintf(format, args...)
+	c.mu.Lock()
+	c.faults = append(c.faults, Fault{At: time.Now().UnixMilli(), What: what})
+	c.mu.Unlock()
+	c.logf("fault: %s", what)
+}
+
+// Run runs one experiment and returns its report. An error means the experiment itself
+// could not run (a database that would not start, a build that failed); what the cluster did
+// wrong is in the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.defaults()
+	c := &cluster{o: o, start: time.Now(), rng: rand.New(rand.NewPCG(o.Seed, 7))}
+	var err error
+	if c.dir = o.Dir; c.dir == "" {
+		if c.dir, err = os.MkdirTemp("", "sundial-chaos-"+o.Dialect+"-"); err != nil {
+			return nil, err
+		}
+	}
+	// The database runs as its own user, which must reach its data directory.
+	if err := os.Chmod(c.dir, 0o755); err != nil {
+		return nil, err
+	}
+	c.logf("working in %s", c.dir)
+	defer c.close()
+	if err := c.setUp(ctx); err != nil {
+		return nil, err
+	}
+	jobs, err := c.schedule(ctx)
+	if err != nil {
+		return nil, err
+	}
+	loadStart := jobs[0].Trigger.Start
+	w := c.watch(ctx)
+	c.runFaults(ctx, loadStart.Add(o.Load))
+	c.settle(ctx, loadStart.Add(o.Load))
+	w.stop()
+	return c.check(ctx, jobs, loadStart)
+}
+
+func (c *cluster) setUp(ctx context.Context) error {
+	var err error
+	if c.bin, err = buildProc(ctx, c.dir); err != nil {
+		return err
+	}
+	c.ledger = filepath.Join(c.dir, "ledger.jsonl")
+	if c.db, err = NewDBServer(c.o.Dialect, filepath.Join(c.dir, "db")); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(c.dir, "db"), 0o755); err != nil {
+		return err
+	}
+	if err := c.db.Start(ctx); err != nil {
+		return err
+	}
+	if c.proxy, err = NewProxy(c.db.Addr()); err != nil {
+		return err
+	}
+	if c.st, err = sqlstore.Open(ctx, c.db.DSN(c.db.Addr())); err != nil {
+		return err
+	}
+	if err := c.st.Migrate(ctx); err != nil {
+		return err
+	}
+	dsn := c.db.DSN(c.proxy.Addr())
+	for i := range 3 {
+		addr, err := loopbackAddr()
+		if err != nil {
+			return err
+		}
+		c.nodeGen = append(c.nodeGen, 0)
+		c.nodes = append(c.nodes, &process{label: fmt.Sprintf("node%d", i+1), nodeID: fmt.Sprintf("n%d.0", i+1),
+			addr: addr, logDir: c.dir, args: func(p *process) []string {
+				return []string{"node", "--addr", p.addr, "--db", dsn, "--node-id", p.nodeID, "--proc", p.label,
+					"--ledger", c.ledger, "--heartbeat", c.o.Heartbeat.String()}
+			}})
+	}
+	for i := range 2 {
+		addr, err := loopbackAddr()
+		if err != nil {
+			return err
+		}
+		// Executor i is given node i first, then the others.
+		var urls []string
+		for k := range c.nodes {
+			urls = append(urls, "http://"+c.nodes[(i+k)%len(c.nodes)].addr)
+		}
+		server := strings.Join(urls, ",")
+		spool := filepath.Join(c.dir, fmt.Sprintf("spool%d", i+1))
+		c.execs = append(c.execs, &process{label: fmt.Sprintf("exec%d", i+1), addr: addr, logDir: c.dir,
+			args: func(p *process) []string {
+				return []string{"executor", "--server", server, "--listen", p.addr, "--proc", p.label,
+					"--ledger", c.ledger, "--spool-dir", spool}
+			}})
+	}
+	for _, n := range c.nodes {
+		if err := c.startProc(ctx, n, true); err != nil {
+			return err
+		}
+	}
+	for _, e := range c.execs {
+		if err := c.startProc(ctx, e, false); err != nil {
+			return err
+		}
+	}
+	c.logf("cluster up: 3 nodes, 2 executors, %s at %s through the proxy at %s", c.o.Dialect, c.db.Addr(), c.proxy.Addr())
+	return nil
+}
+
+func (c *cluster) startProc(ctx context.Context, p *process, node bool) error {
+	life, err := p.start(c.bin)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.procs = append(c.procs, life)
+	c.mu.Unlock()
+	return p.waitUp(ctx, node)
+}
+
+// schedule creates the load: one job with one trigger each, every 500–1000 ms, from two
+// seconds from now for the load's length. A third run on the executors; the rest in-process,
+// a fifth of those serial; some retry (and fail a share of first attempts on purpose) and
+// some request recovery.
+func (c *cluster) schedule(ctx context.Context) ([]JobSpec, error) {
+	sched, err := sundial.New(sundial.Config{Store: c.st})
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	end := start.Add(c.o.Load)
+	var jobs []JobSpec
+	for i := range c.o.Triggers {
+		j := JobSpec{Name: fmt.Sprintf("chaos-%03d", i), Remote: i%3 == 0, Recovery: i%4 == 1,
+			Params: JobParams{RunMs: 20 + c.rng.IntN(280)}}
+		if !j.Remote && i%5 == 2 {
+			j.Serial, j.Params.RunMs = true, 100+c.rng.IntN(300)
+		}
+		if i%4 == 2 || i%4 == 3 {
+			j.Retries, j.Params.FailPct = 2, 10
+		}
+		interval := time.Duration(500+c.rng.IntN(501)) * time.Millisecond
+		j.Trigger = schedule.Trigger{Schedule: schedule.Simple{Interval: interval, RepeatCount: schedule.RepeatForever},
+			Start: start.Add(time.Duration(c.rng.IntN(500)) * time.Millisecond), End: end, Misfire: schedule.MisfireIgnore}
+		params, _ := json.Marshal(j.Params)
+		job := sundial.Job{Name: j.Name, Handler: "ledger", Params: string(params), RequestsRecovery: j.Recovery,
+			MaxRetries: j.Retries, RetryBackoff: 200 * time.Millisecond}
+		if j.Remote {
+			job.App, job.Routing = "chaos", "round_robin"
+		}
+		if j.Serial {
+			job.Concurrency = sundial.Serial
+		}
+		id, err := sched.ScheduleJob(ctx, job, sundial.Trigger{Schedule: j.Trigger.Schedule, Start: j.Trigger.Start,
+			End: j.Trigger.End, Misfire: j.Trigger.Misfire})
+		if err != nil {
+			return nil, fmt.Errorf("chaos: schedule %s: %w", j.Name, err)
+		}
+		j.ID = id
+		jobs = append(jobs, j)
+	}
+	c.logf("scheduled %d triggers from %s for %s", len(jobs), start.UTC().Format("15:04:05"), c.o.Load)
+	return jobs, nil
+}
+
+// live lists the live executions, straight from the database.
+func (c *cluster) live(ctx context.Context) ([]*store.Execution, error) {
+	var out []*store.Execution
+	for _, state := range []store.ExecutionState{store.ExecPending, store.ExecAcquired, store.ExecRunning} {
+		var after int64
+		for {
+			page, err := c.st.ExecutionList(ctx, store.ExecutionFilter{State: state, AfterID: after, Limit: 1000})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, page...)
+			if len(page) < 1000 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+	}
+	return out, nil
+}
+
+// settle waits for the load's end, then until no execution is live or Settle has passed.
+func (c *cluster) settle(ctx context.Context, loadEnd time.Time) {
+	select {
+	case <-time.After(time.Until(loadEnd)):
+	case <-ctx.Done():
+		return
+	}
+	c.logf("load over; settling (up to %s)", c.o.Settle)
+	deadline := time.Now().Add(c.o.Settle)
+	for time.Now().Before(deadline) {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		live, err := c.live(qctx)
+		cancel()
+		if err == nil && len(live) == 0 {
+			c.logf("settled: no live execution")
+			return
+		}
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
+	c.logf("settle over with executions still live")
+}
+
+// check reads the database, stops the cluster, reads the ledger, and classifies.
+func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time) (*Report, error) {
+	// The database first, as the settle left it: a node's clean stop hands its acquired
+	// fires back to pending, which would hide the rows it had stranded.
+	var db []DBExec
+	var after int64
+	for {
+		page, err := c.st.ExecutionList(ctx, store.ExecutionFilter{AfterID: after, Limit: 1000})
+		if err != nil {
+			return nil, fmt.Errorf("chaos: read executions: %w", err)
+		}
+		for _, e := range page {
+			db = append(db, DBExec{ID: e.ID, JobID: e.JobID, Sched: e.ScheduledAt, Attempt: e.Attempt, Shard: e.ShardIndex,
+				State: string(e.State), Node: e.Node, Cause: string(e.Cause), FinishedAt: e.FinishedAt,
+				Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
+		}
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	for _, p := range append(append([]*process{}, c.execs...), c.nodes...) {
+		p.stop(10 * time.Second)
+	}
+	entries, err := ReadLedger(c.ledger)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	in := Input{Dialect: c.o.Dialect, Jobs: jobs, Ledger: entries, DB: db, Faults: c.faults, Start: loadStart.UnixMilli(),
+		Settle: c.o.Settle}
+	for _, p := range c.procs {
+		in.Procs = append(in.Procs, *p)
+	}
+	for _, k := range c.kills {
+		in.Kills = append(in.Kills, *k)
+	}
+	c.mu.Unlock()
+	return Check(in), nil
+}
+
+func (c *cluster) close() {
+	for _, p := range append(append([]*process{}, c.execs...), c.nodes...) {
+		p.signal(syscall.SIGCONT)
+		p.signal(syscall.SIGKILL)
+	}
+	if c.st != nil {
+		c.st.Close()
+	}
+	if c.proxy != nil {
+		c.proxy.Close()
+	}
+	if c.db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := c.db.Crash(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			c.logf("stop database: %v", err)
+		}
+		cancel()
+	}
+	if !c.o.Keep && c.o.Dir == "" {
+		os.RemoveAll(c.dir)
+	}
+}
