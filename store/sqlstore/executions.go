@@ -431,16 +431,19 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		args = append(args, f.JobID)
 	}
 	if f.State != "" {
-		where += " AND state = ?"
-		args = append(args, string(f.State))
 		switch f.State {
 		case store.ExecFailed, store.ExecTimedOut, store.ExecLost, store.ExecCanceled, store.ExecSkipped:
-			// Only SQLite needs it: PostgreSQL proves the index's predicate itself, and
-			// counting the repeated condition twice made it misjudge the rows and pick a
-			// worse plan.
+			// The state is written as a literal (one of these constants): a plan PostgreSQL
+			// keeps for any parameter value cannot use the partial index, and scanned the
+			// whole history for a rare state. SQLite also needs the index's own predicate
+			// repeated; PostgreSQL, given it twice, misjudged the rows.
+			where += " AND state = '" + string(f.State) + "'"
 			if e.d().kind == sqlite {
 				where += " AND " + endedNotOK
 			}
+		default:
+			where += " AND state = ?"
+			args = append(args, string(f.State))
 		}
 	}
 	if f.Cause != "" {
