@@ -120,13 +120,15 @@ var errAbandoned = errors.New("node abandoned")
 func (c *completer) write(ctx context.Context, batch []completion) error {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	_, err := c.e.writeCompletions(ctx, batch)
+	_, err := c.e.writeCompletions(ctx, &c.l.owner, batch)
 	return err
 }
 
 // writeCompletions writes results in one transaction and returns the ids that were still
-// running (the others were recovered by the leader meanwhile, or completed already).
-func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]int64, error) {
+// running (the others were recovered by the leader meanwhile, or completed already). With an
+// owner, only that life's runs are completed: the results of its in-process runs. Without,
+// any run is: an executor's results, which reach any node.
+func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch []completion) ([]int64, error) {
 	results := make([]store.ExecutionResult, len(batch))
 	for i, cp := range batch {
 		msg := cp.res.Message
@@ -153,7 +155,12 @@ func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]in
 		return nil, err
 	}
 	defer tx.Rollback()
-	moved, err := tx.ExecutionsComplete(ctx, results)
+	var moved []int64
+	if owner != nil {
+		moved, err = tx.ExecutionsCompleteOwned(ctx, *owner, results)
+	} else {
+		moved, err = tx.ExecutionsComplete(ctx, results)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +270,7 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 		}
 		batch[i].fire.Job = job
 	}
-	return e.writeCompletions(ctx, batch)
+	return e.writeCompletions(ctx, nil, batch)
 }
 
 // alarms reports whether a result is a final failure its job wants to be told about: one

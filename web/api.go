@@ -41,8 +41,11 @@ func (c *Console) call(r *http.Request, method, path string, body any) (*apiResu
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if ck := r.Header.Get("Cookie"); ck != "" {
-		req.Header.Set("Cookie", ck)
+	// The session, and what a trusted proxy says of the client (TLS: the cookie's Secure).
+	for _, h := range []string{"Cookie", "X-Forwarded-Proto", "X-Forwarded-For"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
 	}
 	req.RemoteAddr, req.TLS, req.Host = r.RemoteAddr, r.TLS, r.Host
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}

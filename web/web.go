@@ -120,16 +120,10 @@ func (c *Console) routes() {
 	})
 }
 
-// ServeHTTP serves a console request with the console's security headers.
-func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	// Only the console's own scripts, styles and connections: no inline script, no CDN.
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-		"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin")
-	c.mux.ServeHTTP(w, r)
-}
+// ServeHTTP serves a console request. The security headers (the Content-Security-Policy
+// allowing only the console's own scripts, styles and connections) are the server's, set
+// on every answer (internal/httpserve.Headers).
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
 
 // cacheForever marks the embedded assets cacheable: their URLs carry their version.
 func cacheForever(h http.Handler) http.Handler {

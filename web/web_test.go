@@ -97,7 +97,7 @@ func TestJobFormErrorsAtFieldStoreNothing(t *testing.T) {
 	}{
 		{url.Values{"name": {"bad-cron"}, "triggers[0].cron": {"0 0 25 * * ?"}}, "err-triggers-0-cron", "cron expression"},
 		{url.Values{"name": {""}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-name", "must not be empty"},
-		{url.Values{"name": {"neg"}, "max_retries": {"-1"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-max_retries", "must not be negative"},
+		{url.Values{"name": {"neg"}, "max_retries": {"-1"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-max_retries", "got -1"},
 		{url.Values{"name": {"words"}, "timeout_ms": {"soon"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-timeout_ms", "want a whole number"},
 		{url.Values{"name": {"zone"}, "triggers[0].cron": {"0 0 * * * ?"}, "triggers[0].time_zone": {"Mars/Olympus"}}, "err-triggers-0-time_zone", "Mars/Olympus"},
 		{url.Values{"name": {"alarm"}, "alarm_targets": {"ops@example.com\nnot a target"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-alarm_targets", "not a target"},

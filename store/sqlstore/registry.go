@@ -191,12 +191,25 @@ func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) (
 	return gone, nil
 }
 
-// ExecutionsSetDispatch records the dispatch of a running execution.
-func (e *executor) ExecutionsSetDispatch(ctx context.Context, id int64, address string, shardIndex, shardTotal int, msg string) (bool, error) {
+// ExecutionsSetDispatch records the dispatch of a running execution of o.
+func (e *executor) ExecutionsSetDispatch(ctx context.Context, o store.Owner, id int64, address string, shardIndex, shardTotal int, msg string) (bool, error) {
+	owned, args := ownedBy(o)
 	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, shard_index = ?, shard_total = ?, trigger_msg = ?"+
-		" WHERE id = ? AND state = 'running'", address, shardIndex, shardTotal, msg, id)
+		" WHERE id = ? AND state = 'running' AND "+owned, concat([]any{address, shardIndex, shardTotal, msg, id}, args)...)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: record the dispatch of execution %d to %q: %w", id, address, err)
+	}
+	n, err := affected(res)
+	return n > 0, err
+}
+
+// ExecutionsDispatchAccepted records that the executor took o's running execution.
+func (e *executor) ExecutionsDispatchAccepted(ctx context.Context, o store.Owner, id int64) (bool, error) {
+	owned, args := ownedBy(o)
+	res, err := e.exec(ctx, "UPDATE executions_live SET trigger_code = ? WHERE id = ? AND state = 'running' AND "+owned,
+		concat([]any{store.DispatchAccepted, id}, args)...)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: record that execution %d was accepted: %w", id, err)
 	}
 	n, err := affected(res)
 	return n > 0, err

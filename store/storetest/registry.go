@@ -105,9 +105,9 @@ func testExecutorExecutions(t *testing.T, s store.Store) {
 	get(s.ExecutionsInsert(ctx, []*store.Execution{done, otherRun})).ok(t)
 
 	for _, x := range []*store.Execution{s0, s1, otherRun} {
-		equal(t, "set dispatch", get(s.ExecutionsSetDispatch(ctx, x.ID, "http://a:1", x.ShardIndex, 2, "sent")).ok(t), true)
+		equal(t, "set dispatch", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(x), x.ID, "http://a:1", x.ShardIndex, 2, "sent")).ok(t), true)
 	}
-	equal(t, "set dispatch of a finished one", get(s.ExecutionsSetDispatch(ctx, done.ID, "http://a:1", 0, 1, "x")).ok(t), false)
+	equal(t, "set dispatch of a finished one", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(done), done.ID, "http://a:1", 0, 1, "x")).ok(t), false)
 	got := get(s.ExecutionGet(ctx, s1.ID)).ok(t)
 	if got.ExecutorAddress != "http://a:1" || got.ShardIndex != 1 || got.ShardTotal != 2 || got.TriggerMsg != "sent" {
 		t.Fatalf("dispatch not recorded: %+v", got)

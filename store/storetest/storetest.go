@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); testRecovery(t, open(t)) })
 	t.Run("Logs", func(t *testing.T) { t.Parallel(); testLogs(t, open(t)) })
 	t.Run("Nodes", func(t *testing.T) { t.Parallel(); testNodes(t, open(t)) })
+	t.Run("Fencing", func(t *testing.T) { t.Parallel(); testFencing(t, open(t)) })
 	t.Run("Leases", func(t *testing.T) { t.Parallel(); testLeases(t, open(t)) })
 	t.Run("Apps", func(t *testing.T) { t.Parallel(); testApps(t, open(t)) })
 	t.Run("Registry", func(t *testing.T) { t.Parallel(); testRegistry(t, open(t)) })
@@ -124,6 +125,10 @@ func newTriggers(t *testing.T, s store.Querier, n int, next int64) []int64 {
 	}
 	return ids
 }
+
+// own names the life of node that the suite's executions, inserted without an incarnation,
+// belong to.
+func own(node string) store.Owner { return store.Owner{Node: node} }
 
 func ids[T any](xs []T, id func(T) int64) []int64 {
 	out := make([]int64, len(xs))
