@@ -301,10 +301,16 @@ type TriggerSelector struct {
 
 // JobFilter selects jobs for JobList.
 type JobFilter struct {
-	Group   string // empty for all groups
-	App     string // empty for jobs of every app and none
-	AfterID int64
-	Limit   int // <= 0 for the implementation's default
+	Group string // empty for all groups
+	App   string // empty for jobs of every app and none
+	// NameContains keeps jobs whose name contains it, ignoring ASCII case.
+	NameContains string
+	Handler      string
+	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
+	// paused).
+	TriggerState TriggerState
+	AfterID      int64
+	Limit        int // <= 0 for the implementation's default
 }
 
 // TriggerFilter selects triggers for TriggerList.
@@ -314,12 +320,17 @@ type TriggerFilter struct {
 	State   TriggerState
 	AfterID int64
 	Limit   int
+	// ByNextFire lists by next fire time (then id) instead of by id, ignoring AfterID: the
+	// next fires across jobs, with State waiting.
+	ByNextFire bool
 }
 
 // ExecutionFilter selects executions for ExecutionList.
 type ExecutionFilter struct {
 	JobID int64
 	State ExecutionState
+	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
+	Cause ExecutionCause
 	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
 	FiredFrom int64
 	FiredTo   int64
