@@ -107,3 +107,34 @@ func DeleteOld(ctx context.Context, st store.Store, before time.Time, log *slog.
 		}
 	}
 }
+
+// AuditRetention deletes the audit entries older than retention, every interval. It is apart
+// from the executions' Retention: an audit trail is usually kept far longer than run history.
+func AuditRetention(st store.Store, retention, interval time.Duration, clk clock.Clock, log *slog.Logger) *Periodic {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return NewPeriodic("audit retention", interval, clk, log, func(ctx context.Context) error {
+		_, err := DeleteOldAudit(ctx, st, clk.Now().Add(-retention), log)
+		return err
+	})
+}
+
+// DeleteOldAudit deletes the audit entries made before the instant, in batches, and returns
+// how many it deleted.
+func DeleteOldAudit(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
+	var total int64
+	for {
+		n, err := st.AuditDeleteBefore(ctx, before.UnixMilli(), retentionBatch)
+		total += n
+		if err != nil || n < retentionBatch {
+			if total > 0 {
+				log.Info("deleted old audit entries", "count", total, "before", before)
+			}
+			return total, err
+		}
+	}
+}
