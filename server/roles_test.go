@@ -221,3 +221,52 @@ func TestPolicyWalksRoutes(t *testing.T) {
 }
 
 const v1Logout = "/api/v1/auth/logout"
+
+// TestTokenNarrowing: a token's role and scope are at most its user's, it acts with the lesser
+// of the two, its last use is recorded, and a non-admin sees only their own tokens.
+func TestTokenNarrowing(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	ctx := context.Background()
+	op, opUser := e.userClient(api.UserRequest{Name: "olga", Role: api.RoleOperator, Scope: []string{"billing"}})
+	_, err := op.CreateToken(ctx, api.TokenRequest{Name: "up", Role: api.RoleAdmin})
+	if ae := wantStatus(t, "token above the user's role", err, 400); ae.Field != "role" {
+		t.Fatalf("field %q, want role", ae.Field)
+	}
+	_, err = op.CreateToken(ctx, api.TokenRequest{Name: "wide", Scope: []string{"mail"}})
+	wantStatus(t, "token outside the user's scope", err, 400)
+	_, err = op.CreateToken(ctx, api.TokenRequest{Name: "sh", Scripts: true})
+	wantStatus(t, "token with scripts the user lacks", err, 400)
+	opTok := must(op.CreateToken(ctx, api.TokenRequest{Name: "ci"}))(t)
+	if strings.Join(opTok.Scope, ",") != "billing" {
+		t.Fatalf("a scoped user's token has scope %v, want the user's", opTok.Scope)
+	}
+
+	vt := must(e.client().CreateToken(ctx, api.TokenRequest{Name: "read-only", Role: api.RoleViewer}))(t)
+	viewer, err := api.NewClient(e.url, vt.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = viewer.CreateJob(ctx, jobReq("j", "billing", "http"))
+	wantStatus(t, "an admin's viewer token creating a job", err, 403)
+	me := must(viewer.Me(ctx))(t)
+	if me.Role != api.RoleViewer || me.Via != "token" {
+		t.Fatalf("me through a viewer token: %+v", me)
+	}
+
+	all := must(e.client().ListTokens(ctx, api.ListOptions{}))(t)
+	var used api.Token
+	for _, tk := range all.Items {
+		if tk.ID == vt.ID {
+			used = tk
+		}
+	}
+	if used.Role != api.RoleViewer || used.LastUsedAt == 0 {
+		t.Fatalf("the viewer token as listed: %+v; want its role and last use", used)
+	}
+	own := must(op.ListTokens(ctx, api.ListOptions{}))(t)
+	if len(own.Items) != 1 || own.Items[0].UserID != opUser.ID {
+		t.Fatalf("an operator's token list: %+v; want only their own", own.Items)
+	}
+	err = op.DeleteToken(ctx, vt.ID)
+	wantStatus(t, "deleting another user's token", err, 404)
+}
