@@ -72,7 +72,12 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, paginate(xs, limit, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
+	page, err := s.executionsInScope(r.Context(), principalFrom(r.Context()),
+		paginate(xs, limit, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

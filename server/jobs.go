@@ -111,7 +111,8 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, paginate(js, limit, func(j *store.Job) string { return strconv.FormatInt(j.ID, 10) }, toJobOut))
+	page := paginate(js, limit, func(j *store.Job) string { return strconv.FormatInt(j.ID, 10) }, toJobOut)
+	writeJSON(w, http.StatusOK, inScope(principalFrom(r.Context()), page, func(j api.Job) string { return j.App }))
 	return nil
 }
 

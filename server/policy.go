@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -317,4 +318,40 @@ func byExecution(s *Server, r *http.Request) (target, error) {
 	}
 	jt.script = false
 	return jt, err
+}
+
+// inScope drops from a page of a list the items of apps the principal may not read. The
+// cursor stays the unfiltered page's, so paging goes on past them; a page may come out short.
+func inScope[T any](p *Principal, page api.Page[T], appOf func(T) string) api.Page[T] {
+	if p.Apps == nil {
+		return page
+	}
+	kept := page.Items[:0]
+	for _, it := range page.Items {
+		if p.Can(ActRead, appOf(it)) {
+			kept = append(kept, it)
+		}
+	}
+	page.Items = kept
+	return page
+}
+
+// executionsInScope is inScope for executions, whose app is their job's.
+func (s *Server) executionsInScope(ctx context.Context, p *Principal, page api.Page[api.Execution]) (api.Page[api.Execution], error) {
+	if p.Apps == nil {
+		return page, nil
+	}
+	ids := make([]int64, len(page.Items))
+	for i, x := range page.Items {
+		ids[i] = x.JobID
+	}
+	jobs, err := s.store.JobsGet(ctx, ids)
+	if err != nil {
+		return page, err
+	}
+	apps := make(map[int64]string, len(jobs))
+	for _, j := range jobs {
+		apps[j.ID] = j.App
+	}
+	return inScope(p, page, func(x api.Execution) string { return apps[x.JobID] }), nil
 }

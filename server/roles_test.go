@@ -78,6 +78,22 @@ func TestRoles(t *testing.T) {
 		other := must(admin.CreateJob(ctx, jobReq("mail", "mail", "http")))(t)
 		_, err = op.RunJob(ctx, other.ID)
 		wantStatus(t, "operator running a job outside its scope", err, 403)
+		_, err = op.GetJob(ctx, other.ID)
+		wantStatus(t, "operator reading a job outside its scope", err, 403)
+		run := must(admin.RunJob(ctx, other.ID))(t)
+		if xs := must(admin.ListExecutions(ctx, api.ExecutionFilter{}, api.ListOptions{}))(t).Items; len(xs) == 0 || xs[0].ID != run.ID {
+			t.Fatalf("the admin's list lacks the run of the mail job: %+v", xs)
+		}
+		for _, j := range must(op.ListJobs(ctx, "", api.ListOptions{}))(t).Items {
+			if j.App != "billing" {
+				t.Fatalf("operator of billing lists job %+v", j)
+			}
+		}
+		for _, x := range must(op.ListExecutions(ctx, api.ExecutionFilter{}, api.ListOptions{}))(t).Items {
+			if x.JobID == other.ID {
+				t.Fatalf("operator of billing lists execution %+v of the mail job", x)
+			}
+		}
 		_, err = op.UpdateJob(ctx, job.ID, jobReq("bill", "mail", "http"))
 		wantStatus(t, "operator moving a job out of its scope", err, 403)
 		_, err = viewer.RunJob(ctx, job.ID)
