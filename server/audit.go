@@ -125,11 +125,7 @@ func auditOut(e *store.AuditEntry) api.AuditEntry {
 // listAudit lists the audit log newest first, filtered by actor, action, target and time;
 // ?after= is the last id seen.
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	before, err := queryID(r, "after")
+	limit, before, err := idPage(r)
 	if err != nil {
 		return err
 	}

@@ -105,11 +105,7 @@ func (s *Server) executionOutput(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	after, err := queryID(r, "after")
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}

@@ -99,11 +99,7 @@ func jobWithTriggers(ctx context.Context, q store.Querier, id int64) (api.Job, e
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	after, err := queryID(r, "after")
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}

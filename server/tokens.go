@@ -97,11 +97,7 @@ func ownTokens(p *Principal) int64 {
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	after, err := queryID(r, "after")
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,7 @@ func (s *Server) listJobTriggers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	after, err := queryID(r, "after")
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}
@@ -84,16 +80,7 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	t, err := s.store.TriggerGet(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toTriggerOut(t))
-	return nil
+	return getByID(w, r, s.store.TriggerGet, toTriggerOut)
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) error {

@@ -104,11 +104,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	after, err := queryID(r, "after")
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}
@@ -121,16 +117,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	u, err := s.store.UserGet(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, userOut(u))
-	return nil
+	return getByID(w, r, s.store.UserGet, userOut)
 }
 
 // updateUser changes a user's role, scope, scripts permission or disabled flag. Disabling a
