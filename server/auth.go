@@ -14,11 +14,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -28,8 +30,10 @@ import (
 //     shown once. They are 256-bit random secrets, so a plain SHA-256 of the secret is a safe
 //     lookup key; a slow hash would only add latency to every request.
 //   - Console sessions: POST /api/v1/auth/login with a user's password (bcrypt) sets an
-//     HttpOnly, SameSite=Strict cookie holding another random secret, stored hashed the same
-//     way. Unsafe requests carried by the cookie must come from the server's own origin.
+//     HttpOnly, SameSite=Lax cookie holding another random secret, stored hashed the same
+//     way (Lax, so a link from an alarm e-mail opens the console signed in). Unsafe requests
+//     carried by the cookie must come from the server's own origin; the console's forms also
+//     carry its CSRF token (package web).
 //
 // There are no default credentials: the first start of a database creates the admin with a
 // random password and prints it once (EnsureAdmin).
@@ -71,6 +75,20 @@ type authenticator struct {
 	store      authStore
 	sessionTTL time.Duration
 	log        *slog.Logger
+	// cost is bcrypt's work factor for new passwords; dummy, of the same cost, stands in
+	// for the hash of a user name that does not exist. It is made on the first login, not
+	// in New: a hash costs ~100 ms, and most servers (tests, benchmarks) never see a login;
+	// only that first unknown-name login takes twice as long.
+	cost      int
+	dummyOnce sync.Once
+	dummy     []byte
+}
+
+func (a *authenticator) dummyHash() []byte {
+	a.dummyOnce.Do(func() {
+		a.dummy, _ = bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), a.cost) // New checked the cost
+	})
+	return a.dummy
 }
 
 // newSecret returns a random secret with the given prefix and the hex SHA-256 to store.
@@ -167,6 +185,10 @@ func sameOrigin(r *http.Request) bool {
 // guard wraps a route's handler with its policy: the one place access is decided.
 func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkRequestText(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if pol.act != ActPublic {
 			p, err := s.auth.authenticate(r)
 			if err != nil {
@@ -219,10 +241,6 @@ func EnsureAdmin(ctx context.Context, st authStore, name string) (password strin
 	return password, true, nil
 }
 
-// dummyHash is compared against when the user does not exist, so a login takes as long for
-// an unknown name as for a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), bcrypt.MinCost)
-
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	var req api.LoginRequest
 	if err := decode(r, &req); err != nil {
@@ -231,15 +249,33 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if req.Username == "" {
 		return invalidField("username", "must not be empty")
 	}
+	addr := sourceAddress(r)
+	if wait, by := s.logins.check(req.Username, addr); wait > 0 {
+		s.log.Warn("login limited", "user", req.Username, "remote", r.RemoteAddr, "by", by, "wait", wait)
+		retryAfter(w, wait)
+		return errLoginLimited(wait)
+	}
 	u, err := s.store.UserGetByName(r.Context(), req.Username)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	hash := dummyHash
+	// An unknown name is checked against a stand-in hash of the same cost, so that the
+	// answer's time does not tell which names exist.
+	var hash []byte
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}
-	if bcrypt.CompareHashAndPassword(hash, []byte(req.Password)) != nil || u == nil || u.Disabled {
+	var mismatch error
+	if err := s.logins.hash(r.Context(), func() {
+		if hash == nil {
+			hash = s.auth.dummyHash()
+		}
+		mismatch = bcrypt.CompareHashAndPassword(hash, []byte(req.Password))
+	}); err != nil {
+		return err
+	}
+	if mismatch != nil || u == nil || u.Disabled {
+		s.logins.failed(req.Username, addr)
 		s.log.Warn("failed login", "user", req.Username, "remote", r.RemoteAddr)
 		a := &store.Audit{Actor: req.Username, Source: r.RemoteAddr, Action: "auth.login_failed", TargetKind: "user", Target: req.Username}
 		if err := store.InTx(store.WithAudit(r.Context(), a), s.store, func(store.Querier) error { return nil }); err != nil {
@@ -247,6 +283,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "wrong user name or password"}
 	}
+	s.logins.succeeded(req.Username, addr)
 	now := time.Now()
 	if _, err := s.store.SessionsDeleteExpired(r.Context(), now.UnixMilli()); err != nil {
 		s.log.Warn("delete expired sessions", "err", err)
@@ -260,8 +297,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("login %q: %w", u.Name, err)
 	}
+	httpserve.NoStore(w)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
-		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteLaxMode})
 	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
 	out := userOut(u)
 	out.Via = "session"
@@ -277,7 +315,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteLaxMode})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -298,7 +336,13 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := principalFrom(r.Context())
-	if bcrypt.CompareHashAndPassword([]byte(p.User.PasswordHash), []byte(req.CurrentPassword)) != nil {
+	var mismatch error
+	if err := s.logins.hash(r.Context(), func() {
+		mismatch = bcrypt.CompareHashAndPassword([]byte(p.User.PasswordHash), []byte(req.CurrentPassword))
+	}); err != nil {
+		return err
+	}
+	if mismatch != nil {
 		return invalidField("current_password", "does not match")
 	}
 	if subtle.ConstantTimeCompare([]byte(req.NewPassword), []byte(req.CurrentPassword)) == 1 {

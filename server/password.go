@@ -45,19 +45,33 @@ func randomPassword() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// hashPassword checks a new password of the user name and hashes it, within the cap on
+// concurrent bcrypt work that logins share.
+func (s *Server) hashPassword(ctx context.Context, field, pw, name string) (string, error) {
+	if err := checkPassword(field, pw, name); err != nil {
+		return "", err
+	}
+	var hash []byte
+	var herr error
+	if err := s.logins.hash(ctx, func() { hash, herr = bcrypt.GenerateFromPassword([]byte(pw), s.auth.cost) }); err != nil {
+		return "", err
+	}
+	if herr != nil {
+		return "", invalidField(field, "%v", herr)
+	}
+	return string(hash), nil
+}
+
 // setPassword checks and stores u's new password and ends the user's sessions but keep (the
 // caller's own, when they change their own password), in one transaction with the audit
 // entry ctx carries.
 func (s *Server) setPassword(ctx context.Context, u *store.User, field, pw, keep string) error {
-	if err := checkPassword(field, pw, u.Name); err != nil {
+	hash, err := s.hashPassword(ctx, field, pw, u.Name)
+	if err != nil {
 		return err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(pw), bcryptCost)
-	if err != nil {
-		return invalidField(field, "%v", err)
-	}
 	return store.InTx(ctx, s.store, func(q store.Querier) error {
-		if err := q.UserSetPassword(ctx, u.ID, string(hash)); err != nil {
+		if err := q.UserSetPassword(ctx, u.ID, hash); err != nil {
 			return err
 		}
 		_, err := q.SessionsDeleteUser(ctx, u.ID, keep)

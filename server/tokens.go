@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -82,7 +83,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("api token created", "token", tok.ID, "name", tok.Name, "by", p.User.Name)
 	out := tokenOut(tok)
 	out.Token = secret
-	w.Header().Set("Cache-Control", "no-store")
+	httpserve.NoStore(w)
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }

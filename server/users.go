@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -79,14 +77,11 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPassword("password", in.Password, in.Name); err != nil {
+	hash, err := s.hashPassword(r.Context(), "password", in.Password, in.Name)
+	if err != nil {
 		return err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), bcryptCost)
-	if err != nil {
-		return invalidField("password", "%v", err)
-	}
-	u := &store.User{Name: in.Name, PasswordHash: string(hash), Role: role, Scope: scope, Scripts: in.Scripts}
+	u := &store.User{Name: in.Name, PasswordHash: hash, Role: role, Scope: scope, Scripts: in.Scripts}
 	ctx := s.audited(r, "user.create", "user", "", nil)
 	store.AuditFrom(ctx).Snapshot = func(ctx context.Context, q store.Querier) (any, error) {
 		if u.ID == 0 {

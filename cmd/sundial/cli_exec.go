@@ -34,8 +34,8 @@ func newExecCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("exec", "Inspect executions and their output; kill and retry them", o,
 		newExecListCmd(o), newExecGetCmd(o), newExecLogsCmd(o),
-		newExecActionCmd(o, "kill", "Stop a run on its executor", `Stop a running execution on its executor: the handler's context is canceled and the
-execution ends canceled. Only runs on executors (remote jobs) can be killed.`),
+		newExecActionCmd(o, "kill", "Stop a running execution", `Stop a running execution on its executor, or on the node that runs it in process (any
+node takes the request): the handler's context is canceled and the execution ends canceled.`),
 		newExecActionCmd(o, "retry", "Run an ended execution again now", `Run an ended execution again now, as its next attempt (same job, trigger and shard);
 prints the new execution.`))
 }
@@ -140,7 +140,7 @@ JSON on its own line: the lines, then the execution as it ended.`,
 }
 
 func printLogLine(w io.Writer, ln api.LogLine) {
-	fmt.Fprintf(w, "%s  %s\n", ln.At.Time().Local().Format("2006-01-02 15:04:05.000"), ln.Message)
+	fmt.Fprintf(w, "%s  %s\n", ln.At.Time().Local().Format("2006-01-02 15:04:05.000"), termSafe(ln.Message))
 }
 
 // followLogs follows the output until the end event or ctx ends. A stream that drops (a
@@ -159,7 +159,7 @@ func followLogs(ctx context.Context, c *api.Client, id int64, stdout, stderr io.
 			case ev.Line != nil:
 				printLogLine(stdout, *ev.Line)
 			case ev.End != nil:
-				fmt.Fprintf(stderr, "execution %d %s %s\n", ev.End.ID, ev.End.State, ev.End.HandleMsg)
+				fmt.Fprintf(stderr, "execution %d %s %s\n", ev.End.ID, ev.End.State, termSafe(ev.End.HandleMsg))
 			}
 			return nil
 		})

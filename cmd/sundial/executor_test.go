@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func startExecutorCmd(t *testing.T, enableShell bool) (*executortest.Peer, strin
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runExecutor(ctx, outW, io.Discard, executorOptions{server: peer.URL, token: execToken, app: "ops",
+		done <- runExecutor(ctx, outW, io.Discard, executorOptions{servers: []string{peer.URL}, token: execToken, app: "ops",
 			listen: "127.0.0.1:0", spoolDir: t.TempDir(), enableShell: enableShell,
 			logFormat: "text", logLevel: "error", drainTimeout: 5 * time.Second})
 		outW.Close()
@@ -82,11 +83,11 @@ func TestExecutorCmdNeedsServerTokenApp(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--token") {
 		t.Errorf("exit %d, %q: want 2 naming --token", code, errOut)
 	}
-	code, _, errOut = runCLI(t, "", "executor", "--token", "x", "--app", "")
+	code, _, errOut = runCLI(t, "", "executor", "--token", "a-long-executor-token", "--app", "")
 	if code != 2 || !strings.Contains(errOut, "--app") {
 		t.Errorf("exit %d, %q: want 2 naming --app", code, errOut)
 	}
-	code, _, errOut = runCLI(t, "", "executor", "--token", "x", "--server", "localhost:8080")
+	code, _, errOut = runCLI(t, "", "executor", "--token", "a-long-executor-token", "--server", "localhost:8080")
 	if code != 2 || !strings.Contains(errOut, "localhost:8080") {
 		t.Errorf("exit %d, %q: want 2 naming the server URL", code, errOut)
 	}
@@ -202,5 +203,52 @@ func TestExecutorCmdShell(t *testing.T) {
 	}
 	if res := peer.WaitResult(t, 4, execWait); res.State != executor.StateCanceled || res.Message != "killed" {
 		t.Errorf("killed: %+v", res)
+	}
+}
+
+// TestExecutorCmdServers: --server takes several nodes, repeated or comma-separated, and
+// SUNDIAL_SERVERS names them too; each one is checked (the bad one is named).
+func TestExecutorCmdServers(t *testing.T) {
+	t.Setenv("SUNDIAL_EXECUTOR_TOKEN", "a-long-executor-token")
+	t.Setenv("SUNDIAL_APP", "ops")
+	t.Setenv("SUNDIAL_SERVER", "")
+	for _, args := range [][]string{
+		{"--server", "http://a:1,localhost:2"},
+		{"--server", "http://a:1", "--server", "localhost:2"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"executor"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "localhost:2") {
+			t.Errorf("%v: exit %d, %q: want 2 naming the second server", args, code, errOut)
+		}
+	}
+	os.Unsetenv("SUNDIAL_SERVER")
+	t.Setenv("SUNDIAL_SERVERS", "http://a:1,localhost:3")
+	code, _, errOut := runCLI(t, "", "executor")
+	if code != 2 || !strings.Contains(errOut, "localhost:3") {
+		t.Errorf("SUNDIAL_SERVERS: exit %d, %q: want 2 naming the second server", code, errOut)
+	}
+}
+
+// TestExecutorTokenFromFileAndLength: the token may come from a file; a short one is
+// refused before anything starts.
+func TestExecutorTokenFromFileAndLength(t *testing.T) {
+	t.Setenv("SUNDIAL_EXECUTOR_TOKEN", "")
+	t.Setenv("SUNDIAL_APP", "ops")
+	code, _, errOut := runCLI(t, "", "executor", "--token", "short", "--server", "http://localhost:1")
+	if code != 2 || !strings.Contains(errOut, "at least 16") {
+		t.Errorf("short token: exit %d, %q: want 2 naming the minimum", code, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("a-long-executor-token-from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Past the token: the bad server URL is what stops it.
+	code, _, errOut = runCLI(t, "", "executor", "--token-file", file, "--server", "localhost:8080")
+	if code != 2 || !strings.Contains(errOut, "localhost:8080") {
+		t.Errorf("token file: exit %d, %q: want 2 naming the server URL", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "executor", "--token-file", file, "--token", "a-long-executor-token", "--server", "http://localhost:1")
+	if code != 2 || !strings.Contains(errOut, "give one") {
+		t.Errorf("token and token file: exit %d, %q: want 2", code, errOut)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -29,6 +30,11 @@ type serverOptions struct {
 	retention               time.Duration
 	auditRetention          time.Duration
 	smtp                    alarm.SMTP
+	tls                     tlsOptions
+	trustedProxies          string
+	minInterval             time.Duration
+	maxJobsPerApp           int
+	secrets                 []*secretFlag
 }
 
 func newServerCmd() *cobra.Command {
@@ -48,6 +54,11 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
 				return err
 			}
+			for _, s := range o.secrets {
+				if err := s.resolve(); err != nil {
+					return err
+				}
+			}
 			return runServer(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -56,7 +67,9 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
 	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
-	f.StringVar(&o.executorToken, "executor-token", "", "shared secret of the executors (none: executors are refused)")
+	o.secrets = append(o.secrets, addSecretFlag(f, &o.executorToken, "executor-token", "SUNDIAL_EXECUTOR_TOKEN",
+		"shared secret of the executors (none: executors are refused)", minSecretLen),
+		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0))
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
@@ -65,7 +78,10 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.smtp.Addr, "smtp-addr", "", "SMTP server (host:port) for e-mail alarms (none: e-mail alarms fail; webhooks work)")
 	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
 	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
-	f.StringVar(&o.smtp.Password, "smtp-password", "", "SMTP password (prefer SUNDIAL_SMTP_PASSWORD: flags show in ps)")
+	o.tls.add(f)
+	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
+	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
+	f.IntVar(&o.maxJobsPerApp, "max-jobs-per-app", 10000, "most jobs one app (executor group) may have (0: no limit)")
 	return cmd
 }
 
@@ -110,6 +126,10 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
+	proxies, err := httpserve.ParseProxies(o.trustedProxies)
+	if err != nil {
+		return usageErrorf("--trusted-proxy: %v", err)
+	}
 	if o.smtp.Addr != "" && o.smtp.From == "" {
 		return usageErrorf("--smtp-addr %s needs --smtp-from (the sender address of alarms)", o.smtp.Addr)
 	}
@@ -136,9 +156,14 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			"It is shown only this once. Log in with it (POST /api/v1/auth/login) and create an API token\n"+
 			"(POST /api/v1/tokens), or change it (POST /api/v1/auth/password).\n", o.admin, password)
 	}
+	certs, err := o.tls.load()
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		AuditRetention: o.auditRetention,
-		SMTP:           o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout}})
+		SMTP:           o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
+		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
 	if err != nil {
 		return err
 	}
@@ -152,27 +177,10 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Sundial is listening on http://%s (database %s)\n", ln.Addr(), redactDSN(o.db))
+	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s)\n", o.tls.scheme(), ln.Addr(), sqlstore.Redact(o.db))
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "Sundial stopped")
 	return nil
-}
-
-// redactDSN hides a password in a DSN before it is printed.
-func redactDSN(dsn string) string {
-	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return dsn
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return dsn
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return dsn
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
