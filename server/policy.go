@@ -116,7 +116,9 @@ func newPrincipal(u *store.User, tok *store.APIToken) *Principal {
 	if tok.Role != "" && roleRank(tok.Role) < roleRank(p.Role) {
 		p.Role = tok.Role
 	}
-	p.Scripts = p.Scripts && tok.Scripts || (tok.Role == "" || tok.Role == store.RoleAdmin) && u.Role == store.RoleAdmin
+	// A token makes script jobs if it was given the permission by a user who has it (admins
+	// have it by their role), or if it is an admin's token at the admin role.
+	p.Scripts = (u.Scripts || u.Role == store.RoleAdmin) && tok.Scripts || p.Role == store.RoleAdmin
 	if ta := ParseScope(tok.Scope); ta != nil {
 		if p.Apps == nil {
 			p.Apps = ta

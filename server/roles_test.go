@@ -286,3 +286,24 @@ func TestTokenNarrowing(t *testing.T) {
 	err = op.DeleteToken(ctx, vt.ID)
 	wantStatus(t, "deleting another user's token", err, 404)
 }
+
+// TestTokenScripts: an admin's token narrowed to operator makes script jobs only when given
+// the scripts permission.
+func TestTokenScripts(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	ctx := context.Background()
+	for _, scripts := range []bool{false, true} {
+		tok := must(e.client().CreateToken(ctx, api.TokenRequest{Name: fmt.Sprint("op-", scripts), Role: api.RoleOperator, Scripts: scripts}))(t)
+		c, err := api.NewClient(e.url, tok.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.CreateJob(ctx, jobReq(fmt.Sprint("sh-", scripts), "billing", "shell"))
+		if scripts && err != nil {
+			t.Fatalf("operator token with scripts: %v", err)
+		}
+		if !scripts {
+			wantStatus(t, "operator token without scripts", err, 403)
+		}
+	}
+}
