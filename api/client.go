@@ -219,6 +219,24 @@ func (c *Client) ListJobs(ctx context.Context, group string, o ListOptions) (*Pa
 	return get[Page[Job]](ctx, c, v1+"/jobs", q)
 }
 
+// FindJob returns the job called name in group, or name "GROUP/NAME" (group "" is the
+// default group), with its triggers; a missing job is the API's 404.
+func (c *Client) FindJob(ctx context.Context, group, name string) (*Job, error) {
+	q := url.Values{"name": {name}}
+	if group != "" {
+		q.Set("group", group)
+	}
+	pg, err := get[Page[Job]](ctx, c, v1+"/jobs", q)
+	if err != nil {
+		return nil, err
+	}
+	if len(pg.Items) == 0 {
+		g, n := SplitJobKey(group, name)
+		return nil, &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("job %s/%s not found", g, n)}
+	}
+	return c.GetJob(ctx, pg.Items[0].ID)
+}
+
 // GetJob returns a job with its triggers.
 func (c *Client) GetJob(ctx context.Context, id int64) (*Job, error) {
 	return get[Job](ctx, c, idPath("/jobs", id, ""), nil)

@@ -1,5 +1,7 @@
 package api
 
+import "strings"
+
 // Page is one page of a keyset-paginated list. Next is the cursor to pass as ?after= for the
 // following page; it is absent on the last page.
 type Page[T any] struct {
@@ -48,8 +50,11 @@ type Job struct {
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
 	AlarmTargets     []string       `json:"alarm_targets"`
 	Enabled          bool           `json:"enabled"`
-	CreatedAt        Time           `json:"created_at"`
-	UpdatedAt        Time           `json:"updated_at"`
+	// Paused is set when one job is returned: every trigger of the job is paused (a job
+	// without triggers is not paused; it only runs when run by hand).
+	Paused    bool `json:"paused"`
+	CreatedAt Time `json:"created_at"`
+	UpdatedAt Time `json:"updated_at"`
 	// Triggers are included when one job is returned.
 	Triggers []Trigger `json:"triggers,omitempty"`
 	// Warnings tell what may not work as meant, such as a handler no node here runs.
@@ -242,4 +247,19 @@ type ReportRow struct {
 type Report struct {
 	Items  []ReportRow `json:"items"`
 	Totals ReportRow   `json:"totals"`
+}
+
+// DefaultGroup is the group of a job or trigger created without one.
+const DefaultGroup = "default"
+
+// SplitJobKey reads a job's key as the CLI and the API take it: name in group, or, when group
+// is empty, "GROUP/NAME" or a bare name in the default group.
+func SplitJobKey(group, name string) (string, string) {
+	if group == "" {
+		if g, n, ok := strings.Cut(name, "/"); ok {
+			return g, n
+		}
+		return DefaultGroup, name
+	}
+	return group, name
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -86,8 +87,10 @@ func (s *Server) jobWithTriggers(r *http.Request, id int64) (api.Job, error) {
 		return api.Job{}, err
 	}
 	out.Triggers = make([]api.Trigger, len(ts))
+	out.Paused = len(ts) > 0
 	for i, t := range ts {
 		out.Triggers[i] = toTriggerOut(t)
+		out.Paused = out.Paused && t.State == store.TriggerPaused
 	}
 	return out, nil
 }
@@ -101,7 +104,24 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	js, err := s.store.JobList(r.Context(), store.JobFilter{Group: r.URL.Query().Get("group"), AfterID: after, Limit: limit + 1})
+	q := r.URL.Query()
+	if name := q.Get("name"); name != "" {
+		// One job by its unique key, as a page of zero or one, so a lookup by name reads as
+		// any other filtered list.
+		group, name := api.SplitJobKey(q.Get("group"), name)
+		j, err := s.store.JobGetByKey(r.Context(), group, name)
+		page := api.Page[api.Job]{Items: []api.Job{}}
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return err
+		case j.ID > after:
+			page.Items = append(page.Items, toJobOut(j))
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
+	}
+	js, err := s.store.JobList(r.Context(), store.JobFilter{Group: q.Get("group"), AfterID: after, Limit: limit + 1})
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if t.Group == "" {
-		t.Group = "default"
+		t.Group = job.Group // as on create: JOB#N is unique where the job's name is
 	}
 	if t.Name == "" {
 		// The job's first triggers are named job#1, job#2, ... on create; continue the count.

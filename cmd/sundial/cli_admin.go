@@ -89,7 +89,7 @@ func newCalendarDeleteCmd(o *apiOptions) *cobra.Command {
 		if err := c.DeleteCalendar(ctx, args[0]); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted calendar %s\n", args[0])
 		}
 		return nil
@@ -195,7 +195,7 @@ func newTokenDeleteCmd(o *apiOptions) *cobra.Command {
 		if err := c.DeleteToken(ctx, id); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted token %d\n", id)
 		}
 		return nil

@@ -113,8 +113,8 @@ func newAppGetCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json() {
-			return writeJSON(cmd.OutOrStdout(), app)
+		if o.machine() {
+			return o.encode(cmd.OutOrStdout(), app)
 		}
 		live, err := c.ListExecutors(ctx, args[0])
 		if err != nil {
@@ -164,7 +164,7 @@ func newAppDeleteCmd(o *apiOptions) *cobra.Command {
 		if err := c.DeleteApp(ctx, args[0]); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted app %s\n", args[0])
 		}
 		return nil

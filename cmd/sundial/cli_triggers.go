@@ -74,7 +74,7 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 		name, grp = "trigger-name", "trigger-group"
 	}
 	f.StringVar(&t.name, name, "", "trigger name (default JOB#N)")
-	f.StringVar(&t.group, grp, "", "trigger group (default \"default\")")
+	f.StringVar(&t.group, grp, "", "trigger group (default the job's group)")
 }
 
 // given reports whether any schedule flag is set.
@@ -154,16 +154,20 @@ func newTriggerCmd() *cobra.Command {
 
 func newTriggerListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
-	var job int64
-	cmd := &cobra.Command{Use: "list --job ID", Short: "List a job's triggers", Args: cobra.NoArgs}
+	var job string
+	cmd := &cobra.Command{Use: "list --job ID|NAME|GROUP/NAME", Short: "List a job's triggers", Args: cobra.NoArgs}
 	p.addFlags(cmd)
-	cmd.Flags().Int64Var(&job, "job", 0, "the job whose triggers to list (required)")
+	cmd.Flags().StringVar(&job, "job", "", "the job whose triggers to list: its id, NAME or GROUP/NAME (required)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		if job <= 0 {
-			return usageErrorf("--job: give the job's id")
+		if job == "" {
+			return usageErrorf("--job: give the job's id, NAME or GROUP/NAME")
+		}
+		id, err := jobRef(ctx, c, job)
+		if err != nil {
+			return err
 		}
 		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Trigger], error) {
-			return c.ListTriggers(ctx, job, lo)
+			return c.ListTriggers(ctx, id, lo)
 		})
 		if err != nil {
 			return err
@@ -198,25 +202,29 @@ func showTrigger(w io.Writer, t api.Trigger) error {
 
 func newTriggerAddCmd(o *apiOptions) *cobra.Command {
 	var tf triggerFlags
-	var job int64
+	var job string
 	cmd := &cobra.Command{
-		Use:     "add --job ID [schedule flags]",
+		Use:     "add --job ID|NAME|GROUP/NAME [schedule flags]",
 		Short:   "Add a trigger to a job",
 		Long:    "Add a trigger to a job." + scheduleHelp,
 		Example: `  sundial trigger add --job 3 --daily 09:00-17:00 --every 15m --days MON-FRI --tz Europe/Berlin`,
 		Args:    cobra.NoArgs,
 	}
 	tf.add(cmd.Flags(), false)
-	cmd.Flags().Int64Var(&job, "job", 0, "the job to add the trigger to (required)")
+	cmd.Flags().StringVar(&job, "job", "", "the job to add the trigger to: its id, NAME or GROUP/NAME (required)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		if job <= 0 {
-			return usageErrorf("--job: give the job's id")
+		if job == "" {
+			return usageErrorf("--job: give the job's id, NAME or GROUP/NAME")
+		}
+		id, err := jobRef(ctx, c, job)
+		if err != nil {
+			return err
 		}
 		req, err := tf.request(cmd.Flags())
 		if err != nil {
 			return err
 		}
-		t, err := c.AddTrigger(ctx, job, req)
+		t, err := c.AddTrigger(ctx, id, req)
 		if err != nil {
 			return err
 		}
@@ -235,7 +243,7 @@ func newTriggerDeleteCmd(o *apiOptions) *cobra.Command {
 		if err := c.DeleteTrigger(ctx, id); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted trigger %d\n", id)
 		}
 		return nil

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/sundial-scheduler/sundial/api"
+)
+
+// TestCLIJobByName: every command that takes a job takes its name, in the default group or as
+// GROUP/NAME, and the API finds it with ?name=.
+func TestCLIJobByName(t *testing.T) {
+	s := startAPIServer(t)
+	hourly := mustJSON[api.Job](t, s, "job", "create", "hourly", "--handler", "noop", "--cron", "0 0 * * * ?")
+	other := mustJSON[api.Job](t, s, "job", "create", "hourly", "--group", "nightly", "--handler", "noop", "--cron", "0 0 2 * * ?")
+
+	for ref, want := range map[string]int64{"hourly": hourly.ID, "default/hourly": hourly.ID, "nightly/hourly": other.ID} {
+		if j := mustJSON[api.Job](t, s, "job", "get", ref); j.ID != want || len(j.Triggers) != 1 {
+			t.Errorf("job get %s: job %d with %d triggers, want %d with its trigger", ref, j.ID, len(j.Triggers), want)
+		}
+	}
+	if tr := mustJSON[api.Page[api.Trigger]](t, s, "trigger", "list", "--job", "nightly/hourly"); len(tr.Items) != 1 || tr.Items[0].JobID != other.ID {
+		t.Errorf("trigger list --job nightly/hourly: %+v", tr.Items)
+	}
+	x := mustJSON[api.Execution](t, s, "job", "run", "nightly/hourly")
+	if xs := mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--job", "nightly/hourly"); len(xs.Items) != 1 || xs.Items[0].ID != x.ID {
+		t.Errorf("exec list --job nightly/hourly: %+v, want only execution %d", xs.Items, x.ID)
+	}
+
+	// The API: ?name= is a page of the one job, or of none.
+	c, err := api.NewClient(s.url, s.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, q := range []struct{ group, name string }{{"nightly", "hourly"}, {"", "nightly/hourly"}} {
+		j, err := c.FindJob(ctx, q.group, q.name)
+		if err != nil || j.ID != other.ID {
+			t.Errorf("FindJob(%q, %q): %v, %v; want job %d", q.group, q.name, j, err, other.ID)
+		}
+	}
+	if _, err := c.FindJob(ctx, "", "nosuch"); !api.IsNotFound(err) {
+		t.Errorf("FindJob of a missing job: %v, want the API's 404", err)
+	}
+}
+
+// TestCLIPausedJobShowsPaused: a paused job says so in job get and in the API, and resuming
+// makes it enabled again.
+func TestCLIPausedJobShowsPaused(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "job", "create", "hourly", "--handler", "noop", "--cron", "0 0 * * * ?")
+	if out := s.mustCLI(t, "job", "get", "hourly"); !strings.Contains(out, "State:") || strings.Contains(out, "paused") {
+		t.Errorf("job get before pausing:\n%s", out)
+	}
+	s.mustCLI(t, "job", "pause", "hourly")
+	if out := s.mustCLI(t, "job", "get", "hourly"); !strings.Contains(out, "paused") {
+		t.Errorf("job get of a paused job does not say paused:\n%s", out)
+	}
+	if j := mustJSON[api.Job](t, s, "job", "get", "hourly"); !j.Paused {
+		t.Errorf("the API's job after pause: paused %v", j.Paused)
+	}
+	s.mustCLI(t, "job", "resume", "hourly")
+	if j := mustJSON[api.Job](t, s, "job", "get", "hourly"); j.Paused {
+		t.Errorf("the API's job after resume: paused %v", j.Paused)
+	}
+}
+
+// TestCLIOutputYAML: -o yaml prints the API's document, field names and all, as YAML.
+func TestCLIOutputYAML(t *testing.T) {
+	s := startAPIServer(t)
+	want := mustJSON[api.Job](t, s, "job", "create", "hourly", "--handler", "noop", "--cron", "0 0 * * * ?")
+	for _, args := range [][]string{{"job", "get", "hourly"}, {"job", "list"}} {
+		out := s.mustCLI(t, append(args, "-o", "yaml")...)
+		if !strings.Contains(out, "handler: noop") {
+			t.Errorf("%v -o yaml:\n%s\nwant the API's field names", args, out)
+		}
+	}
+	var got api.Job
+	if err := yaml.Unmarshal([]byte(s.mustCLI(t, "job", "get", "hourly", "-o", "yaml")), &got); err != nil || got.ID != want.ID || got.Name != "hourly" {
+		t.Errorf("job get -o yaml reads back as %+v (%v), want job %d", got, err, want.ID)
+	}
+}
+
+// TestCLIExecListLateness: exec list shows when a run was scheduled, when it fired and how
+// late that was.
+func TestCLIExecListLateness(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "job", "create", "now", "--handler", "noop")
+	run := mustJSON[api.Execution](t, s, "job", "run", "now")
+	var x api.Execution
+	eventually(t, "the run to fire", func() bool {
+		x = mustJSON[api.Execution](t, s, "exec", "get", itoa(run.ID))
+		return !x.FiredAt.IsZero()
+	})
+	out := s.mustCLI(t, "exec", "list", "--job", "now")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(strings.Join(strings.Fields(lines[0]), " "), "SCHEDULED FIRED LATE") {
+		t.Fatalf("exec list:\n%s\nwant the header with SCHEDULED, FIRED and LATE and one run", out)
+	}
+	late := x.FiredAt.Time().Sub(x.ScheduledAt.Time()).Round(time.Millisecond).String()
+	if !strings.Contains(lines[1], " "+late+" ") {
+		t.Errorf("exec list row %q: want the lateness %s", lines[1], late)
+	}
+}
+
+// TestCLICompletion: sundial completion writes a completion script for each shell.
+func TestCLICompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		code, out, errOut := runCLI(t, "", "completion", sh)
+		if code != 0 || !strings.Contains(out, "sundial") || len(out) < 500 {
+			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", sh, code, len(out), errOut)
+		}
+	}
+}
