@@ -285,6 +285,16 @@ func (c *Client) GetTrigger(ctx context.Context, id int64) (*Trigger, error) {
 	return get[Trigger](ctx, c, idPath("/triggers", id, ""), nil)
 }
 
+// TriggerNext previews a stored trigger's next n fire times (the server's default, 10, when
+// n is 0).
+func (c *Client) TriggerNext(ctx context.Context, id int64, n int) (*TriggerNext, error) {
+	var q url.Values
+	if n != 0 {
+		q = url.Values{"n": {strconv.Itoa(n)}}
+	}
+	return get[TriggerNext](ctx, c, idPath("/triggers", id, "/next"), q)
+}
+
 // DeleteTrigger deletes a trigger.
 func (c *Client) DeleteTrigger(ctx context.Context, id int64) error {
 	return c.call(ctx, "DELETE", idPath("/triggers", id, ""), nil, nil, nil)

@@ -1,6 +1,9 @@
 package api
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Page is one page of a keyset-paginated list. Next is the cursor to pass as ?after= for the
 // following page; it is absent on the last page.
@@ -263,3 +266,22 @@ func SplitJobKey(group, name string) (string, string) {
 	}
 	return group, name
 }
+
+// TriggerNext is GET /triggers/{id}/next: a stored trigger's next fire times as the scheduler
+// will fire them, with its calendar and its misfire policy applied.
+type TriggerNext struct {
+	TriggerID int64  `json:"trigger_id"`
+	TimeZone  string `json:"time_zone"`
+	// State is the trigger's state; a paused trigger's times are those it would have when
+	// resumed now.
+	State string `json:"state"`
+	// Misfired is set when the pending fire is already later than the misfire threshold: the
+	// times are those after the misfire policy.
+	Misfired bool `json:"misfired"`
+	// Fires are RFC 3339 times with milliseconds in the trigger's zone.
+	Fires []string `json:"fires"`
+}
+
+// FormatZoned writes t as the API writes a time in a zone: RFC 3339 with milliseconds and
+// the zone's offset.
+func FormatZoned(t time.Time) string { return t.Format(timeLayout) }

@@ -49,6 +49,7 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/jobs/{id}/triggers", authenticated, s.addTrigger},
 
 		{"GET", v1 + "/triggers/{id}", authenticated, s.getTrigger},
+		{"GET", v1 + "/triggers/{id}/next", authenticated, s.triggerNext},
 		{"DELETE", v1 + "/triggers/{id}", authenticated, s.deleteTrigger},
 		{"POST", v1 + "/triggers/{id}/pause", authenticated, s.pauseTrigger},
 		{"POST", v1 + "/triggers/{id}/resume", authenticated, s.resumeTrigger},

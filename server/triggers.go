@@ -125,3 +125,33 @@ func (s *Server) triggerAction(w http.ResponseWriter, r *http.Request, act func(
 	writeJSON(w, http.StatusOK, toTriggerOut(t))
 	return nil
 }
+
+// triggerNext previews a stored trigger's next fire times as the scheduler will fire them:
+// its calendar and, when its pending fire is already too late, its misfire policy applied.
+func (s *Server) triggerNext(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	n := 10
+	if v := r.URL.Query().Get("n"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > maxPageSize {
+			return invalidField("n", "want an integer from 1 to %d, got %q", maxPageSize, v)
+		}
+	}
+	t, err := s.store.TriggerGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	p, err := s.sched.Engine().PreviewTrigger(r.Context(), t, s.clock.Now(), n)
+	if err != nil {
+		return err
+	}
+	out := api.TriggerNext{TriggerID: t.ID, TimeZone: t.TimeZone, State: string(t.State), Misfired: p.Misfired,
+		Fires: make([]string, len(p.Fires))}
+	for i, f := range p.Fires {
+		out.Fires[i] = api.FormatZoned(f)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

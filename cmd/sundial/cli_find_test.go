@@ -116,3 +116,25 @@ func TestCLICompletion(t *testing.T) {
 		}
 	}
 }
+
+// TestCLITriggerNext: a stored trigger's next fire times come with its calendar applied, in
+// its zone, across a DST change, from the CLI and the API.
+func TestCLITriggerNext(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "calendar", "put", "closed", "--spec", "holiday:2030-03-09")
+	j := mustJSON[api.Job](t, s, "job", "create", "night", "--handler", "noop", "--cron", "0 30 2 * * ?",
+		"--tz", "America/New_York", "--start", "2030-03-08T00:00:00-05:00", "--calendar", "closed")
+	id := itoa(j.Triggers[0].ID)
+	// 03-09 is a holiday; 02:30 does not exist on 03-10, the spring-forward day.
+	want := "2030-03-08T02:30:00.000-05:00  Fri\n2030-03-11T02:30:00.000-04:00  Mon\n2030-03-12T02:30:00.000-04:00  Tue\n"
+	if out := s.mustCLI(t, "trigger", "next", id, "-n", "3"); out != want {
+		t.Errorf("trigger next:\n%s\nwant\n%s", out, want)
+	}
+	next := mustJSON[api.TriggerNext](t, s, "trigger", "next", id, "-n", "3")
+	if next.TimeZone != "America/New_York" || next.Misfired || len(next.Fires) != 3 || next.Fires[1] != "2030-03-11T02:30:00.000-04:00" {
+		t.Errorf("the API's preview: %+v", next)
+	}
+	if code, _, errOut := s.cli(t, "trigger", "next", id, "-n", "0"); code != 2 || !strings.Contains(errOut, "--count") {
+		t.Errorf("trigger next -n 0: exit %d, %q: want 2 naming --count", code, errOut)
+	}
+}

@@ -147,7 +147,7 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 func newTriggerCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("trigger", "Add, inspect and control a job's triggers", o,
-		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerAddCmd(o), newTriggerDeleteCmd(o),
+		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerNextCmd(o), newTriggerAddCmd(o), newTriggerDeleteCmd(o),
 		newTriggerActionCmd(o, "pause", "Pause a trigger", "Paused"),
 		newTriggerActionCmd(o, "resume", "Resume a paused trigger", "Resumed"))
 }
@@ -269,6 +269,51 @@ func newTriggerActionCmd(o *apiOptions, action, short, done string) *cobra.Comma
 		return printOne(cmd.OutOrStdout(), o, t, func(w io.Writer, t api.Trigger) error {
 			_, err := fmt.Fprintf(w, "%s trigger %d (%s)\n", done, id, t.State)
 			return err
+		})
+	})
+	return cmd
+}
+
+func newTriggerNextCmd(o *apiOptions) *cobra.Command {
+	var n int
+	cmd := &cobra.Command{
+		Use:   "next ID [-n N]",
+		Short: "Show a stored trigger's next fire times",
+		Long: `Show a stored trigger's next fire times as the scheduler will fire them: its calendar
+skipped and, when its pending fire is already later than the misfire threshold, its misfire
+policy applied (said on standard error), in the trigger's time zone. A paused trigger shows
+the times it would have if resumed now.`,
+		Example: `  sundial trigger next 7 -n 10`,
+		Args:    cobra.ExactArgs(1),
+	}
+	cmd.Flags().IntVarP(&n, "count", "n", 10, "how many fire times (1..1000)")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := parseID("trigger", args[0])
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > 1000 {
+			return usageErrorf("--count %d: want 1..1000", n)
+		}
+		next, err := c.TriggerNext(ctx, id, n)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, next, func(w io.Writer, next api.TriggerNext) error {
+			if next.Misfired {
+				fmt.Fprintf(cmd.ErrOrStderr(), "trigger %d misfired: its pending fire is late, these times follow its misfire policy\n", id)
+			}
+			if next.State == "paused" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "trigger %d is paused: these are its times if resumed now\n", id)
+			}
+			for _, f := range next.Fires {
+				day := ""
+				if t, err := time.Parse(time.RFC3339Nano, f); err == nil {
+					day = t.Format("Mon")
+				}
+				fmt.Fprintf(w, "%s  %s\n", f, day)
+			}
+			return nil
 		})
 	})
 	return cmd
