@@ -131,3 +131,26 @@ func TestCLIExecKillRetry(t *testing.T) {
 		t.Errorf("executions after two kills: %v", states)
 	}
 }
+
+// TestCLIRegisteredAppAndExecutorList: an app only an executor's registration made is listed
+// and shown like a created one, and `sundial executor list` shows the live instances.
+func TestCLIRegisteredAppAndExecutorList(t *testing.T) {
+	s := startAPIServer(t)
+	ex := startCLIExecutor(t, s, "reports")
+	apps := mustJSON[api.Page[api.App]](t, s, "app", "list")
+	if len(apps.Items) != 1 || apps.Items[0].Name != "reports" || apps.Items[0].AddressMode != "auto" {
+		t.Errorf("app list with only a registered executor: %+v", apps.Items)
+	}
+	if got := s.mustCLI(t, "app", "get", "reports"); !strings.Contains(got, ex.Address()) {
+		t.Errorf("app get of a registered app:\n%s", got)
+	}
+	for _, args := range [][]string{{"executor", "list"}, {"executor", "list", "--app", "reports"}} {
+		live := mustJSON[api.Page[api.Executor]](t, s, args...)
+		if len(live.Items) != 1 || live.Items[0].Address != ex.Address() || live.Items[0].App != "reports" {
+			t.Errorf("%v: %+v", args, live.Items)
+		}
+	}
+	if out := s.mustCLI(t, "executor", "list", "--app", "other"); strings.Contains(out, ex.Address()) {
+		t.Errorf("executor list --app other shows the reports executor:\n%s", out)
+	}
+}

@@ -66,6 +66,7 @@ flag on the command line wins.`,
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long stopping waits for running jobs")
+	cmd.AddCommand(newExecutorListCmd())
 	return cmd
 }
 
