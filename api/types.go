@@ -105,6 +105,9 @@ type Trigger struct {
 	TimesFired   int64  `json:"times_fired"`
 	CreatedAt    Time   `json:"created_at"`
 	UpdatedAt    Time   `json:"updated_at"`
+	// Warnings, on the answer to adding a trigger, tell what may not work as meant, such as
+	// cron syntax Quartz reads leniently (MON/2 is MON).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // CalendarRequest is the body of PUT /calendars/{name}.

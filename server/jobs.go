@@ -71,6 +71,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 			"unless a node that registers it fires them (built in: noop)", job.Handler))
 	}
 	out.Warnings = append(out.Warnings, s.alarmWarnings(job.AlarmTargets)...)
+	for i, t := range trigs {
+		out.Warnings = append(out.Warnings, cronWarnings(fmt.Sprintf("triggers[%d].cron", i), t.Schedule)...)
+	}
 	w.Header().Set("Location", "/api/v1/jobs/"+strconv.FormatInt(id, 10))
 	writeJSON(w, http.StatusCreated, out)
 	return nil

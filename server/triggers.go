@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -69,9 +70,25 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	out := toTriggerOut(row)
+	out.Warnings = cronWarnings("cron", t.Schedule)
 	w.Header().Set("Location", "/api/v1/triggers/"+strconv.FormatInt(row.ID, 10))
-	writeJSON(w, http.StatusCreated, toTriggerOut(row))
+	writeJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// cronWarnings are a cron schedule's valid but surprising parts (Quartz's leniency, such as
+// MON/2 read as MON), each naming the field, for the answer to the request that stored it.
+func cronWarnings(field string, sched schedule.Schedule) []string {
+	c, ok := sched.(*schedule.Cron)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, w := range c.Warnings() {
+		out = append(out, field+": "+w)
+	}
+	return out
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) error {

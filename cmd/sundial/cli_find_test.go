@@ -138,3 +138,21 @@ func TestCLITriggerNext(t *testing.T) {
 		t.Errorf("trigger next -n 0: exit %d, %q: want 2 naming --count", code, errOut)
 	}
 }
+
+// TestCLILenientCronWarns: cron syntax Quartz reads leniently is stored as Quartz reads it,
+// and job create and trigger add say so on standard error and in the API's answer.
+func TestCLILenientCronWarns(t *testing.T) {
+	s := startAPIServer(t)
+	code, out, errOut := s.cli(t, "job", "create", "biweekly", "--handler", "noop", "--cron", "0 0 12 ? * MON/2", "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "warning: triggers[0].cron: ") || !strings.Contains(errOut, "MON") ||
+		!strings.Contains(out, `"warnings":["triggers[0].cron: `) {
+		t.Errorf("job create with MON/2: exit %d, stdout %s, stderr %q: want the warning on both", code, out, errOut)
+	}
+	code, out, errOut = s.cli(t, "trigger", "add", "--job", "biweekly", "--cron", "0 0 9 ? * TUE/2", "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "warning: cron: ") || !strings.Contains(out, `"warnings":["cron: `) {
+		t.Errorf("trigger add with TUE/2: exit %d, stdout %s, stderr %q: want the warning on both", code, out, errOut)
+	}
+	if _, _, errOut := s.cli(t, "job", "create", "plain", "--handler", "noop", "--cron", "0 0 12 ? * MON"); strings.Contains(errOut, "warning") {
+		t.Errorf("a plain cron warns: %q", errOut)
+	}
+}

@@ -228,6 +228,9 @@ func newTriggerAddCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		for _, w := range t.Warnings {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+		}
 		return printOne(cmd.OutOrStdout(), o, t, showTrigger)
 	})
 	return cmd
