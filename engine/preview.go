@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -31,13 +32,48 @@ func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now tim
 	}
 	tr.SkipExcluded(cal)
 	var p Preview
-	if tr.Misfired(now, e.cfg.MisfireThreshold) {
-		tr.UpdateAfterMisfire(cal, now)
-		p.Misfired = true
-	}
+	p.Misfired = applyMisfire(tr, cal, now, e.cfg.MisfireThreshold)
 	for len(p.Fires) < n && !tr.Next.IsZero() {
 		p.Fires = append(p.Fires, tr.Next.In(loc))
 		tr.Triggered(cal)
 	}
 	return p, nil
+}
+
+// applyMisfire applies the trigger's misfire policy when its pending fire is later than
+// threshold at now, and reports whether it did: the one place acquisition, previews and
+// resumes decide a misfire.
+func applyMisfire(tr *schedule.Trigger, cal schedule.Calendar, now time.Time, threshold time.Duration) bool {
+	if !tr.Misfired(now, threshold) {
+		return false
+	}
+	tr.UpdateAfterMisfire(cal, now)
+	return true
+}
+
+// CatchUpOnResume prepares a paused trigger for its resume at now, as Quartz's resumeTrigger
+// does: when its next fire passed while it was paused, its misfire policy applies once, so a
+// resume never replays every missed slot (fire_now, and smart for most kinds, leaves one fire
+// due now; do_nothing none; ignore keeps every missed fire, as that policy asks). Unlike
+// acquisition it applies whatever the lateness: a fire missed because of the pause is missed
+// even when the pause was shorter than the misfire threshold. The trigger is written still
+// paused; it reports whether it changed.
+func (e *Engine) CatchUpOnResume(ctx context.Context, row *store.Trigger, now time.Time) (bool, error) {
+	tr, cal, err := e.buildTrigger(ctx, e.store, row)
+	if err != nil {
+		return false, fmt.Errorf("resume trigger %d: %w", row.ID, err)
+	}
+	tr.SkipExcluded(cal)
+	if !applyMisfire(tr, cal, now, 0) {
+		return false, nil
+	}
+	row.Spec, row.StartAt = schedule.EncodeSpec(tr.Schedule), millis(tr.Start)
+	row.NextFireAt, row.TimesFired = millis(tr.Next), int64(tr.TimesTriggered)
+	if tr.Next.IsZero() {
+		row.State = store.TriggerComplete
+	}
+	if err := e.store.TriggerUpdate(ctx, row); err != nil {
+		return false, fmt.Errorf("resume trigger %d: %w", row.ID, err)
+	}
+	return true, nil
 }
