@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
 // Execution is what a handler knows about the fire it runs.
@@ -27,21 +27,22 @@ type Execution struct {
 	// Data is the job's data map, a copy private to this run. When the job persists data, the
 	// map as the handler leaves it is stored after a successful run.
 	Data map[string]any
+	// IdempotencyKey names the fire (its trigger and scheduled time): retries and recovery
+	// re-runs of it share the key, so a side effect can be made once. An executor's runs
+	// carry the same key (executor.Run).
+	IdempotencyKey string
 }
-
-type executionKey struct{}
-type loggerKey struct{}
 
 // ExecutionFrom returns the execution a handler's context carries, or nil outside a handler.
 func ExecutionFrom(ctx context.Context) *Execution {
-	ex, _ := ctx.Value(executionKey{}).(*Execution)
+	ex, _ := jobrun.RunFrom[*Execution](ctx)
 	return ex
 }
 
 // Logger returns a logger whose lines are stored with the handler's execution (its output);
 // outside a handler it returns slog.Default().
 func Logger(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+	if l, ok := jobrun.LoggerFrom(ctx); ok {
 		return l
 	}
 	return slog.Default()
@@ -62,15 +63,16 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 		ID: ex.ID, JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: time.UnixMilli(ex.ScheduledAt),
 		FiredAt: time.UnixMilli(ex.FiredAt), Attempt: ex.Attempt, Cause: string(ex.Cause),
 		Params: f.Job.Params, Data: maps.Clone(f.Job.Data),
+		IdempotencyKey: jobrun.IdempotencyKey(ex.JobID, ex.TriggerID, ex.ScheduledAt, ex.ShardIndex),
 	}
 	if run.Data == nil {
 		run.Data = map[string]any{}
 	}
-	out := &outputHandler{lines: new(outputLines)}
-	ctx = context.WithValue(ctx, executionKey{}, run)
-	ctx = context.WithValue(ctx, loggerKey{}, slog.New(out))
+	out := new(outputLines)
+	ctx = jobrun.WithRun(ctx, run)
+	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(out.add)))
 	err := h(ctx)
-	res := engine.Result{Err: err, Logs: out.lines.take()}
+	res := engine.Result{Err: err, Logs: out.take()}
 	if f.Job.PersistData {
 		res.Data = run.Data
 	}
@@ -83,7 +85,7 @@ type outputLines struct {
 	lines []string
 }
 
-func (o *outputLines) add(s string) {
+func (o *outputLines) add(_ time.Time, s string) {
 	o.mu.Lock()
 	o.lines = append(o.lines, s)
 	o.mu.Unlock()
@@ -93,46 +95,4 @@ func (o *outputLines) take() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.lines
-}
-
-// outputHandler is a slog.Handler that formats records as "LEVEL message key=value ...".
-type outputHandler struct {
-	lines *outputLines
-	attrs []slog.Attr
-	group string
-}
-
-func (h *outputHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *outputHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String())
-	b.WriteByte(' ')
-	b.WriteString(r.Message)
-	write := func(a slog.Attr) bool {
-		b.WriteByte(' ')
-		if h.group != "" {
-			b.WriteString(h.group + ".")
-		}
-		fmt.Fprintf(&b, "%s=%v", a.Key, a.Value)
-		return true
-	}
-	for _, a := range h.attrs {
-		write(a)
-	}
-	r.Attrs(write)
-	h.lines.add(b.String())
-	return nil
-}
-
-func (h *outputHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &outputHandler{lines: h.lines, attrs: append(append([]slog.Attr{}, h.attrs...), as...), group: h.group}
-}
-
-func (h *outputHandler) WithGroup(name string) slog.Handler {
-	g := name
-	if h.group != "" {
-		g = h.group + "." + name
-	}
-	return &outputHandler{lines: h.lines, attrs: h.attrs, group: g}
 }

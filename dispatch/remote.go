@@ -19,6 +19,7 @@ import (
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -43,6 +44,9 @@ type Config struct {
 	Client *http.Client
 	// Logger receives the dispatcher's logs. Default: slog.Default().
 	Logger *slog.Logger
+	// Clock is the time source: the age of cached executor lists, the pauses between repeats
+	// of a /run, the times of shards no executor took. Default: clock.Real{}.
+	Clock clock.Clock
 }
 
 // Remote dispatches fires of remote jobs to executors (docs/executor-protocol.md).
@@ -93,6 +97,9 @@ func NewRemote(cfg Config) *Remote {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}}
 }
@@ -148,7 +155,8 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	}
 	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
-		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt}
+		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
+		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index)}
 	var resp executor.RunResponse
 	if err := r.callRepeating(ctx, addr, executor.PathRun, req, &resp); err != nil {
 		r.stats.Unreachable.Add(1)
@@ -187,7 +195,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) 
 		if res.Async {
 			continue
 		}
-		now := time.Now().UnixMilli()
+		now := r.cfg.Clock.Now().UnixMilli()
 		if _, err := r.cfg.Store.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: sh.ID, State: store.ExecFailed,
 			HandleCode: 500, HandleMsg: res.Err.Error(), StartedAt: now, FinishedAt: now}}); err != nil {
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
@@ -231,10 +239,11 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	r.mu.Lock()
 	got, ok := r.instances[app]
 	r.mu.Unlock()
-	if ok && time.Since(got.fetched) < ttl {
+	now := r.cfg.Clock.Now()
+	if ok && now.Sub(got.fetched) < ttl {
 		return got, nil
 	}
-	got = appInstances{fetched: time.Now()}
+	got = appInstances{fetched: now}
 	a, err := r.cfg.Store.AppGet(ctx, app)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -272,7 +281,7 @@ const runAttempts = 3
 // running it twice, where failing the fire here would have the job's retry run it again.
 // An answer with a status (a refusal, a bad token) is not repeated.
 func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out any) error {
-	return backoff.Retry(ctx, clock.Real{}, runRepeats, runAttempts, func(ctx context.Context) error {
+	return backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
 		err := r.call(ctx, addr, path, body, out)
 		if status := (*executor.StatusError)(nil); errors.As(err, &status) {
 			return backoff.Permanent(err)

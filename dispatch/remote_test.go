@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -39,7 +41,8 @@ func TestRunAnswerLost(t *testing.T) {
 	if err := st.JobInsert(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	ex := &store.Execution{JobID: job.ID, ScheduledAt: time.Now().UnixMilli(), Cause: store.CauseManual, Node: "n", State: store.ExecRunning}
+	now := time.Now().UnixMilli()
+	ex := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now + 3, Cause: store.CauseManual, Node: "n", State: store.ExecRunning}
 	if _, err := st.ExecutionsInsert(ctx, []*store.Execution{ex}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,13 @@ func TestRunAnswerLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe.Handle("once", func(context.Context) error { runs.Add(1); return nil })
+	got := make(chan executor.Run, 2)
+	exe.Handle("once", func(ctx context.Context) error {
+		runs.Add(1)
+		run, _ := executor.RunFrom(ctx)
+		got <- run
+		return nil
+	})
 	if err := exe.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -91,5 +100,50 @@ func TestRunAnswerLost(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the handler ran %d times, want once", n)
+	}
+	// The run carries its fire's identity: fired time and idempotency key.
+	run := <-got
+	if run.FiredAt.UnixMilli() != ex.FiredAt || run.IdempotencyKey != jobrun.IdempotencyKey(job.ID, 0, ex.ScheduledAt, 0) {
+		t.Errorf("run fired at %v with key %q, want %d and the fire's key", run.FiredAt, run.IdempotencyKey, ex.FiredAt)
+	}
+}
+
+// TestRunRepeatsOnTheClock drops the first two /run calls without an answer: the dispatcher
+// sends the run again after the pauses of runRepeats, measured on its clock, not before.
+func TestRunRepeatsOnTheClock(t *testing.T) {
+	var calls atomic.Int32
+	exe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		io.WriteString(w, `{"accepted":true}`)
+	}))
+	t.Cleanup(exe.Close)
+	fake := clock.NewFake(time.Unix(1732230000, 0))
+	r := NewRemote(Config{Token: "t", Clock: fake,
+		Client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
+
+	done := make(chan struct{})
+	var resp executor.RunResponse
+	var err error
+	go func() {
+		defer close(done)
+		err = r.callRepeating(context.Background(), exe.URL, executor.PathRun, executor.RunRequest{ExecutionID: 1}, &resp)
+	}()
+	for i := range runAttempts - 1 {
+		pause := runRepeats.Delay(i)
+		if !fake.WaitForTimers(1, done) {
+			t.Fatalf("pause %d: the call returned instead of waiting: %v", i, err)
+		}
+		if n := calls.Load(); n != int32(i+1) {
+			t.Fatalf("pause %d: %d calls before the clock moved, want %d", i, n, i+1)
+		}
+		fake.Advance(pause)
+	}
+	<-done
+	if err != nil || !resp.Accepted || calls.Load() != 3 {
+		t.Fatalf("after the repeats: %v %+v, %d calls; want accepted on the third", err, resp, calls.Load())
 	}
 }

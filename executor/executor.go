@@ -19,7 +19,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
 // Config configures an Executor. Server, Token and App are required.
@@ -47,6 +49,10 @@ type Config struct {
 	Logger *slog.Logger
 	// HTTPClient makes the calls to the server. Default: a client with a 10 s timeout.
 	HTTPClient *http.Client
+	// Clock is the time source of the heartbeat, the output flushes, the grace a canceled
+	// handler gets and the times results carry. A job's timeout stays a deadline of the run's
+	// context, which handlers read in real time. Default: clock.Real{}.
+	Clock clock.Clock
 }
 
 // Handler runs one execution. Its context carries the run ([RunFrom]) and a logger whose
@@ -72,8 +78,8 @@ type Executor struct {
 
 	mu       sync.Mutex
 	handlers map[string]Handler
-	jobs     map[int64]*jobRuns
-	runs     map[int64]*runState // accepted and not yet reported, by execution id
+	conc     *jobrun.Tracker[*runState] // the concurrency policies of accepted runs
+	runs     map[int64]*runState        // accepted and not yet reported, by execution id
 	// ended remembers the runs that finished lately, so that a /run the server repeats
 	// (its first answer was lost) is answered "accepted" and not run again.
 	ended    map[int64]time.Time
@@ -126,6 +132,9 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
 	if cfg.HTTPClient == nil {
 		// Results and output go to one server: keep enough connections to it open that
 		// concurrent runs reuse them (the default transport keeps two).
@@ -138,7 +147,7 @@ func New(cfg Config) (*Executor, error) {
 		log:      cfg.Logger.With("app", cfg.App),
 		client:   cfg.HTTPClient,
 		handlers: map[string]Handler{},
-		jobs:     map[int64]*jobRuns{},
+		conc:     jobrun.NewTracker[*runState](),
 		runs:     map[int64]*runState{},
 		ended:    map[int64]time.Time{},
 	}
@@ -280,10 +289,12 @@ func (e *Executor) registerUntil(ctx context.Context) error {
 			return fmt.Errorf("executor: register with %s: %w", e.cfg.Server, err)
 		}
 		e.log.Warn("registration failed; retrying", "server", e.cfg.Server, "err", err)
+		t := e.cfg.Clock.NewTimer(pause.Next())
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return fmt.Errorf("executor: register with %s: %w (last error: %w)", e.cfg.Server, ctx.Err(), err)
-		case <-time.After(pause.Next()):
+		case <-t.C():
 		}
 	}
 }
@@ -297,12 +308,12 @@ func (e *Executor) heartbeat(ctx context.Context) {
 		e.mu.Lock()
 		interval := e.interval
 		e.mu.Unlock()
-		t := time.NewTimer(interval)
+		t := e.cfg.Clock.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if err := e.register(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("heartbeat failed", "server", e.cfg.Server, "err", err)
@@ -322,11 +333,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	e.mu.Lock()
 	e.stopping = true
 	started := e.started
-	var queued []*runState
-	for _, j := range e.jobs {
-		queued = append(queued, j.queue...)
-		j.queue = nil
-	}
+	queued := e.conc.TakeAllQueued()
 	e.mu.Unlock()
 	defer e.baseCancel()
 	if !started || e.hbDone == nil {
@@ -367,13 +374,7 @@ func (e *Executor) stop(ctx context.Context) error {
 }
 
 func (e *Executor) cancelAll(cause error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, j := range e.jobs {
-		for _, rs := range j.running {
-			rs.cancel(cause)
-		}
-	}
+	e.conc.CancelAll(cause)
 }
 
 // routes serves the server's calls. Every one needs the token.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
 )
@@ -224,19 +225,22 @@ func TestRunStreamsLogsAndReportsResult(t *testing.T) {
 			return nil
 		})
 	})
-	sched := time.UnixMilli(1732230000000)
+	sched, fired := time.UnixMilli(1732230000000), time.UnixMilli(1732230000250)
+	// No idempotency key, as from a server older than the field: the executor makes the same one.
 	s.mustRun(t, executor.RunRequest{ExecutionID: 42, JobID: 7, Handler: "report", Params: "p=1",
-		Concurrency: "allow", ShardIndex: 1, ShardTotal: 3, ScheduledAt: sched.UnixMilli(), Attempt: 2})
+		Concurrency: "allow", ShardIndex: 1, ShardTotal: 3, ScheduledAt: sched.UnixMilli(), Attempt: 2,
+		TriggerID: 9, FiredAt: fired.UnixMilli()})
 	res := s.peer.WaitResult(t, 42, wait)
 	if res.State != executor.StateSucceeded || res.Code != 200 || res.StartedAt == 0 || res.FinishedAt < res.StartedAt {
 		t.Errorf("result %+v: want succeeded, 200, started <= finished", res)
 	}
-	want := executor.Run{ExecutionID: 42, JobID: 7, Handler: "report", Params: "p=1", ShardIndex: 1,
-		ShardTotal: 3, Attempt: 2, ScheduledAt: sched}
-	if !got.ScheduledAt.Equal(want.ScheduledAt) {
-		t.Errorf("scheduled %v, want %v", got.ScheduledAt, sched)
+	want := executor.Run{ExecutionID: 42, JobID: 7, TriggerID: 9, Handler: "report", Params: "p=1", ShardIndex: 1,
+		ShardTotal: 3, Attempt: 2, ScheduledAt: sched, FiredAt: fired, IdempotencyKey: "j7-t9-1732230000000-s1"}
+	if !got.ScheduledAt.Equal(want.ScheduledAt) || !got.FiredAt.Equal(want.FiredAt) {
+		t.Errorf("scheduled %v fired %v, want %v and %v", got.ScheduledAt, got.FiredAt, sched, fired)
 	}
-	got.ScheduledAt = want.ScheduledAt // Equal above; == would compare the location pointer too
+	// Equal above; == would compare the location pointer too.
+	got.ScheduledAt, got.FiredAt = want.ScheduledAt, want.FiredAt
 	if got != want {
 		t.Errorf("RunFrom = %+v, want %+v", got, want)
 	}
@@ -602,5 +606,57 @@ func TestRepeatedRunRunsOnce(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the handler ran %d times, want once", n)
+	}
+}
+
+// TestClockDrivesTheExecutor runs an executor on a fake clock: the heartbeat waits for the
+// clock, a handler that ignores its cancellation is given up on after the grace measured on
+// the clock, and the result carries the clock's time.
+func TestClockDrivesTheExecutor(t *testing.T) {
+	peer := executortest.NewPeer(t, token)
+	peer.HeartbeatMs = 1000
+	fake := clock.NewFake(time.UnixMilli(1732230000000))
+	stuck := make(chan struct{})
+	t.Cleanup(func() { close(stuck) })
+	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing",
+		Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: testLogger(t), Clock: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	ex.Handle("stuck", func(context.Context) error { close(started); <-stuck; return nil })
+	if err := ex.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_ = ex.Stop(ctx)
+	})
+	done := make(chan struct{})
+	defer close(done)
+	fake.WaitForTimers(1, done) // the heartbeat sleeps on the clock
+	if n := len(peer.Registrations()); n != 1 {
+		t.Fatalf("%d registrations before the clock moved, want 1", n)
+	}
+	fake.Advance(time.Second)
+	peer.Wait(t, wait, "the heartbeat after one interval", func() bool { return len(peer.Registrations()) == 2 })
+
+	resp, err := peer.Run(context.Background(), ex.Address(), executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "stuck"})
+	if err != nil || !resp.Accepted {
+		t.Fatal(resp, err)
+	}
+	<-started
+	if killed, err := peer.Kill(context.Background(), ex.Address(), 1); !killed || err != nil {
+		t.Fatalf("kill: %v %v", killed, err)
+	}
+	fake.WaitForTimers(3, done) // heartbeat, output flush, and the grace of the killed handler
+	if peer.HasResult(1) {
+		t.Fatal("reported before the grace passed on the clock")
+	}
+	fake.Advance(5 * time.Second)
+	res := peer.WaitResult(t, 1, wait)
+	if res.State != executor.StateCanceled || res.FinishedAt != fake.Now().UnixMilli() {
+		t.Errorf("result %+v: want canceled, finished at the clock's %d", res, fake.Now().UnixMilli())
 	}
 }

@@ -2,9 +2,6 @@ package executor
 
 import (
 	"context"
-	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -40,7 +37,11 @@ func newLogSink(e *Executor, id int64) *logSink {
 	return s
 }
 
+// add buffers one line; a zero at (a record without a time) is stamped now.
 func (s *logSink) add(at time.Time, msg string) {
+	if at.IsZero() {
+		at = s.e.cfg.Clock.Now()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -61,16 +62,17 @@ func (s *logSink) add(at time.Time, msg string) {
 
 func (s *logSink) loop() {
 	defer close(s.done)
-	t := time.NewTicker(logFlushEvery)
+	t := s.e.cfg.Clock.NewTimer(logFlushEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-s.full:
 		}
 		s.flush()
+		t.Reset(logFlushEvery)
 	}
 }
 
@@ -116,75 +118,4 @@ func (s *logSink) close() {
 		s.e.log.Warn("output lines lost: the server did not take them", "execution_id", s.id, "lines", len(s.buf))
 	}
 	s.mu.Unlock()
-}
-
-// lineHandler is the slog.Handler of a run's logger: each record becomes one output line,
-// "message key=value …", prefixed with the level unless it is INFO.
-type lineHandler struct {
-	sink   *logSink
-	pre    string // attributes from WithAttrs, formatted
-	prefix string // group prefix from WithGroup, "g." or ""
-}
-
-func (h *lineHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	if r.Level != slog.LevelInfo {
-		b.WriteString(r.Level.String())
-		b.WriteByte(' ')
-	}
-	b.WriteString(r.Message)
-	b.WriteString(h.pre)
-	r.Attrs(func(a slog.Attr) bool {
-		appendAttr(&b, h.prefix, a)
-		return true
-	})
-	at := r.Time
-	if at.IsZero() {
-		at = time.Now()
-	}
-	h.sink.add(at, b.String())
-	return nil
-}
-
-func (h *lineHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	var b strings.Builder
-	b.WriteString(h.pre)
-	for _, a := range attrs {
-		appendAttr(&b, h.prefix, a)
-	}
-	return &lineHandler{sink: h.sink, pre: b.String(), prefix: h.prefix}
-}
-
-func (h *lineHandler) WithGroup(name string) slog.Handler {
-	if name == "" {
-		return h
-	}
-	return &lineHandler{sink: h.sink, pre: h.pre, prefix: h.prefix + name + "."}
-}
-
-func appendAttr(b *strings.Builder, prefix string, a slog.Attr) {
-	a.Value = a.Value.Resolve()
-	if a.Equal(slog.Attr{}) {
-		return
-	}
-	if a.Value.Kind() == slog.KindGroup {
-		p := prefix
-		if a.Key != "" {
-			p += a.Key + "."
-		}
-		for _, g := range a.Value.Group() {
-			appendAttr(b, p, g)
-		}
-		return
-	}
-	b.WriteByte(' ')
-	b.WriteString(prefix + a.Key)
-	b.WriteByte('=')
-	v := a.Value.String()
-	if v == "" || strings.ContainsAny(v, " =\"\n\t") {
-		v = strconv.Quote(v)
-	}
-	b.WriteString(v)
 }

@@ -101,6 +101,13 @@ type RunRequest struct {
 	ShardTotal  int    `json:"shard_total"`
 	ScheduledAt int64  `json:"scheduled_at"`
 	Attempt     int    `json:"attempt"`
+	// The fields below came later; an executor must not rely on an older server sending them.
+	// TriggerID is 0 for a fire no trigger caused.
+	TriggerID int64 `json:"trigger_id,omitempty"`
+	// FiredAt is when the server started the fire.
+	FiredAt int64 `json:"fired_at,omitempty"`
+	// IdempotencyKey names the fire: its retries and recovery re-runs carry the same key.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // RunResponse is the executor's answer to run.

@@ -128,7 +128,7 @@ func (r *reporter) loop() {
 		if err := r.deliver(context.Background()); err != nil {
 			d := r.backoff.Next()
 			r.e.log.Warn("delivering results failed; spooled, retrying", "in", d, "err", err)
-			retry = time.After(d)
+			retry = r.e.cfg.Clock.NewTimer(d).C()
 		} else {
 			r.backoff.Reset()
 			retry = nil

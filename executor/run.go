@@ -7,39 +7,40 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
 // Run describes the execution a handler is running.
 type Run struct {
 	ExecutionID int64
 	JobID       int64
+	// TriggerID is 0 for a fire no trigger caused (a manual fire, a child job).
+	TriggerID   int64
 	Handler     string
 	Params      string
 	ShardIndex  int
 	ShardTotal  int
 	Attempt     int
 	ScheduledAt time.Time
+	// FiredAt is when the server started the fire; zero from a server that does not say.
+	FiredAt time.Time
+	// IdempotencyKey names the fire (its trigger, scheduled time and shard): retries and
+	// recovery re-runs of it share the key, so a side effect can be made once.
+	IdempotencyKey string
 	// Timeout is the job's timeout (0: none); the context's deadline enforces it.
 	Timeout time.Duration
 }
 
-type ctxKey int
-
-const (
-	runKey ctxKey = iota
-	loggerKey
-)
-
 // RunFrom returns the run a handler's context carries.
 func RunFrom(ctx context.Context) (Run, bool) {
-	r, ok := ctx.Value(runKey).(Run)
-	return r, ok
+	return jobrun.RunFrom[Run](ctx)
 }
 
 // Logger returns the run's logger: its lines are the execution's output, streamed to the
 // server. Outside a run it returns a logger that discards everything.
 func Logger(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
+	if l, ok := jobrun.LoggerFrom(ctx); ok {
 		return l
 	}
 	return slog.New(slog.DiscardHandler)
@@ -48,15 +49,9 @@ func Logger(ctx context.Context) *slog.Logger {
 // runState is one accepted run, queued or running. Nothing in it is shared with other runs.
 type runState struct {
 	run    Run
-	policy string
+	policy jobrun.Policy
 	h      Handler
 	cancel context.CancelCauseFunc // nil while queued
-}
-
-// jobRuns are the runs of one job on this executor.
-type jobRuns struct {
-	running map[int64]*runState
-	queue   []*runState // serial runs waiting, in arrival order
 }
 
 // stopCause is why a run's context was canceled; it decides the reported state.
@@ -70,22 +65,14 @@ func (c *stopCause) Error() string { return c.msg }
 
 // accept applies the job's concurrency policy to a run request.
 func (e *Executor) accept(req RunRequest) RunResponse {
-	policy := req.Concurrency
-	switch policy {
-	case "":
-		policy = ConcurrencyAllow
-	case ConcurrencyAllow, ConcurrencySerial, ConcurrencyDiscard, ConcurrencyReplace:
-	default:
-		return RunResponse{Message: fmt.Sprintf("unknown concurrency policy %q", req.Concurrency)}
+	policy, err := jobrun.ParsePolicy(req.Concurrency)
+	if err != nil {
+		return RunResponse{Message: err.Error()}
 	}
 	if req.ExecutionID <= 0 {
 		return RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}
 	}
-	rs := &runState{policy: policy, run: Run{
-		ExecutionID: req.ExecutionID, JobID: req.JobID, Handler: req.Handler, Params: req.Params,
-		ShardIndex: req.ShardIndex, ShardTotal: req.ShardTotal, Attempt: req.Attempt,
-		ScheduledAt: time.UnixMilli(req.ScheduledAt), Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
-	}}
+	rs := &runState{policy: policy, run: runOf(req)}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -105,43 +92,50 @@ func (e *Executor) accept(req RunRequest) RunResponse {
 		// The same, for a run that has finished since: its result is reported or spooled.
 		return RunResponse{Accepted: true, Message: "already ran"}
 	}
-	j := e.jobs[req.JobID]
-	if j == nil {
-		j = &jobRuns{running: map[int64]*runState{}}
-		e.jobs[req.JobID] = j
-	}
-	busy := len(j.running) > 0 || len(j.queue) > 0
-	switch policy {
-	case ConcurrencySerial:
-		if busy {
-			j.queue = append(j.queue, rs)
-			e.runs[req.ExecutionID] = rs
-			return RunResponse{Accepted: true, Message: fmt.Sprintf("queued behind %d run(s)", len(j.running)+len(j.queue)-1)}
-		}
-	case ConcurrencyDiscard:
-		if busy {
-			return RunResponse{Message: fmt.Sprintf("discarded: job %d has %d run(s) in progress", req.JobID, len(j.running)+len(j.queue))}
-		}
-	case ConcurrencyReplace:
-		cause := &stopCause{state: StateCanceled, code: CodeFailed, msg: fmt.Sprintf("replaced by execution %d", req.ExecutionID)}
-		for _, old := range j.running {
-			old.cancel(cause)
-		}
-		for _, old := range j.queue {
+	cause := &stopCause{state: StateCanceled, code: CodeFailed, msg: fmt.Sprintf("replaced by execution %d", req.ExecutionID)}
+	if policy == jobrun.Replace {
+		// Runs queued under the job's earlier serial policy go with the ones it replaces.
+		for _, old := range e.conc.TakeQueued(req.JobID) {
 			go e.finish(old, Result{State: StateCanceled, Code: CodeFailed, Message: cause.msg + " before it started"}, time.Time{})
 		}
-		j.queue = nil
+	}
+	switch e.conc.Admit(req.JobID, req.ExecutionID, policy, rs, cause) {
+	case jobrun.Queued:
+		e.runs[req.ExecutionID] = rs
+		active, queued := e.conc.Load(req.JobID)
+		return RunResponse{Accepted: true, Message: fmt.Sprintf("queued behind %d run(s)", active+queued-1)}
+	case jobrun.Skip:
+		active, queued := e.conc.Load(req.JobID)
+		return RunResponse{Message: fmt.Sprintf("discarded: job %d has %d run(s) in progress", req.JobID, active+queued)}
 	}
 	e.runs[req.ExecutionID] = rs
-	e.startLocked(j, rs)
+	e.startLocked(rs)
 	return RunResponse{Accepted: true}
 }
 
-// startLocked starts rs; e.mu is held.
-func (e *Executor) startLocked(j *jobRuns, rs *runState) {
+// runOf is the run a request describes. A server that sends no idempotency key gets the one
+// it would have sent.
+func runOf(req RunRequest) Run {
+	r := Run{
+		ExecutionID: req.ExecutionID, JobID: req.JobID, TriggerID: req.TriggerID, Handler: req.Handler,
+		Params: req.Params, ShardIndex: req.ShardIndex, ShardTotal: req.ShardTotal, Attempt: req.Attempt,
+		ScheduledAt: time.UnixMilli(req.ScheduledAt), IdempotencyKey: req.IdempotencyKey,
+		Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
+	}
+	if req.FiredAt != 0 {
+		r.FiredAt = time.UnixMilli(req.FiredAt)
+	}
+	if r.IdempotencyKey == "" {
+		r.IdempotencyKey = jobrun.IdempotencyKey(req.JobID, req.TriggerID, req.ScheduledAt, req.ShardIndex)
+	}
+	return r
+}
+
+// startLocked starts an admitted run; e.mu is held.
+func (e *Executor) startLocked(rs *runState) {
 	ctx, cancel := context.WithCancelCause(e.baseCtx)
 	rs.cancel = cancel
-	j.running[rs.run.ExecutionID] = rs
+	e.conc.Started(rs.run.JobID, rs.run.ExecutionID, cancel)
 	e.running.Add(1)
 	go e.execute(ctx, rs)
 }
@@ -159,24 +153,15 @@ func (e *Executor) kill(id int64) bool {
 		e.mu.Unlock()
 		return true
 	}
-	if j := e.jobs[rs.run.JobID]; j != nil {
-		for i, q := range j.queue {
-			if q == rs {
-				j.queue = append(j.queue[:i:i], j.queue[i+1:]...)
-				break
-			}
-		}
-	}
+	e.conc.Unqueue(rs.run.JobID, id)
 	e.mu.Unlock()
 	e.finish(rs, Result{State: StateCanceled, Code: CodeFailed, Message: "killed before it started"}, time.Time{})
 	return true
 }
 
 func (e *Executor) idle(jobID int64) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	j := e.jobs[jobID]
-	return j == nil || (len(j.running) == 0 && len(j.queue) == 0)
+	active, queued := e.conc.Load(jobID)
+	return active == 0 && queued == 0
 }
 
 // execute runs one handler and reports its result.
@@ -190,10 +175,10 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 		defer cancel()
 	}
 	sink := newLogSink(e, rs.run.ExecutionID)
-	ctx = context.WithValue(ctx, runKey, rs.run)
-	ctx = context.WithValue(ctx, loggerKey, slog.New(&lineHandler{sink: sink}))
+	ctx = jobrun.WithRun(ctx, rs.run)
+	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(sink.add)))
 
-	started := time.Now()
+	started := e.cfg.Clock.Now()
 	errc := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -208,11 +193,11 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		t := time.NewTimer(abandonGrace)
+		t := e.cfg.Clock.NewTimer(abandonGrace)
 		select {
 		case err = <-errc:
 			t.Stop()
-		case <-t.C:
+		case <-t.C():
 			e.log.Warn("handler ignored its cancellation; reporting without it",
 				"execution_id", rs.run.ExecutionID, "handler", rs.run.Handler, "cause", context.Cause(ctx))
 			err = context.Cause(ctx)
@@ -256,7 +241,7 @@ const endedMemory = 10 * time.Minute
 
 // rememberEnded records a finished run and forgets those older than endedMemory; e.mu is held.
 func (e *Executor) rememberEnded(id int64) {
-	now := time.Now()
+	now := e.cfg.Clock.Now()
 	e.ended[id] = now
 	if len(e.ended)%1024 == 0 {
 		for old, at := range e.ended {
@@ -271,22 +256,22 @@ func (e *Executor) rememberEnded(id int64) {
 // reporter. started is zero for a run that never started.
 func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 	res.ExecutionID = rs.run.ExecutionID
-	res.FinishedAt = time.Now().UnixMilli()
+	res.FinishedAt = e.cfg.Clock.Now().UnixMilli()
 	if !started.IsZero() {
 		res.StartedAt = started.UnixMilli()
 	}
 	e.mu.Lock()
 	delete(e.runs, rs.run.ExecutionID)
 	e.rememberEnded(rs.run.ExecutionID)
-	if j := e.jobs[rs.run.JobID]; j != nil {
-		delete(j.running, rs.run.ExecutionID)
-		if len(j.running) == 0 && len(j.queue) > 0 && !e.stopping {
-			next := j.queue[0]
-			j.queue = j.queue[1:]
-			e.startLocked(j, next)
-		}
-		if len(j.running) == 0 && len(j.queue) == 0 {
-			delete(e.jobs, rs.run.JobID)
+	if rs.cancel != nil { // a queued run was never admitted as active
+		if next, ok := e.conc.Done(rs.run.JobID, rs.run.ExecutionID); ok {
+			if e.stopping {
+				go e.finish(next, Result{State: StateCanceled, Code: CodeFailed, Message: "executor stopped before the run started"}, time.Time{})
+			} else {
+				// Nothing of the job is active now, so the next queued run is admitted to run.
+				e.conc.Admit(next.run.JobID, next.run.ExecutionID, next.policy, next, nil)
+				e.startLocked(next)
+			}
 		}
 	}
 	e.mu.Unlock()

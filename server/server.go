@@ -113,14 +113,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ReportInterval <= 0 {
 		cfg.ReportInterval = time.Minute
 	}
+	// The dispatcher is made before the scheduler, so it takes the clock the scheduler will
+	// (sundial.New refuses the two fields set differently; neither set is the real clock).
+	clk := sc.Clock
+	if clk == nil {
+		clk = sc.Engine.Clock
+	}
 	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Token: cfg.ExecutorToken,
-		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger})
+		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: clk})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	clk := sched.Clock() // given in Config.Scheduler or its Engine
+	clk = sched.Clock() // given in Config.Scheduler or its Engine
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
 		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}

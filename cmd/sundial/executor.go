@@ -35,10 +35,17 @@ func newExecutorCmd() *cobra.Command {
 heartbeats, and runs the jobs the server sends it with the built-in handlers:
 
   http   params {"method":"POST","url":"https://…","headers":{…},"body":"…"}; succeeds on a 2xx
-         answer; the status and the first lines of the body are the run's output.
+         answer; the status and the first lines of the body are the run's output. The request
+         carries the run in headers: Sundial-Execution-Id, Sundial-Job-Id, Sundial-Trigger-Id,
+         Sundial-Scheduled-At, Sundial-Fired-At, Sundial-Shard-Index, Sundial-Shard-Total,
+         Sundial-Attempt and Idempotency-Key.
   shell  params: a script, run with /bin/sh -c; its output lines are streamed. Refused unless
          the executor was started with --enable-shell: whoever can create jobs could otherwise
-         run commands on this machine.
+         run commands on this machine. The script's environment carries the run:
+         SUNDIAL_EXECUTION_ID, SUNDIAL_JOB_ID, SUNDIAL_TRIGGER_ID, SUNDIAL_SCHEDULED_AT and
+         SUNDIAL_FIRED_AT (RFC 3339 with milliseconds, UTC), SUNDIAL_SHARD_INDEX,
+         SUNDIAL_SHARD_TOTAL, SUNDIAL_ATTEMPT, and SUNDIAL_IDEMPOTENCY_KEY, the same for every
+         retry of one fire (trigger, scheduled time, shard): a script can deduplicate on it.
 
 Results the server cannot take are kept in --spool-dir and delivered later, also after a
 restart. SIGTERM or Ctrl-C unregisters, lets running jobs finish (up to --drain-timeout) and

@@ -61,7 +61,10 @@ func httpHandler(client *http.Client) executor.Handler {
 		if err != nil {
 			return fmt.Errorf("http handler: %s %s: %w", p.Method, p.URL, err)
 		}
-		for k, v := range p.Headers {
+		for _, f := range runFields(run) {
+			req.Header.Set(f.header, f.value)
+		}
+		for k, v := range p.Headers { // the job's own headers win
 			req.Header.Set(k, v)
 		}
 		log.Info(fmt.Sprintf("%s %s", req.Method, p.URL))
@@ -81,6 +84,33 @@ func httpHandler(client *http.Client) executor.Handler {
 		}
 		return nil
 	}
+}
+
+// runField is one fact about a run that the built-in handlers pass on: to a script as the
+// environment variable SUNDIAL_<env>, to a URL as the request header <header>.
+type runField struct{ env, header, value string }
+
+// runTimeLayout is RFC 3339 with milliseconds, in UTC.
+const runTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// runFields lists what a handler's script or URL learns of its run. The fired time is left
+// out when the server did not send it.
+func runFields(run executor.Run) []runField {
+	fs := []runField{
+		{"EXECUTION_ID", "Sundial-Execution-Id", strconv.FormatInt(run.ExecutionID, 10)},
+		{"JOB_ID", "Sundial-Job-Id", strconv.FormatInt(run.JobID, 10)},
+		{"TRIGGER_ID", "Sundial-Trigger-Id", strconv.FormatInt(run.TriggerID, 10)},
+		{"SCHEDULED_AT", "Sundial-Scheduled-At", run.ScheduledAt.UTC().Format(runTimeLayout)},
+		{"SHARD_INDEX", "Sundial-Shard-Index", strconv.Itoa(run.ShardIndex)},
+		{"SHARD_TOTAL", "Sundial-Shard-Total", strconv.Itoa(run.ShardTotal)},
+		{"ATTEMPT", "Sundial-Attempt", strconv.Itoa(run.Attempt)},
+		// The header is the one the IETF's idempotency-key draft names.
+		{"IDEMPOTENCY_KEY", "Idempotency-Key", run.IdempotencyKey},
+	}
+	if !run.FiredAt.IsZero() {
+		fs = append(fs, runField{"FIRED_AT", "Sundial-Fired-At", run.FiredAt.UTC().Format(runTimeLayout)})
+	}
+	return fs
 }
 
 func truncateParams(s string) string {
@@ -108,12 +138,10 @@ func shellHandler(enabled bool) executor.Handler {
 			return errors.New("shell handler: params are empty: want the script to run")
 		}
 		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", run.Params)
-		cmd.Env = append(os.Environ(),
-			"SUNDIAL_EXECUTION_ID="+strconv.FormatInt(run.ExecutionID, 10),
-			"SUNDIAL_JOB_ID="+strconv.FormatInt(run.JobID, 10),
-			"SUNDIAL_SHARD_INDEX="+strconv.Itoa(run.ShardIndex),
-			"SUNDIAL_SHARD_TOTAL="+strconv.Itoa(run.ShardTotal),
-			"SUNDIAL_ATTEMPT="+strconv.Itoa(run.Attempt))
+		cmd.Env = os.Environ()
+		for _, f := range runFields(run) {
+			cmd.Env = append(cmd.Env, "SUNDIAL_"+f.env+"="+f.value)
+		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		// One pipe for stdout and stderr keeps their lines in the order they were written.

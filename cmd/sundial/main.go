@@ -1,6 +1,10 @@
-// Command sundial is Sundial's single binary: the server (a node with the REST API), the
-// CLI over that API (job, trigger, exec, calendar, node, token), the schedule preview and the
-// benchmarks; the executor and migrate join it as they are built.
+// Command sundial is Sundial's single binary:
+//
+//   - server: a scheduler node with the REST API; it migrates its database on start;
+//   - executor: a stand-alone executor with the built-in http and shell handlers;
+//   - job, trigger, exec, app, calendar, node, token: the CLI over the REST API;
+//   - schedule: previews a schedule's fire times, and answers Quartz oracle cases (--batch);
+//   - bench: the performance scenarios.
 package main
 
 import (

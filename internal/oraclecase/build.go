@@ -13,7 +13,11 @@ import (
 //	cron EXPR...
 //	simple INTERVAL_MS REPEAT_COUNT
 //	calint INTERVAL UNIT PRESERVE SKIP
-//	daily HH:MM:SS HH:MM:SS DAYS INTERVAL UNIT
+//	daily HH:MM:SS HH:MM:SS DAYS INTERVAL UNIT [REPEAT_COUNT]
+//
+// The daily repeat count is Sundial's extension of the oracle's format (Quartz's
+// DailyTimeIntervalTriggerImpl.setRepeatCount; schedule/testdata/misfire-left-corpus.txt says
+// how its answers were made); without it the trigger repeats forever, as the oracle's does.
 func buildTrigger(f []string, loc *time.Location, start time.Time) (*schedule.Trigger, error) {
 	tr := &schedule.Trigger{Start: start}
 	switch f[0] {
@@ -62,8 +66,16 @@ func buildTrigger(f []string, loc *time.Location, start time.Time) (*schedule.Tr
 		tr.Schedule = schedule.CalendarInterval{Interval: interval, Unit: unit, Location: loc,
 			PreserveHourOfDay: preserve, SkipDayIfHourDoesNotExist: skip}
 	case "daily":
-		if len(f) != 6 {
-			return nil, inputErrorf("expected: daily <HH:MM:SS> <HH:MM:SS> <days> <interval> <unit>")
+		if len(f) != 6 && len(f) != 7 {
+			return nil, inputErrorf("expected: daily <HH:MM:SS> <HH:MM:SS> <days> <interval> <unit> [<repeatCount>]")
+		}
+		repeat := schedule.RepeatForever
+		if len(f) == 7 {
+			n, err := strconv.Atoi(f[6])
+			if err != nil {
+				return nil, inputErrorf("bad repeatCount '%s'", f[6])
+			}
+			repeat = n
 		}
 		from, err := schedule.ParseTimeOfDay(f[1])
 		if err != nil {
@@ -94,7 +106,7 @@ func buildTrigger(f []string, loc *time.Location, start time.Time) (*schedule.Tr
 			return nil, err
 		}
 		tr.Schedule = schedule.DailyInterval{StartTimeOfDay: from, EndTimeOfDay: to, Days: days,
-			Interval: interval, Unit: unit, RepeatCount: schedule.RepeatForever, Location: loc}
+			Interval: interval, Unit: unit, RepeatCount: repeat, Location: loc}
 	default:
 		return nil, inputErrorf("unknown trigger '%s'", f[0])
 	}

@@ -252,7 +252,8 @@ func evalMisfire(r *Result, line string) error {
 		tr.Triggered(cal)
 	}
 	if tr.Next.IsZero() {
-		return inputErrorf("the trigger has only %d fires, nothing left to misfire", mc.Fired)
+		// Quartz's words for the same case: there is no missed fire to apply the instruction to.
+		return inputErrorf("the trigger has no next fire time before the misfire (it completed after %d fires)", mc.Fired)
 	}
 	r.Misfire, r.Now, r.Missed = true, mc.Now, tr.Next
 	tr.UpdateAfterMisfire(cal, mc.Now)

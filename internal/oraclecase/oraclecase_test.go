@@ -30,7 +30,7 @@ func TestQuartzOracle(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, name := range []string{"quartz", "extra"} {
+	for _, name := range []string{"quartz", "extra", "misfire-left"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open(testdata + name + "-expected.txt")
 			if err != nil {
@@ -93,6 +93,8 @@ func checkCaseCount(t *testing.T, name string, want []Expected) {
 		t.Fatalf("%d Quartz cases, %d of them errors; want the corpus's 495 and 75", len(want), errs)
 	case name == "extra" && len(want) < 965:
 		t.Fatalf("%d extra cases, want at least 965", len(want))
+	case name == "misfire-left" && (len(want) != 912 || errs != 44):
+		t.Fatalf("%d misfire-left cases, %d of them errors; want the corpus's 912 and 44", len(want), errs)
 	}
 }
 

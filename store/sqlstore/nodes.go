@@ -34,9 +34,11 @@ func scanNodes(rows *sql.Rows, err error) ([]*store.Node, error) {
 
 // NodeHeartbeat upserts the node with last_seen = the database's now.
 func (e *executor) NodeHeartbeat(ctx context.Context, id, name string) (*store.Node, error) {
-	now := e.d().nowMillis()
-	_, err := e.exec(ctx, "INSERT INTO nodes ("+nodeCols+") VALUES (?, ?, "+now+", "+now+")"+
-		e.d().upsert("id", "name", "last_seen"), id, name)
+	// The clock is read once, in a derived table: PostgreSQL's clock_timestamp() written twice
+	// in the row gives two instants, and a new node's started_at and last_seen must be one.
+	// (WHERE 1 = 1 lets SQLite tell the upsert clause from a join constraint.)
+	_, err := e.exec(ctx, "INSERT INTO nodes ("+nodeCols+") SELECT ?, ?, t.now_ms, t.now_ms FROM (SELECT "+
+		e.d().nowMillis()+" AS now_ms) t WHERE 1 = 1"+e.d().upsert("id", "name", "last_seen"), id, name)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: heartbeat of node %q: %w", id, err)
 	}

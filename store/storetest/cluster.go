@@ -48,6 +48,17 @@ func testNodes(t *testing.T, s store.Store) {
 	if d := now - a.LastSeen; d < 0 || d > 5000 {
 		t.Fatalf("heartbeat %d is not stamped with the database clock %d", a.LastSeen, now)
 	}
+	// A first beat reads the database clock once: started_at and last_seen are one instant even
+	// when the statement runs across a millisecond boundary (checked on many fresh nodes, since
+	// one crossing in a few dozen beats is what a clock read twice gives).
+	for i := range 200 {
+		id := fmt.Sprintf("fresh-%d", i)
+		n := get(s.NodeHeartbeat(ctx, id, "host")).ok(t)
+		if n.StartedAt != n.LastSeen {
+			t.Fatalf("first heartbeat of %s: started_at %d, last_seen %d", id, n.StartedAt, n.LastSeen)
+		}
+		noErr(t, s.NodeDelete(ctx, id))
+	}
 	get(s.NodeHeartbeat(ctx, "node-b", "host-b")).ok(t)
 	// The database clock cannot be faked: age node-b for real, by a margin that a loaded CI
 	// machine cannot eat between node-a's next beat and the query.

@@ -1,0 +1,13 @@
+package dispatch
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any goroutine they started is still running at the
+// end: a Stop that returns before its goroutines end is a bug.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
