@@ -219,6 +219,11 @@ func (c *Client) ListJobs(ctx context.Context, group string, o ListOptions) (*Pa
 	return get[Page[Job]](ctx, c, v1+"/jobs", q)
 }
 
+// Info returns which Sundial the answering node runs.
+func (c *Client) Info(ctx context.Context) (*Info, error) {
+	return get[Info](ctx, c, v1+"/info", nil)
+}
+
 // FindJob returns the job called name in group, or name "GROUP/NAME" (group "" is the
 // default group), with its triggers; a missing job is the API's 404.
 func (c *Client) FindJob(ctx context.Context, group, name string) (*Job, error) {

@@ -255,6 +255,13 @@ type Report struct {
 	Totals ReportRow   `json:"totals"`
 }
 
+// Info is GET /info: which Sundial the answering node runs.
+type Info struct {
+	Version   string `json:"version"`
+	GoVersion string `json:"go_version"`
+	NodeID    string `json:"node_id"`
+}
+
 // DefaultGroup is the group of a job or trigger created without one.
 const DefaultGroup = "default"
 

@@ -15,6 +15,7 @@ import (
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/version"
 )
 
 // metrics is what /metrics serves: the engine's counters as they are, the runs of the
@@ -73,6 +74,8 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 				}
 				return 0
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_build_info", Help: "1, labelled with the version and Go release of this node's binary.",
+			ConstLabels: prometheus.Labels{"version": version.Version(), "goversion": version.GoVersion()}}, func() float64 { return 1 }),
 		m.runs, m.lateness, m.requests, m.duration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -27,6 +27,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/readyz", public, s.readyz},
 		{"GET", "/metrics", authenticated, s.serveMetrics},
 		{"GET", v1 + "/openapi.json", authenticated, serveOpenAPI},
+		{"GET", v1 + "/info", authenticated, s.info},
 
 		{"POST", v1 + "/auth/login", public, s.login},
 		{"POST", v1 + "/auth/logout", authenticated, s.logout},

@@ -14,6 +14,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sundial-scheduler/sundial/internal/version"
 )
 
 // usageError marks bad input from the user: the command exits with status 2.
@@ -32,6 +34,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Sundial is a distributed, persistent job scheduler",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Version(),
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
