@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,5 +36,32 @@ func TestVersionEverywhere(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(body), `sundial_build_info{goversion="`) || !strings.Contains(string(body), `version="`+v+`"} 1`) {
 		t.Errorf("metrics have no sundial_build_info with version %q", v)
+	}
+}
+
+// TestMigrateCommand: migrate status lists what a fresh database lacks, a server with
+// --no-migrate refuses it, migrate up applies it all.
+func TestMigrateCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sundial.db")
+	code, out, errOut := runCLI(t, "", "migrate", "status", "--db", db)
+	if code != 0 || !strings.HasPrefix(out, "VERSION") || !strings.Contains(out, "pending") || strings.Contains(out, "applied") {
+		t.Fatalf("migrate status of a fresh database: exit %d\n%s%s", code, out, errOut)
+	}
+	pending := strings.Count(out, "pending")
+	code, _, errOut = runCLI(t, "", "server", "--db", db, "--addr", "127.0.0.1:0", "--no-migrate")
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("lacks %d migrations", pending)) || !strings.Contains(errOut, "sundial migrate up") {
+		t.Errorf("server --no-migrate on a fresh database: exit %d, %q", code, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "migrate", "up", "--db", db)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("Applied %d migrations", pending)) {
+		t.Errorf("migrate up: exit %d, %q %q", code, out, errOut)
+	}
+	t.Setenv("SUNDIAL_DB", db)
+	_, out, _ = runCLI(t, "", "migrate", "status")
+	if strings.Count(out, "applied") != pending || strings.Contains(out, "pending") {
+		t.Errorf("migrate status after up (SUNDIAL_DB):\n%s", out)
+	}
+	if _, out, _ = runCLI(t, "", "migrate", "up"); !strings.Contains(out, "Applied 0 migrations") {
+		t.Errorf("migrate up again: %q", out)
 	}
 }

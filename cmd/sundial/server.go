@@ -27,6 +27,7 @@ type serverOptions struct {
 	logFormat, logLevel     string
 	drainTimeout            time.Duration
 	retention               time.Duration
+	noMigrate               bool
 	smtp                    alarm.SMTP
 }
 
@@ -54,6 +55,7 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.addr, "addr", ":8080", "address to listen on")
 	f.StringVar(&o.db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
 	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
+	f.BoolVar(&o.noMigrate, "no-migrate", false, "do not migrate the database on start; refuse to start if it lacks migrations (see sundial migrate)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
 	f.StringVar(&o.executorToken, "executor-token", "", "shared secret of the executors (none: executors are refused)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -122,7 +124,15 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
+	if o.noMigrate {
+		// The operator migrates (sundial migrate up) before rolling nodes out: a node whose
+		// schema is behind would fail on its first statement that needs a newer one.
+		if n, err := pendingMigrations(ctx, st); err != nil {
+			return err
+		} else if n > 0 {
+			return fmt.Errorf("the database %s lacks %d migrations of this version: run 'sundial migrate up' (or start without --no-migrate)", redactDSN(o.db), n)
+		}
+	} else if err := st.Migrate(ctx); err != nil {
 		return err
 	}
 	password, created, err := server.EnsureAdmin(ctx, st, o.admin)
