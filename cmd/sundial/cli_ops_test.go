@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,5 +64,44 @@ func TestMigrateCommand(t *testing.T) {
 	}
 	if _, out, _ = runCLI(t, "", "migrate", "up"); !strings.Contains(out, "Applied 0 migrations") {
 		t.Errorf("migrate up again: %q", out)
+	}
+}
+
+// TestServerConfigFile: --config takes the flags' settings from a YAML file, keyed by flag
+// name, _ name or environment variable; the environment wins over the file and a flag over
+// both; an unknown key is bad input. The database a refused --no-migrate start names shows
+// which setting won.
+func TestServerConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	fileDB, envDB, flagDB := filepath.Join(dir, "file.db"), filepath.Join(dir, "env.db"), filepath.Join(dir, "flag.db")
+	cfg := filepath.Join(dir, "sundial.yaml")
+	write := func(body string) {
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(wantDB string, args ...string) {
+		t.Helper()
+		code, _, errOut := runCLI(t, "", append([]string{"server", "--config", cfg}, args...)...)
+		if code != 1 || !strings.Contains(errOut, "the database "+wantDB+" lacks") {
+			t.Errorf("server %v: exit %d, %q: want the --no-migrate refusal of %s", args, code, errOut, wantDB)
+		}
+	}
+	t.Setenv("SUNDIAL_DB", "")
+	os.Unsetenv("SUNDIAL_DB")
+	write("db: " + fileDB + "\nno_migrate: true\nSUNDIAL_ADDR: 127.0.0.1:0\nlog-level: debug\n")
+	refused(fileDB)
+	refused(flagDB, "--db", flagDB)
+	t.Setenv("SUNDIAL_DB", envDB)
+	refused(envDB)
+	refused(flagDB, "--db", flagDB)
+
+	write("db: " + fileDB + "\nbogus: 1\n")
+	if code, _, errOut := runCLI(t, "", "server", "--config", cfg); code != 2 || !strings.Contains(errOut, `unknown setting "bogus"`) {
+		t.Errorf("an unknown key: exit %d, %q", code, errOut)
+	}
+	write("retention: [1, 2]\n")
+	if code, _, errOut := runCLI(t, "", "server", "--config", cfg); code != 2 || !strings.Contains(errOut, "retention") {
+		t.Errorf("a list value: exit %d, %q", code, errOut)
 	}
 }

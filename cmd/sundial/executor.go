@@ -63,6 +63,7 @@ flag on the command line wins.`,
 		},
 	}
 	f := cmd.Flags()
+	f.String("config", "", "YAML file of settings: the flags' names as keys, e.g. app: billing (default $SUNDIAL_CONFIG)")
 	f.StringVar(&o.server, "server", "", "base URL of a Sundial server node, e.g. http://sched:8080 (required)")
 	f.StringVar(&o.token, "token", "", "executor token shared with the server (required)")
 	f.StringVar(&o.app, "app", "", "app (executor group) to join (required)")
