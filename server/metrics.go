@@ -147,11 +147,20 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		}
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
 		s.metrics.duration.WithLabelValues(route).Observe(d.Seconds())
-		level := slog.LevelInfo
-		if !strings.HasPrefix(r.URL.Path, "/api/") {
-			level = slog.LevelDebug // scrapes and probes would drown the log
-		}
-		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", sw.status,
-			"duration_ms", d.Milliseconds(), "remote", r.RemoteAddr)
+		s.log.Log(r.Context(), requestLogLevel(r.URL.Path, sw.status), "http", "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "duration_ms", d.Milliseconds(), "remote", r.RemoteAddr)
 	})
+}
+
+// requestLogLevel is info for what people and their programs ask of the API, and debug for
+// the machine traffic that comes every second or so: scrapes, probes, and the executors'
+// heartbeats, output lines and results (their failures still show: a 5xx is a warning).
+func requestLogLevel(path string, status int) slog.Level {
+	switch {
+	case status >= 500:
+		return slog.LevelWarn
+	case !strings.HasPrefix(path, "/api/"), strings.HasPrefix(path, "/api/v1/executor/"):
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
