@@ -24,20 +24,23 @@ nodes of a new version are rolled out one by one with --no-migrate.
 --db can also be set as SUNDIAL_DB.`,
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
-	open := func(cmd *cobra.Command) (*sqlstore.Store, error) {
-		if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
-			return nil, err
-		}
-		return sqlstore.Open(commandContext(cmd), db)
-	}
-	up := &cobra.Command{Use: "up", Short: "Apply the migrations the database lacks", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := open(cmd)
+	// withStore runs fn on the opened database and closes it.
+	withStore := func(fn func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
+				return err
+			}
+			ctx := commandContext(cmd)
+			st, err := sqlstore.Open(ctx, db)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			ctx := commandContext(cmd)
+			return fn(ctx, cmd, st)
+		}
+	}
+	up := &cobra.Command{Use: "up", Short: "Apply the migrations the database lacks", Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
 			before, err := pendingMigrations(ctx, st)
 			if err != nil {
 				return err
@@ -47,20 +50,15 @@ nodes of a new version are rolled out one by one with --no-migrate.
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Applied %d migrations; the database %s is up to date\n", before, redactDSN(db))
 			return nil
-		}}
+		})}
 	status := &cobra.Command{Use: "status", Short: "List the migrations and whether the database has each", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			ms, err := st.MigrationStatus(commandContext(cmd))
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
+			ms, err := st.MigrationStatus(ctx)
 			if err != nil {
 				return err
 			}
 			return printMigrations(cmd.OutOrStdout(), ms)
-		}}
+		})}
 	cmd.AddCommand(up, status)
 	return cmd
 }
