@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -45,6 +46,9 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// DrainTimeout is how long Stop waits for running handlers. Default 30 s.
 	DrainTimeout time.Duration
+	// MinInterval is the shortest time allowed between two fires of one trigger: a trigger
+	// that would fire more often is refused (FieldError "schedule"). 0: no limit.
+	MinInterval time.Duration
 	// Dispatcher, when set, is given the in-process dispatcher (registered handlers) and
 	// returns the one the engine uses: a server wraps it to send remote jobs to executors
 	// (dispatch.ByTarget).
@@ -74,6 +78,8 @@ type Scheduler struct {
 	store  store.Store
 	engine *engine.Engine
 	clock  clock.Clock
+	// minInterval is Config.MinInterval.
+	minInterval time.Duration
 	// maint runs the leader's duties while the node leads.
 	maint *maintenance.Manager
 
@@ -87,7 +93,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock}
+	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock, minInterval: cfg.MinInterval}
 	if s.clock == nil {
 		s.clock = clock.Real{}
 		ec.Clock = s.clock
@@ -356,8 +362,8 @@ func jobRow(j Job) (*store.Job, error) {
 		return bad("handler", "must not be empty: name the handler that runs the job (e.g. noop)")
 	case j.Timeout < 0:
 		return bad("timeout_ms", "must not be negative, got %d", j.Timeout.Milliseconds())
-	case j.MaxRetries < 0:
-		return bad("max_retries", "must not be negative, got %d", j.MaxRetries)
+	case j.MaxRetries < 0 || j.MaxRetries > math.MaxInt32:
+		return bad("max_retries", "want 0 to %d, got %d", math.MaxInt32, j.MaxRetries)
 	case j.RetryBackoff < 0:
 		return bad("retry_backoff_ms", "must not be negative, got %d", j.RetryBackoff.Milliseconds())
 	case j.Routing != "" && j.App == "":
@@ -450,12 +456,39 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	if err != nil {
 		return bad(&schedule.FieldError{Field: "schedule", Err: err})
 	}
+	if err := checkMinInterval(tr, cal, first, s.minInterval); err != nil {
+		return bad(&schedule.FieldError{Field: "schedule", Err: err})
+	}
+	if t.Priority > math.MaxInt32 || t.Priority < math.MinInt32 {
+		return bad(schedule.Fieldf("priority", "want a 32-bit integer, got %d", t.Priority))
+	}
 	return &store.Trigger{
 		JobID: jobID, Group: t.Group, Name: t.Name, Kind: store.TriggerKind(kind), Spec: spec,
 		TimeZone: t.TimeZone, StartAt: t.Start.UnixMilli(), EndAt: unixMilliOrZero(t.End),
 		CalendarName: t.Calendar, Priority: t.Priority, MisfirePolicy: t.Misfire.String(),
 		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(),
 	}, nil
+}
+
+// checkMinInterval refuses a trigger that would fire more often than min: it looks at the
+// gaps between its first fires (a cron's or daily interval's tightest gap shows within a
+// few). tr is advanced on a copy.
+func checkMinInterval(tr *schedule.Trigger, cal schedule.Calendar, first time.Time, min time.Duration) error {
+	if min <= 0 || first.IsZero() {
+		return nil
+	}
+	probe, prev := *tr, first
+	for range 16 {
+		next, ok := probe.FireTimeAfter(prev)
+		if !ok {
+			return nil
+		}
+		if gap := next.Sub(prev); gap < min {
+			return fmt.Errorf("fires %v apart; this scheduler allows at least %v between fires", gap, min)
+		}
+		prev = next
+	}
+	return nil
 }
 
 func unixMilliOrZero(t time.Time) int64 {

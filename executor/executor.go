@@ -21,6 +21,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
@@ -49,6 +50,11 @@ type Config struct {
 	Logger *slog.Logger
 	// HTTPClient makes the calls to the server. Default: a client with a 10 s timeout.
 	HTTPClient *http.Client
+	// HTTP bounds what one caller of the endpoint may hold: timeouts and a connection cap.
+	HTTP httpserve.Limits
+	// TLS, when set, serves the endpoint over HTTPS with its certificate (reloaded when the
+	// files change); the derived Advertise address is then https://.
+	TLS *httpserve.CertFile
 	// Clock is the time source of the heartbeat, the output flushes, the grace a canceled
 	// handler gets and the times results carry. A job's timeout stays a deadline of the run's
 	// context, which handlers read in real time. Default: clock.Real{}.
@@ -195,11 +201,11 @@ func (e *Executor) Start(ctx context.Context) error {
 	if e.address == "" {
 		e.address = e.advertiseFor(ln.Addr().(*net.TCPAddr))
 	}
-	e.srv = &http.Server{Handler: e.routes(), ReadHeaderTimeout: 10 * time.Second}
+	e.srv = httpserve.NewServer(e.routes(), e.cfg.HTTP, e.cfg.TLS, e.log)
 	e.srvDone = make(chan struct{})
 	go func() {
 		defer close(e.srvDone)
-		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := httpserve.Serve(e.srv, ln, e.cfg.HTTP); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.log.Error("executor endpoint stopped", "err", err)
 		}
 	}()
@@ -227,7 +233,11 @@ func (e *Executor) advertiseFor(addr *net.TCPAddr) string {
 	if ip == nil || ip.IsUnspecified() {
 		ip = outboundIP(e.cfg.Server)
 	}
-	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(addr.Port))
+	scheme := "http://"
+	if e.cfg.TLS != nil {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(ip.String(), fmt.Sprint(addr.Port))
 }
 
 // outboundIP is the local address of the interface that routes to server. A UDP "dial"

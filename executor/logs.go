@@ -2,8 +2,10 @@ package executor
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -48,7 +50,7 @@ func (s *logSink) add(at time.Time, msg string) {
 		return // a handler that outlived its run: its lines have no execution to go to
 	}
 	s.last++
-	s.buf = append(s.buf, LogLine{Line: s.last, At: at.UnixMilli(), Message: msg})
+	s.buf = append(s.buf, LogLine{Line: s.last, At: at.UnixMilli(), Message: storableLine(msg)})
 	if over := len(s.buf) - logMaxBuffered; over > 0 {
 		s.buf = append(s.buf[:0], s.buf[over:]...)
 	}
@@ -118,4 +120,20 @@ func (s *logSink) close() {
 		s.e.log.Warn("output lines lost: the server did not take them", "execution_id", s.id, "lines", len(s.buf))
 	}
 	s.mu.Unlock()
+}
+
+// storableLine makes an output line one the server stores on every database: valid UTF-8,
+// no NUL (PostgreSQL refuses it, and the server answers 400), at most MaxLineBytes. Binary
+// output is kept readable instead of failing the whole batch.
+func storableLine(msg string) string {
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	msg = strings.ReplaceAll(msg, "\x00", "\uFFFD")
+	if len(msg) > MaxLineBytes {
+		cut := MaxLineBytes
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut]
+	}
+	return msg
 }

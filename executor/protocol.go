@@ -61,6 +61,10 @@ type LogBatch struct {
 	Lines       []LogLine `json:"lines"`
 }
 
+// MaxLineBytes is the longest output line the server takes (it refuses a batch with a
+// longer one, or one with a NUL byte); the executor cuts longer lines.
+const MaxLineBytes = 65535
+
 // LogLine is one output line.
 type LogLine struct {
 	Line    int64  `json:"line"`

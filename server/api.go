@@ -108,7 +108,7 @@ func decode(r *http.Request, v any) error {
 	if dec.More() {
 		return invalidField("", "request body: data after the JSON object")
 	}
-	return nil
+	return checkInput(v)
 }
 
 // jsonPath turns encoding/json's "triggers.0.cron" into "triggers[0].cron".

@@ -13,11 +13,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -84,6 +86,20 @@ type authenticator struct {
 	store      authStore
 	sessionTTL time.Duration
 	log        *slog.Logger
+	// cost is bcrypt's work factor for new passwords; dummy, of the same cost, stands in
+	// for the hash of a user name that does not exist. It is made on the first login, not
+	// in New: a hash costs ~100 ms, and most servers (tests, benchmarks) never see a login;
+	// only that first unknown-name login takes twice as long.
+	cost      int
+	dummyOnce sync.Once
+	dummy     []byte
+}
+
+func (a *authenticator) dummyHash() []byte {
+	a.dummyOnce.Do(func() {
+		a.dummy, _ = bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), a.cost) // New checked the cost
+	})
+	return a.dummy
 }
 
 // newSecret returns a random secret with the given prefix and the hex SHA-256 to store.
@@ -171,6 +187,10 @@ func sameOrigin(r *http.Request) bool {
 // guard wraps a route's handler with the access it requires.
 func (s *Server) guard(level access, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkRequestText(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if level != public {
 			p, err := s.auth.authenticate(r)
 			if err != nil {
@@ -225,10 +245,6 @@ func EnsureAdmin(ctx context.Context, st authStore, name string) (password strin
 	return password, true, nil
 }
 
-// dummyHash is compared against when the user does not exist, so a login takes as long for
-// an unknown name as for a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("sundial-no-such-user"), bcrypt.MinCost)
-
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	var req api.LoginRequest
 	if err := decode(r, &req); err != nil {
@@ -237,18 +253,37 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if req.Username == "" {
 		return invalidField("username", "must not be empty")
 	}
+	addr := sourceAddress(r)
+	if wait, by := s.logins.check(req.Username, addr); wait > 0 {
+		s.log.Warn("login limited", "user", req.Username, "remote", r.RemoteAddr, "by", by, "wait", wait)
+		retryAfter(w, wait)
+		return errLoginLimited(wait)
+	}
 	u, err := s.store.UserGetByName(r.Context(), req.Username)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	hash := dummyHash
+	// An unknown name is checked against a stand-in hash of the same cost, so that the
+	// answer's time does not tell which names exist.
+	var hash []byte
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}
-	if bcrypt.CompareHashAndPassword(hash, []byte(req.Password)) != nil || u == nil {
+	var mismatch error
+	if err := s.logins.hash(r.Context(), func() {
+		if hash == nil {
+			hash = s.auth.dummyHash()
+		}
+		mismatch = bcrypt.CompareHashAndPassword(hash, []byte(req.Password))
+	}); err != nil {
+		return err
+	}
+	if mismatch != nil || u == nil {
+		s.logins.failed(req.Username, addr)
 		s.log.Warn("failed login", "user", req.Username, "remote", r.RemoteAddr)
 		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "wrong user name or password"}
 	}
+	s.logins.succeeded(req.Username, addr)
 	now := time.Now()
 	if _, err := s.store.SessionsDeleteExpired(r.Context(), now.UnixMilli()); err != nil {
 		s.log.Warn("delete expired sessions", "err", err)
@@ -258,8 +293,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.SessionInsert(r.Context(), &store.Session{Hash: h, UserID: u.ID, ExpiresAt: exp.UnixMilli()}); err != nil {
 		return fmt.Errorf("login %q: %w", u.Name, err)
 	}
+	httpserve.NoStore(w)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
-		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteStrictMode})
 	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
 	writeJSON(w, http.StatusOK, api.User{ID: u.ID, Name: u.Name, Role: string(u.Role), Via: "session"})
 	return nil
@@ -273,7 +309,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -290,7 +326,13 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := principalFrom(r.Context())
-	if bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword)) != nil {
+	var mismatch error
+	if err := s.logins.hash(r.Context(), func() {
+		mismatch = bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword))
+	}); err != nil {
+		return err
+	}
+	if mismatch != nil {
 		return invalidField("current_password", "does not match")
 	}
 	if len(req.NewPassword) < minPassword {
@@ -299,9 +341,13 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
 	if subtle.ConstantTimeCompare([]byte(req.NewPassword), []byte(req.CurrentPassword)) == 1 {
 		return invalidField("new_password", "must differ from the current password")
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(req.NewPassword), bcryptCost)
-	if err != nil {
-		return invalidField("new_password", "%v", err) // longer than bcrypt's 72 bytes
+	var hash []byte
+	var herr error
+	if err := s.logins.hash(r.Context(), func() { hash, herr = bcrypt.GenerateFromPassword([]byte(req.NewPassword), s.auth.cost) }); err != nil {
+		return err
+	}
+	if herr != nil {
+		return invalidField("new_password", "%v", herr) // longer than bcrypt's 72 bytes
 	}
 	if err := s.store.UserSetPassword(r.Context(), p.user.ID, string(hash)); err != nil {
 		return err

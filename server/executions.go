@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -142,6 +143,8 @@ func (s *Server) followOutput(w http.ResponseWriter, r *http.Request, x *store.E
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	// The stream lasts as long as its run: the server's write timeout is for answers.
+	httpserve.NoWriteDeadline(w)
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
 	ctx := r.Context()

@@ -45,6 +45,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	job := jobOf(&in)
+	if err := s.checkAppQuota(r.Context(), job.App, 0); err != nil {
+		return err
+	}
 	trigs := make([]sundial.Trigger, len(in.Triggers))
 	for i := range in.Triggers {
 		var err error
@@ -159,6 +162,15 @@ func (s *Server) updateJob(w http.ResponseWriter, r *http.Request) error {
 		return invalidField("triggers", "a job's triggers are changed with POST /api/v1/jobs/{id}/triggers and DELETE /api/v1/triggers/{id}")
 	}
 	job := jobOf(&in)
+	row, err := s.store.JobGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if job.App != row.App {
+		if err := s.checkAppQuota(r.Context(), job.App, id); err != nil {
+			return err
+		}
+	}
 	if err := s.sched.UpdateJob(r.Context(), id, job); err != nil {
 		return err
 	}

@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/store"
@@ -62,6 +64,17 @@ type Config struct {
 	// ReportInterval is how often the leader recomputes today's and yesterday's daily
 	// report rows. Default 1 min.
 	ReportInterval time.Duration
+	// HTTP bounds what one client may hold: timeouts and a connection cap.
+	HTTP httpserve.Limits
+	// TLS, when set, serves HTTPS with its certificate (reloaded when the files change).
+	TLS *httpserve.CertFile
+	// TrustedProxies are the TLS-terminating proxies whose X-Forwarded-Proto is believed,
+	// for Secure cookies and HSTS.
+	TrustedProxies httpserve.Proxies
+	// Login limits failed logins and the password hashing they cost.
+	Login LoginLimits
+	// Input limits what jobs and triggers may ask of the scheduler.
+	Input InputLimits
 }
 
 // Server is one node: the engine plus the HTTP API.
@@ -72,7 +85,9 @@ type Server struct {
 	log   *slog.Logger
 	clock clock.Clock
 	auth  *authenticator
-	mux   *http.ServeMux
+	// logins limits failed logins and the password hashing they cost.
+	logins *loginLimiter
+	mux    *http.ServeMux
 	// handler is mux wrapped in logging and metrics; each route guards its own access.
 	handler http.Handler
 	metrics *metrics
@@ -129,8 +144,14 @@ func New(cfg Config) (*Server, error) {
 	clk = sched.Clock() // given in Config.Scheduler or its Engine
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
 		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
-	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger}
+	cfg.Login = cfg.Login.withDefaults()
+	if cfg.Login.PasswordCost < bcrypt.MinCost || cfg.Login.PasswordCost > bcrypt.MaxCost {
+		return nil, fmt.Errorf("server: login password cost %d: want %d to %d", cfg.Login.PasswordCost, bcrypt.MinCost, bcrypt.MaxCost)
+	}
+	s.cfg = cfg
+	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger, cost: cfg.Login.PasswordCost}
 	s.metrics = newMetrics(sched.Engine(), remote.Stats())
+	s.logins = newLoginLimiter(cfg.Login, clk.Now, s.metrics.reg)
 	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, SMTP: cfg.SMTP, Interval: cfg.AlarmInterval,
 		Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger, Clock: clk})
 	if err != nil {
@@ -146,7 +167,7 @@ func New(cfg Config) (*Server, error) {
 		s.alarms)
 	s.registerBuiltins()
 	s.routes()
-	s.handler = s.instrument(s.mux)
+	s.handler = httpserve.Headers(cfg.TrustedProxies, s.instrument(s.mux))
 	return s, nil
 }
 
@@ -237,14 +258,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
-	hs := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	hs := httpserve.NewServer(s.handler, s.cfg.HTTP, s.cfg.TLS, s.log)
 	hs.RegisterOnShutdown(s.closeStreams)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- httpserve.Serve(hs, ln, s.cfg.HTTP) }()
 	s.log.Info("serving", "addr", ln.Addr().String())
 
 	var serveErr error

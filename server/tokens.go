@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -45,6 +46,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("api token created", "token", tok.ID, "name", tok.Name, "by", principalFrom(r.Context()).user.Name)
 	out := tokenOut(tok)
 	out.Token = secret
+	httpserve.NoStore(w)
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }

@@ -246,6 +246,7 @@ type TriggerSelector struct {
 // JobFilter selects jobs for JobList.
 type JobFilter struct {
 	Group   string // empty for all groups
+	App     string // empty for jobs of every app and none
 	AfterID int64
 	Limit   int // <= 0 for the implementation's default
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -205,7 +207,7 @@ func (t *table) row(cells ...string) {
 			c = "-"
 		}
 		// A tab or newline in a value (a message, a description) would break the columns.
-		cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+		cells[i] = termSafe(strings.NewReplacer("\t", " ", "\n", " ").Replace(c))
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
@@ -220,7 +222,7 @@ func fields(w io.Writer, kv ...string) error {
 		if v == "" {
 			v = "-"
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], v)
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], termSafe(v))
 	}
 	return tw.Flush()
 }
@@ -231,6 +233,29 @@ func when(t api.Time) string {
 		return ""
 	}
 	return t.Time().Local().Format("2006-01-02 15:04:05")
+}
+
+// termSafe escapes control characters (and invalid UTF-8) in text from the server before
+// it reaches a terminal: names and output are other people's input, and an escape
+// sequence in them could rewrite the screen, the title or the clipboard.
+func termSafe(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unicode.IsControl(r) && r < 0x80:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

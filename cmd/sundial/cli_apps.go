@@ -194,7 +194,7 @@ func newExecActionCmd(o *apiOptions, action, short, long string) *cobra.Command 
 				_, err := fmt.Fprintf(w, "Retrying execution %d as execution %d (attempt %d)\n", id, x.ID, x.Attempt)
 				return err
 			}
-			_, err := fmt.Fprintf(w, "Killed execution %d: %s %s\n", x.ID, x.State, x.HandleMsg)
+			_, err := fmt.Fprintf(w, "Killed execution %d: %s %s\n", x.ID, x.State, termSafe(x.HandleMsg))
 			return err
 		})
 	})

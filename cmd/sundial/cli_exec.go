@@ -155,7 +155,7 @@ JSON on its own line: the lines, then the execution as it ended.`,
 }
 
 func printLogLine(w io.Writer, ln api.LogLine) {
-	fmt.Fprintf(w, "%s  %s\n", ln.At.Time().Local().Format("2006-01-02 15:04:05.000"), ln.Message)
+	fmt.Fprintf(w, "%s  %s\n", ln.At.Time().Local().Format("2006-01-02 15:04:05.000"), termSafe(ln.Message))
 }
 
 // followLogs follows the output until the end event or ctx ends. A stream that drops (a
@@ -177,7 +177,7 @@ func followLogs(ctx context.Context, c *api.Client, id int64, stdout, stderr io.
 			case ev.Line != nil:
 				printLogLine(stdout, *ev.Line)
 			case ev.End != nil:
-				fmt.Fprintf(stderr, "execution %d %s %s\n", ev.End.ID, ev.End.State, ev.End.HandleMsg)
+				fmt.Fprintf(stderr, "execution %d %s %s\n", ev.End.ID, ev.End.State, termSafe(ev.End.HandleMsg))
 			}
 			return nil
 		})

@@ -155,7 +155,7 @@ func newJobCreateCmd(o *apiOptions) *cobra.Command {
 // printJob prints a returned job, and its warnings on standard error.
 func printJob(cmd *cobra.Command, o *apiOptions, j *api.Job) error {
 	for _, w := range j.Warnings {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", termSafe(w))
 	}
 	return printOne(cmd.OutOrStdout(), o, j, showJob)
 }

@@ -391,3 +391,20 @@ func TestCLIAlarms(t *testing.T) {
 		t.Errorf("job create --alarm ops: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestTermSafe: escape sequences and other control characters from the server are shown
+// escaped, never sent to the terminal.
+func TestTermSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain name":         "plain name",
+		"red\x1b[31mtext":    `red\x1b[31mtext`,
+		"csi\u009b2J":        `csi\u009b2J`,
+		"bell\a and \r back": `bell\x07 and \x0d back`,
+		"bad \xff utf8":      `bad \xff utf8`,
+		"kept \uFFFD and é":  "kept \uFFFD and é",
+	} {
+		if got := termSafe(in); got != want {
+			t.Errorf("termSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

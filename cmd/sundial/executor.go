@@ -20,6 +20,8 @@ type executorOptions struct {
 	enableShell         bool
 	logFormat, logLevel string
 	drainTimeout        time.Duration
+	tls                 tlsOptions
+	tokenFlag           *secretFlag
 }
 
 // executorEnv names the environment variable of each flag that does not follow the
@@ -59,13 +61,17 @@ flag on the command line wins.`,
 			if err := flagsFromEnv(cmd.Flags(), executorEnv); err != nil {
 				return err
 			}
+			if err := o.tokenFlag.resolve(); err != nil {
+				return err
+			}
 			return runExecutor(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.String("config", "", "YAML file of settings: the flags' names as keys, e.g. app: billing (default $SUNDIAL_CONFIG)")
 	f.StringVar(&o.server, "server", "", "base URL of a Sundial server node, e.g. http://sched:8080 (required)")
-	f.StringVar(&o.token, "token", "", "executor token shared with the server (required)")
+	o.tokenFlag = addSecretFlag(f, &o.token, "token", "SUNDIAL_EXECUTOR_TOKEN", "executor token shared with the server (required)", minSecretLen)
+	o.tls.add(f)
 	f.StringVar(&o.app, "app", "", "app (executor group) to join (required)")
 	f.StringVar(&o.listen, "listen", ":9999", "address to listen on for the server's calls")
 	f.StringVar(&o.advertise, "advertise", "", "URL the server calls this executor on (default: derived from --listen)")
@@ -91,8 +97,12 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	if err != nil {
 		return err
 	}
+	certs, err := o.tls.load()
+	if err != nil {
+		return err
+	}
 	ex, err := executor.New(executor.Config{Server: o.server, Token: o.token, App: o.app,
-		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log})
+		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs})
 	if err != nil {
 		return usageError{err}
 	}

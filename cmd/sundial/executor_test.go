@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,11 +83,11 @@ func TestExecutorCmdNeedsServerTokenApp(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--token") {
 		t.Errorf("exit %d, %q: want 2 naming --token", code, errOut)
 	}
-	code, _, errOut = runCLI(t, "", "executor", "--token", "x", "--app", "")
+	code, _, errOut = runCLI(t, "", "executor", "--token", "a-long-executor-token", "--app", "")
 	if code != 2 || !strings.Contains(errOut, "--app") {
 		t.Errorf("exit %d, %q: want 2 naming --app", code, errOut)
 	}
-	code, _, errOut = runCLI(t, "", "executor", "--token", "x", "--server", "localhost:8080")
+	code, _, errOut = runCLI(t, "", "executor", "--token", "a-long-executor-token", "--server", "localhost:8080")
 	if code != 2 || !strings.Contains(errOut, "localhost:8080") {
 		t.Errorf("exit %d, %q: want 2 naming the server URL", code, errOut)
 	}
@@ -202,5 +203,29 @@ func TestExecutorCmdShell(t *testing.T) {
 	}
 	if res := peer.WaitResult(t, 4, execWait); res.State != executor.StateCanceled || res.Message != "killed" {
 		t.Errorf("killed: %+v", res)
+	}
+}
+
+// TestExecutorTokenFromFileAndLength: the token may come from a file; a short one is
+// refused before anything starts.
+func TestExecutorTokenFromFileAndLength(t *testing.T) {
+	t.Setenv("SUNDIAL_EXECUTOR_TOKEN", "")
+	t.Setenv("SUNDIAL_APP", "ops")
+	code, _, errOut := runCLI(t, "", "executor", "--token", "short", "--server", "http://localhost:1")
+	if code != 2 || !strings.Contains(errOut, "at least 16") {
+		t.Errorf("short token: exit %d, %q: want 2 naming the minimum", code, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("a-long-executor-token-from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Past the token: the bad server URL is what stops it.
+	code, _, errOut = runCLI(t, "", "executor", "--token-file", file, "--server", "localhost:8080")
+	if code != 2 || !strings.Contains(errOut, "localhost:8080") {
+		t.Errorf("token file: exit %d, %q: want 2 naming the server URL", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "executor", "--token-file", file, "--token", "a-long-executor-token", "--server", "http://localhost:1")
+	if code != 2 || !strings.Contains(errOut, "give one") {
+		t.Errorf("token and token file: exit %d, %q: want 2", code, errOut)
 	}
 }

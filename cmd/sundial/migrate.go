@@ -48,7 +48,7 @@ nodes of a new version are rolled out one by one with --no-migrate.
 			if err := st.Migrate(ctx); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Applied %d migrations; the database %s is up to date\n", before, redactDSN(db))
+			fmt.Fprintf(cmd.OutOrStdout(), "Applied %d migrations; the database %s is up to date\n", before, sqlstore.Redact(db))
 			return nil
 		})}
 	status := &cobra.Command{Use: "status", Short: "List the migrations and whether the database has each", Args: cobra.NoArgs,

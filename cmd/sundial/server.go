@@ -17,6 +17,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -29,6 +30,11 @@ type serverOptions struct {
 	retention               time.Duration
 	noMigrate               bool
 	smtp                    alarm.SMTP
+	tls                     tlsOptions
+	trustedProxies          string
+	minInterval             time.Duration
+	maxJobsPerApp           int
+	secrets                 []*secretFlag
 }
 
 func newServerCmd() *cobra.Command {
@@ -50,6 +56,11 @@ environment, which wins over the file.`,
 			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
 				return err
 			}
+			for _, s := range o.secrets {
+				if err := s.resolve(); err != nil {
+					return err
+				}
+			}
 			return runServer(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -60,7 +71,9 @@ environment, which wins over the file.`,
 	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
 	f.BoolVar(&o.noMigrate, "no-migrate", false, "do not migrate the database on start; refuse to start if it lacks migrations (see sundial migrate)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
-	f.StringVar(&o.executorToken, "executor-token", "", "shared secret of the executors (none: executors are refused)")
+	o.secrets = append(o.secrets, addSecretFlag(f, &o.executorToken, "executor-token", "SUNDIAL_EXECUTOR_TOKEN",
+		"shared secret of the executors (none: executors are refused)", minSecretLen),
+		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0))
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
@@ -68,7 +81,10 @@ environment, which wins over the file.`,
 	f.StringVar(&o.smtp.Addr, "smtp-addr", "", "SMTP server (host:port) for e-mail alarms (none: e-mail alarms fail; webhooks work)")
 	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
 	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
-	f.StringVar(&o.smtp.Password, "smtp-password", "", "SMTP password (prefer SUNDIAL_SMTP_PASSWORD: flags show in ps)")
+	o.tls.add(f)
+	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
+	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
+	f.IntVar(&o.maxJobsPerApp, "max-jobs-per-app", 10000, "most jobs one app (executor group) may have (0: no limit)")
 	return cmd
 }
 
@@ -137,6 +153,10 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
+	proxies, err := httpserve.ParseProxies(o.trustedProxies)
+	if err != nil {
+		return usageErrorf("--trusted-proxy: %v", err)
+	}
 	if o.smtp.Addr != "" && o.smtp.From == "" {
 		return usageErrorf("--smtp-addr %s needs --smtp-from (the sender address of alarms)", o.smtp.Addr)
 	}
@@ -157,7 +177,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		if n, err := pendingMigrations(ctx, st); err != nil {
 			return err
 		} else if n > 0 {
-			return fmt.Errorf("the database %s lacks %d migrations of this version: run 'sundial migrate up' (or start without --no-migrate)", redactDSN(o.db), n)
+			return fmt.Errorf("the database %s lacks %d migrations of this version: run 'sundial migrate up' (or start without --no-migrate)", sqlstore.Redact(o.db), n)
 		}
 	} else if err := st.Migrate(ctx); err != nil {
 		return err
@@ -171,8 +191,13 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			"It is shown only this once. Log in with it (POST /api/v1/auth/login) and create an API token\n"+
 			"(POST /api/v1/tokens), or change it (POST /api/v1/auth/password).\n", o.admin, password)
 	}
+	certs, err := o.tls.load()
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
-		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout}})
+		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
+		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
 	if err != nil {
 		return err
 	}
@@ -186,27 +211,10 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Sundial is listening on http://%s (database %s)\n", ln.Addr(), redactDSN(o.db))
+	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s)\n", o.tls.scheme(), ln.Addr(), sqlstore.Redact(o.db))
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "Sundial stopped")
 	return nil
-}
-
-// redactDSN hides a password in a DSN before it is printed.
-func redactDSN(dsn string) string {
-	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return dsn
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return dsn
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return dsn
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }

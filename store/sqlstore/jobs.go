@@ -137,6 +137,10 @@ func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job
 		q += " AND group_name = ?"
 		args = append(args, f.Group)
 	}
+	if f.App != "" {
+		q += " AND app = ?"
+		args = append(args, f.App)
+	}
 	q += " ORDER BY id LIMIT ?"
 	args = append(args, limitOr(f.Limit))
 	rows, err := e.query(ctx, q, args...)

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"math"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"sync/atomic"
@@ -111,6 +112,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		var sdsn string
 		sdsn, err = sqliteDSN(dsn)
 		if err == nil {
+			err = createPrivate(sdsn)
+		}
+		if err == nil {
 			cfg.db, err = sql.Open("sqlite", sdsn)
 		}
 		if err == nil {
@@ -190,6 +194,9 @@ func openMySQL(dsn string) (*sql.DB, error) {
 // BEGIN IMMEDIATE for every transaction: SQLite has one writer, and a transaction that starts
 // as a reader and later writes can fail with SQLITE_BUSY where an immediate one would wait.
 func sqliteDSN(dsn string) (string, error) {
+	if err := notAPath(dsn); err != nil {
+		return "", err
+	}
 	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "file:")
 	query := ""
 	if i := strings.IndexByte(path, '?'); i >= 0 {
@@ -215,11 +222,68 @@ func sqliteDSN(dsn string) (string, error) {
 	return "file:" + path + "?" + q.Encode(), nil
 }
 
-// redact hides a password in a DSN for error messages.
+// notAPath refuses what was meant as a database URL but is none Open knows (a typo in the
+// scheme, a libpq keyword string, a go-sql-driver DSN without mysql://): taken as a SQLite
+// path it would silently become a new, empty database file.
+func notAPath(dsn string) error {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite://"), strings.HasPrefix(dsn, "file:"):
+		return nil
+	case strings.Contains(dsn, "://"):
+		scheme, _, _ := strings.Cut(dsn, "://")
+		return fmt.Errorf("unknown database scheme %q: want postgres://, postgresql://, mysql://, sqlite:// or a file path", scheme+"://")
+	case strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix("):
+		return errors.New("a MySQL DSN needs the mysql:// prefix")
+	case strings.Contains(dsn, "=") && strings.Contains(dsn, " "):
+		return errors.New("a keyword=value connection string is not supported: give a postgres:// URL")
+	}
+	return nil
+}
+
+// createPrivate creates a new SQLite file readable by its owner only, before the driver
+// creates it with the umask's mode; SQLite gives its WAL and shared-memory files the
+// database file's mode.
+func createPrivate(sdsn string) error {
+	path := strings.TrimPrefix(sdsn, "file:")
+	path, query, _ := strings.Cut(path, "?")
+	if path == ":memory:" || strings.Contains(query, "mode=memory") {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// secretParams are query parameters of a DSN that carry a password.
+var secretParams = []string{"password", "pass", "passwd", "pwd", "sslpassword"}
+
+// Redact hides the passwords of a DSN, for printing it.
+func Redact(dsn string) string { return redact(dsn) }
+
+// redact hides a password in a DSN for error messages: the user's and any in the query.
 func redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if u, err := url.Parse(dsn); err == nil && (u.User != nil || u.RawQuery != "") {
+		changed := false
+		if u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+				changed = true
+			}
+		}
+		q := u.Query()
+		for _, k := range secretParams {
+			if q.Has(k) {
+				q.Set(k, "xxxxx")
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
 			return u.String()
 		}
 	}

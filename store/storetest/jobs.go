@@ -104,4 +104,9 @@ func testJobsPagination(t *testing.T, s store.Store) {
 		// Every row once, in order.
 		equal(t, fmt.Sprintf("pages of group %q", tc.group), fmt.Sprint(got), fmt.Sprint(tc.want))
 	}
+	// The app filter (per-app job quotas count with it).
+	remote := &store.Job{Group: "c", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "h", Enabled: true}
+	noErr(t, s.JobInsert(ctx, remote))
+	js := get(s.JobList(ctx, store.JobFilter{App: "billing"})).ok(t)
+	equal(t, "jobs of app billing", fmt.Sprint(ids(js, jobID)), fmt.Sprint([]int64{remote.ID}))
 }
