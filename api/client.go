@@ -372,7 +372,8 @@ func (c *Client) ExecutionOutput(ctx context.Context, id int64, o ListOptions) (
 	return get[Page[LogLine]](ctx, c, idPath("/executions", id, "/output"), o.query())
 }
 
-// KillExecution stops a run on its executor and returns the execution.
+// KillExecution stops a run, on its executor or on the node that runs it in process, and
+// returns the execution.
 func (c *Client) KillExecution(ctx context.Context, id int64) (*Execution, error) {
 	return post[Execution](ctx, c, "POST", idPath("/executions", id, "/kill"), nil)
 }

@@ -80,6 +80,8 @@ type Stats struct {
 	Unreachable atomic.Int64
 	// Refused: the executor answered accepted=false (an unknown handler, a discarded run).
 	Refused atomic.Int64
+	// NotOwned: the fire was no longer the dispatching node's (the cluster declared it dead).
+	NotOwned atomic.Int64
 }
 
 // Stats returns the dispatcher's counters.
@@ -143,22 +145,38 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 	return r.send(ctx, f.Execution, job, addr, 0, 1)
 }
 
-// send records the address on the execution, then posts the run. The address is recorded
-// first so that a result or a sweep that races the answer finds it.
+// send records the address on the execution, then posts the run, then records that the
+// executor accepted it. The address is recorded first so that a result or a sweep that races
+// the answer finds it, and both records are compare-and-sets on the node's life that runs the
+// fire: a life the cluster declared dead (frozen past the node timeout) sends nothing, since
+// the run was declared lost and may have been fired again. Until the acceptance is recorded
+// the run is the node's, and is lost with it (no executor said it has it); after, it is the
+// executor's.
 func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int) engine.Result {
 	msg := fmt.Sprintf("sent to %s", addr)
 	if total > 1 {
 		msg = fmt.Sprintf("shard %d/%d sent to %s", index, total, addr)
 	}
-	if _, err := r.cfg.Store.ExecutionsSetDispatch(ctx, ex.ID, addr, index, total, msg); err != nil {
+	instance := r.instanceAt(job.App, addr)
+	owner := store.OwnerOf(ex)
+	ours, err := r.cfg.Store.ExecutionsSetDispatch(ctx, owner, ex.ID, addr, instance, index, total, msg)
+	if err != nil {
 		return engine.Result{Err: err}
+	}
+	if !ours {
+		r.stats.NotOwned.Add(1)
+		return engine.Result{Err: fmt.Errorf("execution %d is no longer running for node %s (incarnation %s): not sent", ex.ID, owner.Node, owner.Incarnation)}
 	}
 	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
-		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index)}
+		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
 	var resp executor.RunResponse
-	if err := r.callRepeating(ctx, addr, executor.PathRun, req, &resp); err != nil {
+	err = r.callRepeating(ctx, addr, executor.PathRun, req, &resp)
+	if err == nil && !resp.Accepted && instance != "" && resp.Instance != "" && resp.Instance != instance {
+		err = r.resendToInstance(ctx, ex, addr, index, total, msg, &req, &resp)
+	}
+	if err != nil {
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("executor %s did not take execution %d: %w", addr, ex.ID, err)}
 	}
@@ -166,7 +184,30 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		r.stats.Refused.Add(1)
 		return engine.Result{Err: fmt.Errorf("executor %s refused execution %d: %s", addr, ex.ID, resp.Message)}
 	}
+	// A failed record leaves the run the node's: lost with it if it dies, and re-run if the
+	// job requests recovery, where a run no executor has would be stranded.
+	if _, err := r.cfg.Store.ExecutionsDispatchAccepted(ctx, owner, ex.ID); err != nil {
+		r.cfg.Logger.Warn("recording an accepted dispatch", "execution", ex.ID, "err", err)
+	}
 	return engine.Result{Async: true, Message: msg}
+}
+
+// resendToInstance sends a run again to the executor instance that answered at addr, when
+// the run had been recorded for another (the executor restarted since the instances were
+// read): the run is recorded for the new instance first, so that the server never counts a
+// run as held by an instance that does not have it.
+func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr string, index, total int, msg string,
+	req *executor.RunRequest, resp *executor.RunResponse) error {
+	ok, err := r.cfg.Store.ExecutionsSetDispatch(ctx, store.OwnerOf(ex), ex.ID, addr, resp.Instance, index, total, msg)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("execution %d ended while it was sent to the executor's new instance %s", ex.ID, resp.Instance)
+	}
+	req.Instance = resp.Instance
+	*resp = executor.RunResponse{}
+	return r.callRepeating(ctx, addr, executor.PathRun, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
@@ -180,7 +221,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) 
 	shards := make([]*store.Execution, 0, total-1)
 	for i := 1; i < total; i++ {
 		shards = append(shards, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: ex.ScheduledAt,
-			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, ExecutorAddress: addrs[i],
+			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, Incarnation: ex.Incarnation, ExecutorAddress: addrs[i],
 			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt})
 	}
 	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)
@@ -196,7 +237,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) 
 			continue
 		}
 		now := r.cfg.Clock.Now().UnixMilli()
-		if _, err := r.cfg.Store.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: sh.ID, State: store.ExecFailed,
+		if _, err := r.cfg.Store.ExecutionsCompleteOwned(ctx, store.OwnerOf(sh), []store.ExecutionResult{{ID: sh.ID, State: store.ExecFailed,
 			HandleCode: 500, HandleMsg: res.Err.Error(), StartedAt: now, FinishedAt: now}}); err != nil {
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
 		}

@@ -27,43 +27,9 @@ import (
 // failing it would have had the job's retry run it a second time.
 func TestRunAnswerLost(t *testing.T) {
 	ctx := context.Background()
-	const token = "exec-token"
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	job := &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "once",
-		Concurrency: store.ConcurrencyAllow}
-	if err := st.JobInsert(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UnixMilli()
-	ex := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now + 3, Cause: store.CauseManual, Node: "n", State: store.ExecRunning}
-	if _, err := st.ExecutionsInsert(ctx, []*store.Execution{ex}); err != nil {
-		t.Fatal(err)
-	}
-
-	peer := executortest.NewPeer(t, token)
-	var runs atomic.Int32
-	exe, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing", Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan executor.Run, 2)
-	exe.Handle("once", func(ctx context.Context) error {
-		runs.Add(1)
-		run, _ := executor.RunFrom(ctx)
-		got <- run
-		return nil
-	})
-	if err := exe.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { exe.Stop(context.Background()) })
+	fx := newRemoteFixture(t)
+	st, job, exe, peer, runs, got := fx.st, fx.job, fx.exe, fx.peer, &fx.runs, fx.got
+	ex := fx.running(t, store.Owner{Node: "n"})
 
 	target, err := url.Parse(exe.Address())
 	if err != nil {
@@ -87,7 +53,7 @@ func TestRunAnswerLost(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 
-	r := NewRemote(Config{Store: st, Token: token})
+	r := NewRemote(Config{Store: st, Token: fixtureToken})
 	res := r.send(ctx, ex, job, proxy.URL, 0, 1)
 	if !dropped.Load() {
 		t.Fatal("the proxy never dropped an answer; the test proves nothing")
@@ -146,4 +112,103 @@ func TestRunRepeatsOnTheClock(t *testing.T) {
 	if err != nil || !resp.Accepted || calls.Load() != 3 {
 		t.Fatalf("after the repeats: %v %+v, %d calls; want accepted on the third", err, resp, calls.Load())
 	}
+}
+
+// TestSendFencedOnOwner dispatches a fire whose node's life was declared dead meanwhile (the
+// leader declared the run lost): the dispatcher must not send it, where the executor would
+// run a fire that the cluster may have fired again. A fire still the life's is sent, and the
+// executor's acceptance recorded: from then on the run is the executor's, not lost with the
+// node.
+func TestSendFencedOnOwner(t *testing.T) {
+	ctx := context.Background()
+	fx := newRemoteFixture(t)
+	frozen := store.Owner{Node: "n", Incarnation: "frozen"}
+	lost := fx.running(t, frozen)
+	if got, err := fx.st.ExecutionsLoseRunning(ctx, frozen); err != nil || len(got) != 1 {
+		t.Fatalf("declare the run lost: %v, %v", got, err)
+	}
+	r := NewRemote(Config{Store: fx.st, Token: fixtureToken})
+	if res := r.send(ctx, lost, fx.job, fx.exe.Address(), 0, 1); res.Err == nil || res.Async {
+		t.Fatalf("dispatch of a run declared lost: %+v, want a refusal", res)
+	}
+	if n := r.Stats().NotOwned.Load(); n != 1 {
+		t.Errorf("NotOwned = %d, want 1", n)
+	}
+
+	alive := store.Owner{Node: "n", Incarnation: "alive"}
+	ex := fx.running(t, alive)
+	if res := r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1); !res.Async || res.Err != nil {
+		t.Fatalf("dispatch: %+v, want the run handed over", res)
+	}
+	got, err := fx.st.ExecutionGet(ctx, ex.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TriggerCode != store.DispatchAccepted {
+		t.Errorf("trigger code %d after the executor accepted, want %d", got.TriggerCode, store.DispatchAccepted)
+	}
+	if res := fx.peer.WaitResult(t, ex.ID, 10*time.Second); res.State != executor.StateSucceeded {
+		t.Fatalf("result %+v, want succeeded", res)
+	}
+	if n := fx.runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once (the lost run never reaches the executor)", n)
+	}
+}
+
+const fixtureToken = "exec-token"
+
+// remoteFixture is a store with a remote job, and a real executor of its app whose handler
+// counts its runs and hands them to got, reporting to a stand-in server.
+type remoteFixture struct {
+	st   store.Store
+	job  *store.Job
+	exe  *executor.Executor
+	peer *executortest.Peer
+	runs atomic.Int32
+	got  chan executor.Run
+}
+
+func newRemoteFixture(t *testing.T) *remoteFixture {
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fx := &remoteFixture{st: st, got: make(chan executor.Run, 16)}
+	fx.job = &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "once",
+		Concurrency: store.ConcurrencyAllow}
+	if err := st.JobInsert(ctx, fx.job); err != nil {
+		t.Fatal(err)
+	}
+	fx.peer = executortest.NewPeer(t, fixtureToken)
+	fx.exe, err = executor.New(executor.Config{Servers: []string{fx.peer.URL}, Token: fixtureToken, App: "billing", Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.exe.Handle("once", func(ctx context.Context) error {
+		fx.runs.Add(1)
+		run, _ := executor.RunFrom(ctx)
+		fx.got <- run
+		return nil
+	})
+	if err := fx.exe.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fx.exe.Stop(context.Background()) })
+	return fx
+}
+
+// running inserts a running execution of the job, owned by o, fired 3 ms after its time.
+func (fx *remoteFixture) running(t *testing.T, o store.Owner) *store.Execution {
+	now := time.Now().UnixMilli()
+	ex := &store.Execution{JobID: fx.job.ID, ScheduledAt: now, FiredAt: now + 3, Cause: store.CauseManual, Node: o.Node,
+		Incarnation: o.Incarnation, State: store.ExecRunning}
+	if _, err := fx.st.ExecutionsInsert(context.Background(), []*store.Execution{ex}); err != nil {
+		t.Fatal(err)
+	}
+	return ex
 }

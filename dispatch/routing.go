@@ -191,3 +191,17 @@ func hash64(s string) uint64 {
 	x ^= x >> 33
 	return x
 }
+
+// instanceAt is the executor instance registered at addr in the app's last read of live
+// instances, recorded with a dispatch so that the executor's restart can be told from it; ""
+// for a manual address.
+func (r *Remote) instanceAt(app, addr string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, in := range r.instances[app].live {
+		if in.Address == addr {
+			return in.Instance
+		}
+	}
+	return ""
+}

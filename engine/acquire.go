@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -48,6 +51,11 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
+	// Only a life the cluster counts alive acquires: the lock orders this round with a
+	// leader that declares the life dead, so no fire is taken by a life already recovered.
+	if err := tx.NodeHold(ctx, l.owner); err != nil {
+		return 0, fmt.Errorf("hold the node's row: %w", err)
+	}
 
 	rows, err := tx.TriggersLockDue(ctx, dueBefore, e.cfg.BatchSize)
 	if err != nil {
@@ -59,7 +67,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 		updates = make([]store.TriggerFireUpdate, 0, len(rows))
 	)
 	for _, row := range rows {
-		upd, rowExecs := e.advanceTrigger(ctx, tx, row, now, dueBefore, e.cfg.BatchSize-len(execs))
+		upd, rowExecs := e.advanceTrigger(ctx, tx, l.owner, row, now, dueBefore, e.cfg.BatchSize-len(execs))
 		updates = append(updates, upd)
 		for _, ex := range rowExecs {
 			execs = append(execs, ex)
@@ -77,16 +85,24 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 			for i, p := range pending {
 				ids[i] = p.ID
 			}
-			won, err := tx.ExecutionsAcquire(ctx, e.cfg.NodeID, ids)
+			won, err := tx.ExecutionsAcquire(ctx, l.owner, ids)
 			if err != nil {
 				return 0, fmt.Errorf("acquire pending executions: %w", err)
 			}
 			wonSet := idSet(won)
+			var returned []*pendingFire
 			for _, p := range pending {
 				if wonSet[p.ID] {
-					p.State, p.Node = store.ExecAcquired, e.cfg.NodeID
-					fires = append(fires, &pendingFire{exec: p, priority: 5})
+					p.State, p.Node, p.Incarnation = store.ExecAcquired, l.owner.Node, l.owner.Incarnation
+					f := &pendingFire{exec: p, priority: 5}
+					fires = append(fires, f)
+					if returnedFire(p) {
+						returned = append(returned, f)
+					}
 				}
+			}
+			if err := e.misfireReturned(ctx, tx, returned, now); err != nil {
+				return 0, err
 			}
 		}
 	}
@@ -131,7 +147,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 // advanceTrigger computes the fires of one locked trigger that fall in the window (at most
 // room) and the trigger's new state. A trigger that cannot be rebuilt goes to state error
 // with the reason, so one bad row never stalls the batch.
-func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, row *store.Trigger, now time.Time, dueBefore int64, room int) (store.TriggerFireUpdate, []*store.Execution) {
+func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.Owner, row *store.Trigger, now time.Time, dueBefore int64, room int) (store.TriggerFireUpdate, []*store.Execution) {
 	tr, cal, err := e.buildTrigger(ctx, ex, row)
 	if err != nil {
 		e.log.Warn("trigger moved to error", "trigger", row.ID, "err", err)
@@ -151,7 +167,7 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, row *stor
 	for !tr.Next.IsZero() && tr.Next.UnixMilli() <= dueBefore && len(execs) < room {
 		execs = append(execs, &store.Execution{
 			JobID: row.JobID, TriggerID: row.ID, ScheduledAt: tr.Next.UnixMilli(),
-			Cause: cause, Node: e.cfg.NodeID, State: store.ExecAcquired,
+			Cause: cause, Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
 		})
 		cause = store.CauseSchedule
 		tr.Triggered(cal)
@@ -172,6 +188,55 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, row *stor
 		}
 	}
 	return upd, execs
+}
+
+// returnedFire reports whether x is a trigger's own fire that went back to pending after a
+// node had taken it (the node died, or stopped): a trigger's fires carry cause schedule or
+// misfire and are attempt 0, shard 0; retries, recoveries and the rest have their own causes.
+func returnedFire(x *store.Execution) bool {
+	return x.TriggerID != 0 && x.Attempt == 0 && x.ShardIndex == 0 &&
+		(x.Cause == store.CauseSchedule || x.Cause == store.CauseMisfire)
+}
+
+// misfireReturned applies their triggers' misfire policies to returned fires that are late
+// by more than the misfire threshold: the policies that wait for the next regular fire skip
+// them, those that fire now fire the latest of a trigger's once (now, as it is overdue) and
+// skip the rest, and ignore fires each. The trigger rows are not touched: their later fires
+// have gone on meanwhile, and none of those is fired again.
+func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned []*pendingFire, now time.Time) error {
+	byTrigger := map[int64][]*pendingFire{}
+	for _, f := range returned {
+		if now.Sub(time.UnixMilli(f.exec.ScheduledAt)) > e.cfg.MisfireThreshold {
+			byTrigger[f.exec.TriggerID] = append(byTrigger[f.exec.TriggerID], f)
+		}
+	}
+	for id, fs := range byTrigger {
+		row, err := q.TriggerGet(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted: its fires run as any other fire whose trigger went away
+		}
+		if err != nil {
+			return fmt.Errorf("read trigger %d of returned fires: %w", id, err)
+		}
+		tr, cal, err := e.buildTrigger(ctx, q, row)
+		if err != nil {
+			continue // the acquisition round moves the trigger to error; its fires run
+		}
+		slices.SortFunc(fs, func(a, b *pendingFire) int { return cmp.Compare(a.exec.ScheduledAt, b.exec.ScheduledAt) })
+		skip := len(fs) // fs[:skip] are skipped, the rest run
+		switch tr.Missed(cal, time.UnixMilli(fs[0].exec.ScheduledAt), now, e.cfg.MisfireThreshold) {
+		case schedule.MissedFireAll:
+			continue
+		case schedule.MissedFireOnce:
+			skip = len(fs) - 1
+		case schedule.MissedSkip:
+		}
+		e.stats.Misfired.Add(1)
+		for _, f := range fs[:skip] {
+			f.missed = fmt.Sprintf("skipped: missed by more than the misfire threshold; misfire policy %s", tr.Misfire)
+		}
+	}
+	return nil
 }
 
 func millis(t time.Time) int64 {

@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // leaderLease is the lease whose holder runs the cluster's single-runner duties.
@@ -13,20 +17,39 @@ const leaderLease = "leader"
 // so a node whose own clock is off can neither look dead nor keep a dead peer alive.
 func (e *Engine) clusterLoop(l *lifecycle) {
 	for {
-		e.clusterTick(l.ctx)
+		if dead := e.clusterTick(l); dead {
+			go e.rejoin(l) // it ends this loop, and waits for it
+			return
+		}
 		if !e.sleep(l.ctx, e.cfg.HeartbeatInterval, nil) {
 			return
 		}
 	}
 }
 
-func (e *Engine) clusterTick(ctx context.Context) {
-	if _, err := e.store.NodeHeartbeat(ctx, e.cfg.NodeID, nodeName()); err != nil {
+// clusterTick heartbeats and, when the life still lives, takes its turn at the leader lease.
+// It reports dead when the heartbeat found the life's node row gone: the cluster declared
+// this life dead.
+func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
+	ctx := l.ctx
+	sent := e.clock.Now()
+	if _, err := e.store.NodeHeartbeat(ctx, l.owner, nodeName()); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return true
+		}
 		if ctx.Err() == nil {
 			e.log.Error("heartbeat failed", "err", err)
 		}
-		return
+		// Cut off from the database, the node cannot renew the leader lease: it steps down
+		// rather than run the leader's duties on a lease that may have passed to another node.
+		e.lastBeat.Store(0)
+		if e.leadership.set(false, e.clock.Now()) {
+			e.log.Info("leadership changed", "leader", false)
+		}
+		return false
 	}
+	l.fence.renew(sent.Add(e.cfg.NodeTimeout))
+	e.beat(sent)
 	lead := false
 	_, held, err := e.store.LeaseAcquire(ctx, leaderLease, e.cfg.NodeID, e.cfg.NodeTimeout)
 	switch {
@@ -41,14 +64,25 @@ func (e *Engine) clusterTick(ctx context.Context) {
 	if e.leadership.set(lead, e.clock.Now()) {
 		e.log.Info("leadership changed", "leader", lead)
 	}
+	return false
 }
 
 // RecoverDeadNodes returns the work of every node that missed its heartbeats to the cluster:
 // its acquired fires become pending again, its running executions become lost, and those of
 // jobs that request recovery are fired again with cause recovery at their original scheduled
-// time. Each move is a compare-and-set on the dead node's name, so a node that wakes up late
-// finds nothing left to run. It is a leader's duty (maintenance.NodeRecovery runs it).
+// time. Each move is a compare-and-set on the dead node's life (its id and incarnation), so a
+// node that wakes up late finds nothing left to run. It is a leader's duty
+// (maintenance.NodeRecovery runs it).
+//
+// A node declares others dead only once its own heartbeats have succeeded for a whole node
+// timeout without a gap. After an outage of the database, or of the network to it, every
+// node's row is stale: the first node back would otherwise declare all the others dead before
+// their own next heartbeat, and lose every run of the cluster. Waiting one node timeout lets
+// the living beat; only the dead stay silent.
 func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
+	if !e.seesCluster() {
+		return nil
+	}
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
 	if err != nil {
 		return err
@@ -57,42 +91,71 @@ func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
 		if n.ID == e.cfg.NodeID {
 			continue
 		}
-		if err := e.recoverNode(ctx, n.ID); err != nil {
+		handedBack, err := e.recoverLife(ctx, n.Owner(), true)
+		if err != nil {
 			return fmt.Errorf("node %s: %w", n.ID, err)
+		}
+		if handedBack {
+			e.Wake()
 		}
 	}
 	return nil
 }
 
-func (e *Engine) recoverNode(ctx context.Context, node string) error {
+// beat records a heartbeat sent at sent that succeeded. A gap of more than a node timeout
+// since the previous one (or a failure between them) starts the node's view of the cluster
+// anew.
+func (e *Engine) beat(sent time.Time) {
+	at := sent.UnixMilli()
+	if prev := e.lastBeat.Swap(at); prev == 0 || at-prev > e.cfg.NodeTimeout.Milliseconds() {
+		e.seeing.Store(at)
+	}
+}
+
+// seesCluster reports whether the node has seen the database without a gap for a node timeout
+// and sees it now: a heartbeat that hangs through an outage neither fails nor succeeds, so
+// the last success must be recent too.
+func (e *Engine) seesCluster() bool {
+	now, timeout := e.clock.Now().UnixMilli(), e.cfg.NodeTimeout.Milliseconds()
+	last := e.lastBeat.Load()
+	return last != 0 && now-last < timeout && now-e.seeing.Load() >= timeout
+}
+
+// recoverLife recovers the work of the life o in one transaction. With declare, o is a node
+// the leader found silent: it is declared dead (its row deleted) only if it is still silent,
+// so a node that beat meanwhile keeps its work; without, o is an earlier life of this node.
+// It reports whether fires went back to pending, for the acquirer to take.
+func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (bool, error) {
 	tx, err := e.store.Begin(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback()
-	released, err := tx.ExecutionsReleaseAcquired(ctx, node)
-	if err != nil {
-		return err
+	if declare {
+		// First, so that its lock on the row orders it with the node's own heartbeat and
+		// acquisitions (NodeHold).
+		dead, err := tx.NodeDeleteStale(ctx, o, e.cfg.NodeTimeout)
+		if err != nil || !dead {
+			return false, err
+		}
 	}
-	lost, err := tx.ExecutionsLoseRunning(ctx, node)
+	released, err := tx.ExecutionsReleaseAcquired(ctx, o)
 	if err != nil {
-		return err
+		return false, err
+	}
+	lost, err := tx.ExecutionsLoseRunning(ctx, o)
+	if err != nil {
+		return false, err
 	}
 	out, err := e.continueLost(ctx, tx, lost, lostWithNode)
 	if err != nil {
-		return err
-	}
-	if err := tx.NodeDelete(ctx, node); err != nil {
-		return err
+		return false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return false, err
 	}
 	e.stats.Recovered.Add(released + int64(len(lost)))
-	e.signals.nodeRecovered(node)
-	e.log.Warn("recovered a dead node", "dead", node, "released", released, "lost", out.Lost, "refired", out.FollowUp)
-	if released > 0 || out.FollowUp > 0 {
-		e.Wake()
-	}
-	return nil
+	e.signals.nodeRecovered(o.Node)
+	e.log.Warn("recovered a dead node", "dead", o.Node, "incarnation", o.Incarnation, "released", released, "lost", out.Lost, "refired", out.FollowUp)
+	return released > 0 || out.FollowUp > 0, nil
 }

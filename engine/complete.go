@@ -120,13 +120,15 @@ var errAbandoned = errors.New("node abandoned")
 func (c *completer) write(ctx context.Context, batch []completion) error {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	_, err := c.e.writeCompletions(ctx, batch)
+	_, err := c.e.writeCompletions(ctx, &c.l.owner, batch)
 	return err
 }
 
 // writeCompletions writes results in one transaction and returns the ids that were still
-// running (the others were recovered by the leader meanwhile, or completed already).
-func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]int64, error) {
+// running (the others were recovered by the leader meanwhile, or completed already). With an
+// owner, only that life's runs are completed: the results of its in-process runs. Without,
+// any run is: an executor's results, which reach any node.
+func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch []completion) ([]int64, error) {
 	results := make([]store.ExecutionResult, len(batch))
 	for i, cp := range batch {
 		msg := cp.res.Message
@@ -136,13 +138,7 @@ func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]in
 			}
 			msg += cp.res.Err.Error()
 		}
-		code := cp.res.Code
-		if code == 0 && cp.state != store.ExecSucceeded && cp.state != store.ExecSkipped {
-			code = 500
-		} else if code == 0 {
-			code = 200
-		}
-		results[i] = store.ExecutionResult{ID: cp.fire.Execution.ID, State: cp.state, HandleCode: code,
+		results[i] = store.ExecutionResult{ID: cp.fire.Execution.ID, State: cp.state, HandleCode: resultCode(cp),
 			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli(), Data: cp.res.Data}
 		if alarms(cp.state, cp.fire.Execution, cp.fire.Job) {
 			results[i].AlarmState = store.AlarmPending
@@ -153,7 +149,12 @@ func (e *Engine) writeCompletions(ctx context.Context, batch []completion) ([]in
 		return nil, err
 	}
 	defer tx.Rollback()
-	moved, err := tx.ExecutionsComplete(ctx, results)
+	var moved []int64
+	if owner != nil {
+		moved, err = tx.ExecutionsCompleteOwned(ctx, *owner, results)
+	} else {
+		moved, err = tx.ExecutionsComplete(ctx, results)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -221,8 +222,9 @@ type RemoteResult struct {
 // CompleteRemote records results of fires whose Dispatch returned Async: the execution moves
 // from running to its final state (compare-and-set, so a result that arrives twice, or for a
 // fire the leader declared lost, changes nothing) and retries and child fires follow as for
-// in-process fires. Results for executions that do not exist are ignored. It returns the ids
-// it completed.
+// in-process fires. Results for executions that do not exist are ignored. A result for an
+// execution already declared lost is recorded as a late result (see completeLate). It returns
+// the ids it completed or recorded late.
 func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]int64, error) {
 	ids := make([]int64, len(results))
 	for i, r := range results {
@@ -263,7 +265,24 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 		}
 		batch[i].fire.Job = job
 	}
-	return e.writeCompletions(ctx, batch)
+	done, err := e.writeCompletions(ctx, nil, batch)
+	if err != nil {
+		return nil, err
+	}
+	late, err := e.completeLate(ctx, batch, done)
+	return append(done, late...), err
+}
+
+// resultCode is the handle code of a result: its own, or 200 for a success (or skip) and 500
+// for anything else when it has none.
+func resultCode(cp completion) int {
+	switch {
+	case cp.res.Code != 0:
+		return cp.res.Code
+	case cp.state == store.ExecSucceeded || cp.state == store.ExecSkipped:
+		return 200
+	}
+	return 500
 }
 
 // alarms reports whether a result is a final failure its job wants to be told about: one

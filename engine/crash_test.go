@@ -124,30 +124,38 @@ func TestCrashInProcess(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		st := openStore(t, dialect)
 		sc := setUpCrash(t, st)
-		rec := newRecorder()
-		rec.behave = blockSlow
-		victim := newEngine(t, st, rec, "victim", clock.Real{}, func(c *Config) { c.LookAhead = 5 * time.Second })
-		startEngine(t, victim)
-
-		// The victim is running the slow job and has acquired the fast trigger's fires.
-		f := waitFor(t, "the slow job to start", rec.started, 1)[0]
-		if f.Job.ID != sc.slow.ID {
-			t.Fatalf("first fire is job %d, want the slow job %d", f.Job.ID, sc.slow.ID)
-		}
-		acquired, err := st.ExecutionList(context.Background(), store.ExecutionFilter{JobID: sc.fast.ID, State: store.ExecAcquired})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(acquired) == 0 {
-			t.Fatal("the victim holds no acquired fast fires; the scenario proves nothing")
-		}
-		victim.abandon()
-		deadRuns := map[fireKey]bool{}
-		for k := range rec.runs {
-			deadRuns[k] = true
-		}
+		_, deadRuns := crashVictim(t, st, sc, "victim")
 		checkRecovered(t, st, sc, "victim", deadRuns)
 	})
+}
+
+// crashVictim starts a node named node on the crash scenario, waits until it runs the slow
+// job and holds acquired fast fires, and abandons it. It returns the life that crashed and the
+// fires it ran.
+func crashVictim(t *testing.T, st store.Store, sc crashScenario, node string) (store.Owner, map[fireKey]bool) {
+	t.Helper()
+	rec := newRecorder()
+	rec.behave = blockSlow
+	victim := newEngine(t, st, rec, node, clock.Real{}, func(c *Config) { c.LookAhead = 5 * time.Second })
+	startEngine(t, victim)
+	f := waitFor(t, "the slow job to start", rec.started, 1)[0]
+	if f.Job.ID != sc.slow.ID {
+		t.Fatalf("first fire is job %d, want the slow job %d", f.Job.ID, sc.slow.ID)
+	}
+	acquired, err := st.ExecutionList(context.Background(), store.ExecutionFilter{JobID: sc.fast.ID, State: store.ExecAcquired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acquired) == 0 {
+		t.Fatal("the victim holds no acquired fast fires; the scenario proves nothing")
+	}
+	life := lifeOf(victim)
+	victim.abandon()
+	deadRuns := map[fireKey]bool{}
+	for k := range rec.runs {
+		deadRuns[k] = true
+	}
+	return life, deadRuns
 }
 
 // childEnv carries the DSN to a child test process that runs a victim node.

@@ -13,5 +13,7 @@
 // The job policy lives here and nowhere else: what follows a failed, lost or manually retried
 // run (retries with their backoff, recovery of a dead node's runs, pending alarms), through
 // the operations the leader's duties and the HTTP layer call (RecoverDeadNodes,
-// LoseOnExecutor, Retry, CompleteRemote).
+// LoseOnExecutor, CheckExecutorBeat, Retry, CompleteRemote, Kill). Runs handed to executors
+// live as long as their executor's heartbeat holds them, and a result that comes after its run
+// was declared lost is recorded late (executors.go).
 package engine

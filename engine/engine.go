@@ -27,9 +27,16 @@ type Engine struct {
 	jobs *jobCache
 	cals *calendarCache
 
-	lifeMu  sync.Mutex // serialises Start and Stop
+	lifeMu  sync.Mutex // serialises Start, Stop and rejoining
 	running bool
-	life    *lifecycle
+	life    *lifecycle // nil while running only between a rejoin that failed and its retry
+	// waking is life, for Wake: a result written while Stop or a rejoin holds lifeMu (it
+	// waits for the writer) wakes the acquirer, and must not wait for lifeMu itself.
+	waking atomic.Pointer[lifecycle]
+	// lastBeat is when (Unix ms, the node's clock) the last heartbeat that succeeded was sent,
+	// 0 after one failed; seeing is when the heartbeats began to succeed without a gap of a
+	// node timeout. See seesCluster.
+	lastBeat, seeing atomic.Int64
 
 	leadership *Leadership
 	stats      Stats
@@ -37,8 +44,13 @@ type Engine struct {
 	signals *testSignals // nil outside tests
 }
 
-// lifecycle is what one Start creates and the matching Stop tears down.
+// lifecycle is one life of the node: what one Start (or a rejoin) creates and the matching
+// Stop (or the cluster declaring it dead) tears down.
 type lifecycle struct {
+	// owner is the life's identity in the cluster: the node id and this life's incarnation.
+	owner store.Owner
+	// fence tells whether the cluster still counts this life alive.
+	fence  *fence
 	ctx    context.Context // canceled when the loops must stop taking work
 	cancel context.CancelFunc
 	// runCtx is the parent of every handler's context; canceling it aborts running handlers
@@ -67,7 +79,14 @@ type Stats struct {
 	LostRaces atomic.Int64 // fires this node acquired but lost before running them
 	Misfired  atomic.Int64 // triggers whose misfire policy this node applied
 	Completed atomic.Int64 // results written
-	Recovered atomic.Int64 // executions of dead nodes this node (as leader) recovered
+	Recovered atomic.Int64 // executions of dead nodes (or of its own earlier lives) this node recovered
+	Rejoined  atomic.Int64 // times the cluster declared this node dead and it joined again
+	// LostOnExecutor counts the runs handed to executors this node declared lost.
+	LostOnExecutor atomic.Int64
+	// LateResults counts results this node recorded for runs already declared lost.
+	LateResults atomic.Int64
+	// Killed counts in-process runs this node canceled on a kill request.
+	Killed atomic.Int64
 }
 
 // New validates cfg and returns a stopped engine.
@@ -97,17 +116,42 @@ func (e *Engine) HeartbeatInterval() time.Duration { return e.cfg.HeartbeatInter
 // Leadership returns the node's role in the leader election, to listen for its changes.
 func (e *Engine) Leadership() *Leadership { return e.leadership }
 
-// Start registers the node and starts its loops. It returns once the node is running.
+// Start registers the node as a new life (incarnation), recovers what its earlier lives
+// under the same node id left behind, and starts its loops. It returns once the node is
+// running.
 func (e *Engine) Start(ctx context.Context) error {
 	e.lifeMu.Lock()
 	defer e.lifeMu.Unlock()
 	if e.running {
 		return errors.New("engine: already started")
 	}
-	if _, err := e.store.NodeHeartbeat(ctx, e.cfg.NodeID, nodeName()); err != nil {
+	if err := e.startLife(ctx); err != nil {
+		return err
+	}
+	e.running = true
+	e.log.Info("engine started", "incarnation", e.life.owner.Incarnation)
+	return nil
+}
+
+// startLife begins a new life of the node. Its earlier lives' work is recovered before the
+// new life acquires anything: a node restarted under the same id (a supervisor, a
+// StatefulSet) must not strand what it held when it died, and nobody else would recover it,
+// since the new life keeps the node row alive. Called with lifeMu held.
+func (e *Engine) startLife(ctx context.Context) error {
+	owner := store.Owner{Node: e.cfg.NodeID, Incarnation: newIncarnation()}
+	f := newFence()
+	sent := e.clock.Now()
+	if _, err := e.store.NodeRegister(ctx, owner, nodeName()); err != nil {
 		return fmt.Errorf("engine: register node %s: %w", e.cfg.NodeID, err)
 	}
-	l := &lifecycle{wake: make(chan struct{}, 1), slots: make(chan struct{}, e.cfg.MaxRunning),
+	f.renew(sent.Add(e.cfg.NodeTimeout))
+	e.beat(sent)
+	if err := e.recoverEarlierLives(ctx, owner); err != nil {
+		// The row stays, silent: the leader recovers this life and the earlier ones' work
+		// stays stranded only until the node starts again.
+		return fmt.Errorf("engine: recover the earlier lives of node %s: %w", e.cfg.NodeID, err)
+	}
+	l := &lifecycle{owner: owner, fence: f, wake: make(chan struct{}, 1), slots: make(chan struct{}, e.cfg.MaxRunning),
 		due: make(chan []*pendingFire, 1024)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.runCtx, l.runCancel = context.WithCancel(context.Background())
@@ -115,17 +159,18 @@ func (e *Engine) Start(ctx context.Context) error {
 	l.fires = newFireQueue(e.cfg.MaxHeld)
 	l.conc = newConcurrency()
 	l.completer = newCompleter(e, l)
-	e.life, e.running = l, true
+	e.life = l
+	e.waking.Store(l)
 
 	go l.completer.run()
-	l.loops.Add(3 + e.cfg.Acquirers)
+	l.loops.Add(4 + e.cfg.Acquirers)
 	for range e.cfg.Acquirers {
 		go func() { defer l.loops.Done(); e.acquireLoop(l) }()
 	}
 	go func() { defer l.loops.Done(); e.fireLoop(l) }()
 	go func() { defer l.loops.Done(); e.startLoop(l) }()
 	go func() { defer l.loops.Done(); e.clusterLoop(l) }()
-	e.log.Info("engine started")
+	go func() { defer l.loops.Done(); e.killLoop(l) }()
 	return nil
 }
 
@@ -142,6 +187,10 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	l := e.life
 	e.running, e.life = false, nil
+	e.waking.Store(nil)
+	if l == nil {
+		return nil // declared dead, and not joined again: nothing of the dead life is ours
+	}
 
 	// No new work: the loops end before the drain, so no handler starts after it began.
 	l.cancel()
@@ -174,7 +223,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	// The fires still acquired by this node go back to pending so another node (or this
 	// one, restarted) fires them; the node row goes so nobody waits for it to time out.
 	var errs []error
-	if _, err := e.store.ExecutionsReleaseAcquired(leaveCtx, e.cfg.NodeID); err != nil {
+	if _, err := e.store.ExecutionsReleaseAcquired(leaveCtx, l.owner); err != nil {
 		errs = append(errs, fmt.Errorf("release acquired fires: %w", err))
 	}
 	if e.leadership.set(false, e.clock.Now()) {
@@ -182,7 +231,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("release leader lease: %w", err))
 		}
 	}
-	if err := e.store.NodeDelete(leaveCtx, e.cfg.NodeID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := e.store.NodeDelete(leaveCtx, l.owner); err != nil && !errors.Is(err, store.ErrNotFound) {
 		errs = append(errs, fmt.Errorf("leave cluster: %w", err))
 	}
 	err := errors.Join(errs...)
@@ -205,6 +254,15 @@ func (e *Engine) abandon() {
 	}
 	l := e.life
 	e.running, e.life = false, nil
+	e.waking.Store(nil)
+	if l != nil {
+		e.drop(l)
+	}
+}
+
+// drop ends a life without writing anything back: its loops end, the fires it holds in
+// memory are forgotten and its handlers are canceled. Called with lifeMu held.
+func (e *Engine) drop(l *lifecycle) {
 	l.abandoned.Store(true)
 	l.writeCancel()
 	l.cancel()
@@ -215,15 +273,54 @@ func (e *Engine) abandon() {
 	l.handlers.Wait()
 	l.completer.close()
 	e.leadership.set(false, e.clock.Now())
+	e.lastBeat.Store(0)
+}
+
+// rejoin ends the life l, which the cluster declared dead (its heartbeat found its node row
+// gone), and starts a new one. The dead life's acquired fires were handed to other nodes and
+// its runs declared lost (and re-fired where the job asks for recovery), so it drops
+// everything it holds in memory — held fires, queued serial fires — and cancels its
+// in-process runs rather than run any of them a second time.
+func (e *Engine) rejoin(l *lifecycle) {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	if e.life != l {
+		return // stopped meanwhile
+	}
+	e.log.Warn("the cluster declared this node dead: dropping what it held and joining as a new life",
+		"incarnation", l.owner.Incarnation)
+	e.life = nil
+	e.waking.Store(nil)
+	e.drop(l)
+	e.stats.Rejoined.Add(1)
+	e.joinAgain()
+}
+
+// joinAgain starts a new life, retrying every heartbeat interval while the node should run
+// and the database refuses. Called with lifeMu held.
+func (e *Engine) joinAgain() {
+	if !e.running || e.life != nil {
+		return
+	}
+	err := e.startLife(context.Background())
+	if err == nil {
+		e.log.Info("joined the cluster again", "incarnation", e.life.owner.Incarnation)
+		e.signals.nodeRejoined(e.life.owner)
+		return
+	}
+	e.log.Error("joining the cluster again failed; retrying", "err", err)
+	go func() {
+		<-e.clock.NewTimer(e.cfg.HeartbeatInterval).C()
+		e.lifeMu.Lock()
+		defer e.lifeMu.Unlock()
+		e.joinAgain()
+	}()
 }
 
 // Wake makes the acquirer look for due work now, e.g. after a trigger was added that is due
 // sooner than the next poll.
 func (e *Engine) Wake() {
-	e.lifeMu.Lock()
-	l := e.life
-	e.lifeMu.Unlock()
-	if l != nil {
+	if l := e.waking.Load(); l != nil {
 		select {
 		case l.wake <- struct{}{}:
 		default:
@@ -251,6 +348,13 @@ func (e *Engine) wait(ctx context.Context, t clock.Timer, wake <-chan struct{}) 
 	case <-wake:
 	}
 	return true
+}
+
+// newIncarnation returns a random name for one life of the node.
+func newIncarnation() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func defaultNodeID() string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
@@ -16,6 +17,7 @@ var (
 	errTimedOut = errors.New("job timeout passed")
 	errReplaced = errors.New("replaced by a newer fire (concurrency policy replace)")
 	errStopping = errors.New("node stopping")
+	errNotAlive = errors.New("the node could not confirm that the cluster still counts it alive")
 )
 
 // markRetryDelay is how long fires wait after the store failed to start them.
@@ -86,7 +88,8 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	type admitted struct {
 		fire   *Fire
 		skip   bool
-		unsure bool // an earlier claim of it failed, and may have been applied all the same
+		why    string // why a skipped fire was skipped, when not for the discard policy
+		unsure bool   // an earlier claim of it failed, and may have been applied all the same
 	}
 	jobIDs := make([]int64, len(due))
 	for i, pf := range due {
@@ -116,6 +119,10 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			pf.exec.TriggerMsg = fmt.Sprintf("job %d no longer exists", pf.exec.JobID)
 		}
 		f := &Fire{Execution: pf.exec, Job: job}
+		if pf.missed != "" {
+			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
+			continue
+		}
 		switch l.conc.admit(f) {
 		case admitRun:
 			batch = append(batch, admitted{fire: f, unsure: pf.unsure})
@@ -136,7 +143,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	// would leave fires running that no handler runs. A claim that times out is retried as
 	// unsure, like one whose answer was lost.
 	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	won, err := e.store.ExecutionsMarkRunning(claimCtx, e.cfg.NodeID, ids, now.UnixMilli())
+	won, err := e.store.ExecutionsMarkRunning(claimCtx, l.owner, ids, now.UnixMilli())
 	cancelClaim()
 	if err != nil {
 		// Nothing ran and the fires are still acquired by this node: try again shortly.
@@ -151,7 +158,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 					retry = append(retry, next)
 				}
 			}
-			retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5, unsure: true})
+			retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5, unsure: true, missed: a.why})
 		}
 		e.retryLater(l, retry)
 		return
@@ -166,7 +173,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	}()
 	for _, a := range batch {
 		ex := a.fire.Execution
-		if !wonSet[ex.ID] && a.unsure && e.claimedEarlier(ctx, ex.ID) {
+		if !wonSet[ex.ID] && a.unsure && e.claimedEarlier(ctx, l.owner, ex.ID) {
 			wonSet[ex.ID] = true
 		}
 		if !wonSet[ex.ID] {
@@ -184,8 +191,12 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		e.signals.fireClaimed(ex.ID)
 		switch {
 		case a.skip:
+			why := a.why
+			if why == "" {
+				why = "skipped: the previous fire of the job still runs (concurrency policy discard)"
+			}
 			l.completer.add(completion{fire: a.fire, state: store.ExecSkipped, started: now,
-				finished: now, res: Result{Message: "skipped: the previous fire of the job still runs (concurrency policy discard)"}})
+				finished: now, res: Result{Message: why}})
 		case ex.TriggerMsg != "":
 			l.completer.add(completion{fire: a.fire, state: store.ExecFailed, started: now,
 				finished: now, res: Result{Err: errors.New(ex.TriggerMsg)}})
@@ -196,12 +207,12 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	}
 }
 
-// claimedEarlier reports whether an execution whose claim failed is running on this node all
-// the same: the failed statement was applied, and only its answer was lost. No other node can
-// have made it so (it would have had to acquire it first), so the fire is this node's to run.
-func (e *Engine) claimedEarlier(ctx context.Context, id int64) bool {
+// claimedEarlier reports whether an execution whose claim failed is running for this life all
+// the same: the failed statement was applied, and only its answer was lost. No other life can
+// have made it so (it would have had to acquire it first), so the fire is this life's to run.
+func (e *Engine) claimedEarlier(ctx context.Context, o store.Owner, id int64) bool {
 	x, err := e.store.ExecutionGet(ctx, id)
-	return err == nil && x.State == store.ExecRunning && x.Node == e.cfg.NodeID
+	return err == nil && x.State == store.ExecRunning && store.OwnerOf(x) == o
 }
 
 // startWhenDue holds a fire that is not claimed ahead of its time (its job has a concurrency
@@ -248,6 +259,16 @@ func (e *Engine) launch(l *lifecycle, f *Fire) {
 		// wait short: the fire is claimed, and the drain runs it like one already running.
 		if due := time.UnixMilli(f.Execution.ScheduledAt); e.clock.Now().Before(due) {
 			e.sleepUntil(l.runCtx, due, nil)
+		}
+		// The claim was this life's, but the life may have been frozen since, past the node
+		// timeout, and the fire declared lost and given away: run it only while the life
+		// holds its lease (see fence).
+		if !l.fence.hold(l.runCtx, e.clock) {
+			now := e.clock.Now()
+			l.completer.add(completion{fire: f, state: store.ExecCanceled, started: now, finished: now,
+				res: Result{Err: errNotAlive}})
+			l.conc.done(f)
+			return
 		}
 		e.run(l, f)
 	}()
@@ -301,6 +322,9 @@ func (e *Engine) run(l *lifecycle, f *Fire) {
 		state = store.ExecTimedOut
 	case errors.Is(cause, errReplaced):
 		state = store.ExecCanceled
+	case errors.Is(cause, errKilled):
+		state = store.ExecCanceled
+		res.Message = strings.TrimSpace("killed " + res.Message)
 	case l.runCtx.Err() != nil && res.Err != nil:
 		state = store.ExecCanceled
 	}

@@ -14,6 +14,9 @@ type pendingFire struct {
 	priority int
 	// unsure marks a fire whose claim failed: the claim may have been applied all the same.
 	unsure bool
+	// missed, when set, says why the fire is recorded skipped instead of run: its trigger's
+	// misfire policy does not fire it (see misfireReturned).
+	missed string
 }
 
 // fireQueue is the in-memory heap of acquired fires, earliest first and, at the same

@@ -40,12 +40,19 @@ type LossOutcome struct {
 // alarm of a loss with no retry left is made pending in the same transaction; the caller may
 // wake the alarm delivery when Alarmed > 0.
 func (e *Engine) LoseOnExecutor(ctx context.Context, app, address string) (LossOutcome, error) {
+	return e.loseOnExecutor(ctx, app, address, func(tx store.Tx) ([]*store.Execution, error) {
+		return tx.ExecutionsLoseOnExecutor(ctx, app, address)
+	})
+}
+
+// loseOnExecutor is LoseOnExecutor for the runs on the executor that lose moves to lost in tx.
+func (e *Engine) loseOnExecutor(ctx context.Context, app, address string, lose func(tx store.Tx) ([]*store.Execution, error)) (LossOutcome, error) {
 	tx, err := e.store.Begin(ctx)
 	if err != nil {
 		return LossOutcome{}, err
 	}
 	defer tx.Rollback()
-	lost, err := tx.ExecutionsLoseOnExecutor(ctx, app, address)
+	lost, err := lose(tx)
 	if err != nil {
 		return LossOutcome{}, fmt.Errorf("lose the runs on executor %s of %s: %w", address, app, err)
 	}
@@ -56,6 +63,7 @@ func (e *Engine) LoseOnExecutor(ctx context.Context, app, address string) (LossO
 	if err := tx.Commit(); err != nil {
 		return LossOutcome{}, err
 	}
+	e.stats.LostOnExecutor.Add(int64(out.Lost))
 	if out.FollowUp > 0 {
 		e.Wake()
 	}

@@ -18,8 +18,9 @@ import (
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-// loopTimers is how many timers an idle node sleeps on: acquirer, firer, cluster duties.
-const loopTimers = 3
+// loopTimers is how many timers an idle node sleeps on: acquirer, firer, cluster duties, kill
+// requests.
+const loopTimers = 4
 
 // fakeNode is a node on a fake clock.
 type fakeNode struct {

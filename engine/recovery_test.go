@@ -14,10 +14,12 @@ import (
 )
 
 // TestRecoveryLosesOnlyItsOwnRuns plants the running work of a node that died: an in-process
-// run of a job with alarm targets, one of a job without, and a run handed to an executor. The
-// leader that recovers the node marks the in-process runs lost, makes the alarm of the watched
-// one pending (each final failure alarms), and leaves the executor's run running: it goes on
-// there and reports to any node.
+// run of a job with alarm targets, one of a job without, a run handed to an executor that
+// accepted it, and one the node was sending when it died (its address recorded, no executor's
+// acceptance). The leader that recovers the node marks the in-process runs lost, makes the
+// alarm of the watched one pending (each final failure alarms), leaves the executor's run
+// running (it goes on there and reports to any node), and marks the unaccepted one lost and
+// fires it again, as its job requests recovery: no executor has it, so nobody else would.
 func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		ctx := context.Background()
@@ -25,21 +27,30 @@ func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 		watched := insertJob(t, st, "watched", func(j *store.Job) { j.AlarmTargets = []string{"ops@example.com"} })
 		quiet := insertJob(t, st, "quiet", nil)
 		remote := insertJob(t, st, "remote", nil)
-		if _, err := st.NodeHeartbeat(ctx, "ghost", "ghost"); err != nil {
+		sending := insertJob(t, st, "sending", func(j *store.Job) { j.RequestsRecovery = true })
+		ghost := store.Owner{Node: "ghost", Incarnation: "g1"}
+		if _, err := st.NodeRegister(ctx, ghost, "ghost"); err != nil {
 			t.Fatal(err)
 		}
 		run := func(job *store.Job) *store.Execution {
-			return &store.Execution{JobID: job.ID, ScheduledAt: 1000, Cause: store.CauseManual, Node: "ghost", State: store.ExecRunning}
+			return &store.Execution{JobID: job.ID, ScheduledAt: 1000, Cause: store.CauseManual, Node: ghost.Node,
+				Incarnation: ghost.Incarnation, State: store.ExecRunning}
 		}
-		w, q, r := run(watched), run(quiet), run(remote)
-		if _, err := st.ExecutionsInsert(ctx, []*store.Execution{w, q, r}); err != nil {
+		w, q, r, s := run(watched), run(quiet), run(remote), run(sending)
+		if _, err := st.ExecutionsInsert(ctx, []*store.Execution{w, q, r, s}); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := st.ExecutionsSetDispatch(ctx, r.ID, "http://executor:9999", 0, 0, "sent"); err != nil || !ok {
-			t.Fatalf("record the dispatch: %v, %v", ok, err)
+		for _, x := range []*store.Execution{r, s} {
+			if ok, err := st.ExecutionsSetDispatch(ctx, ghost, x.ID, "http://executor:9999", "", 0, 0, "sent"); err != nil || !ok {
+				t.Fatalf("record the dispatch: %v, %v", ok, err)
+			}
+		}
+		if ok, err := st.ExecutionsDispatchAccepted(ctx, ghost, r.ID); err != nil || !ok {
+			t.Fatalf("record the acceptance: %v, %v", ok, err)
 		}
 
-		survivor := newEngine(t, st, newRecorder(), "survivor", clock.Real{}, nil)
+		rec := newRecorder()
+		survivor := newEngine(t, st, rec, "survivor", clock.Real{}, nil)
 		startEngine(t, survivor)
 		recoverWhileLeading(t, survivor)
 		if got := waitFor(t, "recovery of the dead node", survivor.signals.recovered, 1); got[0] != "ghost" {
@@ -50,7 +61,8 @@ func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 			x     *store.Execution
 			state store.ExecutionState
 			alarm store.AlarmState
-		}{{w, store.ExecLost, store.AlarmPending}, {q, store.ExecLost, store.AlarmNone}, {r, store.ExecRunning, store.AlarmNone}} {
+		}{{w, store.ExecLost, store.AlarmPending}, {q, store.ExecLost, store.AlarmNone}, {r, store.ExecRunning, store.AlarmNone},
+			{s, store.ExecLost, store.AlarmNone}} {
 			got, err := st.ExecutionGet(ctx, c.x.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -58,6 +70,10 @@ func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 			if got.State != c.state || got.AlarmState != c.alarm {
 				t.Errorf("execution of job %d: %s with alarm %s, want %s with alarm %s", got.JobID, got.State, got.AlarmState, c.state, c.alarm)
 			}
+		}
+		f := waitFor(t, "the unaccepted run to run again", rec.started, 1)[0]
+		if f.Job.ID != sending.ID || f.Execution.Cause != store.CauseRecovery {
+			t.Errorf("ran job %d with cause %s, want job %d with cause recovery", f.Job.ID, f.Execution.Cause, sending.ID)
 		}
 	})
 }
@@ -69,8 +85,8 @@ type answerLostStore struct {
 	lost atomic.Bool
 }
 
-func (s *answerLostStore) ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error) {
-	won, err := s.Store.ExecutionsMarkRunning(ctx, node, ids, firedAt)
+func (s *answerLostStore) ExecutionsMarkRunning(ctx context.Context, o store.Owner, ids []int64, firedAt int64) ([]int64, error) {
+	won, err := s.Store.ExecutionsMarkRunning(ctx, o, ids, firedAt)
 	if err == nil && len(won) > 0 && s.lost.CompareAndSwap(false, true) {
 		return nil, errors.New("connection reset (after the commit)")
 	}
@@ -121,7 +137,7 @@ type claimFailsStore struct {
 	lose   bool
 }
 
-func (s *claimFailsStore) ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error) {
+func (s *claimFailsStore) ExecutionsMarkRunning(ctx context.Context, o store.Owner, ids []int64, firedAt int64) ([]int64, error) {
 	switch {
 	case s.calls.Add(1) != s.failOn:
 	case s.lose:
@@ -129,7 +145,7 @@ func (s *claimFailsStore) ExecutionsMarkRunning(ctx context.Context, node string
 	default:
 		return nil, errors.New("connection reset (before the statement)")
 	}
-	return s.Store.ExecutionsMarkRunning(ctx, node, ids, firedAt)
+	return s.Store.ExecutionsMarkRunning(ctx, o, ids, firedAt)
 }
 
 // TestSerialQueueSurvivesFailedClaim: fires B and C of a serial job queue behind A; when A

@@ -1,14 +1,17 @@
 package engine
 
+import "github.com/sundial-scheduler/sundial/store"
+
 // testSignals lets tests wait for what the engine did instead of sleeping. It is nil outside
 // tests, and its methods are then no-ops.
 type testSignals struct {
-	acquired  chan int    // after every acquisition round: fires taken
-	completed chan int64  // every execution whose result was written
-	recovered chan string // every dead node the leader recovered
-	lostRace  chan int64  // every fire this node acquired but another node ran
-	claimed   chan int64  // every fire this node won (acquired -> running)
-	queued    chan int64  // every fire queued behind a running one (concurrency serial)
+	acquired  chan int         // after every acquisition round: fires taken
+	completed chan int64       // every execution whose result was written
+	recovered chan string      // every dead node the leader recovered
+	lostRace  chan int64       // every fire this node acquired but another node ran
+	claimed   chan int64       // every fire this node won (acquired -> running)
+	queued    chan int64       // every fire queued behind a running one (concurrency serial)
+	rejoined  chan store.Owner // every new life the node began after it was declared dead
 }
 
 func newTestSignals() *testSignals {
@@ -20,6 +23,7 @@ func newTestSignals() *testSignals {
 		lostRace:  make(chan int64, buffer),
 		claimed:   make(chan int64, buffer),
 		queued:    make(chan int64, buffer),
+		rejoined:  make(chan store.Owner, buffer),
 	}
 }
 
@@ -56,6 +60,12 @@ func (s *testSignals) fireQueued(id int64) {
 func (s *testSignals) raceLost(id int64) {
 	if s != nil {
 		trySend(s.lostRace, id)
+	}
+}
+
+func (s *testSignals) nodeRejoined(o store.Owner) {
+	if s != nil {
+		trySend(s.rejoined, o)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
@@ -25,10 +26,14 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
-// Config configures an Executor. Server, Token and App are required.
+// Config configures an Executor. Server or Servers, Token and App are required.
 type Config struct {
-	// Server is the base URL of any server node, e.g. "http://sched:8080".
+	// Server is the base URL of a server node, e.g. "http://sched:8080".
 	Server string
+	// Servers are the base URLs of more server nodes (after Server, when both are set). The
+	// executor registers with, heartbeats to and reports to the one it used last, and moves to
+	// the next when that one does not answer, within the same call.
+	Servers []string
 	// Token authenticates both ways: the executor sends it to the server as a bearer token
 	// and refuses calls from the server (401) that do not carry it.
 	Token string
@@ -38,7 +43,7 @@ type Config struct {
 	Listen string
 	// Advertise is the URL the server calls this executor on, e.g. "http://10.0.0.5:9999".
 	// Default: the listener's address; when it listens on all interfaces, the local address
-	// of the interface that routes to Server.
+	// of the interface that routes to the first server.
 	Advertise string
 	// HeartbeatInterval is how often the registration is repeated. Default: the interval
 	// the server asks for in its answer to register.
@@ -103,6 +108,9 @@ type Executor struct {
 	srvDone    chan struct{}
 	address    string
 	interval   time.Duration // heartbeat interval in use; guarded by mu
+	instance   string        // this process's id, sent with every registration
+	servers    []string      // base URLs of the server nodes
+	server     atomic.Int64  // index in servers of the node that answered last
 
 	stopOnce sync.Once
 	stopErr  error
@@ -110,14 +118,13 @@ type Executor struct {
 
 // New checks cfg, fills in defaults and returns an Executor that is not started yet.
 func New(cfg Config) (*Executor, error) {
-	if cfg.Server == "" || cfg.Token == "" || cfg.App == "" {
+	servers, err := serverList(cfg.Server, cfg.Servers)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Token == "" || cfg.App == "" {
 		return nil, errors.New("executor: Server, Token and App are required")
 	}
-	u, err := url.Parse(cfg.Server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("executor: Server %q: want an http(s) URL", cfg.Server)
-	}
-	cfg.Server = strings.TrimRight(cfg.Server, "/")
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
 	}
@@ -156,6 +163,8 @@ func New(cfg Config) (*Executor, error) {
 		conc:     jobrun.NewTracker[*runState](),
 		runs:     map[int64]*runState{},
 		ended:    map[int64]time.Time{},
+		servers:  servers,
+		instance: newInstanceID(),
 	}
 	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
 	return e, nil
@@ -223,7 +232,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	hbCtx, cancel := context.WithCancel(context.Background())
 	e.hbCancel, e.hbDone = cancel, make(chan struct{})
 	go e.heartbeat(hbCtx)
-	e.log.Info("executor started", "address", e.address, "server", e.cfg.Server, "handlers", e.handlerNames())
+	e.log.Info("executor started", "address", e.address, "instance", e.instance, "servers", e.servers, "handlers", e.handlerNames())
 	return nil
 }
 
@@ -231,7 +240,7 @@ func (e *Executor) Start(ctx context.Context) error {
 func (e *Executor) advertiseFor(addr *net.TCPAddr) string {
 	ip := addr.IP
 	if ip == nil || ip.IsUnspecified() {
-		ip = outboundIP(e.cfg.Server)
+		ip = outboundIP(e.servers[0])
 	}
 	scheme := "http://"
 	if e.cfg.TLS != nil {
@@ -271,7 +280,7 @@ func (e *Executor) handlerNames() []string {
 // register sends one registration and adopts the server's heartbeat interval.
 func (e *Executor) register(ctx context.Context) error {
 	var resp RegisterResponse
-	reg := Registration{App: e.cfg.App, Address: e.address, Handlers: e.handlerNames()}
+	reg := Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Handlers: e.handlerNames(), Held: e.held()}
 	if err := e.post(ctx, PathRegister, reg, &resp); err != nil {
 		return err
 	}
@@ -296,14 +305,14 @@ func (e *Executor) registerUntil(ctx context.Context) error {
 			return nil
 		}
 		if permanent(err) {
-			return fmt.Errorf("executor: register with %s: %w", e.cfg.Server, err)
+			return fmt.Errorf("executor: register with %s: %w", strings.Join(e.servers, ", "), err)
 		}
-		e.log.Warn("registration failed; retrying", "server", e.cfg.Server, "err", err)
+		e.log.Warn("registration failed; retrying", "servers", e.servers, "err", err)
 		t := e.cfg.Clock.NewTimer(pause.Next())
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("executor: register with %s: %w (last error: %w)", e.cfg.Server, ctx.Err(), err)
+			return fmt.Errorf("executor: register with %s: %w (last error: %w)", strings.Join(e.servers, ", "), ctx.Err(), err)
 		case <-t.C():
 		}
 	}
@@ -312,13 +321,22 @@ func (e *Executor) registerUntil(ctx context.Context) error {
 // heartbeat repeats the registration every interval until ctx ends. A failed one is only
 // logged: the server forgets the executor after three missed intervals, and the next
 // success brings it back.
+//
+// After a failed heartbeat the next comes sooner (from 200 ms, doubling up to the interval),
+// so the executor is back in the registry moments after the servers are (a database outage
+// ends), before the sweep takes its silence for a departure.
 func (e *Executor) heartbeat(ctx context.Context) {
 	defer close(e.hbDone)
+	failed := 0
 	for {
 		e.mu.Lock()
 		interval := e.interval
 		e.mu.Unlock()
-		t := e.cfg.Clock.NewTimer(interval)
+		pause := interval
+		if failed > 0 {
+			pause = backoff.Policy{Initial: 200 * time.Millisecond, Max: interval}.Delay(failed - 1)
+		}
+		t := e.cfg.Clock.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -326,7 +344,10 @@ func (e *Executor) heartbeat(ctx context.Context) {
 		case <-t.C():
 		}
 		if err := e.register(ctx); err != nil && ctx.Err() == nil {
-			e.log.Warn("heartbeat failed", "server", e.cfg.Server, "err", err)
+			failed++
+			e.log.Warn("heartbeat failed", "servers", e.servers, "err", err)
+		} else {
+			failed = 0
 		}
 	}
 }
@@ -355,7 +376,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	e.hbCancel()
 	<-e.hbDone
 	var errs []error
-	if err := e.post(ctx, PathUnregister, Registration{App: e.cfg.App, Address: e.address}, nil); err != nil {
+	if err := e.post(ctx, PathUnregister, Registration{App: e.cfg.App, Address: e.address, Instance: e.instance}, nil); err != nil {
 		errs = append(errs, fmt.Errorf("unregister: %w", err))
 	}
 
@@ -395,7 +416,9 @@ func (e *Executor) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		writeJSON(w, e.accept(req))
+		resp := e.accept(req)
+		resp.Instance = e.instance
+		writeJSON(w, resp)
 	})
 	mux.HandleFunc("POST "+PathKill, func(w http.ResponseWriter, r *http.Request) {
 		var req KillRequest
@@ -464,13 +487,10 @@ func permanent(err error) bool {
 	return se.Status >= 400 && se.Status < 500
 }
 
-// post sends in as JSON to the server's path and decodes a JSON answer into out (if not nil).
-func (e *Executor) post(ctx context.Context, path string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.Server+path, bytes.NewReader(body))
+// postTo sends body (JSON) to path on the server at base and decodes a JSON answer into out
+// (if not nil).
+func (e *Executor) postTo(ctx context.Context, base, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
 	}

@@ -42,11 +42,18 @@ const (
 	CodeTimeout = 502
 )
 
-// Registration is the body of register (the heartbeat) and, without Handlers, of unregister.
+// Registration is the body of register (the heartbeat) and, without Handlers and Held, of
+// unregister.
 type Registration struct {
-	App      string   `json:"app"`
-	Address  string   `json:"address"`
+	App     string `json:"app"`
+	Address string `json:"address"`
+	// Instance is a random id the executor process picks at start: the server tells a
+	// restarted executor on the same address from the one before by it.
+	Instance string   `json:"instance,omitempty"`
 	Handlers []string `json:"handlers,omitempty"`
+	// Held are the executions the instance holds: running or queued, or finished with a
+	// result not delivered yet. The server declares lost no run its executor holds.
+	Held []int64 `json:"held,omitempty"`
 }
 
 // RegisterResponse is the server's answer to register.
@@ -112,12 +119,18 @@ type RunRequest struct {
 	FiredAt int64 `json:"fired_at,omitempty"`
 	// IdempotencyKey names the fire: its retries and recovery re-runs carry the same key.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Instance is the executor instance the server recorded the run for (the one registered
+	// at the address); an executor with another instance id refuses the run, so a run is
+	// only ever held by the instance the server believes holds it. "" for any instance.
+	Instance string `json:"instance,omitempty"`
 }
 
 // RunResponse is the executor's answer to run.
 type RunResponse struct {
 	Accepted bool   `json:"accepted"`
 	Message  string `json:"message,omitempty"`
+	// Instance is the answering executor's instance id.
+	Instance string `json:"instance,omitempty"`
 }
 
 // KillRequest is the body of kill.

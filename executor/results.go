@@ -266,3 +266,14 @@ func (r *reporter) close(ctx context.Context) error {
 	}
 	return nil
 }
+
+// pendingIDs lists the executions whose results wait for delivery.
+func (r *reporter) pendingIDs() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]int64, 0, len(r.pending))
+	for id := range r.pending {
+		ids = append(ids, id)
+	}
+	return ids
+}

@@ -72,6 +72,11 @@ func (e *Executor) accept(req RunRequest) RunResponse {
 	if req.ExecutionID <= 0 {
 		return RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}
 	}
+	if req.Instance != "" && req.Instance != e.instance {
+		// Sent to the process that was here before: the server would count this run as that
+		// one's, lost with it.
+		return RunResponse{Message: fmt.Sprintf("the run is for executor instance %s, this is %s", req.Instance, e.instance)}
+	}
 	rs := &runState{policy: policy, run: runOf(req)}
 
 	e.mu.Lock()
@@ -260,6 +265,9 @@ func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 	if !started.IsZero() {
 		res.StartedAt = started.UnixMilli()
 	}
+	// The reporter holds the result before the run is forgotten, so a heartbeat never misses
+	// the run in between (the server would declare it lost).
+	e.rep.add(res)
 	e.mu.Lock()
 	delete(e.runs, rs.run.ExecutionID)
 	e.rememberEnded(rs.run.ExecutionID)
@@ -275,5 +283,4 @@ func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 		}
 	}
 	e.mu.Unlock()
-	e.rep.add(res)
 }

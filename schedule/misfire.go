@@ -126,3 +126,37 @@ func updateAfterMisfireRegular(tr *Trigger, cal Calendar, now time.Time) {
 		tr.Next = tr.nextIncluded(cal, now)
 	}
 }
+
+// MissedFire is what a trigger's misfire policy makes of fires of its that were taken but not
+// fired in time, while the trigger itself moved on: a node took them ahead of time and died,
+// and the trigger's later fires went on in other hands. Re-applying the policy to the trigger
+// would re-fire slots that already fired, so the policy is applied to the missed fires alone.
+type MissedFire int
+
+// The outcomes of Missed.
+const (
+	// MissedFireAll fires each missed fire, late: they are within the misfire threshold, or
+	// the policy is MisfireIgnore.
+	MissedFireAll MissedFire = iota
+	// MissedFireOnce fires the missed fires once, now: the policies that fire now (smart for
+	// most triggers, fire_now, the simple trigger's reschedule_now_*).
+	MissedFireOnce
+	// MissedSkip fires none of them: the policies that wait for the next regular fire
+	// (do_nothing, reschedule_next_*), or a trigger that would never fire again.
+	MissedSkip
+)
+
+// Missed applies the trigger's misfire policy to a fire it missed at missed (the earliest of
+// them, when several), with the clock at now. The trigger is not changed.
+func (tr *Trigger) Missed(cal Calendar, missed, now time.Time, threshold time.Duration) MissedFire {
+	c := *tr
+	c.Next = missed
+	if !c.Misfired(now, threshold) {
+		return MissedFireAll
+	}
+	c.UpdateAfterMisfire(cal, now)
+	if !c.Next.IsZero() && !c.Next.After(now) {
+		return MissedFireOnce
+	}
+	return MissedSkip
+}

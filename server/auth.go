@@ -29,8 +29,10 @@ import (
 //     shown once. They are 256-bit random secrets, so a plain SHA-256 of the secret is a safe
 //     lookup key; a slow hash would only add latency to every request.
 //   - Console sessions: POST /api/v1/auth/login with a user's password (bcrypt) sets an
-//     HttpOnly, SameSite=Strict cookie holding another random secret, stored hashed the same
-//     way. Unsafe requests carried by the cookie must come from the server's own origin.
+//     HttpOnly, SameSite=Lax cookie holding another random secret, stored hashed the same
+//     way (Lax, so a link from an alarm e-mail opens the console signed in). Unsafe requests
+//     carried by the cookie must come from the server's own origin; the console's forms also
+//     carry its CSRF token (package web).
 //
 // There are no default credentials: the first start of a database creates the admin with a
 // random password and prints it once (EnsureAdmin).
@@ -295,7 +297,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpserve.NoStore(w)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
-		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteStrictMode})
+		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteLaxMode})
 	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
 	writeJSON(w, http.StatusOK, api.User{ID: u.ID, Name: u.Name, Role: string(u.Role), Via: "session"})
 	return nil
@@ -309,7 +311,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteStrictMode})
+		Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteLaxMode})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -35,8 +35,10 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case x.State.Terminal():
 		return conflict("execution %d has ended already (%s)", id, x.State)
-	case x.State != store.ExecRunning || x.ExecutorAddress == "":
-		return conflict("execution %d is %s and not running on an executor: only runs on executors can be killed", id, x.State)
+	case x.State != store.ExecRunning:
+		return conflict("execution %d is %s: only a running execution can be killed", id, x.State)
+	case x.ExecutorAddress == "":
+		return s.killInProcess(w, r, x)
 	}
 	killed, err := s.remote.Kill(ctx, x.ExecutorAddress, id)
 	if err != nil {
@@ -52,6 +54,23 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.log.Info("execution killed", "execution", id, "executor", x.ExecutorAddress, "executor_knew", killed)
 	if x, err = s.awaitEnd(ctx, id, killWait); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, toExecutionOut(x))
+	return nil
+}
+
+// killInProcess stops a run of an in-process job on whichever node runs it: this one cancels
+// its handler at once, another takes the kill request from the database within its poll
+// interval. The run ends canceled with the handler's return.
+func (s *Server) killInProcess(w http.ResponseWriter, r *http.Request, x *store.Execution) error {
+	ctx := r.Context()
+	here, err := s.sched.Engine().Kill(ctx, x)
+	if err != nil {
+		return fmt.Errorf("kill execution %d: %w", x.ID, err)
+	}
+	s.log.Info("execution kill requested", "execution", x.ID, "node", x.Node, "here", here)
+	if x, err = s.awaitEnd(ctx, x.ID, killWait); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, toExecutionOut(x))

@@ -33,7 +33,9 @@ func (s *Server) executorAuth(h apiHandler) apiHandler {
 type registerIn struct {
 	App      string   `json:"app"`
 	Address  string   `json:"address"`
+	Instance string   `json:"instance"`
 	Handlers []string `json:"handlers"`
+	Held     []int64  `json:"held"`
 }
 
 func (in *registerIn) validate(needHandlers bool) error {
@@ -42,6 +44,8 @@ func (in *registerIn) validate(needHandlers bool) error {
 		return invalidField("app", "must not be empty")
 	case !strings.HasPrefix(in.Address, "http://") && !strings.HasPrefix(in.Address, "https://"):
 		return invalidField("address", "want the executor's base URL (http://host:port), got %q", in.Address)
+	case len(in.Instance) > 64:
+		return invalidField("instance", "at most 64 characters, got %d", len(in.Instance))
 	case needHandlers && in.Handlers == nil:
 		in.Handlers = []string{}
 	}
@@ -56,7 +60,10 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err := in.validate(true); err != nil {
 		return err
 	}
-	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Handlers); err != nil {
+	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Handlers); err != nil {
+		return err
+	}
+	if err := s.checkHeld(r.Context(), in); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{"heartbeat_interval_ms": s.cfg.ExecutorHeartbeat.Milliseconds()})

@@ -54,10 +54,11 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 		reason string
 		read   func() int64
 	}{{"no_executor", rs.NoExecutor.Load}, {"no_handler", rs.NoHandler.Load},
-		{"unreachable", rs.Unreachable.Load}, {"refused", rs.Refused.Load}} {
+		{"unreachable", rs.Unreachable.Load}, {"refused", rs.Refused.Load}, {"not_owned", rs.NotOwned.Load}} {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sundial_remote_dispatch_failures_total",
 			Help: "Fires of remote jobs this node could not hand to an executor, by reason: no_executor (none of " +
-				"the app online), no_handler (none online has the job's handler), unreachable, refused.",
+				"the app online), no_handler (none online has the job's handler), unreachable, refused, not_owned " +
+				"(the cluster had declared this node dead and the run lost).",
 			ConstLabels: prometheus.Labels{"reason": f.reason}}, func() float64 { return float64(f.read()) }))
 	}
 	m.reg.MustRegister(
@@ -66,7 +67,12 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 		counter("sundial_fires_lost_races_total", "Fires this node acquired but lost before running.", st.LostRaces.Load),
 		counter("sundial_misfires_total", "Triggers whose misfire policy this node applied.", st.Misfired.Load),
 		counter("sundial_executions_completed_total", "Execution results this node wrote.", st.Completed.Load),
-		counter("sundial_executions_recovered_total", "Executions of dead nodes this node recovered as leader.", st.Recovered.Load),
+		counter("sundial_executions_recovered_total", "Executions of dead nodes (or of this node's earlier lives) this node recovered.", st.Recovered.Load),
+		counter("sundial_node_rejoins_total", "Times the cluster declared this node dead and it joined again as a new life.", st.Rejoined.Load),
+		counter("sundial_executions_lost_on_executor_total", "Runs on executors this node declared lost: the executor "+
+			"went silent, restarted, or stopped reporting them.", st.LostOnExecutor.Load),
+		counter("sundial_executions_late_results_total", "Results this node recorded for runs already declared lost.", st.LateResults.Load),
+		counter("sundial_executions_killed_total", "In-process runs this node canceled on a kill request.", st.Killed.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_leader", Help: "1 while this node holds the leader lease."},
 			func() float64 {
 				if e.IsLeader() {

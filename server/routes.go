@@ -3,10 +3,13 @@ package server
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sundial-scheduler/sundial/web"
 )
 
 // apiHandler is a route's handler; an error it returns is written in the API's error shape.
@@ -105,9 +108,20 @@ func (s *Server) routes() {
 				Message: r.Method + " is not allowed here; allowed: " + allow}
 		}))
 	}
-	s.mux.Handle("/", s.guard(authenticated, func(w http.ResponseWriter, r *http.Request) error {
+	s.mux.Handle("/api/", s.guard(authenticated, func(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Status: http.StatusNotFound, Code: "no_route", Message: "no route " + r.URL.Path}
 	}))
+}
+
+// mountConsole serves the web console at every path the API does not take. The console
+// makes its changes through the API, so it is handed the API's handler.
+func (s *Server) mountConsole() error {
+	c, err := web.New(web.Config{Store: s.store, Scheduler: s.sched, API: s.mux, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("server: console: %w", err)
+	}
+	s.mux.Handle("/", c)
+	return nil
 }
 
 //go:embed openapi.json

@@ -1,7 +1,7 @@
 // Package server is Sundial's HTTP face: one scheduler node together with the REST API under
 // /api/v1 (jobs, triggers, calendars, executions, nodes, tokens, apps and executors, and the
-// executor protocol), its OpenAPI document, the login for the console, Prometheus metrics and
-// health checks.
+// executor protocol), its OpenAPI document, the web console at / (package web, which makes
+// its changes through this API), Prometheus metrics and health checks.
 package server
 
 import (
@@ -167,6 +167,9 @@ func New(cfg Config) (*Server, error) {
 		s.alarms)
 	s.registerBuiltins()
 	s.routes()
+	if err := s.mountConsole(); err != nil {
+		return nil, err
+	}
 	s.handler = httpserve.Headers(cfg.TrustedProxies, s.instrument(s.mux))
 	return s, nil
 }

@@ -73,8 +73,8 @@ func TestSession(t *testing.T) {
 			cookie = c
 		}
 	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
-		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict", cookie)
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Lax", cookie)
 	}
 	var me api.User
 	mustDecode(t, e.raw("GET", "/api/v1/auth/me", "", cookie, nil), &me)

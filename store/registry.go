@@ -27,10 +27,21 @@ type App struct {
 
 // Instance is one registered executor of an app, alive while it heartbeats.
 type Instance struct {
-	App      string
-	Address  string
+	App     string
+	Address string
+	// Instance is the id the executor process picked at start: a new one at the same address
+	// is a restarted executor.
+	Instance string
 	Handlers []string
 	// RegisteredAt and LastSeen come from the database clock.
 	RegisteredAt int64
 	LastSeen     int64
+}
+
+// ExecutorRun is a running execution handed to an executor.
+type ExecutorRun struct {
+	ID int64
+	// Instance is the executor process it was sent to ("" when unknown).
+	Instance string
+	FiredAt  int64
 }

@@ -94,19 +94,25 @@ type Querier interface {
 	// ExecutionsLockDuePending locks and returns up to limit pending executions with
 	// ScheduledAt <= dueBefore, earliest first, skipping rows other transactions hold.
 	ExecutionsLockDuePending(ctx context.Context, dueBefore int64, limit int) ([]*Execution, error)
-	// ExecutionsAcquire moves the given pending executions to acquired, owned by node, and
+	// ExecutionsAcquire moves the given pending executions to acquired, owned by o, and
 	// returns the IDs that moved.
-	ExecutionsAcquire(ctx context.Context, node string, ids []int64) ([]int64, error)
-	// ExecutionsMarkRunning moves the given executions from acquired by node to running,
+	ExecutionsAcquire(ctx context.Context, o Owner, ids []int64) ([]int64, error)
+	// ExecutionsMarkRunning moves the given executions from acquired by o to running,
 	// stamping FiredAt with firedAt or, for a fire claimed ahead of its time, ScheduledAt; it
-	// returns the IDs that moved: the fires node may run.
-	ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error)
-	// ExecutionsComplete moves running executions to the results' terminal states and
-	// returns the IDs that moved.
+	// returns the IDs that moved: the fires o may run.
+	ExecutionsMarkRunning(ctx context.Context, o Owner, ids []int64, firedAt int64) ([]int64, error)
+	// ExecutionsComplete moves running executions to the results' terminal states, whoever
+	// runs them (an executor reports to any node), and returns the IDs that moved.
 	ExecutionsComplete(ctx context.Context, rs []ExecutionResult) ([]int64, error)
-	// ExecutionsReleaseAcquired moves a dead node's acquired executions back to pending with
-	// no node, and returns how many moved.
-	ExecutionsReleaseAcquired(ctx context.Context, node string) (int64, error)
+	// ExecutionsCompleteOwned is ExecutionsComplete for the runs of one node's life: only
+	// executions still running for o move, so a life the cluster declared dead writes nothing.
+	ExecutionsCompleteOwned(ctx context.Context, o Owner, rs []ExecutionResult) ([]int64, error)
+	// ExecutionsReleaseAcquired moves the acquired executions of o back to pending with no
+	// node, and returns how many moved.
+	ExecutionsReleaseAcquired(ctx context.Context, o Owner) (int64, error)
+	// ExecutionsOwners lists the lives of node that own live (acquired or running)
+	// executions: a node that starts again recovers those of its earlier lives.
+	ExecutionsOwners(ctx context.Context, node string) ([]Owner, error)
 	// ExecutionsCountLive counts each job's acquired and running executions (the fires in
 	// flight), for the concurrency policies. Jobs with none are absent from the map.
 	ExecutionsCountLive(ctx context.Context, jobIDs []int64) (map[int64]int, error)
@@ -128,21 +134,46 @@ type Querier interface {
 	// firedBefore, oldest first, with their log lines, and returns how many it deleted: the
 	// retention sweep calls it until it returns less than limit.
 	ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error)
-	// ExecutionsLoseRunning moves a dead node's running executions to lost, stamping
-	// FinishedAt with the database clock, and returns them as they are after the move. Runs
-	// the node handed to an executor (ExecutorAddress set) are not its to lose: they go on
-	// there, report to any node, and are lost only with their executor
-	// (ExecutionsLoseOnExecutor).
-	ExecutionsLoseRunning(ctx context.Context, node string) ([]*Execution, error)
+	// ExecutionsLoseRunning moves the running executions of o, a life that died, to lost,
+	// stamping FinishedAt with the database clock, and returns them as they are after the
+	// move. Runs an executor accepted (DispatchAccepted) are not the node's to lose: they go
+	// on there, report to any node, and are lost only with their executor
+	// (ExecutionsLoseOnExecutor). A run whose dispatch was recorded but never accepted is
+	// the node's: no executor said it has it.
+	ExecutionsLoseRunning(ctx context.Context, o Owner) ([]*Execution, error)
 
-	// ExecutionsSetDispatch records where a running execution was sent: the executor address,
-	// its shard of a broadcast and the dispatch message. It moves nothing (a compare-and-set on
-	// state running) and reports false when the execution is no longer running.
-	ExecutionsSetDispatch(ctx context.Context, id int64, address string, shardIndex, shardTotal int, msg string) (bool, error)
+	// ExecutionsSetDispatch records where a running execution of o is being sent: the
+	// executor address, the instance (the executor process the address was registered by,
+	// "" for a manual address), its shard of a broadcast and the dispatch message. It moves
+	// nothing (a compare-and-set on state running and owner o) and reports false when the
+	// execution is no longer o's to run: the sender must not send it.
+	ExecutionsSetDispatch(ctx context.Context, o Owner, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error)
+	// ExecutionsDispatchAccepted records that the executor accepted the run (TriggerCode
+	// DispatchAccepted): from then on the run is the executor's. It reports false when the
+	// execution is no longer running for o.
+	ExecutionsDispatchAccepted(ctx context.Context, o Owner, id int64) (bool, error)
 	// ExecutionsLoseOnExecutor moves the running executions of the app's jobs sent to the
 	// executor address to lost, stamping FinishedAt with the database clock, and returns them
 	// as they are after the move.
 	ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*Execution, error)
+	// ExecutionsRunningOnExecutor lists the running executions of the app's jobs sent to the
+	// executor address, by id, with the instance each was sent to: what the executor's
+	// heartbeat is checked against.
+	ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]ExecutorRun, error)
+	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the executions ids only: those
+	// still running and sent to address move to lost and are returned.
+	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*Execution, error)
+	// ExecutionsCompleteLate records the results of executions that had been declared lost:
+	// each execution still lost takes the result's state, codes, message and times (a
+	// compare-and-set on state lost), and the IDs that changed are returned. It moves nothing
+	// between tables and inserts nothing.
+	ExecutionsCompleteLate(ctx context.Context, rs []ExecutionResult) ([]int64, error)
+
+	// KillRequest records that the in-process run id on node must be killed, for that node to
+	// pick up (KillRequestsTake); a second request for the same run is a no-op.
+	KillRequest(ctx context.Context, id int64, node string) error
+	// KillRequestsTake deletes and returns the ids of the kill requests addressed to node.
+	KillRequestsTake(ctx context.Context, node string) ([]int64, error)
 
 	// AppPut inserts or replaces an app, setting its timestamps.
 	AppPut(ctx context.Context, a *App) error
@@ -153,7 +184,8 @@ type Querier interface {
 
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.
-	RegistryBeat(ctx context.Context, app, address string, handlers []string) error
+	// The instance is the executor process's id ("" from executors that send none).
+	RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error
 	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
 	RegistryLeave(ctx context.Context, app, address string) (bool, error)
 	// RegistryLive lists the instances of app (of every app for "") seen within olderThan by
@@ -170,14 +202,28 @@ type Querier interface {
 	// ExecutionLogList returns up to limit lines with Line > afterLine, in order.
 	ExecutionLogList(ctx context.Context, execID int64, afterLine int64, limit int) ([]LogLine, error)
 
-	// NodeHeartbeat records that the node is alive now by the database clock, inserting it
-	// (StartedAt = now) on its first beat. It returns the node as stored.
-	NodeHeartbeat(ctx context.Context, id, name string) (*Node, error)
+	// NodeRegister records a new life of a node: it inserts the node's row, or replaces an
+	// earlier life's (StartedAt and LastSeen = the database's now). It returns the node as
+	// stored.
+	NodeRegister(ctx context.Context, o Owner, name string) (*Node, error)
+	// NodeHeartbeat records that the life o is alive now by the database clock. It never
+	// inserts: when the row is gone or belongs to another life (the cluster declared o dead,
+	// or the node started again) it fails with ErrNotFound.
+	NodeHeartbeat(ctx context.Context, o Owner, name string) (*Node, error)
+	// NodeHold locks the row of the life o for the rest of the transaction, shared (ErrNotFound
+	// when it is gone): work a node acquires in that transaction cannot slip past a recovery
+	// that declares o dead.
+	NodeHold(ctx context.Context, o Owner) error
 	NodeList(ctx context.Context) ([]*Node, error)
 	// NodesStale lists nodes whose last heartbeat is older than olderThan by the database
 	// clock.
 	NodesStale(ctx context.Context, olderThan time.Duration) ([]*Node, error)
-	NodeDelete(ctx context.Context, id string) error
+	// NodeDelete forgets the life o (ErrNotFound when the row is gone or another life's).
+	NodeDelete(ctx context.Context, o Owner) error
+	// NodeDeleteStale forgets the life o if it is still silent for longer than olderThan by
+	// the database clock, and reports whether it did: the leader declares a node dead with it,
+	// in the transaction that recovers the node's work, so a node that beat meanwhile stays.
+	NodeDeleteStale(ctx context.Context, o Owner, olderThan time.Duration) (bool, error)
 
 	// LeaseAcquire takes the lease for holder if it is free or expired by the database clock,
 	// or renews it if holder holds it, for ttl. It reports the lease as it is afterwards and
@@ -245,10 +291,16 @@ type TriggerSelector struct {
 
 // JobFilter selects jobs for JobList.
 type JobFilter struct {
-	Group   string // empty for all groups
-	App     string // empty for jobs of every app and none
-	AfterID int64
-	Limit   int // <= 0 for the implementation's default
+	Group string // empty for all groups
+	App   string // empty for jobs of every app and none
+	// NameContains keeps jobs whose name contains it, ignoring ASCII case.
+	NameContains string
+	Handler      string
+	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
+	// paused).
+	TriggerState TriggerState
+	AfterID      int64
+	Limit        int // <= 0 for the implementation's default
 }
 
 // TriggerFilter selects triggers for TriggerList.
@@ -258,12 +310,17 @@ type TriggerFilter struct {
 	State   TriggerState
 	AfterID int64
 	Limit   int
+	// ByNextFire lists by next fire time (then id) instead of by id, ignoring AfterID: the
+	// next fires across jobs, with State waiting.
+	ByNextFire bool
 }
 
 // ExecutionFilter selects executions for ExecutionList.
 type ExecutionFilter struct {
 	JobID int64
 	State ExecutionState
+	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
+	Cause ExecutionCause
 	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
 	FiredFrom int64
 	FiredTo   int64

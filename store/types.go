@@ -218,13 +218,17 @@ type Execution struct {
 	Cause   ExecutionCause
 	// Attempt counts from 0; a retry is a new execution with Attempt+1.
 	Attempt int
-	// Node is the scheduler node that owns an acquired or running execution.
+	// Node is the scheduler node that owns an acquired or running execution, and
+	// Incarnation the life of that node that acquired it (see Owner).
 	Node            string
+	Incarnation     string
 	ExecutorAddress string
 	ShardIndex      int
 	ShardTotal      int
 	State           ExecutionState
 
+	// TriggerCode is the outcome of handing the run over (XXL-JOB's trigger code):
+	// DispatchAccepted once an executor accepted it.
 	TriggerCode int
 	TriggerMsg  string
 	HandleCode  int
@@ -247,11 +251,32 @@ type LogLine struct {
 
 // Node is a scheduler node, alive while it heartbeats.
 type Node struct {
-	ID        string
-	Name      string
-	StartedAt int64
-	LastSeen  int64
+	ID string
+	// Incarnation is the life of the node that registered the row (see Owner).
+	Incarnation string
+	Name        string
+	StartedAt   int64
+	LastSeen    int64
 }
+
+// DispatchAccepted is the TriggerCode of a run an executor accepted.
+const DispatchAccepted = 200
+
+// Owner is one life of a scheduler node: its id, which stays the same across restarts, and
+// the incarnation one start chose. Every change a node makes to its executions is a
+// compare-and-set on its Owner, so the work of a life the cluster declared dead — a node
+// restarted under the same id, or one that froze past the node timeout — can neither be
+// stranded nor run by the life that lost it.
+type Owner struct {
+	Node        string
+	Incarnation string
+}
+
+// OwnerOf returns the owner an execution names.
+func OwnerOf(x *Execution) Owner { return Owner{Node: x.Node, Incarnation: x.Incarnation} }
+
+// Owner returns the life of the node the row names.
+func (n *Node) Owner() Owner { return Owner{Node: n.ID, Incarnation: n.Incarnation} }
 
 // Lease is a named, expiring claim held by one holder: the leader lease and any other duty
 // only one node may run.

@@ -43,8 +43,8 @@ func newExecCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("exec", "Inspect executions and their output; kill and retry them", o,
 		newExecListCmd(o), newExecGetCmd(o), newExecLogsCmd(o),
-		newExecActionCmd(o, "kill", "Stop a run on its executor", `Stop a running execution on its executor: the handler's context is canceled and the
-execution ends canceled. Only runs on executors (remote jobs) can be killed.`),
+		newExecActionCmd(o, "kill", "Stop a running execution", `Stop a running execution on its executor, or on the node that runs it in process (any
+node takes the request): the handler's context is canceled and the execution ends canceled.`),
 		newExecActionCmd(o, "retry", "Run an ended execution again now", `Run an ended execution again now, as its next attempt (same job, trigger and shard);
 prints the new execution.`))
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,7 +16,8 @@ import (
 )
 
 type executorOptions struct {
-	server, token, app  string
+	servers             []string
+	token, app          string
 	listen, advertise   string
 	spoolDir            string
 	enableShell         bool
@@ -49,17 +52,25 @@ heartbeats, and runs the jobs the server sends it with the built-in handlers:
          SUNDIAL_SHARD_TOTAL, SUNDIAL_ATTEMPT, and SUNDIAL_IDEMPOTENCY_KEY, the same for every
          retry of one fire (trigger, scheduled time, shard): a script can deduplicate on it.
 
-Results the server cannot take are kept in --spool-dir and delivered later, also after a
+--server may name several nodes of the cluster (repeated, or separated by commas): the
+executor uses the one that answered last and moves to the next as soon as it does not answer,
+so a node's stop costs no heartbeat and no result.
+
+Results no server takes are kept in --spool-dir and delivered later, also after a
 restart. SIGTERM or Ctrl-C unregisters, lets running jobs finish (up to --drain-timeout) and
 stops.
 
 Every flag can also be set by an environment variable: SUNDIAL_ and the flag's name in upper
-case with _ for -, e.g. SUNDIAL_SERVER, SUNDIAL_APP; the token is SUNDIAL_EXECUTOR_TOKEN. A
-flag on the command line wins.`,
+case with _ for -, e.g. SUNDIAL_SERVER, SUNDIAL_APP; the token is SUNDIAL_EXECUTOR_TOKEN;
+SUNDIAL_SERVERS (comma-separated) is read as well as SUNDIAL_SERVER. A flag on the command
+line wins.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), executorEnv); err != nil {
 				return err
+			}
+			if v, ok := os.LookupEnv("SUNDIAL_SERVERS"); ok && !cmd.Flags().Changed("server") {
+				o.servers = append(o.servers, strings.Split(v, ",")...)
 			}
 			if err := o.tokenFlag.resolve(); err != nil {
 				return err
@@ -69,7 +80,7 @@ flag on the command line wins.`,
 	}
 	f := cmd.Flags()
 	f.String("config", "", "YAML file of settings: the flags' names as keys, e.g. app: billing (default $SUNDIAL_CONFIG)")
-	f.StringVar(&o.server, "server", "", "base URL of a Sundial server node, e.g. http://sched:8080 (required)")
+	f.StringSliceVar(&o.servers, "server", nil, "base URL of a Sundial server node, e.g. http://sched:8080; repeat it or separate by commas for several (required)")
 	o.tokenFlag = addSecretFlag(f, &o.token, "token", "SUNDIAL_EXECUTOR_TOKEN", "executor token shared with the server (required)", minSecretLen)
 	o.tls.add(f)
 	f.StringVar(&o.app, "app", "", "app (executor group) to join (required)")
@@ -87,7 +98,7 @@ flag on the command line wins.`,
 // executorFlagsFromEnv sets every flag not given on the command line from its variable.
 func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOptions) error {
 	for _, req := range []struct{ name, val, env string }{
-		{"--server", o.server, "SUNDIAL_SERVER"}, {"--token", o.token, "SUNDIAL_EXECUTOR_TOKEN"}, {"--app", o.app, "SUNDIAL_APP"},
+		{"--server", strings.Join(o.servers, ""), "SUNDIAL_SERVER"}, {"--token", o.token, "SUNDIAL_EXECUTOR_TOKEN"}, {"--app", o.app, "SUNDIAL_APP"},
 	} {
 		if req.val == "" {
 			return usageErrorf("%s (or %s) is required", req.name, req.env)
@@ -101,7 +112,7 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	if err != nil {
 		return err
 	}
-	ex, err := executor.New(executor.Config{Server: o.server, Token: o.token, App: o.app,
+	ex, err := executor.New(executor.Config{Servers: o.servers, Token: o.token, App: o.app,
 		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs})
 	if err != nil {
 		return usageError{err}
@@ -117,8 +128,8 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	if err := ex.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Sundial executor %q is listening on %s (server %s, shell %s)\n",
-		o.app, ex.Address(), o.server, map[bool]string{true: "enabled", false: "disabled"}[o.enableShell])
+	fmt.Fprintf(stdout, "Sundial executor %q is listening on %s (servers %s, shell %s)\n",
+		o.app, ex.Address(), strings.Join(ex.Servers(), ", "), map[bool]string{true: "enabled", false: "disabled"}[o.enableShell])
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way
 	drain, cancel := context.WithTimeout(context.Background(), o.drainTimeout)

@@ -32,7 +32,7 @@ func startExecutorCmd(t *testing.T, enableShell bool) (*executortest.Peer, strin
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runExecutor(ctx, outW, io.Discard, executorOptions{server: peer.URL, token: execToken, app: "ops",
+		done <- runExecutor(ctx, outW, io.Discard, executorOptions{servers: []string{peer.URL}, token: execToken, app: "ops",
 			listen: "127.0.0.1:0", spoolDir: t.TempDir(), enableShell: enableShell,
 			logFormat: "text", logLevel: "error", drainTimeout: 5 * time.Second})
 		outW.Close()
@@ -203,6 +203,29 @@ func TestExecutorCmdShell(t *testing.T) {
 	}
 	if res := peer.WaitResult(t, 4, execWait); res.State != executor.StateCanceled || res.Message != "killed" {
 		t.Errorf("killed: %+v", res)
+	}
+}
+
+// TestExecutorCmdServers: --server takes several nodes, repeated or comma-separated, and
+// SUNDIAL_SERVERS names them too; each one is checked (the bad one is named).
+func TestExecutorCmdServers(t *testing.T) {
+	t.Setenv("SUNDIAL_EXECUTOR_TOKEN", "a-long-executor-token")
+	t.Setenv("SUNDIAL_APP", "ops")
+	t.Setenv("SUNDIAL_SERVER", "")
+	for _, args := range [][]string{
+		{"--server", "http://a:1,localhost:2"},
+		{"--server", "http://a:1", "--server", "localhost:2"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"executor"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "localhost:2") {
+			t.Errorf("%v: exit %d, %q: want 2 naming the second server", args, code, errOut)
+		}
+	}
+	os.Unsetenv("SUNDIAL_SERVER")
+	t.Setenv("SUNDIAL_SERVERS", "http://a:1,localhost:3")
+	code, _, errOut := runCLI(t, "", "executor")
+	if code != 2 || !strings.Contains(errOut, "localhost:3") {
+		t.Errorf("SUNDIAL_SERVERS: exit %d, %q: want 2 naming the second server", code, errOut)
 	}
 }
 

@@ -327,3 +327,9 @@ func (p *Peer) IdleBeat(ctx context.Context, address string, jobID int64) (bool,
 	err := p.call(ctx, address, executor.PathIdleBeat, executor.IdleBeatRequest{JobID: jobID}, &resp)
 	return resp.Idle, err
 }
+
+// Close stops the peer's server and cuts its connections, as a server node that stops.
+func (p *Peer) Close() {
+	p.srv.CloseClientConnections()
+	p.srv.Close()
+}

@@ -213,3 +213,29 @@ func (t *Tracker[T]) Load(job int64) (active, queued int) {
 	}
 	return 0, 0
 }
+
+// Cancel cancels the started run id (of whatever job) with cause; it reports whether it found
+// one. A run admitted but not started yet has nothing to cancel.
+func (t *Tracker[T]) Cancel(id int64, cause error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, j := range t.jobs {
+		if cancel := j.active[id]; cancel != nil {
+			cancel(cause)
+			return true
+		}
+	}
+	return false
+}
+
+// Busy reports whether any run is active.
+func (t *Tracker[T]) Busy() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, j := range t.jobs {
+		if len(j.active) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -130,3 +130,30 @@ func TestParsePolicy(t *testing.T) {
 		t.Error(`ParsePolicy("Serial"): want an error`)
 	}
 }
+
+// TestTrackerCancelByID: a kill finds a started run by its id alone; Busy follows the active
+// runs.
+func TestTrackerCancelByID(t *testing.T) {
+	tr := NewTracker[int64]()
+	if tr.Busy() {
+		t.Fatal("an empty tracker is busy")
+	}
+	if tr.Admit(3, 30, Allow, 30, nil) != Run || !tr.Busy() {
+		t.Fatal("an admitted run makes the tracker busy")
+	}
+	if tr.Cancel(30, errReplaced) {
+		t.Fatal("cancelled a run that has not started")
+	}
+	_, ctx := started(t, tr, 31, Allow)
+	if !tr.Cancel(31, errReplaced) || !errors.Is(context.Cause(ctx), errReplaced) {
+		t.Fatalf("Cancel(31): cause %v", context.Cause(ctx))
+	}
+	if tr.Cancel(99, errReplaced) {
+		t.Fatal("cancelled an unknown run")
+	}
+	tr.Done(3, 30)
+	tr.Done(1, 31)
+	if tr.Busy() {
+		t.Fatal("busy after every run is done")
+	}
+}

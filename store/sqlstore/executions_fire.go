@@ -22,21 +22,27 @@ func (e *executor) ExecutionsLockDuePending(ctx context.Context, dueBefore int64
 	return xs, nil
 }
 
-// ExecutionsAcquire moves pending executions to acquired by node.
-func (e *executor) ExecutionsAcquire(ctx context.Context, node string, ids []int64) ([]int64, error) {
-	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'acquired', node = ?", []any{node}, "state = 'pending'", nil)
+// ownedBy is the condition that an execution belongs to the life o, with its arguments.
+func ownedBy(o store.Owner) (string, []any) {
+	return "node = ? AND incarnation = ?", []any{o.Node, o.Incarnation}
+}
+
+// ExecutionsAcquire moves pending executions to acquired by o.
+func (e *executor) ExecutionsAcquire(ctx context.Context, o store.Owner, ids []int64) ([]int64, error) {
+	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'acquired', node = ?, incarnation = ?", []any{o.Node, o.Incarnation}, "state = 'pending'", nil)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: acquire %d executions for %q: %w", len(ids), node, err)
+		return nil, fmt.Errorf("sqlstore: acquire %d executions for %v: %w", len(ids), o, err)
 	}
 	return won, nil
 }
 
-// ExecutionsMarkRunning moves node's acquired executions to running. No index of the live
+// ExecutionsMarkRunning moves o's acquired executions to running. No index of the live
 // table names state or fired_at, so on PostgreSQL this is a heap-only update.
-func (e *executor) ExecutionsMarkRunning(ctx context.Context, node string, ids []int64, firedAt int64) ([]int64, error) {
-	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'running', fired_at = CASE WHEN scheduled_at > ? THEN scheduled_at ELSE ? END", []any{firedAt, firedAt}, "node = ? AND state = 'acquired'", []any{node})
+func (e *executor) ExecutionsMarkRunning(ctx context.Context, o store.Owner, ids []int64, firedAt int64) ([]int64, error) {
+	owned, args := ownedBy(o)
+	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'running', fired_at = CASE WHEN scheduled_at > ? THEN scheduled_at ELSE ? END", []any{firedAt, firedAt}, owned+" AND state = 'acquired'", args)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: mark %d executions running for %q: %w", len(ids), node, err)
+		return nil, fmt.Errorf("sqlstore: mark %d executions running for %v: %w", len(ids), o, err)
 	}
 	return won, nil
 }
@@ -187,13 +193,28 @@ func (e *executor) deleteLive(ctx context.Context, ids []int64) error {
 
 // ExecutionsComplete moves running executions to the history with their results' states.
 func (e *executor) ExecutionsComplete(ctx context.Context, rs []store.ExecutionResult) ([]int64, error) {
+	return e.complete(ctx, nil, rs)
+}
+
+// ExecutionsCompleteOwned is ExecutionsComplete for o's runs only.
+func (e *executor) ExecutionsCompleteOwned(ctx context.Context, o store.Owner, rs []store.ExecutionResult) ([]int64, error) {
+	return e.complete(ctx, &o, rs)
+}
+
+// complete moves running executions (of owner, when not nil) to the history.
+func (e *executor) complete(ctx context.Context, owner *store.Owner, rs []store.ExecutionResult) ([]int64, error) {
+	cond, condArgs := "state = 'running'", []any(nil)
+	if owner != nil {
+		owned, args := ownedBy(*owner)
+		cond, condArgs = cond+" AND "+owned, args
+	}
 	for _, r := range rs {
 		if !r.State.Terminal() {
 			return nil, fmt.Errorf("sqlstore: complete execution %d: result state %q is not terminal", r.ID, r.State)
 		}
 	}
 	if e.d().kind == postgres {
-		won, err := e.completePostgres(ctx, rs)
+		won, err := e.completePostgres(ctx, cond, condArgs, rs)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: complete %d executions: %w", len(rs), err)
 		}
@@ -204,7 +225,7 @@ func (e *executor) ExecutionsComplete(ctx context.Context, rs []store.ExecutionR
 	for i := range rs {
 		byID[rs[i].ID], ids[i] = &rs[i], rs[i].ID
 	}
-	moved, err := e.moveToHistory(ctx, ids, "state = 'running'", nil, func(x *store.Execution) { applyResult(x, byID[x.ID]) })
+	moved, err := e.moveToHistory(ctx, ids, cond, condArgs, func(x *store.Execution) { applyResult(x, byID[x.ID]) })
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +251,7 @@ func applyResult(x *store.Execution, r *store.ExecutionResult) {
 
 // completePostgres moves a batch in one statement: the DELETE's compare-and-set on running
 // feeds the INSERT into the history, so the rows never travel to the client and back.
-func (e *executor) completePostgres(ctx context.Context, rs []store.ExecutionResult) ([]int64, error) {
+func (e *executor) completePostgres(ctx context.Context, cond string, condArgs []any, rs []store.ExecutionResult) ([]int64, error) {
 	n := len(rs)
 	ids, codes, started, finished, has := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	states, msgs, data, alarms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -248,38 +269,72 @@ func (e *executor) completePostgres(ctx context.Context, rs []store.ExecutionRes
 	// The DELETE selects by id = ANY(ids), not by a join on r: see casExecutions.
 	return scanInt64s(e.query(ctx, "WITH r AS (SELECT * FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[],"+
 		" ?::bigint[], ?::bigint[], ?::text[], ?::text[]) AS r(id, state, handle_code, handle_msg, started_at, finished_at, has_data, data, alarm_state)),"+
-		" d AS (DELETE FROM executions_live WHERE id = ANY(?::bigint[]) AND state = 'running' RETURNING *)"+
+		" d AS (DELETE FROM executions_live WHERE id = ANY(?::bigint[]) AND "+cond+" RETURNING *)"+
 		" INSERT INTO executions ("+executionCols+") SELECT d.id, d.job_id, d.trigger_id, d.scheduled_at, d.fired_at, d.cause,"+
 		" d.attempt, d.node, d.executor_address, d.shard_index, d.shard_total, r.state, d.trigger_code, d.trigger_msg,"+
 		" r.handle_code, r.handle_msg, CASE WHEN r.started_at = 0 THEN d.started_at ELSE r.started_at END, r.finished_at,"+
 		" CASE WHEN r.alarm_state = '' THEN d.alarm_state ELSE r.alarm_state END,"+
-		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END FROM d JOIN r ON r.id = d.id RETURNING id",
-		ids, states, codes, msgs, started, finished, has, data, alarms, ids))
+		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation FROM d JOIN r ON r.id = d.id RETURNING id",
+		concat([]any{ids, states, codes, msgs, started, finished, has, data, alarms, ids}, condArgs)...))
 }
 
-// ExecutionsReleaseAcquired hands a dead node's acquired executions back to pending.
-func (e *executor) ExecutionsReleaseAcquired(ctx context.Context, node string) (int64, error) {
-	res, err := e.exec(ctx, "UPDATE executions_live SET state = 'pending', node = '' WHERE node = ? AND state = 'acquired'", node)
+// ExecutionsReleaseAcquired hands o's acquired executions back to pending.
+func (e *executor) ExecutionsReleaseAcquired(ctx context.Context, o store.Owner) (int64, error) {
+	owned, args := ownedBy(o)
+	res, err := e.exec(ctx, "UPDATE executions_live SET state = 'pending', node = '', incarnation = '' WHERE "+owned+" AND state = 'acquired'", args...)
 	if err != nil {
-		return 0, fmt.Errorf("sqlstore: release executions of %q: %w", node, err)
+		return 0, fmt.Errorf("sqlstore: release executions of %v: %w", o, err)
 	}
 	return affected(res)
 }
 
-// ExecutionsLoseRunning marks a dead node's running executions lost and returns them.
-func (e *executor) ExecutionsLoseRunning(ctx context.Context, node string) ([]*store.Execution, error) {
-	return e.loseWhere(ctx, "node = ? AND state = 'running' AND executor_address = ''", []any{node})
+// ExecutionsOwners lists the lives of node that hold live executions, by a scan of the small
+// live table (no index names node: see migration 00005).
+func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.Owner, error) {
+	rows, err := e.query(ctx, "SELECT DISTINCT incarnation FROM executions_live WHERE node = ? AND (state = 'acquired' OR ("+
+		nodesRun+")) ORDER BY incarnation", node)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: owners of node %q: %w", node, err)
+	}
+	defer rows.Close()
+	var out []store.Owner
+	for rows.Next() {
+		o := store.Owner{Node: node}
+		if err := rows.Scan(&o.Incarnation); err != nil {
+			return nil, fmt.Errorf("sqlstore: owners of node %q: %w", node, err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: owners of node %q: %w", node, err)
+	}
+	return out, nil
+}
+
+// nodesRun is the condition that a running execution is its node's to lose: an in-process
+// run, or a remote run that no executor accepted (trigger code store.DispatchAccepted).
+const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200)"
+
+// ExecutionsLoseRunning marks the running executions of a dead life lost and returns them.
+func (e *executor) ExecutionsLoseRunning(ctx context.Context, o store.Owner) ([]*store.Execution, error) {
+	owned, args := ownedBy(o)
+	return e.loseWhere(ctx, owned+" AND "+nodesRun, args)
 }
 
 // loseWhere ends the live executions matching cond as lost, stamped with the database clock.
 func (e *executor) loseWhere(ctx context.Context, cond string, args []any) ([]*store.Execution, error) {
+	return e.loseIDsWhere(ctx, nil, cond, args)
+}
+
+// loseIDsWhere is loseWhere for the executions ids only (every one for nil ids).
+func (e *executor) loseIDsWhere(ctx context.Context, ids []int64, cond string, args []any) ([]*store.Execution, error) {
 	var lost []*store.Execution
 	err := e.inTx(ctx, func(e *executor) error {
 		now, err := e.DBNow(ctx)
 		if err != nil {
 			return err
 		}
-		lost, err = e.moveToHistory(ctx, nil, cond, args, func(x *store.Execution) {
+		lost, err = e.moveToHistory(ctx, ids, cond, args, func(x *store.Execution) {
 			x.State, x.FinishedAt = store.ExecLost, now
 		})
 		return err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -137,9 +138,23 @@ func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job
 		q += " AND group_name = ?"
 		args = append(args, f.Group)
 	}
+	if f.NameContains != "" {
+		// '!' escapes LIKE's wildcards the same way in every dialect ('\\' does not in MySQL).
+		q += " AND LOWER(name) LIKE ? ESCAPE '!'"
+		esc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(strings.ToLower(f.NameContains))
+		args = append(args, "%"+esc+"%")
+	}
 	if f.App != "" {
 		q += " AND app = ?"
 		args = append(args, f.App)
+	}
+	if f.Handler != "" {
+		q += " AND handler = ?"
+		args = append(args, f.Handler)
+	}
+	if f.TriggerState != "" {
+		q += " AND EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = jobs.id AND t.state = ?)"
+		args = append(args, string(f.TriggerState))
 	}
 	q += " ORDER BY id LIMIT ?"
 	args = append(args, limitOr(f.Limit))

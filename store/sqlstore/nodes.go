@@ -14,7 +14,7 @@ import (
 // node with a skewed clock must neither look dead nor keep a dead peer or an expired lease
 // alive.
 
-const nodeCols = "id, name, started_at, last_seen"
+const nodeCols = "id, incarnation, name, started_at, last_seen"
 
 func scanNodes(rows *sql.Rows, err error) ([]*store.Node, error) {
 	if err != nil {
@@ -24,7 +24,7 @@ func scanNodes(rows *sql.Rows, err error) ([]*store.Node, error) {
 	var out []*store.Node
 	for rows.Next() {
 		var n store.Node
-		if err := rows.Scan(&n.ID, &n.Name, &n.StartedAt, &n.LastSeen); err != nil {
+		if err := rows.Scan(&n.ID, &n.Incarnation, &n.Name, &n.StartedAt, &n.LastSeen); err != nil {
 			return nil, err
 		}
 		out = append(out, &n)
@@ -32,20 +32,66 @@ func scanNodes(rows *sql.Rows, err error) ([]*store.Node, error) {
 	return out, rows.Err()
 }
 
-// NodeHeartbeat upserts the node with last_seen = the database's now.
-func (e *executor) NodeHeartbeat(ctx context.Context, id, name string) (*store.Node, error) {
+// NodeRegister inserts the node's row for the life o, replacing an earlier life's.
+func (e *executor) NodeRegister(ctx context.Context, o store.Owner, name string) (*store.Node, error) {
 	// The clock is read once, in a derived table: PostgreSQL's clock_timestamp() written twice
-	// in the row gives two instants, and a new node's started_at and last_seen must be one.
+	// in the row gives two instants, and a node's started_at and last_seen must be one.
 	// (WHERE 1 = 1 lets SQLite tell the upsert clause from a join constraint.)
-	_, err := e.exec(ctx, "INSERT INTO nodes ("+nodeCols+") SELECT ?, ?, t.now_ms, t.now_ms FROM (SELECT "+
-		e.d().nowMillis()+" AS now_ms) t WHERE 1 = 1"+e.d().upsert("id", "name", "last_seen"), id, name)
+	_, err := e.exec(ctx, "INSERT INTO nodes ("+nodeCols+") SELECT ?, ?, ?, t.now_ms, t.now_ms FROM (SELECT "+
+		e.d().nowMillis()+" AS now_ms) t WHERE 1 = 1"+e.d().upsert("id", "incarnation", "name", "started_at", "last_seen"),
+		o.Node, o.Incarnation, name)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: heartbeat of node %q: %w", id, err)
+		return nil, fmt.Errorf("sqlstore: register node %v: %w", o, err)
 	}
-	var n store.Node
-	err = e.queryRow(ctx, "SELECT "+nodeCols+" FROM nodes WHERE id = ?", id).Scan(&n.ID, &n.Name, &n.StartedAt, &n.LastSeen)
+	return e.nodeGet(ctx, o)
+}
+
+// NodeHeartbeat sets last_seen of the life o to the database's now. It never inserts: a row
+// the leader deleted stays deleted, and the node learns that it was declared dead.
+func (e *executor) NodeHeartbeat(ctx context.Context, o store.Owner, name string) (*store.Node, error) {
+	res, err := e.exec(ctx, "UPDATE nodes SET name = ?, last_seen = "+e.d().nowMillis()+" WHERE id = ? AND incarnation = ?",
+		name, o.Node, o.Incarnation)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: heartbeat of node %q: %w", id, err)
+		return nil, fmt.Errorf("sqlstore: heartbeat of node %v: %w", o, err)
+	}
+	if n, err := affected(res); err != nil {
+		return nil, fmt.Errorf("sqlstore: heartbeat of node %v: %w", o, err)
+	} else if n == 0 {
+		return nil, fmt.Errorf("node %v: %w", o, store.ErrNotFound)
+	}
+	return e.nodeGet(ctx, o)
+}
+
+// NodeHold takes a shared lock on the life's row (SQLite's transactions hold the whole
+// database's write lock already).
+func (e *executor) NodeHold(ctx context.Context, o store.Owner) error {
+	lock := ""
+	switch e.d().kind {
+	case postgres:
+		lock = " FOR SHARE"
+	case mysqlKind:
+		lock = " LOCK IN SHARE MODE"
+	}
+	var one int
+	err := e.queryRow(ctx, "SELECT 1 FROM nodes WHERE id = ? AND incarnation = ?"+lock, o.Node, o.Incarnation).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("node %v: %w", o, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: hold node %v: %w", o, err)
+	}
+	return nil
+}
+
+func (e *executor) nodeGet(ctx context.Context, o store.Owner) (*store.Node, error) {
+	var n store.Node
+	err := e.queryRow(ctx, "SELECT "+nodeCols+" FROM nodes WHERE id = ? AND incarnation = ?", o.Node, o.Incarnation).
+		Scan(&n.ID, &n.Incarnation, &n.Name, &n.StartedAt, &n.LastSeen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("node %v: %w", o, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: read node %v: %w", o, err)
 	}
 	return &n, nil
 }
@@ -69,18 +115,30 @@ func (e *executor) NodesStale(ctx context.Context, olderThan time.Duration) ([]*
 	return ns, nil
 }
 
-// NodeDelete forgets a node.
-func (e *executor) NodeDelete(ctx context.Context, id string) error {
-	res, err := e.exec(ctx, "DELETE FROM nodes WHERE id = ?", id)
+// NodeDelete forgets the life o.
+func (e *executor) NodeDelete(ctx context.Context, o store.Owner) error {
+	res, err := e.exec(ctx, "DELETE FROM nodes WHERE id = ? AND incarnation = ?", o.Node, o.Incarnation)
 	if err != nil {
-		return fmt.Errorf("sqlstore: delete node %q: %w", id, err)
+		return fmt.Errorf("sqlstore: delete node %v: %w", o, err)
 	}
 	if n, err := affected(res); err != nil {
 		return err
 	} else if n == 0 {
-		return fmt.Errorf("node %q: %w", id, store.ErrNotFound)
+		return fmt.Errorf("node %v: %w", o, store.ErrNotFound)
 	}
 	return nil
+}
+
+// NodeDeleteStale forgets the life o if it is still silent. The DELETE locks the row, so a
+// heartbeat racing it either lands first (and the node stays) or finds the row gone.
+func (e *executor) NodeDeleteStale(ctx context.Context, o store.Owner, olderThan time.Duration) (bool, error) {
+	res, err := e.exec(ctx, "DELETE FROM nodes WHERE id = ? AND incarnation = ? AND last_seen < "+e.d().nowMillis()+" - ?",
+		o.Node, o.Incarnation, olderThan.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: delete stale node %v: %w", o, err)
+	}
+	n, err := affected(res)
+	return n > 0, err
 }
 
 // LeaseAcquire takes, renews or fails to take the lease. The three statements run in one

@@ -99,7 +99,7 @@ func (e *executor) AppDelete(ctx context.Context, name string) error {
 	return nil
 }
 
-const instanceCols = "app, address, handlers, registered_at, last_seen"
+const instanceCols = "app, address, instance, handlers, registered_at, last_seen"
 
 func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 	if err != nil {
@@ -110,7 +110,7 @@ func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 	for rows.Next() {
 		var in store.Instance
 		var hs string
-		if err := rows.Scan(&in.App, &in.Address, &hs, &in.RegisteredAt, &in.LastSeen); err != nil {
+		if err := rows.Scan(&in.App, &in.Address, &in.Instance, &hs, &in.RegisteredAt, &in.LastSeen); err != nil {
 			return nil, err
 		}
 		if err := decodeJSON(hs, &in.Handlers); err != nil {
@@ -122,14 +122,14 @@ func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 }
 
 // RegistryBeat upserts the instance with last_seen = the database's now.
-func (e *executor) RegistryBeat(ctx context.Context, app, address string, handlers []string) error {
+func (e *executor) RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error {
 	hs, err := encodeJSON(handlers, len(handlers) == 0)
 	if err != nil {
 		return err
 	}
 	now := e.d().nowMillis()
-	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, "+now+", "+now+")"+
-		e.d().upsert("app, address", "handlers", "last_seen"), app, address, hs)
+	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, "+now+", "+now+")"+
+		e.d().upsert("app, address", "instance", "handlers", "last_seen"), app, address, instance, hs)
 	if err != nil {
 		return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
 	}
@@ -191,12 +191,25 @@ func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) (
 	return gone, nil
 }
 
-// ExecutionsSetDispatch records the dispatch of a running execution.
-func (e *executor) ExecutionsSetDispatch(ctx context.Context, id int64, address string, shardIndex, shardTotal int, msg string) (bool, error) {
-	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, shard_index = ?, shard_total = ?, trigger_msg = ?"+
-		" WHERE id = ? AND state = 'running'", address, shardIndex, shardTotal, msg, id)
+// ExecutionsSetDispatch records the dispatch of a running execution of o.
+func (e *executor) ExecutionsSetDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error) {
+	owned, args := ownedBy(o)
+	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, executor_instance = ?, shard_index = ?, shard_total = ?, trigger_msg = ?"+
+		" WHERE id = ? AND state = 'running' AND "+owned, concat([]any{address, instance, shardIndex, shardTotal, msg, id}, args)...)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: record the dispatch of execution %d to %q: %w", id, address, err)
+	}
+	n, err := affected(res)
+	return n > 0, err
+}
+
+// ExecutionsDispatchAccepted records that the executor took o's running execution.
+func (e *executor) ExecutionsDispatchAccepted(ctx context.Context, o store.Owner, id int64) (bool, error) {
+	owned, args := ownedBy(o)
+	res, err := e.exec(ctx, "UPDATE executions_live SET trigger_code = ? WHERE id = ? AND state = 'running' AND "+owned,
+		concat([]any{store.DispatchAccepted, id}, args)...)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: record that execution %d was accepted: %w", id, err)
 	}
 	n, err := affected(res)
 	return n > 0, err
@@ -208,4 +221,103 @@ func (e *executor) ExecutionsSetDispatch(ctx context.Context, id int64, address 
 func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*store.Execution, error) {
 	return e.loseWhere(ctx, "executor_address = ? AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?)",
 		[]any{address, app})
+}
+
+// ExecutionsRunningOnExecutor lists the instance's running executions (a scan of the small
+// live table, as for ExecutionsLoseOnExecutor).
+func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]store.ExecutorRun, error) {
+	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at FROM executions_live WHERE executor_address = ?"+
+		" AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?) ORDER BY id", address, app)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
+	}
+	defer rows.Close()
+	var out []store.ExecutorRun
+	for rows.Next() {
+		var r store.ExecutorRun
+		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt); err != nil {
+			return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ExecutionsLoseOnExecutorIDs ends the given executions as lost if they still run on address.
+func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*store.Execution, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return e.loseIDsWhere(ctx, ids, "executor_address = ? AND state = 'running'", []any{address})
+}
+
+// ExecutionsCompleteLate updates lost executions in the history one by one: late results
+// are rare, and each is a compare-and-set of its own.
+func (e *executor) ExecutionsCompleteLate(ctx context.Context, rs []store.ExecutionResult) ([]int64, error) {
+	var won []int64
+	err := e.inTx(ctx, func(e *executor) error {
+		for _, r := range rs {
+			if !r.State.Terminal() {
+				return fmt.Errorf("execution %d: result state %q is not terminal", r.ID, r.State)
+			}
+			set, args := "", []any{string(r.State), r.HandleCode, r.HandleMsg, r.FinishedAt}
+			if r.StartedAt != 0 {
+				set, args = ", started_at = ?", append(args, r.StartedAt)
+			}
+			res, err := e.exec(ctx, "UPDATE executions SET state = ?, handle_code = ?, handle_msg = ?, finished_at = ?"+set+
+				" WHERE id = ? AND state = 'lost'", append(args, r.ID)...)
+			if err != nil {
+				return err
+			}
+			if n, err := affected(res); err != nil {
+				return err
+			} else if n > 0 {
+				won = append(won, r.ID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: record %d late results: %w", len(rs), err)
+	}
+	return won, nil
+}
+
+// KillRequest records a kill request; a repeated one changes nothing.
+func (e *executor) KillRequest(ctx context.Context, id int64, node string) error {
+	pre, suf := e.d().insertIgnore()
+	if _, err := e.exec(ctx, pre+"kill_requests (execution_id, node, requested_at) VALUES (?, ?, "+e.d().nowMillis()+")"+suf, id, node); err != nil {
+		return fmt.Errorf("sqlstore: request the kill of execution %d on %q: %w", id, node, err)
+	}
+	return nil
+}
+
+// KillRequestsTake reads and deletes the node's kill requests in one transaction. A node
+// polls it while it runs handlers, and there is almost never a request: a plain read finds
+// that out in one statement, without a transaction.
+func (e *executor) KillRequestsTake(ctx context.Context, node string) ([]int64, error) {
+	ids, err := scanInt64s(e.query(ctx, "SELECT execution_id FROM kill_requests WHERE node = ?", node))
+	if err != nil || len(ids) == 0 {
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: read the kill requests of %q: %w", node, err)
+		}
+		return nil, nil
+	}
+	err = e.inTx(ctx, func(e *executor) error {
+		var err error
+		if ids, err = scanInt64s(e.query(ctx, "SELECT execution_id FROM kill_requests WHERE node = ? ORDER BY execution_id"+e.d().lock(), node)); err != nil || len(ids) == 0 {
+			return err
+		}
+		for _, c := range chunks(len(ids)) {
+			in, args := inList(ids[c[0]:c[1]])
+			if _, err := e.exec(ctx, "DELETE FROM kill_requests WHERE execution_id IN "+in, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: take the kill requests of %q: %w", node, err)
+	}
+	return ids, nil
 }

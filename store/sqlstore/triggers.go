@@ -105,6 +105,15 @@ func (e *executor) TriggerGetByKey(ctx context.Context, group, name string) (*st
 func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*store.Trigger, error) {
 	q := "SELECT " + triggerCols + " FROM triggers WHERE id > ?"
 	args := []any{f.AfterID}
+	order := " ORDER BY id LIMIT ?"
+	if f.ByNextFire {
+		args[0], order = 0, " ORDER BY next_fire_at, id LIMIT ?"
+		if f.State == store.TriggerWaiting && e.d().kind == sqlite {
+			// The due index (next_fire_at over waiting triggers) serves this order; SQLite
+			// uses a partial index only for a query that repeats its predicate.
+			q += " AND state = 'waiting'"
+		}
+	}
 	if f.JobID != 0 {
 		q += " AND job_id = ?"
 		args = append(args, f.JobID)
@@ -117,7 +126,7 @@ func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*s
 		q += " AND state = ?"
 		args = append(args, string(f.State))
 	}
-	q += " ORDER BY id LIMIT ?"
+	q += order
 	args = append(args, limitOr(f.Limit))
 	ts, err := scanTriggers(e.query(ctx, q, args...))
 	if err != nil {

@@ -40,42 +40,135 @@ func testLogs(t *testing.T, s store.Store) {
 
 func testNodes(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	a := get(s.NodeHeartbeat(ctx, "node-a", "host-a")).ok(t)
-	if a.StartedAt == 0 || a.LastSeen != a.StartedAt || a.Name != "host-a" {
-		t.Fatalf("first heartbeat: %+v", a)
+	a1, b1 := store.Owner{Node: "node-a", Incarnation: "a1"}, store.Owner{Node: "node-b", Incarnation: "b1"}
+	// A heartbeat never inserts: a life with no row was never registered, or declared dead.
+	_, err := s.NodeHeartbeat(ctx, a1, "host-a")
+	wantErr(t, err, store.ErrNotFound)
+	a := get(s.NodeRegister(ctx, a1, "host-a")).ok(t)
+	if a.StartedAt == 0 || a.LastSeen != a.StartedAt || a.Name != "host-a" || a.Owner() != a1 {
+		t.Fatalf("registration: %+v", a)
 	}
 	now := get(s.DBNow(ctx)).ok(t)
 	if d := now - a.LastSeen; d < 0 || d > 5000 {
 		t.Fatalf("heartbeat %d is not stamped with the database clock %d", a.LastSeen, now)
 	}
-	// A first beat reads the database clock once: started_at and last_seen are one instant even
-	// when the statement runs across a millisecond boundary (checked on many fresh nodes, since
-	// one crossing in a few dozen beats is what a clock read twice gives).
+	// A registration reads the database clock once: started_at and last_seen are one instant
+	// even when the statement runs across a millisecond boundary (checked on many fresh nodes,
+	// since one crossing in a few dozen beats is what a clock read twice gives).
 	for i := range 200 {
-		id := fmt.Sprintf("fresh-%d", i)
-		n := get(s.NodeHeartbeat(ctx, id, "host")).ok(t)
+		o := store.Owner{Node: fmt.Sprintf("fresh-%d", i), Incarnation: "1"}
+		n := get(s.NodeRegister(ctx, o, "host")).ok(t)
 		if n.StartedAt != n.LastSeen {
-			t.Fatalf("first heartbeat of %s: started_at %d, last_seen %d", id, n.StartedAt, n.LastSeen)
+			t.Fatalf("registration of %v: started_at %d, last_seen %d", o, n.StartedAt, n.LastSeen)
 		}
-		noErr(t, s.NodeDelete(ctx, id))
+		noErr(t, s.NodeDelete(ctx, o))
 	}
-	get(s.NodeHeartbeat(ctx, "node-b", "host-b")).ok(t)
+	get(s.NodeRegister(ctx, b1, "host-b")).ok(t)
 	// The database clock cannot be faked: age node-b for real, by a margin that a loaded CI
 	// machine cannot eat between node-a's next beat and the query.
 	time.Sleep(time.Second)
-	a2 := get(s.NodeHeartbeat(ctx, "node-a", "host-a2")).ok(t)
+	a2 := get(s.NodeHeartbeat(ctx, a1, "host-a2")).ok(t)
 	if a2.StartedAt != a.StartedAt || a2.LastSeen <= a.LastSeen || a2.Name != "host-a2" {
 		t.Fatalf("second heartbeat %+v after %+v", a2, a)
 	}
 	equal(t, "nodes", len(get(s.NodeList(ctx)).ok(t)), 2)
 	equal(t, "stale within an hour", len(get(s.NodesStale(ctx, time.Hour)).ok(t)), 0)
 	stale := get(s.NodesStale(ctx, 500*time.Millisecond)).ok(t)
-	if len(stale) != 1 || stale[0].ID != "node-b" {
+	if len(stale) != 1 || stale[0].Owner() != b1 {
 		t.Fatalf("stale nodes = %+v, want node-b only", stale)
 	}
-	noErr(t, s.NodeDelete(ctx, "node-b"))
-	wantErr(t, s.NodeDelete(ctx, "node-b"), store.ErrNotFound)
-	equal(t, "nodes after delete", len(get(s.NodeList(ctx)).ok(t)), 1)
+
+	// The leader declares a life dead only while it is silent.
+	equal(t, "a live node deleted as stale", get(s.NodeDeleteStale(ctx, a1, 500*time.Millisecond)).ok(t), false)
+	equal(t, "another life deleted", get(s.NodeDeleteStale(ctx, store.Owner{Node: "node-b", Incarnation: "b0"}, 500*time.Millisecond)).ok(t), false)
+	equal(t, "stale node deleted", get(s.NodeDeleteStale(ctx, b1, 500*time.Millisecond)).ok(t), true)
+	// The dead life wakes up: its heartbeat finds its row gone and does not bring it back.
+	_, err = s.NodeHeartbeat(ctx, b1, "host-b")
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.NodeHold(ctx, b1), store.ErrNotFound)
+	equal(t, "nodes after the dead one woke", len(get(s.NodeList(ctx)).ok(t)), 1)
+
+	// node-a starts again under its id: the new life replaces the row, and the old life can
+	// neither beat, hold nor leave any more.
+	a2o := store.Owner{Node: "node-a", Incarnation: "a2"}
+	again := get(s.NodeRegister(ctx, a2o, "host-a")).ok(t)
+	if again.Owner() != a2o || again.StartedAt < a.StartedAt || again.LastSeen != again.StartedAt {
+		t.Fatalf("second life: %+v after %+v", again, a)
+	}
+	_, err = s.NodeHeartbeat(ctx, a1, "host-a")
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.NodeDelete(ctx, a1), store.ErrNotFound)
+	tx := get(s.Begin(ctx)).ok(t)
+	wantErr(t, tx.NodeHold(ctx, a1), store.ErrNotFound)
+	noErr(t, tx.NodeHold(ctx, a2o))
+	noErr(t, tx.Commit())
+	equal(t, "nodes", fmt.Sprint(ids(get(s.NodeList(ctx)).ok(t), func(n *store.Node) int64 { return int64(len(n.Incarnation)) })), "[2]")
+	noErr(t, s.NodeDelete(ctx, a2o))
+	wantErr(t, s.NodeDelete(ctx, a2o), store.ErrNotFound)
+	equal(t, "nodes after delete", len(get(s.NodeList(ctx)).ok(t)), 0)
+}
+
+// testFencing checks that every change to a node's executions is a compare-and-set on the
+// life that owns them: a node restarted under the same id finds its earlier life's work and
+// recovers it, and the earlier life, late, changes nothing.
+func testFencing(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	old, cur := store.Owner{Node: "n", Incarnation: "old"}, store.Owner{Node: "n", Incarnation: "new"}
+	mk := func(o store.Owner, state store.ExecutionState, at int64) *store.Execution {
+		return &store.Execution{JobID: 1, TriggerID: 1, ScheduledAt: at, Cause: store.CauseSchedule, Node: o.Node,
+			Incarnation: o.Incarnation, State: state}
+	}
+	oldAcq, oldRun, oldSent, oldTaken := mk(old, store.ExecAcquired, 1), mk(old, store.ExecRunning, 2),
+		mk(old, store.ExecRunning, 3), mk(old, store.ExecRunning, 4)
+	curAcq, curRun := mk(cur, store.ExecAcquired, 5), mk(cur, store.ExecRunning, 6)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{oldAcq, oldRun, oldSent, oldTaken, curAcq, curRun})).ok(t)
+	equal(t, "stored owner", store.OwnerOf(get(s.ExecutionGet(ctx, oldAcq.ID)).ok(t)), old)
+	equal(t, "owners", fmt.Sprint(get(s.ExecutionsOwners(ctx, "n")).ok(t)), fmt.Sprint([]store.Owner{cur, old}))
+	equal(t, "owners of another node", len(get(s.ExecutionsOwners(ctx, "m")).ok(t)), 0)
+
+	// Only the life that runs an execution records its dispatch and its acceptance.
+	equal(t, "dispatch by another life", get(s.ExecutionsSetDispatch(ctx, cur, oldSent.ID, "http://gone:1", "", 0, 1, "sent")).ok(t), false)
+	for _, x := range []*store.Execution{oldSent, oldTaken} {
+		equal(t, "dispatch", get(s.ExecutionsSetDispatch(ctx, old, x.ID, "http://exec:1", "", 0, 1, "sent")).ok(t), true)
+	}
+	equal(t, "accepted by another life", get(s.ExecutionsDispatchAccepted(ctx, cur, oldTaken.ID)).ok(t), false)
+	equal(t, "accepted", get(s.ExecutionsDispatchAccepted(ctx, old, oldTaken.ID)).ok(t), true)
+	equal(t, "accepted of an acquired one", get(s.ExecutionsDispatchAccepted(ctx, old, oldAcq.ID)).ok(t), false)
+	equal(t, "trigger code", get(s.ExecutionGet(ctx, oldTaken.ID)).ok(t).TriggerCode, store.DispatchAccepted)
+
+	// The new life can neither start nor end the old one's work.
+	equal(t, "started by another life", len(get(s.ExecutionsMarkRunning(ctx, cur, []int64{oldAcq.ID}, 9)).ok(t)), 0)
+	equal(t, "completed by another life", len(get(s.ExecutionsCompleteOwned(ctx, cur, []store.ExecutionResult{
+		{ID: oldRun.ID, State: store.ExecSucceeded, FinishedAt: 9}})).ok(t)), 0)
+
+	// Recovering the old life: its acquired fire goes back, its in-process run and the run no
+	// executor accepted are lost; the accepted run is the executor's, and the new life's
+	// work is untouched.
+	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, old)).ok(t), int64(1))
+	x := get(s.ExecutionGet(ctx, oldAcq.ID)).ok(t)
+	if x.State != store.ExecPending || x.Node != "" || x.Incarnation != "" {
+		t.Fatalf("released execution: %+v", x)
+	}
+	sameIDs(t, "lost", ids(get(s.ExecutionsLoseRunning(ctx, old)).ok(t), executionID), []int64{oldRun.ID, oldSent.ID})
+	equal(t, "accepted run", get(s.ExecutionGet(ctx, oldTaken.ID)).ok(t).State, store.ExecRunning)
+	equal(t, "new life's acquired", get(s.ExecutionGet(ctx, curAcq.ID)).ok(t).State, store.ExecAcquired)
+	equal(t, "new life's running", get(s.ExecutionGet(ctx, curRun.ID)).ok(t).State, store.ExecRunning)
+	// Nothing of the old life is left to recover: the executor's run is not the node's.
+	equal(t, "owners after recovery", fmt.Sprint(get(s.ExecutionsOwners(ctx, "n")).ok(t)), fmt.Sprint([]store.Owner{cur}))
+
+	// The old life, late, changes nothing.
+	equal(t, "late start", len(get(s.ExecutionsMarkRunning(ctx, old, []int64{oldAcq.ID}, 9)).ok(t)), 0)
+	equal(t, "late result", len(get(s.ExecutionsCompleteOwned(ctx, old, []store.ExecutionResult{
+		{ID: oldRun.ID, State: store.ExecSucceeded, FinishedAt: 9}})).ok(t)), 0)
+	equal(t, "late dispatch", get(s.ExecutionsSetDispatch(ctx, old, oldRun.ID, "http://exec:1", "", 0, 1, "sent")).ok(t), false)
+	equal(t, "lost state", get(s.ExecutionGet(ctx, oldRun.ID)).ok(t).State, store.ExecLost)
+
+	// Each life completes its own runs; an executor's result completes whoever dispatched it.
+	sameIDs(t, "own result", get(s.ExecutionsCompleteOwned(ctx, cur, []store.ExecutionResult{
+		{ID: curRun.ID, State: store.ExecSucceeded, FinishedAt: 9}})).ok(t), []int64{curRun.ID})
+	sameIDs(t, "executor's result", get(s.ExecutionsComplete(ctx, []store.ExecutionResult{
+		{ID: oldTaken.ID, State: store.ExecSucceeded, FinishedAt: 9}})).ok(t), []int64{oldTaken.ID})
+	equal(t, "history keeps the owner", store.OwnerOf(get(s.ExecutionGet(ctx, curRun.ID)).ok(t)), cur)
 }
 
 func testLeases(t *testing.T, s store.Store) {

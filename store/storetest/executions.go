@@ -106,20 +106,20 @@ func testExecutionLifecycle(t *testing.T, s store.Store) {
 	tx := get(s.Begin(ctx)).ok(t)
 	due := get(tx.ExecutionsLockDuePending(ctx, 300, 10)).ok(t)
 	equal(t, "due pending order", fmt.Sprint(ids(due, executionID)), fmt.Sprint([]int64{xs[1].ID, xs[2].ID, xs[0].ID}))
-	won := get(tx.ExecutionsAcquire(ctx, "n1", ids(due, executionID))).ok(t)
+	won := get(tx.ExecutionsAcquire(ctx, own("n1"), ids(due, executionID))).ok(t)
 	sameIDs(t, "acquired", won, ids(due, executionID))
 	noErr(t, tx.Commit())
-	equal(t, "acquired again", len(get(s.ExecutionsAcquire(ctx, "n2", won)).ok(t)), 0)
+	equal(t, "acquired again", len(get(s.ExecutionsAcquire(ctx, own("n2"), won)).ok(t)), 0)
 	x := get(s.ExecutionGet(ctx, xs[1].ID)).ok(t)
 	if x.State != store.ExecAcquired || x.Node != "n1" {
 		t.Fatalf("acquired execution: state %q node %q", x.State, x.Node)
 	}
 
 	// Only the owning node may start a fire, and only once.
-	equal(t, "wrong node wins", len(get(s.ExecutionsMarkRunning(ctx, "n2", won, 400)).ok(t)), 0)
-	got := get(s.ExecutionsMarkRunning(ctx, "n1", []int64{xs[1].ID, xs[2].ID, xs[3].ID}, 400)).ok(t)
+	equal(t, "wrong node wins", len(get(s.ExecutionsMarkRunning(ctx, own("n2"), won, 400)).ok(t)), 0)
+	got := get(s.ExecutionsMarkRunning(ctx, own("n1"), []int64{xs[1].ID, xs[2].ID, xs[3].ID}, 400)).ok(t)
 	sameIDs(t, "marked running", got, []int64{xs[1].ID, xs[2].ID})
-	equal(t, "marked twice", len(get(s.ExecutionsMarkRunning(ctx, "n1", got, 401)).ok(t)), 0)
+	equal(t, "marked twice", len(get(s.ExecutionsMarkRunning(ctx, own("n1"), got, 401)).ok(t)), 0)
 	x = get(s.ExecutionGet(ctx, xs[1].ID)).ok(t)
 	if x.State != store.ExecRunning || x.FiredAt != 400 {
 		t.Fatalf("running execution: state %q fired %d", x.State, x.FiredAt)
@@ -170,11 +170,11 @@ func testExecutionsAcquireRace(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			node := fmt.Sprintf("n%d", w)
-			won, err := s.ExecutionsAcquire(ctx, node, all)
+			won, err := s.ExecutionsAcquire(ctx, own(node), all)
 			if err == nil {
 				// Only the winner may start them.
 				var running []int64
-				running, err = s.ExecutionsMarkRunning(ctx, node, all, 1)
+				running, err = s.ExecutionsMarkRunning(ctx, own(node), all, 1)
 				if err == nil && len(running) != len(won) {
 					err = fmt.Errorf("node %s acquired %d but started %d", node, len(won), len(running))
 				}
@@ -260,17 +260,22 @@ func testRecovery(t *testing.T, s store.Store) {
 		mk("live", store.ExecAcquired, 3), mk("live", store.ExecRunning, 4)
 	deadDone := mk("dead", store.ExecSucceeded, 5)
 	deadRemote := mk("dead", store.ExecRunning, 6) // handed to an executor, which goes on
-	get(s.ExecutionsInsert(ctx, []*store.Execution{deadAcq, deadRun, liveAcq, liveRun, deadDone, deadRemote})).ok(t)
-	equal(t, "dispatch recorded", get(s.ExecutionsSetDispatch(ctx, deadRemote.ID, "http://exec:9999", 0, 0, "sent")).ok(t), true)
+	deadSent := mk("dead", store.ExecRunning, 7)   // being sent when the node died: no executor took it
+	get(s.ExecutionsInsert(ctx, []*store.Execution{deadAcq, deadRun, liveAcq, liveRun, deadDone, deadRemote, deadSent})).ok(t)
+	for _, x := range []*store.Execution{deadRemote, deadSent} {
+		equal(t, "dispatch recorded", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(x), x.ID, "http://exec:9999", "", 0, 0, "sent")).ok(t), true)
+	}
+	equal(t, "dispatch accepted", get(s.ExecutionsDispatchAccepted(ctx, own("dead"), deadRemote.ID)).ok(t), true)
 
-	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, "dead")).ok(t), int64(1))
+	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, own("dead"))).ok(t), int64(1))
 	x := get(s.ExecutionGet(ctx, deadAcq.ID)).ok(t)
 	if x.State != store.ExecPending || x.Node != "" {
 		t.Fatalf("released execution: state %q node %q", x.State, x.Node)
 	}
 	before := get(s.DBNow(ctx)).ok(t)
-	lost := get(s.ExecutionsLoseRunning(ctx, "dead")).ok(t)
-	if len(lost) != 1 || lost[0].ID != deadRun.ID || lost[0].State != store.ExecLost || lost[0].FinishedAt < before-1000 {
+	lost := get(s.ExecutionsLoseRunning(ctx, own("dead"))).ok(t)
+	sameIDs(t, "lost", ids(lost, executionID), []int64{deadRun.ID, deadSent.ID})
+	if lost[0].State != store.ExecLost || lost[0].FinishedAt < before-1000 {
 		t.Fatalf("lost executions: %+v", lost)
 	}
 	equal(t, "stored state", get(s.ExecutionGet(ctx, deadRun.ID)).ok(t).State, store.ExecLost)
@@ -280,11 +285,11 @@ func testRecovery(t *testing.T, s store.Store) {
 	equal(t, "remote run untouched", get(s.ExecutionGet(ctx, deadRemote.ID)).ok(t).State, store.ExecRunning)
 
 	// The dead node wakes up late: it can start nothing that was taken from it.
-	equal(t, "late node starts", len(get(s.ExecutionsMarkRunning(ctx, "dead", []int64{deadAcq.ID}, 9)).ok(t)), 0)
+	equal(t, "late node starts", len(get(s.ExecutionsMarkRunning(ctx, own("dead"), []int64{deadAcq.ID}, 9)).ok(t)), 0)
 	equal(t, "late node completes", len(get(s.ExecutionsComplete(ctx, []store.ExecutionResult{
 		{ID: deadRun.ID, State: store.ExecSucceeded, FinishedAt: 9}})).ok(t)), 0)
-	equal(t, "second release", get(s.ExecutionsReleaseAcquired(ctx, "dead")).ok(t), int64(0))
-	equal(t, "second lose", len(get(s.ExecutionsLoseRunning(ctx, "dead")).ok(t)), 0)
+	equal(t, "second release", get(s.ExecutionsReleaseAcquired(ctx, own("dead"))).ok(t), int64(0))
+	equal(t, "second lose", len(get(s.ExecutionsLoseRunning(ctx, own("dead"))).ok(t)), 0)
 }
 
 func testExecutionSweeps(t *testing.T, s store.Store) {

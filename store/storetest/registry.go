@@ -51,15 +51,16 @@ func instanceAddrs(ins []*store.Instance) []string {
 func testRegistry(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	before := get(s.DBNow(ctx)).ok(t)
-	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", []string{"report"}))
-	noErr(t, s.RegistryBeat(ctx, "billing", "http://a:1", nil))
-	noErr(t, s.RegistryBeat(ctx, "other", "http://c:1", nil))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i1", []string{"report"}))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://a:1", "", nil))
+	noErr(t, s.RegistryBeat(ctx, "other", "http://c:1", "", nil))
 	// A beat replaces the handlers and keeps one row.
-	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", []string{"report", "http"}))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i2", []string{"report", "http"}))
 
 	live := get(s.RegistryLive(ctx, "billing", time.Minute)).ok(t)
 	equal(t, "live billing", fmt.Sprint(instanceAddrs(live)), "[billing@http://a:1 billing@http://b:1]")
 	equal(t, "handlers", fmt.Sprint(live[1].Handlers), "[report http]")
+	equal(t, "a beat replaces the instance", live[1].Instance, "i2")
 	if live[1].LastSeen < before-1000 || live[1].RegisteredAt > live[1].LastSeen {
 		t.Fatalf("instance times from the database clock: %+v (db now %d)", live[1], before)
 	}
@@ -70,7 +71,7 @@ func testRegistry(t *testing.T, s store.Store) {
 
 	// a:1 goes silent; b:1 keeps beating. The sweep takes a:1 only.
 	time.Sleep(1200 * time.Millisecond)
-	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", []string{"report"}))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i2", []string{"report"}))
 	equal(t, "live after a silence", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "billing", 600*time.Millisecond)).ok(t))),
 		"[billing@http://b:1]")
 	gone := get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)
@@ -105,9 +106,9 @@ func testExecutorExecutions(t *testing.T, s store.Store) {
 	get(s.ExecutionsInsert(ctx, []*store.Execution{done, otherRun})).ok(t)
 
 	for _, x := range []*store.Execution{s0, s1, otherRun} {
-		equal(t, "set dispatch", get(s.ExecutionsSetDispatch(ctx, x.ID, "http://a:1", x.ShardIndex, 2, "sent")).ok(t), true)
+		equal(t, "set dispatch", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(x), x.ID, "http://a:1", "i1", x.ShardIndex, 2, "sent")).ok(t), true)
 	}
-	equal(t, "set dispatch of a finished one", get(s.ExecutionsSetDispatch(ctx, done.ID, "http://a:1", 0, 1, "x")).ok(t), false)
+	equal(t, "set dispatch of a finished one", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(done), done.ID, "http://a:1", "i1", 0, 1, "x")).ok(t), false)
 	got := get(s.ExecutionGet(ctx, s1.ID)).ok(t)
 	if got.ExecutorAddress != "http://a:1" || got.ShardIndex != 1 || got.ShardTotal != 2 || got.TriggerMsg != "sent" {
 		t.Fatalf("dispatch not recorded: %+v", got)

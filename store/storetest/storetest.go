@@ -19,6 +19,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Tx", func(t *testing.T) { t.Parallel(); testTx(t, open(t)) })
 	t.Run("Jobs", func(t *testing.T) { t.Parallel(); testJobs(t, open(t)) })
 	t.Run("JobsPagination", func(t *testing.T) { t.Parallel(); testJobsPagination(t, open(t)) })
+	t.Run("JobsFilter", func(t *testing.T) { t.Parallel(); testJobsFilter(t, open(t)) })
+	t.Run("TriggersByNextFire", func(t *testing.T) { t.Parallel(); testTriggersByNextFire(t, open(t)) })
+	t.Run("ExecutionsByCause", func(t *testing.T) { t.Parallel(); testExecutionsByCause(t, open(t)) })
 	t.Run("Triggers", func(t *testing.T) { t.Parallel(); testTriggers(t, open(t)) })
 	t.Run("TriggersPagination", func(t *testing.T) { t.Parallel(); testTriggersPagination(t, open(t)) })
 	t.Run("PauseResume", func(t *testing.T) { t.Parallel(); testPauseResume(t, open(t)) })
@@ -38,10 +41,13 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); testRecovery(t, open(t)) })
 	t.Run("Logs", func(t *testing.T) { t.Parallel(); testLogs(t, open(t)) })
 	t.Run("Nodes", func(t *testing.T) { t.Parallel(); testNodes(t, open(t)) })
+	t.Run("Fencing", func(t *testing.T) { t.Parallel(); testFencing(t, open(t)) })
 	t.Run("Leases", func(t *testing.T) { t.Parallel(); testLeases(t, open(t)) })
 	t.Run("Apps", func(t *testing.T) { t.Parallel(); testApps(t, open(t)) })
 	t.Run("Registry", func(t *testing.T) { t.Parallel(); testRegistry(t, open(t)) })
 	t.Run("ExecutorExecutions", func(t *testing.T) { t.Parallel(); testExecutorExecutions(t, open(t)) })
+	t.Run("ExecutorInstances", func(t *testing.T) { t.Parallel(); testExecutorInstances(t, open(t)) })
+	t.Run("KillRequests", func(t *testing.T) { t.Parallel(); testKillRequests(t, open(t)) })
 	t.Run("Users", func(t *testing.T) { t.Parallel(); testUsers(t, open(t)) })
 	t.Run("APITokens", func(t *testing.T) { t.Parallel(); testAPITokens(t, open(t)) })
 	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, open(t)) })
@@ -121,6 +127,10 @@ func newTriggers(t *testing.T, s store.Querier, n int, next int64) []int64 {
 	}
 	return ids
 }
+
+// own names the life of node that the suite's executions, inserted without an incarnation,
+// belong to.
+func own(node string) store.Owner { return store.Owner{Node: node} }
 
 func ids[T any](xs []T, id func(T) int64) []int64 {
 	out := make([]int64, len(xs))

@@ -394,7 +394,7 @@ func testPauseReturnsAcquiredFires(t *testing.T, s store.Store) {
 	retry := exec(paused.ID, 1500, store.CauseRetry, 1)
 	otherFire := exec(other.ID, 2000, store.CauseSchedule, 0)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{running, ahead1, ahead2, retry, otherFire})).ok(t)
-	equal(t, "started", len(get(s.ExecutionsMarkRunning(ctx, "n1", []int64{running.ID}, 1000)).ok(t)), 1)
+	equal(t, "started", len(get(s.ExecutionsMarkRunning(ctx, own("n1"), []int64{running.ID}, 1000)).ok(t)), 1)
 	// The node had advanced the trigger past the fires it acquired.
 	_, err := s.TriggersUpdateAfterFire(ctx, []store.TriggerFireUpdate{{ID: paused.ID, NextFireAt: 4000, PrevFireAt: 3000,
 		TimesFired: 3, State: store.TriggerWaiting}})
@@ -407,7 +407,7 @@ func testPauseReturnsAcquiredFires(t *testing.T, s store.Store) {
 	for _, x := range []*store.Execution{ahead1, ahead2} {
 		wantErr(t, func() error { _, err := s.ExecutionGet(ctx, x.ID); return err }(), store.ErrNotFound)
 	}
-	equal(t, "a returned fire cannot start", len(get(s.ExecutionsMarkRunning(ctx, "n1", []int64{ahead1.ID, ahead2.ID}, 2000)).ok(t)), 0)
+	equal(t, "a returned fire cannot start", len(get(s.ExecutionsMarkRunning(ctx, own("n1"), []int64{ahead1.ID, ahead2.ID}, 2000)).ok(t)), 0)
 	equal(t, "running fire stays", get(s.ExecutionGet(ctx, running.ID)).ok(t).State, store.ExecRunning)
 	equal(t, "retry stays", get(s.ExecutionGet(ctx, retry.ID)).ok(t).State, store.ExecAcquired)
 	equal(t, "other trigger's fire stays", get(s.ExecutionGet(ctx, otherFire.ID)).ok(t).State, store.ExecAcquired)

@@ -136,7 +136,7 @@ func runNode(ctx context.Context, args []string) error {
 
 func runExecutor(ctx context.Context, args []string) error {
 	c := newFlags("exec")
-	servers := c.fs.String("server", "", "server base URLs, comma-separated (the SDK takes the first)")
+	servers := c.fs.String("server", "", "server base URLs, comma-separated (the executor fails over between them)")
 	listen := c.fs.String("listen", "127.0.0.1:0", "listen address")
 	app := c.fs.String("app", "chaos", "app")
 	token := c.fs.String("token", "chaos", "executor token")
@@ -146,7 +146,7 @@ func runExecutor(ctx context.Context, args []string) error {
 		return err
 	}
 	defer led.Close()
-	ex, err := executor.New(executor.Config{Server: strings.Split(*servers, ",")[0], Token: *token, App: *app, Listen: *listen,
+	ex, err := executor.New(executor.Config{Servers: strings.Split(*servers, ","), Token: *token, App: *app, Listen: *listen,
 		SpoolDir: *spool, Logger: log})
 	if err != nil {
 		return err

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// The liveness of runs handed to executors. An executor's heartbeat names the process
+// (its instance) and the runs it holds: those it runs or queues and those whose result it has
+// not delivered yet. A run the executor holds is never declared lost, whichever node handed
+// it over; a run on its address that it does not hold is lost at once when it was handed to
+// another instance (the executor restarted), and otherwise once it has gone unreported for
+// longer than a grace (a /run in flight is not held yet).
+
+// ExecutorBeat is what an executor's heartbeat says about its runs.
+type ExecutorBeat struct {
+	App, Address string
+	// Instance is the executor process; "" (an executor that does not say) checks nothing.
+	Instance string
+	// Held are the executions the instance runs, queues or has a result for not yet delivered.
+	Held []int64
+}
+
+// CheckExecutorBeat declares lost the runs on the beat's address that the executor no longer
+// holds (see the top of this file), with the job policy of LoseOnExecutor; grace is how long
+// a run handed to the same instance may go unreported.
+func (e *Engine) CheckExecutorBeat(ctx context.Context, b ExecutorBeat, grace time.Duration) (LossOutcome, error) {
+	if b.Instance == "" {
+		return LossOutcome{}, nil
+	}
+	runs, err := e.store.ExecutionsRunningOnExecutor(ctx, b.App, b.Address)
+	if err != nil {
+		return LossOutcome{}, err
+	}
+	gone := unheld(runs, b, e.clock.Now().Add(-grace).UnixMilli())
+	if len(gone) == 0 {
+		return LossOutcome{}, nil
+	}
+	return e.loseOnExecutor(ctx, b.App, b.Address, func(tx store.Tx) ([]*store.Execution, error) {
+		return tx.ExecutionsLoseOnExecutorIDs(ctx, b.Address, gone)
+	})
+}
+
+// unheld picks the runs the beat's executor does not hold and that are not its to report:
+// handed to another instance, or to this one (or an unknown one) before firedBefore.
+func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []int64 {
+	held := make(map[int64]bool, len(b.Held))
+	for _, id := range b.Held {
+		held[id] = true
+	}
+	var out []int64
+	for _, r := range runs {
+		if held[r.ID] {
+			continue
+		}
+		if (r.Instance != "" && r.Instance != b.Instance) || r.FiredAt < firedBefore {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+// LateSuffix ends the handle message of a result that arrived after its run was declared
+// lost.
+const LateSuffix = " (arrived late: the run had been declared lost)"
+
+// completeLate records the results of batch that writeCompletions did not apply because their
+// execution had been declared lost: the execution shows the real outcome, its message ends
+// with LateSuffix, and nothing follows from it — the loss already scheduled the job's retry
+// (which may have run by now, and is not undone) or made its alarm pending, so a late result
+// adds no retry, child fire or alarm. It returns the ids it recorded.
+func (e *Engine) completeLate(ctx context.Context, batch []completion, done []int64) ([]int64, error) {
+	var late []store.ExecutionResult
+	for _, cp := range batch {
+		ex := cp.fire.Execution
+		if slices.Contains(done, ex.ID) || (ex.State != store.ExecLost && ex.State != store.ExecRunning) {
+			continue // completed now, or ended otherwise before: a result reported twice
+		}
+		msg := strings.TrimSuffix(cp.res.Message, LateSuffix) + LateSuffix
+		late = append(late, store.ExecutionResult{ID: ex.ID, State: cp.state, HandleCode: resultCode(cp),
+			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli()})
+	}
+	if len(late) == 0 {
+		return nil, nil
+	}
+	ids, err := e.store.ExecutionsCompleteLate(ctx, late)
+	if err != nil {
+		return nil, fmt.Errorf("record %d late results: %w", len(late), err)
+	}
+	if len(ids) > 0 {
+		e.stats.LateResults.Add(int64(len(ids)))
+		e.log.Warn("results arrived for runs declared lost; recorded them late", "executions", ids)
+	}
+	return ids, nil
+}

@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// TestUnheld: a run the beating executor holds is never lost; one handed to another instance
+// is lost at once; one handed to this instance (or to an unknown one) only past the grace.
+func TestUnheld(t *testing.T) {
+	runs := []store.ExecutorRun{
+		{ID: 1, Instance: "old", FiredAt: 900}, // an earlier process's, recent: lost
+		{ID: 2, Instance: "old", FiredAt: 100}, // an earlier process's, held by the new one (a spooled result): kept
+		{ID: 3, Instance: "new", FiredAt: 900}, // this one's, recent, not held yet (a /run in flight): kept
+		{ID: 4, Instance: "new", FiredAt: 100}, // this one's, unreported past the grace: lost
+		{ID: 5, Instance: "", FiredAt: 900},    // a manual address's, recent: kept
+		{ID: 6, Instance: "", FiredAt: 100},    // a manual address's, past the grace: lost
+		{ID: 7, Instance: "new", FiredAt: 100}, // held: kept
+	}
+	got := unheld(runs, ExecutorBeat{Instance: "new", Held: []int64{2, 7}}, 500)
+	if want := []int64{1, 4, 6}; !slices.Equal(got, want) {
+		t.Fatalf("unheld = %v, want %v", got, want)
+	}
+	if got := unheld(nil, ExecutorBeat{Instance: "new"}, 500); len(got) != 0 {
+		t.Fatalf("unheld of no runs = %v", got)
+	}
+}

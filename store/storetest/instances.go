@@ -1,0 +1,67 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// testExecutorInstances covers what an executor's heartbeat is checked against: the running
+// executions on an address with the instance each went to, losing some of them by id, and a
+// result that arrives for a lost one.
+func testExecutorInstances(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	job := newJob(t, s, "g", "pool-job")
+	job.App, job.TargetKind = "pool", store.TargetRemote
+	noErr(t, s.JobUpdate(ctx, job))
+	mk := func(at int64) *store.Execution {
+		return &store.Execution{JobID: job.ID, TriggerID: 7, ScheduledAt: at, FiredAt: at, Cause: store.CauseSchedule,
+			Node: "n", State: store.ExecRunning}
+	}
+	a, b, c := mk(100), mk(200), mk(300)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{a, b, c})).ok(t)
+	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(a), a.ID, "http://x:1", "old", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch b", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(b), b.ID, "http://x:1", "new", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch c", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(c), c.ID, "http://y:1", "", 0, 1, "sent")).ok(t), true)
+
+	runs := get(s.ExecutionsRunningOnExecutor(ctx, "pool", "http://x:1")).ok(t)
+	want := []store.ExecutorRun{{ID: a.ID, Instance: "old", FiredAt: 100}, {ID: b.ID, Instance: "new", FiredAt: 200}}
+	if !slices.Equal(runs, want) {
+		t.Fatalf("running on x:1 = %+v, want %+v", runs, want)
+	}
+	equal(t, "another app's", len(get(s.ExecutionsRunningOnExecutor(ctx, "other", "http://x:1")).ok(t)), 0)
+
+	// Only the ids given that still run on the address are lost.
+	lost := get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", []int64{a.ID, c.ID})).ok(t)
+	sameIDs(t, "lost by id", ids(lost, executionID), []int64{a.ID})
+	equal(t, "lost state", lost[0].State, store.ExecLost)
+	equal(t, "c elsewhere", get(s.ExecutionGet(ctx, c.ID)).ok(t).State, store.ExecRunning)
+	equal(t, "lose again", len(get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", []int64{a.ID})).ok(t)), 0)
+
+	// A late result: the lost one takes it, a running or a late-completed one does not.
+	late := []store.ExecutionResult{
+		{ID: a.ID, State: store.ExecSucceeded, HandleCode: 200, HandleMsg: "ok (late)", StartedAt: 1732230000123, FinishedAt: 1732230001123},
+		{ID: b.ID, State: store.ExecSucceeded, HandleCode: 200, HandleMsg: "ok", FinishedAt: 900},
+	}
+	sameIDs(t, "late", get(s.ExecutionsCompleteLate(ctx, late)).ok(t), []int64{a.ID})
+	got := get(s.ExecutionGet(ctx, a.ID)).ok(t)
+	if got.State != store.ExecSucceeded || got.HandleMsg != "ok (late)" || got.HandleCode != 200 || got.StartedAt != 1732230000123 || got.FinishedAt != 1732230001123 {
+		t.Fatalf("late result recorded as %+v", got)
+	}
+	equal(t, "b still running", get(s.ExecutionGet(ctx, b.ID)).ok(t).State, store.ExecRunning)
+	equal(t, "late twice", len(get(s.ExecutionsCompleteLate(ctx, late[:1])).ok(t)), 0)
+}
+
+func testKillRequests(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	noErr(t, s.KillRequest(ctx, 5, "n1"))
+	noErr(t, s.KillRequest(ctx, 5, "n1")) // twice: one request
+	noErr(t, s.KillRequest(ctx, 3, "n1"))
+	noErr(t, s.KillRequest(ctx, 4, "n2"))
+	equal(t, "none for n3", len(get(s.KillRequestsTake(ctx, "n3")).ok(t)), 0)
+	sameIDs(t, "n1 takes", get(s.KillRequestsTake(ctx, "n1")).ok(t), []int64{3, 5})
+	equal(t, "taken once", len(get(s.KillRequestsTake(ctx, "n1")).ok(t)), 0)
+	sameIDs(t, "n2 takes", get(s.KillRequestsTake(ctx, "n2")).ok(t), []int64{4})
+}

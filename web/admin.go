@@ -1,0 +1,219 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+type appRow struct {
+	*store.App
+	Instances []instanceInfo
+	Running   int
+}
+
+type appsView struct {
+	Now  api.Time
+	Apps []appRow
+	// Orphans are live instances of apps nobody created (executors register their app).
+	Orphans []instanceInfo
+}
+
+// appsPage lists the apps with their address mode and live executor instances.
+func (c *Console) appsPage(w http.ResponseWriter, r *http.Request) error {
+	apps, err := c.store.AppList(r.Context())
+	if err != nil {
+		return err
+	}
+	ins, err := c.executors(r, "")
+	if err != nil {
+		return err
+	}
+	av := appsView{Now: api.TimeOf(c.clock.Now())}
+	byApp := map[string]*appRow{}
+	for _, a := range apps {
+		av.Apps = append(av.Apps, appRow{App: a})
+	}
+	for i := range av.Apps {
+		byApp[av.Apps[i].Name] = &av.Apps[i]
+	}
+	for _, in := range ins {
+		if row := byApp[in.App]; row != nil {
+			row.Instances = append(row.Instances, in)
+		} else {
+			av.Orphans = append(av.Orphans, in)
+		}
+	}
+	return c.render(w, r, http.StatusOK, "apps", &view{Title: "Apps & executors", Nav: "apps", Data: av})
+}
+
+func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request) error {
+	ns, err := c.nodes(r)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, http.StatusOK, "nodes", &view{Title: "Nodes", Nav: "nodes",
+		Data: map[string]any{"Nodes": ns, "Now": api.TimeOf(c.clock.Now())}})
+}
+
+type calendarsView struct {
+	Calendars []*store.Calendar
+	Selected  *store.Calendar
+	Month     time.Time
+	Prev      string
+	Next      string
+	// Weeks are the month's days, Monday first, with blanks before the first.
+	Weeks [][]calDay
+	Form  Form
+}
+
+type calDay struct {
+	Day int // 0 for a blank
+	// Excluded is "all", "part" or "".
+	Excluded string
+}
+
+// calendarsPage lists the calendars and shows one's month, its excluded days marked.
+func (c *Console) calendarsPage(w http.ResponseWriter, r *http.Request) error {
+	return c.showCalendars(w, r, http.StatusOK, Form{Values: url.Values{}, Errors: map[string]string{}}, "")
+}
+
+func (c *Console) showCalendars(w http.ResponseWriter, r *http.Request, status int, form Form, flash string) error {
+	q := r.URL.Query()
+	cals, err := c.store.CalendarList(r.Context(), "", 1000)
+	if err != nil {
+		return err
+	}
+	cv := calendarsView{Calendars: cals, Form: form}
+	now := c.clock.Now().UTC()
+	cv.Month = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if m := q.Get("month"); m != "" {
+		if cv.Month, err = time.Parse("2006-01", m); err != nil {
+			return errBadRequest(fmt.Sprintf("month: want YYYY-MM, got %q", m))
+		}
+	}
+	name := q.Get("name")
+	if name == "" && len(cals) > 0 {
+		name = cals[0].Name
+	}
+	for _, cal := range cals {
+		if cal.Name == name {
+			cv.Selected = cal
+		}
+	}
+	if cv.Selected != nil {
+		if form.Values.Get("name") == "" && status == http.StatusOK {
+			cv.Form.Values = url.Values{"name": {cv.Selected.Name}, "spec": {cv.Selected.Spec},
+				"base": {cv.Selected.Base}, "description": {cv.Selected.Description}}
+		}
+		cal, err := c.cfg.Scheduler.Engine().Calendar(r.Context(), c.store, cv.Selected.Name, time.UTC)
+		if err != nil {
+			return err
+		}
+		week := make([]calDay, int(cv.Month.Weekday()+6)%7)
+		for d := cv.Month; d.Month() == cv.Month.Month(); d = d.AddDate(0, 0, 1) {
+			// Sampled every quarter hour: a whole day out, part of it, or none.
+			out := 0
+			for m := 0; m < 24*60; m += 15 {
+				if !cal.Includes(d.Add(time.Duration(m) * time.Minute)) {
+					out++
+				}
+			}
+			day := calDay{Day: d.Day()}
+			switch {
+			case out == 24*4:
+				day.Excluded = "all"
+			case out > 0:
+				day.Excluded = "part"
+			}
+			week = append(week, day)
+			if len(week) == 7 {
+				cv.Weeks, week = append(cv.Weeks, week), nil
+			}
+		}
+		if len(week) > 0 {
+			cv.Weeks = append(cv.Weeks, week)
+		}
+		cv.Prev = url.Values{"name": {name}, "month": {cv.Month.AddDate(0, -1, 0).Format("2006-01")}}.Encode()
+		cv.Next = url.Values{"name": {name}, "month": {cv.Month.AddDate(0, 1, 0).Format("2006-01")}}.Encode()
+	}
+	return c.render(w, r, status, "calendars", &view{Title: "Calendars", Nav: "calendars", Data: cv,
+		Flash: flash})
+}
+
+// calendarSave creates or replaces a calendar through PUT /api/v1/calendars/{name}.
+func (c *Console) calendarSave(w http.ResponseWriter, r *http.Request) error {
+	form := Form{Values: r.PostForm, Errors: map[string]string{}}
+	name := r.PostFormValue("name")
+	if name == "" {
+		form.Errors["name"] = "must not be empty"
+		return c.showCalendars(w, r, http.StatusOK, form, "")
+	}
+	_, err := c.call(r, http.MethodPut, "/api/v1/calendars/"+url.PathEscape(name), api.CalendarRequest{
+		Description: r.PostFormValue("description"), Spec: r.PostFormValue("spec"), Base: r.PostFormValue("base")})
+	if showAtField(err, form.Errors) {
+		return c.showCalendars(w, r, http.StatusOK, form, "")
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/calendars?"+url.Values{"name": {name}, "done": {"calendar"}}.Encode(), http.StatusSeeOther)
+	return nil
+}
+
+type tokenInfo = api.Token
+
+type tokensView struct {
+	Tokens []tokenInfo
+	// Created is a token just made: its secret is shown this once.
+	Created *tokenInfo
+	Form    Form
+}
+
+func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request) error {
+	return c.showTokens(w, r, http.StatusOK, tokensView{Form: Form{Values: url.Values{}, Errors: map[string]string{}}},
+		flashText(r.URL.Query().Get("done")))
+}
+
+func (c *Console) showTokens(w http.ResponseWriter, r *http.Request, status int, tv tokensView, flash string) error {
+	var list struct{ Items []tokenInfo }
+	if err := c.callJSON(r, http.MethodGet, "/api/v1/tokens?limit=1000", nil, &list); err != nil {
+		return err
+	}
+	tv.Tokens = list.Items
+	return c.render(w, r, status, "tokens", &view{Title: "API tokens", Nav: "tokens", Data: tv, Flash: flash})
+}
+
+// tokenCreate makes a token through the API and shows its secret once; the page is not
+// cached and a reload does not show it again.
+func (c *Console) tokenCreate(w http.ResponseWriter, r *http.Request) error {
+	tv := tokensView{Form: Form{Values: r.PostForm, Errors: map[string]string{}}}
+	body := api.TokenRequest{Name: r.PostFormValue("name"), ExpiresAt: r.PostFormValue("expires_at")}
+	var tok tokenInfo
+	err := c.callJSON(r, http.MethodPost, "/api/v1/tokens", body, &tok)
+	if showAtField(err, tv.Form.Errors) {
+		return c.showTokens(w, r, http.StatusOK, tv, "")
+	}
+	if err != nil {
+		return err
+	}
+	tv.Created = &tok
+	tv.Form.Values = url.Values{}
+	return c.showTokens(w, r, http.StatusOK, tv, "")
+}
+
+func (c *Console) tokenDelete(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := c.call(r, http.MethodDelete, fmt.Sprintf("/api/v1/tokens/%d", id), nil); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/tokens?done=token-deleted", http.StatusSeeOther)
+	return nil
+}

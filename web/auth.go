@@ -1,0 +1,241 @@
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/sundial-scheduler/sundial/api"
+)
+
+// Sessions are the server's (POST /api/v1/auth/login makes them): the console only relays the
+// login and its cookie. CSRF tokens are derived from the cookie's secret, which a page of
+// another site can neither read nor guess, so they need no storage:
+//
+//	token = base64(HMAC-SHA256(key: cookie secret, "sundial console csrf"))
+//
+// Before login the form is protected the same way by a random pre-login cookie.
+
+const (
+	// sessionCookie is the cookie the server's login sets (server/auth.go).
+	sessionCookie = "sundial_session"
+	// loginCookie holds the random secret of the login form's CSRF token.
+	loginCookie = "sundial_login"
+	csrfField   = "csrf"
+	csrfHeader  = "X-CSRF-Token"
+)
+
+// user is the signed-in person, as /api/v1/auth/me tells.
+type user struct{ api.User }
+
+func (u *user) Admin() bool { return u != nil && u.Role == "admin" }
+
+type userKey struct{}
+type csrfKey struct{}
+
+func userFrom(ctx context.Context) *user {
+	u, _ := ctx.Value(userKey{}).(*user)
+	return u
+}
+
+func csrfFrom(ctx context.Context) string {
+	s, _ := ctx.Value(csrfKey{}).(string)
+	return s
+}
+
+func csrfToken(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("sundial console csrf"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// csrfOK checks an unsafe request's token (form field or htmx header) against secret.
+func csrfOK(r *http.Request, secret string) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return true
+	}
+	got := r.Header.Get(csrfHeader)
+	if got == "" {
+		got = r.PostFormValue(csrfField)
+	}
+	return secret != "" && got != "" && hmac.Equal([]byte(got), []byte(csrfToken(secret)))
+}
+
+// signedIn serves h to a signed-in user (an admin when adminOnly) whose unsafe requests
+// carry the CSRF token; anyone else is sent to the login page.
+func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ck, err := r.Cookie(sessionCookie)
+		if err != nil || ck.Value == "" {
+			c.toLogin(w, r)
+			return
+		}
+		var u user
+		if err := c.callJSON(r, http.MethodGet, "/api/v1/auth/me", nil, &u.User); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+				c.toLogin(w, r)
+				return
+			}
+			c.fail(w, r, err)
+			return
+		}
+		if r.Method == http.MethodPost {
+			if err := r.ParseForm(); err != nil {
+				c.fail(w, r, errBadRequest(err.Error()))
+				return
+			}
+		}
+		if !csrfOK(r, ck.Value) {
+			c.fail(w, r, &pageError{http.StatusForbidden, "the form's security token is missing or stale: reload the page and try again"})
+			return
+		}
+		if adminOnly && !u.Admin() {
+			c.fail(w, r, &pageError{http.StatusForbidden, "this page is for admins"})
+			return
+		}
+		ctx := context.WithValue(r.Context(), userKey{}, &u)
+		ctx = context.WithValue(ctx, csrfKey{}, csrfToken(ck.Value))
+		if err := h(w, r.WithContext(ctx)); err != nil {
+			c.fail(w, r, err)
+		}
+	})
+}
+
+// toLogin sends the browser to the login page, back to this page afterwards.
+func (c *Console) toLogin(w http.ResponseWriter, r *http.Request) {
+	next := "/"
+	if r.Method == http.MethodGet && r.Header.Get("HX-Request") != "true" {
+		next = r.URL.RequestURI()
+	}
+	loc := "/login?next=" + url.QueryEscape(next)
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("HX-Redirect", loc)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	http.Redirect(w, r, loc, http.StatusSeeOther)
+}
+
+// public serves pages that need no session.
+func (c *Console) public(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			c.fail(w, r, err)
+		}
+	})
+}
+
+// safeNext keeps a post-login redirect on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
+
+type loginView struct {
+	Next, Username, Error string
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) error {
+	return c.showLogin(w, r, http.StatusOK, loginView{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, status int, lv loginView) error {
+	secret := ""
+	if ck, err := r.Cookie(loginCookie); err == nil && len(ck.Value) >= 32 {
+		secret = ck.Value
+	} else {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		secret = base64.RawURLEncoding.EncodeToString(b)
+		http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: secret, Path: "/login", HttpOnly: true,
+			Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+	}
+	ctx := context.WithValue(r.Context(), csrfKey{}, csrfToken(secret))
+	return c.render(w, r.WithContext(ctx), status, "login", &view{Title: "Sign in", Data: lv})
+}
+
+func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
+	lv := loginView{Next: safeNext(r.PostFormValue("next")), Username: r.PostFormValue("username")}
+	ck, err := r.Cookie(loginCookie)
+	if err != nil || !csrfOK(r, ck.Value) {
+		lv.Error = "The sign-in form expired: please try again."
+		return c.showLogin(w, r, http.StatusOK, lv)
+	}
+	res, err := c.call(r, http.MethodPost, "/api/v1/auth/login",
+		api.LoginRequest{Username: lv.Username, Password: r.PostFormValue("password")})
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status < 500 {
+		lv.Error = ae.Message
+		return c.showLogin(w, r, http.StatusOK, lv)
+	}
+	if err != nil {
+		return err
+	}
+	// The session cookie is the API's, with its attributes (HttpOnly, SameSite, Secure).
+	for _, sc := range res.Header.Values("Set-Cookie") {
+		w.Header().Add("Set-Cookie", sc)
+	}
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: "/login", MaxAge: -1, HttpOnly: true})
+	http.Redirect(w, r, lv.Next, http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) error {
+	res, err := c.call(r, http.MethodPost, "/api/v1/auth/logout", nil)
+	if err != nil {
+		return err
+	}
+	for _, sc := range res.Header.Values("Set-Cookie") {
+		w.Header().Add("Set-Cookie", sc)
+	}
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	return nil
+}
+
+type accountView struct {
+	Errors map[string]string
+	Done   bool
+}
+
+func (c *Console) accountPage(w http.ResponseWriter, r *http.Request) error {
+	return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: accountView{}})
+}
+
+func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) error {
+	av := accountView{Errors: map[string]string{}}
+	if r.PostFormValue("new_password") != r.PostFormValue("confirm_password") {
+		av.Errors["confirm_password"] = "does not match the new password"
+		return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av})
+	}
+	_, err := c.call(r, http.MethodPost, "/api/v1/auth/password", api.PasswordRequest{
+		CurrentPassword: r.PostFormValue("current_password"), NewPassword: r.PostFormValue("new_password")})
+	if fe, ok := fieldErrors(err); ok {
+		av.Errors = fe
+		return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av})
+	}
+	if err != nil {
+		return err
+	}
+	av.Done = true
+	return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av, Flash: "Password changed."})
+}
+
+// fieldErrors turns the API's 400 into errors by form field (the API's field path; "" for
+// the form as a whole). ok is false for any other error.
+func fieldErrors(err error) (map[string]string, bool) {
+	var ae *apiError
+	if !errors.As(err, &ae) || ae.Status >= 500 || ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
+		return nil, false
+	}
+	return map[string]string{ae.Field: ae.Message}, true
+}

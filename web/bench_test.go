@@ -1,0 +1,201 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/server"
+	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
+)
+
+// BenchmarkPages times each console page's handler (in-process, no network) on a database
+// holding 10,000 jobs (each with a cron trigger) and 1,000,000 executions over 30 days.
+// SUNDIAL_BENCH_JOBS and SUNDIAL_BENCH_EXECUTIONS change the volume; seeding takes minutes.
+//
+//	go test -run '^$' -bench BenchmarkPages -benchtime 20x ./web/
+func BenchmarkPages(b *testing.B) {
+	jobs, execs := envInt(b, "SUNDIAL_BENCH_JOBS", 10_000), envInt(b, "SUNDIAL_BENCH_EXECUTIONS", 1_000_000)
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		b.Run(dialect, func(b *testing.B) {
+			ctx := context.Background()
+			st, err := sqlstore.Open(ctx, testdb.DSN(b, dialect))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.Migrate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			jobID, execID := seedVolume(b, srv, st, jobs, execs)
+			b.Logf("%s: seeded %d jobs and %d executions in %v", dialect, jobs, execs, time.Since(start).Round(time.Second))
+			h := srv.Handler()
+			cookie := benchLogin(b, h, st)
+			now := time.Now().UTC()
+			preview := url.Values{"prefix": {""}, "kind": {"cron"}, "cron": {"0 15 10 ? * MON-FRI"}, "time_zone": {"Europe/Berlin"}}
+			pages := []struct{ name, path string }{
+				{"dashboard", "/"},
+				{"dashboard-chart-30d", "/api/v1/reports/daily?from=" + now.AddDate(0, 0, -29).Format("2006-01-02") + "&to=" + now.Format("2006-01-02")},
+				{"jobs", "/jobs"},
+				{"jobs-search", "/jobs?q=job-0042"},
+				{"jobs-paused", "/jobs?state=paused"},
+				{"jobs-page-100", fmt.Sprintf("/jobs?after=%d", jobID-int64(jobs)+5000)},
+				{"job", fmt.Sprintf("/jobs/%d", jobID)},
+				{"job-edit", fmt.Sprintf("/jobs/%d/edit", jobID)},
+				{"job-new", "/jobs/new"},
+				{"preview", "/preview?" + preview.Encode()},
+				{"executions", "/executions"},
+				{"executions-failed", "/executions?state=failed"},
+				{"executions-of-job", fmt.Sprintf("/executions?job=%d", jobID)},
+				{"execution", fmt.Sprintf("/executions/%d", execID)},
+				{"apps", "/apps"},
+				{"nodes", "/nodes"},
+				{"calendars", "/calendars"},
+				{"tokens", "/tokens"},
+			}
+			for _, p := range pages {
+				b.Run(p.name, func(b *testing.B) {
+					for b.Loop() {
+						req := httptest.NewRequest(http.MethodGet, p.path, nil)
+						req.AddCookie(cookie)
+						rec := httptest.NewRecorder()
+						h.ServeHTTP(rec, req)
+						if rec.Code != http.StatusOK {
+							b.Fatalf("%s: %d %s", p.path, rec.Code, rec.Body.String())
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive count", name, v)
+	}
+	return n
+}
+
+// seedVolume stores the jobs (a tenth of them paused) and the executions, spread over the
+// jobs and the last 30 days, 5% failed; it returns the last job's id and an execution of it.
+func seedVolume(b *testing.B, srv *server.Server, st store.Store, jobs, execs int) (lastJob, lastExec int64) {
+	ctx := context.Background()
+	sched := srv.Scheduler()
+	ids := make([]int64, 0, jobs)
+	for from := 0; from < jobs; from += 1000 {
+		tx, err := st.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := from; i < min(from+1000, jobs); i++ {
+			c, err := sundial.Cron(fmt.Sprintf("0 %d %d * * ?", i%60, i%24), "UTC")
+			if err != nil {
+				b.Fatal(err)
+			}
+			id, err := sched.ScheduleJobTx(ctx, tx, sundial.Job{Group: fmt.Sprintf("team-%d", i%20),
+				Name: fmt.Sprintf("job-%04d", i), Handler: "noop"}, sundial.Trigger{Schedule: c})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < len(ids); i += 10 {
+		if _, err := st.TriggersPause(ctx, store.TriggerSelector{JobID: ids[i]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := time.Now().UnixMilli()
+	span := int64(30 * 24 * time.Hour / time.Millisecond)
+	const batch = 1000
+	rows := make([]*store.Execution, 0, batch)
+	days := map[string]bool{}
+	for i := 0; i < execs; i++ {
+		at := now - span + span*int64(i)/int64(execs)
+		state := store.ExecSucceeded
+		if i%20 == 7 {
+			state = store.ExecFailed
+		}
+		rows = append(rows, &store.Execution{JobID: ids[i%len(ids)], ScheduledAt: at, FiredAt: at, StartedAt: at,
+			FinishedAt: at + int64(i%900), Cause: store.CauseManual, State: state, AlarmState: store.AlarmNone})
+		days[time.UnixMilli(at).UTC().Format("2006-01-02")] = true
+		if len(rows) == batch || i == execs-1 {
+			if _, err := st.ExecutionsInsert(ctx, rows); err != nil {
+				b.Fatal(err)
+			}
+			for _, x := range rows {
+				if x.JobID == ids[len(ids)-1] {
+					lastExec = x.ID
+				}
+			}
+			rows = rows[:0]
+		}
+	}
+	for d := range days {
+		if _, err := st.ReportsRefresh(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ids[len(ids)-1], lastExec
+}
+
+// benchLogin signs in through the console's form and returns the session cookie.
+func benchLogin(b *testing.B, h http.Handler, st store.Store) *http.Cookie {
+	hash, err := bcrypt.GenerateFromPassword([]byte(adminPass), bcrypt.MinCost)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.UserInsert(context.Background(), &store.User{Name: adminName, PasswordHash: string(hash), Role: store.RoleAdmin}); err != nil {
+		b.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/login", nil))
+	body, _ := io.ReadAll(rec.Body)
+	m := csrfRE.FindStringSubmatch(string(body))
+	if m == nil {
+		b.Fatal("no CSRF token on the login page")
+	}
+	form := url.Values{"username": {adminName}, "password": {adminPass}, "csrf": {m[1]}}
+	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range rec.Result().Cookies() {
+		req.AddCookie(c)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == "sundial_session" {
+			return c
+		}
+	}
+	b.Fatalf("login: %d %s", rec.Code, rec.Body.String())
+	return nil
+}

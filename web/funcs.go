@@ -1,0 +1,175 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/dispatch"
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+var funcs = template.FuncMap{
+	"ms":       fmtMillis,
+	"msShort":  fmtMillisShort,
+	"tm":       func(t api.Time) template.HTML { return fmtMillis(int64(t)) },
+	"dur":      fmtDuration,
+	"ago":      func(now, at int64) string { return fmtDuration(now - at) },
+	"since":    func(now, t api.Time) string { return fmtDuration(int64(now - t)) },
+	"join":     strings.Join,
+	"stateCls": stateClass,
+	"add":      func(a, b int) int { return a + b },
+	"asset":    asset,
+	"fid":      fieldID,
+	"dict":     dict,
+	"list":     func(xs ...string) []string { return xs },
+	"firstPage": func(q string) string {
+		v, _ := url.ParseQuery(q)
+		v.Del("after")
+		return v.Encode()
+	},
+	"schedText":    scheduleText,
+	"previewCount": func() int { return previewCount },
+	"appOpts": func(apps []string, current string) [][2]string {
+		out := [][2]string{{"", "None (in-process)"}}
+		for _, a := range apps {
+			out = append(out, [2]string{a, a})
+		}
+		// Executors register their app without anyone creating it: keep the job's own.
+		if current != "" && !contains(apps, current) {
+			out = append(out, [2]string{current, current})
+		}
+		return out
+	},
+	"calOpts": func(cals []string) [][2]string {
+		out := [][2]string{{"", "None"}}
+		for _, c := range cals {
+			out = append(out, [2]string{c, c})
+		}
+		return out
+	},
+	"routingOpts": func() [][2]string {
+		out := [][2]string{{"", "Default (first)"}}
+		for _, s := range dispatch.Strategies {
+			out = append(out, [2]string{string(s), strings.ReplaceAll(string(s), "_", " ")})
+		}
+		return out
+	},
+	"concurrencyOpts": func() [][2]string {
+		return [][2]string{{"allow", "Allow (side by side)"}, {"serial", "Serial (queue)"},
+			{"discard", "Discard (skip)"}, {"replace", "Replace (cancel old)"}}
+	},
+	"kindOpts": func() [][2]string {
+		return [][2]string{{"cron", "Cron expression"}, {"simple", "Every N milliseconds"}, {"once", "Once"},
+			{"calendar_interval", "Calendar interval (days, months…)"}, {"daily_interval", "Daily time window"}}
+	},
+	"unitOpts": func() [][2]string {
+		return [][2]string{{"SECOND", "seconds"}, {"MINUTE", "minutes"}, {"HOUR", "hours"}, {"DAY", "days"},
+			{"WEEK", "weeks"}, {"MONTH", "months"}, {"YEAR", "years"}}
+	},
+	"dailyUnitOpts": func() [][2]string {
+		return [][2]string{{"SECOND", "seconds"}, {"MINUTE", "minutes"}, {"HOUR", "hours"}}
+	},
+	"misfireOpts": func() [][2]string {
+		return [][2]string{{"", "Smart (default)"}, {"ignore", "Ignore (fire all missed)"},
+			{"fire_now", "Fire now"}, {"do_nothing", "Do nothing (wait)"},
+			{"reschedule_now_existing", "Reschedule now, existing count"},
+			{"reschedule_now_remaining", "Reschedule now, remaining count"},
+			{"reschedule_next_remaining", "Reschedule next, remaining count"},
+			{"reschedule_next_existing", "Reschedule next, existing count"}}
+	},
+}
+
+// dict builds a template's argument from key-value pairs.
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("dict: odd number of arguments")
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("dict: key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
+}
+
+// fieldID makes an element id of a field path: triggers[0].cron is triggers-0-cron.
+func fieldID(path string) string {
+	return strings.Trim(strings.NewReplacer("[", "-", "]", "", ".", "-").Replace(path), "-")
+}
+
+var (
+	assetOnce sync.Once
+	assetVer  map[string]string
+)
+
+// asset is a static file's URL with its content hash, so a new build is never served from a
+// stale cache.
+func asset(name string) string {
+	assetOnce.Do(func() {
+		assetVer = map[string]string{}
+		_ = fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := staticFS.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.Sum256(b)
+			assetVer[strings.TrimPrefix(p, "static/")] = hex.EncodeToString(h[:6])
+			return nil
+		})
+	})
+	return "/static/" + name + "?v=" + assetVer[name]
+}
+
+// scheduleText shows a stored trigger's schedule in a line.
+func scheduleText(t *store.Trigger) string {
+	loc, err := schedule.LoadZone(t.TimeZone)
+	if err != nil {
+		loc = time.UTC
+	}
+	s, err := schedule.DecodeSpec(schedule.Kind(t.Kind), t.Spec, loc)
+	if err != nil {
+		return string(t.Kind) + " (unreadable)"
+	}
+	zone := " (" + t.TimeZone + ")"
+	switch s := s.(type) {
+	case *schedule.Cron:
+		return s.String() + zone
+	case schedule.Simple:
+		if s.Interval == 0 && s.RepeatCount == 0 {
+			return "once"
+		}
+		txt := "every " + s.Interval.String()
+		if s.RepeatCount >= 0 {
+			txt += fmt.Sprintf(", %d more times", s.RepeatCount)
+		}
+		return txt
+	case schedule.CalendarInterval:
+		return fmt.Sprintf("every %d %s%s", s.Interval, units(s.Interval, s.Unit), zone)
+	case schedule.DailyInterval:
+		return fmt.Sprintf("%s–%s every %d %s%s", s.StartTimeOfDay, s.EndTimeOfDay, s.Interval, units(s.Interval, s.Unit), zone)
+	}
+	return string(t.Kind)
+}
+
+func units(n int, u schedule.IntervalUnit) string {
+	name := strings.ToLower(u.String())
+	if n != 1 {
+		name += "s"
+	}
+	return name
+}

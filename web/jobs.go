@@ -1,0 +1,302 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// jobsPageSize is the rows of one page of the jobs list.
+const jobsPageSize = 50
+
+type jobRow struct {
+	*store.Job
+	Triggers []*store.Trigger
+}
+
+// State is "paused" when every trigger is paused, "active" while one waits, else the
+// state the triggers share ("complete", "error") or "no triggers".
+func (j jobRow) State() string {
+	if len(j.Triggers) == 0 {
+		return "no triggers"
+	}
+	paused, other := 0, ""
+	for _, t := range j.Triggers {
+		switch t.State {
+		case store.TriggerWaiting:
+			return "active"
+		case store.TriggerPaused:
+			paused++
+		default:
+			other = string(t.State)
+		}
+	}
+	if paused == len(j.Triggers) || other == "" {
+		return "paused"
+	}
+	return other
+}
+
+// NextFire is the earliest next fire of the job's waiting triggers (0 for none).
+func (j jobRow) NextFire() int64 {
+	var next int64
+	for _, t := range j.Triggers {
+		if t.State == store.TriggerWaiting && t.NextFireAt > 0 && (next == 0 || t.NextFireAt < next) {
+			next = t.NextFireAt
+		}
+	}
+	return next
+}
+
+type jobsView struct {
+	Filter url.Values
+	Jobs   []jobRow
+	// Next is the query of the following page; empty on the last.
+	Next  string
+	Apps  []string
+	First bool
+}
+
+// jobStates are the filter's choices: a job is listed under a state when one of its triggers
+// is in it.
+var jobStates = []string{"waiting", "paused", "complete", "error"}
+
+func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := store.JobFilter{Group: strings.TrimSpace(q.Get("group")), NameContains: strings.TrimSpace(q.Get("q")),
+		App: strings.TrimSpace(q.Get("app")), Handler: strings.TrimSpace(q.Get("handler")), Limit: jobsPageSize + 1}
+	if st := q.Get("state"); st != "" {
+		if !contains(jobStates, st) {
+			return errBadRequest(fmt.Sprintf("state: want one of %s, got %q", strings.Join(jobStates, ", "), st))
+		}
+		f.TriggerState = store.TriggerState(st)
+	}
+	var err error
+	if f.AfterID, err = queryInt(q, "after"); err != nil {
+		return err
+	}
+	js, err := c.store.JobList(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	jv := jobsView{Filter: q, First: f.AfterID == 0}
+	if len(js) > jobsPageSize {
+		js = js[:jobsPageSize]
+		nq := url.Values{}
+		for k, v := range q {
+			nq[k] = v
+		}
+		nq.Set("after", strconv.FormatInt(js[len(js)-1].ID, 10))
+		jv.Next = nq.Encode()
+	}
+	if jv.Jobs, err = c.withTriggers(r, js); err != nil {
+		return err
+	}
+	apps, err := c.store.AppList(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, a := range apps {
+		jv.Apps = append(jv.Apps, a.Name)
+	}
+	v := &view{Title: "Jobs", Nav: "jobs", Data: jv, Flash: flashText(q.Get("done"))}
+	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Target") == "job-table" {
+		v.User, v.CSRF = userFrom(r.Context()), csrfFrom(r.Context())
+		return c.renderFragment(w, r, "jobs", "job-table", v)
+	}
+	return c.render(w, r, http.StatusOK, "jobs", v)
+}
+
+// withTriggers reads each job's triggers (one indexed query per job of the page).
+func (c *Console) withTriggers(r *http.Request, js []*store.Job) ([]jobRow, error) {
+	out := make([]jobRow, len(js))
+	for i, j := range js {
+		ts, err := c.store.TriggerList(r.Context(), store.TriggerFilter{JobID: j.ID, Limit: 100})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = jobRow{j, ts}
+	}
+	return out, nil
+}
+
+// jobsBulk pauses or resumes the selected jobs, each through the API.
+func (c *Console) jobsBulk(w http.ResponseWriter, r *http.Request) error {
+	action := r.PostFormValue("action")
+	if action != "pause" && action != "resume" {
+		return errBadRequest(fmt.Sprintf("action: want pause or resume, got %q", action))
+	}
+	ids := r.PostForm["id"]
+	for _, id := range ids {
+		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+			return errBadRequest(fmt.Sprintf("id: want a job id, got %q", id))
+		}
+		if _, err := c.call(r, http.MethodPost, "/api/v1/jobs/"+id+"/"+action, nil); err != nil {
+			return err
+		}
+	}
+	back := "/jobs?" + r.PostFormValue("query")
+	back = setParam(back, "done", fmt.Sprintf("%sd-%d", action, len(ids)))
+	http.Redirect(w, r, back, http.StatusSeeOther)
+	return nil
+}
+
+// flashText is the notice of an action a redirect reports (?done=...).
+func flashText(done string) string {
+	// A code ends in the count or id it reports: "paused-3", "run-42".
+	kind, n := done, ""
+	if i := strings.LastIndexByte(done, '-'); i >= 0 && strings.Trim(done[i+1:], "0123456789") == "" {
+		kind, n = done[:i], done[i+1:]
+	}
+	switch kind {
+	case "paused":
+		return "Paused " + n + " job(s)."
+	case "resumed":
+		return "Resumed " + n + " job(s)."
+	case "deleted":
+		return "Deleted job " + n + "."
+	case "created":
+		return "Job created."
+	case "saved":
+		return "Job saved."
+	case "trigger":
+		return "Trigger added."
+	case "run":
+		return "Started execution " + n + "."
+	case "job-paused":
+		return "Job paused."
+	case "job-resumed":
+		return "Job resumed."
+	case "trigger-pause", "trigger-resume", "trigger-delete":
+		return "Trigger " + strings.TrimPrefix(kind, "trigger-") + "d."
+	case "calendar":
+		return "Calendar saved."
+	case "token-deleted":
+		return "Token deleted."
+	case "killed":
+		return "Kill sent."
+	case "retried":
+		return "Retry " + n + " queued."
+	}
+	return ""
+}
+
+func setParam(u, key, val string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	q := p.Query()
+	q.Set(key, val)
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
+func queryInt(q url.Values, name string) (int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errBadRequest(fmt.Sprintf("%s: want a non-negative integer, got %q", name, v))
+	}
+	return n, nil
+}
+
+func pathInt(r *http.Request, name string) (int64, error) {
+	n, err := strconv.ParseInt(r.PathValue(name), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errNotFound(fmt.Sprintf("no such %s %q", name, r.PathValue(name)))
+	}
+	return n, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// jobAction posts one of the API's job actions and returns to the job's page.
+func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, action, done string) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := c.call(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/%s", id, action), nil); err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=%s", id, done), http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) jobPause(w http.ResponseWriter, r *http.Request) error {
+	return c.jobAction(w, r, "pause", "job-paused")
+}
+
+func (c *Console) jobResume(w http.ResponseWriter, r *http.Request) error {
+	return c.jobAction(w, r, "resume", "job-resumed")
+}
+
+// jobRun fires the job now and opens the new execution.
+func (c *Console) jobRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	var x struct {
+		ID int64 `json:"id"`
+	}
+	if err := c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/run", id), nil, &x); err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/executions/%d?done=run-%d", x.ID, x.ID), http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) jobDelete(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := c.call(r, http.MethodDelete, fmt.Sprintf("/api/v1/jobs/%d", id), nil); err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/jobs?done=deleted-%d", id), http.StatusSeeOther)
+	return nil
+}
+
+// triggerAction pauses, resumes or deletes one trigger and returns to its job.
+func (c *Console) triggerAction(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	t, err := c.store.TriggerGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	path := fmt.Sprintf("/api/v1/triggers/%d", id)
+	method := http.MethodPost
+	switch a := r.PathValue("action"); a {
+	case "pause", "resume":
+		path += "/" + a
+	case "delete":
+		method = http.MethodDelete
+	default:
+		return errNotFound("no trigger action " + a)
+	}
+	if _, err := c.call(r, method, path, nil); err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=trigger-%s", t.JobID, r.PathValue("action")), http.StatusSeeOther)
+	return nil
+}

@@ -1,0 +1,271 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/schedule"
+)
+
+// previewCount is how many fire times the editor previews.
+const previewCount = 10
+
+type previewView struct {
+	// Field is the input the error belongs to (its full name), Error the message.
+	Field, Error string
+	Zone         string
+	Times        []previewTime
+	Warnings     []string
+	// Ends says the schedule fires fewer than previewCount more times.
+	Ends bool
+	// Blank says no expression is typed yet: nothing to preview, and no error.
+	Blank bool
+	// Slots are the trigger fields' error slots, swapped out of band: the error at its
+	// field and the others cleared.
+	Slots []errSlot
+}
+
+type errSlot struct{ ID, Msg string }
+
+type previewTime struct {
+	At string
+	// Note tells of a daylight-saving change at this fire.
+	Note string
+}
+
+// preview answers the editor's htmx request as the schedule is typed: the next fire times in
+// the trigger's zone (after its calendar), or the error at the field that caused it, and
+// Quartz's reading of a surprising cron expression. The saved trigger is validated by the
+// API; this only shows what it will do.
+func (c *Console) preview(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	prefix := q.Get("prefix")
+	if prefix != "" && prefix != newTriggerPrefix {
+		return errBadRequest("prefix: want empty or " + newTriggerPrefix)
+	}
+	pv := c.previewOf(r, q, prefix)
+	for _, fd := range triggerCommon {
+		pv.Slots = append(pv.Slots, errSlot{ID: fieldID(prefix + fd.path)})
+	}
+	pv.Slots = append(pv.Slots, errSlot{ID: fieldID(prefix + "kind")})
+	for _, k := range []string{"cron", "simple", "calendar_interval", "daily_interval"} {
+		for _, fd := range triggerKinds[k] {
+			pv.Slots = append(pv.Slots, errSlot{ID: fieldID(prefix + fd.path)})
+		}
+	}
+	for i := range pv.Slots {
+		if pv.Field != "" && pv.Slots[i].ID == fieldID(pv.Field) {
+			pv.Slots[i].Msg = pv.Error
+		}
+	}
+	return c.renderFragment(w, r, "editor", "preview", pv)
+}
+
+func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previewView {
+	get := func(name string) string { return strings.TrimSpace(q.Get(prefix + name)) }
+	fail := func(field, format string, args ...any) previewView {
+		return previewView{Field: prefix + field, Error: fmt.Sprintf(format, args...)}
+	}
+	zone := get("time_zone")
+	if zone == "" {
+		zone = "UTC"
+	}
+	loc, err := schedule.LoadZone(zone)
+	if err != nil {
+		return fail("time_zone", "%v", err)
+	}
+	kind := get("kind")
+	if kind == "" {
+		kind = "cron"
+	}
+	if kind == "cron" && get("cron") == "" {
+		return previewView{Blank: true}
+	}
+	field, sched, perr := buildSchedule(kind, get, loc)
+	if perr != "" {
+		return fail(field, "%s", perr)
+	}
+	pv := previewView{Zone: zone}
+	if cr, ok := sched.(*schedule.Cron); ok {
+		pv.Warnings = cr.Warnings()
+	}
+	start := c.clock.Now()
+	if s := get("start"); s != "" {
+		if start, err = time.Parse(time.RFC3339, s); err != nil {
+			return fail("start", "want a time like 2026-01-02T15:04:05Z, got %q", s)
+		}
+	}
+	tr := &schedule.Trigger{Schedule: sched, Start: start}
+	if s := get("end"); s != "" {
+		if tr.End, err = time.Parse(time.RFC3339, s); err != nil {
+			return fail("end", "want a time like 2026-01-02T15:04:05Z, got %q", s)
+		}
+	}
+	if err := tr.Validate(); err != nil {
+		return fail(kindField(kind), "%v", err)
+	}
+	var cal schedule.Calendar
+	if name := get("calendar"); name != "" {
+		if cal, err = c.cfg.Scheduler.Engine().Calendar(r.Context(), c.store, name, loc); err != nil {
+			return fail("calendar", "%v", err)
+		}
+	}
+	next, err := tr.ComputeFirst(cal)
+	if err != nil {
+		return fail(kindField(kind), "%v", err)
+	}
+	var prev time.Time
+	for len(pv.Times) < previewCount && !next.IsZero() {
+		pv.Times = append(pv.Times, previewTime{At: next.In(loc).Format("Mon 2006-01-02 15:04:05 MST"),
+			Note: dstNote(sched, prev, next, loc)})
+		tr.Triggered(cal)
+		prev, next = next, tr.Next
+	}
+	pv.Ends = len(pv.Times) < previewCount
+	return pv
+}
+
+// kindField is the input that carries a kind's schedule, where its errors are shown.
+func kindField(kind string) string {
+	switch kind {
+	case "simple":
+		return "every_ms"
+	case "once":
+		return "start"
+	case "calendar_interval":
+		return "calendar_interval.interval"
+	case "daily_interval":
+		return "daily_interval.interval"
+	}
+	return "cron"
+}
+
+// buildSchedule reads the editor's schedule fields; on error it names the field.
+func buildSchedule(kind string, get func(string) string, loc *time.Location) (field string, s schedule.Schedule, msg string) {
+	num := func(name string, def int) (int, string) {
+		v := get(name)
+		if v == "" {
+			return def, ""
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Sprintf("want a whole number, got %q", v)
+		}
+		return n, ""
+	}
+	switch kind {
+	case "cron":
+		c, err := schedule.ParseCron(get("cron"), loc)
+		if err != nil {
+			return "cron", nil, err.Error()
+		}
+		return "", c, ""
+	case "once":
+		return "", schedule.Simple{}, ""
+	case "simple":
+		every, m := num("every_ms", 0)
+		if m != "" {
+			return "every_ms", nil, m
+		}
+		repeat, m := num("repeat", schedule.RepeatForever)
+		if m != "" {
+			return "repeat", nil, m
+		}
+		return "", schedule.Simple{Interval: time.Duration(every) * time.Millisecond, RepeatCount: repeat}, ""
+	case "calendar_interval":
+		n, m := num("calendar_interval.interval", 0)
+		if m != "" {
+			return "calendar_interval.interval", nil, m
+		}
+		unit, err := schedule.ParseIntervalUnit(get("calendar_interval.unit"))
+		if err != nil {
+			return "calendar_interval.unit", nil, err.Error()
+		}
+		return "", schedule.CalendarInterval{Interval: n, Unit: unit, Location: loc,
+			PreserveHourOfDay:         get("calendar_interval.preserve_hour") == "true",
+			SkipDayIfHourDoesNotExist: get("calendar_interval.skip_day") == "true"}, ""
+	case "daily_interval":
+		var di schedule.DailyInterval
+		var err error
+		for _, p := range []struct {
+			name string
+			dst  *schedule.TimeOfDay
+		}{{"daily_interval.from", &di.StartTimeOfDay}, {"daily_interval.to", &di.EndTimeOfDay}} {
+			v := get(p.name)
+			if strings.Count(v, ":") == 1 {
+				v += ":00"
+			}
+			if *p.dst, err = schedule.ParseTimeOfDay(v); err != nil {
+				return p.name, nil, err.Error()
+			}
+		}
+		var m string
+		if di.Interval, m = num("daily_interval.interval", 0); m != "" {
+			return "daily_interval.interval", nil, m
+		}
+		if di.Unit, err = schedule.ParseIntervalUnit(get("daily_interval.unit")); err != nil {
+			return "daily_interval.unit", nil, err.Error()
+		}
+		if di.Days, err = schedule.ParseDays(get("daily_interval.days")); err != nil {
+			return "daily_interval.days", nil, err.Error()
+		}
+		if di.RepeatCount, m = num("daily_interval.repeat", schedule.RepeatForever); m != "" {
+			return "daily_interval.repeat", nil, m
+		}
+		di.Location = loc
+		return "", di, ""
+	}
+	return "kind", nil, fmt.Sprintf("unknown trigger kind %q", kind)
+}
+
+// dstNote tells when a fire falls where the zone's clocks change: a wall time the clocks
+// skip (the gap moved the fire, or a daily time in it did not fire) or one that occurs twice
+// (the overlap, where it fires once). prev is the fire before (zero for the first).
+func dstNote(s schedule.Schedule, prev, at time.Time, loc *time.Location) string {
+	if c, ok := s.(*schedule.Cron); ok && !c.Matches(at) {
+		return "moved: the clocks skip this wall time (DST gap)"
+	}
+	wall := at.In(loc)
+	_, off := wall.Zone()
+	for _, d := range []time.Duration{-time.Hour, time.Hour} {
+		other := at.Add(d).In(loc)
+		if _, o := other.Zone(); o != off && other.Format("15:04:05") == wall.Format("15:04:05") {
+			return "this wall time occurs twice (DST overlap); it fires once"
+		}
+	}
+	if prev.IsZero() {
+		return ""
+	}
+	if _, before := prev.In(loc).Zone(); before != off {
+		// The last instant with the earlier offset, to the second.
+		lo, hi := prev, at
+		for hi.Sub(lo) > time.Second {
+			mid := lo.Add(hi.Sub(lo) / 2)
+			if _, o := mid.In(loc).Zone(); o == before {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		change := hi.In(loc).Format("2006-01-02 15:04 MST")
+		if off > before {
+			return fmt.Sprintf("the clocks went forward %s at %s (DST gap): a fire at a skipped time did not happen",
+				shift(off-before), change)
+		}
+		return fmt.Sprintf("the clocks went back %s at %s (DST overlap): repeated times fire once",
+			shift(before-off), change)
+	}
+	return ""
+}
+
+// shift shows a clock change: "1 h", "30 min".
+func shift(seconds int) string {
+	if seconds%3600 == 0 {
+		return fmt.Sprintf("%d h", seconds/3600)
+	}
+	return fmt.Sprintf("%d min", seconds/60)
+}
