@@ -78,10 +78,49 @@ func (s *Scheduler) pause(ctx context.Context, sel store.TriggerSelector) error 
 }
 
 func (s *Scheduler) resume(ctx context.Context, sel store.TriggerSelector) error {
+	if err := s.catchUp(ctx, sel); err != nil {
+		return fmt.Errorf("sundial: resume %+v: %w", sel, err)
+	}
 	if err := store.InTx(ctx, s.store, func(q store.Querier) error { _, err := q.TriggersResume(ctx, sel); return err }); err != nil {
 		return fmt.Errorf("sundial: resume %+v: %w", sel, err)
 	}
 	s.engine.Wake()
+	return nil
+}
+
+// catchUp applies, before a resume, the misfire policy of each selected paused trigger whose
+// next fire passed during the pause (engine.CatchUpOnResume), while the engine still leaves
+// them alone.
+func (s *Scheduler) catchUp(ctx context.Context, sel store.TriggerSelector) error {
+	now := s.clock.Now()
+	var paused []*store.Trigger
+	if sel.TriggerID != 0 {
+		t, err := s.store.TriggerGet(ctx, sel.TriggerID)
+		if err != nil {
+			return err
+		}
+		if t.State == store.TriggerPaused {
+			paused = append(paused, t)
+		}
+	} else {
+		f := store.TriggerFilter{JobID: sel.JobID, Group: sel.Group, State: store.TriggerPaused, Limit: 1000}
+		for {
+			page, err := s.store.TriggerList(ctx, f)
+			if err != nil {
+				return err
+			}
+			paused = append(paused, page...)
+			if len(page) < f.Limit {
+				break
+			}
+			f.AfterID = page[len(page)-1].ID
+		}
+	}
+	for _, t := range paused {
+		if _, err := s.engine.CatchUpOnResume(ctx, t, now); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -223,8 +223,9 @@ type Job struct {
 
 // Trigger describes when a job runs.
 type Trigger struct {
-	// Group and Name identify the trigger; the pair is unique. Group defaults to "default";
-	// Name defaults to the job's name with "#N" for the N-th trigger.
+	// Group and Name identify the trigger; the pair is unique. In ScheduleJob, Group defaults
+	// to the job's group and Name to the job's name with "#N" for the N-th trigger; in
+	// AddTrigger, Group defaults to "default".
 	Group, Name string
 	// Schedule is the kind of trigger: *schedule.Cron (see Cron), schedule.Simple,
 	// schedule.CalendarInterval or schedule.DailyInterval.
@@ -288,7 +289,9 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job
 			t.Name = fmt.Sprintf("%s#%d", row.Name, i+1)
 		}
 		if t.Group == "" {
-			t.Group = "default"
+			// The job's group: its triggers' default names (JOB#N) are then unique wherever
+			// job names are, and a job of the same name in another group does not collide.
+			t.Group = row.Group
 		}
 		key := [2]string{t.Group, t.Name}
 		field := fmt.Sprintf("triggers[%d]", i)

@@ -219,6 +219,29 @@ func (c *Client) ListJobs(ctx context.Context, group string, o ListOptions) (*Pa
 	return get[Page[Job]](ctx, c, v1+"/jobs", q)
 }
 
+// Info returns which Sundial the answering node runs.
+func (c *Client) Info(ctx context.Context) (*Info, error) {
+	return get[Info](ctx, c, v1+"/info", nil)
+}
+
+// FindJob returns the job called name in group, or name "GROUP/NAME" (group "" is the
+// default group), with its triggers; a missing job is the API's 404.
+func (c *Client) FindJob(ctx context.Context, group, name string) (*Job, error) {
+	q := url.Values{"name": {name}}
+	if group != "" {
+		q.Set("group", group)
+	}
+	pg, err := get[Page[Job]](ctx, c, v1+"/jobs", q)
+	if err != nil {
+		return nil, err
+	}
+	if len(pg.Items) == 0 {
+		g, n := SplitJobKey(group, name)
+		return nil, &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("job %s/%s not found", g, n)}
+	}
+	return c.GetJob(ctx, pg.Items[0].ID)
+}
+
 // GetJob returns a job with its triggers.
 func (c *Client) GetJob(ctx context.Context, id int64) (*Job, error) {
 	return get[Job](ctx, c, idPath("/jobs", id, ""), nil)
@@ -265,6 +288,16 @@ func (c *Client) AddTrigger(ctx context.Context, jobID int64, req TriggerRequest
 // GetTrigger returns a trigger.
 func (c *Client) GetTrigger(ctx context.Context, id int64) (*Trigger, error) {
 	return get[Trigger](ctx, c, idPath("/triggers", id, ""), nil)
+}
+
+// TriggerNext previews a stored trigger's next n fire times (the server's default, 10, when
+// n is 0).
+func (c *Client) TriggerNext(ctx context.Context, id int64, n int) (*TriggerNext, error) {
+	var q url.Values
+	if n != 0 {
+		q = url.Values{"n": {strconv.Itoa(n)}}
+	}
+	return get[TriggerNext](ctx, c, idPath("/triggers", id, "/next"), q)
 }
 
 // DeleteTrigger deletes a trigger.

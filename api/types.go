@@ -1,6 +1,10 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
 
 // Page is one page of a keyset-paginated list. Next is the cursor to pass as ?after= for the
 // following page; it is absent on the last page.
@@ -50,8 +54,11 @@ type Job struct {
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
 	AlarmTargets     []string       `json:"alarm_targets"`
 	Enabled          bool           `json:"enabled"`
-	CreatedAt        Time           `json:"created_at"`
-	UpdatedAt        Time           `json:"updated_at"`
+	// Paused is set when one job is returned: every trigger of the job is paused (a job
+	// without triggers is not paused; it only runs when run by hand).
+	Paused    bool `json:"paused"`
+	CreatedAt Time `json:"created_at"`
+	UpdatedAt Time `json:"updated_at"`
 	// Triggers are included when one job is returned.
 	Triggers []Trigger `json:"triggers,omitempty"`
 	// Warnings tell what may not work as meant, such as a handler no node here runs.
@@ -99,6 +106,9 @@ type Trigger struct {
 	TimesFired   int64  `json:"times_fired"`
 	CreatedAt    Time   `json:"created_at"`
 	UpdatedAt    Time   `json:"updated_at"`
+	// Warnings, on the answer to adding a trigger, tell what may not work as meant, such as
+	// cron syntax Quartz reads leniently (MON/2 is MON).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // CalendarRequest is the body of PUT /calendars/{name}.
@@ -317,3 +327,44 @@ type Report struct {
 	Items  []ReportRow `json:"items"`
 	Totals ReportRow   `json:"totals"`
 }
+
+// Info is GET /info: which Sundial the answering node runs.
+type Info struct {
+	Version   string `json:"version"`
+	GoVersion string `json:"go_version"`
+	NodeID    string `json:"node_id"`
+}
+
+// DefaultGroup is the group of a job or trigger created without one.
+const DefaultGroup = "default"
+
+// SplitJobKey reads a job's key as the CLI and the API take it: name in group, or, when group
+// is empty, "GROUP/NAME" or a bare name in the default group.
+func SplitJobKey(group, name string) (string, string) {
+	if group == "" {
+		if g, n, ok := strings.Cut(name, "/"); ok {
+			return g, n
+		}
+		return DefaultGroup, name
+	}
+	return group, name
+}
+
+// TriggerNext is GET /triggers/{id}/next: a stored trigger's next fire times as the scheduler
+// will fire them, with its calendar and its misfire policy applied.
+type TriggerNext struct {
+	TriggerID int64  `json:"trigger_id"`
+	TimeZone  string `json:"time_zone"`
+	// State is the trigger's state; a paused trigger's times are those it would have when
+	// resumed now.
+	State string `json:"state"`
+	// Misfired is set when the pending fire is already later than the misfire threshold: the
+	// times are those after the misfire policy.
+	Misfired bool `json:"misfired"`
+	// Fires are RFC 3339 times with milliseconds in the trigger's zone.
+	Fires []string `json:"fires"`
+}
+
+// FormatZoned writes t as the API writes a time in a zone: RFC 3339 with milliseconds and
+// the zone's offset.
+func FormatZoned(t time.Time) string { return t.Format(timeLayout) }

@@ -158,9 +158,8 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 	// The calendar may have changed since Next was computed.
 	tr.SkipExcluded(cal)
 	cause := store.CauseSchedule
-	misfired := tr.Misfired(now, e.cfg.MisfireThreshold)
+	misfired := applyMisfire(tr, cal, now, e.cfg.MisfireThreshold)
 	if misfired {
-		tr.UpdateAfterMisfire(cal, now)
 		cause = store.CauseMisfire
 		e.stats.Misfired.Add(1)
 	}

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
@@ -27,15 +30,57 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := api.Page[api.App]{Items: make([]api.App, len(as))}
+	stored := map[string]bool{}
 	for i, a := range as {
 		out.Items[i] = toAppOut(a)
+		stored[a.Name] = true
 	}
+	// An app is also made by the first executor that registers for it (auto mode) without a
+	// row of its own: it is listed like the others while an executor of it is live.
+	live, err := s.liveExecutors(r.Context(), "")
+	if err != nil {
+		return err
+	}
+	for _, in := range live {
+		if !stored[in.App] {
+			stored[in.App] = true
+			out.Items = append(out.Items, registeredApp(in.App, live))
+		}
+	}
+	slices.SortFunc(out.Items, func(a, b api.App) int { return strings.Compare(a.Name, b.Name) })
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
+// registeredApp is an app only its registered executors made: auto mode, known since its
+// first live executor registered.
+func registeredApp(name string, live []*store.Instance) api.App {
+	a := api.App{Name: name, AddressMode: string(store.AddressAuto), Addresses: []string{}}
+	for _, in := range live {
+		if in.App == name && (a.CreatedAt == 0 || api.Time(in.RegisteredAt) < a.CreatedAt) {
+			a.CreatedAt, a.UpdatedAt = api.Time(in.RegisteredAt), api.Time(in.RegisteredAt)
+		}
+	}
+	return a
+}
+
+func (s *Server) liveExecutors(ctx context.Context, app string) ([]*store.Instance, error) {
+	return s.store.RegistryLive(ctx, app, dispatch.LiveIntervals*s.cfg.ExecutorHeartbeat)
+}
+
 func (s *Server) getApp(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.store.AppGet(r.Context(), r.PathValue("name"))
+	name := r.PathValue("name")
+	a, err := s.store.AppGet(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		live, lerr := s.liveExecutors(r.Context(), name)
+		if lerr != nil {
+			return lerr
+		}
+		if len(live) > 0 {
+			writeJSON(w, http.StatusOK, registeredApp(name, live))
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -90,7 +135,7 @@ func (s *Server) deleteApp(w http.ResponseWriter, r *http.Request) error {
 
 // listExecutors lists the live executor instances, of one app with ?app=.
 func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) error {
-	ins, err := s.store.RegistryLive(r.Context(), r.URL.Query().Get("app"), dispatch.LiveIntervals*s.cfg.ExecutorHeartbeat)
+	ins, err := s.liveExecutors(r.Context(), r.URL.Query().Get("app"))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -74,6 +75,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 			"unless a node that registers it fires them (built in: noop)", job.Handler))
 	}
 	out.Warnings = append(out.Warnings, s.alarmWarnings(job.AlarmTargets)...)
+	for i, t := range trigs {
+		out.Warnings = append(out.Warnings, cronWarnings(fmt.Sprintf("triggers[%d].cron", i), t.Schedule)...)
+	}
 	w.Header().Set("Location", "/api/v1/jobs/"+strconv.FormatInt(id, 10))
 	writeJSON(w, http.StatusCreated, out)
 	return nil
@@ -95,8 +99,10 @@ func jobWithTriggers(ctx context.Context, q store.Querier, id int64) (api.Job, e
 		return api.Job{}, err
 	}
 	out.Triggers = make([]api.Trigger, len(ts))
+	out.Paused = len(ts) > 0
 	for i, t := range ts {
 		out.Triggers[i] = toTriggerOut(t)
+		out.Paused = out.Paused && t.State == store.TriggerPaused
 	}
 	return out, nil
 }
@@ -106,7 +112,24 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	js, err := s.store.JobList(r.Context(), store.JobFilter{Group: r.URL.Query().Get("group"), AfterID: after, Limit: limit + 1})
+	q := r.URL.Query()
+	if name := q.Get("name"); name != "" {
+		// One job by its unique key, as a page of zero or one, so a lookup by name reads as
+		// any other filtered list.
+		group, name := api.SplitJobKey(q.Get("group"), name)
+		j, err := s.store.JobGetByKey(r.Context(), group, name)
+		page := api.Page[api.Job]{Items: []api.Job{}}
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return err
+		case j.ID > after:
+			page.Items = append(page.Items, toJobOut(j))
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
+	}
+	js, err := s.store.JobList(r.Context(), store.JobFilter{Group: q.Get("group"), AfterID: after, Limit: limit + 1})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/version"
 )
 
 // metrics is what /metrics serves: the engine's counters as they are, the runs of the
@@ -79,6 +80,8 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 				}
 				return 0
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_build_info", Help: "1, labelled with the version and Go release of this node's binary.",
+			ConstLabels: prometheus.Labels{"version": version.Version(), "goversion": version.GoVersion()}}, func() float64 { return 1 }),
 		m.runs, m.lateness, m.requests, m.duration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -150,11 +153,20 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		}
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
 		s.metrics.duration.WithLabelValues(route).Observe(d.Seconds())
-		level := slog.LevelInfo
-		if !strings.HasPrefix(r.URL.Path, "/api/") {
-			level = slog.LevelDebug // scrapes and probes would drown the log
-		}
-		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", sw.status,
-			"duration_ms", d.Milliseconds(), "remote", r.RemoteAddr)
+		s.log.Log(r.Context(), requestLogLevel(r.URL.Path, sw.status), "http", "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "duration_ms", d.Milliseconds(), "remote", r.RemoteAddr)
 	})
+}
+
+// requestLogLevel is info for what people and their programs ask of the API, and debug for
+// the machine traffic that comes every second or so: scrapes, probes, and the executors'
+// heartbeats, output lines and results (their failures still show: a 5xx is a warning).
+func requestLogLevel(path string, status int) slog.Level {
+	switch {
+	case status >= 500:
+		return slog.LevelWarn
+	case !strings.HasPrefix(path, "/api/"), strings.HasPrefix(path, "/api/v1/executor/"):
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }

@@ -31,6 +31,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/readyz", publicRoute, s.readyz},
 		{"GET", "/metrics", read(nil), s.serveMetrics},
 		{"GET", v1 + "/openapi.json", selfRoute, serveOpenAPI},
+		{"GET", v1 + "/info", read(nil), s.info},
 
 		{"POST", v1 + "/auth/login", publicRoute, s.login},
 		{"POST", v1 + "/auth/logout", selfRoute, s.logout},
@@ -62,6 +63,7 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/jobs/{id}/triggers", operate(byJob), s.addTrigger},
 
 		{"GET", v1 + "/triggers/{id}", read(byTrigger), s.getTrigger},
+		{"GET", v1 + "/triggers/{id}/next", read(byTrigger), s.triggerNext},
 		{"DELETE", v1 + "/triggers/{id}", operate(byTrigger), s.deleteTrigger},
 		{"POST", v1 + "/triggers/{id}/pause", operate(byTrigger), s.pauseTrigger},
 		{"POST", v1 + "/triggers/{id}/resume", operate(byTrigger), s.resumeTrigger},

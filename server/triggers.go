@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if t.Group == "" {
-		t.Group = "default"
+		t.Group = job.Group // as on create: JOB#N is unique where the job's name is
 	}
 	if t.Name == "" {
 		// The job's first triggers are named job#1, job#2, ... on create; continue the count.
@@ -74,9 +75,25 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	out := toTriggerOut(row)
+	out.Warnings = cronWarnings("cron", t.Schedule)
 	w.Header().Set("Location", "/api/v1/triggers/"+strconv.FormatInt(row.ID, 10))
-	writeJSON(w, http.StatusCreated, toTriggerOut(row))
+	writeJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// cronWarnings are a cron schedule's valid but surprising parts (Quartz's leniency, such as
+// MON/2 read as MON), each naming the field, for the answer to the request that stored it.
+func cronWarnings(field string, sched schedule.Schedule) []string {
+	c, ok := sched.(*schedule.Cron)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, w := range c.Warnings() {
+		out = append(out, field+": "+w)
+	}
+	return out
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) error {
@@ -120,5 +137,35 @@ func (s *Server) triggerAction(w http.ResponseWriter, r *http.Request, action st
 		return err
 	}
 	writeJSON(w, http.StatusOK, toTriggerOut(t))
+	return nil
+}
+
+// triggerNext previews a stored trigger's next fire times as the scheduler will fire them:
+// its calendar and, when its pending fire is already too late, its misfire policy applied.
+func (s *Server) triggerNext(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	n := 10
+	if v := r.URL.Query().Get("n"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > maxPageSize {
+			return invalidField("n", "want an integer from 1 to %d, got %q", maxPageSize, v)
+		}
+	}
+	t, err := s.store.TriggerGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	p, err := s.sched.Engine().PreviewTrigger(r.Context(), t, s.clock.Now(), n)
+	if err != nil {
+		return err
+	}
+	out := api.TriggerNext{TriggerID: t.ID, TimeZone: t.TimeZone, State: string(t.State), Misfired: p.Misfired,
+		Fires: make([]string, len(p.Fires))}
+	for i, f := range p.Fires {
+		out.Fires[i] = api.FormatZoned(f)
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

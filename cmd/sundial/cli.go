@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sundial-scheduler/sundial/api"
 )
@@ -31,14 +32,14 @@ func (o *apiOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.server, "server", "", "server URL (default $SUNDIAL_SERVER or "+defaultServer+")")
 	f.StringVar(&o.token, "token", "", "API token (default $SUNDIAL_TOKEN)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 }
 
 // client resolves the flags and the environment into a client; a flag wins over the
 // environment.
 func (o *apiOptions) client() (*api.Client, error) {
-	if o.output != "table" && o.output != "json" {
-		return nil, usageErrorf("--output %q: want table or json", o.output)
+	if o.output != "table" && o.output != "json" && o.output != "yaml" {
+		return nil, usageErrorf("--output %q: want table, json or yaml", o.output)
 	}
 	server := o.server
 	if server == "" {
@@ -54,7 +55,31 @@ func (o *apiOptions) client() (*api.Client, error) {
 	return newAPIClient(server, token)
 }
 
-func (o *apiOptions) json() bool { return o.output == "json" }
+// machine reports whether the output is for programs (json or yaml) rather than a table.
+func (o *apiOptions) machine() bool { return o.output == "json" || o.output == "yaml" }
+
+// encode writes v in the output format: the API's JSON as the server encodes it, or the same
+// document as YAML (the JSON field names).
+func (o *apiOptions) encode(w io.Writer, v any) error {
+	if o.output != "yaml" {
+		return writeJSON(w, v)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeYAML(w, b)
+}
+
+// writeYAML writes a JSON document as YAML.
+func writeYAML(w io.Writer, jsonDoc []byte) error {
+	y, err := yaml.JSONToYAML(jsonDoc)
+	if err != nil {
+		return fmt.Errorf("yaml: %w", err)
+	}
+	_, err = w.Write(y)
+	return err
+}
 
 // run makes a RunE that resolves the client from the flags, then calls fn with it and
 // turns the API's errors into the CLI's.
@@ -137,8 +162,8 @@ func list[T any](ctx context.Context, p *pageOptions, fetch func(context.Context
 // printList prints a fetched list: JSON in the API's page shape, or a table made by row from
 // each item, followed by the next cursor when a page was left unread.
 func printList[T any](w io.Writer, o *apiOptions, l api.Page[T], header string, row func(T) []string) error {
-	if o.json() {
-		return writeJSON(w, l)
+	if o.machine() {
+		return o.encode(w, l)
 	}
 	tw := newTable(w, header)
 	for _, v := range l.Items {
@@ -155,8 +180,8 @@ func printList[T any](w io.Writer, o *apiOptions, l api.Page[T], header string, 
 
 // printOne prints one object: the API's JSON, or the table form show makes of it.
 func printOne[T any](w io.Writer, o *apiOptions, v *T, show func(io.Writer, T) error) error {
-	if o.json() {
-		return writeJSON(w, v)
+	if o.machine() {
+		return o.encode(w, v)
 	}
 	return show(w, *v)
 }
@@ -249,4 +274,23 @@ func msDuration(ms int64) string {
 		return ""
 	}
 	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+// jobRef resolves the way a user names a job: its id, its name in the default group, or
+// GROUP/NAME. A name that is all digits is read as an id; write default/123 for a job named so.
+func jobRef(ctx context.Context, c *api.Client, ref string) (int64, error) {
+	if ref == "" {
+		return 0, usageErrorf("give the job's id, NAME or GROUP/NAME")
+	}
+	if n, err := strconv.ParseInt(ref, 10, 64); err == nil {
+		if n <= 0 {
+			return 0, usageErrorf("job id %q: want a positive integer", ref)
+		}
+		return n, nil
+	}
+	j, err := c.FindJob(ctx, "", ref)
+	if err != nil {
+		return 0, err
+	}
+	return j.ID, nil
 }

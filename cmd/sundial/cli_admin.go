@@ -89,7 +89,7 @@ func newCalendarDeleteCmd(o *apiOptions) *cobra.Command {
 		if err := c.DeleteCalendar(ctx, args[0]); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted calendar %s\n", args[0])
 		}
 		return nil
@@ -110,7 +110,17 @@ func newNodeCmd() *cobra.Command {
 			return []string{n.ID, n.Name, yesNo(n.Leader), yesNo(n.Self), when(n.StartedAt), when(n.LastSeen)}
 		})
 	})
-	return group("node", "Show the cluster's nodes", o, list)
+	info := &cobra.Command{Use: "info", Short: "Show which Sundial the server answering runs", Args: cobra.NoArgs}
+	info.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
+		in, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, in, func(w io.Writer, in api.Info) error {
+			return fields(w, "Version", in.Version, "Go", in.GoVersion, "Node", in.NodeID)
+		})
+	})
+	return group("node", "Show the cluster's nodes", o, list, info)
 }
 
 func newTokenCmd() *cobra.Command {
@@ -200,7 +210,7 @@ func newTokenDeleteCmd(o *apiOptions) *cobra.Command {
 		if err := c.DeleteToken(ctx, id); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted token %d\n", id)
 		}
 		return nil

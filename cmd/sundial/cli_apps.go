@@ -113,8 +113,8 @@ func newAppGetCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json() {
-			return writeJSON(cmd.OutOrStdout(), app)
+		if o.machine() {
+			return o.encode(cmd.OutOrStdout(), app)
 		}
 		live, err := c.ListExecutors(ctx, args[0])
 		if err != nil {
@@ -164,7 +164,7 @@ func newAppDeleteCmd(o *apiOptions) *cobra.Command {
 		if err := c.DeleteApp(ctx, args[0]); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted app %s\n", args[0])
 		}
 		return nil
@@ -197,6 +197,32 @@ func newExecActionCmd(o *apiOptions, action, short, long string) *cobra.Command 
 			_, err := fmt.Fprintf(w, "Killed execution %d: %s %s\n", x.ID, x.State, termSafe(x.HandleMsg))
 			return err
 		})
+	})
+	return cmd
+}
+
+// newExecutorListCmd is `sundial executor list`: the live executor instances the server's
+// registry holds. It is the one API command under `executor`, so it carries the API flags
+// itself (the executor's own --token is the executor token).
+func newExecutorListCmd() *cobra.Command {
+	o := &apiOptions{}
+	var p pageOptions
+	var app string
+	cmd := &cobra.Command{Use: "list [--app NAME]", Short: "List the live executor instances", Args: cobra.NoArgs}
+	o.addFlags(cmd)
+	p.addFlags(cmd)
+	cmd.Flags().StringVar(&app, "app", "", "only this app's executors")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
+		l, err := list(ctx, &p, func(ctx context.Context, _ api.ListOptions) (*api.Page[api.Executor], error) {
+			return c.ListExecutors(ctx, app)
+		})
+		if err != nil {
+			return err
+		}
+		return printList(cmd.OutOrStdout(), o, l, "APP ADDRESS HANDLERS REGISTERED LAST-SEEN",
+			func(x api.Executor) []string {
+				return []string{x.App, x.Address, strings.Join(x.Handlers, ","), when(x.RegisteredAt), when(x.LastSeen)}
+			})
 	})
 	return cmd
 }

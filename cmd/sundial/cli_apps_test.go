@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
@@ -77,7 +78,12 @@ func startCLIExecutor(t *testing.T, s *apiServer, app string) *executor.Executor
 	if err := ex.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ex.Stop(context.Background()) })
+	t.Cleanup(func() {
+		// A test that failed with a run held would otherwise wait for it for ever.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = ex.Stop(ctx)
+	})
 	return ex
 }
 
@@ -115,8 +121,10 @@ func TestCLIExecKillRetry(t *testing.T) {
 	if retry.ID == run.ID || retry.Attempt != run.Attempt+1 || retry.JobID != job.ID || retry.Cause != "retry" {
 		t.Fatalf("exec retry: %+v of %+v", retry, run)
 	}
-	eventually(t, "the retry to run", func() bool {
-		return mustJSON[api.Execution](t, s, "exec", "get", strconv.FormatInt(retry.ID, 10)).State == "running"
+	eventually(t, "the retry to run on the executor", func() bool {
+		// Only a run an executor took can be killed: running alone may still be on its way.
+		x := mustJSON[api.Execution](t, s, "exec", "get", strconv.FormatInt(retry.ID, 10))
+		return x.State == "running" && x.ExecutorAddress == ex.Address()
 	})
 	out = s.mustCLI(t, "exec", "kill", strconv.FormatInt(retry.ID, 10))
 	if !strings.Contains(out, "canceled") {
@@ -129,5 +137,28 @@ func TestCLIExecKillRetry(t *testing.T) {
 	}
 	if !slices.Equal(states, []string{"canceled", "canceled"}) {
 		t.Errorf("executions after two kills: %v", states)
+	}
+}
+
+// TestCLIRegisteredAppAndExecutorList: an app only an executor's registration made is listed
+// and shown like a created one, and `sundial executor list` shows the live instances.
+func TestCLIRegisteredAppAndExecutorList(t *testing.T) {
+	s := startAPIServer(t)
+	ex := startCLIExecutor(t, s, "reports")
+	apps := mustJSON[api.Page[api.App]](t, s, "app", "list")
+	if len(apps.Items) != 1 || apps.Items[0].Name != "reports" || apps.Items[0].AddressMode != "auto" {
+		t.Errorf("app list with only a registered executor: %+v", apps.Items)
+	}
+	if got := s.mustCLI(t, "app", "get", "reports"); !strings.Contains(got, ex.Address()) {
+		t.Errorf("app get of a registered app:\n%s", got)
+	}
+	for _, args := range [][]string{{"executor", "list"}, {"executor", "list", "--app", "reports"}} {
+		live := mustJSON[api.Page[api.Executor]](t, s, args...)
+		if len(live.Items) != 1 || live.Items[0].Address != ex.Address() || live.Items[0].App != "reports" {
+			t.Errorf("%v: %+v", args, live.Items)
+		}
+	}
+	if out := s.mustCLI(t, "executor", "list", "--app", "other"); strings.Contains(out, ex.Address()) {
+		t.Errorf("executor list --app other shows the reports executor:\n%s", out)
 	}
 }

@@ -22,6 +22,15 @@ func duration(x api.Execution) string {
 	return x.FinishedAt.Time().Sub(x.StartedAt.Time()).String()
 }
 
+// lateness is how long after its scheduled time the execution fired, to the millisecond
+// ("" before it fired).
+func lateness(x api.Execution) string {
+	if x.ScheduledAt.IsZero() || x.FiredAt.IsZero() {
+		return ""
+	}
+	return x.FiredAt.Time().Sub(x.ScheduledAt.Time()).Round(time.Millisecond).String()
+}
+
 // shard is "i/n" for a shard of a sharding-broadcast, else empty.
 func shard(x api.Execution) string {
 	if x.ShardTotal <= 1 {
@@ -42,26 +51,32 @@ prints the new execution.`))
 
 func newExecListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
-	var job int64
-	var state, order, from, to string
+	var job, state, order, from, to string
 	cmd := &cobra.Command{Use: "list", Short: "List executions, newest first", Args: cobra.NoArgs,
 		Example: `  sundial exec list --job 3 --state failed --limit 20`}
 	p.addFlags(cmd)
 	f := cmd.Flags()
-	f.Int64Var(&job, "job", 0, "only this job's executions")
+	f.StringVar(&job, "job", "", "only this job's executions: its id, NAME or GROUP/NAME")
 	f.StringVar(&state, "state", "", "only this state: pending, acquired, running, succeeded, failed, timed_out, lost, skipped, canceled")
 	f.StringVar(&order, "order", "", "desc (newest first, the default) or asc")
 	f.StringVar(&from, "from", "", "fired at or after this time (RFC 3339)")
 	f.StringVar(&to, "to", "", "fired before this time (RFC 3339)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		f := api.ExecutionFilter{JobID: job, State: state, Order: order, From: from, To: to}
+		f := api.ExecutionFilter{State: state, Order: order, From: from, To: to}
+		if job != "" {
+			id, err := jobRef(ctx, c, job)
+			if err != nil {
+				return err
+			}
+			f.JobID = id
+		}
 		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Execution], error) {
 			return c.ListExecutions(ctx, f, lo)
 		})
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "ID JOB TRIGGER STATE CAUSE ATTEMPT FIRED DURATION MESSAGE",
+		return printList(cmd.OutOrStdout(), o, l, "ID JOB TRIGGER STATE CAUSE ATTEMPT SCHEDULED FIRED LATE DURATION MESSAGE",
 			func(x api.Execution) []string {
 				msg := x.HandleMsg
 				if msg == "" {
@@ -72,7 +87,7 @@ func newExecListCmd(o *apiOptions) *cobra.Command {
 					trig = itoa(x.TriggerID)
 				}
 				return []string{itoa(x.ID), itoa(x.JobID), trig, x.State, x.Cause, strconv.Itoa(x.Attempt),
-					when(x.FiredAt), duration(x), msg}
+					when(x.ScheduledAt), when(x.FiredAt), lateness(x), duration(x), msg}
 			})
 	})
 	return cmd
@@ -92,7 +107,7 @@ func newExecGetCmd(o *apiOptions) *cobra.Command {
 		return printOne(cmd.OutOrStdout(), o, x, func(w io.Writer, x api.Execution) error {
 			return fields(w, "ID", itoa(x.ID), "Job", itoa(x.JobID), "Trigger", itoa(x.TriggerID), "State", x.State,
 				"Cause", x.Cause, "Attempt", strconv.Itoa(x.Attempt), "Node", x.Node, "Scheduled", when(x.ScheduledAt),
-				"Fired", when(x.FiredAt), "Started", when(x.StartedAt), "Finished", when(x.FinishedAt),
+				"Fired", when(x.FiredAt), "Late", lateness(x), "Started", when(x.StartedAt), "Finished", when(x.FinishedAt),
 				"Duration", duration(x), "Code", strconv.Itoa(x.HandleCode), "Message", x.HandleMsg, "Trigger message", x.TriggerMsg,
 				"Executor", x.ExecutorAddress, "Shard", shard(x))
 		})
@@ -119,7 +134,7 @@ JSON on its own line: the lines, then the execution as it ended.`,
 		if follow {
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 			defer stop()
-			return followLogs(ctx, c, id, cmd.OutOrStdout(), cmd.ErrOrStderr(), o.json())
+			return followLogs(ctx, c, id, cmd.OutOrStdout(), cmd.ErrOrStderr(), o.output)
 		}
 		all := pageOptions{all: true, limit: 1000}
 		l, err := list(ctx, &all, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.LogLine], error) {
@@ -128,8 +143,8 @@ JSON on its own line: the lines, then the execution as it ended.`,
 		if err != nil {
 			return err
 		}
-		if o.json() {
-			return writeJSON(cmd.OutOrStdout(), l)
+		if o.machine() {
+			return o.encode(cmd.OutOrStdout(), l)
 		}
 		for _, ln := range l.Items {
 			printLogLine(cmd.OutOrStdout(), ln)
@@ -145,7 +160,7 @@ func printLogLine(w io.Writer, ln api.LogLine) {
 
 // followLogs follows the output until the end event or ctx ends. A stream that drops (a
 // server restarting) is resumed after the last line seen.
-func followLogs(ctx context.Context, c *api.Client, id int64, stdout, stderr io.Writer, asJSON bool) error {
+func followLogs(ctx context.Context, c *api.Client, id int64, stdout, stderr io.Writer, output string) error {
 	var after int64
 	for {
 		ended, err := c.FollowOutput(ctx, id, after, func(ev api.OutputEvent) error {
@@ -153,9 +168,12 @@ func followLogs(ctx context.Context, c *api.Client, id int64, stdout, stderr io.
 				after = ev.Line.Line
 			}
 			switch {
-			case asJSON:
+			case output == "json":
 				_, err := fmt.Fprintf(stdout, "%s\n", ev.Data)
 				return err
+			case output == "yaml":
+				fmt.Fprintln(stdout, "---")
+				return writeYAML(stdout, ev.Data)
 			case ev.Line != nil:
 				printLogLine(stdout, *ev.Line)
 			case ev.End != nil:

@@ -170,7 +170,7 @@ func showJob(w io.Writer, j api.Job) error {
 		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", j.Params, "Data", data, "Concurrency", j.Concurrency,
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
 		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
-		"Alarms", strings.Join(j.AlarmTargets, ", "), "Enabled", yesNo(j.Enabled),
+		"Alarms", strings.Join(j.AlarmTargets, ", "), "State", jobState(j),
 		"Created", when(j.CreatedAt), "Updated", when(j.UpdatedAt))
 	if err != nil || len(j.Triggers) == 0 {
 		return err
@@ -205,9 +205,9 @@ func newJobListCmd(o *apiOptions) *cobra.Command {
 }
 
 func newJobGetCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "get ID", Short: "Show a job and its triggers", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "get ID|NAME|GROUP/NAME", Short: "Show a job and its triggers", Args: cobra.ExactArgs(1)}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
-		id, err := parseID("job", args[0])
+		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func newJobUpdateCmd(o *apiOptions) *cobra.Command {
 	var jf jobFlags
 	var name string
 	cmd := &cobra.Command{
-		Use:   "update ID [flags]",
+		Use:   "update ID|NAME|GROUP/NAME [flags]",
 		Short: "Change a job's settings (only the flags given)",
 		Long: `Change a job's settings: the flags given replace those settings, the others stay.
 Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'.`,
@@ -234,7 +234,7 @@ Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'
 	jf.add(cmd.Flags())
 	cmd.Flags().StringVar(&name, "name", "", "new name")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
-		id, err := parseID("job", args[0])
+		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
@@ -260,16 +260,16 @@ Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'
 }
 
 func newJobDeleteCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "delete ID", Short: "Delete a job and its triggers", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "delete ID|NAME|GROUP/NAME", Short: "Delete a job and its triggers", Args: cobra.ExactArgs(1)}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
-		id, err := parseID("job", args[0])
+		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
 		if err := c.DeleteJob(ctx, id); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted job %d\n", id)
 		}
 		return nil
@@ -279,9 +279,9 @@ func newJobDeleteCmd(o *apiOptions) *cobra.Command {
 
 // newJobActionCmd makes pause and resume, which POST to /jobs/{id}/<action> and return the job.
 func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
-	cmd := &cobra.Command{Use: action + " ID", Short: short, Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: action + " ID|NAME|GROUP/NAME", Short: short, Args: cobra.ExactArgs(1)}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
-		id, err := parseID("job", args[0])
+		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
@@ -293,8 +293,8 @@ func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json() {
-			return writeJSON(cmd.OutOrStdout(), j)
+		if o.machine() {
+			return o.encode(cmd.OutOrStdout(), j)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s job %d\n", done, id)
 		return nil
@@ -303,9 +303,9 @@ func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
 }
 
 func newJobRunCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "run ID", Short: "Run a job once now, outside its triggers", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "run ID|NAME|GROUP/NAME", Short: "Run a job once now, outside its triggers", Args: cobra.ExactArgs(1)}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
-		id, err := parseID("job", args[0])
+		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
@@ -320,4 +320,17 @@ func newJobRunCmd(o *apiOptions) *cobra.Command {
 		})
 	})
 	return cmd
+}
+
+// jobState is what a job does now: paused when every trigger is paused.
+func jobState(j api.Job) string {
+	switch {
+	case !j.Enabled:
+		return "disabled"
+	case j.Paused:
+		return "paused"
+	case len(j.Triggers) == 0:
+		return "enabled (no triggers: runs only when run by hand)"
+	}
+	return "enabled"
 }

@@ -210,8 +210,10 @@ func TestCLIErrors(t *testing.T) {
 	}{
 		{"unknown flag", []string{"job", "list", "--bogus"}, s.token, 2, "--bogus"},
 		{"two schedules", []string{"job", "create", "x", "--handler", "noop", "--once", "--cron", "0 0 * * * ?"}, s.token, 2, "exactly one schedule"},
-		{"bad id", []string{"job", "get", "abc"}, s.token, 2, `"abc"`},
-		{"bad output", []string{"job", "list", "-o", "yaml"}, s.token, 2, "--output"},
+		{"bad id", []string{"job", "get", "0"}, s.token, 2, `"0"`},
+		// Anything else is a name, in the default group or GROUP/NAME.
+		{"no such name", []string{"job", "get", "nightly/abc"}, s.token, 1, "job nightly/abc not found"},
+		{"bad output", []string{"job", "list", "-o", "xml"}, s.token, 2, "--output"},
 		// The server refuses the cron with a 400 naming the field.
 		{"bad cron", []string{"job", "create", "x", "--handler", "noop", "--cron", "0 0 25 * * ?"}, s.token, 2, "triggers[0].cron"},
 		{"no token", []string{"job", "list"}, "", 1, "not authenticated: set --token or SUNDIAL_TOKEN"},

@@ -74,7 +74,7 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 		name, grp = "trigger-name", "trigger-group"
 	}
 	f.StringVar(&t.name, name, "", "trigger name (default JOB#N)")
-	f.StringVar(&t.group, grp, "", "trigger group (default \"default\")")
+	f.StringVar(&t.group, grp, "", "trigger group (default the job's group)")
 }
 
 // given reports whether any schedule flag is set.
@@ -147,23 +147,27 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 func newTriggerCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("trigger", "Add, inspect and control a job's triggers", o,
-		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerAddCmd(o), newTriggerDeleteCmd(o),
+		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerNextCmd(o), newTriggerAddCmd(o), newTriggerDeleteCmd(o),
 		newTriggerActionCmd(o, "pause", "Pause a trigger", "Paused"),
 		newTriggerActionCmd(o, "resume", "Resume a paused trigger", "Resumed"))
 }
 
 func newTriggerListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
-	var job int64
-	cmd := &cobra.Command{Use: "list --job ID", Short: "List a job's triggers", Args: cobra.NoArgs}
+	var job string
+	cmd := &cobra.Command{Use: "list --job ID|NAME|GROUP/NAME", Short: "List a job's triggers", Args: cobra.NoArgs}
 	p.addFlags(cmd)
-	cmd.Flags().Int64Var(&job, "job", 0, "the job whose triggers to list (required)")
+	cmd.Flags().StringVar(&job, "job", "", "the job whose triggers to list: its id, NAME or GROUP/NAME (required)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		if job <= 0 {
-			return usageErrorf("--job: give the job's id")
+		if job == "" {
+			return usageErrorf("--job: give the job's id, NAME or GROUP/NAME")
+		}
+		id, err := jobRef(ctx, c, job)
+		if err != nil {
+			return err
 		}
 		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Trigger], error) {
-			return c.ListTriggers(ctx, job, lo)
+			return c.ListTriggers(ctx, id, lo)
 		})
 		if err != nil {
 			return err
@@ -198,27 +202,34 @@ func showTrigger(w io.Writer, t api.Trigger) error {
 
 func newTriggerAddCmd(o *apiOptions) *cobra.Command {
 	var tf triggerFlags
-	var job int64
+	var job string
 	cmd := &cobra.Command{
-		Use:     "add --job ID [schedule flags]",
+		Use:     "add --job ID|NAME|GROUP/NAME [schedule flags]",
 		Short:   "Add a trigger to a job",
 		Long:    "Add a trigger to a job." + scheduleHelp,
 		Example: `  sundial trigger add --job 3 --daily 09:00-17:00 --every 15m --days MON-FRI --tz Europe/Berlin`,
 		Args:    cobra.NoArgs,
 	}
 	tf.add(cmd.Flags(), false)
-	cmd.Flags().Int64Var(&job, "job", 0, "the job to add the trigger to (required)")
+	cmd.Flags().StringVar(&job, "job", "", "the job to add the trigger to: its id, NAME or GROUP/NAME (required)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		if job <= 0 {
-			return usageErrorf("--job: give the job's id")
+		if job == "" {
+			return usageErrorf("--job: give the job's id, NAME or GROUP/NAME")
+		}
+		id, err := jobRef(ctx, c, job)
+		if err != nil {
+			return err
 		}
 		req, err := tf.request(cmd.Flags())
 		if err != nil {
 			return err
 		}
-		t, err := c.AddTrigger(ctx, job, req)
+		t, err := c.AddTrigger(ctx, id, req)
 		if err != nil {
 			return err
+		}
+		for _, w := range t.Warnings {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 		}
 		return printOne(cmd.OutOrStdout(), o, t, showTrigger)
 	})
@@ -235,7 +246,7 @@ func newTriggerDeleteCmd(o *apiOptions) *cobra.Command {
 		if err := c.DeleteTrigger(ctx, id); err != nil {
 			return err
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted trigger %d\n", id)
 		}
 		return nil
@@ -261,6 +272,51 @@ func newTriggerActionCmd(o *apiOptions, action, short, done string) *cobra.Comma
 		return printOne(cmd.OutOrStdout(), o, t, func(w io.Writer, t api.Trigger) error {
 			_, err := fmt.Fprintf(w, "%s trigger %d (%s)\n", done, id, t.State)
 			return err
+		})
+	})
+	return cmd
+}
+
+func newTriggerNextCmd(o *apiOptions) *cobra.Command {
+	var n int
+	cmd := &cobra.Command{
+		Use:   "next ID [-n N]",
+		Short: "Show a stored trigger's next fire times",
+		Long: `Show a stored trigger's next fire times as the scheduler will fire them: its calendar
+skipped and, when its pending fire is already later than the misfire threshold, its misfire
+policy applied (said on standard error), in the trigger's time zone. A paused trigger shows
+the times it would have if resumed now.`,
+		Example: `  sundial trigger next 7 -n 10`,
+		Args:    cobra.ExactArgs(1),
+	}
+	cmd.Flags().IntVarP(&n, "count", "n", 10, "how many fire times (1..1000)")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := parseID("trigger", args[0])
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > 1000 {
+			return usageErrorf("--count %d: want 1..1000", n)
+		}
+		next, err := c.TriggerNext(ctx, id, n)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, next, func(w io.Writer, next api.TriggerNext) error {
+			if next.Misfired {
+				fmt.Fprintf(cmd.ErrOrStderr(), "trigger %d misfired: its pending fire is late, these times follow its misfire policy\n", id)
+			}
+			if next.State == "paused" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "trigger %d is paused: these are its times if resumed now\n", id)
+			}
+			for _, f := range next.Fires {
+				day := ""
+				if t, err := time.Parse(time.RFC3339Nano, f); err == nil {
+					day = t.Format("Mon")
+				}
+				fmt.Fprintf(w, "%s  %s\n", f, day)
+			}
+			return nil
 		})
 	})
 	return cmd

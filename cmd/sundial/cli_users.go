@@ -241,7 +241,7 @@ one a line. Your other sessions end. With --reset-token, write only the new pass
 				return err
 			}
 		}
-		if !o.json() {
+		if !o.machine() {
 			fmt.Fprintln(cmd.OutOrStdout(), "Password changed")
 		}
 		return nil

@@ -79,6 +79,7 @@ line wins.`,
 		},
 	}
 	f := cmd.Flags()
+	f.String("config", "", "YAML file of settings: the flags' names as keys, e.g. app: billing (default $SUNDIAL_CONFIG)")
 	f.StringSliceVar(&o.servers, "server", nil, "base URL of a Sundial server node, e.g. http://sched:8080; repeat it or separate by commas for several (required)")
 	o.tokenFlag = addSecretFlag(f, &o.token, "token", "SUNDIAL_EXECUTOR_TOKEN", "executor token shared with the server (required)", minSecretLen)
 	o.tls.add(f)
@@ -90,6 +91,7 @@ line wins.`,
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long stopping waits for running jobs")
+	cmd.AddCommand(newExecutorListCmd())
 	return cmd
 }
 

@@ -14,6 +14,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sundial-scheduler/sundial/internal/version"
 )
 
 // usageError marks bad input from the user: the command exits with status 2.
@@ -32,13 +34,14 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Sundial is a distributed, persistent job scheduler",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Version(),
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	// A flag the command does not know is bad input, like any other.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(append([]*cobra.Command{newScheduleCmd(), newBenchCmd(), newServerCmd(), newExecutorCmd()}, newAPICommands()...)...)
+	root.AddCommand(append([]*cobra.Command{newScheduleCmd(), newBenchCmd(), newServerCmd(), newExecutorCmd(), newMigrateCmd()}, newAPICommands()...)...)
 	return root
 }
 

@@ -102,3 +102,16 @@ func TestScheduleNextBatch(t *testing.T) {
 		t.Errorf("batch output:\n%s\nwant it to start with\n%s", out, want)
 	}
 }
+
+func TestScheduleCompareWithQuartz(t *testing.T) {
+	const testdata = "../../schedule/testdata/"
+	code, out, errOut := runCLI(t, "", "schedule", "compare", testdata+"quartz-expected.txt", "--divergences", testdata+"divergences.txt")
+	if code != 0 || !strings.HasSuffix(out, "495 cases: 480 answered as Quartz did, 15 named divergences, 0 other differences\n") {
+		t.Errorf("exit %d, stdout\n%s\nstderr %s\nwant the 15 named divergences and nothing else", code, out, errOut)
+	}
+	// Without the list the same 15 cases are differences, and the command fails.
+	code, out, _ = runCLI(t, "", "schedule", "compare", testdata+"quartz-expected.txt")
+	if code != 1 || strings.Count(out, "differs: ") != 15 {
+		t.Errorf("exit %d, %d differences: want 1 and 15\n%s", code, strings.Count(out, "differs: "), out)
+	}
+}

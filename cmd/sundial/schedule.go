@@ -17,7 +17,7 @@ func newScheduleCmd() *cobra.Command {
 		Use:   "schedule",
 		Short: "Work with schedules without a server",
 	}
-	cmd.AddCommand(newScheduleNextCmd())
+	cmd.AddCommand(newScheduleNextCmd(), newScheduleCompareCmd())
 	return cmd
 }
 

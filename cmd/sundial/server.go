@@ -29,6 +29,7 @@ type serverOptions struct {
 	drainTimeout            time.Duration
 	retention               time.Duration
 	auditRetention          time.Duration
+	noMigrate               bool
 	smtp                    alarm.SMTP
 	tls                     tlsOptions
 	trustedProxies          string
@@ -48,7 +49,9 @@ MySQL/MariaDB database joins the cluster. The first start on a database creates 
 and prints its password once.
 
 Every flag can also be set by an environment variable: SUNDIAL_ and the flag's name in upper
-case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line wins.`,
+case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR, or in a YAML file given by --config with the
+flags' names as keys (db: …, node-id: …). A flag on the command line wins over the
+environment, which wins over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
@@ -63,9 +66,11 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 		},
 	}
 	f := cmd.Flags()
+	f.String("config", "", "YAML file of settings: the flags' names as keys, e.g. db: postgres://… (default $SUNDIAL_CONFIG)")
 	f.StringVar(&o.addr, "addr", ":8080", "address to listen on")
 	f.StringVar(&o.db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
 	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
+	f.BoolVar(&o.noMigrate, "no-migrate", false, "do not migrate the database on start; refuse to start if it lacks migrations (see sundial migrate)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
 	o.secrets = append(o.secrets, addSecretFlag(f, &o.executorToken, "executor-token", "SUNDIAL_EXECUTOR_TOKEN",
 		"shared secret of the executors (none: executors are refused)", minSecretLen),
@@ -86,24 +91,48 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 }
 
 // flagsFromEnv sets every flag not given on the command line from SUNDIAL_<NAME>, or from
-// the variable overrides names for it.
+// the variable overrides names for it, and then, for a command with --config, from the
+// config file's setting of the same name: a flag wins over the environment, which wins over
+// the file.
 func flagsFromEnv(fs *pflag.FlagSet, overrides map[string]string) error {
+	var file map[string]string
+	if cf := fs.Lookup("config"); cf != nil {
+		path := cf.Value.String()
+		if v, ok := os.LookupEnv("SUNDIAL_CONFIG"); ok && !cf.Changed {
+			path = v
+		}
+		if path != "" {
+			var err error
+			if file, err = readConfig(path, fs, overrides); err != nil {
+				return err
+			}
+		}
+	}
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed || err != nil {
+		if f.Changed || err != nil || f.Name == "config" {
 			return
 		}
-		env, ok := overrides[f.Name]
-		if !ok {
-			env = "SUNDIAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		}
+		env := envName(f.Name, overrides)
 		if v, ok := os.LookupEnv(env); ok {
 			if e := f.Value.Set(v); e != nil {
 				err = usageErrorf("%s=%q: %v", env, v, e)
 			}
+		} else if v, ok := file[f.Name]; ok {
+			if e := f.Value.Set(v); e != nil {
+				err = usageErrorf("--config: %s: %q: %v", f.Name, v, e)
+			}
 		}
 	})
 	return err
+}
+
+// envName is the environment variable of a flag.
+func envName(flag string, overrides map[string]string) string {
+	if env, ok := overrides[flag]; ok {
+		return env
+	}
+	return "SUNDIAL_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -144,7 +173,15 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
+	if o.noMigrate {
+		// The operator migrates (sundial migrate up) before rolling nodes out: a node whose
+		// schema is behind would fail on its first statement that needs a newer one.
+		if n, err := pendingMigrations(ctx, st); err != nil {
+			return err
+		} else if n > 0 {
+			return fmt.Errorf("the database %s lacks %d migrations of this version: run 'sundial migrate up' (or start without --no-migrate)", sqlstore.Redact(o.db), n)
+		}
+	} else if err := st.Migrate(ctx); err != nil {
 		return err
 	}
 	password, created, err := server.EnsureAdmin(ctx, st, o.admin)

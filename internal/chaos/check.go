@@ -229,11 +229,16 @@ func Check(in Input) *Report {
 		}
 	}
 	// died: the run's process was killed before it ended the run, or frozen (and declared
-	// dead) while it ran.
+	// dead) while it ran — or died after its handler returned but before the result was
+	// written, so the database (which declared the run lost) never learned that it ended.
+	// A run is over for the cluster only when its result is stored; in that window a run
+	// the job asks to recover is re-run, which handlers absorb with their idempotency key.
 	died := func(x runRec) bool {
 		p := procs[x.Proc]
-		killed := !x.ended && p.Killed != 0 && p.Killed >= x.At
-		frozen := p.Thawed != 0 && x.At < p.Frozen && (!x.ended || x.endAt >= p.Frozen)
+		d, known := execNode[x.ExecID]
+		unrecorded := !x.ended || (known && d.State == "lost")
+		killed := unrecorded && p.Killed != 0 && p.Killed >= x.At
+		frozen := p.Thawed != 0 && x.At < p.Frozen && (unrecorded || x.endAt >= p.Frozen)
 		return killed || frozen
 	}
 	// zombie: a run begun by a process after the thaw of a freeze the cluster had declared
@@ -359,10 +364,10 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 		before := byKey[Key{k.JobID, k.Sched, k.Attempt - 1, k.Shard}]
 		for _, p := range before {
 			switch {
-			case p.ended && p.ok:
-				raise(Double, fmt.Sprintf("attempt %d ran (%s) after attempt %d succeeded (%s)", k.Attempt, same[0].Proc, k.Attempt-1, p.Proc))
 			case died(p) && j.Recovery:
 				raise(Recovery, "")
+			case p.ended && p.ok:
+				raise(Double, fmt.Sprintf("attempt %d ran (%s) after attempt %d succeeded (%s)", k.Attempt, same[0].Proc, k.Attempt-1, p.Proc))
 			}
 		}
 		raise(Retried, "")

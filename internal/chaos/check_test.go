@@ -55,6 +55,17 @@ func TestCheckClasses(t *testing.T) {
 		want:  map[Class]int{Recovery: 1, Stuck: 2},
 		fails: true,
 	}, {
+		name: "a node killed after its handler returned but before the result was stored: the re-run is a recovery; with the result stored it is double",
+		job:  checkJob(1, true, 0),
+		in: Input{Ledger: []Entry{a, end(a, true, t0+50), begin(1, t0, 1, 4, "node2:n2:2", t0+7000),
+			b, end(b, true, t0+1050), begin(1, t0+1000, 1, 5, "node2:n2:2", t0+8000)},
+			Procs: []Proc{{Name: "node1:n1:1", Killed: t0 + 1060}},
+			DB: []DBExec{{ID: 1, JobID: 1, Sched: t0, State: "lost"}, {ID: 4, JobID: 1, Sched: t0, Attempt: 1, Cause: "recovery", State: "succeeded"},
+				{ID: 2, JobID: 1, Sched: t0 + 1000, State: "succeeded"}, {ID: 5, JobID: 1, Sched: t0 + 1000, Attempt: 1, Cause: "recovery", State: "succeeded"},
+				{ID: 6, JobID: 1, Sched: t0 + 2000, State: "failed"}}},
+		want:  map[Class]int{Recovery: 1, Double: 1, NotRun: 1},
+		fails: true,
+	}, {
 		name: "a retry is joined to its failed attempt; a retry after a success is double",
 		job:  checkJob(1, false, 2),
 		in: Input{Ledger: []Entry{a, end(a, false, t0+50), begin(1, t0+250, 1, 7, "node2:n2:2", t0+260),

@@ -1,7 +1,6 @@
 package oraclecase
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"slices"
@@ -48,7 +47,7 @@ func TestQuartzOracle(t *testing.T) {
 			for _, w := range want {
 				kinds[caseKind(w.Input)]++
 				got := Evaluate(w.Input)
-				diff := compare(got, w)
+				diff := Compare(got, w)
 				if _, ok := divergent[w.Input]; ok {
 					seen[w.Input] = true
 					if diff == "" {
@@ -112,95 +111,16 @@ func caseKind(line string) string {
 	return f[0]
 }
 
-// compare describes how got differs from Quartz's answer, or returns "".
-func compare(got Result, want Expected) string {
-	if (got.Err != nil) != (want.Err != "") {
-		return "error " + errText(got.Err) + ", Quartz: " + orNone(want.Err)
-	}
-	if got.Err != nil {
-		return ""
-	}
-	if !slices.Equal(millisOf(got), want.Times) {
-		return "fire times " + strings.Join(fmtMillis(millisOf(got)), " ") + ", Quartz " + strings.Join(fmtMillis(want.Times), " ")
-	}
-	if got.Misfire != want.Misfire {
-		return "misfire state missing"
-	}
-	if !want.Misfire {
-		return ""
-	}
-	switch {
-	case got.Now.UnixMilli() != want.Now || got.Missed.UnixMilli() != want.Missed:
-		return "NOW/MISFIRED differ"
-	case got.Next.IsZero() == want.HasNext || (want.HasNext && got.Next.UnixMilli() != want.Next):
-		return "NEXT " + got.stampOrNone() + ", Quartz " + fmtMillis([]int64{want.Next})[0]
-	case want.HasRepeat && (got.Repeat != want.Repeat || got.TimesTriggered != want.TimesTriggered):
-		return "REPEAT/TIMES differ"
-	}
-	return ""
-}
-
-func millisOf(r Result) []int64 {
-	out := make([]int64, len(r.Times))
-	for i, t := range r.Times {
-		out[i] = t.UnixMilli()
-	}
-	return out
-}
-
-func (r Result) stampOrNone() string {
-	if r.Next.IsZero() {
-		return "none"
-	}
-	return r.stamp(r.Next)
-}
-
-func fmtMillis(ms []int64) []string {
-	r := Result{Loc: time.UTC}
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = r.stamp(time.UnixMilli(m))
-	}
-	return out
-}
-
-func errText(err error) string {
-	if err == nil {
-		return "none"
-	}
-	return err.Error()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-// loadDivergences reads divergences.txt: case lines, each group under a comment giving the
-// reason Sundial deliberately answers differently from Quartz.
+// loadDivergences reads divergences.txt.
 func loadDivergences(t *testing.T) map[string]string {
 	f, err := os.Open(testdata + "divergences.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	out := map[string]string{}
-	reason := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case line == "":
-		case strings.HasPrefix(line, "#"):
-			reason = strings.TrimSpace(line[1:])
-		default:
-			if reason == "" {
-				t.Fatalf("divergences.txt: %q has no reason above it", line)
-			}
-			out[line] = reason
-		}
+	out, err := ReadDivergences(f)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -371,7 +291,7 @@ func matchesWithDailyDefect(got Result, quartz Expected) string {
 		return "not a calendar case with a (non-inverted) DailyCalendar"
 	}
 	f[sep-1] += "+" + quartzDailyDefect
-	if diff := compare(Evaluate(strings.Join(f, " ")), quartz); diff != "" {
+	if diff := Compare(Evaluate(strings.Join(f, " ")), quartz); diff != "" {
 		return "with Quartz's DailyCalendar defect added: " + diff
 	}
 	return ""

@@ -14,6 +14,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -296,7 +297,6 @@ func redact(dsn string) string {
 	return dsn
 }
 
-// Migrate applies the schema migrations this build knows and not the database yet.
 // Analyze refreshes the planner's statistics, as a bulk load should before the load runs
 // (autovacuum and auto-analyze would catch up only later).
 func (s *Store) Analyze(ctx context.Context) error {
@@ -310,24 +310,59 @@ func (s *Store) Analyze(ctx context.Context) error {
 	return nil
 }
 
+// Migrate applies the schema migrations this build knows and not the database yet.
 func (s *Store) Migrate(ctx context.Context) error {
 	return s.migrateTo(ctx, math.MaxInt64)
 }
 
 // migrateTo applies the migrations up to version.
 func (s *Store) migrateTo(ctx context.Context, version int64) error {
-	sub, err := fs.Sub(migrations, "migrations/"+s.cfg.dialect.kind.dir())
+	p, err := s.migrations()
 	if err != nil {
-		return fmt.Errorf("sqlstore: migrations: %w", err)
-	}
-	p, err := goose.NewProvider(s.cfg.dialect.kind.goose(), s.db, sub)
-	if err != nil {
-		return fmt.Errorf("sqlstore: migrations: %w", err)
+		return err
 	}
 	if _, err := p.UpTo(ctx, version); err != nil {
 		return fmt.Errorf("sqlstore: migrate: %w", err)
 	}
 	return nil
+}
+
+func (s *Store) migrations() (*goose.Provider, error) {
+	sub, err := fs.Sub(migrations, "migrations/"+s.cfg.dialect.kind.dir())
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	p, err := goose.NewProvider(s.cfg.dialect.kind.goose(), s.db, sub)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	return p, nil
+}
+
+// Migration is one schema migration this build knows, and whether the database has it.
+type Migration struct {
+	Version   int64
+	Name      string // its file
+	Applied   bool
+	AppliedAt time.Time // zero while pending
+}
+
+// MigrationStatus lists the migrations this build knows, oldest first, with whether the
+// database has each.
+func (s *Store) MigrationStatus(ctx context.Context) ([]Migration, error) {
+	p, err := s.migrations()
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: migration status: %w", err)
+	}
+	out := make([]Migration, len(st))
+	for i, m := range st {
+		out[i] = Migration{Version: m.Source.Version, Name: path.Base(m.Source.Path), Applied: m.State == goose.StateApplied, AppliedAt: m.AppliedAt}
+	}
+	return out, nil
 }
 
 // DB returns the underlying pool (for tools and tests).

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/sundial-scheduler/sundial/api"
+)
+
+// TestCLIJobByName: every command that takes a job takes its name, in the default group or as
+// GROUP/NAME, and the API finds it with ?name=.
+func TestCLIJobByName(t *testing.T) {
+	s := startAPIServer(t)
+	hourly := mustJSON[api.Job](t, s, "job", "create", "hourly", "--handler", "noop", "--cron", "0 0 * * * ?")
+	other := mustJSON[api.Job](t, s, "job", "create", "hourly", "--group", "nightly", "--handler", "noop", "--cron", "0 0 2 * * ?")
+
+	for ref, want := range map[string]int64{"hourly": hourly.ID, "default/hourly": hourly.ID, "nightly/hourly": other.ID} {
+		if j := mustJSON[api.Job](t, s, "job", "get", ref); j.ID != want || len(j.Triggers) != 1 {
+			t.Errorf("job get %s: job %d with %d triggers, want %d with its trigger", ref, j.ID, len(j.Triggers), want)
+		}
+	}
+	if tr := mustJSON[api.Page[api.Trigger]](t, s, "trigger", "list", "--job", "nightly/hourly"); len(tr.Items) != 1 || tr.Items[0].JobID != other.ID {
+		t.Errorf("trigger list --job nightly/hourly: %+v", tr.Items)
+	}
+	x := mustJSON[api.Execution](t, s, "job", "run", "nightly/hourly")
+	if xs := mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--job", "nightly/hourly"); len(xs.Items) != 1 || xs.Items[0].ID != x.ID {
+		t.Errorf("exec list --job nightly/hourly: %+v, want only execution %d", xs.Items, x.ID)
+	}
+
+	// The API: ?name= is a page of the one job, or of none.
+	c, err := api.NewClient(s.url, s.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, q := range []struct{ group, name string }{{"nightly", "hourly"}, {"", "nightly/hourly"}} {
+		j, err := c.FindJob(ctx, q.group, q.name)
+		if err != nil || j.ID != other.ID {
+			t.Errorf("FindJob(%q, %q): %v, %v; want job %d", q.group, q.name, j, err, other.ID)
+		}
+	}
+	if _, err := c.FindJob(ctx, "", "nosuch"); !api.IsNotFound(err) {
+		t.Errorf("FindJob of a missing job: %v, want the API's 404", err)
+	}
+}
+
+// TestCLIPausedJobShowsPaused: a paused job says so in job get and in the API, and resuming
+// makes it enabled again.
+func TestCLIPausedJobShowsPaused(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "job", "create", "hourly", "--handler", "noop", "--cron", "0 0 * * * ?")
+	if out := s.mustCLI(t, "job", "get", "hourly"); !strings.Contains(out, "State:") || strings.Contains(out, "paused") {
+		t.Errorf("job get before pausing:\n%s", out)
+	}
+	s.mustCLI(t, "job", "pause", "hourly")
+	if out := s.mustCLI(t, "job", "get", "hourly"); !strings.Contains(out, "paused") {
+		t.Errorf("job get of a paused job does not say paused:\n%s", out)
+	}
+	if j := mustJSON[api.Job](t, s, "job", "get", "hourly"); !j.Paused {
+		t.Errorf("the API's job after pause: paused %v", j.Paused)
+	}
+	s.mustCLI(t, "job", "resume", "hourly")
+	if j := mustJSON[api.Job](t, s, "job", "get", "hourly"); j.Paused {
+		t.Errorf("the API's job after resume: paused %v", j.Paused)
+	}
+}
+
+// TestCLIOutputYAML: -o yaml prints the API's document, field names and all, as YAML.
+func TestCLIOutputYAML(t *testing.T) {
+	s := startAPIServer(t)
+	want := mustJSON[api.Job](t, s, "job", "create", "hourly", "--handler", "noop", "--cron", "0 0 * * * ?")
+	for _, args := range [][]string{{"job", "get", "hourly"}, {"job", "list"}} {
+		out := s.mustCLI(t, append(args, "-o", "yaml")...)
+		if !strings.Contains(out, "handler: noop") {
+			t.Errorf("%v -o yaml:\n%s\nwant the API's field names", args, out)
+		}
+	}
+	var got api.Job
+	if err := yaml.Unmarshal([]byte(s.mustCLI(t, "job", "get", "hourly", "-o", "yaml")), &got); err != nil || got.ID != want.ID || got.Name != "hourly" {
+		t.Errorf("job get -o yaml reads back as %+v (%v), want job %d", got, err, want.ID)
+	}
+}
+
+// TestCLIExecListLateness: exec list shows when a run was scheduled, when it fired and how
+// late that was.
+func TestCLIExecListLateness(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "job", "create", "now", "--handler", "noop")
+	run := mustJSON[api.Execution](t, s, "job", "run", "now")
+	var x api.Execution
+	eventually(t, "the run to fire", func() bool {
+		x = mustJSON[api.Execution](t, s, "exec", "get", itoa(run.ID))
+		return !x.FiredAt.IsZero()
+	})
+	out := s.mustCLI(t, "exec", "list", "--job", "now")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(strings.Join(strings.Fields(lines[0]), " "), "SCHEDULED FIRED LATE") {
+		t.Fatalf("exec list:\n%s\nwant the header with SCHEDULED, FIRED and LATE and one run", out)
+	}
+	late := x.FiredAt.Time().Sub(x.ScheduledAt.Time()).Round(time.Millisecond).String()
+	if !strings.Contains(lines[1], " "+late+" ") {
+		t.Errorf("exec list row %q: want the lateness %s", lines[1], late)
+	}
+}
+
+// TestCLICompletion: sundial completion writes a completion script for each shell.
+func TestCLICompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		code, out, errOut := runCLI(t, "", "completion", sh)
+		if code != 0 || !strings.Contains(out, "sundial") || len(out) < 500 {
+			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", sh, code, len(out), errOut)
+		}
+	}
+}
+
+// TestCLITriggerNext: a stored trigger's next fire times come with its calendar applied, in
+// its zone, across a DST change, from the CLI and the API.
+func TestCLITriggerNext(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "calendar", "put", "closed", "--spec", "holiday:2030-03-09")
+	j := mustJSON[api.Job](t, s, "job", "create", "night", "--handler", "noop", "--cron", "0 30 2 * * ?",
+		"--tz", "America/New_York", "--start", "2030-03-08T00:00:00-05:00", "--calendar", "closed")
+	id := itoa(j.Triggers[0].ID)
+	// 03-09 is a holiday; 02:30 does not exist on 03-10, the spring-forward day.
+	want := "2030-03-08T02:30:00.000-05:00  Fri\n2030-03-11T02:30:00.000-04:00  Mon\n2030-03-12T02:30:00.000-04:00  Tue\n"
+	if out := s.mustCLI(t, "trigger", "next", id, "-n", "3"); out != want {
+		t.Errorf("trigger next:\n%s\nwant\n%s", out, want)
+	}
+	next := mustJSON[api.TriggerNext](t, s, "trigger", "next", id, "-n", "3")
+	if next.TimeZone != "America/New_York" || next.Misfired || len(next.Fires) != 3 || next.Fires[1] != "2030-03-11T02:30:00.000-04:00" {
+		t.Errorf("the API's preview: %+v", next)
+	}
+	if code, _, errOut := s.cli(t, "trigger", "next", id, "-n", "0"); code != 2 || !strings.Contains(errOut, "--count") {
+		t.Errorf("trigger next -n 0: exit %d, %q: want 2 naming --count", code, errOut)
+	}
+}
+
+// TestCLILenientCronWarns: cron syntax Quartz reads leniently is stored as Quartz reads it,
+// and job create and trigger add say so on standard error and in the API's answer.
+func TestCLILenientCronWarns(t *testing.T) {
+	s := startAPIServer(t)
+	code, out, errOut := s.cli(t, "job", "create", "biweekly", "--handler", "noop", "--cron", "0 0 12 ? * MON/2", "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "warning: triggers[0].cron: ") || !strings.Contains(errOut, "MON") ||
+		!strings.Contains(out, `"warnings":["triggers[0].cron: `) {
+		t.Errorf("job create with MON/2: exit %d, stdout %s, stderr %q: want the warning on both", code, out, errOut)
+	}
+	code, out, errOut = s.cli(t, "trigger", "add", "--job", "biweekly", "--cron", "0 0 9 ? * TUE/2", "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "warning: cron: ") || !strings.Contains(out, `"warnings":["cron: `) {
+		t.Errorf("trigger add with TUE/2: exit %d, stdout %s, stderr %q: want the warning on both", code, out, errOut)
+	}
+	if _, _, errOut := s.cli(t, "job", "create", "plain", "--handler", "noop", "--cron", "0 0 12 ? * MON"); strings.Contains(errOut, "warning") {
+		t.Errorf("a plain cron warns: %q", errOut)
+	}
+}

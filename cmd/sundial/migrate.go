@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
+)
+
+// newMigrateCmd is `sundial migrate up|status`, for operators who migrate the database before
+// they roll out nodes of a new version (which then start with --no-migrate).
+func newMigrateCmd() *cobra.Command {
+	var db string
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply or list the database's schema migrations",
+		Long: `Apply (up) or list (status) the schema migrations this binary knows. sundial server applies
+them itself on start unless it runs with --no-migrate; run 'sundial migrate up' first when
+nodes of a new version are rolled out one by one with --no-migrate.
+
+--db can also be set as SUNDIAL_DB.`,
+	}
+	cmd.PersistentFlags().StringVar(&db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
+	// withStore runs fn on the opened database and closes it.
+	withStore := func(fn func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
+				return err
+			}
+			ctx := commandContext(cmd)
+			st, err := sqlstore.Open(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return fn(ctx, cmd, st)
+		}
+	}
+	up := &cobra.Command{Use: "up", Short: "Apply the migrations the database lacks", Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
+			before, err := pendingMigrations(ctx, st)
+			if err != nil {
+				return err
+			}
+			if err := st.Migrate(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Applied %d migrations; the database %s is up to date\n", before, sqlstore.Redact(db))
+			return nil
+		})}
+	status := &cobra.Command{Use: "status", Short: "List the migrations and whether the database has each", Args: cobra.NoArgs,
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
+			ms, err := st.MigrationStatus(ctx)
+			if err != nil {
+				return err
+			}
+			return printMigrations(cmd.OutOrStdout(), ms)
+		})}
+	cmd.AddCommand(up, status)
+	return cmd
+}
+
+func printMigrations(w io.Writer, ms []sqlstore.Migration) error {
+	t := newTable(w, "VERSION MIGRATION STATE APPLIED")
+	for _, m := range ms {
+		state, at := "pending", ""
+		if m.Applied {
+			state, at = "applied", m.AppliedAt.Local().Format("2006-01-02 15:04:05")
+		}
+		t.row(itoa(m.Version), m.Name, state, at)
+	}
+	return t.flush()
+}
+
+// pendingMigrations counts the migrations the database lacks.
+func pendingMigrations(ctx context.Context, st *sqlstore.Store) (int, error) {
+	ms, err := st.MigrationStatus(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range ms {
+		if !m.Applied {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func commandContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Preview is what a stored trigger will fire, as the engine would fire it.
+type Preview struct {
+	// Fires are the next fire times in the trigger's zone.
+	Fires []time.Time
+	// Misfired is set when the pending fire is already later than the misfire threshold, so
+	// the times are those after the trigger's misfire policy is applied at now.
+	Misfired bool
+}
+
+// PreviewTrigger computes a stored trigger's next n fire times at now the way acquisition
+// will: its calendar skipped, its misfire policy applied when its pending fire is already too
+// late, in its zone. It writes nothing; a paused trigger is previewed as if resumed now.
+func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now time.Time, n int) (Preview, error) {
+	tr, cal, err := e.buildTrigger(ctx, e.store, row)
+	if err != nil {
+		return Preview{}, fmt.Errorf("preview trigger %d: %w", row.ID, err)
+	}
+	loc, err := loadZoneCached(row.TimeZone)
+	if err != nil {
+		return Preview{}, fmt.Errorf("preview trigger %d: %w", row.ID, err)
+	}
+	tr.SkipExcluded(cal)
+	var p Preview
+	p.Misfired = applyMisfire(tr, cal, now, e.cfg.MisfireThreshold)
+	for len(p.Fires) < n && !tr.Next.IsZero() {
+		p.Fires = append(p.Fires, tr.Next.In(loc))
+		tr.Triggered(cal)
+	}
+	return p, nil
+}
+
+// applyMisfire applies the trigger's misfire policy when its pending fire is later than
+// threshold at now, and reports whether it did: the one place acquisition, previews and
+// resumes decide a misfire.
+func applyMisfire(tr *schedule.Trigger, cal schedule.Calendar, now time.Time, threshold time.Duration) bool {
+	if !tr.Misfired(now, threshold) {
+		return false
+	}
+	tr.UpdateAfterMisfire(cal, now)
+	return true
+}
+
+// CatchUpOnResume prepares a paused trigger for its resume at now, as Quartz's resumeTrigger
+// does: when its next fire passed while it was paused, its misfire policy applies once, so a
+// resume never replays every missed slot (fire_now, and smart for most kinds, leaves one fire
+// due now; do_nothing none; ignore keeps every missed fire, as that policy asks). Unlike
+// acquisition it applies whatever the lateness: a fire missed because of the pause is missed
+// even when the pause was shorter than the misfire threshold. The trigger is written still
+// paused; it reports whether it changed.
+func (e *Engine) CatchUpOnResume(ctx context.Context, row *store.Trigger, now time.Time) (bool, error) {
+	tr, cal, err := e.buildTrigger(ctx, e.store, row)
+	if err != nil {
+		return false, fmt.Errorf("resume trigger %d: %w", row.ID, err)
+	}
+	tr.SkipExcluded(cal)
+	if !applyMisfire(tr, cal, now, 0) {
+		return false, nil
+	}
+	row.Spec, row.StartAt = schedule.EncodeSpec(tr.Schedule), millis(tr.Start)
+	row.NextFireAt, row.TimesFired = millis(tr.Next), int64(tr.TimesTriggered)
+	if tr.Next.IsZero() {
+		row.State = store.TriggerComplete
+	}
+	if err := e.store.TriggerUpdate(ctx, row); err != nil {
+		return false, fmt.Errorf("resume trigger %d: %w", row.ID, err)
+	}
+	return true, nil
+}

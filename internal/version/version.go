@@ -1,0 +1,36 @@
+// Package version says which Sundial this binary is, for `sundial --version`, the API's
+// /api/v1/info and the metrics' sundial_build_info.
+package version
+
+import (
+	"runtime"
+	"runtime/debug"
+)
+
+// version is set at release builds: go build -ldflags "-X github.com/sundial-scheduler/sundial/internal/version.version=v1.2.3".
+var version string
+
+// Version is the release version, else the module version Go recorded (a tagged module
+// dependency, or "(devel)" for a build from a checkout), with the VCS revision when recorded.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
+}
+
+// GoVersion is the Go release the binary was built with.
+func GoVersion() string { return runtime.Version() }
