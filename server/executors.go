@@ -2,10 +2,10 @@ package server
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
@@ -103,6 +103,9 @@ func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
 	if in.ExecutionID <= 0 {
 		return invalidField("execution_id", "must be positive, got %d", in.ExecutionID)
 	}
+	if _, err := s.checkRun(r.Context(), senderOf(r), in.ExecutionID); err != nil {
+		return s.refuse(err, in.ExecutionID)
+	}
 	lines := make([]store.LogLine, len(in.Lines))
 	for i, l := range in.Lines {
 		if l.Line < 1 {
@@ -134,14 +137,26 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rs := make([]engine.RemoteResult, len(in.Results))
+	from, now := senderOf(r), s.clock.Now()
 	for i, res := range in.Results {
 		switch st := store.ExecutionState(res.State); st {
 		case store.ExecSucceeded, store.ExecFailed, store.ExecTimedOut, store.ExecCanceled:
 		default:
 			return invalidField(fmt.Sprintf("results[%d].state", i), "want succeeded, failed, timed_out or canceled, got %q", res.State)
 		}
+		// A run not live any more may take a late result (engine.CompleteRemote decides);
+		// one live elsewhere may not.
+		var firedAt int64
+		d, err := s.checkRun(r.Context(), from, res.ExecutionID)
+		switch {
+		case err == nil:
+			firedAt = d.FiredAt
+		case !errors.Is(err, store.ErrNotFound):
+			return s.refuse(err, res.ExecutionID)
+		}
+		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
-			Message: res.Message, Started: time.UnixMilli(res.StartedAt), Finished: time.UnixMilli(res.FinishedAt)}
+			Message: res.Message, Started: started, Finished: finished}
 	}
 	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
 	if err != nil {

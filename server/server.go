@@ -91,6 +91,8 @@ type Server struct {
 	// handler is mux wrapped in logging and metrics; each route guards its own access.
 	handler http.Handler
 	metrics *metrics
+	// rejected counts executor reports refused (see executors_trust.go).
+	rejected *prometheus.CounterVec
 	// alarms delivers alarms while this node leads.
 	alarms *alarm.Sender
 	// remote dispatches to executors; the API uses it to kill runs.
@@ -151,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 	s.cfg = cfg
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger, cost: cfg.Login.PasswordCost}
 	s.metrics = newMetrics(sched.Engine(), remote.Stats())
+	s.rejected = newRejectedCounter(s.metrics.reg)
 	s.logins = newLoginLimiter(cfg.Login, clk.Now, s.metrics.reg)
 	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, SMTP: cfg.SMTP, Interval: cfg.AlarmInterval,
 		Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger, Clock: clk})

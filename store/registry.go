@@ -45,3 +45,15 @@ type ExecutorRun struct {
 	Instance string
 	FiredAt  int64
 }
+
+// Dispatched is where a running execution was handed: the executor (app, address, instance)
+// that alone may report about it.
+type Dispatched struct {
+	ID      int64
+	App     string
+	Address string
+	// Instance is the executor process it was sent to ("" when unknown: a manual address,
+	// or an executor that sends no instance id).
+	Instance string
+	FiredAt  int64
+}

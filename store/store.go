@@ -160,6 +160,10 @@ type Querier interface {
 	// executor address, by id, with the instance each was sent to: what the executor's
 	// heartbeat is checked against.
 	ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]ExecutorRun, error)
+	// ExecutionDispatchedTo tells which executor a running remote execution was handed to:
+	// its job's app, the address and instance recorded at dispatch (ErrNotFound when it is
+	// not running). The server checks what an executor reports about a run against it.
+	ExecutionDispatchedTo(ctx context.Context, id int64) (*Dispatched, error)
 	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the executions ids only: those
 	// still running and sent to address move to lost and are returned.
 	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*Execution, error)

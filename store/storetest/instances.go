@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -32,12 +33,20 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 		t.Fatalf("running on x:1 = %+v, want %+v", runs, want)
 	}
 	equal(t, "another app's", len(get(s.ExecutionsRunningOnExecutor(ctx, "other", "http://x:1")).ok(t)), 0)
+	d := get(s.ExecutionDispatchedTo(ctx, b.ID)).ok(t)
+	equal(t, "dispatched to", *d, store.Dispatched{ID: b.ID, App: "pool", Address: "http://x:1", Instance: "new", FiredAt: 200})
+	if _, err := s.ExecutionDispatchedTo(ctx, c.ID+1000); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("dispatch of an execution not created yet: err = %v, want ErrNotFound", err)
+	}
 
 	// Only the ids given that still run on the address are lost.
 	lost := get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", []int64{a.ID, c.ID})).ok(t)
 	sameIDs(t, "lost by id", ids(lost, executionID), []int64{a.ID})
 	equal(t, "lost state", lost[0].State, store.ExecLost)
 	equal(t, "c elsewhere", get(s.ExecutionGet(ctx, c.ID)).ok(t).State, store.ExecRunning)
+	if _, err := s.ExecutionDispatchedTo(ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("dispatch of an ended execution: err = %v, want ErrNotFound", err)
+	}
 	equal(t, "lose again", len(get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", []int64{a.ID})).ok(t)), 0)
 
 	// A late result: the lost one takes it, a running or a late-completed one does not.

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// The findings of issue 13 ("executors are trusted too much"), each reproduced over real
+// sockets: before the fix, every refused report below was taken.
+
+// trustEnv runs one remote job of app billing on a fake executor registered as instance i1
+// and returns the running execution's id.
+func trustEnv(t *testing.T, dialect string) (*env, int64) {
+	e := newExecutorEnv(t, dialect, time.Second)
+	fe := newFakeExecutor(t)
+	e.executorAs(sender{"billing", "i1"}, "register", map[string]any{"app": "billing", "address": fe.url,
+		"instance": "i1", "handlers": []string{"report"}}, 200, nil)
+	job := e.remoteJob("billing", "first", nil)
+	e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, nil)
+	run := fe.nextRun()
+	if run.Instance != "i1" {
+		t.Fatalf("run sent for instance %q, want i1", run.Instance)
+	}
+	eventually(t, "the dispatch to be recorded", func() bool { return e.execution(run.ExecutionID).ExecutorAddress == fe.url })
+	return e, run.ExecutionID
+}
+
+func result(id int64, startedAt, finishedAt int64) map[string]any {
+	return map[string]any{"results": []map[string]any{{"execution_id": id, "state": "succeeded", "code": 200,
+		"message": "forged?", "started_at": startedAt, "finished_at": finishedAt}}}
+}
+
+func (e *env) rejected(reason string) float64 { return testutil.ToFloat64(e.srv.rejected.WithLabelValues(reason)) }
+
+// TestForgedResults: a result (or output) about a live run from another app, or from another
+// instance of the run's app, is refused, counted, and leaves the run running.
+func TestForgedResults(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e, id := trustEnv(t, dialect)
+		now := time.Now().UnixMilli()
+		e.executorAs(sender{"payroll", "i1"}, "results", result(id, now, now), 403, nil)
+		e.executorAs(sender{"billing", "i2"}, "results", result(id, now, now), 409, nil)
+		e.executorAs(sender{"billing", "i2"}, "logs", map[string]any{"execution_id": id,
+			"lines": []map[string]any{{"line": 1, "at": now, "message": "planted"}}}, 409, nil)
+		if x := e.execution(id); x.State != "running" {
+			t.Fatalf("a forged result changed the run: %+v", x)
+		}
+		if a, i := e.rejected(rejectWrongApp), e.rejected(rejectWrongInstance); a != 1 || i != 2 {
+			t.Fatalf("rejected wrong_app %v, wrong_instance %v; want 1 and 2", a, i)
+		}
+		e.executorAs(sender{"billing", "i1"}, "results", result(id, now, now), 200, nil)
+		if x := e.execution(id); x.State != "succeeded" {
+			t.Fatalf("the real instance's result was not taken: %+v", x)
+		}
+	})
+}
+
+// TestPlantedOutput: output for an execution id not created yet, or for a run that ended, is
+// refused; nothing is stored for either.
+func TestPlantedOutput(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e, id := trustEnv(t, dialect)
+		billing := sender{"billing", "i1"}
+		line := func(id int64, msg string) map[string]any {
+			return map[string]any{"execution_id": id, "lines": []map[string]any{{"line": 1, "at": 1, "message": msg}}}
+		}
+		e.executorAs(billing, "logs", line(id+100, "planted ahead"), 409, nil)
+		now := time.Now().UnixMilli()
+		e.executorAs(billing, "results", result(id, now, now), 200, nil)
+		e.executorAs(billing, "logs", line(id, "appended after the end"), 409, nil)
+		if n := e.rejected(rejectNotLive); n != 2 {
+			t.Fatalf("rejected not_live = %v, want 2", n)
+		}
+		// Read from the store: the future id has no execution for the API to show yet, and
+		// its planted lines would have become its output when it came.
+		for _, x := range []int64{id, id + 100} {
+			lines, err := e.srv.store.ExecutionLogList(context.Background(), x, 0, 10)
+			if err != nil || len(lines) != 0 {
+				t.Fatalf("execution %d has output %v (err %v)", x, lines, err)
+			}
+		}
+	})
+}
+
+// TestResultTimesAreTheServers: an executor's finished_at (year -1199 in the probe) is
+// ignored, and started_at is kept within [fired_at, now].
+func TestResultTimesAreTheServers(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e, id := trustEnv(t, dialect)
+		before := time.Now().UnixMilli()
+		const year1199BC = -99_999_999_999_999
+		e.executorAs(sender{"billing", "i1"}, "results", result(id, year1199BC, year1199BC), 200, nil)
+		after := time.Now().UnixMilli()
+		x := e.execution(id)
+		fin, started, fired := x.FinishedAt.Time().UnixMilli(), x.StartedAt.Time().UnixMilli(), x.FiredAt.Time().UnixMilli()
+		if fin < before || fin > after {
+			t.Fatalf("finished_at %d, want the server's time in [%d, %d]", fin, before, after)
+		}
+		if started != fired {
+			t.Fatalf("started_at %d, want it clamped to fired_at %d", started, fired)
+		}
+	})
+}
