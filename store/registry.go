@@ -57,3 +57,12 @@ type Dispatched struct {
 	Instance string
 	FiredAt  int64
 }
+
+// AppCredential is an app's executor credential: the SHA-256 (hex) of the secret executors
+// of that app present. The secret itself is never stored.
+type AppCredential struct {
+	App       string
+	Hash      string
+	CreatedAt int64
+	RotatedAt int64 // 0 until rotated
+}

@@ -186,6 +186,16 @@ type Querier interface {
 	AppList(ctx context.Context) ([]*App, error)
 	AppDelete(ctx context.Context, name string) error
 
+	// AppCredentialCreate stores an app's first executor credential (ErrAlreadyExists when it
+	// has one); AppCredentialRotate replaces its hash and sets RotatedAt (ErrNotFound when it
+	// has none). The caller sets the times.
+	AppCredentialCreate(ctx context.Context, c *AppCredential) error
+	AppCredentialRotate(ctx context.Context, c *AppCredential) error
+	// AppCredentialByHash finds the credential with hash (ErrNotFound when none has it).
+	AppCredentialByHash(ctx context.Context, hash string) (*AppCredential, error)
+	// AppCredentialList lists the credentials by app, hashes included.
+	AppCredentialList(ctx context.Context) ([]*AppCredential, error)
+
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.
 	// The instance is the executor process's id ("" from executors that send none).

@@ -74,3 +74,29 @@ func testKillRequests(t *testing.T, s store.Store) {
 	equal(t, "taken once", len(get(s.KillRequestsTake(ctx, "n1")).ok(t)), 0)
 	sameIDs(t, "n2 takes", get(s.KillRequestsTake(ctx, "n2")).ok(t), []int64{4})
 }
+
+// testAppCredentials: one credential per app, found by its hash; rotating replaces the hash,
+// so the old one finds nothing.
+func testAppCredentials(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a := &store.AppCredential{App: "billing", Hash: "h1", CreatedAt: 10}
+	noErr(t, s.AppCredentialCreate(ctx, a))
+	if err := s.AppCredentialCreate(ctx, &store.AppCredential{App: "billing", Hash: "h9", CreatedAt: 11}); !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("second credential of an app: err = %v, want ErrAlreadyExists", err)
+	}
+	if err := s.AppCredentialRotate(ctx, &store.AppCredential{App: "nobody", Hash: "h8", RotatedAt: 12}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("rotating a credential never created: err = %v, want ErrNotFound", err)
+	}
+	noErr(t, s.AppCredentialCreate(ctx, &store.AppCredential{App: "payroll", Hash: "h2", CreatedAt: 20}))
+	equal(t, "by hash", *get(s.AppCredentialByHash(ctx, "h2")).ok(t), store.AppCredential{App: "payroll", Hash: "h2", CreatedAt: 20})
+
+	r := &store.AppCredential{App: "billing", Hash: "h3", RotatedAt: 30}
+	noErr(t, s.AppCredentialRotate(ctx, r))
+	equal(t, "rotated", *r, store.AppCredential{App: "billing", Hash: "h3", CreatedAt: 10, RotatedAt: 30})
+	if _, err := s.AppCredentialByHash(ctx, "h1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the rotated-out hash: err = %v, want ErrNotFound", err)
+	}
+	list := get(s.AppCredentialList(ctx)).ok(t)
+	equal(t, "listed", len(list), 2)
+	equal(t, "first listed", *list[0], *r)
+}
