@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
 
 // The findings of issue 13 ("executors are trusted too much"), each reproduced over real
@@ -33,7 +36,9 @@ func result(id int64, startedAt, finishedAt int64) map[string]any {
 		"message": "forged?", "started_at": startedAt, "finished_at": finishedAt}}}
 }
 
-func (e *env) rejected(reason string) float64 { return testutil.ToFloat64(e.srv.rejected.WithLabelValues(reason)) }
+func (e *env) rejected(reason string) float64 {
+	return testutil.ToFloat64(e.srv.rejected.WithLabelValues(reason))
+}
 
 // TestForgedResults: a result (or output) about a live run from another app, or from another
 // instance of the run's app, is refused, counted, and leaves the run running.
@@ -102,5 +107,60 @@ func TestResultTimesAreTheServers(t *testing.T) {
 		if started != fired {
 			t.Fatalf("started_at %d, want it clamped to fired_at %d", started, fired)
 		}
+	})
+}
+
+// TestAppCredentials: an admin makes an app's executor credential (shown once); an executor
+// presenting it may register into and report about its app only, and a rotated-out one is
+// refused.
+func TestAppCredentials(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e, id := trustEnv(t, dialect)
+		var billing, payroll api.AppCredential
+		e.call("POST", "/api/v1/apps/billing/credentials", nil, 201, &billing)
+		e.call("POST", "/api/v1/apps/payroll/credentials", nil, 201, &payroll)
+		e.call("POST", "/api/v1/apps/billing/credentials", nil, 409, nil)
+		if !strings.HasPrefix(billing.Secret, credentialPrefix) || billing.App != "billing" {
+			t.Fatalf("credential %+v", billing)
+		}
+		var list []api.AppCredential
+		e.call("GET", "/api/v1/apps/billing/credentials", nil, 200, &list)
+		if len(list) != 1 || list[0].Secret != "" || list[0].App != "billing" {
+			t.Fatalf("listed %+v: want billing's, without its secret", list)
+		}
+
+		// Cross-app registration: payroll's credential cannot join billing.
+		reg := func(app string) map[string]any {
+			return map[string]any{"app": app, "address": "http://127.0.0.1:1", "instance": "evil", "handlers": []string{"report"}}
+		}
+		e.executorWith(payroll.Secret, sender{"billing", "evil"}, "register", reg("billing"), 403, nil)
+		e.executorWith(payroll.Secret, sender{}, "register", reg("billing"), 403, nil)
+		var live api.Page[api.Executor]
+		e.call("GET", "/api/v1/executors", nil, 200, &live)
+		for _, x := range live.Items {
+			if x.Address == "http://127.0.0.1:1" {
+				t.Fatalf("payroll's credential registered into billing: %+v", x)
+			}
+		}
+		// Forged result with another app's credential, whatever app it names.
+		now := time.Now().UnixMilli()
+		e.executorWith(payroll.Secret, sender{"payroll", "i1"}, "results", result(id, now, now), 403, nil)
+		e.executorWith(payroll.Secret, sender{}, "results", result(id, now, now), 403, nil)
+		if x := e.execution(id); x.State != "running" {
+			t.Fatalf("another app's credential finished the run: %+v", x)
+		}
+
+		// Rotation: the old secret stops working at once, the new one works.
+		var rotated api.AppCredential
+		e.call("POST", "/api/v1/apps/billing/credentials/rotate", nil, 200, &rotated)
+		if rotated.Secret == billing.Secret || rotated.RotatedAt.IsZero() {
+			t.Fatalf("rotated %+v", rotated)
+		}
+		e.executorWith(billing.Secret, sender{"billing", "i1"}, "results", result(id, now, now), 401, nil)
+		e.executorWith(rotated.Secret, sender{"", "i1"}, "results", result(id, now, now), 200, nil)
+		if x := e.execution(id); x.State != "succeeded" {
+			t.Fatalf("the app's own credential did not finish the run: %+v", x)
+		}
+		e.call("POST", "/api/v1/apps/nobody/credentials/rotate", nil, 404, nil)
 	})
 }

@@ -90,6 +90,12 @@ func (e *env) executor(path string, body any, wantStatus int, out any) {
 // executorAs sends a protocol request naming its sender as the SDK does.
 func (e *env) executorAs(from sender, path string, body any, wantStatus int, out any) {
 	e.t.Helper()
+	e.executorWith(execToken, from, path, body, wantStatus, out)
+}
+
+// executorWith is executorAs with another credential than the executor token.
+func (e *env) executorWith(token string, from sender, path string, body any, wantStatus int, out any) {
+	e.t.Helper()
 	b, err := json.Marshal(body)
 	if err != nil {
 		e.t.Fatal(err)
@@ -98,7 +104,7 @@ func (e *env) executorAs(from sender, path string, body any, wantStatus int, out
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+execToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set(executor.HeaderApp, from.app)
 	req.Header.Set(executor.HeaderInstance, from.instance)
 	resp, err := http.DefaultClient.Do(req)

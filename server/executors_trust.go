@@ -48,8 +48,13 @@ func (e *errSender) Error() string { return e.err.Message }
 // sender is who an executor request says it comes from.
 type sender struct{ app, instance string }
 
+// senderOf reads the sender from the headers; an app credential decides the app.
 func senderOf(r *http.Request) sender {
-	return sender{app: r.Header.Get(executor.HeaderApp), instance: r.Header.Get(executor.HeaderInstance)}
+	from := sender{app: r.Header.Get(executor.HeaderApp), instance: r.Header.Get(executor.HeaderInstance)}
+	if bound := appBound(r.Context()); bound != "" {
+		from.app = bound
+	}
+	return from
 }
 
 // checkRun tells whether from may report about execution id. A run not running is

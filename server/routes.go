@@ -75,9 +75,13 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/apps/{name}", authenticated, s.getApp},
 		{"PUT", v1 + "/apps/{name}", authenticated, s.putApp},
 		{"DELETE", v1 + "/apps/{name}", authenticated, s.deleteApp},
+		{"GET", v1 + "/apps/{name}/credentials", adminOnly, s.listCredentials},
+		{"POST", v1 + "/apps/{name}/credentials", adminOnly, s.createCredential},
+		{"POST", v1 + "/apps/{name}/credentials/rotate", adminOnly, s.rotateCredential},
 		{"GET", v1 + "/executors", authenticated, s.listExecutors},
 
-		// The executor protocol: the executor token, not a person's credentials.
+		// The executor protocol: an app's executor credential (or the deprecated executor token),
+		// not a person's credentials.
 		{"POST", v1 + "/executor/register", public, s.executorAuth(s.executorRegister)},
 		{"POST", v1 + "/executor/unregister", public, s.executorAuth(s.executorUnregister)},
 		{"POST", v1 + "/executor/logs", public, s.executorAuth(s.executorLogs)},
