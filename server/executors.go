@@ -1,7 +1,7 @@
 package server
 
 import (
-		"errors"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
