@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -163,4 +164,19 @@ func TestAppCredentials(t *testing.T) {
 		}
 		e.call("POST", "/api/v1/apps/nobody/credentials/rotate", nil, 404, nil)
 	})
+}
+
+// TestExecutorNetworks: with --executor-networks set, a manual address outside them, or named
+// by a host name, is refused: the server would send runs and their parameters there.
+func TestExecutorNetworks(t *testing.T) {
+	e := newEnvWith(t, "sqlite", func(c *Config) {
+		c.ExecutorNetworks = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	})
+	put := func(addr string, want int) {
+		t.Helper()
+		e.call("PUT", "/api/v1/apps/legacy", map[string]any{"address_mode": "manual", "addresses": []string{addr}}, want, nil)
+	}
+	put("http://10.1.2.3:9999", 200)
+	put("http://203.0.113.7:9999", 400)
+	put("http://attacker.example:9999", 400)
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,9 @@ type Config struct {
 	HTTP httpserve.Limits
 	// TLS, when set, serves HTTPS with its certificate (reloaded when the files change).
 	TLS *httpserve.CertFile
+	// ExecutorNetworks, when set, are the only networks manual executor addresses may be in
+	// (sundial server --executor-networks).
+	ExecutorNetworks []netip.Prefix
 	// TrustedProxies are the TLS-terminating proxies whose X-Forwarded-Proto is believed,
 	// for Secure cookies and HSTS.
 	TrustedProxies httpserve.Proxies
