@@ -19,12 +19,18 @@ func NodeRecovery(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Periodic
 
 // ExecutorSweep forgets the executor instances silent for three heartbeat intervals and has
 // the engine declare their running executions lost (engine.LoseOnExecutor), every heartbeat
-// interval. When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
+// interval, once this node has reached the database for three intervals without a break. When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
 func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, alarmed func(), clk clock.Clock, log *slog.Logger) *Periodic {
 	if log == nil {
 		log = slog.Default()
 	}
 	return NewPeriodic("executor sweep", heartbeat, clk, log, func(ctx context.Context) error {
+		// Executors beat through the nodes: after an outage of the database (or of this
+		// node's way to it) they are silent in the registry without being gone, and get
+		// three beats to show it before their runs are declared lost.
+		if !e.SeesDatabaseFor(3 * heartbeat) {
+			return nil
+		}
 		gone, err := st.RegistrySweep(ctx, 3*heartbeat)
 		if err != nil {
 			return fmt.Errorf("sweep the executor registry: %w", err)
