@@ -86,28 +86,53 @@ const (
 
 // Retention deletes the finished executions fired more than retention ago, every interval.
 func Retention(st store.Store, retention, interval time.Duration, clk clock.Clock, log *slog.Logger) *Periodic {
+	return retentionDuty("retention", DeleteOld, st, retention, interval, clk, log)
+}
+
+// DeleteOld deletes the finished executions (with their output) fired before the instant,
+// in keyset batches, and returns how many it deleted.
+func DeleteOld(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
+	return deleteInBatches(ctx, st.ExecutionsDeleteFiredBefore, before, "executions", log)
+}
+
+// AuditRetention deletes the audit entries older than retention, every interval. It is apart
+// from the executions' Retention: an audit trail is usually kept far longer than run history.
+func AuditRetention(st store.Store, retention, interval time.Duration, clk clock.Clock, log *slog.Logger) *Periodic {
+	return retentionDuty("audit retention", DeleteOldAudit, st, retention, interval, clk, log)
+}
+
+// DeleteOldAudit deletes the audit entries made before the instant, in batches, and returns
+// how many it deleted.
+func DeleteOldAudit(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
+	return deleteInBatches(ctx, st.AuditDeleteBefore, before, "audit entries", log)
+}
+
+// retentionDuty runs del every interval for what is older than retention.
+func retentionDuty(name string, del func(context.Context, store.Store, time.Time, *slog.Logger) (int64, error),
+	st store.Store, retention, interval time.Duration, clk clock.Clock, log *slog.Logger) *Periodic {
 	if clk == nil {
 		clk = clock.Real{}
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return NewPeriodic("retention", interval, clk, log, func(ctx context.Context) error {
-		_, err := DeleteOld(ctx, st, clk.Now().Add(-retention), log)
+	return NewPeriodic(name, interval, clk, log, func(ctx context.Context) error {
+		_, err := del(ctx, st, clk.Now().Add(-retention), log)
 		return err
 	})
 }
 
-// DeleteOld deletes the finished executions (with their output) fired before the instant,
-// in keyset batches, and returns how many it deleted.
-func DeleteOld(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
+// deleteInBatches calls del until it deletes less than a batch, so no delete holds its locks
+// for long, and returns the total.
+func deleteInBatches(ctx context.Context, del func(context.Context, int64, int) (int64, error), before time.Time,
+	what string, log *slog.Logger) (int64, error) {
 	var total int64
 	for {
-		n, err := st.ExecutionsDeleteFiredBefore(ctx, before.UnixMilli(), retentionBatch)
+		n, err := del(ctx, before.UnixMilli(), retentionBatch)
 		total += n
 		if err != nil || n < retentionBatch {
 			if total > 0 {
-				log.Info("deleted old executions", "count", total, "fired_before", before)
+				log.Info("deleted old "+what, "count", total, "before", before)
 			}
 			return total, err
 		}
