@@ -501,3 +501,24 @@ func (c *Client) FollowOutput(ctx context.Context, id, after int64, fn func(Outp
 	}
 	return ended, nil
 }
+
+// CreateAppCredential makes the app's executor credential (an app has one); the secret is in
+// the answer only.
+func (c *Client) CreateAppCredential(ctx context.Context, app string) (*AppCredential, error) {
+	return post[AppCredential](ctx, c, "POST", namePath("/apps", app)+"/credentials", nil)
+}
+
+// RotateAppCredential replaces the app's executor credential: the old secret stops working at
+// once. The new secret is in the answer only.
+func (c *Client) RotateAppCredential(ctx context.Context, app string) (*AppCredential, error) {
+	return post[AppCredential](ctx, c, "POST", namePath("/apps", app)+"/credentials/rotate", nil)
+}
+
+// ListAppCredentials lists the app's executor credentials (without secrets).
+func (c *Client) ListAppCredentials(ctx context.Context, app string) ([]AppCredential, error) {
+	out, err := get[[]AppCredential](ctx, c, namePath("/apps", app)+"/credentials", nil)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}

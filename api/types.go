@@ -269,6 +269,15 @@ type TokenRequest struct {
 	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
+// AppCredential is an app's executor credential (sundial app credential).
+type AppCredential struct {
+	App       string `json:"app"`
+	CreatedAt Time   `json:"created_at"`
+	RotatedAt Time   `json:"rotated_at,omitempty"`
+	// Secret is what the app's executors present, only in the response that made it.
+	Secret string `json:"secret,omitempty"`
+}
+
 // Token is an API token.
 type Token struct {
 	ID        int64    `json:"id"`

@@ -496,6 +496,8 @@ func (e *Executor) postTo(ctx context.Context, base, path string, body []byte, o
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+e.cfg.Token)
+	req.Header.Set(HeaderApp, e.cfg.App)
+	req.Header.Set(HeaderInstance, e.instance)
 	resp, err := e.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)

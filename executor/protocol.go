@@ -11,6 +11,13 @@ const (
 	PathResults    = "/api/v1/executor/results"
 )
 
+// Headers on every executor → server request naming the sender: the server accepts output
+// and results about a run only from the app and instance the run was dispatched to.
+const (
+	HeaderApp      = "Sundial-Executor-App"
+	HeaderInstance = "Sundial-Executor-Instance"
+)
+
 // Paths the executor serves, under the address it registered.
 const (
 	PathRun      = "/run"

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -110,6 +112,9 @@ func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
 		if !strings.HasPrefix(a, "http://") && !strings.HasPrefix(a, "https://") {
 			return invalidField(fmt.Sprintf("addresses[%d]", i), "want an executor's base URL (http://host:port), got %q", a)
 		}
+		if err := s.allowedAddress(a); err != nil {
+			return invalidField(fmt.Sprintf("addresses[%d]", i), "%v", err)
+		}
 	}
 	if name == "" || len(name) > 190 {
 		return invalidField("name", "want 1 to 190 characters, got %d", len(name))
@@ -150,4 +155,27 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// allowedAddress checks a manual executor address against --executor-networks: the server
+// sends runs (with their parameters) to these addresses, so with the list set only an IP
+// literal inside it is taken. A host name is refused, since it may resolve anywhere later.
+func (s *Server) allowedAddress(addr string) error {
+	if len(s.cfg.ExecutorNetworks) == 0 {
+		return nil
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return fmt.Errorf("%q is no URL: %w", addr, err)
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return fmt.Errorf("%q: with --executor-networks set, the host must be an IP address", addr)
+	}
+	for _, n := range s.cfg.ExecutorNetworks {
+		if n.Contains(ip.Unmap()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is outside the executor networks (--executor-networks)", addr)
 }

@@ -1,11 +1,10 @@
 package server
 
 import (
-	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
@@ -15,20 +14,7 @@ import (
 // stream output and report results with the executor token, not a person's credentials.
 
 var errBadExecutorToken = &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated",
-	Message: "executor endpoints need Authorization: Bearer <executor token> (sundial server --executor-token)"}
-
-// executorAuth admits requests carrying the executor token. With no token configured nothing
-// is admitted: an open registry would let anyone receive the jobs' parameters.
-func (s *Server) executorAuth(h apiHandler) apiHandler {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if s.cfg.ExecutorToken == "" || !ok ||
-			subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.ExecutorToken)) != 1 {
-			return errBadExecutorToken
-		}
-		return h(w, r)
-	}
-}
+	Message: "executor endpoints need Authorization: Bearer <the app's executor credential> (sundial app credential create)"}
 
 type registerIn struct {
 	App      string   `json:"app"`
@@ -60,6 +46,9 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err := in.validate(true); err != nil {
 		return err
 	}
+	if err := s.checkApp(r.Context(), in.App); err != nil {
+		return err
+	}
 	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Handlers); err != nil {
 		return err
 	}
@@ -76,6 +65,9 @@ func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	if err := in.validate(false); err != nil {
+		return err
+	}
+	if err := s.checkApp(r.Context(), in.App); err != nil {
 		return err
 	}
 	if _, err := s.store.RegistryLeave(r.Context(), in.App, in.Address); err != nil {
@@ -102,6 +94,9 @@ func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	if in.ExecutionID <= 0 {
 		return invalidField("execution_id", "must be positive, got %d", in.ExecutionID)
+	}
+	if _, err := s.checkRun(r.Context(), senderOf(r), in.ExecutionID); err != nil {
+		return s.refuse(err, in.ExecutionID)
 	}
 	lines := make([]store.LogLine, len(in.Lines))
 	for i, l := range in.Lines {
@@ -134,14 +129,26 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rs := make([]engine.RemoteResult, len(in.Results))
+	from, now := senderOf(r), s.clock.Now()
 	for i, res := range in.Results {
 		switch st := store.ExecutionState(res.State); st {
 		case store.ExecSucceeded, store.ExecFailed, store.ExecTimedOut, store.ExecCanceled:
 		default:
 			return invalidField(fmt.Sprintf("results[%d].state", i), "want succeeded, failed, timed_out or canceled, got %q", res.State)
 		}
+		// A run not live any more may take a late result (engine.CompleteRemote decides);
+		// one live elsewhere may not.
+		var firedAt int64
+		d, err := s.checkRun(r.Context(), from, res.ExecutionID)
+		switch {
+		case err == nil:
+			firedAt = d.FiredAt
+		case !errors.Is(err, store.ErrNotFound):
+			return s.refuse(err, res.ExecutionID)
+		}
+		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
-			Message: res.Message, Started: time.UnixMilli(res.StartedAt), Finished: time.UnixMilli(res.FinishedAt)}
+			Message: res.Message, Started: started, Finished: finished}
 	}
 	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
 	if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,10 +81,37 @@ func (fe *fakeExecutor) nextRun() executor.RunRequest {
 	}
 }
 
-// executor sends a protocol request to the server with the executor token.
+// executor sends a protocol request to the server with the executor token, from no app.
 func (e *env) executor(path string, body any, wantStatus int, out any) {
 	e.t.Helper()
-	resp := e.raw("POST", "/api/v1/executor/"+path, execToken, nil, body)
+	e.executorAs(sender{}, path, body, wantStatus, out)
+}
+
+// executorAs sends a protocol request naming its sender as the SDK does.
+func (e *env) executorAs(from sender, path string, body any, wantStatus int, out any) {
+	e.t.Helper()
+	e.executorWith(execToken, from, path, body, wantStatus, out)
+}
+
+// executorWith is executorAs with another credential than the executor token.
+func (e *env) executorWith(token string, from sender, path string, body any, wantStatus int, out any) {
+	e.t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req, err := http.NewRequest("POST", e.url+"/api/v1/executor/"+path, bytes.NewReader(b))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set(executor.HeaderApp, from.app)
+	req.Header.Set(executor.HeaderInstance, from.instance)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { resp.Body.Close() })
 	if resp.StatusCode != wantStatus {
 		b, _ := io.ReadAll(resp.Body)
 		e.t.Fatalf("executor %s: status %d, want %d: %s", path, resp.StatusCode, wantStatus, b)
@@ -201,18 +229,19 @@ func TestRemoteRun(t *testing.T) {
 		})
 
 		now := time.Now().UnixMilli()
-		e.executor("logs", map[string]any{"execution_id": run.ExecutionID, "lines": []map[string]any{
+		billing := sender{app: "billing"}
+		e.executorAs(billing, "logs", map[string]any{"execution_id": run.ExecutionID, "lines": []map[string]any{
 			{"line": 1, "at": now, "message": "started"}, {"line": 2, "at": now, "message": "done"}}}, 204, nil)
 		var done struct {
 			Completed []int64 `json:"completed"`
 		}
 		result := map[string]any{"results": []map[string]any{{"execution_id": run.ExecutionID, "state": "succeeded",
 			"code": 200, "message": "ok", "started_at": now, "finished_at": now + 5}}}
-		e.executor("results", result, 200, &done)
+		e.executorAs(billing, "results", result, 200, &done)
 		if !slices.Equal(done.Completed, []int64{run.ExecutionID}) {
 			t.Fatalf("completed %v", done.Completed)
 		}
-		e.executor("results", result, 200, &done)
+		e.executorAs(billing, "results", result, 200, &done)
 		if len(done.Completed) != 0 {
 			t.Fatalf("a result reported twice completed %v", done.Completed)
 		}
@@ -224,7 +253,7 @@ func TestRemoteRun(t *testing.T) {
 		if len(out.Items) != 2 || out.Items[0].Message != "started" || out.Items[1].Message != "done" {
 			t.Fatalf("output: %+v", out.Items)
 		}
-		e.executor("results", map[string]any{"results": []map[string]any{{"execution_id": run.ExecutionID, "state": "lost"}}}, 400, nil)
+		e.executorAs(billing, "results", map[string]any{"results": []map[string]any{{"execution_id": run.ExecutionID, "state": "lost"}}}, 400, nil)
 	})
 }
 
@@ -339,7 +368,7 @@ func TestShardingBroadcast(t *testing.T) {
 			seen[run.ShardIndex] = true
 			results = append(results, map[string]any{"execution_id": run.ExecutionID, "state": "succeeded"})
 		}
-		e.executor("results", map[string]any{"results": results}, 200, nil)
+		e.executorAs(sender{app: "batch"}, "results", map[string]any{"results": results}, 200, nil)
 		xs := e.jobExecutions(job)
 		if len(xs) != 3 {
 			t.Fatalf("%d executions, want one per shard", len(xs))

@@ -87,9 +87,13 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/apps/{name}", read(nil), s.getApp},
 		{"PUT", v1 + "/apps/{name}", adminRoute, s.putApp},
 		{"DELETE", v1 + "/apps/{name}", adminRoute, s.deleteApp},
+		{"GET", v1 + "/apps/{name}/credentials", adminRoute, s.listCredentials},
+		{"POST", v1 + "/apps/{name}/credentials", adminRoute, s.createCredential},
+		{"POST", v1 + "/apps/{name}/credentials/rotate", adminRoute, s.rotateCredential},
 		{"GET", v1 + "/executors", read(nil), s.listExecutors},
 
-		// The executor protocol: the executor token, not a person's credentials.
+		// The executor protocol: an app's executor credential (or the deprecated executor token),
+		// not a person's credentials.
 		{"POST", v1 + "/executor/register", publicRoute, s.executorAuth(s.executorRegister)},
 		{"POST", v1 + "/executor/unregister", publicRoute, s.executorAuth(s.executorUnregister)},
 		{"POST", v1 + "/executor/logs", publicRoute, s.executorAuth(s.executorLogs)},

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,9 @@ type Config struct {
 	HTTP httpserve.Limits
 	// TLS, when set, serves HTTPS with its certificate (reloaded when the files change).
 	TLS *httpserve.CertFile
+	// ExecutorNetworks, when set, are the only networks manual executor addresses may be in
+	// (sundial server --executor-networks).
+	ExecutorNetworks []netip.Prefix
 	// TrustedProxies are the TLS-terminating proxies whose X-Forwarded-Proto is believed,
 	// for Secure cookies and HSTS.
 	TrustedProxies httpserve.Proxies
@@ -94,6 +98,8 @@ type Server struct {
 	// handler is mux wrapped in logging and metrics; each route guards its own access.
 	handler http.Handler
 	metrics *metrics
+	// rejected counts executor reports refused (see executors_trust.go).
+	rejected *prometheus.CounterVec
 	// alarms delivers alarms while this node leads.
 	alarms *alarm.Sender
 	// remote dispatches to executors; the API uses it to kill runs.
@@ -158,6 +164,7 @@ func New(cfg Config) (*Server, error) {
 	s.cfg = cfg
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger, cost: cfg.Login.PasswordCost}
 	s.metrics = newMetrics(sched.Engine(), remote.Stats())
+	s.rejected = newRejectedCounter(s.metrics.reg)
 	s.logins = newLoginLimiter(cfg.Login, clk.Now, s.metrics.reg)
 	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, SMTP: cfg.SMTP, Interval: cfg.AlarmInterval,
 		Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger, Clock: clk})

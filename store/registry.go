@@ -45,3 +45,24 @@ type ExecutorRun struct {
 	Instance string
 	FiredAt  int64
 }
+
+// Dispatched is where a running execution was handed: the executor (app, address, instance)
+// that alone may report about it.
+type Dispatched struct {
+	ID      int64
+	App     string
+	Address string
+	// Instance is the executor process it was sent to ("" when unknown: a manual address,
+	// or an executor that sends no instance id).
+	Instance string
+	FiredAt  int64
+}
+
+// AppCredential is an app's executor credential: the SHA-256 (hex) of the secret executors
+// of that app present. The secret itself is never stored.
+type AppCredential struct {
+	App       string
+	Hash      string
+	CreatedAt int64
+	RotatedAt int64 // 0 until rotated
+}

@@ -170,6 +170,10 @@ type Querier interface {
 	// executor address, by id, with the instance each was sent to: what the executor's
 	// heartbeat is checked against.
 	ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]ExecutorRun, error)
+	// ExecutionDispatchedTo tells which executor a running remote execution was handed to:
+	// its job's app, the address and instance recorded at dispatch (ErrNotFound when it is
+	// not running). The server checks what an executor reports about a run against it.
+	ExecutionDispatchedTo(ctx context.Context, id int64) (*Dispatched, error)
 	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the executions ids only: those
 	// still running and sent to address move to lost and are returned.
 	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*Execution, error)
@@ -191,6 +195,16 @@ type Querier interface {
 	// AppList lists apps by name.
 	AppList(ctx context.Context) ([]*App, error)
 	AppDelete(ctx context.Context, name string) error
+
+	// AppCredentialCreate stores an app's first executor credential (ErrAlreadyExists when it
+	// has one); AppCredentialRotate replaces its hash and sets RotatedAt (ErrNotFound when it
+	// has none). The caller sets the times.
+	AppCredentialCreate(ctx context.Context, c *AppCredential) error
+	AppCredentialRotate(ctx context.Context, c *AppCredential) error
+	// AppCredentialByHash finds the credential with hash (ErrNotFound when none has it).
+	AppCredentialByHash(ctx context.Context, hash string) (*AppCredential, error)
+	// AppCredentialList lists the credentials by app, hashes included.
+	AppCredentialList(ctx context.Context) ([]*AppCredential, error)
 
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.

@@ -15,7 +15,8 @@ import (
 func newAppCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("app", "Manage apps (executor groups)", o,
-		newAppCreateCmd(o), newAppListCmd(o), newAppGetCmd(o), newAppUpdateCmd(o), newAppDeleteCmd(o))
+		newAppCreateCmd(o), newAppListCmd(o), newAppGetCmd(o), newAppUpdateCmd(o), newAppDeleteCmd(o),
+		newAppCredentialCmd(o))
 }
 
 // appFlags are an app's settings, shared by create and update.

@@ -162,3 +162,24 @@ func TestCLIRegisteredAppAndExecutorList(t *testing.T) {
 		t.Errorf("executor list --app other shows the reports executor:\n%s", out)
 	}
 }
+
+// TestCLIAppCredential: create shows the secret once, list shows none, rotate gives another,
+// and a second create is refused.
+func TestCLIAppCredential(t *testing.T) {
+	s := startAPIServer(t)
+	created := mustJSON[api.AppCredential](t, s, "app", "credential", "create", "billing")
+	if created.App != "billing" || !strings.HasPrefix(created.Secret, "sde_") {
+		t.Fatalf("credential create: %+v", created)
+	}
+	if code, _, errOut := s.cli(t, "app", "credential", "create", "billing"); code != 1 || !strings.Contains(errOut, "exists") {
+		t.Fatalf("second create: exit %d, %q", code, errOut)
+	}
+	rotated := mustJSON[api.AppCredential](t, s, "app", "credential", "rotate", "billing")
+	if rotated.Secret == "" || rotated.Secret == created.Secret || rotated.RotatedAt.IsZero() {
+		t.Fatalf("credential rotate: %+v", rotated)
+	}
+	out := s.mustCLI(t, "app", "credential", "list", "billing")
+	if !strings.Contains(out, "billing") || strings.Contains(out, rotated.Secret) {
+		t.Fatalf("credential list:\n%s", out)
+	}
+}

@@ -33,6 +33,7 @@ type serverOptions struct {
 	smtp                    alarm.SMTP
 	tls                     tlsOptions
 	trustedProxies          string
+	executorNetworks        string
 	minInterval             time.Duration
 	maxJobsPerApp           int
 	secrets                 []*secretFlag
@@ -84,6 +85,7 @@ environment, which wins over the file.`,
 	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
 	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
 	o.tls.add(f)
+	f.StringVar(&o.executorNetworks, "executor-networks", "", "CIDRs manual executor addresses must be in (comma-separated; default: anywhere)")
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
 	f.IntVar(&o.maxJobsPerApp, "max-jobs-per-app", 10000, "most jobs one app (executor group) may have (0: no limit)")
@@ -159,6 +161,10 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return usageErrorf("--trusted-proxy: %v", err)
 	}
+	execNets, err := httpserve.ParseProxies(o.executorNetworks)
+	if err != nil {
+		return usageErrorf("--executor-networks: %v", err)
+	}
 	if o.smtp.Addr != "" && o.smtp.From == "" {
 		return usageErrorf("--smtp-addr %s needs --smtp-from (the sender address of alarms)", o.smtp.Addr)
 	}
@@ -198,8 +204,8 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		return err
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
-		AuditRetention: o.auditRetention,
-		SMTP:           o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
+		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
+		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
 	if err != nil {
 		return err

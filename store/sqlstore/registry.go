@@ -243,6 +243,20 @@ func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address
 	return out, rows.Err()
 }
 
+// ExecutionDispatchedTo reads one running execution's dispatch by its primary key.
+func (e *executor) ExecutionDispatchedTo(ctx context.Context, id int64) (*store.Dispatched, error) {
+	d := store.Dispatched{ID: id}
+	err := e.queryRow(ctx, "SELECT j.app, l.executor_address, l.executor_instance, l.fired_at FROM executions_live l"+
+		" JOIN jobs j ON j.id = l.job_id WHERE l.id = ? AND l.state = 'running'", id).Scan(&d.App, &d.Address, &d.Instance, &d.FiredAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlstore: running execution %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: dispatch of execution %d: %w", id, err)
+	}
+	return &d, nil
+}
+
 // ExecutionsLoseOnExecutorIDs ends the given executions as lost if they still run on address.
 func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*store.Execution, error) {
 	if len(ids) == 0 {

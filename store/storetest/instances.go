@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -32,12 +33,20 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 		t.Fatalf("running on x:1 = %+v, want %+v", runs, want)
 	}
 	equal(t, "another app's", len(get(s.ExecutionsRunningOnExecutor(ctx, "other", "http://x:1")).ok(t)), 0)
+	d := get(s.ExecutionDispatchedTo(ctx, b.ID)).ok(t)
+	equal(t, "dispatched to", *d, store.Dispatched{ID: b.ID, App: "pool", Address: "http://x:1", Instance: "new", FiredAt: 200})
+	if _, err := s.ExecutionDispatchedTo(ctx, c.ID+1000); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("dispatch of an execution not created yet: err = %v, want ErrNotFound", err)
+	}
 
 	// Only the ids given that still run on the address are lost.
 	lost := get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", []int64{a.ID, c.ID})).ok(t)
 	sameIDs(t, "lost by id", ids(lost, executionID), []int64{a.ID})
 	equal(t, "lost state", lost[0].State, store.ExecLost)
 	equal(t, "c elsewhere", get(s.ExecutionGet(ctx, c.ID)).ok(t).State, store.ExecRunning)
+	if _, err := s.ExecutionDispatchedTo(ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("dispatch of an ended execution: err = %v, want ErrNotFound", err)
+	}
 	equal(t, "lose again", len(get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", []int64{a.ID})).ok(t)), 0)
 
 	// A late result: the lost one takes it, a running or a late-completed one does not.
@@ -64,4 +73,30 @@ func testKillRequests(t *testing.T, s store.Store) {
 	sameIDs(t, "n1 takes", get(s.KillRequestsTake(ctx, "n1")).ok(t), []int64{3, 5})
 	equal(t, "taken once", len(get(s.KillRequestsTake(ctx, "n1")).ok(t)), 0)
 	sameIDs(t, "n2 takes", get(s.KillRequestsTake(ctx, "n2")).ok(t), []int64{4})
+}
+
+// testAppCredentials: one credential per app, found by its hash; rotating replaces the hash,
+// so the old one finds nothing.
+func testAppCredentials(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a := &store.AppCredential{App: "billing", Hash: "h1", CreatedAt: 10}
+	noErr(t, s.AppCredentialCreate(ctx, a))
+	if err := s.AppCredentialCreate(ctx, &store.AppCredential{App: "billing", Hash: "h9", CreatedAt: 11}); !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("second credential of an app: err = %v, want ErrAlreadyExists", err)
+	}
+	if err := s.AppCredentialRotate(ctx, &store.AppCredential{App: "nobody", Hash: "h8", RotatedAt: 12}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("rotating a credential never created: err = %v, want ErrNotFound", err)
+	}
+	noErr(t, s.AppCredentialCreate(ctx, &store.AppCredential{App: "payroll", Hash: "h2", CreatedAt: 20}))
+	equal(t, "by hash", *get(s.AppCredentialByHash(ctx, "h2")).ok(t), store.AppCredential{App: "payroll", Hash: "h2", CreatedAt: 20})
+
+	r := &store.AppCredential{App: "billing", Hash: "h3", RotatedAt: 30}
+	noErr(t, s.AppCredentialRotate(ctx, r))
+	equal(t, "rotated", *r, store.AppCredential{App: "billing", Hash: "h3", CreatedAt: 10, RotatedAt: 30})
+	if _, err := s.AppCredentialByHash(ctx, "h1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the rotated-out hash: err = %v, want ErrNotFound", err)
+	}
+	list := get(s.AppCredentialList(ctx)).ok(t)
+	equal(t, "listed", len(list), 2)
+	equal(t, "first listed", *list[0], *r)
 }

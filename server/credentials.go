@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Executor credentials per app: an admin creates or rotates one (the secret is shown once and
+// stored hashed, like an API token); an executor presenting it may register into, beat for and
+// report about its app only. The global --executor-token still admits executors of any app,
+// deprecated: whoever holds it can act as any app's executor.
+
+const credentialPrefix = "sde_"
+
+type appBoundKey struct{}
+
+// appBound is the app whose credential authenticated the executor request; "" for the global
+// executor token (any app).
+func appBound(ctx context.Context) string {
+	app, _ := ctx.Value(appBoundKey{}).(string)
+	return app
+}
+
+func (s *Server) createCredential(w http.ResponseWriter, r *http.Request) error {
+	return s.putCredential(w, r, false)
+}
+
+func (s *Server) rotateCredential(w http.ResponseWriter, r *http.Request) error {
+	return s.putCredential(w, r, true)
+}
+
+func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, rotate bool) error {
+	app := r.PathValue("name")
+	if app == "" || len(app) > 190 {
+		return invalidField("name", "want an app name of 1 to 190 characters")
+	}
+	secret, hash := newSecret(credentialPrefix)
+	now := s.clock.Now().UnixMilli()
+	c := &store.AppCredential{App: app, Hash: hash, CreatedAt: now}
+	status, put := http.StatusCreated, s.store.AppCredentialCreate
+	if rotate {
+		c.RotatedAt, status, put = now, http.StatusOK, s.store.AppCredentialRotate
+	}
+	if err := put(r.Context(), c); err != nil {
+		return err
+	}
+	s.log.Info("executor credential set", "app", app, "rotated", rotate)
+	w.Header().Set("Cache-Control", "no-store")
+	out := apiCredential(c)
+	out.Secret = secret
+	writeJSON(w, status, out)
+	return nil
+}
+
+func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
+	all, err := s.store.AppCredentialList(r.Context())
+	if err != nil {
+		return err
+	}
+	out := []api.AppCredential{}
+	for _, c := range all {
+		if c.App == r.PathValue("name") {
+			out = append(out, apiCredential(c))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func apiCredential(c *store.AppCredential) api.AppCredential {
+	return api.AppCredential{App: c.App, CreatedAt: api.Time(c.CreatedAt), RotatedAt: api.Time(c.RotatedAt)}
+}
+
+// executorAuth admits requests carrying an app's executor credential (bound to that app) or
+// the global executor token (any app). With neither configured nothing is admitted: an open
+// registry would let anyone receive the jobs' parameters.
+func (s *Server) executorAuth(h apiHandler) apiHandler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return errBadExecutorToken
+		}
+		if strings.HasPrefix(got, credentialPrefix) {
+			c, err := s.store.AppCredentialByHash(r.Context(), hashSecret(got))
+			if errors.Is(err, store.ErrNotFound) {
+				return errBadExecutorToken
+			} else if err != nil {
+				return err
+			}
+			if from := senderOf(r); from.app != "" && from.app != c.App {
+				s.rejected.WithLabelValues(rejectWrongApp).Inc()
+				return errWrongApp(from.app, c.App)
+			}
+			return h(w, r.WithContext(context.WithValue(r.Context(), appBoundKey{}, c.App)))
+		}
+		if s.cfg.ExecutorToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.ExecutorToken)) != 1 {
+			return errBadExecutorToken
+		}
+		return h(w, r)
+	}
+}
+
+// checkApp refuses a registration for another app than the credential's.
+func (s *Server) checkApp(ctx context.Context, app string) error {
+	if bound := appBound(ctx); bound != "" && bound != app {
+		s.rejected.WithLabelValues(rejectWrongApp).Inc()
+		return errWrongApp(app, bound)
+	}
+	return nil
+}
+
+func errWrongApp(app, bound string) *apiError {
+	return &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+		Message: fmt.Sprintf("app %q: the executor credential is app %q's", app, bound)}
+}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// What an executor reports about a run is taken only from the executor the run was handed
+// to: the executor token alone would let any holder finish, or write the output of, any
+// app's runs. The sender names itself (executor.HeaderApp, executor.HeaderInstance) and must
+// match the app of the run's job and the instance recorded at dispatch.
+
+// Reasons of sundial_executor_rejected_total.
+const (
+	rejectNotLive       = "not_live"       // output for a run not running: not created yet, or ended
+	rejectWrongApp      = "wrong_app"      // the run belongs to another app's job
+	rejectWrongInstance = "wrong_instance" // the run was handed to another instance of the app
+)
+
+func newRejectedCounter(reg *prometheus.Registry) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sundial_executor_rejected_total",
+		Help: "Executor reports about runs refused, by reason: not_live (output for a run not running), " +
+			"wrong_app (the run is another app's), wrong_instance (the run was handed to another executor instance)."},
+		[]string{"reason"})
+	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance} {
+		c.WithLabelValues(r) // every series from the start, so a rate alert sees 0 and not nothing
+	}
+	reg.MustRegister(c)
+	return c
+}
+
+// errSender is a refused report; its reason is counted.
+type errSender struct {
+	reason string
+	err    *apiError
+}
+
+func (e *errSender) Error() string { return e.err.Message }
+
+// sender is who an executor request says it comes from.
+type sender struct{ app, instance string }
+
+// senderOf reads the sender from the headers; an app credential decides the app.
+func senderOf(r *http.Request) sender {
+	from := sender{app: r.Header.Get(executor.HeaderApp), instance: r.Header.Get(executor.HeaderInstance)}
+	if bound := appBound(r.Context()); bound != "" {
+		from.app = bound
+	}
+	return from
+}
+
+// checkRun tells whether from may report about execution id. A run not running is
+// store.ErrNotFound (wrapped): output for it is refused, while a result may still be late
+// (see engine.CompleteRemote). A run recorded for no instance (a manual address, an
+// executor sending no id) is open to any instance of its app.
+func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Dispatched, error) {
+	d, err := s.store.ExecutionDispatchedTo(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case d.App != from.app:
+		return nil, &errSender{rejectWrongApp, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+			Message: fmt.Sprintf("execution %d belongs to another app than %q", id, from.app)}}
+	case d.Instance != "" && d.Instance != from.instance:
+		return nil, &errSender{rejectWrongInstance, &apiError{Status: http.StatusConflict, Code: "failed_precondition",
+			Message: fmt.Sprintf("execution %d was handed to another executor instance than %q", id, from.instance)}}
+	}
+	return d, nil
+}
+
+// refuse counts a refused report and turns it into the API's answer.
+func (s *Server) refuse(err error, id int64) error {
+	var se *errSender
+	switch {
+	case errors.As(err, &se):
+		s.rejected.WithLabelValues(se.reason).Inc()
+		s.log.Warn("refused an executor report", "execution_id", id, "reason", se.reason, "err", se.err.Message)
+		return se.err
+	case errors.Is(err, store.ErrNotFound):
+		s.rejected.WithLabelValues(rejectNotLive).Inc()
+		return &apiError{Status: http.StatusConflict, Code: "failed_precondition",
+			Message: fmt.Sprintf("execution %d is not running", id)}
+	}
+	return err
+}
+
+// serverTimes replaces a result's times by the server's: it finished now (when the result
+// arrives), and it started no earlier than it was fired and no later than now. firedAt is 0
+// for a run no longer live (a late result), whose start is only capped.
+func serverTimes(startedAt, firedAt int64, now time.Time) (started, finished time.Time) {
+	ms := now.UnixMilli()
+	startedAt = min(max(startedAt, firedAt), ms)
+	if startedAt <= 0 {
+		startedAt = ms
+	}
+	return time.UnixMilli(startedAt), now
+}
