@@ -96,13 +96,28 @@ func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
 	if err != nil {
 		return err
 	}
-	cur, err := s.store.JobGet(ctx, jobID)
+	tx, err := s.store.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	cur, err := tx.JobGet(ctx, jobID)
 	if err != nil {
 		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
 	}
 	row.ID, row.Enabled, row.ChildJobIDs, row.CreatedAt = cur.ID, cur.Enabled, cur.ChildJobIDs, cur.CreatedAt
-	if err := s.store.JobUpdate(ctx, row); err != nil {
+	if err := tx.JobUpdate(ctx, row); err != nil {
 		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
+	}
+	prev := cur.Params
+	if !isScript(cur) {
+		prev = "" // a job that becomes a script job starts its history with this save
+	}
+	if err := recordScript(ctx, tx, row, prev, job.ScriptNote, "edited"); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sundial: update job %d: commit: %w", jobID, err)
 	}
 	return nil
 }

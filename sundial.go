@@ -199,8 +199,12 @@ type Job struct {
 	// round_robin, random, consistent_hash, least_frequently_used, least_recently_used,
 	// failover, busy_over or sharding_broadcast.
 	Routing string
-	// Params is handed to the handler verbatim.
+	// Params is handed to the handler verbatim. For the script handler (ScriptHandler) it is
+	// the script, and each save that changes it records a version (ScriptNote).
 	Params string
+	// ScriptNote is the note of the script version this save records; it is not stored on
+	// the job. Default: "created" or "edited".
+	ScriptNote string
 	// Data is the job's data map; the handler sees a copy and, with PersistData, its changes
 	// are stored after a successful run.
 	Data        map[string]any
@@ -308,6 +312,9 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Tx, job Job, tri
 	if err := tx.JobInsert(ctx, row); err != nil {
 		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
 	}
+	if err := recordScript(ctx, tx, row, "", job.ScriptNote, "created"); err != nil {
+		return 0, err
+	}
 	for _, tr := range rows {
 		tr.JobID = row.ID
 		if err := insertTrigger(ctx, tx, tr); err != nil {
@@ -372,6 +379,9 @@ func jobRow(j Job) (*store.Job, error) {
 			return bad(fmt.Sprintf("alarm_targets[%d]", te.Index), "%v", te.Err)
 		}
 		return bad("alarm_targets", "%v", err)
+	}
+	if err := checkScriptNote(j.Name, j.ScriptNote); err != nil {
+		return nil, err
 	}
 	if j.Group == "" {
 		j.Group = "default"

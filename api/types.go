@@ -10,13 +10,16 @@ type Page[T any] struct {
 // JobRequest is the body of POST /jobs (with Triggers) and PUT /jobs/{id} (without: a job's
 // triggers are changed under /triggers). The server rejects unknown fields.
 type JobRequest struct {
-	Group            string           `json:"group,omitempty"`
-	Name             string           `json:"name"`
-	Description      string           `json:"description,omitempty"`
-	Handler          string           `json:"handler"`
-	App              string           `json:"app,omitempty"`
-	Routing          string           `json:"routing,omitempty"`
-	Params           string           `json:"params,omitempty"`
+	Group       string `json:"group,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Handler     string `json:"handler"`
+	App         string `json:"app,omitempty"`
+	Routing     string `json:"routing,omitempty"`
+	Params      string `json:"params,omitempty"`
+	// ScriptNote is the note of the script version a save of a shell job records when its
+	// params (the script) change; at most 500 characters.
+	ScriptNote       string           `json:"script_note,omitempty"`
 	Data             map[string]any   `json:"data,omitempty"`
 	Concurrency      string           `json:"concurrency,omitempty"`
 	PersistData      bool             `json:"persist_data,omitempty"`
@@ -62,6 +65,14 @@ func (j *Job) Request() JobRequest {
 		Routing: j.Routing, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets}
+}
+
+// ScriptVersion is one kept save of a shell job's script, newest first in lists.
+type ScriptVersion struct {
+	Version   int64  `json:"version"`
+	Script    string `json:"script"`
+	Note      string `json:"note"`
+	CreatedAt Time   `json:"created_at"`
 }
 
 // TriggerRequest is a trigger as a request gives it: a schedule and when and how it fires.

@@ -32,7 +32,7 @@ func toJobOut(j *store.Job) api.Job {
 // jobOf is the request's job for the scheduler, which checks it.
 func jobOf(in *api.JobRequest) sundial.Job {
 	return sundial.Job{Group: in.Group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
-		Routing: in.Routing, Params: in.Params, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
+		Routing: in.Routing, Params: in.Params, ScriptNote: in.ScriptNote, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
 		PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
 		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets}

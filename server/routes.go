@@ -48,6 +48,9 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/jobs/{id}/pause", authenticated, s.pauseJob},
 		{"POST", v1 + "/jobs/{id}/resume", authenticated, s.resumeJob},
 		{"POST", v1 + "/jobs/{id}/run", authenticated, s.runJob},
+		{"GET", v1 + "/jobs/{id}/script/versions", authenticated, s.listScriptVersions},
+		{"GET", v1 + "/jobs/{id}/script/versions/{version}", authenticated, s.getScriptVersion},
+		{"POST", v1 + "/jobs/{id}/script/versions/{version}/restore", authenticated, s.restoreScriptVersion},
 		{"GET", v1 + "/jobs/{id}/triggers", authenticated, s.listJobTriggers},
 		{"POST", v1 + "/jobs/{id}/triggers", authenticated, s.addTrigger},
 
