@@ -90,7 +90,7 @@ func (s *Scheduler) DeleteJob(ctx context.Context, jobID int64) error {
 }
 
 // UpdateJob replaces the settings of an existing job with job's, checked as ScheduleJob
-// checks them; its triggers, enabled state and child jobs stay.
+// checks them (child jobs included); its triggers and enabled state stay.
 func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
 	row, err := jobRow(job)
 	if err != nil {
@@ -105,7 +105,10 @@ func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
 	if err != nil {
 		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
 	}
-	row.ID, row.Enabled, row.ChildJobIDs, row.CreatedAt = cur.ID, cur.Enabled, cur.ChildJobIDs, cur.CreatedAt
+	row.ID, row.Enabled, row.CreatedAt = cur.ID, cur.Enabled, cur.CreatedAt
+	if err := checkChildJobs(ctx, tx, jobID, row); err != nil {
+		return err
+	}
 	if err := tx.JobUpdate(ctx, row); err != nil {
 		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
 	}

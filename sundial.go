@@ -223,6 +223,9 @@ type Job struct {
 	// https://); a bad one is refused (FieldError alarm_targets[i]). A sundial server
 	// delivers them; an embedding program only records them.
 	AlarmTargets []string
+	// ChildJobIDs are the jobs fired when a run of this one succeeds. Each must be an
+	// existing job other than this one (FieldError child_job_ids[i]).
+	ChildJobIDs []int64
 }
 
 // Trigger describes when a job runs.
@@ -308,6 +311,9 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Tx, job Job, tri
 			}
 			return 0, err
 		}
+	}
+	if err := checkChildJobs(ctx, tx, 0, row); err != nil {
+		return 0, err
 	}
 	if err := tx.JobInsert(ctx, row); err != nil {
 		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
@@ -407,7 +413,8 @@ func jobRow(j Job) (*store.Job, error) {
 		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
 		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
-		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets, Enabled: true,
+		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets,
+		ChildJobIDs: j.ChildJobIDs, Enabled: true,
 	}, nil
 }
 
