@@ -32,7 +32,12 @@ type Config struct {
 	Backoff time.Duration
 	// Timeout bounds one attempt. Default 15 s.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// ResendAfter is how long an alarm may stay sending (claimed by a sweep) before a sweep
+	// takes it as abandoned by a node that died mid-delivery and sends it again. It must
+	// exceed the longest delivery: every target's attempts, timeouts and pauses. Default
+	// 10 min.
+	ResendAfter time.Duration
+	Logger      *slog.Logger
 	// Clock paces the sweeps and the pauses between attempts. Default: the system clock.
 	Clock clock.Clock
 }
@@ -46,11 +51,13 @@ type Config struct {
 // sending). Two leaders that overlap for a moment (a lease that expired under a paused
 // process) cannot both win an alarm, so no target hears of a failure twice. The claim is
 // taken before delivery, not after, because the other order (deliver, then CAS pending →
-// sent) lets both leaders deliver before either records it. The price is a node that dies
-// mid-delivery: its alarms stay "sending" and are not sent again, since their targets may
-// have heard already; that is visible on the execution (alarm_state) and in the log.
-// Claiming pending → sent directly would make the same choice but could not tell a
-// delivered alarm from one abandoned half-way, nor leave room for retries.
+// sent) lets both leaders deliver before either records it.
+//
+// A node that dies mid-delivery leaves its alarms "sending": after ResendAfter a sweep claims
+// them again (ExecutionsAlarmReclaim) and delivers them to every target. A target may then
+// hear of the failure twice: a webhook carries the execution's idempotency key, so its
+// receiver can drop the second; an e-mail cannot be taken back, so e-mail alarms are
+// at-least-once.
 //
 // A delivery that fails is retried Attempts times with a growing pause, per target, inside
 // the claim (so targets already told are not told again); then the alarm is marked failed.
@@ -83,6 +90,9 @@ func New(cfg Config) (*Sender, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 15 * time.Second
+	}
+	if cfg.ResendAfter <= 0 {
+		cfg.ResendAfter = 10 * time.Minute
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -137,11 +147,27 @@ const (
 	parallel   = 4
 )
 
-// Sweep claims every pending alarm it can and delivers it. It runs whether or not the loop
-// does, so tests and tools can drive it.
+// Sweep claims every pending alarm it can, and every alarm abandoned sending for longer
+// than ResendAfter, and delivers them. It runs whether or not the loop does, so tests and
+// tools can drive it.
 func (s *Sender) Sweep(ctx context.Context) (Result, error) {
 	var res Result
-	var mu sync.Mutex
+	for {
+		stale, err := s.cfg.Store.ExecutionsAlarmReclaim(ctx, s.cfg.ResendAfter, sweepBatch)
+		if err != nil || len(stale) == 0 {
+			if err != nil {
+				return res, fmt.Errorf("reclaim abandoned alarms: %w", err)
+			}
+			break
+		}
+		s.log.Warn("sending alarms again: their delivery was abandoned", "count", len(stale))
+		if err := s.deliverAll(ctx, stale, &res); err != nil || len(stale) < sweepBatch {
+			if err != nil {
+				return res, err
+			}
+			break
+		}
+	}
 	after := int64(0)
 	for {
 		pending, err := s.cfg.Store.ExecutionsAlarmPending(ctx, after, sweepBatch)
@@ -162,50 +188,58 @@ func (s *Sender) Sweep(ctx context.Context) (Result, error) {
 			mine[id] = true
 		}
 		var claimed []*store.Execution
-		var jobIDs []int64
 		for _, x := range pending {
 			if mine[x.ID] {
 				claimed = append(claimed, x)
-				jobIDs = append(jobIDs, x.JobID)
 			}
 		}
-		js, err := s.cfg.Store.JobsGet(ctx, jobIDs)
-		if err != nil {
-			s.release(claimed)
-			return res, fmt.Errorf("jobs of %d alarms: %w", len(claimed), err)
-		}
-		jobs := make(map[int64]*store.Job, len(js))
-		for _, j := range js {
-			jobs[j.ID] = j
-		}
-		sem := make(chan struct{}, parallel)
-		var wg sync.WaitGroup
-		for _, x := range claimed {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				to := s.deliver(ctx, x, jobs[x.JobID])
-				mu.Lock()
-				defer mu.Unlock()
-				switch to {
-				case store.AlarmSent:
-					res.Sent++
-				case store.AlarmFailed:
-					res.Failed++
-				case store.AlarmNone:
-					res.Dropped++
-				}
-			}()
-		}
-		wg.Wait()
-		if ctx.Err() != nil {
-			return res, ctx.Err()
+		if err := s.deliverAll(ctx, claimed, &res); err != nil {
+			return res, err
 		}
 		if len(pending) < sweepBatch {
 			return res, nil
 		}
 	}
+}
+
+// deliverAll delivers claimed alarms, parallel at a time, and counts the outcomes in res.
+func (s *Sender) deliverAll(ctx context.Context, claimed []*store.Execution, res *Result) error {
+	jobIDs := make([]int64, len(claimed))
+	for i, x := range claimed {
+		jobIDs[i] = x.JobID
+	}
+	js, err := s.cfg.Store.JobsGet(ctx, jobIDs)
+	if err != nil {
+		s.release(claimed)
+		return fmt.Errorf("jobs of %d alarms: %w", len(claimed), err)
+	}
+	jobs := make(map[int64]*store.Job, len(js))
+	for _, j := range js {
+		jobs[j.ID] = j
+	}
+	var mu sync.Mutex
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, x := range claimed {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			to := s.deliver(ctx, x, jobs[x.JobID])
+			mu.Lock()
+			defer mu.Unlock()
+			switch to {
+			case store.AlarmSent:
+				res.Sent++
+			case store.AlarmFailed:
+				res.Failed++
+			case store.AlarmNone:
+				res.Dropped++
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 // release hands claimed alarms back to pending (the sweep could not go on).

@@ -55,6 +55,10 @@ type Remote struct {
 	router *router
 	stats  Stats
 
+	// complete records results with the engine's job policy (Engine.CompleteRemote): set by
+	// RecordWith before the engine starts.
+	complete func(context.Context, []engine.RemoteResult) ([]int64, error)
+
 	// instances caches each app's executors for a moment (see addresses).
 	mu        sync.Mutex
 	instances map[string]appInstances
@@ -192,6 +196,14 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	return engine.Result{Async: true, Message: msg}
 }
 
+// RecordWith makes the dispatcher record the outcome of a broadcast shard that no executor
+// took through complete, the engine's Engine.CompleteRemote, so the job's retry and alarm
+// apply to it as to any failed run. Call it before the engine starts (the engine is built
+// with the dispatcher, so it cannot be given in Config).
+func (r *Remote) RecordWith(complete func(context.Context, []engine.RemoteResult) ([]int64, error)) {
+	r.complete = complete
+}
+
 // resendToInstance sends a run again to the executor instance that answered at addr, when
 // the run had been recorded for another (the executor restarted since the instances were
 // read): the run is recorded for the new instance first, so that the server never counts a
@@ -214,8 +226,8 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr
 // 1..n-1 are new executions with the same job, trigger, scheduled time and attempt (the fire
 // key includes the shard index, so each shard exists once), inserted running on this node so
 // that the node's death or the executor's loss is handled as for any running execution. A
-// shard that no executor takes is recorded failed at once, without a retry; a shard that
-// fails or is lost later is retried alone (its retry keeps its index and total).
+// shard that no executor takes is recorded failed at once, and like a shard that fails or is
+// lost later it is retried alone per the job (its retry keeps its index and total).
 func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) engine.Result {
 	ex, job, total := f.Execution, f.Job, len(addrs)
 	shards := make([]*store.Execution, 0, total-1)
@@ -236,13 +248,25 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) 
 		if res.Async {
 			continue
 		}
-		now := r.cfg.Clock.Now().UnixMilli()
-		if _, err := r.cfg.Store.ExecutionsCompleteOwned(ctx, store.OwnerOf(sh), []store.ExecutionResult{{ID: sh.ID, State: store.ExecFailed,
-			HandleCode: 500, HandleMsg: res.Err.Error(), StartedAt: now, FinishedAt: now}}); err != nil {
+		if err := r.shardFailed(ctx, sh, res.Err); err != nil {
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
 		}
 	}
 	return r.send(ctx, ex, job, addrs[0], 0, total)
+}
+
+// shardFailed records that no executor took a shard: with the job's retry and alarm through
+// the engine, or (a dispatcher used without one) as a bare failure.
+func (r *Remote) shardFailed(ctx context.Context, sh *store.Execution, cause error) error {
+	now := r.cfg.Clock.Now()
+	if r.complete != nil {
+		_, err := r.complete(ctx, []engine.RemoteResult{{ExecutionID: sh.ID, State: store.ExecFailed, Code: 500,
+			Message: cause.Error(), Started: now, Finished: now}})
+		return err
+	}
+	_, err := r.cfg.Store.ExecutionsCompleteOwned(ctx, store.OwnerOf(sh), []store.ExecutionResult{{ID: sh.ID, State: store.ExecFailed,
+		HandleCode: 500, HandleMsg: cause.Error(), StartedAt: now.UnixMilli(), FinishedAt: now.UnixMilli()}})
+	return err
 }
 
 // addresses returns the app's executor addresses, sorted: its manual list, or its live

@@ -13,6 +13,10 @@ const (
 	admitRun    = jobrun.Run
 	admitSkip   = jobrun.Skip
 	admitQueued = jobrun.Queued
+	// admitHeld: the node already starts or runs this execution (a second copy of it, see
+	// fireQueue.push): the copy is dropped, since its claim would be lost and forgetting it
+	// would forget the run.
+	admitHeld admission = -1
 )
 
 // concurrency applies jobs' concurrency policies to the fires of this node, with the rules
@@ -29,6 +33,9 @@ func newConcurrency() *concurrency {
 
 // admit decides what happens to a due fire and, when it may run, counts it as active.
 func (c *concurrency) admit(f *Fire) admission {
+	if c.t.Holds(f.Job.ID, f.Execution.ID) {
+		return admitHeld
+	}
 	return c.t.Admit(f.Job.ID, f.Execution.ID, jobrun.Policy(f.Job.Concurrency),
 		&pendingFire{exec: f.Execution, priority: 5}, errReplaced)
 }

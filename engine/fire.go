@@ -106,7 +106,12 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	}
 	var batch []admitted
 	now := e.clock.Now()
+	seen := make(map[int64]bool, len(due))
 	for _, pf := range due {
+		if seen[pf.exec.ID] {
+			continue // held twice (see fireQueue.push): the one claim would start it twice
+		}
+		seen[pf.exec.ID] = true
 		job := jobs[pf.exec.JobID]
 		if job != nil && job.Concurrency != store.ConcurrencyAllow && pf.exec.ScheduledAt > now.UnixMilli() {
 			e.startWhenDue(l, pf)
@@ -123,6 +128,10 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
 			continue
 		}
+		if pf.admitted {
+			batch = append(batch, admitted{fire: f, unsure: pf.unsure})
+			continue
+		}
 		switch l.conc.admit(f) {
 		case admitRun:
 			batch = append(batch, admitted{fire: f, unsure: pf.unsure})
@@ -130,25 +139,33 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			batch = append(batch, admitted{fire: f, skip: true, unsure: pf.unsure})
 		case admitQueued:
 			e.signals.fireQueued(f.Execution.ID)
+		case admitHeld:
 		}
 	}
 	if len(batch) == 0 {
 		return
 	}
-	ids := make([]int64, len(batch))
-	for i, a := range batch {
-		ids[i] = a.fire.Execution.ID
+	var (
+		plain []int64
+		alone []*Fire
+	)
+	for _, a := range batch {
+		if !a.skip && a.fire.Execution.TriggerMsg == "" && runsAlone(a.fire.Job) {
+			alone = append(alone, a.fire)
+		} else {
+			plain = append(plain, a.fire.Execution.ID)
+		}
 	}
 	// A stop must not cut the claim short: a statement canceled after the database applied it
 	// would leave fires running that no handler runs. A claim that times out is retried as
 	// unsure, like one whose answer was lost.
 	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	won, err := e.store.ExecutionsMarkRunning(claimCtx, l.owner, ids, now.UnixMilli())
+	c, err := e.claimFires(claimCtx, l.owner, plain, alone, now.UnixMilli())
 	cancelClaim()
 	if err != nil {
 		// Nothing ran and the fires are still acquired by this node: try again shortly.
 		if ctx.Err() == nil {
-			e.log.Error("mark fires running; retrying", "err", err, "count", len(ids))
+			e.log.Error("mark fires running; retrying", "err", err, "count", len(batch))
 		}
 		retry := make([]*pendingFire, 0, len(batch))
 		for _, a := range batch {
@@ -163,8 +180,8 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		e.retryLater(l, retry)
 		return
 	}
-	e.log.Debug("started", "fires", len(won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", now.Sub(time.UnixMilli(due[0].exec.ScheduledAt)))
-	wonSet := idSet(won)
+	e.log.Debug("started", "fires", len(c.won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", now.Sub(time.UnixMilli(due[0].exec.ScheduledAt)))
+	wonSet := c.won
 	var next []*pendingFire // queued fires whose turn came in this batch
 	defer func() {
 		if len(next) > 0 {
@@ -175,6 +192,10 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		ex := a.fire.Execution
 		if !wonSet[ex.ID] && a.unsure && e.claimedEarlier(ctx, l.owner, ex.ID) {
 			wonSet[ex.ID] = true
+		}
+		if !wonSet[ex.ID] && c.busy[ex.ID] {
+			e.waitBusy(l, a.fire) // its job runs on another node: its turn comes when that run ends
+			continue
 		}
 		if !wonSet[ex.ID] {
 			// Another node took this fire (we were presumed dead): running it would be a
@@ -197,6 +218,10 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			}
 			l.completer.add(completion{fire: a.fire, state: store.ExecSkipped, started: now,
 				finished: now, res: Result{Message: why}})
+		case c.discarded[ex.ID]:
+			l.completer.add(completion{fire: a.fire, state: store.ExecSkipped, started: now,
+				finished: now, res: Result{Message: "skipped: the previous fire of the job still runs on another node (concurrency policy discard)"}})
+			next = l.conc.appendDone(next, a.fire)
 		case ex.TriggerMsg != "":
 			l.completer.add(completion{fire: a.fire, state: store.ExecFailed, started: now,
 				finished: now, res: Result{Err: errors.New(ex.TriggerMsg)}})

@@ -17,6 +17,9 @@ type pendingFire struct {
 	// missed, when set, says why the fire is recorded skipped instead of run: its trigger's
 	// misfire policy does not fire it (see misfireReturned).
 	missed string
+	// admitted marks a fire the concurrency tracker already counts as active: one that waited
+	// while its job ran on another node.
+	admitted bool
 }
 
 // fireQueue is the in-memory heap of acquired fires, earliest first and, at the same
@@ -25,6 +28,7 @@ type pendingFire struct {
 type fireQueue struct {
 	mu      sync.Mutex
 	h       fireHeap
+	in      map[int64]bool // the executions in h: a fire is held once
 	changed chan struct{}
 	closed  bool
 	// held counts the fires pushed and not yet taken by the starter (in the heap or on their
@@ -36,7 +40,7 @@ type fireQueue struct {
 }
 
 func newFireQueue(limit int) *fireQueue {
-	return &fireQueue{changed: make(chan struct{}, 1), limit: limit, room: make(chan struct{}, 1)}
+	return &fireQueue{in: map[int64]bool{}, changed: make(chan struct{}, 1), limit: limit, room: make(chan struct{}, 1)}
 }
 
 // full reports whether the queue holds its limit of fires.
@@ -77,9 +81,15 @@ func (q *fireQueue) push(fs ...*pendingFire) {
 		return
 	}
 	for _, f := range fs {
+		// The same execution can come twice: acquired, handed back to pending by a leader
+		// that took this node for dead, and acquired again. Both would win the one claim.
+		if q.in[f.exec.ID] {
+			continue
+		}
+		q.in[f.exec.ID] = true
 		heap.Push(&q.h, f)
+		q.held++
 	}
-	q.held += len(fs)
 	q.mu.Unlock()
 	select {
 	case q.changed <- struct{}{}:
@@ -104,7 +114,9 @@ func (q *fireQueue) popDue(now time.Time) []*pendingFire {
 	ms := now.UnixMilli()
 	var due []*pendingFire
 	for len(q.h) > 0 && q.h[0].exec.ScheduledAt <= ms {
-		due = append(due, heap.Pop(&q.h).(*pendingFire))
+		f := heap.Pop(&q.h).(*pendingFire)
+		delete(q.in, f.exec.ID)
+		due = append(due, f)
 	}
 	return due
 }
@@ -113,7 +125,7 @@ func (q *fireQueue) popDue(now time.Time) []*pendingFire {
 // them (Stop) or the leader does (crash).
 func (q *fireQueue) close() {
 	q.mu.Lock()
-	q.closed, q.h = true, nil
+	q.closed, q.h, q.in = true, nil, map[int64]bool{}
 	q.mu.Unlock()
 }
 

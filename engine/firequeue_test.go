@@ -12,10 +12,13 @@ import (
 // room only once the starter took enough of them.
 func TestFireQueueHoldsItsLimit(t *testing.T) {
 	q := newFireQueue(3)
-	fire := func(at int64) *pendingFire { return &pendingFire{exec: &store.Execution{ScheduledAt: at}} }
-	q.push(fire(30), fire(10), fire(20))
+	fire := func(at int64) *pendingFire { return &pendingFire{exec: &store.Execution{ID: at, ScheduledAt: at}} }
+	q.push(fire(30), fire(10), fire(20), fire(10))
 	if !q.full() {
 		t.Fatal("3 fires held with a limit of 3, and the queue is not full")
+	}
+	if q.held != 3 {
+		t.Fatalf("a fire pushed twice is held twice: %d held, want 3", q.held)
 	}
 	due := q.popDue(time.UnixMilli(20))
 	if len(due) != 2 || due[0].exec.ScheduledAt != 10 || due[1].exec.ScheduledAt != 20 {

@@ -138,14 +138,30 @@ type claimFailsStore struct {
 }
 
 func (s *claimFailsStore) ExecutionsMarkRunning(ctx context.Context, o store.Owner, ids []int64, firedAt int64) ([]int64, error) {
-	switch {
-	case s.calls.Add(1) != s.failOn:
-	case s.lose:
-		return nil, nil
-	default:
-		return nil, errors.New("connection reset (before the statement)")
+	if applied, err := s.claim(); !applied {
+		return nil, err
 	}
 	return s.Store.ExecutionsMarkRunning(ctx, o, ids, firedAt)
+}
+
+// ExecutionsMarkRunningAlone is the claim of a serial job's fires.
+func (s *claimFailsStore) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, firedAt int64) ([]int64, []int64, error) {
+	if applied, err := s.claim(); !applied {
+		return nil, nil, err
+	}
+	return s.Store.ExecutionsMarkRunningAlone(ctx, o, ids, firedAt)
+}
+
+// claim counts a claim and says whether it reaches the store, or what it fails with.
+func (s *claimFailsStore) claim() (bool, error) {
+	switch {
+	case s.calls.Add(1) != s.failOn:
+		return true, nil
+	case s.lose:
+		return false, nil
+	default:
+		return false, errors.New("connection reset (before the statement)")
+	}
 }
 
 // TestSerialQueueSurvivesFailedClaim: fires B and C of a serial job queue behind A; when A

@@ -12,6 +12,7 @@ type testSignals struct {
 	claimed   chan int64       // every fire this node won (acquired -> running)
 	queued    chan int64       // every fire queued behind a running one (concurrency serial)
 	rejoined  chan store.Owner // every new life the node began after it was declared dead
+	busy      chan int64       // every fire left waiting while its job ran on another node
 }
 
 func newTestSignals() *testSignals {
@@ -24,6 +25,7 @@ func newTestSignals() *testSignals {
 		claimed:   make(chan int64, buffer),
 		queued:    make(chan int64, buffer),
 		rejoined:  make(chan store.Owner, buffer),
+		busy:      make(chan int64, buffer),
 	}
 }
 
@@ -54,6 +56,12 @@ func (s *testSignals) fireClaimed(id int64) {
 func (s *testSignals) fireQueued(id int64) {
 	if s != nil {
 		trySend(s.queued, id)
+	}
+}
+
+func (s *testSignals) fireBusy(id int64) {
+	if s != nil {
+		trySend(s.busy, id)
 	}
 }
 

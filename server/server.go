@@ -141,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	remote.RecordWith(sched.Engine().CompleteRemote)
 	clk = sched.Clock() // given in Config.Scheduler or its Engine
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
 		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}

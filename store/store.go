@@ -109,6 +109,12 @@ type Querier interface {
 	// stamping FiredAt with firedAt or, for a fire claimed ahead of its time, ScheduledAt; it
 	// returns the IDs that moved: the fires o may run.
 	ExecutionsMarkRunning(ctx context.Context, o Owner, ids []int64, firedAt int64) ([]int64, error)
+	// ExecutionsMarkRunningAlone is ExecutionsMarkRunning for fires of jobs whose concurrency
+	// policy forbids two runs at once, across the cluster: a fire whose job runs for another
+	// owner than o, or that follows a fire of the same job claimed in this call, is not moved
+	// and is returned in busy, still acquired by o. Claims of one job's fires by several
+	// nodes are serialised on the job's row.
+	ExecutionsMarkRunningAlone(ctx context.Context, o Owner, ids []int64, firedAt int64) (won, busy []int64, err error)
 	// ExecutionsComplete moves running executions to the results' terminal states, whoever
 	// runs them (an executor reports to any node), and returns the IDs that moved.
 	ExecutionsComplete(ctx context.Context, rs []ExecutionResult) ([]int64, error)
@@ -129,6 +135,10 @@ type Querier interface {
 	// ExecutionsSetAlarm moves the given executions' alarm state from one state to another
 	// and returns the IDs that moved.
 	ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to AlarmState) ([]int64, error)
+	// ExecutionsAlarmReclaim claims again up to limit alarms left sending (AlarmSending) for
+	// longer than olderThan by the database clock, as by a node that died mid-delivery, and
+	// returns them; each is claimed by one caller.
+	ExecutionsAlarmReclaim(ctx context.Context, olderThan time.Duration, limit int) ([]*Execution, error)
 	// ReportsRefresh recomputes the report rows of one UTC day (YYYY-MM-DD) from the
 	// executions, one row per job with executions that day, dropping rows of jobs that have
 	// none any more. It returns how many rows the day has.

@@ -196,7 +196,7 @@ const (
 	AlarmPending AlarmState = "pending"
 	// AlarmSending alarms are being delivered by the node that claimed them. One left here
 	// for long belongs to a node that died mid-delivery: whether its targets were told is
-	// unknown, so it is not sent again.
+	// unknown, and it is claimed again and sent again (at least once; see alarm.Sender).
 	AlarmSending AlarmState = "sending"
 	AlarmSent    AlarmState = "sent"
 	AlarmFailed  AlarmState = "failed"

@@ -110,6 +110,18 @@ func (t *Tracker[T]) Admit(job, id int64, p Policy, item T, replaceCause error) 
 	return Run
 }
 
+// Holds reports whether run id of job is active (admitted and not Done).
+func (t *Tracker[T]) Holds(job, id int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	j := t.jobs[job]
+	if j == nil {
+		return false
+	}
+	_, ok := j.active[id]
+	return ok
+}
+
 // Started records how to cancel an admitted run (for Replace and CancelAll).
 func (t *Tracker[T]) Started(job, id int64, cancel context.CancelCauseFunc) {
 	t.mu.Lock()

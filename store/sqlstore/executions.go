@@ -189,12 +189,18 @@ const (
 		" u.started_at, u.finished_at, u.alarm_state, u.data, u.incarnation"
 )
 
-// Duplicate fires are refused by the live table's unique key. A fire whose twin has already
-// ended is not looked for in the history: the trigger row lock taken by acquisition is what
-// keeps a fire from being inserted twice, and the history's own unique key would refuse the
-// twin when it ends.
+// Duplicate fires are refused by the live table's unique key, and a fire whose twin has
+// already ended by a probe of the history's unique key (endedTwin) in the same statement: the
+// trigger row lock taken by acquisition keeps a scheduled fire from being inserted twice, but
+// retries, shards and recovery runs are inserted by other paths, and a twin that ran would be
+// refused by the history's key only when it ended, its result then unwritable.
 
 const insertedCols = " RETURNING id, trigger_id, scheduled_at, attempt, shard_index"
+
+// endedTwin is the condition that row u of an insert has a twin in the history. A row
+// without a trigger (NULL, or 0 before PostgreSQL's NULLIF) has none.
+const endedTwin = "EXISTS (SELECT 1 FROM executions h WHERE h.trigger_id = u.trigger_id AND h.scheduled_at = u.scheduled_at" +
+	" AND h.attempt = u.attempt AND h.shard_index = u.shard_index)"
 
 func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
 	if e.d().kind == mysqlKind && !e.d().returning {
@@ -211,7 +217,7 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 			return nil, err
 		}
 		got, err = scanInserted(e.query(ctx, "INSERT INTO executions_live ("+executionInsertCols+") SELECT "+pgExecutionSelect+
-			" FROM "+pgExecutionsUnnest+" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING"+
+			" FROM "+pgExecutionsUnnest+" WHERE NOT "+endedTwin+" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING"+
 			insertedCols, arrays...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
@@ -222,7 +228,7 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 			return nil, err
 		}
 		got, err = scanInserted(e.query(ctx, "WITH "+e.d().valuesTable(executionInsertColList, len(es))+
-			" INSERT INTO executions_live ("+executionInsertCols+") SELECT * FROM u WHERE true"+
+			" INSERT INTO executions_live ("+executionInsertCols+") SELECT * FROM u WHERE NOT "+endedTwin+
 			" ON CONFLICT DO NOTHING"+insertedCols, args...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
@@ -233,7 +239,7 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 			return nil, err
 		}
 		got, err = scanInserted(e.query(ctx, "INSERT IGNORE INTO executions_live ("+executionInsertCols+") SELECT * FROM "+
-			e.d().valuesTable(executionInsertColList, len(es))+insertedCols, args...))
+			e.d().valuesTable(executionInsertColList, len(es))+" WHERE NOT "+endedTwin+insertedCols, args...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 		}
@@ -307,8 +313,9 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 	}
 	taken := map[fireKey]bool{}
 	if len(tuples) > 0 {
-		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt, shard_index FROM executions_live"+
-			" WHERE (trigger_id, scheduled_at, attempt, shard_index) IN ("+strings.Join(tuples, ", ")+")", keys...)
+		in := " WHERE (trigger_id, scheduled_at, attempt, shard_index) IN (" + strings.Join(tuples, ", ") + ")"
+		rows, err := e.query(ctx, "SELECT trigger_id, scheduled_at, attempt, shard_index FROM executions_live"+in+
+			" UNION ALL SELECT trigger_id, scheduled_at, attempt, shard_index FROM executions"+in, append(keys, keys...)...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 		}

@@ -213,6 +213,7 @@ func (e *executor) complete(ctx context.Context, owner *store.Owner, rs []store.
 			return nil, fmt.Errorf("sqlstore: complete execution %d: result state %q is not terminal", r.ID, r.State)
 		}
 	}
+	rs = firstResults(rs)
 	if e.d().kind == postgres {
 		won, err := e.completePostgres(ctx, cond, condArgs, rs)
 		if err != nil {
@@ -234,6 +235,22 @@ func (e *executor) complete(ctx context.Context, owner *store.Owner, rs []store.
 		won[i] = x.ID
 	}
 	return won, nil
+}
+
+// firstResults drops every result after the first for the same execution: one execution
+// moves to the history once, and on PostgreSQL a second result would join the one deleted
+// row twice and insert it twice (a duplicate primary key that fails the whole batch, on every
+// retry).
+func firstResults(rs []store.ExecutionResult) []store.ExecutionResult {
+	seen := make(map[int64]bool, len(rs))
+	out := rs[:0:0]
+	for _, r := range rs {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func applyResult(x *store.Execution, r *store.ExecutionResult) {

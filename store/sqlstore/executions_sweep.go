@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -46,9 +47,14 @@ func (e *executor) ExecutionsAlarmPending(ctx context.Context, afterID int64, li
 	return xs, nil
 }
 
-// ExecutionsSetAlarm moves alarm states with a compare-and-set.
+// ExecutionsSetAlarm moves alarm states with a compare-and-set; a claim (to sending) is
+// stamped with the database clock.
 func (e *executor) ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to store.AlarmState) ([]int64, error) {
-	won, err := e.casExecutions(ctx, "executions", ids, "alarm_state = ?", []any{string(to)}, "alarm_state = ?", []any{string(from)})
+	set := "alarm_state = ?"
+	if to == store.AlarmSending {
+		set += ", alarm_claimed_at = " + e.d().nowMillis()
+	}
+	won, err := e.casExecutions(ctx, "executions", ids, set, []any{string(to)}, "alarm_state = ?", []any{string(from)})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: set alarm %s -> %s of %d executions: %w", from, to, len(ids), err)
 	}
@@ -87,4 +93,38 @@ func (e *executor) ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore 
 		return 0, fmt.Errorf("sqlstore: delete executions fired before %d: %w", firedBefore, err)
 	}
 	return n, nil
+}
+
+// ExecutionsAlarmReclaim claims again up to limit alarms left sending for longer than
+// olderThan by the database clock (their claimer died mid-delivery), stamping the claim anew,
+// and returns them. Rows another transaction holds are skipped, so two sweeps never take the
+// same alarm.
+func (e *executor) ExecutionsAlarmReclaim(ctx context.Context, olderThan time.Duration, limit int) ([]*store.Execution, error) {
+	var xs []*store.Execution
+	err := e.inTx(ctx, func(e *executor) error {
+		now, err := e.DBNow(ctx)
+		if err != nil {
+			return err
+		}
+		xs, err = scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions WHERE alarm_state = 'sending'"+
+			" AND alarm_claimed_at < ? ORDER BY alarm_claimed_at LIMIT ?"+e.d().lockSkip(), now-olderThan.Milliseconds(), limitOr(limit)))
+		if err != nil || len(xs) == 0 {
+			return err
+		}
+		ids := make([]int64, len(xs))
+		for i, x := range xs {
+			ids[i] = x.ID
+		}
+		for _, c := range chunks(len(ids)) {
+			in, args := inList(ids[c[0]:c[1]])
+			if _, err := e.exec(ctx, "UPDATE executions SET alarm_claimed_at = ? WHERE id IN "+in, append([]any{now}, args...)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: reclaim alarms sending for over %s: %w", olderThan, err)
+	}
+	return xs, nil
 }

@@ -1,0 +1,86 @@
+package storetest
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// testCompleteTwice writes one result batch twice, as a result writer does when a commit's
+// answer was lost, with the same execution named twice in it (a fire started twice): every
+// write succeeds, the first result of each execution is the one kept, and the second write
+// changes nothing.
+func testCompleteTwice(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var xs []*store.Execution
+	for i := range 3 {
+		xs = append(xs, &store.Execution{JobID: 1, TriggerID: 7, ScheduledAt: int64(100 * (i + 1)), Cause: store.CauseSchedule,
+			State: store.ExecRunning, Node: "n1"})
+	}
+	get(s.ExecutionsInsert(ctx, xs)).ok(t)
+	batch := []store.ExecutionResult{
+		{ID: xs[0].ID, State: store.ExecSucceeded, HandleCode: 200, HandleMsg: "first", StartedAt: 1, FinishedAt: 2},
+		{ID: xs[1].ID, State: store.ExecFailed, HandleCode: 500, HandleMsg: "boom", StartedAt: 1, FinishedAt: 3},
+		{ID: xs[0].ID, State: store.ExecFailed, HandleCode: 500, HandleMsg: "second", StartedAt: 1, FinishedAt: 4},
+	}
+	sameIDs(t, "completed", get(s.ExecutionsComplete(ctx, batch)).ok(t), []int64{xs[0].ID, xs[1].ID})
+	first := get(s.ExecutionsGet(ctx, []int64{xs[0].ID, xs[1].ID})).ok(t)
+	equal(t, "kept result", first[0].HandleMsg+first[1].HandleMsg, "firstboom")
+
+	equal(t, "completed again", len(get(s.ExecutionsComplete(ctx, batch)).ok(t)), 0)
+	again := get(s.ExecutionsGet(ctx, []int64{xs[0].ID, xs[1].ID})).ok(t)
+	if !reflect.DeepEqual(again, first) {
+		t.Fatalf("a second write of the batch changed the history: %+v, was %+v", again, first)
+	}
+	equal(t, "untouched execution", get(s.ExecutionGet(ctx, xs[2].ID)).ok(t).State, store.ExecRunning)
+}
+
+// testAlarmReclaim checks that an alarm left sending is claimed again once its claim is older
+// than the caller's bound, and only then, and that a recorded alarm is not.
+func testAlarmReclaim(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	x := &store.Execution{JobID: 1, TriggerID: 3, ScheduledAt: 10, Cause: store.CauseSchedule, State: store.ExecFailed,
+		AlarmState: store.AlarmPending}
+	get(s.ExecutionsInsert(ctx, []*store.Execution{x})).ok(t)
+	sameIDs(t, "claimed", get(s.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmPending, store.AlarmSending)).ok(t), []int64{x.ID})
+	equal(t, "reclaimed while fresh", len(get(s.ExecutionsAlarmReclaim(ctx, time.Hour, 10)).ok(t)), 0)
+	// A bound in the future stands for a claim that grew old.
+	again := get(s.ExecutionsAlarmReclaim(ctx, -time.Minute, 10)).ok(t)
+	sameIDs(t, "reclaimed when old", ids(again, executionID), []int64{x.ID})
+	equal(t, "reclaimed state", again[0].AlarmState, store.AlarmSending)
+	equal(t, "reclaimed twice while fresh", len(get(s.ExecutionsAlarmReclaim(ctx, time.Hour, 10)).ok(t)), 0)
+	sameIDs(t, "recorded", get(s.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmSending, store.AlarmSent)).ok(t), []int64{x.ID})
+	equal(t, "reclaimed after it was sent", len(get(s.ExecutionsAlarmReclaim(ctx, -time.Minute, 10)).ok(t)), 0)
+}
+
+// testNoEndedTwin inserts again fires whose executions have ended (a scheduled fire, a retry,
+// a broadcast shard): each is refused as a duplicate, as a twin of a live fire is.
+func testNoEndedTwin(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	fire := func(attempt, shard int) *store.Execution {
+		return &store.Execution{JobID: 1, TriggerID: 4, ScheduledAt: 500, Cause: store.CauseSchedule, Attempt: attempt,
+			ShardIndex: shard, ShardTotal: 2, State: store.ExecRunning, Node: "n1"}
+	}
+	ended := []*store.Execution{fire(0, 0), fire(1, 0), fire(0, 1)}
+	get(s.ExecutionsInsert(ctx, ended)).ok(t)
+	var rs []store.ExecutionResult
+	for _, x := range ended {
+		rs = append(rs, store.ExecutionResult{ID: x.ID, State: store.ExecFailed, FinishedAt: 600})
+	}
+	equal(t, "ended", len(get(s.ExecutionsComplete(ctx, rs)).ok(t)), 3)
+
+	twins := []*store.Execution{fire(0, 0), fire(1, 0), fire(0, 1), fire(2, 0)}
+	for _, x := range twins {
+		x.State = store.ExecPending
+	}
+	dups := get(s.ExecutionsInsert(ctx, twins)).ok(t)
+	equal(t, "twins of ended fires refused", len(dups), 3)
+	if twins[3].ID == 0 {
+		t.Fatal("a new attempt was refused with the twins")
+	}
+	live := get(s.ExecutionsCountLive(ctx, []int64{1})).ok(t)
+	equal(t, "live executions of the job", live[1], 0) // the new attempt is pending, not in flight
+}
