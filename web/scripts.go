@@ -91,11 +91,7 @@ type scriptVersionView struct {
 // scriptVersion shows one kept version of a job's script and its line diff to the current
 // script, or to another kept version (?with=N).
 func (c *Console) scriptVersion(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathInt(r, "id")
-	if err != nil {
-		return err
-	}
-	version, err := pathInt(r, "version")
+	id, version, err := versionPath(r)
 	if err != nil {
 		return err
 	}
@@ -125,11 +121,7 @@ func (c *Console) scriptVersion(w http.ResponseWriter, r *http.Request) error {
 
 // scriptRestore makes a kept version the job's script through the API.
 func (c *Console) scriptRestore(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathInt(r, "id")
-	if err != nil {
-		return err
-	}
-	version, err := pathInt(r, "version")
+	id, version, err := versionPath(r)
 	if err != nil {
 		return err
 	}
@@ -141,4 +133,15 @@ func (c *Console) scriptRestore(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=restored-%d#script-versions", id, v.Version), http.StatusSeeOther)
 	return nil
+}
+
+// versionPath reads the job id and script version of a /jobs/{id}/script/versions/{version} path.
+func versionPath(r *http.Request) (id, version int64, err error) {
+	if id, err = pathInt(r, "id"); err != nil {
+		return 0, 0, err
+	}
+	if version, err = pathInt(r, "version"); err != nil {
+		return 0, 0, err
+	}
+	return id, version, nil
 }
