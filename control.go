@@ -15,10 +15,14 @@ import (
 func (s *Scheduler) TriggerNow(ctx context.Context, jobID int64) (int64, error) {
 	ex := &store.Execution{JobID: jobID, ScheduledAt: s.clock.Now().UnixMilli(), Cause: store.CauseManual,
 		State: store.ExecPending}
-	if _, err := s.store.JobGet(ctx, jobID); err != nil {
-		return 0, fmt.Errorf("sundial: trigger job %d now: %w", jobID, err)
-	}
-	if _, err := s.store.ExecutionsInsert(ctx, []*store.Execution{ex}); err != nil {
+	err := store.InTx(ctx, s.store, func(q store.Querier) error {
+		if _, err := q.JobGet(ctx, jobID); err != nil {
+			return err
+		}
+		_, err := q.ExecutionsInsert(ctx, []*store.Execution{ex})
+		return err
+	})
+	if err != nil {
 		return 0, fmt.Errorf("sundial: trigger job %d now: %w", jobID, err)
 	}
 	s.engine.Wake()
@@ -67,14 +71,14 @@ func (s *Scheduler) ResumeAll(ctx context.Context) error {
 }
 
 func (s *Scheduler) pause(ctx context.Context, sel store.TriggerSelector) error {
-	if _, err := s.store.TriggersPause(ctx, sel); err != nil {
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { _, err := q.TriggersPause(ctx, sel); return err }); err != nil {
 		return fmt.Errorf("sundial: pause %+v: %w", sel, err)
 	}
 	return nil
 }
 
 func (s *Scheduler) resume(ctx context.Context, sel store.TriggerSelector) error {
-	if _, err := s.store.TriggersResume(ctx, sel); err != nil {
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { _, err := q.TriggersResume(ctx, sel); return err }); err != nil {
 		return fmt.Errorf("sundial: resume %+v: %w", sel, err)
 	}
 	s.engine.Wake()
@@ -83,7 +87,7 @@ func (s *Scheduler) resume(ctx context.Context, sel store.TriggerSelector) error
 
 // DeleteJob deletes a job and its triggers; its executions stay as history.
 func (s *Scheduler) DeleteJob(ctx context.Context, jobID int64) error {
-	if err := s.store.JobDelete(ctx, jobID); err != nil {
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.JobDelete(ctx, jobID) }); err != nil {
 		return fmt.Errorf("sundial: delete job %d: %w", jobID, err)
 	}
 	return nil
@@ -96,31 +100,26 @@ func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
 	if err != nil {
 		return err
 	}
-	tx, err := s.store.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	cur, err := tx.JobGet(ctx, jobID)
+	err = store.InTx(ctx, s.store, func(q store.Querier) error {
+		cur, err := q.JobGet(ctx, jobID)
+		if err != nil {
+			return err
+		}
+		row.ID, row.Enabled, row.CreatedAt = cur.ID, cur.Enabled, cur.CreatedAt
+		if err := checkChildJobs(ctx, q, jobID, row); err != nil {
+			return err
+		}
+		if err := q.JobUpdate(ctx, row); err != nil {
+			return err
+		}
+		prev := cur.Params
+		if !isScript(cur) {
+			prev = "" // a job that becomes a script job starts its history with this save
+		}
+		return recordScript(ctx, q, row, prev, job.ScriptNote, "edited")
+	})
 	if err != nil {
 		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
-	}
-	row.ID, row.Enabled, row.CreatedAt = cur.ID, cur.Enabled, cur.CreatedAt
-	if err := checkChildJobs(ctx, tx, jobID, row); err != nil {
-		return err
-	}
-	if err := tx.JobUpdate(ctx, row); err != nil {
-		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
-	}
-	prev := cur.Params
-	if !isScript(cur) {
-		prev = "" // a job that becomes a script job starts its history with this save
-	}
-	if err := recordScript(ctx, tx, row, prev, job.ScriptNote, "edited"); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sundial: update job %d: commit: %w", jobID, err)
 	}
 	return nil
 }
@@ -153,7 +152,7 @@ func (s *Scheduler) PutCalendar(ctx context.Context, c Calendar) error {
 		return bad("base", "a calendar cannot be its own base")
 	}
 	row := &store.Calendar{Name: c.Name, Description: c.Description, Spec: c.Spec, Base: c.Base}
-	if err := s.store.CalendarPut(ctx, row); err != nil {
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.CalendarPut(ctx, row) }); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return bad("base", "no calendar %q is stored", c.Base)
 		}
@@ -165,7 +164,7 @@ func (s *Scheduler) PutCalendar(ctx context.Context, c Calendar) error {
 // DeleteCalendar deletes a stored calendar; it fails (store.ErrInUse) while a trigger or
 // another calendar refers to it.
 func (s *Scheduler) DeleteCalendar(ctx context.Context, name string) error {
-	if err := s.store.CalendarDelete(ctx, name); err != nil {
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.CalendarDelete(ctx, name) }); err != nil {
 		return fmt.Errorf("sundial: delete calendar %s: %w", name, err)
 	}
 	return nil

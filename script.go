@@ -44,30 +44,26 @@ func checkScriptNote(name, note string) error {
 // RestoreScript makes a kept version of a script job's script its current script, recorded as
 // a new version noted with where it came from, and returns that new version.
 func (s *Scheduler) RestoreScript(ctx context.Context, jobID, version int64) (*store.ScriptVersion, error) {
-	tx, err := s.store.Begin(ctx)
+	var v *store.ScriptVersion
+	err := store.InTx(ctx, s.store, func(q store.Querier) error {
+		old, err := q.ScriptVersionGet(ctx, jobID, version)
+		if err != nil {
+			return err
+		}
+		j, err := q.JobGet(ctx, jobID)
+		if err != nil {
+			return err
+		}
+		j.Params = old.Script
+		if err := q.JobUpdate(ctx, j); err != nil {
+			return err
+		}
+		// A restore is always recorded, even of the current text, so the history shows it.
+		v = &store.ScriptVersion{JobID: jobID, Script: old.Script, Note: fmt.Sprintf("restored version %d", version)}
+		return q.ScriptVersionAdd(ctx, v)
+	})
 	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	old, err := tx.ScriptVersionGet(ctx, jobID, version)
-	if err != nil {
-		return nil, fmt.Errorf("sundial: restore script of job %d: %w", jobID, err)
-	}
-	j, err := tx.JobGet(ctx, jobID)
-	if err != nil {
-		return nil, fmt.Errorf("sundial: restore script of job %d: %w", jobID, err)
-	}
-	j.Params = old.Script
-	if err := tx.JobUpdate(ctx, j); err != nil {
-		return nil, fmt.Errorf("sundial: restore script of job %d: %w", jobID, err)
-	}
-	// A restore is always recorded, even of the current text, so the history shows it.
-	v := &store.ScriptVersion{JobID: jobID, Script: old.Script, Note: fmt.Sprintf("restored version %d", version)}
-	if err := tx.ScriptVersionAdd(ctx, v); err != nil {
-		return nil, fmt.Errorf("sundial: restore script of job %d: %w", jobID, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sundial: restore script of job %d: commit: %w", jobID, err)
+		return nil, fmt.Errorf("sundial: restore script version %d of job %d: %w", version, jobID, err)
 	}
 	return v, nil
 }

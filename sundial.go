@@ -265,18 +265,16 @@ func Cron(expr, zone string) (*schedule.Cron, error) {
 }
 
 // ScheduleJob stores a job with its triggers in one transaction and returns the job's ID.
+// Like every write method of the Scheduler, it runs in store.InTx, so an audit description
+// the context carries (store.WithAudit) is logged in the same transaction.
 func (s *Scheduler) ScheduleJob(ctx context.Context, job Job, triggers ...Trigger) (int64, error) {
-	tx, err := s.store.Begin(ctx)
+	var id int64
+	err := store.InTx(ctx, s.store, func(q store.Querier) (err error) {
+		id, err = s.ScheduleJobTx(ctx, q, job, triggers...)
+		return err
+	})
 	if err != nil {
 		return 0, err
-	}
-	defer tx.Rollback()
-	id, err := s.ScheduleJobTx(ctx, tx, job, triggers...)
-	if err != nil {
-		return 0, err
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("sundial: commit job %s: %w", job.Name, err)
 	}
 	s.engine.Wake()
 	return id, nil
@@ -284,7 +282,7 @@ func (s *Scheduler) ScheduleJob(ctx context.Context, job Job, triggers ...Trigge
 
 // ScheduleJobTx is ScheduleJob inside the caller's transaction, so a job can be created
 // atomically with the caller's own rows.
-func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Tx, job Job, triggers ...Trigger) (int64, error) {
+func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job, triggers ...Trigger) (int64, error) {
 	row, err := jobRow(job)
 	if err != nil {
 		return 0, err
@@ -332,7 +330,7 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Tx, job Job, tri
 
 // AddTrigger adds a trigger to an existing job.
 func (s *Scheduler) AddTrigger(ctx context.Context, jobID int64, t Trigger) error {
-	if err := s.addTrigger(ctx, s.store, jobID, t); err != nil {
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return s.addTrigger(ctx, q, jobID, t) }); err != nil {
 		return err
 	}
 	s.engine.Wake()

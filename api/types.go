@@ -1,5 +1,7 @@
 package api
 
+import "encoding/json"
+
 // Page is one page of a keyset-paginated list. Next is the cursor to pass as ?after= for the
 // following page; it is absent on the last page.
 type Page[T any] struct {
@@ -182,13 +184,75 @@ type LoginRequest struct {
 	Password string `json:"password"`
 }
 
-// User is the authenticated user (GET /auth/me, POST /auth/login).
+// The roles: admin (users, credentials, apps, settings, audit), operator (create, edit, run
+// and pause the jobs of the apps in scope), viewer (read only, output included).
+const (
+	RoleAdmin    = "admin"
+	RoleOperator = "operator"
+	RoleViewer   = "viewer"
+)
+
+// User is a user (GET /users/{id}), or the caller (GET /auth/me, POST /auth/login), whose
+// role, scope and scripts are then those of the credential used.
 type User struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
 	Role string `json:"role"`
+	// Scope lists the apps the user may act on; ["*"] is every app.
+	Scope []string `json:"scope"`
+	// Scripts allows jobs with script handlers (shell and the like).
+	Scripts   bool `json:"scripts"`
+	Disabled  bool `json:"disabled"`
+	CreatedAt Time `json:"created_at"`
+	UpdatedAt Time `json:"updated_at"`
 	// Via says how this request authenticated: "token" or "session".
 	Via string `json:"via,omitempty"`
+}
+
+// UserRequest is the body of POST /users.
+type UserRequest struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+	Role     string `json:"role"`
+	// Scope is optional: every app when absent.
+	Scope   []string `json:"scope,omitempty"`
+	Scripts bool     `json:"scripts,omitempty"`
+}
+
+// UserUpdate is the body of PATCH /users/{id}: the fields present change.
+type UserUpdate struct {
+	Role     *string   `json:"role,omitempty"`
+	Scope    *[]string `json:"scope,omitempty"`
+	Scripts  *bool     `json:"scripts,omitempty"`
+	Disabled *bool     `json:"disabled,omitempty"`
+}
+
+// PasswordReset is the answer of POST /users/{id}/reset-password: a one-time token the user
+// redeems at POST /auth/reset before ExpiresAt.
+type PasswordReset struct {
+	Token     string `json:"token"`
+	ExpiresAt Time   `json:"expires_at"`
+}
+
+// ResetRequest is the body of POST /auth/reset.
+type ResetRequest struct {
+	Token       string `json:"token"`
+	NewPassword string `json:"new_password"`
+}
+
+// AuditEntry is one change in the audit log. Before and After are the target's JSON with its
+// secrets redacted, absent where it did not exist.
+type AuditEntry struct {
+	ID         int64           `json:"id"`
+	At         Time            `json:"at"`
+	Actor      string          `json:"actor"`
+	Source     string          `json:"source"`
+	Action     string          `json:"action"`
+	TargetKind string          `json:"target_kind"`
+	Target     string          `json:"target"`
+	App        string          `json:"app,omitempty"`
+	Before     json.RawMessage `json:"before,omitempty"`
+	After      json.RawMessage `json:"after,omitempty"`
 }
 
 // PasswordRequest is the body of POST /auth/password.
@@ -200,18 +264,28 @@ type PasswordRequest struct {
 // TokenRequest is the body of POST /tokens.
 type TokenRequest struct {
 	Name string `json:"name"`
+	// Role, Scope and Scripts narrow the token below its user's (never above); absent, the
+	// token has the user's role and scope, and scripts only for an admin.
+	Role    string   `json:"role,omitempty"`
+	Scope   []string `json:"scope,omitempty"`
+	Scripts bool     `json:"scripts,omitempty"`
 	// ExpiresAt (RFC 3339) is optional; a token without it works until it is deleted.
 	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
 // Token is an API token.
 type Token struct {
-	ID        int64  `json:"id"`
-	UserID    int64  `json:"user_id"`
-	Name      string `json:"name"`
-	Prefix    string `json:"prefix"`
-	CreatedAt Time   `json:"created_at"`
-	ExpiresAt Time   `json:"expires_at"`
+	ID        int64    `json:"id"`
+	UserID    int64    `json:"user_id"`
+	Name      string   `json:"name"`
+	Prefix    string   `json:"prefix"`
+	Role      string   `json:"role,omitempty"`
+	Scope     []string `json:"scope"`
+	Scripts   bool     `json:"scripts"`
+	CreatedAt Time     `json:"created_at"`
+	ExpiresAt Time     `json:"expires_at"`
+	// LastUsedAt is the token's last use, to the minute; absent if never used.
+	LastUsedAt Time `json:"last_used_at"`
 	// Token is the secret, present only in the response that created it.
 	Token string `json:"token,omitempty"`
 }

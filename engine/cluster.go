@@ -115,10 +115,16 @@ func (e *Engine) beat(sent time.Time) {
 // seesCluster reports whether the node has seen the database without a gap for a node timeout
 // and sees it now: a heartbeat that hangs through an outage neither fails nor succeeds, so
 // the last success must be recent too.
-func (e *Engine) seesCluster() bool {
+func (e *Engine) seesCluster() bool { return e.SeesDatabaseFor(e.cfg.NodeTimeout) }
+
+// SeesDatabaseFor reports whether the node's heartbeats have succeeded without a failure or
+// a gap for at least d, up to now. A leader duty that judges others by their silence asks
+// it first: while the node itself could not reach the database, nobody else's heartbeats
+// could be written either, and their silence says nothing.
+func (e *Engine) SeesDatabaseFor(d time.Duration) bool {
 	now, timeout := e.clock.Now().UnixMilli(), e.cfg.NodeTimeout.Milliseconds()
 	last := e.lastBeat.Load()
-	return last != 0 && now-last < timeout && now-e.seeing.Load() >= timeout
+	return last != 0 && now-last < timeout && now-e.seeing.Load() >= d.Milliseconds()
 }
 
 // recoverLife recovers the work of the life o in one transaction. With declare, o is a node

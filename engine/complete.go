@@ -105,11 +105,13 @@ func (c *completer) flush(batch []completion) {
 	}
 }
 
-// writeRetry and writeAttempts pace the retries of a failed result write: 12 attempts over
-// about 52 s.
-var writeRetry = backoff.Policy{Initial: 50 * time.Millisecond, Max: 10 * time.Second}
+// writeRetry and writeAttempts pace the retries of a failed result write: 64 attempts over
+// about a minute. The pause stays short (at most 1 s) because a result that waits is a run
+// the cluster will re-run if this node dies meanwhile: once the database answers again, the
+// results must be written at once, not after a long backoff.
+var writeRetry = backoff.Policy{Initial: 50 * time.Millisecond, Max: time.Second, Jitter: 0.2}
 
-const writeAttempts = 12
+const writeAttempts = 64
 
 // storeTimeout bounds one store call that a stop does not cancel (a result write, a claim),
 // so a database that stopped answering cannot hold the node.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -222,18 +223,31 @@ func (e *Engine) Stop(ctx context.Context) error {
 
 	// The fires still acquired by this node go back to pending so another node (or this
 	// one, restarted) fires them; the node row goes so nobody waits for it to time out.
+	// Each step is retried within the leave budget: MySQL answers a deadlock when the release
+	// meets another node's acquisition on the same index range, and a step given up is left
+	// to the leader's recovery, a node timeout later.
 	var errs []error
-	if _, err := e.store.ExecutionsReleaseAcquired(leaveCtx, l.owner); err != nil {
-		errs = append(errs, fmt.Errorf("release acquired fires: %w", err))
-	}
-	if e.leadership.set(false, e.clock.Now()) {
-		if _, err := e.store.LeaseRelease(leaveCtx, leaderLease, e.cfg.NodeID); err != nil {
-			errs = append(errs, fmt.Errorf("release leader lease: %w", err))
+	leave := func(what string, step func(ctx context.Context) error) {
+		if err := backoff.Retry(leaveCtx, e.clock, leaveRetry, leaveAttempts, step); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	if err := e.store.NodeDelete(leaveCtx, l.owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-		errs = append(errs, fmt.Errorf("leave cluster: %w", err))
+	leave("release acquired fires", func(ctx context.Context) error {
+		_, err := e.store.ExecutionsReleaseAcquired(ctx, l.owner)
+		return err
+	})
+	if e.leadership.set(false, e.clock.Now()) {
+		leave("release leader lease", func(ctx context.Context) error {
+			_, err := e.store.LeaseRelease(ctx, leaderLease, e.cfg.NodeID)
+			return err
+		})
 	}
+	leave("leave cluster", func(ctx context.Context) error {
+		if err := e.store.NodeDelete(ctx, l.owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return nil
+	})
 	err := errors.Join(errs...)
 	if err != nil {
 		e.log.Error("engine stopped without leaving cleanly; the leader recovers the rest", "err", err)
@@ -242,6 +256,11 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	return err
 }
+
+// leaveRetry and leaveAttempts pace the retries of Stop's last writes, all within LeaveTimeout.
+var leaveRetry = backoff.Policy{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond, Jitter: 0.5}
+
+const leaveAttempts = 5
 
 // abandon stops the node the way a crash does: its loops end, its handlers are canceled and
 // nothing is written back — no results, no release of acquired fires, no goodbye. Tests use

@@ -365,3 +365,44 @@ func TestNoRecoveryRightAfterOutage(t *testing.T) {
 		}
 	})
 }
+
+// TestSeesDatabaseFor: the streak the executor sweep waits for starts again after a failed
+// heartbeat, and counts only successful beats without a gap.
+func TestSeesDatabaseFor(t *testing.T) {
+	ctx := context.Background()
+	st := &heartbeatFailsStore{Store: openStore(t, "sqlite")}
+	clk := clock.NewFake(t0)
+	const interval, timeout = 10 * time.Millisecond, 50 * time.Millisecond
+	e := newEngine(t, st, newRecorder(), "node", clk, func(c *Config) {
+		c.HeartbeatInterval, c.NodeTimeout = interval, timeout
+	})
+	l := &lifecycle{owner: store.Owner{Node: "node", Incarnation: "i"}, fence: newFence(), ctx: ctx}
+	if _, err := st.NodeRegister(ctx, l.owner, "node"); err != nil {
+		t.Fatal(err)
+	}
+	beats := func(n int) {
+		for range n {
+			e.clusterTick(l)
+			clk.Advance(interval)
+		}
+	}
+	beats(4)
+	if !e.SeesDatabaseFor(3 * interval) {
+		t.Fatal("four good beats: want the database seen for three intervals")
+	}
+	st.fail.Store(true)
+	e.clusterTick(l)
+	st.fail.Store(false)
+	beats(2)
+	if e.SeesDatabaseFor(3 * interval) {
+		t.Fatal("two beats after a failed one: want the streak started anew")
+	}
+	beats(2)
+	if !e.SeesDatabaseFor(3 * interval) {
+		t.Fatal("four beats after the failed one: want the database seen for three intervals again")
+	}
+	clk.Advance(timeout) // silence: the last success is too old to speak for now
+	if e.SeesDatabaseFor(3 * interval) {
+		t.Fatal("no beat for a node timeout: want the database not seen")
+	}
+}

@@ -152,7 +152,12 @@ func (e *Engine) Retry(ctx context.Context, executionID int64) (*store.Execution
 		return nil, fmt.Errorf("retry execution %d: job %d: %w", executionID, x.JobID, err)
 	}
 	retry := nextAttempt(x, store.CauseRetry, e.clock.Now().UnixMilli())
-	dups, err := e.store.ExecutionsInsert(ctx, []*store.Execution{retry})
+	var dups []*store.Execution
+	// In store.InTx so the caller's audit entry (store.WithAudit) commits with the retry.
+	err = store.InTx(ctx, e.store, func(q store.Querier) (err error) {
+		dups, err = q.ExecutionsInsert(ctx, []*store.Execution{retry})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("retry execution %d: %w", executionID, err)
 	}

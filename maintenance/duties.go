@@ -19,12 +19,18 @@ func NodeRecovery(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Periodic
 
 // ExecutorSweep forgets the executor instances silent for three heartbeat intervals and has
 // the engine declare their running executions lost (engine.LoseOnExecutor), every heartbeat
-// interval. When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
+// interval, once this node has reached the database for three intervals without a break. When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
 func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, alarmed func(), clk clock.Clock, log *slog.Logger) *Periodic {
 	if log == nil {
 		log = slog.Default()
 	}
 	return NewPeriodic("executor sweep", heartbeat, clk, log, func(ctx context.Context) error {
+		// Executors beat through the nodes: after an outage of the database (or of this
+		// node's way to it) they are silent in the registry without being gone, and get
+		// three beats to show it before their runs are declared lost.
+		if !e.SeesDatabaseFor(3 * heartbeat) {
+			return nil
+		}
 		gone, err := st.RegistrySweep(ctx, 3*heartbeat)
 		if err != nil {
 			return fmt.Errorf("sweep the executor registry: %w", err)
@@ -80,28 +86,53 @@ const (
 
 // Retention deletes the finished executions fired more than retention ago, every interval.
 func Retention(st store.Store, retention, interval time.Duration, clk clock.Clock, log *slog.Logger) *Periodic {
+	return retentionDuty("retention", DeleteOld, st, retention, interval, clk, log)
+}
+
+// DeleteOld deletes the finished executions (with their output) fired before the instant,
+// in keyset batches, and returns how many it deleted.
+func DeleteOld(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
+	return deleteInBatches(ctx, st.ExecutionsDeleteFiredBefore, before, "executions", log)
+}
+
+// AuditRetention deletes the audit entries older than retention, every interval. It is apart
+// from the executions' Retention: an audit trail is usually kept far longer than run history.
+func AuditRetention(st store.Store, retention, interval time.Duration, clk clock.Clock, log *slog.Logger) *Periodic {
+	return retentionDuty("audit retention", DeleteOldAudit, st, retention, interval, clk, log)
+}
+
+// DeleteOldAudit deletes the audit entries made before the instant, in batches, and returns
+// how many it deleted.
+func DeleteOldAudit(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
+	return deleteInBatches(ctx, st.AuditDeleteBefore, before, "audit entries", log)
+}
+
+// retentionDuty runs del every interval for what is older than retention.
+func retentionDuty(name string, del func(context.Context, store.Store, time.Time, *slog.Logger) (int64, error),
+	st store.Store, retention, interval time.Duration, clk clock.Clock, log *slog.Logger) *Periodic {
 	if clk == nil {
 		clk = clock.Real{}
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return NewPeriodic("retention", interval, clk, log, func(ctx context.Context) error {
-		_, err := DeleteOld(ctx, st, clk.Now().Add(-retention), log)
+	return NewPeriodic(name, interval, clk, log, func(ctx context.Context) error {
+		_, err := del(ctx, st, clk.Now().Add(-retention), log)
 		return err
 	})
 }
 
-// DeleteOld deletes the finished executions (with their output) fired before the instant,
-// in keyset batches, and returns how many it deleted.
-func DeleteOld(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
+// deleteInBatches calls del until it deletes less than a batch, so no delete holds its locks
+// for long, and returns the total.
+func deleteInBatches(ctx context.Context, del func(context.Context, int64, int) (int64, error), before time.Time,
+	what string, log *slog.Logger) (int64, error) {
 	var total int64
 	for {
-		n, err := st.ExecutionsDeleteFiredBefore(ctx, before.UnixMilli(), retentionBatch)
+		n, err := del(ctx, before.UnixMilli(), retentionBatch)
 		total += n
 		if err != nil || n < retentionBatch {
 			if total > 0 {
-				log.Info("deleted old executions", "count", total, "fired_before", before)
+				log.Info("deleted old "+what, "count", total, "before", before)
 			}
 			return total, err
 		}

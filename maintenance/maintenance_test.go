@@ -177,3 +177,29 @@ func TestDeleteOld(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteOldAudit: the audit retention deletes the entries older than its own retention
+// and keeps the rest, whatever the executions' retention.
+func TestDeleteOldAudit(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			st := teststore.Open(t, dialect)
+			ctx := context.Background()
+			now := time.Now()
+			for _, at := range []time.Time{now.Add(-400 * 24 * time.Hour), now.Add(-366 * 24 * time.Hour), now.Add(-40 * 24 * time.Hour)} {
+				if err := st.AuditInsert(ctx, &store.AuditEntry{At: at.UnixMilli(), Action: "job.update"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := DeleteOldAudit(ctx, st, now.Add(-365*24*time.Hour), testLogger(t))
+			if err != nil || n != 2 {
+				t.Fatalf("DeleteOldAudit = %d, %v; want the two entries older than a year", n, err)
+			}
+			left, err := st.AuditList(ctx, store.AuditFilter{})
+			if err != nil || len(left) != 1 {
+				t.Fatalf("left: %+v, %v; want the recent entry", left, err)
+			}
+		})
+	}
+}

@@ -146,6 +146,15 @@ func pageLimit(r *http.Request) (int, error) {
 	return n, nil
 }
 
+// idPage reads ?limit= and the ?after= id cursor of a list keyed by id.
+func idPage(r *http.Request) (limit int, after int64, err error) {
+	if limit, err = pageLimit(r); err != nil {
+		return 0, 0, err
+	}
+	after, err = queryID(r, "after")
+	return limit, after, err
+}
+
 // queryID reads an optional integer query parameter (0 when absent).
 func queryID(r *http.Request, name string) (int64, error) {
 	v := r.URL.Query().Get(name)
@@ -167,6 +176,20 @@ func pathID(r *http.Request, name string) (int64, error) {
 		return 0, invalidField(name, "want a positive integer id, got %q", v)
 	}
 	return n, nil
+}
+
+// getByID answers a GET of one row by the path's {id}, converted for the API.
+func getByID[R, T any](w http.ResponseWriter, r *http.Request, get func(context.Context, int64) (R, error), conv func(R) T) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	row, err := get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, conv(row))
+	return nil
 }
 
 // paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.

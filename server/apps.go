@@ -70,7 +70,8 @@ func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
 		return invalidField("name", "want 1 to 190 characters, got %d", len(name))
 	}
 	a := &store.App{Name: name, Title: in.Title, AddressMode: mode, Addresses: in.Addresses}
-	if err := s.store.AppPut(r.Context(), a); err != nil {
+	ctx := s.audited(r, "app.put", "app", name, appSnapshot(name))
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.AppPut(ctx, a) }); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toAppOut(a))
@@ -78,7 +79,9 @@ func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteApp(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.AppDelete(r.Context(), r.PathValue("name")); err != nil {
+	name := r.PathValue("name")
+	ctx := s.audited(r, "app.delete", "app", name, appSnapshot(name))
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.AppDelete(ctx, name) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,36 +41,21 @@ import (
 const (
 	sessionCookie = "sundial_session"
 	tokenPrefix   = "sdl_"
-	// minPassword is the shortest password a user may choose.
-	minPassword = 12
 )
 
 // bcryptCost is bcrypt's work factor; tests lower it, since the race detector makes each
 // hash take seconds.
 var bcryptCost = bcrypt.DefaultCost
 
-// access is what a route requires.
-type access int
-
-const (
-	public access = iota
-	authenticated
-	adminOnly
-)
-
-type principal struct {
-	user *store.User
-	// via is "token" or "session".
-	via       string
-	sessionID string // the session's hash, for logout
-}
-
 type principalKey struct{}
 
-func principalFrom(ctx context.Context) *principal {
-	p, _ := ctx.Value(principalKey{}).(*principal)
+// PrincipalFrom returns whom the request acts for (nil on a public route).
+func PrincipalFrom(ctx context.Context) *Principal {
+	p, _ := ctx.Value(principalKey{}).(*Principal)
 	return p
 }
+
+func principalFrom(ctx context.Context) *Principal { return PrincipalFrom(ctx) }
 
 // authStore is what authentication needs from the store.
 type authStore interface {
@@ -78,6 +64,7 @@ type authStore interface {
 	UserInsert(ctx context.Context, u *store.User) error
 	UserSetPassword(ctx context.Context, id int64, hash string) error
 	APITokenGetByHash(ctx context.Context, hash string) (*store.APIToken, error)
+	APITokenTouch(ctx context.Context, id, at, minInterval int64) error
 	SessionGet(ctx context.Context, hash string) (*store.Session, error)
 	SessionInsert(ctx context.Context, s *store.Session) error
 	SessionDelete(ctx context.Context, hash string) error
@@ -117,9 +104,13 @@ func hashSecret(secret string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// tokenTouchInterval is how stale a token's last use may be before a request records it.
+const tokenTouchInterval = int64(time.Minute / time.Millisecond)
+
 // authenticate finds the principal of a request, or returns nil. A request that presents a
-// credential which does not work is not authenticated, even if it has another.
-func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
+// credential which does not work is not authenticated, even if it has another; nor is a
+// disabled user's.
+func (a *authenticator) authenticate(r *http.Request) (*Principal, error) {
 	now := time.Now().UnixMilli()
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, secret, ok := strings.Cut(h, " ")
@@ -137,10 +128,13 @@ func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 			return nil, nil
 		}
 		u, err := a.store.UserGet(r.Context(), tok.UserID)
-		if err != nil {
+		if err != nil || u.Disabled {
 			return nil, ignoreNotFound(err)
 		}
-		return &principal{user: u, via: "token"}, nil
+		if err := a.store.APITokenTouch(r.Context(), tok.ID, now, tokenTouchInterval); err != nil {
+			a.log.Warn("record token use", "token", tok.ID, "err", err)
+		}
+		return newPrincipal(u, tok), nil
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
@@ -155,10 +149,12 @@ func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 		return nil, nil
 	}
 	u, err := a.store.UserGet(r.Context(), sess.UserID)
-	if err != nil {
+	if err != nil || u.Disabled {
 		return nil, ignoreNotFound(err)
 	}
-	return &principal{user: u, via: "session", sessionID: hash}, nil
+	p := newPrincipal(u, nil)
+	p.sessionID = hash
+	return p, nil
 }
 
 func ignoreNotFound(err error) error {
@@ -186,14 +182,14 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-// guard wraps a route's handler with the access it requires.
-func (s *Server) guard(level access, h apiHandler) http.Handler {
+// guard wraps a route's handler with its policy: the one place access is decided.
+func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := checkRequestText(r); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if level != public {
+		if pol.act != ActPublic {
 			p, err := s.auth.authenticate(r)
 			if err != nil {
 				s.writeError(w, r, fmt.Errorf("authenticate: %w", err))
@@ -203,13 +199,13 @@ func (s *Server) guard(level access, h apiHandler) http.Handler {
 				s.writeError(w, r, errUnauthenticated)
 				return
 			}
-			if p.via == "session" && !sameOrigin(r) {
+			if p.Via == "session" && !sameOrigin(r) {
 				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
 					Message: "cross-origin request with a session cookie"})
 				return
 			}
-			if level == adminOnly && p.user.Role != store.RoleAdmin {
-				s.writeError(w, r, errForbidden)
+			if err := s.allow(p, pol, r); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
@@ -230,9 +226,7 @@ func EnsureAdmin(ctx context.Context, st authStore, name string) (password strin
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return "", false, fmt.Errorf("look up admin %q: %w", name, err)
 	}
-	b := make([]byte, 18)
-	_, _ = rand.Read(b)
-	password = base64.RawURLEncoding.EncodeToString(b)
+	password = randomPassword()
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcryptCost)
 	if err != nil {
 		return "", false, fmt.Errorf("hash admin password: %w", err)
@@ -280,9 +274,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}); err != nil {
 		return err
 	}
-	if mismatch != nil || u == nil {
+	if mismatch != nil || u == nil || u.Disabled {
 		s.logins.failed(req.Username, addr)
 		s.log.Warn("failed login", "user", req.Username, "remote", r.RemoteAddr)
+		a := &store.Audit{Actor: req.Username, Source: r.RemoteAddr, Action: "auth.login_failed", TargetKind: "user", Target: req.Username}
+		if err := store.InTx(store.WithAudit(r.Context(), a), s.store, func(store.Querier) error { return nil }); err != nil {
+			s.log.Warn("audit failed login", "err", err)
+		}
 		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "wrong user name or password"}
 	}
 	s.logins.succeeded(req.Username, addr)
@@ -292,20 +290,26 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	secret, h := newSecret("")
 	exp := now.Add(s.cfg.SessionTTL)
-	if err := s.store.SessionInsert(r.Context(), &store.Session{Hash: h, UserID: u.ID, ExpiresAt: exp.UnixMilli()}); err != nil {
+	a := &store.Audit{Actor: u.Name, Source: r.RemoteAddr, Action: "auth.login", TargetKind: "user", Target: strconv.FormatInt(u.ID, 10)}
+	err = store.InTx(store.WithAudit(r.Context(), a), s.store, func(q store.Querier) error {
+		return q.SessionInsert(r.Context(), &store.Session{Hash: h, UserID: u.ID, ExpiresAt: exp.UnixMilli()})
+	})
+	if err != nil {
 		return fmt.Errorf("login %q: %w", u.Name, err)
 	}
 	httpserve.NoStore(w)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
 		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteLaxMode})
 	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, api.User{ID: u.ID, Name: u.Name, Role: string(u.Role), Via: "session"})
+	out := userOut(u)
+	out.Via = "session"
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
-	if p.via == "session" {
+	if p.Via == "session" {
 		if err := s.store.SessionDelete(r.Context(), p.sessionID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -318,10 +322,14 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
-	writeJSON(w, http.StatusOK, api.User{ID: p.user.ID, Name: p.user.Name, Role: string(p.user.Role), Via: p.via})
+	out := userOut(p.User)
+	// What the credential allows, which for a token may be less than its user.
+	out.Role, out.Scope, out.Scripts, out.Via = string(p.Role), scopeList(p.Apps), p.CanScripts(), p.Via
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
+// changePassword changes the caller's own password and ends their other sessions.
 func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
 	var req api.PasswordRequest
 	if err := decode(r, &req); err != nil {
@@ -330,28 +338,18 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
 	var mismatch error
 	if err := s.logins.hash(r.Context(), func() {
-		mismatch = bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword))
+		mismatch = bcrypt.CompareHashAndPassword([]byte(p.User.PasswordHash), []byte(req.CurrentPassword))
 	}); err != nil {
 		return err
 	}
 	if mismatch != nil {
 		return invalidField("current_password", "does not match")
 	}
-	if len(req.NewPassword) < minPassword {
-		return invalidField("new_password", "must have at least %d characters", minPassword)
-	}
 	if subtle.ConstantTimeCompare([]byte(req.NewPassword), []byte(req.CurrentPassword)) == 1 {
 		return invalidField("new_password", "must differ from the current password")
 	}
-	var hash []byte
-	var herr error
-	if err := s.logins.hash(r.Context(), func() { hash, herr = bcrypt.GenerateFromPassword([]byte(req.NewPassword), s.auth.cost) }); err != nil {
-		return err
-	}
-	if herr != nil {
-		return invalidField("new_password", "%v", herr) // longer than bcrypt's 72 bytes
-	}
-	if err := s.store.UserSetPassword(r.Context(), p.user.ID, string(hash)); err != nil {
+	ctx := s.audited(r, "user.password", "user", strconv.FormatInt(p.User.ID, 10), nil)
+	if err := s.setPassword(ctx, p.User, "new_password", req.NewPassword, p.sessionID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

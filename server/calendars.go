@@ -18,7 +18,8 @@ func (s *Server) putCalendar(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if err := s.sched.PutCalendar(r.Context(), sundial.Calendar{Name: name, Description: in.Description, Spec: in.Spec, Base: in.Base}); err != nil {
+	ctx := s.audited(r, "calendar.put", "calendar", name, calendarSnapshot(name))
+	if err := s.sched.PutCalendar(ctx, sundial.Calendar{Name: name, Description: in.Description, Spec: in.Spec, Base: in.Base}); err != nil {
 		return err
 	}
 	c, err := s.store.CalendarGet(r.Context(), name)
@@ -52,7 +53,9 @@ func (s *Server) listCalendars(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteCalendar(w http.ResponseWriter, r *http.Request) error {
-	if err := s.sched.DeleteCalendar(r.Context(), r.PathValue("name")); err != nil {
+	name := r.PathValue("name")
+	ctx := s.audited(r, "calendar.delete", "calendar", name, calendarSnapshot(name))
+	if err := s.sched.DeleteCalendar(ctx, name); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

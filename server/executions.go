@@ -73,7 +73,12 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, paginate(xs, limit, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
+	page, err := s.executionsInScope(r.Context(), principalFrom(r.Context()),
+		paginate(xs, limit, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -101,11 +106,7 @@ func (s *Server) executionOutput(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	after, err := queryID(r, "after")
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,9 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	s.log.Info("execution killed", "execution", id, "executor", x.ExecutorAddress, "executor_knew", killed)
+	if err := s.auditEvent(s.audited(r, "execution.kill", "execution", strconv.FormatInt(id, 10), nil)); err != nil {
+		return fmt.Errorf("kill execution %d: %w", id, err)
+	}
 	if x, err = s.awaitEnd(ctx, id, killWait); err != nil {
 		return err
 	}
@@ -101,7 +104,7 @@ func (s *Server) retryExecution(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.sched.Engine().Retry(r.Context(), id)
+	out, err := s.sched.Engine().Retry(s.audited(r, "execution.retry", "execution", strconv.FormatInt(id, 10), nil), id)
 	if se := (*engine.StateError)(nil); errors.As(err, &se) {
 		return conflict("%s", se.Msg)
 	}

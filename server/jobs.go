@@ -61,14 +61,15 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The scheduler checks the job and every trigger before its transaction commits, so a
 	// bad one stores nothing.
-	id, err := s.sched.ScheduleJob(r.Context(), job, trigs...)
+	ctx := s.audited(r, "job.create", "job", "", newJobSnapshot(job.Group, job.Name))
+	id, err := s.sched.ScheduleJob(ctx, job, trigs...)
 	if err != nil {
 		for i := range in.Triggers {
 			err = scheduleField(err, fmt.Sprintf("triggers[%d]", i), &in.Triggers[i].Schedule)
 		}
 		return fmt.Errorf("create job %q: %w", job.Name, err)
 	}
-	s.log.Info("job created", "job", id, "name", job.Name, "triggers", len(trigs), "by", principalFrom(r.Context()).user.Name)
+	s.log.Info("job created", "job", id, "name", job.Name, "triggers", len(trigs), "by", principalFrom(r.Context()).User.Name)
 	out, err := s.jobWithTriggers(r, id)
 	if err != nil {
 		return err
@@ -84,12 +85,17 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) jobWithTriggers(r *http.Request, id int64) (api.Job, error) {
-	j, err := s.store.JobGet(r.Context(), id)
+	return jobWithTriggers(r.Context(), s.store, id)
+}
+
+// jobWithTriggers reads a job and its triggers as the API shows them.
+func jobWithTriggers(ctx context.Context, q store.Querier, id int64) (api.Job, error) {
+	j, err := q.JobGet(ctx, id)
 	if err != nil {
 		return api.Job{}, err
 	}
 	out := toJobOut(j)
-	ts, err := s.store.TriggerList(r.Context(), store.TriggerFilter{JobID: id, Limit: maxPageSize})
+	ts, err := q.TriggerList(ctx, store.TriggerFilter{JobID: id, Limit: maxPageSize})
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -101,11 +107,7 @@ func (s *Server) jobWithTriggers(r *http.Request, id int64) (api.Job, error) {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	after, err := queryID(r, "after")
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}
@@ -113,7 +115,8 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, paginate(js, limit, func(j *store.Job) string { return strconv.FormatInt(j.ID, 10) }, toJobOut))
+	page := paginate(js, limit, func(j *store.Job) string { return strconv.FormatInt(j.ID, 10) }, toJobOut)
+	writeJSON(w, http.StatusOK, inScope(principalFrom(r.Context()), page, func(j api.Job) string { return j.App }))
 	return nil
 }
 
@@ -153,7 +156,8 @@ func (s *Server) updateJob(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if err := s.sched.UpdateJob(r.Context(), id, job); err != nil {
+	ctx := s.audited(r, "job.update", "job", strconv.FormatInt(id, 10), jobSnapshot(id))
+	if err := s.sched.UpdateJob(ctx, id, job); err != nil {
 		return err
 	}
 	out, err := s.jobWithTriggers(r, id)
@@ -184,24 +188,25 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.sched.DeleteJob(r.Context(), id); err != nil {
+	ctx := s.audited(r, "job.delete", "job", strconv.FormatInt(id, 10), jobSnapshot(id))
+	if err := s.sched.DeleteJob(ctx, id); err != nil {
 		return err
 	}
-	s.log.Info("job deleted", "job", id, "by", principalFrom(r.Context()).user.Name)
+	s.log.Info("job deleted", "job", id, "by", principalFrom(r.Context()).User.Name)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 func (s *Server) pauseJob(w http.ResponseWriter, r *http.Request) error {
-	return s.jobAction(w, r, s.sched.PauseJob)
+	return s.jobAction(w, r, "job.pause", s.sched.PauseJob)
 }
 
 func (s *Server) resumeJob(w http.ResponseWriter, r *http.Request) error {
-	return s.jobAction(w, r, s.sched.ResumeJob)
+	return s.jobAction(w, r, "job.resume", s.sched.ResumeJob)
 }
 
 // jobAction runs a pause or resume on an existing job and returns the job as it is after.
-func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id int64) error) error {
+func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, action string, act func(ctx context.Context, id int64) error) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -209,7 +214,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, act func(ctx 
 	if _, err := s.store.JobGet(r.Context(), id); err != nil {
 		return err
 	}
-	if err := act(r.Context(), id); err != nil {
+	if err := act(s.audited(r, action, "job", strconv.FormatInt(id, 10), jobSnapshot(id)), id); err != nil {
 		return err
 	}
 	out, err := s.jobWithTriggers(r, id)
@@ -226,7 +231,9 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	execID, err := s.sched.TriggerNow(r.Context(), id)
+	// The job is the target; its state does not change, so the entry has no before/after.
+	ctx := s.audited(r, "job.run", "job", strconv.FormatInt(id, 10), nil)
+	execID, err := s.sched.TriggerNow(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,9 @@ type apiHandler func(w http.ResponseWriter, r *http.Request) error
 
 type route struct {
 	method, path string
-	access       access
-	h            apiHandler
+	// pol is who may call the route (policy.go); guard enforces it before h runs.
+	pol policy
+	h   apiHandler
 }
 
 // routeTable is every route the server serves. The OpenAPI document (openapi.json) must
@@ -26,65 +27,74 @@ type route struct {
 func (s *Server) routeTable() []route {
 	const v1 = "/api/v1"
 	return []route{
-		{"GET", "/healthz", public, s.healthz},
-		{"GET", "/readyz", public, s.readyz},
-		{"GET", "/metrics", authenticated, s.serveMetrics},
-		{"GET", v1 + "/openapi.json", authenticated, serveOpenAPI},
+		{"GET", "/healthz", publicRoute, s.healthz},
+		{"GET", "/readyz", publicRoute, s.readyz},
+		{"GET", "/metrics", read(nil), s.serveMetrics},
+		{"GET", v1 + "/openapi.json", selfRoute, serveOpenAPI},
 
-		{"POST", v1 + "/auth/login", public, s.login},
-		{"POST", v1 + "/auth/logout", authenticated, s.logout},
-		{"GET", v1 + "/auth/me", authenticated, s.me},
-		{"POST", v1 + "/auth/password", authenticated, s.changePassword},
+		{"POST", v1 + "/auth/login", publicRoute, s.login},
+		{"POST", v1 + "/auth/logout", selfRoute, s.logout},
+		{"GET", v1 + "/auth/me", selfRoute, s.me},
+		{"POST", v1 + "/auth/password", selfRoute, s.changePassword},
 
-		{"GET", v1 + "/tokens", adminOnly, s.listTokens},
-		{"POST", v1 + "/tokens", adminOnly, s.createToken},
-		{"DELETE", v1 + "/tokens/{id}", adminOnly, s.deleteToken},
+		{"GET", v1 + "/tokens", selfRoute, s.listTokens},
+		{"POST", v1 + "/tokens", selfRoute, s.createToken},
+		{"DELETE", v1 + "/tokens/{id}", selfRoute, s.deleteToken},
 
-		{"GET", v1 + "/jobs", authenticated, s.listJobs},
-		{"POST", v1 + "/jobs", authenticated, s.createJob},
-		{"GET", v1 + "/jobs/{id}", authenticated, s.getJob},
-		{"PUT", v1 + "/jobs/{id}", authenticated, s.updateJob},
-		{"DELETE", v1 + "/jobs/{id}", authenticated, s.deleteJob},
-		{"POST", v1 + "/jobs/{id}/pause", authenticated, s.pauseJob},
-		{"POST", v1 + "/jobs/{id}/resume", authenticated, s.resumeJob},
-		{"POST", v1 + "/jobs/{id}/run", authenticated, s.runJob},
-		{"GET", v1 + "/jobs/{id}/script/versions", authenticated, s.listScriptVersions},
-		{"GET", v1 + "/jobs/{id}/script/versions/{version}", authenticated, s.getScriptVersion},
-		{"POST", v1 + "/jobs/{id}/script/versions/{version}/restore", authenticated, s.restoreScriptVersion},
-		{"GET", v1 + "/jobs/{id}/triggers", authenticated, s.listJobTriggers},
-		{"POST", v1 + "/jobs/{id}/triggers", authenticated, s.addTrigger},
+		{"GET", v1 + "/users", adminRoute, s.listUsers},
+		{"POST", v1 + "/users", adminRoute, s.createUser},
+		{"GET", v1 + "/users/{id}", adminRoute, s.getUser},
+		{"PATCH", v1 + "/users/{id}", adminRoute, s.updateUser},
+		{"POST", v1 + "/users/{id}/reset-password", adminRoute, s.resetPassword},
+		{"POST", v1 + "/auth/reset", publicRoute, s.redeemReset},
 
-		{"GET", v1 + "/triggers/{id}", authenticated, s.getTrigger},
-		{"DELETE", v1 + "/triggers/{id}", authenticated, s.deleteTrigger},
-		{"POST", v1 + "/triggers/{id}/pause", authenticated, s.pauseTrigger},
-		{"POST", v1 + "/triggers/{id}/resume", authenticated, s.resumeTrigger},
+		{"GET", v1 + "/audit", adminRoute, s.listAudit},
 
-		{"GET", v1 + "/calendars", authenticated, s.listCalendars},
-		{"GET", v1 + "/calendars/{name}", authenticated, s.getCalendar},
-		{"PUT", v1 + "/calendars/{name}", authenticated, s.putCalendar},
-		{"DELETE", v1 + "/calendars/{name}", authenticated, s.deleteCalendar},
+		{"GET", v1 + "/jobs", read(nil), s.listJobs},
+		{"POST", v1 + "/jobs", operate(newJob), s.createJob},
+		{"GET", v1 + "/jobs/{id}", read(byJob), s.getJob},
+		{"PUT", v1 + "/jobs/{id}", operate(editJob), s.updateJob},
+		{"DELETE", v1 + "/jobs/{id}", operate(byJob), s.deleteJob},
+		{"POST", v1 + "/jobs/{id}/pause", operate(byJob), s.pauseJob},
+		{"POST", v1 + "/jobs/{id}/resume", operate(byJob), s.resumeJob},
+		{"POST", v1 + "/jobs/{id}/run", operate(byJob), s.runJob},
+		{"GET", v1 + "/jobs/{id}/script/versions", read(byJob), s.listScriptVersions},
+		{"GET", v1 + "/jobs/{id}/script/versions/{version}", read(byJob), s.getScriptVersion},
+		{"POST", v1 + "/jobs/{id}/script/versions/{version}/restore", operate(scriptOf), s.restoreScriptVersion},
+		{"GET", v1 + "/jobs/{id}/triggers", read(byJob), s.listJobTriggers},
+		{"POST", v1 + "/jobs/{id}/triggers", operate(byJob), s.addTrigger},
 
-		{"GET", v1 + "/executions", authenticated, s.listExecutions},
-		{"GET", v1 + "/executions/{id}", authenticated, s.getExecution},
-		{"GET", v1 + "/executions/{id}/output", authenticated, s.executionOutput},
-		{"POST", v1 + "/executions/{id}/kill", authenticated, s.killExecution},
-		{"POST", v1 + "/executions/{id}/retry", authenticated, s.retryExecution},
+		{"GET", v1 + "/triggers/{id}", read(byTrigger), s.getTrigger},
+		{"DELETE", v1 + "/triggers/{id}", operate(byTrigger), s.deleteTrigger},
+		{"POST", v1 + "/triggers/{id}/pause", operate(byTrigger), s.pauseTrigger},
+		{"POST", v1 + "/triggers/{id}/resume", operate(byTrigger), s.resumeTrigger},
 
-		{"GET", v1 + "/nodes", authenticated, s.listNodes},
+		{"GET", v1 + "/calendars", read(nil), s.listCalendars},
+		{"GET", v1 + "/calendars/{name}", read(nil), s.getCalendar},
+		{"PUT", v1 + "/calendars/{name}", operate(nil), s.putCalendar},
+		{"DELETE", v1 + "/calendars/{name}", operate(nil), s.deleteCalendar},
 
-		{"GET", v1 + "/reports/daily", authenticated, s.dailyReport},
+		{"GET", v1 + "/executions", read(nil), s.listExecutions},
+		{"GET", v1 + "/executions/{id}", read(byExecution), s.getExecution},
+		{"GET", v1 + "/executions/{id}/output", read(byExecution), s.executionOutput},
+		{"POST", v1 + "/executions/{id}/kill", operate(byExecution), s.killExecution},
+		{"POST", v1 + "/executions/{id}/retry", operate(byExecution), s.retryExecution},
 
-		{"GET", v1 + "/apps", authenticated, s.listApps},
-		{"GET", v1 + "/apps/{name}", authenticated, s.getApp},
-		{"PUT", v1 + "/apps/{name}", authenticated, s.putApp},
-		{"DELETE", v1 + "/apps/{name}", authenticated, s.deleteApp},
-		{"GET", v1 + "/executors", authenticated, s.listExecutors},
+		{"GET", v1 + "/nodes", read(nil), s.listNodes},
+
+		{"GET", v1 + "/reports/daily", read(nil), s.dailyReport},
+
+		{"GET", v1 + "/apps", read(nil), s.listApps},
+		{"GET", v1 + "/apps/{name}", read(nil), s.getApp},
+		{"PUT", v1 + "/apps/{name}", adminRoute, s.putApp},
+		{"DELETE", v1 + "/apps/{name}", adminRoute, s.deleteApp},
+		{"GET", v1 + "/executors", read(nil), s.listExecutors},
 
 		// The executor protocol: the executor token, not a person's credentials.
-		{"POST", v1 + "/executor/register", public, s.executorAuth(s.executorRegister)},
-		{"POST", v1 + "/executor/unregister", public, s.executorAuth(s.executorUnregister)},
-		{"POST", v1 + "/executor/logs", public, s.executorAuth(s.executorLogs)},
-		{"POST", v1 + "/executor/results", public, s.executorAuth(s.executorResults)},
+		{"POST", v1 + "/executor/register", publicRoute, s.executorAuth(s.executorRegister)},
+		{"POST", v1 + "/executor/unregister", publicRoute, s.executorAuth(s.executorUnregister)},
+		{"POST", v1 + "/executor/logs", publicRoute, s.executorAuth(s.executorLogs)},
+		{"POST", v1 + "/executor/results", publicRoute, s.executorAuth(s.executorResults)},
 	}
 }
 
@@ -92,12 +102,13 @@ func (s *Server) routeTable() []route {
 // everything else, so every answer has the API's error shape.
 func (s *Server) routes() {
 	methods := map[string][]string{}
-	level := map[string]access{}
+	// A path's other methods answer 405 to whoever could call one of its routes.
+	level := map[string]policy{}
 	for _, rt := range s.routeTable() {
-		s.mux.Handle(rt.method+" "+rt.path, s.guard(rt.access, rt.h))
+		s.mux.Handle(rt.method+" "+rt.path, s.guard(rt.pol, rt.h))
 		methods[rt.path] = append(methods[rt.path], rt.method)
-		if _, ok := level[rt.path]; !ok || rt.access < level[rt.path] {
-			level[rt.path] = rt.access
+		if l, ok := level[rt.path]; !ok || rt.pol.act < l.act {
+			level[rt.path] = policy{act: min(rt.pol.act, ActSelf)}
 		}
 	}
 	for path, ms := range methods {
@@ -109,7 +120,7 @@ func (s *Server) routes() {
 				Message: r.Method + " is not allowed here; allowed: " + allow}
 		}))
 	}
-	s.mux.Handle("/api/", s.guard(authenticated, func(w http.ResponseWriter, r *http.Request) error {
+	s.mux.Handle("/api/", s.guard(selfRoute, func(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Status: http.StatusNotFound, Code: "no_route", Message: "no route " + r.URL.Path}
 	}))
 }

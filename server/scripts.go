@@ -56,7 +56,7 @@ func (s *Server) restoreScriptVersion(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	s.log.Info("script restored", "job", id, "from", version, "version", v.Version, "by", principalFrom(r.Context()).user.Name)
+	s.log.Info("script restored", "job", id, "from", version, "version", v.Version, "by", principalFrom(r.Context()).User.Name)
 	writeJSON(w, http.StatusOK, toScriptVersionOut(v))
 	return nil
 }
@@ -69,4 +69,14 @@ func scriptVersionPath(r *http.Request) (jobID, version int64, err error) {
 		return 0, 0, err
 	}
 	return jobID, version, nil
+}
+
+// scriptOf is the job of the path's {id} whose script a restore changes: like an edit, it
+// needs the scripts permission for a script job.
+func scriptOf(s *Server, r *http.Request) (target, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return target{}, err
+	}
+	return jobTarget(r.Context(), s.store, id)
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// Retention is how long finished executions and their output are kept; the leader
 	// deletes older ones. Default 30 days.
 	Retention time.Duration
+	// AuditRetention is how long audit log entries are kept, apart from Retention: an
+	// audit trail usually outlives run history. Default 365 days.
+	AuditRetention time.Duration
 	// SMTP is the mail server e-mail alarms go through; with no Addr they fail (webhooks
 	// still work).
 	SMTP alarm.SMTP
@@ -125,6 +128,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Retention <= 0 {
 		cfg.Retention = 30 * 24 * time.Hour
 	}
+	if cfg.AuditRetention <= 0 {
+		cfg.AuditRetention = 365 * 24 * time.Hour
+	}
 	if cfg.ReportInterval <= 0 {
 		cfg.ReportInterval = time.Minute
 	}
@@ -165,6 +171,7 @@ func New(cfg Config) (*Server, error) {
 		maintenance.ExecutorSweep(e, cfg.Store, cfg.ExecutorHeartbeat, s.alarms.Wake, clk, cfg.Logger),
 		maintenance.Reports(cfg.Store, max(cfg.ReportInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
 		maintenance.Retention(cfg.Store, cfg.Retention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
+		maintenance.AuditRetention(cfg.Store, cfg.AuditRetention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
 		s.alarms)
 	s.registerBuiltins()
 	s.routes()

@@ -23,7 +23,7 @@ func TestUnauthenticated(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		for _, rt := range e.srv.routeTable() {
-			if rt.access == public {
+			if rt.pol.act == ActPublic {
 				continue
 			}
 			path := strings.NewReplacer("{id}", "1", "{name}", "x").Replace(rt.path)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -14,17 +15,46 @@ import (
 func parseTime(field, v string) (time.Time, error) { return api.ParseTime(field, v) }
 
 func tokenOut(t *store.APIToken) api.Token {
-	return api.Token{ID: t.ID, UserID: t.UserID, Name: t.Name, Prefix: t.Prefix, CreatedAt: api.Time(t.CreatedAt),
-		ExpiresAt: api.Time(t.ExpiresAt)}
+	return api.Token{ID: t.ID, UserID: t.UserID, Name: t.Name, Prefix: t.Prefix, Role: string(t.Role),
+		Scope: scopeList(ParseScope(t.Scope)), Scripts: t.Scripts, CreatedAt: api.Time(t.CreatedAt),
+		ExpiresAt: api.Time(t.ExpiresAt), LastUsedAt: api.Time(t.LastUsedAt)}
 }
 
+// createToken makes a token for the caller, whose role, scope and scripts permission may
+// narrow the caller's but never widen them.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	var req api.TokenRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	p := principalFrom(r.Context())
 	if req.Name == "" {
 		return invalidField("name", "must not be empty: say what the token is for")
+	}
+	var role store.Role
+	if req.Role != "" {
+		var err error
+		if role, err = checkRole("role", req.Role); err != nil {
+			return err
+		}
+		if roleRank(role) > roleRank(p.Role) {
+			return invalidField("role", "%s is above your own role, %s", role, p.Role)
+		}
+	}
+	scope, err := checkScope("scope", req.Scope)
+	if err != nil {
+		return err
+	}
+	for _, app := range req.Scope {
+		if app != store.ScopeAll && !p.InScope(app) {
+			return invalidField("scope", "app %q is outside your own scope", app)
+		}
+	}
+	if scope == store.ScopeAll && p.Apps != nil {
+		scope = FormatScope(scopeList(p.Apps)) // a scoped user's token is no wider than its user
+	}
+	if req.Scripts && !p.CanScripts() {
+		return invalidField("scripts", "you do not have the scripts permission to give")
 	}
 	var exp int64
 	if req.ExpiresAt != "" {
@@ -38,12 +68,19 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 		exp = t.UnixMilli()
 	}
 	secret, hash := newSecret(tokenPrefix)
-	tok := &store.APIToken{UserID: principalFrom(r.Context()).user.ID, Name: req.Name, Hash: hash,
-		Prefix: secret[:len(tokenPrefix)+6], ExpiresAt: exp}
-	if err := s.store.APITokenInsert(r.Context(), tok); err != nil {
+	tok := &store.APIToken{UserID: p.User.ID, Name: req.Name, Hash: hash, Prefix: secret[:len(tokenPrefix)+6],
+		Role: role, Scope: scope, Scripts: req.Scripts, ExpiresAt: exp}
+	ctx := s.audited(r, "token.create", "token", "", func(ctx context.Context, q store.Querier) (any, error) {
+		if tok.ID == 0 {
+			return nil, nil
+		}
+		store.AuditFrom(ctx).Target = strconv.FormatInt(tok.ID, 10)
+		return tokenOut(tok), nil
+	})
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.APITokenInsert(ctx, tok) }); err != nil {
 		return err
 	}
-	s.log.Info("api token created", "token", tok.ID, "name", tok.Name, "by", principalFrom(r.Context()).user.Name)
+	s.log.Info("api token created", "token", tok.ID, "name", tok.Name, "by", p.User.Name)
 	out := tokenOut(tok)
 	out.Token = secret
 	httpserve.NoStore(w)
@@ -51,16 +88,21 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// ownTokens is whose tokens the caller sees and deletes: everyone's for an admin, else their
+// own.
+func ownTokens(p *Principal) int64 {
+	if p.Role == store.RoleAdmin {
+		return 0
+	}
+	return p.User.ID
+}
+
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
-	limit, err := pageLimit(r)
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}
-	after, err := queryID(r, "after")
-	if err != nil {
-		return err
-	}
-	toks, err := s.store.APITokenList(r.Context(), 0, after, limit+1)
+	toks, err := s.store.APITokenList(r.Context(), ownTokens(principalFrom(r.Context())), after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -73,10 +115,24 @@ func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.APITokenDelete(r.Context(), id); err != nil {
+	p := principalFrom(r.Context())
+	ctx := s.audited(r, "token.delete", "token", strconv.FormatInt(id, 10), tokenSnapshot(id))
+	err = store.InTx(ctx, s.store, func(q store.Querier) error {
+		if owner := ownTokens(p); owner != 0 {
+			toks, err := q.APITokenList(ctx, owner, id-1, 1)
+			if err != nil {
+				return err
+			}
+			if len(toks) == 0 || toks[0].ID != id {
+				return notFound("token %d: not found among your tokens", id)
+			}
+		}
+		return q.APITokenDelete(ctx, id)
+	})
+	if err != nil {
 		return err
 	}
-	s.log.Info("api token deleted", "token", id, "by", principalFrom(r.Context()).user.Name)
+	s.log.Info("api token deleted", "token", id, "by", p.User.Name)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

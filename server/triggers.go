@@ -15,11 +15,7 @@ func (s *Server) listJobTriggers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(r)
-	if err != nil {
-		return err
-	}
-	after, err := queryID(r, "after")
+	limit, after, err := idPage(r)
 	if err != nil {
 		return err
 	}
@@ -62,7 +58,16 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 		}
 		t.Name = fmt.Sprintf("%s#%d", job.Name, len(n)+1)
 	}
-	if err := s.sched.AddTrigger(r.Context(), id, t); err != nil {
+	ctx := s.audited(r, "trigger.create", "trigger", "", func(ctx context.Context, q store.Querier) (any, error) {
+		row, err := q.TriggerGetByKey(ctx, t.Group, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		a := store.AuditFrom(ctx)
+		a.Target, a.App = strconv.FormatInt(row.ID, 10), job.App
+		return toTriggerOut(row), nil
+	})
+	if err := s.sched.AddTrigger(ctx, id, t); err != nil {
 		return fmt.Errorf("add trigger to job %d: %w", id, scheduleField(err, "", &in.Schedule))
 	}
 	row, err := s.store.TriggerGetByKey(r.Context(), t.Group, t.Name)
@@ -75,16 +80,7 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	t, err := s.store.TriggerGet(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toTriggerOut(t))
-	return nil
+	return getByID(w, r, s.store.TriggerGet, toTriggerOut)
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) error {
@@ -92,7 +88,8 @@ func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.TriggerDelete(r.Context(), id); err != nil {
+	ctx := s.audited(r, "trigger.delete", "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id))
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.TriggerDelete(ctx, id) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -100,14 +97,14 @@ func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) pauseTrigger(w http.ResponseWriter, r *http.Request) error {
-	return s.triggerAction(w, r, s.sched.PauseTrigger)
+	return s.triggerAction(w, r, "trigger.pause", s.sched.PauseTrigger)
 }
 
 func (s *Server) resumeTrigger(w http.ResponseWriter, r *http.Request) error {
-	return s.triggerAction(w, r, s.sched.ResumeTrigger)
+	return s.triggerAction(w, r, "trigger.resume", s.sched.ResumeTrigger)
 }
 
-func (s *Server) triggerAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id int64) error) error {
+func (s *Server) triggerAction(w http.ResponseWriter, r *http.Request, action string, act func(ctx context.Context, id int64) error) error {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return err
@@ -115,7 +112,7 @@ func (s *Server) triggerAction(w http.ResponseWriter, r *http.Request, act func(
 	if _, err := s.store.TriggerGet(r.Context(), id); err != nil {
 		return err
 	}
-	if err := act(r.Context(), id); err != nil {
+	if err := act(s.audited(r, action, "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id)), id); err != nil {
 		return err
 	}
 	t, err := s.store.TriggerGet(r.Context(), id)

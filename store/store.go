@@ -255,8 +255,15 @@ type Querier interface {
 	UserInsert(ctx context.Context, u *User) error
 	UserGet(ctx context.Context, id int64) (*User, error)
 	UserGetByName(ctx context.Context, name string) (*User, error)
-	// UserSetPassword replaces the user's password hash.
+	// UserSetPassword replaces the user's password hash and clears any reset token.
 	UserSetPassword(ctx context.Context, id int64, passwordHash string) error
+	// UserList lists users by id after afterID.
+	UserList(ctx context.Context, afterID int64, limit int) ([]*User, error)
+	// UserUpdate overwrites the user's role, scope, scripts permission, disabled flag and
+	// reset token.
+	UserUpdate(ctx context.Context, u *User) error
+	// UserGetByResetHash finds the user whose outstanding reset token has this hash.
+	UserGetByResetHash(ctx context.Context, hash string) (*User, error)
 
 	// APITokenInsert stores t and sets its ID and CreatedAt; the user must exist
 	// (ErrNotFound otherwise).
@@ -267,6 +274,9 @@ type Querier interface {
 	// afterID.
 	APITokenList(ctx context.Context, userID, afterID int64, limit int) ([]*APIToken, error)
 	APITokenDelete(ctx context.Context, id int64) error
+	// APITokenTouch sets the token's LastUsedAt to at if it is older than at-minInterval,
+	// so a busy token costs one write a minute, not one a request.
+	APITokenTouch(ctx context.Context, id, at, minInterval int64) error
 
 	// SessionInsert stores a session and sets CreatedAt; the user must exist.
 	SessionInsert(ctx context.Context, s *Session) error
@@ -276,6 +286,18 @@ type Querier interface {
 	// SessionsDeleteExpired deletes sessions that expired at or before now and returns how
 	// many it deleted.
 	SessionsDeleteExpired(ctx context.Context, now int64) (int64, error)
+	// SessionsDeleteUser ends every session of the user but keep (a hash; "" for none) and
+	// returns how many it ended.
+	SessionsDeleteUser(ctx context.Context, userID int64, keep string) (int64, error)
+
+	// AuditInsert appends e to the audit log and sets its ID; At is set from the database's
+	// clock when 0.
+	AuditInsert(ctx context.Context, e *AuditEntry) error
+	// AuditList lists entries newest first.
+	AuditList(ctx context.Context, f AuditFilter) ([]*AuditEntry, error)
+	// AuditDeleteBefore deletes up to limit entries older than before, oldest first, and
+	// returns how many it deleted.
+	AuditDeleteBefore(ctx context.Context, before int64, limit int) (int64, error)
 }
 
 // Store is a database: a Querier that runs each call on its own, and the source of

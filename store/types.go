@@ -301,14 +301,19 @@ type Lease struct {
 	ExpiresAt int64
 }
 
-// Role is what a user may do. Only admins exist so far; the column leaves room for
-// read-only and operator roles.
+// Role is what a user or token may do; the server's policy (server/policy.go) says what
+// each one allows.
 type Role string
 
-// The roles.
+// The roles, from the most to the least privileged.
 const (
-	RoleAdmin Role = "admin"
+	RoleAdmin    Role = "admin"
+	RoleOperator Role = "operator"
+	RoleViewer   Role = "viewer"
 )
+
+// ScopeAll is the scope that covers every app.
+const ScopeAll = "*"
 
 // User is a person who signs in to the API or the console.
 type User struct {
@@ -317,8 +322,17 @@ type User struct {
 	// PasswordHash is a bcrypt hash; the store never sees a password.
 	PasswordHash string
 	Role         Role
-	CreatedAt    int64
-	UpdatedAt    int64
+	// Scope is the apps the user may act on: app names separated by commas, or ScopeAll.
+	Scope string
+	// Scripts allows jobs with script handlers (shell and the like); only admins grant it.
+	Scripts  bool
+	Disabled bool
+	// ResetHash is the SHA-256 of a one-time password reset token, valid until
+	// ResetExpiresAt; empty when none is outstanding.
+	ResetHash      string
+	ResetExpiresAt int64
+	CreatedAt      int64
+	UpdatedAt      int64
 }
 
 // APIToken is a bearer token for the API. Only a hash of the secret is stored, so a leaked
@@ -330,10 +344,17 @@ type APIToken struct {
 	// Hash is the hex SHA-256 of the secret; unique.
 	Hash string
 	// Prefix is the secret's first characters, to tell tokens apart in a list.
-	Prefix    string
+	Prefix string
+	// Role, Scope and Scripts bound what the token may do; the server grants the lesser of
+	// them and its user's. An empty Role is the user's.
+	Role      Role
+	Scope     string
+	Scripts   bool
 	CreatedAt int64
 	// ExpiresAt is 0 for a token that does not expire.
 	ExpiresAt int64
+	// LastUsedAt is when the token last authenticated a request (0: never), to the minute.
+	LastUsedAt int64
 }
 
 // Session is a signed-in console session. Like a token, only the hash of its secret is
@@ -359,4 +380,37 @@ type ReportDay struct {
 	Failed int64
 	// Other counts skipped and canceled executions.
 	Other int64
+}
+
+// AuditEntry is one change in the audit log: who did what to which target, from where, and
+// the target before and after as JSON with its secrets redacted ("" where it did not exist).
+type AuditEntry struct {
+	ID int64
+	At int64
+	// Actor is the user name (or "token:<id>/<user>"), empty for the system itself.
+	Actor string
+	// Source is the client's network address.
+	Source string
+	// Action is what happened, "<kind>.<verb>": job.create, user.update, auth.login_failed.
+	Action     string
+	TargetKind string
+	Target     string
+	// App is the app of the target, for scoped readers.
+	App    string
+	Before string
+	After  string
+}
+
+// AuditFilter selects audit entries for AuditList, newest first.
+type AuditFilter struct {
+	Actor      string
+	Action     string
+	TargetKind string
+	Target     string
+	// From and To bound At (inclusive, exclusive); 0 for no bound.
+	From int64
+	To   int64
+	// BeforeID continues a listing below the last ID seen; 0 from the newest.
+	BeforeID int64
+	Limit    int
 }

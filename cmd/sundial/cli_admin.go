@@ -115,11 +115,12 @@ func newNodeCmd() *cobra.Command {
 
 func newTokenCmd() *cobra.Command {
 	o := &apiOptions{}
-	return group("token", "Manage API tokens (admin only)", o, newTokenCreateCmd(o), newTokenListCmd(o), newTokenDeleteCmd(o))
+	return group("token", "Manage your API tokens (an admin sees everyone's)", o, newTokenCreateCmd(o), newTokenListCmd(o), newTokenDeleteCmd(o))
 }
 
 func newTokenCreateCmd(o *apiOptions) *cobra.Command {
-	var expires, login string
+	var expires, login, role, scope string
+	var scripts bool
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create an API token (its secret is shown once)",
@@ -132,8 +133,11 @@ standard input instead.`,
 	}
 	cmd.Flags().StringVar(&expires, "expires", "", "when the token stops working: RFC 3339 or a duration from now (720h)")
 	cmd.Flags().StringVar(&login, "login", "", "log in as this user, password on standard input, instead of using a token")
+	cmd.Flags().StringVar(&role, "role", "", "narrow the token to this role (viewer, operator, admin; default yours)")
+	cmd.Flags().StringVar(&scope, "scope", "", "narrow the token to these apps, separated by commas (default your scope)")
+	cmd.Flags().BoolVar(&scripts, "scripts", false, "let the token make script jobs (needs your scripts permission)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
-		req := api.TokenRequest{Name: args[0]}
+		req := api.TokenRequest{Name: args[0], Role: role, Scope: splitScope(scope), Scripts: scripts}
 		if expires != "" {
 			if d, err := time.ParseDuration(expires); err == nil {
 				if d <= 0 {
@@ -178,8 +182,9 @@ func newTokenListCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "ID NAME PREFIX USER CREATED EXPIRES", func(t api.Token) []string {
-			return []string{itoa(t.ID), t.Name, t.Prefix + "…", itoa(t.UserID), when(t.CreatedAt), when(t.ExpiresAt)}
+		return printList(cmd.OutOrStdout(), o, l, "ID NAME PREFIX USER ROLE SCOPE CREATED EXPIRES LAST-USED", func(t api.Token) []string {
+			return []string{itoa(t.ID), t.Name, t.Prefix + "…", itoa(t.UserID), t.Role, strings.Join(t.Scope, ","), when(t.CreatedAt),
+				when(t.ExpiresAt), when(t.LastUsedAt)}
 		})
 	})
 	return cmd

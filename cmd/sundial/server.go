@@ -28,6 +28,7 @@ type serverOptions struct {
 	logFormat, logLevel     string
 	drainTimeout            time.Duration
 	retention               time.Duration
+	auditRetention          time.Duration
 	smtp                    alarm.SMTP
 	tls                     tlsOptions
 	trustedProxies          string
@@ -73,6 +74,7 @@ case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR. A flag on the command line win
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
 	f.DurationVar(&o.retention, "retention", 30*24*time.Hour, "how long finished executions and their output are kept")
+	f.DurationVar(&o.auditRetention, "audit-retention", 365*24*time.Hour, "how long audit log entries are kept (apart from --retention)")
 	f.StringVar(&o.smtp.Addr, "smtp-addr", "", "SMTP server (host:port) for e-mail alarms (none: e-mail alarms fail; webhooks work)")
 	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
 	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
@@ -159,7 +161,8 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		return err
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
-		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
+		AuditRetention: o.auditRetention,
+		SMTP:           o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
 	if err != nil {
 		return err

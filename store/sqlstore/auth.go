@@ -9,12 +9,21 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-const userCols = "id, name, password_hash, role, created_at, updated_at"
+const userCols = "id, name, password_hash, role, scope, scripts, disabled, reset_hash, reset_expires_at, created_at, updated_at"
 
 func scanUser(r rowScanner) (*store.User, error) {
 	var u store.User
-	err := r.Scan(&u.ID, &u.Name, &u.PasswordHash, &u.Role, &u.CreatedAt, &u.UpdatedAt)
+	err := r.Scan(&u.ID, &u.Name, &u.PasswordHash, &u.Role, &u.Scope, &u.Scripts, &u.Disabled, &u.ResetHash,
+		&u.ResetExpiresAt, &u.CreatedAt, &u.UpdatedAt)
 	return &u, err
+}
+
+// scopeOr stores an empty scope as every app, as the column's default does.
+func scopeOr(scope string) string {
+	if scope == "" {
+		return store.ScopeAll
+	}
+	return scope
 }
 
 // UserInsert stores u.
@@ -23,8 +32,9 @@ func (e *executor) UserInsert(ctx context.Context, u *store.User) error {
 		return errors.New("sqlstore: user without a name")
 	}
 	now := e.cfg.now()
-	id, err := e.insertID(ctx, "INSERT INTO users (name, password_hash, role, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-		u.Name, u.PasswordHash, string(u.Role), now, now)
+	u.Scope = scopeOr(u.Scope)
+	id, err := e.insertID(ctx, "INSERT INTO users (name, password_hash, role, scope, scripts, disabled, created_at, updated_at) "+
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?)", u.Name, u.PasswordHash, string(u.Role), u.Scope, u.Scripts, u.Disabled, now, now)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("user %q: %w", u.Name, store.ErrAlreadyExists)
@@ -45,25 +55,76 @@ func (e *executor) UserGetByName(ctx context.Context, name string) (*store.User,
 	return one(scanUser(e.queryRow(ctx, "SELECT "+userCols+" FROM users WHERE name = ?", name)))(fmt.Sprintf("user %q", name))
 }
 
-// UserSetPassword replaces the password hash.
+// UserSetPassword replaces the password hash and clears the reset token.
 func (e *executor) UserSetPassword(ctx context.Context, id int64, passwordHash string) error {
-	res, err := e.exec(ctx, "UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?", passwordHash, e.cfg.now(), id)
+	res, err := e.exec(ctx, "UPDATE users SET password_hash = ?, reset_hash = '', reset_expires_at = 0, updated_at = ? WHERE id = ?",
+		passwordHash, e.cfg.now(), id)
 	return oneRow(res, err, fmt.Sprintf("user %d", id))
 }
 
-const tokenCols = "id, user_id, name, hash, prefix, created_at, expires_at"
+// UserList lists users by id.
+func (e *executor) UserList(ctx context.Context, afterID int64, limit int) ([]*store.User, error) {
+	rows, err := e.query(ctx, "SELECT "+userCols+" FROM users WHERE id > ? ORDER BY id LIMIT ?", afterID, limitOr(limit))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list users: %w", err)
+	}
+	return scanAll(rows, scanUser, "users")
+}
+
+// UserUpdate overwrites the user's permissions, disabled flag and reset token.
+func (e *executor) UserUpdate(ctx context.Context, u *store.User) error {
+	u.Scope = scopeOr(u.Scope)
+	now := e.cfg.now()
+	res, err := e.exec(ctx, "UPDATE users SET role = ?, scope = ?, scripts = ?, disabled = ?, reset_hash = ?, reset_expires_at = ?, "+
+		"updated_at = ? WHERE id = ?", string(u.Role), u.Scope, u.Scripts, u.Disabled, u.ResetHash, u.ResetExpiresAt, now, u.ID)
+	if err := oneRow(res, err, fmt.Sprintf("user %d", u.ID)); err != nil {
+		return err
+	}
+	u.UpdatedAt = now
+	return nil
+}
+
+// UserGetByResetHash finds the user with an outstanding reset token of this hash.
+func (e *executor) UserGetByResetHash(ctx context.Context, hash string) (*store.User, error) {
+	if hash == "" {
+		return nil, fmt.Errorf("reset token: %w", store.ErrNotFound)
+	}
+	// The hash is a credential: it stays out of the error.
+	return one(scanUser(e.queryRow(ctx, "SELECT "+userCols+" FROM users WHERE reset_hash = ?", hash)))("reset token")
+}
+
+const tokenCols = "id, user_id, name, hash, prefix, role, scope, scripts, created_at, expires_at, last_used_at"
 
 func scanToken(r rowScanner) (*store.APIToken, error) {
 	var t store.APIToken
-	err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.Hash, &t.Prefix, &t.CreatedAt, &t.ExpiresAt)
+	err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.Hash, &t.Prefix, &t.Role, &t.Scope, &t.Scripts, &t.CreatedAt, &t.ExpiresAt,
+		&t.LastUsedAt)
 	return &t, err
+}
+
+// scanAll reads every row with scan.
+func scanAll[T any](rows *sql.Rows, scan func(rowScanner) (*T, error), what string) ([]*T, error) {
+	defer rows.Close()
+	var out []*T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: list %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: list %s: %w", what, err)
+	}
+	return out, nil
 }
 
 // APITokenInsert stores t.
 func (e *executor) APITokenInsert(ctx context.Context, t *store.APIToken) error {
 	now := e.cfg.now()
-	id, err := e.insertID(ctx, "INSERT INTO api_tokens (user_id, name, hash, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-		t.UserID, t.Name, t.Hash, t.Prefix, now, t.ExpiresAt)
+	t.Scope = scopeOr(t.Scope)
+	id, err := e.insertID(ctx, "INSERT INTO api_tokens (user_id, name, hash, prefix, role, scope, scripts, created_at, expires_at) "+
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", t.UserID, t.Name, t.Hash, t.Prefix, string(t.Role), t.Scope, t.Scripts, now, t.ExpiresAt)
 	switch {
 	case isForeignKeyViolation(err):
 		return fmt.Errorf("token %q: user %d: %w", t.Name, t.UserID, store.ErrNotFound)
@@ -93,16 +154,16 @@ func (e *executor) APITokenList(ctx context.Context, userID, afterID int64, limi
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: list tokens: %w", err)
 	}
-	defer rows.Close()
-	var out []*store.APIToken
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: list tokens: %w", err)
-		}
-		out = append(out, t)
+	return scanAll(rows, scanToken, "tokens")
+}
+
+// APITokenTouch records a use of the token, at most once per minInterval.
+func (e *executor) APITokenTouch(ctx context.Context, id, at, minInterval int64) error {
+	_, err := e.exec(ctx, "UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND last_used_at <= ?", at, id, at-minInterval)
+	if err != nil {
+		return fmt.Errorf("sqlstore: touch token %d: %w", id, err)
 	}
-	return out, rows.Err()
+	return nil
 }
 
 // APITokenDelete revokes a token.
@@ -150,6 +211,15 @@ func (e *executor) SessionsDeleteExpired(ctx context.Context, now int64) (int64,
 	res, err := e.exec(ctx, "DELETE FROM sessions WHERE expires_at <= ?", now)
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: delete expired sessions: %w", err)
+	}
+	return affected(res)
+}
+
+// SessionsDeleteUser ends the user's sessions but keep.
+func (e *executor) SessionsDeleteUser(ctx context.Context, userID int64, keep string) (int64, error) {
+	res, err := e.exec(ctx, "DELETE FROM sessions WHERE user_id = ? AND hash <> ?", userID, keep)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: end sessions of user %d: %w", userID, err)
 	}
 	return affected(res)
 }

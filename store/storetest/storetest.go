@@ -56,6 +56,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Users", func(t *testing.T) { t.Parallel(); testUsers(t, open(t)) })
 	t.Run("APITokens", func(t *testing.T) { t.Parallel(); testAPITokens(t, open(t)) })
 	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, open(t)) })
+	t.Run("UserRoles", func(t *testing.T) { t.Parallel(); testUserRoles(t, open(t)) })
+	t.Run("Audit", func(t *testing.T) { t.Parallel(); testAudit(t, open(t)) })
 }
 
 // Helpers. They fail the test on any error, so the tests read as the behaviour they check.

@@ -1,0 +1,359 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// The access policy: who may do what. Every route declares its Action and, for an action on
+// an app's things, how to find the apps it touches (routeTable); guard consults Allow before
+// any handler runs, so no route can forget it. TestPolicyWalksRoutes walks the table.
+
+// Action is what a route does, in increasing privilege.
+type Action int
+
+const (
+	// ActPublic needs no credentials (health, login, the executor protocol).
+	ActPublic Action = iota
+	// ActSelf is a signed-in user acting on their own account (me, logout, own password,
+	// own tokens).
+	ActSelf
+	// ActRead reads jobs, triggers, executions and their output: every role.
+	ActRead
+	// ActOperate creates, edits, runs, pauses and deletes jobs and their triggers, kills and
+	// retries runs: operators and admins, within their scope.
+	ActOperate
+	// ActAdmin manages users, credentials, apps, settings and reads the audit log.
+	ActAdmin
+)
+
+func (a Action) String() string {
+	return [...]string{"public", "self", "read", "operate", "admin"}[a]
+}
+
+// roleRank orders the roles; an unknown role ranks below every action but self.
+func roleRank(r store.Role) Action {
+	switch r {
+	case store.RoleAdmin:
+		return ActAdmin
+	case store.RoleOperator:
+		return ActOperate
+	case store.RoleViewer:
+		return ActRead
+	}
+	return ActSelf
+}
+
+// ValidRole reports whether r is a role the policy knows.
+func ValidRole(r store.Role) bool { return roleRank(r) > ActSelf }
+
+// scriptHandlers are the handlers whose params are a program to run: creating or editing a
+// job with one needs the scripts permission, which only an admin grants. The names are
+// XXL-JOB's GLUE kinds and the shell handler of Sundial's executor.
+var scriptHandlers = []string{"shell", "sh", "bash", "powershell", "python", "python3", "php", "nodejs", "node", "groovy", "script"}
+
+// IsScriptHandler reports whether jobs with this handler run code their params carry.
+func IsScriptHandler(handler string) bool {
+	return slices.Contains(scriptHandlers, strings.ToLower(handler))
+}
+
+// Principal is who a request acts for, with the permissions in force: a token's are the
+// lesser of its own and its user's.
+type Principal struct {
+	User *store.User
+	Role store.Role
+	// Apps is the scope: nil for every app.
+	Apps map[string]bool
+	// Scripts allows script handlers (admins always may).
+	Scripts bool
+	// Via is "token" or "session".
+	Via       string
+	TokenID   int64
+	sessionID string // the session's hash, for logout
+}
+
+// ParseScope reads a stored scope ("*" or names separated by commas) into a set, nil for
+// every app.
+func ParseScope(scope string) map[string]bool {
+	if scope == "" || scope == store.ScopeAll {
+		return nil
+	}
+	apps := map[string]bool{}
+	for _, a := range strings.Split(scope, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			apps[a] = true
+		}
+	}
+	return apps
+}
+
+// FormatScope writes a scope set as it is stored.
+func FormatScope(apps []string) string {
+	if len(apps) == 0 || slices.Contains(apps, store.ScopeAll) {
+		return store.ScopeAll
+	}
+	s := slices.Clone(apps)
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ",")
+}
+
+// newPrincipal is the principal of a user, narrowed by a token when tok is not nil.
+func newPrincipal(u *store.User, tok *store.APIToken) *Principal {
+	p := &Principal{User: u, Role: u.Role, Apps: ParseScope(u.Scope), Scripts: u.Scripts, Via: "session"}
+	if tok == nil {
+		return p
+	}
+	p.Via, p.TokenID = "token", tok.ID
+	if tok.Role != "" && roleRank(tok.Role) < roleRank(p.Role) {
+		p.Role = tok.Role
+	}
+	// A token makes script jobs if it was given the permission by a user who has it (admins
+	// have it by their role), or if it is an admin's token at the admin role.
+	p.Scripts = (u.Scripts || u.Role == store.RoleAdmin) && tok.Scripts || p.Role == store.RoleAdmin
+	if ta := ParseScope(tok.Scope); ta != nil {
+		if p.Apps == nil {
+			p.Apps = ta
+		} else {
+			both := map[string]bool{}
+			for a := range ta {
+				if p.Apps[a] {
+					both[a] = true
+				}
+			}
+			p.Apps = both
+		}
+	}
+	return p
+}
+
+// InScope reports whether app is in the principal's scope. The empty app stands for what
+// belongs to no app (calendars, jobs run on the server's nodes): only an unscoped principal
+// has it.
+func (p *Principal) InScope(app string) bool { return p.Apps == nil || (app != "" && p.Apps[app]) }
+
+// Can reports whether the principal may do a on app's things. Reads of what belongs to no app
+// (app "") are open to every role; changes to it need an unscoped principal.
+func (p *Principal) Can(a Action, app string) bool {
+	if roleRank(p.Role) < a {
+		return false
+	}
+	if a == ActRead && app == "" {
+		return true
+	}
+	if a == ActRead || a == ActOperate {
+		return p.InScope(app)
+	}
+	return true
+}
+
+// CanScripts reports whether the principal may create or edit jobs with script handlers.
+func (p *Principal) CanScripts() bool { return p.Role == store.RoleAdmin || p.Scripts }
+
+// target is what a request acts on, as far as the policy cares.
+type target struct {
+	apps []string
+	// script is set when the request creates or edits a job with a script handler.
+	script bool
+}
+
+// resolver finds a request's target; a target that does not exist resolves to nothing, and
+// the handler answers 404.
+type resolver func(s *Server, r *http.Request) (target, error)
+
+// policy is a route's access rule.
+type policy struct {
+	act Action
+	// of finds the apps the request acts on; nil for a route about no app.
+	of resolver
+}
+
+var (
+	publicRoute = policy{act: ActPublic}
+	selfRoute   = policy{act: ActSelf}
+	adminRoute  = policy{act: ActAdmin}
+)
+
+func read(of resolver) policy    { return policy{act: ActRead, of: of} }
+func operate(of resolver) policy { return policy{act: ActOperate, of: of} }
+
+var (
+	errNeedsScripts = &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+		Message: "jobs with script handlers need the scripts permission, which an admin grants"}
+	errOutOfScope = &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+		Message: "this is outside your scope of apps"}
+)
+
+// allow checks the principal against the route's policy; nil means go ahead.
+func (s *Server) allow(p *Principal, pol policy, r *http.Request) error {
+	if roleRank(p.Role) < pol.act {
+		return &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+			Message: "this needs the " + pol.act.String() + " permission; you are " + string(p.Role)}
+	}
+	if pol.of == nil {
+		if pol.act == ActOperate && !p.Can(ActOperate, "") {
+			return errOutOfScope
+		}
+		return nil
+	}
+	t, err := pol.of(s, r)
+	if err != nil {
+		return err
+	}
+	for _, app := range t.apps {
+		if !p.Can(pol.act, app) {
+			return errOutOfScope
+		}
+	}
+	if t.script && !p.CanScripts() {
+		return errNeedsScripts
+	}
+	return nil
+}
+
+// jobTarget resolves a job's app and whether it has a script handler.
+func jobTarget(ctx context.Context, q store.Querier, id int64) (target, error) {
+	j, err := q.JobGet(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return target{}, nil
+	}
+	if err != nil {
+		return target{}, err
+	}
+	return target{apps: []string{j.App}, script: IsScriptHandler(j.Handler)}, nil
+}
+
+// byJob is the job of the path's {id}: running, pausing or deleting it.
+func byJob(s *Server, r *http.Request) (target, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return target{}, err
+	}
+	t, err := jobTarget(r.Context(), s.store, id)
+	t.script = false // running or pausing a script job changes no script
+	return t, err
+}
+
+// jobBody is the part of a job request the policy reads.
+type jobBody struct {
+	App     string `json:"app"`
+	Handler string `json:"handler"`
+}
+
+// peekJob reads the app and handler of a job request and leaves the body for the handler,
+// which decodes it strictly (and answers malformed bodies).
+func peekJob(r *http.Request) (jobBody, error) {
+	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	if err != nil {
+		return jobBody{}, invalidField("", "request body: larger than %d bytes", maxBody)
+	}
+	var b jobBody
+	_ = json.Unmarshal(raw, &b) // the handler reports a malformed body
+	return b, nil
+}
+
+// newJob is a job request's body: a job created in its app.
+func newJob(_ *Server, r *http.Request) (target, error) {
+	b, err := peekJob(r)
+	return target{apps: []string{b.App}, script: IsScriptHandler(b.Handler)}, err
+}
+
+// editJob is the job of the path's {id} and the app it moves to; a script job, before or
+// after, needs the scripts permission.
+func editJob(s *Server, r *http.Request) (target, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return target{}, err
+	}
+	cur, err := jobTarget(r.Context(), s.store, id)
+	if err != nil {
+		return target{}, err
+	}
+	b, err := peekJob(r)
+	return target{apps: append(cur.apps, b.App), script: cur.script || IsScriptHandler(b.Handler)}, err
+}
+
+// byTrigger is the job of the trigger in the path's {id}.
+func byTrigger(s *Server, r *http.Request) (target, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return target{}, err
+	}
+	t, err := s.store.TriggerGet(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return target{}, nil
+	}
+	if err != nil {
+		return target{}, err
+	}
+	jt, err := jobTarget(r.Context(), s.store, t.JobID)
+	jt.script = false
+	return jt, err
+}
+
+// byExecution is the job of the execution in the path's {id}; an execution whose job is
+// gone belongs to no app.
+func byExecution(s *Server, r *http.Request) (target, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return target{}, err
+	}
+	x, err := s.store.ExecutionGet(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return target{}, nil
+	}
+	if err != nil {
+		return target{}, err
+	}
+	jt, err := jobTarget(r.Context(), s.store, x.JobID)
+	if err == nil && jt.apps == nil {
+		jt.apps = []string{""}
+	}
+	jt.script = false
+	return jt, err
+}
+
+// inScope drops from a page of a list the items of apps the principal may not read. The
+// cursor stays the unfiltered page's, so paging goes on past them; a page may come out short.
+func inScope[T any](p *Principal, page api.Page[T], appOf func(T) string) api.Page[T] {
+	if p.Apps == nil {
+		return page
+	}
+	kept := page.Items[:0]
+	for _, it := range page.Items {
+		if p.Can(ActRead, appOf(it)) {
+			kept = append(kept, it)
+		}
+	}
+	page.Items = kept
+	return page
+}
+
+// executionsInScope is inScope for executions, whose app is their job's.
+func (s *Server) executionsInScope(ctx context.Context, p *Principal, page api.Page[api.Execution]) (api.Page[api.Execution], error) {
+	if p.Apps == nil {
+		return page, nil
+	}
+	ids := make([]int64, len(page.Items))
+	for i, x := range page.Items {
+		ids[i] = x.JobID
+	}
+	jobs, err := s.store.JobsGet(ctx, ids)
+	if err != nil {
+		return page, err
+	}
+	apps := make(map[int64]string, len(jobs))
+	for _, j := range jobs {
+		apps[j.ID] = j.App
+	}
+	return inScope(p, page, func(x api.Execution) string { return apps[x.JobID] }), nil
+}

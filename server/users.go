@@ -1,0 +1,235 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// resetTTL is how long a password reset token works.
+const resetTTL = 24 * time.Hour
+
+// scopeList is a scope set as the API shows it.
+func scopeList(apps map[string]bool) []string {
+	if apps == nil {
+		return []string{store.ScopeAll}
+	}
+	out := make([]string, 0, len(apps))
+	for a := range apps {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func userOut(u *store.User) api.User {
+	return api.User{ID: u.ID, Name: u.Name, Role: string(u.Role), Scope: scopeList(ParseScope(u.Scope)),
+		Scripts: u.Scripts || u.Role == store.RoleAdmin, Disabled: u.Disabled, CreatedAt: api.Time(u.CreatedAt),
+		UpdatedAt: api.Time(u.UpdatedAt)}
+}
+
+// userSnapshot is the audit log's view of a user: no password hash, no reset token.
+func userSnapshot(id int64) func(ctx context.Context, q store.Querier) (any, error) {
+	return func(ctx context.Context, q store.Querier) (any, error) {
+		u, err := q.UserGet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return userOut(u), nil
+	}
+}
+
+func checkRole(field, role string) (store.Role, error) {
+	if !ValidRole(store.Role(role)) {
+		return "", invalidField(field, "want admin, operator or viewer, got %q", role)
+	}
+	return store.Role(role), nil
+}
+
+func checkScope(field string, apps []string) (string, error) {
+	for i, a := range apps {
+		if a == "" {
+			return "", invalidField(fmt.Sprintf("%s[%d]", field, i), "must not be empty")
+		}
+	}
+	return FormatScope(apps), nil
+}
+
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
+	var in api.UserRequest
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	if in.Name == "" {
+		return invalidField("name", "must not be empty")
+	}
+	role, err := checkRole("role", in.Role)
+	if err != nil {
+		return err
+	}
+	scope, err := checkScope("scope", in.Scope)
+	if err != nil {
+		return err
+	}
+	hash, err := s.hashPassword(r.Context(), "password", in.Password, in.Name)
+	if err != nil {
+		return err
+	}
+	u := &store.User{Name: in.Name, PasswordHash: hash, Role: role, Scope: scope, Scripts: in.Scripts}
+	ctx := s.audited(r, "user.create", "user", "", nil)
+	store.AuditFrom(ctx).Snapshot = func(ctx context.Context, q store.Querier) (any, error) {
+		if u.ID == 0 {
+			return nil, nil
+		}
+		store.AuditFrom(ctx).Target = strconv.FormatInt(u.ID, 10)
+		return userSnapshot(u.ID)(ctx, q)
+	}
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.UserInsert(ctx, u) }); err != nil {
+		return fmt.Errorf("create user %q: %w", in.Name, err)
+	}
+	w.Header().Set("Location", "/api/v1/users/"+strconv.FormatInt(u.ID, 10))
+	writeJSON(w, http.StatusCreated, userOut(u))
+	return nil
+}
+
+func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) error {
+	limit, after, err := idPage(r)
+	if err != nil {
+		return err
+	}
+	us, err := s.store.UserList(r.Context(), after, limit+1)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, paginate(us, limit, func(u *store.User) string { return strconv.FormatInt(u.ID, 10) }, userOut))
+	return nil
+}
+
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request) error {
+	return getByID(w, r, s.store.UserGet, userOut)
+}
+
+// updateUser changes a user's role, scope, scripts permission or disabled flag. Disabling a
+// user or lowering their role ends their sessions: a session must not outlive the rights it
+// was opened with. An admin cannot demote or disable themselves, so one admin always stays.
+func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var in api.UserUpdate
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	self := principalFrom(r.Context()).User.ID == id
+	ctx := s.audited(r, "user.update", "user", strconv.FormatInt(id, 10), userSnapshot(id))
+	var out *store.User
+	err = store.InTx(ctx, s.store, func(q store.Querier) error {
+		u, err := q.UserGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		narrowed := false
+		if in.Role != nil {
+			role, err := checkRole("role", *in.Role)
+			if err != nil {
+				return err
+			}
+			if self && role != u.Role {
+				return invalidField("role", "you cannot change your own role: another admin can")
+			}
+			narrowed = narrowed || roleRank(role) < roleRank(u.Role)
+			u.Role = role
+		}
+		if in.Scope != nil {
+			scope, err := checkScope("scope", *in.Scope)
+			if err != nil {
+				return err
+			}
+			narrowed = narrowed || scope != u.Scope
+			u.Scope = scope
+		}
+		if in.Scripts != nil {
+			narrowed = narrowed || u.Scripts && !*in.Scripts
+			u.Scripts = *in.Scripts
+		}
+		if in.Disabled != nil {
+			if self && *in.Disabled {
+				return invalidField("disabled", "you cannot disable yourself")
+			}
+			narrowed = narrowed || *in.Disabled
+			u.Disabled = *in.Disabled
+		}
+		if err := q.UserUpdate(ctx, u); err != nil {
+			return err
+		}
+		out = u
+		if narrowed {
+			_, err = q.SessionsDeleteUser(ctx, id, "")
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, userOut(out))
+	return nil
+}
+
+// resetPassword makes a one-time reset token for the user, shown once, and ends their
+// sessions; the old password keeps working until the token is redeemed.
+func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	secret, hash := newSecret("sdr_")
+	exp := time.Now().Add(resetTTL)
+	ctx := s.audited(r, "user.reset_password", "user", strconv.FormatInt(id, 10), userSnapshot(id))
+	err = store.InTx(ctx, s.store, func(q store.Querier) error {
+		u, err := q.UserGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		u.ResetHash, u.ResetExpiresAt = hash, exp.UnixMilli()
+		if err := q.UserUpdate(ctx, u); err != nil {
+			return err
+		}
+		_, err = q.SessionsDeleteUser(ctx, id, "")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, api.PasswordReset{Token: secret, ExpiresAt: api.TimeOf(exp)})
+	return nil
+}
+
+// redeemReset sets a new password with a reset token.
+func (s *Server) redeemReset(w http.ResponseWriter, r *http.Request) error {
+	var in api.ResetRequest
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	u, err := s.store.UserGetByResetHash(r.Context(), hashSecret(in.Token))
+	if err != nil || u.ResetExpiresAt <= time.Now().UnixMilli() || u.Disabled {
+		if err := ignoreNotFound(err); err != nil {
+			return err
+		}
+		return invalidField("token", "is not a valid reset token (expired, used, or never made)")
+	}
+	ctx := store.WithAudit(r.Context(), &store.Audit{Actor: u.Name, Source: r.RemoteAddr, Action: "user.password",
+		TargetKind: "user", Target: strconv.FormatInt(u.ID, 10)})
+	if err := s.setPassword(ctx, u, "new_password", in.NewPassword, ""); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
