@@ -133,7 +133,7 @@ func (s *Scheduler) DeleteJob(ctx context.Context, jobID int64) error {
 }
 
 // UpdateJob replaces the settings of an existing job with job's, checked as ScheduleJob
-// checks them; its triggers, enabled state and child jobs stay.
+// checks them (child jobs included); its triggers and enabled state stay.
 func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
 	row, err := jobRow(job)
 	if err != nil {
@@ -144,8 +144,18 @@ func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
 		if err != nil {
 			return err
 		}
-		row.ID, row.Enabled, row.ChildJobIDs, row.CreatedAt = cur.ID, cur.Enabled, cur.ChildJobIDs, cur.CreatedAt
-		return q.JobUpdate(ctx, row)
+		row.ID, row.Enabled, row.CreatedAt = cur.ID, cur.Enabled, cur.CreatedAt
+		if err := checkChildJobs(ctx, q, jobID, row); err != nil {
+			return err
+		}
+		if err := q.JobUpdate(ctx, row); err != nil {
+			return err
+		}
+		prev := cur.Params
+		if !isScript(cur) {
+			prev = "" // a job that becomes a script job starts its history with this save
+		}
+		return recordScript(ctx, q, row, prev, job.ScriptNote, "edited")
 	})
 	if err != nil {
 		return fmt.Errorf("sundial: update job %d: %w", jobID, err)

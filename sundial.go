@@ -199,8 +199,12 @@ type Job struct {
 	// round_robin, random, consistent_hash, least_frequently_used, least_recently_used,
 	// failover, busy_over or sharding_broadcast.
 	Routing string
-	// Params is handed to the handler verbatim.
+	// Params is handed to the handler verbatim. For the script handler (ScriptHandler) it is
+	// the script, and each save that changes it records a version (ScriptNote).
 	Params string
+	// ScriptNote is the note of the script version this save records; it is not stored on
+	// the job. Default: "created" or "edited".
+	ScriptNote string
 	// Data is the job's data map; the handler sees a copy and, with PersistData, its changes
 	// are stored after a successful run.
 	Data        map[string]any
@@ -219,6 +223,9 @@ type Job struct {
 	// https://); a bad one is refused (FieldError alarm_targets[i]). A sundial server
 	// delivers them; an embedding program only records them.
 	AlarmTargets []string
+	// ChildJobIDs are the jobs fired when a run of this one succeeds. Each must be an
+	// existing job other than this one (FieldError child_job_ids[i]).
+	ChildJobIDs []int64
 }
 
 // Trigger describes when a job runs.
@@ -306,8 +313,14 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job
 			return 0, err
 		}
 	}
+	if err := checkChildJobs(ctx, tx, 0, row); err != nil {
+		return 0, err
+	}
 	if err := tx.JobInsert(ctx, row); err != nil {
 		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
+	}
+	if err := recordScript(ctx, tx, row, "", job.ScriptNote, "created"); err != nil {
+		return 0, err
 	}
 	for _, tr := range rows {
 		tr.JobID = row.ID
@@ -374,6 +387,9 @@ func jobRow(j Job) (*store.Job, error) {
 		}
 		return bad("alarm_targets", "%v", err)
 	}
+	if err := checkScriptNote(j.Name, j.ScriptNote); err != nil {
+		return nil, err
+	}
 	if j.Group == "" {
 		j.Group = "default"
 	}
@@ -398,7 +414,8 @@ func jobRow(j Job) (*store.Job, error) {
 		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
 		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
-		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets, Enabled: true,
+		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets,
+		ChildJobIDs: j.ChildJobIDs, Enabled: true,
 	}, nil
 }
 

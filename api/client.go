@@ -253,6 +253,26 @@ func (c *Client) UpdateJob(ctx context.Context, id int64, req JobRequest) (*Job,
 	return post[Job](ctx, c, "PUT", idPath("/jobs", id, ""), req)
 }
 
+// ScriptVersions lists the kept versions of a shell job's script, newest first.
+func (c *Client) ScriptVersions(ctx context.Context, jobID int64) ([]ScriptVersion, error) {
+	p, err := get[Page[ScriptVersion]](ctx, c, idPath("/jobs", jobID, "/script/versions"), nil)
+	if err != nil {
+		return nil, err
+	}
+	return p.Items, nil
+}
+
+// ScriptVersion returns one kept version of a shell job's script.
+func (c *Client) ScriptVersion(ctx context.Context, jobID, version int64) (*ScriptVersion, error) {
+	return get[ScriptVersion](ctx, c, idPath("/jobs", jobID, "/script/versions/"+strconv.FormatInt(version, 10)), nil)
+}
+
+// RestoreScriptVersion makes a kept version the job's script and returns the new version
+// that records the restore.
+func (c *Client) RestoreScriptVersion(ctx context.Context, jobID, version int64) (*ScriptVersion, error) {
+	return post[ScriptVersion](ctx, c, "POST", idPath("/jobs", jobID, "/script/versions/"+strconv.FormatInt(version, 10)+"/restore"), nil)
+}
+
 // DeleteJob deletes a job and its triggers.
 func (c *Client) DeleteJob(ctx context.Context, id int64) error {
 	return c.call(ctx, "DELETE", idPath("/jobs", id, ""), nil, nil, nil)

@@ -16,22 +16,27 @@ type Page[T any] struct {
 // JobRequest is the body of POST /jobs (with Triggers) and PUT /jobs/{id} (without: a job's
 // triggers are changed under /triggers). The server rejects unknown fields.
 type JobRequest struct {
-	Group            string           `json:"group,omitempty"`
-	Name             string           `json:"name"`
-	Description      string           `json:"description,omitempty"`
-	Handler          string           `json:"handler"`
-	App              string           `json:"app,omitempty"`
-	Routing          string           `json:"routing,omitempty"`
-	Params           string           `json:"params,omitempty"`
-	Data             map[string]any   `json:"data,omitempty"`
-	Concurrency      string           `json:"concurrency,omitempty"`
-	PersistData      bool             `json:"persist_data,omitempty"`
-	RequestsRecovery bool             `json:"requests_recovery,omitempty"`
-	TimeoutMs        int64            `json:"timeout_ms,omitempty"`
-	MaxRetries       int              `json:"max_retries,omitempty"`
-	RetryBackoffMs   int64            `json:"retry_backoff_ms,omitempty"`
-	AlarmTargets     []string         `json:"alarm_targets,omitempty"`
-	Triggers         []TriggerRequest `json:"triggers,omitempty"`
+	Group       string `json:"group,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Handler     string `json:"handler"`
+	App         string `json:"app,omitempty"`
+	Routing     string `json:"routing,omitempty"`
+	Params      string `json:"params,omitempty"`
+	// ScriptNote is the note of the script version a save of a shell job records when its
+	// params (the script) change; at most 500 characters.
+	ScriptNote       string         `json:"script_note,omitempty"`
+	Data             map[string]any `json:"data,omitempty"`
+	Concurrency      string         `json:"concurrency,omitempty"`
+	PersistData      bool           `json:"persist_data,omitempty"`
+	RequestsRecovery bool           `json:"requests_recovery,omitempty"`
+	TimeoutMs        int64          `json:"timeout_ms,omitempty"`
+	MaxRetries       int            `json:"max_retries,omitempty"`
+	RetryBackoffMs   int64          `json:"retry_backoff_ms,omitempty"`
+	AlarmTargets     []string       `json:"alarm_targets,omitempty"`
+	// ChildJobIDs are fired when a run succeeds; each must be another existing job.
+	ChildJobIDs []int64          `json:"child_job_ids,omitempty"`
+	Triggers    []TriggerRequest `json:"triggers,omitempty"`
 }
 
 // Job is a job as the API returns it.
@@ -53,6 +58,7 @@ type Job struct {
 	MaxRetries       int            `json:"max_retries"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
 	AlarmTargets     []string       `json:"alarm_targets"`
+	ChildJobIDs      []int64        `json:"child_job_ids"`
 	Enabled          bool           `json:"enabled"`
 	// Paused is set when one job is returned: every trigger of the job is paused (a job
 	// without triggers is not paused; it only runs when run by hand).
@@ -70,7 +76,15 @@ func (j *Job) Request() JobRequest {
 	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
 		Routing: j.Routing, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets}
+		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets, ChildJobIDs: j.ChildJobIDs}
+}
+
+// ScriptVersion is one kept save of a shell job's script, newest first in lists.
+type ScriptVersion struct {
+	Version   int64  `json:"version"`
+	Script    string `json:"script"`
+	Note      string `json:"note"`
+	CreatedAt Time   `json:"created_at"`
 }
 
 // TriggerRequest is a trigger as a request gives it: a schedule and when and how it fires.

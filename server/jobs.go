@@ -23,20 +23,25 @@ func toJobOut(j *store.Job) api.Job {
 	if targets == nil {
 		targets = []string{}
 	}
+	children := j.ChildJobIDs
+	if children == nil {
+		children = []int64{}
+	}
 	return api.Job{ID: j.ID, Group: j.Group, Name: j.Name, Description: j.Description, Target: string(j.TargetKind),
 		App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: data, Concurrency: string(j.Concurrency), PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt)}
+		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, ChildJobIDs: children, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt)}
 }
 
 // jobOf is the request's job for the scheduler, which checks it.
 func jobOf(in *api.JobRequest) sundial.Job {
 	return sundial.Job{Group: in.Group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
-		Routing: in.Routing, Params: in.Params, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
+		Routing: in.Routing, Params: in.Params, ScriptNote: in.ScriptNote, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
 		PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
-		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets}
+		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets,
+		ChildJobIDs: in.ChildJobIDs}
 }
 
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {

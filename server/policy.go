@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -55,16 +56,6 @@ func roleRank(r store.Role) Action {
 
 // ValidRole reports whether r is a role the policy knows.
 func ValidRole(r store.Role) bool { return roleRank(r) > ActSelf }
-
-// scriptHandlers are the handlers whose params are a program to run: creating or editing a
-// job with one needs the scripts permission, which only an admin grants. The names are
-// XXL-JOB's GLUE kinds and the shell handler of Sundial's executor.
-var scriptHandlers = []string{"shell", "sh", "bash", "powershell", "python", "python3", "php", "nodejs", "node", "groovy", "script"}
-
-// IsScriptHandler reports whether jobs with this handler run code their params carry.
-func IsScriptHandler(handler string) bool {
-	return slices.Contains(scriptHandlers, strings.ToLower(handler))
-}
 
 // Principal is who a request acts for, with the permissions in force: a token's are the
 // lesser of its own and its user's.
@@ -228,7 +219,7 @@ func jobTarget(ctx context.Context, q store.Querier, id int64) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	return target{apps: []string{j.App}, script: IsScriptHandler(j.Handler)}, nil
+	return target{apps: []string{j.App}, script: sundial.IsScriptHandler(j.Handler)}, nil
 }
 
 // byJob is the job of the path's {id}: running, pausing or deleting it.
@@ -264,7 +255,7 @@ func peekJob(r *http.Request) (jobBody, error) {
 // newJob is a job request's body: a job created in its app.
 func newJob(_ *Server, r *http.Request) (target, error) {
 	b, err := peekJob(r)
-	return target{apps: []string{b.App}, script: IsScriptHandler(b.Handler)}, err
+	return target{apps: []string{b.App}, script: sundial.IsScriptHandler(b.Handler)}, err
 }
 
 // editJob is the job of the path's {id} and the app it moves to; a script job, before or
@@ -279,7 +270,7 @@ func editJob(s *Server, r *http.Request) (target, error) {
 		return target{}, err
 	}
 	b, err := peekJob(r)
-	return target{apps: append(cur.apps, b.App), script: cur.script || IsScriptHandler(b.Handler)}, err
+	return target{apps: append(cur.apps, b.App), script: cur.script || sundial.IsScriptHandler(b.Handler)}, err
 }
 
 // byTrigger is the job of the trigger in the path's {id}.

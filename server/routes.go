@@ -59,6 +59,9 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/jobs/{id}/pause", operate(byJob), s.pauseJob},
 		{"POST", v1 + "/jobs/{id}/resume", operate(byJob), s.resumeJob},
 		{"POST", v1 + "/jobs/{id}/run", operate(byJob), s.runJob},
+		{"GET", v1 + "/jobs/{id}/script/versions", read(byJob), s.listScriptVersions},
+		{"GET", v1 + "/jobs/{id}/script/versions/{version}", read(byJob), s.getScriptVersion},
+		{"POST", v1 + "/jobs/{id}/script/versions/{version}/restore", operate(scriptOf), s.restoreScriptVersion},
 		{"GET", v1 + "/jobs/{id}/triggers", read(byJob), s.listJobTriggers},
 		{"POST", v1 + "/jobs/{id}/triggers", operate(byJob), s.addTrigger},
 

@@ -42,6 +42,14 @@ type Querier interface {
 	// JobDelete deletes the job and its triggers; its executions stay as history.
 	JobDelete(ctx context.Context, id int64) error
 
+	// ScriptVersionAdd stores v as the job's next script version (one more than its newest,
+	// from 1), sets its ID, Version and CreatedAt, and drops the job's versions beyond the
+	// newest ScriptVersionsKept.
+	ScriptVersionAdd(ctx context.Context, v *ScriptVersion) error
+	// ScriptVersionList lists the job's kept script versions, newest first.
+	ScriptVersionList(ctx context.Context, jobID int64) ([]*ScriptVersion, error)
+	ScriptVersionGet(ctx context.Context, jobID, version int64) (*ScriptVersion, error)
+
 	// TriggerInsert stores t and sets its ID, Version, CreatedAt, UpdatedAt and State: a
 	// trigger inserted as waiting into a paused group (or while everything is paused) is
 	// stored paused.

@@ -240,6 +240,19 @@ type Execution struct {
 	Data map[string]any
 }
 
+// ScriptVersionsKept is how many script versions the store keeps per job.
+const ScriptVersionsKept = 30
+
+// ScriptVersion is one save of a script job's script (its Params) with the saver's note.
+type ScriptVersion struct {
+	ID        int64
+	JobID     int64
+	Version   int64
+	Script    string
+	Note      string
+	CreatedAt int64
+}
+
 // LogLine is one line of an execution's output.
 type LogLine struct {
 	// Line numbers count from 1 per execution and are chosen by the writer, so a chunk that

@@ -199,6 +199,8 @@ type jobDetailView struct {
 	// Durations is the recent runs' durations for the chart, oldest first.
 	Durations string
 	Data      string
+	// Versions is a script job's kept script history, newest first.
+	Versions []*store.ScriptVersion
 }
 
 // jobDetail shows a job: its settings, triggers with their next fires, recent executions and
@@ -216,6 +218,9 @@ func (c *Console) jobDetail(w http.ResponseWriter, r *http.Request) error {
 	jv := jobDetailView{Now: c.clock.Now().UnixMilli(), Job: ev.Job, Triggers: ev.Triggers, Data: jsonString(ev.Job.Data)}
 	name := map[int64]string{ev.Job.ID: ev.Job.Group + "/" + ev.Job.Name}
 	jv.Recent = withNames(xs, name)
+	if jv.Versions, err = c.store.ScriptVersionList(r.Context(), ev.Job.ID); err != nil {
+		return err
+	}
 	type point struct {
 		At int64 `json:"t"`
 		Ms int64 `json:"ms"`

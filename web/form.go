@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // The editor's inputs are named by the API's field paths ("triggers[0].cron"), so an error the
@@ -22,6 +23,7 @@ const (
 	boolean
 	lines    // a list of strings, one per line
 	jsonText // a JSON object
+	idList   // job ids separated by commas or spaces
 )
 
 type field struct {
@@ -31,9 +33,9 @@ type field struct {
 
 var jobFields = []field{
 	{"group", text}, {"name", text}, {"description", text}, {"handler", text}, {"app", text}, {"routing", text},
-	{"params", text}, {"data", jsonText}, {"concurrency", text}, {"persist_data", boolean},
+	{"params", text}, {"script_note", text}, {"data", jsonText}, {"concurrency", text}, {"persist_data", boolean},
 	{"requests_recovery", boolean}, {"timeout_ms", integer}, {"max_retries", integer},
-	{"retry_backoff_ms", integer}, {"alarm_targets", lines},
+	{"retry_backoff_ms", integer}, {"alarm_targets", lines}, {"child_job_ids", idList},
 }
 
 // triggerKinds are the schedule forms of the editor; each names the fields it sends.
@@ -129,8 +131,10 @@ func (f Form) known(path string) bool {
 // fieldPath maps an API error's field to the input that shows it: an alarm target's index
 // goes to the list's textarea.
 func fieldPath(apiField string) string {
-	if strings.HasPrefix(apiField, "alarm_targets[") {
-		return "alarm_targets"
+	for _, list := range []string{"alarm_targets", "child_job_ids"} {
+		if strings.HasPrefix(apiField, list+"[") {
+			return list
+		}
 	}
 	return apiField
 }
@@ -174,6 +178,19 @@ func put(obj map[string]any, form url.Values, name string, fd field) error {
 			}
 		}
 		v = ls
+	case idList:
+		var ids []int64
+		for _, f := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return &formError{name, fmt.Sprintf("want job ids separated by commas, got %q", f)}
+			}
+			ids = append(ids, n)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		v = ids
 	case jsonText:
 		if strings.TrimSpace(raw) == "" {
 			return nil
@@ -253,10 +270,14 @@ func flatten(prefix string, obj map[string]any, into url.Values) {
 			flatten(prefix+k+".", v, into)
 		case []any:
 			ls := make([]string, len(v))
+			sep := ", " // numbers (job ids) share one input
 			for i, x := range v {
+				if _, num := x.(float64); !num {
+					sep = "\n"
+				}
 				ls[i] = fmt.Sprint(x)
 			}
-			into.Set(prefix+k, strings.Join(ls, "\n"))
+			into.Set(prefix+k, strings.Join(ls, sep))
 		case nil:
 		case float64:
 			into.Set(prefix+k, strconv.FormatFloat(v, 'f', -1, 64))

@@ -181,6 +181,8 @@ func flashText(done string) string {
 		return "Kill sent."
 	case "retried":
 		return "Retry " + n + " queued."
+	case "restored":
+		return "Script restored as version " + n + "."
 	}
 	return ""
 }

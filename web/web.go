@@ -100,6 +100,8 @@ func (c *Console) routes() {
 	page("POST /jobs/{id}/resume", c.jobResume)
 	page("POST /jobs/{id}/delete", c.jobDelete)
 	page("POST /jobs/{id}/triggers", c.triggerAdd)
+	page("GET /jobs/{id}/script/versions/{version}", c.scriptVersion)
+	page("POST /jobs/{id}/script/versions/{version}/restore", c.scriptRestore)
 	page("POST /triggers/{id}/{action}", c.triggerAction)
 	page("GET /preview", c.preview)
 

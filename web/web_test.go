@@ -101,6 +101,8 @@ func TestJobFormErrorsAtFieldStoreNothing(t *testing.T) {
 		{url.Values{"name": {"words"}, "timeout_ms": {"soon"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-timeout_ms", "want a whole number"},
 		{url.Values{"name": {"zone"}, "triggers[0].cron": {"0 0 * * * ?"}, "triggers[0].time_zone": {"Mars/Olympus"}}, "err-triggers-0-time_zone", "Mars/Olympus"},
 		{url.Values{"name": {"alarm"}, "alarm_targets": {"ops@example.com\nnot a target"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-alarm_targets", "not a target"},
+		{url.Values{"name": {"kids"}, "child_job_ids": {"1, x"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-child_job_ids", "want job ids"},
+		{url.Values{"name": {"kids"}, "child_job_ids": {"424242"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-child_job_ids", "no job 424242"},
 	} {
 		p := c.createJob(csrf, tc.form).mustStatus(t, http.StatusOK)
 		i := strings.Index(p.body, `id="`+tc.field+`"`)
@@ -124,6 +126,12 @@ func TestJobFormErrorsAtFieldStoreNothing(t *testing.T) {
 	jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"dup"}, "triggers[0].cron": {"0 0 * * * ?"}}))
 	p := c.createJob(csrf, url.Values{"name": {"dup"}, "triggers[0].cron": {"0 0 * * * ?"}}).mustStatus(t, http.StatusOK)
 	p.mustContain(t, `id="err-name" role="alert">`, "already exists")
+
+	// Child jobs round-trip through the form: stored, shown on the job, and back in the editor.
+	child := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"child"}, "triggers[0].cron": {"0 0 * * * ?"}}))
+	parent := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"parent"}, "child_job_ids": {fmt.Sprintf(" %d ,", child)}, "triggers[0].cron": {"0 0 * * * ?"}}))
+	c.get(fmt.Sprintf("/jobs/%d", parent)).mustContain(t, fmt.Sprintf(`<a href="/jobs/%d">job %d</a>`, child, child))
+	c.get(fmt.Sprintf("/jobs/%d/edit", parent)).mustContain(t, fmt.Sprintf(`value="%d"`, child))
 }
 
 func TestPreviewShowsTimesAndErrors(t *testing.T) {

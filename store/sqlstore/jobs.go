@@ -229,6 +229,9 @@ func (e *executor) JobDelete(ctx context.Context, id int64) error {
 		if err != nil {
 			return fmt.Errorf("sqlstore: cancel pending executions of job %d: %w", id, err)
 		}
+		if _, err := e.exec(ctx, "DELETE FROM script_versions WHERE job_id = ?", id); err != nil {
+			return fmt.Errorf("sqlstore: delete script versions of job %d: %w", id, err)
+		}
 		res, err := e.exec(ctx, "DELETE FROM jobs WHERE id = ?", id)
 		if err != nil {
 			return fmt.Errorf("sqlstore: delete job %d: %w", id, err)
