@@ -276,6 +276,14 @@ func msDuration(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).String()
 }
 
+// jobFlag resolves the value of a required --job flag.
+func jobFlag(ctx context.Context, c *api.Client, ref string) (int64, error) {
+	if ref == "" {
+		return 0, usageErrorf("--job: give the job's id, NAME or GROUP/NAME")
+	}
+	return jobRef(ctx, c, ref)
+}
+
 // jobRef resolves the way a user names a job: its id, its name in the default group, or
 // GROUP/NAME. A name that is all digits is read as an id; write default/123 for a job named so.
 func jobRef(ctx context.Context, c *api.Client, ref string) (int64, error) {

@@ -159,10 +159,7 @@ func newTriggerListCmd(o *apiOptions) *cobra.Command {
 	p.addFlags(cmd)
 	cmd.Flags().StringVar(&job, "job", "", "the job whose triggers to list: its id, NAME or GROUP/NAME (required)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		if job == "" {
-			return usageErrorf("--job: give the job's id, NAME or GROUP/NAME")
-		}
-		id, err := jobRef(ctx, c, job)
+		id, err := jobFlag(ctx, c, job)
 		if err != nil {
 			return err
 		}
@@ -213,10 +210,7 @@ func newTriggerAddCmd(o *apiOptions) *cobra.Command {
 	tf.add(cmd.Flags(), false)
 	cmd.Flags().StringVar(&job, "job", "", "the job to add the trigger to: its id, NAME or GROUP/NAME (required)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		if job == "" {
-			return usageErrorf("--job: give the job's id, NAME or GROUP/NAME")
-		}
-		id, err := jobRef(ctx, c, job)
+		id, err := jobFlag(ctx, c, job)
 		if err != nil {
 			return err
 		}
