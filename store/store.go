@@ -347,14 +347,21 @@ type TriggerSelector struct {
 type JobFilter struct {
 	Group string // empty for all groups
 	App   string // empty for jobs of every app and none
-	// NameContains keeps jobs whose name contains it, ignoring ASCII case.
+	// NameContains keeps jobs whose name contains it, NamePrefix those whose name starts
+	// with it, both ignoring ASCII case.
 	NameContains string
+	NamePrefix   string
 	Handler      string
 	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
 	// paused).
 	TriggerState TriggerState
-	AfterID      int64
-	Limit        int // <= 0 for the implementation's default
+	// Enabled keeps the enabled jobs (true) or the disabled ones (false); nil for both.
+	Enabled *bool
+	// Failing keeps the jobs whose last ended execution failed, timed out or was lost: the
+	// jobs an operator has to look at now, not every job that ever failed once.
+	Failing bool
+	AfterID int64
+	Limit   int // <= 0 for the implementation's default
 }
 
 // TriggerFilter selects triggers for TriggerList.
@@ -375,6 +382,10 @@ type ExecutionFilter struct {
 	State ExecutionState
 	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
 	Cause ExecutionCause
+	// App keeps the executions of the app's jobs; ExecutorAddress those sent to the executor
+	// at that address.
+	App             string
+	ExecutorAddress string
 	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
 	FiredFrom int64
 	FiredTo   int64

@@ -457,6 +457,14 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		where += " AND cause = ?"
 		args = append(args, string(f.Cause))
 	}
+	if f.App != "" {
+		where += " AND job_id IN (SELECT j.id FROM jobs j WHERE j.app = ?)"
+		args = append(args, f.App)
+	}
+	if f.ExecutorAddress != "" {
+		where += " AND executor_address = ?"
+		args = append(args, f.ExecutorAddress)
+	}
 	if f.FiredFrom != 0 {
 		where += " AND fired_at >= ?"
 		args = append(args, f.FiredFrom)
