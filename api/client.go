@@ -210,13 +210,24 @@ func (c *Client) CreateJob(ctx context.Context, req JobRequest) (*Job, error) {
 	return post[Job](ctx, c, "POST", v1+"/jobs", req)
 }
 
-// ListJobs lists jobs, of one group when group is not empty.
-func (c *Client) ListJobs(ctx context.Context, group string, o ListOptions) (*Page[Job], error) {
+// ListJobs lists the jobs f selects, by id.
+func (c *Client) ListJobs(ctx context.Context, f JobFilter, o ListOptions) (*Page[Job], error) {
 	q := o.query()
-	if group != "" {
-		q.Set("group", group)
+	for k, v := range map[string]string{"group": f.Group, "app": f.App, "handler": f.Handler, "state": f.State, "name_prefix": f.NamePrefix} {
+		if v != "" {
+			q.Set(k, v)
+		}
 	}
 	return get[Page[Job]](ctx, c, v1+"/jobs", q)
+}
+
+// JobFilter selects jobs; the zero value selects all. State is enabled, disabled, paused
+// (a trigger of the job is paused), failing (its newest ended run failed, timed out or was
+// lost), or a trigger state: waiting, complete, error.
+type JobFilter struct {
+	Group, App, Handler string
+	State               string
+	NamePrefix          string
 }
 
 // Info returns which Sundial the answering node runs.
@@ -362,8 +373,13 @@ func (c *Client) DeleteCalendar(ctx context.Context, name string) error {
 // ExecutionFilter selects executions; the zero value selects all, newest first. The times
 // are RFC 3339, passed to the server as given.
 type ExecutionFilter struct {
-	JobID    int64
-	State    string
+	JobID int64
+	// App keeps the executions of the app's jobs.
+	App   string
+	State string
+	Cause string
+	// Executor keeps the executions sent to the executor at this address.
+	Executor string
 	Order    string // asc or desc
 	From, To string
 }
@@ -374,7 +390,8 @@ func (c *Client) ListExecutions(ctx context.Context, f ExecutionFilter, o ListOp
 	if f.JobID != 0 {
 		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
 	}
-	for k, v := range map[string]string{"state": f.State, "order": f.Order, "from": f.From, "to": f.To} {
+	for k, v := range map[string]string{"app": f.App, "state": f.State, "cause": f.Cause, "executor": f.Executor,
+		"order": f.Order, "from": f.From, "to": f.To} {
 		if v != "" {
 			q.Set(k, v)
 		}

@@ -60,8 +60,8 @@ type Job struct {
 	AlarmTargets     []string       `json:"alarm_targets"`
 	ChildJobIDs      []int64        `json:"child_job_ids"`
 	Enabled          bool           `json:"enabled"`
-	// Paused is set when one job is returned: every trigger of the job is paused (a job
-	// without triggers is not paused; it only runs when run by hand).
+	// Paused: a trigger of the job is paused and none waits to fire, so it will not fire
+	// until resumed (a job without triggers is not paused; it only runs when run by hand).
 	Paused    bool `json:"paused"`
 	CreatedAt Time `json:"created_at"`
 	UpdatedAt Time `json:"updated_at"`

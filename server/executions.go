@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,7 +28,7 @@ var executionStates = map[store.ExecutionState]bool{
 }
 
 // listExecutions lists executions newest first (order=asc for oldest first), filtered by job,
-// state and a fired-at range.
+// app, state, cause, executor address and a fired-at range.
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	limit, err := pageLimit(r)
@@ -47,6 +48,13 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.State = store.ExecutionState(st)
 	}
+	if c := q.Get("cause"); c != "" {
+		if !slices.Contains(store.ExecutionCauses, store.ExecutionCause(c)) {
+			return invalidField("cause", "want one of %v, got %q", store.ExecutionCauses, c)
+		}
+		f.Cause = store.ExecutionCause(c)
+	}
+	f.App, f.ExecutorAddress = q.Get("app"), q.Get("executor")
 	switch o := q.Get("order"); o {
 	case "", "desc":
 	case "asc":

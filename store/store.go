@@ -355,8 +355,9 @@ type JobFilter struct {
 	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
 	// paused).
 	TriggerState TriggerState
-	// Enabled keeps the enabled jobs (true) or the disabled ones (false); nil for both.
-	Enabled *bool
+	// Paused keeps the paused jobs: a trigger paused and none waiting, so the job will not
+	// fire until someone resumes it.
+	Paused bool
 	// Failing keeps the jobs whose last ended execution failed, timed out or was lost: the
 	// jobs an operator has to look at now, not every job that ever failed once.
 	Failing bool

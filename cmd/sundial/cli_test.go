@@ -22,6 +22,8 @@ import (
 // runs it, with the admin's password and an API token made through the API.
 type apiServer struct {
 	url, password, token string
+	// st is the server's database, for tests that set up rows the API does not write.
+	st *sqlstore.Store
 }
 
 func startAPIServer(t *testing.T) *apiServer {
@@ -57,7 +59,7 @@ func startAPIServer(t *testing.T) *apiServer {
 		}
 		st.Close()
 	})
-	s := &apiServer{url: "http://" + ln.Addr().String(), password: pw}
+	s := &apiServer{url: "http://" + ln.Addr().String(), password: pw, st: st}
 	s.token = s.createToken(t)
 	return s
 }

@@ -160,9 +160,9 @@ func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job
 		q += " AND EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = jobs.id AND t.state = ?)"
 		args = append(args, string(f.TriggerState))
 	}
-	if f.Enabled != nil {
-		q += " AND enabled = ?"
-		args = append(args, *f.Enabled)
+	if f.Paused {
+		q += " AND EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = jobs.id AND t.state = 'paused')" +
+			" AND NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = jobs.id AND t.state = 'waiting')"
 	}
 	if f.Failing {
 		// The job's newest ended run that ran (a skipped fire did not), one step down the

@@ -98,17 +98,16 @@ func testExecutionsByCause(t *testing.T, s store.Store) {
 	}
 }
 
-// testJobsByEnabledAndFailing checks the job list's enabled and failing filters: failing
-// reads the newest ended run that ran, so a failure followed by a success is not failing,
-// and a skipped fire after a failure leaves the job failing.
-func testJobsByEnabledAndFailing(t *testing.T, s store.Store) {
+// testJobsByPausedAndFailing checks the job list's paused and failing filters. Paused is a
+// trigger paused and none waiting. Failing reads the newest ended run that ran, so a failure
+// followed by a success is not failing, and a skipped fire after a failure leaves the job
+// failing.
+func testJobsByPausedAndFailing(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	healed := newJob(t, s, "g", "healed")
 	broken := newJob(t, s, "g", "broken")
 	lost := newJob(t, s, "g", "lost")
 	fresh := newJob(t, s, "g", "fresh")
-	off := &store.Job{Group: "g", Name: "off", TargetKind: store.TargetLocal, Handler: "h"}
-	noErr(t, s.JobInsert(ctx, off))
 	ended := func(job int64, at int64, st store.ExecutionState) *store.Execution {
 		return &store.Execution{JobID: job, ScheduledAt: at, FiredAt: at, FinishedAt: at + 1, Cause: store.CauseManual, State: st}
 	}
@@ -120,15 +119,23 @@ func testJobsByEnabledAndFailing(t *testing.T, s store.Store) {
 		{JobID: fresh.ID, ScheduledAt: 1000, Cause: store.CauseManual, State: store.ExecPending},
 	})
 	noErr(t, err)
-	yes, no := true, false
+	// healed: one trigger, paused. broken: one paused, one waiting (still fires). lost: none.
+	pause := func(tr *store.Trigger) {
+		_, err := s.TriggersPause(ctx, store.TriggerSelector{TriggerID: tr.ID})
+		noErr(t, err)
+	}
+	pause(newTrigger(t, s, healed.ID, "g", "healed-t", 1000))
+	pause(newTrigger(t, s, broken.ID, "g", "broken-paused", 1000))
+	newTrigger(t, s, broken.ID, "g", "broken-waiting", 1000)
 	for _, tc := range []struct {
 		f    store.JobFilter
 		want []int64
 	}{
 		{store.JobFilter{Failing: true}, []int64{broken.ID, lost.ID}},
-		{store.JobFilter{Enabled: &no}, []int64{off.ID}},
-		{store.JobFilter{Enabled: &yes}, []int64{healed.ID, broken.ID, lost.ID, fresh.ID}},
-		{store.JobFilter{Enabled: &yes, Failing: true, AfterID: broken.ID}, []int64{lost.ID}},
+		{store.JobFilter{Paused: true}, []int64{healed.ID}},
+		{store.JobFilter{TriggerState: store.TriggerPaused}, []int64{healed.ID, broken.ID}},
+		{store.JobFilter{Failing: true, AfterID: broken.ID}, []int64{lost.ID}},
+		{store.JobFilter{Failing: true, Paused: true}, nil},
 	} {
 		got := ids(get(s.JobList(ctx, tc.f)).ok(t), jobID)
 		equal(t, fmt.Sprintf("JobList(%+v)", tc.f), fmt.Sprint(got), fmt.Sprint(tc.want))
