@@ -423,8 +423,8 @@ func (c *Client) RetryExecution(ctx context.Context, id int64) (*Execution, erro
 // Cluster, tokens, apps, reports.
 
 // ListNodes lists the cluster's nodes.
-func (c *Client) ListNodes(ctx context.Context) (*Page[Node], error) {
-	return get[Page[Node]](ctx, c, v1+"/nodes", nil)
+func (c *Client) ListNodes(ctx context.Context, o ListOptions) (*Page[Node], error) {
+	return get[Page[Node]](ctx, c, v1+"/nodes", o.query())
 }
 
 // CreateToken creates an API token; the returned Token carries its secret, once.
@@ -442,9 +442,9 @@ func (c *Client) DeleteToken(ctx context.Context, id int64) error {
 	return c.call(ctx, "DELETE", idPath("/tokens", id, ""), nil, nil, nil)
 }
 
-// ListApps lists the apps (executor groups).
-func (c *Client) ListApps(ctx context.Context) (*Page[App], error) {
-	return get[Page[App]](ctx, c, v1+"/apps", nil)
+// ListApps lists the apps (executor groups), by name.
+func (c *Client) ListApps(ctx context.Context, o ListOptions) (*Page[App], error) {
+	return get[Page[App]](ctx, c, v1+"/apps", o.query())
 }
 
 // GetApp returns an app.
@@ -463,8 +463,8 @@ func (c *Client) DeleteApp(ctx context.Context, name string) error {
 }
 
 // ListExecutors lists the live executor instances, of one app when app is not empty.
-func (c *Client) ListExecutors(ctx context.Context, app string) (*Page[Executor], error) {
-	q := url.Values{}
+func (c *Client) ListExecutors(ctx context.Context, app string, o ListOptions) (*Page[Executor], error) {
+	q := o.query()
 	if app != "" {
 		q.Set("app", app)
 	}

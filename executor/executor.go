@@ -24,6 +24,7 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
+	"github.com/sundial-scheduler/sundial/internal/version"
 )
 
 // Config configures an Executor. Server or Servers, Token and App are required.
@@ -39,6 +40,9 @@ type Config struct {
 	Token string
 	// App is the executor group this instance joins.
 	App string
+	// Version is what this executor reports it runs, shown by `sundial executor list`.
+	// Default: the version of the Sundial module it is built with.
+	Version string
 	// Listen is the address the executor's HTTP endpoint listens on. Default ":9999".
 	Listen string
 	// Advertise is the URL the server calls this executor on, e.g. "http://10.0.0.5:9999".
@@ -124,6 +128,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Token == "" || cfg.App == "" {
 		return nil, errors.New("executor: Server, Token and App are required")
+	}
+	if cfg.Version == "" {
+		cfg.Version = version.Module()
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
@@ -280,7 +287,8 @@ func (e *Executor) handlerNames() []string {
 // register sends one registration and adopts the server's heartbeat interval.
 func (e *Executor) register(ctx context.Context) error {
 	var resp RegisterResponse
-	reg := Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Handlers: e.handlerNames(), Held: e.held()}
+	reg := Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Version: e.cfg.Version,
+		Handlers: e.handlerNames(), Held: e.held()}
 	if err := e.post(ctx, PathRegister, reg, &resp); err != nil {
 		return err
 	}

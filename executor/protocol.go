@@ -56,7 +56,9 @@ type Registration struct {
 	Address string `json:"address"`
 	// Instance is a random id the executor process picks at start: the server tells a
 	// restarted executor on the same address from the one before by it.
-	Instance string   `json:"instance,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	// Version is what the executor runs, shown to operators (at most 100 characters).
+	Version  string   `json:"version,omitempty"`
 	Handlers []string `json:"handlers,omitempty"`
 	// Held are the executions the instance holds: running or queued, or finished with a
 	// result not delivered yet. The server declares lost no run its executor holds.

@@ -228,10 +228,14 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	self := s.sched.Engine().NodeID()
-	out := api.Page[api.Node]{Items: make([]api.Node, len(ns))}
+	items := make([]api.Node, len(ns))
 	for i, n := range ns {
-		out.Items[i] = api.Node{ID: n.ID, Name: n.Name, StartedAt: api.Time(n.StartedAt), LastSeen: api.Time(n.LastSeen),
+		items[i] = api.Node{ID: n.ID, Name: n.Name, StartedAt: api.Time(n.StartedAt), LastSeen: api.Time(n.LastSeen),
 			Leader: n.ID == leader, Self: n.ID == self}
+	}
+	out, err := pageOf(r, items, func(n api.Node) string { return n.ID })
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -20,6 +20,7 @@ type registerIn struct {
 	App      string   `json:"app"`
 	Address  string   `json:"address"`
 	Instance string   `json:"instance"`
+	Version  string   `json:"version"`
 	Handlers []string `json:"handlers"`
 	Held     []int64  `json:"held"`
 }
@@ -32,6 +33,8 @@ func (in *registerIn) validate(needHandlers bool) error {
 		return invalidField("address", "want the executor's base URL (http://host:port), got %q", in.Address)
 	case len(in.Instance) > 64:
 		return invalidField("instance", "at most 64 characters, got %d", len(in.Instance))
+	case len(in.Version) > 100:
+		return invalidField("version", "at most 100 characters, got %d", len(in.Version))
 	case needHandlers && in.Handlers == nil:
 		in.Handlers = []string{}
 	}
@@ -49,7 +52,7 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err := s.checkApp(r.Context(), in.App); err != nil {
 		return err
 	}
-	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Handlers); err != nil {
+	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Version, in.Handlers); err != nil {
 		return err
 	}
 	if err := s.checkHeld(r.Context(), in); err != nil {

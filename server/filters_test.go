@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +133,67 @@ func TestListFilters(t *testing.T) {
 		}
 		if ae := e.callErr("GET", "/api/v1/executions?cause=boredom", nil, http.StatusBadRequest); ae.Field != "cause" {
 			t.Errorf("cause=boredom: field %q, want cause", ae.Field)
+		}
+	})
+}
+
+// TestExecutorList: the executor list shows each live instance with the version it
+// registered with and the runs it has now, of one app or all, a page at a time.
+func TestExecutorList(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Minute) // no instance goes silent during the test
+		c, ctx := e.client(), context.Background()
+		a, b, other := newFakeExecutor(t), newFakeExecutor(t), newFakeExecutor(t)
+		for _, r := range []struct {
+			app     string
+			fe      *fakeExecutor
+			version string
+		}{{"billing", a, "v1.4.0"}, {"billing", b, ""}, {"other", other, "v2.0.0"}} {
+			e.executor("register", map[string]any{"app": r.app, "address": r.fe.url, "instance": "i-" + r.app,
+				"version": r.version, "handlers": []string{"report"}}, http.StatusOK, nil)
+		}
+		job := e.remoteJob("billing", "round_robin", nil)
+		now := time.Now().UnixMilli()
+		running := func(at int64, addr string) *store.Execution {
+			return &store.Execution{JobID: job, ScheduledAt: at, FiredAt: at, Cause: store.CauseManual, State: store.ExecRunning,
+				Node: "gone", ExecutorAddress: addr, TriggerCode: store.DispatchAccepted}
+		}
+		if _, err := e.st.ExecutionsInsert(ctx, []*store.Execution{running(now, a.url), running(now+1, a.url), running(now+2, b.url)}); err != nil {
+			t.Fatal(err)
+		}
+		all := must(c.ListExecutors(ctx, "", api.ListOptions{}))(t).Items
+		got := map[string]string{}
+		for _, x := range all {
+			got[x.Address] = fmt.Sprintf("%s %s %d %s", x.App, x.Version, x.Running, x.Instance)
+			if x.LastSeen.IsZero() {
+				t.Errorf("executor %s: no last heartbeat", x.Address)
+			}
+		}
+		want := map[string]string{a.url: "billing v1.4.0 2 i-billing", b.url: "billing  1 i-billing", other.url: "other v2.0.0 0 i-other"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("executors: %v, want %v", got, want)
+		}
+		// One app's, a page of one at a time.
+		var pages []string
+		o := api.ListOptions{Limit: 1}
+		for range 5 {
+			pg := must(c.ListExecutors(ctx, "billing", o))(t)
+			for _, x := range pg.Items {
+				pages = append(pages, x.Address)
+			}
+			if pg.Next == nil {
+				break
+			}
+			o.After = *pg.Next
+		}
+		if len(pages) != 2 || pages[0] == pages[1] || !slices.Contains(pages, a.url) || !slices.Contains(pages, b.url) {
+			t.Errorf("billing's executors by pages of one: %v, want %s and %s once each", pages, a.url, b.url)
+		}
+		var eb api.ErrorBody
+		e.executor("register", map[string]any{"app": "billing", "address": a.url, "version": strings.Repeat("v", 101)},
+			http.StatusBadRequest, &eb)
+		if eb.Error.Field != "version" {
+			t.Errorf("a 101-character version: %+v, want refused on version", eb.Error)
 		}
 	})
 }

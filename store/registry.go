@@ -33,9 +33,17 @@ type Instance struct {
 	// is a restarted executor.
 	Instance string
 	Handlers []string
+	// Version is what the executor reports it runs ("" when it reports nothing).
+	Version string
 	// RegisteredAt and LastSeen come from the database clock.
 	RegisteredAt int64
 	LastSeen     int64
+}
+
+// ExecutorKey names one executor: its app and address.
+type ExecutorKey struct {
+	App     string
+	Address string
 }
 
 // ExecutorRun is a running execution handed to an executor.

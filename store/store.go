@@ -174,6 +174,9 @@ type Querier interface {
 	// executor address to lost, stamping FinishedAt with the database clock, and returns them
 	// as they are after the move.
 	ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*Execution, error)
+	// ExecutionsRunningByExecutor counts the running executions sent to each executor of the
+	// app (of every app for ""), keyed by app and address; executors with none are absent.
+	ExecutionsRunningByExecutor(ctx context.Context, app string) (map[ExecutorKey]int, error)
 	// ExecutionsRunningOnExecutor lists the running executions of the app's jobs sent to the
 	// executor address, by id, with the instance each was sent to: what the executor's
 	// heartbeat is checked against.
@@ -216,8 +219,9 @@ type Querier interface {
 
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.
-	// The instance is the executor process's id ("" from executors that send none).
-	RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error
+	// The instance is the executor process's id ("" from executors that send none), version
+	// the version it reports ("" when it reports none).
+	RegistryBeat(ctx context.Context, app, address, instance, version string, handlers []string) error
 	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
 	RegistryLeave(ctx context.Context, app, address string) (bool, error)
 	// RegistryLive lists the instances of app (of every app for "") seen within olderThan by
