@@ -21,6 +21,10 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
@@ -40,6 +44,10 @@ type Config struct {
 	Token string
 	// App is the executor group this instance joins.
 	App string
+	// TracerProvider makes the span around each run, a child of the server's dispatch span
+	// (the handler's context carries it). Default: OpenTelemetry's global provider, which
+	// records nothing unless the program sets one.
+	TracerProvider trace.TracerProvider
 	// Version is what this executor reports it runs, shown by `sundial executor list`.
 	// Default: the version of the Sundial module it is built with.
 	Version string
@@ -128,6 +136,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Token == "" || cfg.App == "" {
 		return nil, errors.New("executor: Server, Token and App are required")
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
 	}
 	if cfg.Version == "" {
 		cfg.Version = version.Module()
@@ -424,7 +435,8 @@ func (e *Executor) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		resp := e.accept(req)
+		// The server sends the fire's trace context (W3C traceparent) with the run.
+		resp := e.accept(req, trace.SpanContextFromContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
 		resp.Instance = e.instance
 		writeJSON(w, resp)
 	})

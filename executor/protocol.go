@@ -102,6 +102,9 @@ type Result struct {
 	Message     string `json:"message"`
 	StartedAt   int64  `json:"started_at,omitempty"`
 	FinishedAt  int64  `json:"finished_at"`
+	// Traceparent is the W3C trace context of the run (the executor's span, or the one the
+	// /run request carried), so the server's write of the result joins the fire's trace.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // ResultsResponse is the server's answer to results: the ids whose state changed.

@@ -123,6 +123,7 @@ type resultsIn struct {
 		Message     string `json:"message"`
 		StartedAt   int64  `json:"started_at"`
 		FinishedAt  int64  `json:"finished_at"`
+		Traceparent string `json:"traceparent"`
 	} `json:"results"`
 }
 
@@ -151,7 +152,7 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
-			Message: res.Message, Started: started, Finished: finished}
+			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent}
 	}
 	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
 	if err != nil {
