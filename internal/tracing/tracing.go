@@ -13,6 +13,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -154,8 +155,8 @@ func Extract(ctx context.Context, traceparent string) context.Context {
 
 // Setup makes a Tracer that exports by OTLP to endpoint, over HTTP (protocol "http/protobuf",
 // the default, as OpenTelemetry's own) or gRPC ("grpc"); protocol "" reads
-// OTEL_EXPORTER_OTLP_PROTOCOL. The endpoint is a URL (http://collector:4318 for HTTP,
-// http://collector:4317 for gRPC; https for TLS). Shutdown flushes the spans not yet sent.
+// OTEL_EXPORTER_OTLP_PROTOCOL. The endpoint is a URL (http://collector:4318 for HTTP, whose
+// /v1/traces receives the spans; http://collector:4317 for gRPC; https for TLS). Shutdown flushes the spans not yet sent.
 func Setup(ctx context.Context, endpoint, protocol, service string) (*Tracer, func(context.Context) error, error) {
 	if protocol == "" {
 		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
@@ -164,6 +165,12 @@ func Setup(ctx context.Context, endpoint, protocol, service string) (*Tracer, fu
 	var err error
 	switch strings.ToLower(protocol) {
 	case "", "http/protobuf", "http":
+		// As OTEL_EXPORTER_OTLP_ENDPOINT: the base URL of the collector, the traces go to
+		// its /v1/traces (a URL with a path of its own is taken as it is).
+		if u, perr := url.Parse(endpoint); perr == nil && strings.Trim(u.Path, "/") == "" {
+			u.Path = "/v1/traces"
+			endpoint = u.String()
+		}
 		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 	case "grpc":
 		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint))
