@@ -158,6 +158,15 @@ func Extract(ctx context.Context, traceparent string) context.Context {
 // OTEL_EXPORTER_OTLP_PROTOCOL. The endpoint is a URL (http://collector:4318 for HTTP, whose
 // /v1/traces receives the spans; http://collector:4317 for gRPC; https for TLS). Shutdown flushes the spans not yet sent.
 func Setup(ctx context.Context, endpoint, protocol, service string) (*Tracer, func(context.Context) error, error) {
+	tp, err := Provider(ctx, endpoint, protocol, service)
+	if err != nil {
+		return nil, nil, err
+	}
+	return New(tp), tp.Shutdown, nil
+}
+
+// Provider is Setup's tracer provider, for an executor's own spans.
+func Provider(ctx context.Context, endpoint, protocol, service string) (*sdktrace.TracerProvider, error) {
 	if protocol == "" {
 		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
@@ -175,13 +184,12 @@ func Setup(ctx context.Context, endpoint, protocol, service string) (*Tracer, fu
 	case "grpc":
 		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint))
 	default:
-		return nil, nil, fmt.Errorf("tracing: OTLP protocol %q: want http/protobuf or grpc", protocol)
+		return nil, fmt.Errorf("tracing: OTLP protocol %q: want http/protobuf or grpc", protocol)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("tracing: OTLP exporter to %q: %w", endpoint, err)
+		return nil, fmt.Errorf("tracing: OTLP exporter to %q: %w", endpoint, err)
 	}
-	tp := NewProvider(sdktrace.NewBatchSpanProcessor(exp), service)
-	return New(tp), tp.Shutdown, nil
+	return NewProvider(sdktrace.NewBatchSpanProcessor(exp), service), nil
 }
 
 // NewProvider is the SDK's tracer provider with sp, naming the service (tests pass a
