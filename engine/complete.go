@@ -285,9 +285,12 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 		return nil, err
 	}
 	if e.cfg.Tracer != nil {
-		end := e.clock.Now()
+		// The results this call wrote (a repeated one changed nothing) join their fire's trace.
+		end, wrote := e.clock.Now(), idSet(done)
 		for _, r := range results {
-			e.cfg.Tracer.Complete(nil, r.Traceparent, string(r.State), start, end)
+			if wrote[r.ExecutionID] {
+				e.cfg.Tracer.Complete(nil, r.Traceparent, string(r.State), start, end)
+			}
 		}
 	}
 	late, err := e.completeLate(ctx, batch, done)

@@ -331,11 +331,10 @@ func (e *Engine) run(l *lifecycle, f *Fire) {
 		}()
 	}
 	started := e.clock.Now()
-	remote := f.Job.TargetKind == store.TargetRemote
 	runCtx, span := ctx, trace.Span(nil)
 	if e.cfg.Tracer != nil {
 		runCtx, f.span = e.cfg.Tracer.StartFire(ctx, traceFire(f), f.acquiredAt, started)
-		runCtx, span = e.cfg.Tracer.StartRun(runCtx, remote)
+		runCtx, span = e.cfg.Tracer.StartRun(runCtx, f.Job.TargetKind == store.TargetRemote)
 	}
 	res := e.dispatch(runCtx, f)
 	finished := e.clock.Now()
