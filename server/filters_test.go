@@ -189,6 +189,26 @@ func TestExecutorList(t *testing.T) {
 		if len(pages) != 2 || pages[0] == pages[1] || !slices.Contains(pages, a.url) || !slices.Contains(pages, b.url) {
 			t.Errorf("billing's executors by pages of one: %v, want %s and %s once each", pages, a.url, b.url)
 		}
+		// Apps (stored, or made by an executor's registration) page by name the same way.
+		must(c.PutApp(ctx, "zeta", api.AppRequest{Title: "Zeta"}))(t)
+		var apps []string
+		o = api.ListOptions{Limit: 1}
+		for range 5 {
+			pg := must(c.ListApps(ctx, o))(t)
+			for _, a := range pg.Items {
+				apps = append(apps, a.Name)
+			}
+			if pg.Next == nil {
+				break
+			}
+			o.After = *pg.Next
+		}
+		if fmt.Sprint(apps) != "[billing other zeta]" {
+			t.Errorf("apps by pages of one: %v, want [billing other zeta]", apps)
+		}
+		if nodes := must(c.ListNodes(ctx, api.ListOptions{Limit: 1}))(t); len(nodes.Items) != 1 || nodes.Next != nil {
+			t.Errorf("nodes of a one-node cluster, a page of one: %+v", nodes)
+		}
 		var eb api.ErrorBody
 		e.executor("register", map[string]any{"app": "billing", "address": a.url, "version": strings.Repeat("v", 101)},
 			http.StatusBadRequest, &eb)
