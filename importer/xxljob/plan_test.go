@@ -25,7 +25,7 @@ func TestReadMapsEveryStrategy(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			_, db := xxltest.Create(t, v)
 			xxltest.Fill(t, db, v, now)
-			p, err := xxljob.Read(context.Background(), db, xxljob.Options{Zone: "Asia/Shanghai", Now: now.Add(time.Minute), Source: "test"})
+			p, err := xxljob.Read(context.Background(), db, xxljob.Options{Zone: "Asia/Shanghai", Now: now.Add(xxltest.FixRateAhead + time.Minute), Source: "test"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestReadMapsEveryStrategy(t *testing.T) {
 			if c, ok := one.Triggers[0].Schedule.(*schedule.Cron); !ok || c.String() != "0 0 2 * * ?" || one.Triggers[0].TimeZone != "Asia/Shanghai" {
 				t.Errorf("xxl-1's trigger: %+v", one.Triggers[0])
 			}
-			// The running FIX_RATE job keeps its phase: its next fire was 50 s before "now",
+			// The running FIX_RATE job keeps its phase: its next fire was a minute before "now",
 			// so the first slot after now is 30 s × 2 later.
 			three := jobs["xxl-3"].Triggers[0]
 			if s, ok := three.Schedule.(schedule.Simple); !ok || s.Interval != 30*time.Second || s.RepeatCount != schedule.RepeatForever ||

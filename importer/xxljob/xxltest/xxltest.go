@@ -85,7 +85,7 @@ func Create(t testing.TB, version string) (string, *sql.DB) {
 const (
 	// FixRateJob is the running FIX_RATE job; its trigger_next_time is Fill's now + FixRateAhead.
 	FixRateJob   = 3
-	FixRateAhead = 10 * time.Second
+	FixRateAhead = 10 * time.Minute
 )
 
 // Fill inserts the representative groups and jobs into a database Create made. now is the
