@@ -60,10 +60,6 @@ func refused(o *Outcome, err error) bool {
 		o.Action, o.Reason = Refused, err.Error()
 		return true
 	}
-	if errors.Is(err, store.ErrAlreadyExists) {
-		o.Action, o.Reason = Refused, err.Error()
-		return true
-	}
 	return false
 }
 
@@ -192,6 +188,17 @@ func (r *run) jobs(ctx context.Context) error {
 
 func (r *run) createJob(ctx context.Context, j *Job) error {
 	j.Action = Create
+	// A trigger name another job holds would fail the insert, and a failed statement ends a
+	// PostgreSQL transaction: refuse the job before.
+	for _, t := range j.Triggers {
+		cur, err := r.q.TriggerGetByKey(ctx, t.Group, t.Name)
+		if err == nil {
+			j.Action, j.Reason = Refused, fmt.Sprintf("its trigger %s/%s is taken by job %d", t.Group, t.Name, cur.JobID)
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
 	job := j.Job
 	job.ChildJobIDs = nil
 	saves := j.Scripts
@@ -326,12 +333,9 @@ func (r *run) trigger(ctx context.Context, j *Job, t *Trigger) error {
 	if _, err := r.s.AddTriggerTx(ctx, r.q, j.ID, t.Trigger); err != nil {
 		return err
 	}
-	if cur.State == store.TriggerPaused {
-		st := *t
-		st.Paused = true
-		return r.startState(ctx, &st)
-	}
-	return nil
+	st := *t
+	st.Paused = cur.State == store.TriggerPaused
+	return r.startState(ctx, &st)
 }
 
 // children sets each planned job's child jobs, now that every job has its id.

@@ -10,6 +10,7 @@ import (
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/importer"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
@@ -38,8 +39,8 @@ func corePlan(t *testing.T) *importer.Plan {
 				Params: "echo v3", Concurrency: sundial.Serial, MaxRetries: 2, Timeout: 30 * time.Second,
 				AlarmTargets: []string{"ops@example.com"}},
 				Source:   "job 1",
-				Children: []importer.Key{{"billing", "mail"}},
-				Scripts:  []importer.Script{{"echo v1", "first"}, {"echo v2", "second"}, {"echo v3", "third"}},
+				Children: []importer.Key{{Group: "billing", Name: "mail"}},
+				Scripts:  []importer.Script{{Source: "echo v1", Note: "first"}, {Source: "echo v2", Note: "second"}, {Source: "echo v3", Note: "third"}},
 				Triggers: []*importer.Trigger{{Trigger: sundial.Trigger{Schedule: cron, Calendar: "xmas", Misfire: schedule.MisfireDoNothing}, Paused: true}}},
 			{Job: sundial.Job{Group: "billing", Name: "mail", Handler: "mailer", App: "billing"}, Source: "job 2",
 				Triggers: []*importer.Trigger{{Trigger: sundial.Trigger{Group: "g2", Name: "every", Schedule: schedule.Simple{Interval: time.Hour, RepeatCount: 10},
@@ -50,9 +51,18 @@ func corePlan(t *testing.T) *importer.Plan {
 	}
 }
 
+// TestRunDryApplyAgain: a dry run writes nothing, an apply creates the plan, a second apply
+// changes nothing, and a change in the source is an update — on each of Sundial's databases
+// (a refusal must not end a PostgreSQL transaction).
 func TestRunDryApplyAgain(t *testing.T) {
+	for _, d := range testdb.Dialects {
+		t.Run(d, func(t *testing.T) { testRunDryApplyAgain(t, d) })
+	}
+}
+
+func testRunDryApplyAgain(t *testing.T, dialect string) {
 	ctx := context.Background()
-	st := teststore.Open(t, "sqlite")
+	st := teststore.Open(t, dialect)
 	s, err := sundial.New(sundial.Config{Store: st, Clock: clock.NewFake(now)})
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +151,35 @@ func TestRunDryApplyAgain(t *testing.T) {
 	}
 	if vs2, _ := st.ScriptVersionList(ctx, report.ID); len(vs2) != len(vs) {
 		t.Errorf("the second run added script versions: %d, was %d", len(vs2), len(vs))
+	}
+
+	entries, err := st.AuditList(ctx, store.AuditFilter{Action: "import.apply", Limit: 10})
+	if err != nil || len(entries) != 2 || entries[0].Target != "test" {
+		t.Errorf("audit entries of the two applies: %d (%v), want 2 naming the source", len(entries), err)
+	}
+
+	// A trigger resumed in Sundial stays so, though the source still has it stopped: the
+	// source's state is the state a trigger is created in.
+	if err := s.ResumeTrigger(ctx, tr.ID); err != nil {
+		t.Fatal(err)
+	}
+	p = corePlan(t)
+	if err := importer.Run(ctx, s, p, true); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := st.TriggerGet(ctx, tr.ID); err != nil || tr.State != store.TriggerWaiting || p.Changed() {
+		t.Errorf("after a resume and an import: state %s (%v), changed %v; want waiting, unchanged", tr.State, err, p.Changed())
+	}
+
+	// A trigger name another job holds refuses the job that wants it, and nothing else.
+	p = corePlan(t)
+	p.Jobs = append(p.Jobs, &importer.Job{Job: sundial.Job{Group: "other", Name: "thief", Handler: "x"},
+		Triggers: []*importer.Trigger{{Trigger: sundial.Trigger{Group: "g2", Name: "every", Schedule: schedule.Simple{}}}}})
+	if err := importer.Run(ctx, s, p, false); err != nil {
+		t.Fatal(err)
+	}
+	if j := p.Jobs[len(p.Jobs)-1]; j.Action != importer.Refused || !strings.Contains(j.Reason, "g2/every is taken by job") {
+		t.Errorf("a job wanting another's trigger: %s %q", j.Action, j.Reason)
 	}
 
 	// A change in the source is an update, with what changed; a new script is one version.

@@ -128,6 +128,13 @@ func checkImportedXXL(t *testing.T, st store.Store, filled time.Time) {
 		t.Errorf("xxl-5's script %q, versions (newest first) %s", five.Params, g)
 	}
 
+	// A GLUE kind other than shell keeps its versions too (XXL-JOB executors run them all).
+	six := job("report-exec", "xxl-6")
+	if vs, err := st.ScriptVersionList(ctx, six.ID); err != nil || len(vs) != 1 || six.Handler != "python" || six.Routing != "least_frequently_used" {
+		t.Errorf("xxl-6 (GLUE_PYTHON): handler %s routing %s, %d script versions (%v), want python, least_frequently_used, 1",
+			six.Handler, six.Routing, len(vs), err)
+	}
+
 	ts, err := st.TriggerList(ctx, store.TriggerFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)

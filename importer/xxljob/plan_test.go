@@ -87,7 +87,7 @@ func TestReadMapsEveryStrategy(t *testing.T) {
 			if one.Group != "order-exec" || one.App != "order-exec" || one.Handler != "orderJob" || one.Params != "p=1" ||
 				one.MaxRetries != 2 || one.Timeout != 30*time.Second || one.Description != "Nightly orders (author alice)" ||
 				!slices.Equal(one.AlarmTargets, []string{"ops@example.com", "dev@example.com"}) ||
-				!slices.Equal(one.Children, []importer.Key{{"order-exec", "xxl-2"}, {"order-exec", "xxl-3"}}) {
+				!slices.Equal(one.Children, []importer.Key{{Group: "order-exec", Name: "xxl-2"}, {Group: "order-exec", Name: "xxl-3"}}) {
 				t.Errorf("xxl-1: %+v", one)
 			}
 			if c, ok := one.Triggers[0].Schedule.(*schedule.Cron); !ok || c.String() != "0 0 2 * * ?" || one.Triggers[0].TimeZone != "Asia/Shanghai" {
@@ -102,7 +102,7 @@ func TestReadMapsEveryStrategy(t *testing.T) {
 			}
 			five := jobs["xxl-5"]
 			if five.Handler != "shell" || five.Params != "echo v3" ||
-				!slices.Equal(five.Scripts, []importer.Script{{"echo v1", "first"}, {"echo v2", "second"}, {"echo v3", "third"}}) {
+				!slices.Equal(five.Scripts, []importer.Script{{Source: "echo v1", Note: "first"}, {Source: "echo v2", Note: "second"}, {Source: "echo v3", Note: "third"}}) {
 				t.Errorf("xxl-5 (GLUE_SHELL): handler %s params %q scripts %v", five.Handler, five.Params, five.Scripts)
 			}
 			if six := jobs["xxl-6"]; six.Handler != "python" || len(six.Scripts) != 1 || six.Scripts[0].Note != "imported from XXL-JOB" {

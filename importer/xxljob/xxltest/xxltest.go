@@ -102,8 +102,8 @@ func Fill(t testing.TB, db *sql.DB, version string, now time.Time) {
 			t.Fatalf("xxltest: %s: %v", q, err)
 		}
 	}
-	exec("INSERT INTO xxl_job_group (id, app_name, "+groupTitle+", address_type, address_list, update_time) VALUES "+
-		"(1, 'order-exec', 'Orders', 0, 'http://10.0.0.9:9999/', NOW()), "+
+	exec("INSERT INTO xxl_job_group (id, app_name, " + groupTitle + ", address_type, address_list, update_time) VALUES " +
+		"(1, 'order-exec', 'Orders', 0, 'http://10.0.0.9:9999/', NOW()), " +
 		"(2, 'report-exec', 'Reports', 1, 'http://10.0.0.5:9999/,http://10.0.0.6:9999/', NOW())")
 	if version == "3.5" {
 		exec("UPDATE xxl_job_group SET access_token = 'default_token' WHERE id = 1")
