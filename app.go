@@ -2,6 +2,7 @@ package sundial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,8 +21,10 @@ type App struct {
 	AddressMode store.AddressMode
 	// Addresses are the base URLs (http://host:port) of a manual app's executors.
 	Addresses []string
-	// Protocol is the wire protocol its executors speak ("" keeps the store's default).
-	Protocol string
+	// Protocol is the wire protocol its executors speak: store.ProtocolSundial (the default)
+	// or store.ProtocolXXLJob, whose ProtocolVersion is the XXL-JOB generation.
+	Protocol        string
+	ProtocolVersion string
 }
 
 // PutApp creates or replaces an app, checked as AppRow checks it, and returns it as stored.
@@ -39,6 +42,14 @@ func (s *Scheduler) PutAppTx(ctx context.Context, q store.Querier, a App) (*stor
 	row, err := AppRow(a)
 	if err != nil {
 		return nil, err
+	}
+	// An xxl-job app's token is set by its own call; replacing the app keeps it.
+	cur, err := q.AppGet(ctx, a.Name)
+	switch {
+	case err == nil:
+		row.XXLTokenHash, row.XXLTokenSealed = cur.XXLTokenHash, cur.XXLTokenSealed
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("sundial: app %s: %w", a.Name, err)
 	}
 	if err := q.AppPut(ctx, row); err != nil {
 		return nil, fmt.Errorf("sundial: app %s: %w", a.Name, err)
@@ -72,5 +83,6 @@ func AppRow(a App) (*store.App, error) {
 			return bad(fmt.Sprintf("addresses[%d]", i), "want an executor's base URL (http://host:port), got %q", addr)
 		}
 	}
-	return &store.App{Name: a.Name, Title: a.Title, AddressMode: mode, Addresses: slices.Clone(a.Addresses), Protocol: a.Protocol}, nil
+	return &store.App{Name: a.Name, Title: a.Title, AddressMode: mode, Addresses: slices.Clone(a.Addresses),
+		Protocol: a.Protocol, ProtocolVersion: a.ProtocolVersion}, nil
 }

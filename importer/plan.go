@@ -79,8 +79,8 @@ type Unmapped struct {
 // App is an executor group to put.
 type App struct {
 	sundial.App
-	// Generation is the protocol generation of an xxl-job app ("2.x", "3.3", "3.5"); see
-	// applyProtocol.
+	// Generation is the protocol generation of an xxl-job app ("2.x", "3.3", "3.5"),
+	// stored as its ProtocolVersion (see applyProtocol).
 	Generation string
 	// Source names the item in the source ("xxl_job_group 3").
 	Source string

@@ -135,8 +135,28 @@ func testRunDryApplyAgain(t *testing.T, dialect string) {
 		t.Errorf("stored state not carried over: next %v fired %d state %s", time.UnixMilli(every.NextFireAt).UTC(), every.TimesFired, every.State)
 	}
 	app, err := st.AppGet(ctx, "billing")
-	if err != nil || app.Protocol != "xxl-job" || app.AddressMode != store.AddressManual {
+	if err != nil || app.Protocol != store.ProtocolXXLJob || app.ProtocolVersion != "2.x" || app.AddressMode != store.AddressManual {
 		t.Errorf("app: %+v, %v", app, err)
+	}
+	// A token set on the app (by its own call) survives an import that updates the app.
+	app.XXLTokenHash = "ab12"
+	if err := st.AppPut(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	p = corePlan(t)
+	p.Apps[0].Title, p.Apps[0].Generation = "Billing executors", "3.3"
+	if err := importer.Run(ctx, s, p, true); err != nil {
+		t.Fatal(err)
+	}
+	if a := p.Apps[0]; a.Action != importer.Update || strings.Join(a.Changes, ",") != "title,protocol_version" {
+		t.Errorf("a changed app: %s %v, want an update of title,protocol_version", a.Action, a.Changes)
+	}
+	if app, err = st.AppGet(ctx, "billing"); err != nil || app.XXLTokenHash != "ab12" || app.ProtocolVersion != "3.3" {
+		t.Errorf("after the update: %+v, %v; want the token kept and generation 3.3", app, err)
+	}
+	app.Title, app.ProtocolVersion = "Billing", "2.x"
+	if err := st.AppPut(ctx, app); err != nil {
+		t.Fatal(err)
 	}
 
 	// Again: nothing changes.
@@ -154,8 +174,8 @@ func testRunDryApplyAgain(t *testing.T, dialect string) {
 	}
 
 	entries, err := st.AuditList(ctx, store.AuditFilter{Action: "import.apply", Limit: 10})
-	if err != nil || len(entries) != 2 || entries[0].Target != "test" {
-		t.Errorf("audit entries of the two applies: %d (%v), want 2 naming the source", len(entries), err)
+	if err != nil || len(entries) != 3 || entries[0].Target != "test" {
+		t.Errorf("audit entries of the three applies: %d (%v), want 3 naming the source", len(entries), err)
 	}
 
 	// A trigger resumed in Sundial stays so, though the source still has it stopped: the

@@ -71,7 +71,7 @@ func testImportXXLJob(t *testing.T, version, dialect string) {
 	if code != 0 || !strings.Contains(out, "\nApplied.\n") {
 		t.Fatalf("--apply: exit %d\n%s%s", code, out, errOut)
 	}
-	checkImportedXXL(t, st, filled)
+	checkImportedXXL(t, st, filled, gen)
 	before := snapshot(t, st)
 
 	code, out, errOut = runCLI(t, "", append(args, "--apply")...)
@@ -87,7 +87,7 @@ func testImportXXLJob(t *testing.T, version, dialect string) {
 }
 
 // checkImportedXXL checks what the import stored from xxltest's fixture.
-func checkImportedXXL(t *testing.T, st store.Store, filled time.Time) {
+func checkImportedXXL(t *testing.T, st store.Store, filled time.Time, gen string) {
 	t.Helper()
 	ctx := context.Background()
 	apps, err := st.AppList(ctx)
@@ -96,9 +96,9 @@ func checkImportedXXL(t *testing.T, st store.Store, filled time.Time) {
 	}
 	var got []string
 	for _, a := range apps {
-		got = append(got, fmt.Sprintf("%s %q %s %v %s", a.Name, a.Title, a.AddressMode, a.Addresses, a.Protocol))
+		got = append(got, fmt.Sprintf("%s %q %s %v %s %s", a.Name, a.Title, a.AddressMode, a.Addresses, a.Protocol, a.ProtocolVersion))
 	}
-	if g, w := strings.Join(got, "; "), `order-exec "Orders" auto [] xxl-job; report-exec "Reports" manual [http://10.0.0.5:9999 http://10.0.0.6:9999] xxl-job`; g != w {
+	if g, w := strings.Join(got, "; "), `order-exec "Orders" auto [] xxl-job `+gen+`; report-exec "Reports" manual [http://10.0.0.5:9999 http://10.0.0.6:9999] xxl-job `+gen; g != w {
 		t.Errorf("apps\n got %s\nwant %s", g, w)
 	}
 	job := func(group, name string) *store.Job {

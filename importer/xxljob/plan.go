@@ -13,6 +13,7 @@ import (
 	"github.com/sundial-scheduler/sundial/importer"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
+	xxlproto "github.com/sundial-scheduler/sundial/xxljob"
 )
 
 // Options are the facts an XXL-JOB database does not hold.
@@ -28,12 +29,6 @@ type Options struct {
 	// Source names the database in the plan (a redacted DSN).
 	Source string
 }
-
-// Protocol is the app protocol of XXL-JOB executors.
-const Protocol = "xxl-job"
-
-// Generations are the protocol generations an xxl-job app can have.
-var Generations = []string{"2.x", "3.3", "3.5"}
 
 // routings maps executor_route_strategy to Sundial's routing strategies: all ten exist.
 var routings = map[string]string{
@@ -84,10 +79,11 @@ func Read(ctx context.Context, db *sql.DB, opt Options) (*importer.Plan, error) 
 	gen, sure := s.generation()
 	switch {
 	case opt.Generation != "":
-		if !contains(Generations, opt.Generation) {
-			return nil, fmt.Errorf("xxljob: --generation %q: want one of %s", opt.Generation, strings.Join(Generations, ", "))
+		g, err := xxlproto.ParseGeneration(opt.Generation)
+		if err != nil {
+			return nil, fmt.Errorf("xxljob: --generation: %w", err)
 		}
-		gen = opt.Generation
+		gen = string(g)
 	case !sure:
 		p.Notes = append(p.Notes, "protocol generation 2.x assumed: the schemas of 2.x to 3.3.x look alike; "+
 			"give --generation 3.3 if the executors run XXL-JOB 3.3.x")
@@ -135,7 +131,7 @@ func (m *mapper) unmapped(item, format string, args ...any) {
 
 func (m *mapper) app(g group) {
 	src := fmt.Sprintf("xxl_job_group %d (%s)", g.id, g.appName)
-	a := &importer.App{App: sundial.App{Name: g.appName, Title: g.title, AddressMode: store.AddressAuto, Protocol: Protocol},
+	a := &importer.App{App: sundial.App{Name: g.appName, Title: g.title, AddressMode: store.AddressAuto, Protocol: store.ProtocolXXLJob},
 		Generation: m.gen, Source: src}
 	if g.addressType == 1 {
 		a.AddressMode = store.AddressManual
@@ -303,13 +299,4 @@ func (m *mapper) trigger(x job, src string) *importer.Trigger {
 		return nil
 	}
 	return t
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	xxlproto "github.com/sundial-scheduler/sundial/xxljob"
 )
 
 // Open opens the XXL-JOB database at dsn: mysql:// and then either the go-sql-driver DSN
@@ -121,11 +123,11 @@ func readSchema(ctx context.Context, db *sql.DB) (schema, error) {
 func (s schema) generation() (gen string, sure bool) {
 	switch {
 	case s.token:
-		return "3.5", true
+		return string(xxlproto.Gen35), true
 	case s.since34:
-		return "3.3", true
+		return string(xxlproto.Gen33), true
 	}
-	return "2.x", false
+	return string(xxlproto.Gen2), false
 }
 
 // shape names the schema for the plan's source line.
