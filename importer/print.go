@@ -135,7 +135,7 @@ func jobDetail(j *Job) string {
 		parts = append(parts, "children "+strings.Join(cs, ","))
 	}
 	if n := len(j.Scripts); n > 0 {
-		parts = append(parts, fmt.Sprintf("script with %d versions", n))
+		parts = append(parts, fmt.Sprintf("script with %d version%s", n, map[bool]string{true: "s"}[n > 1]))
 	} else if j.Params != "" {
 		parts = append(parts, fmt.Sprintf("params %q", j.Params))
 	}

@@ -40,6 +40,7 @@ func testImportXXLJob(t *testing.T, version, dialect string) {
 	if code != 0 {
 		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
 	}
+	t.Logf("the dry run printed:\n%s", out)
 	gen := map[string]string{"2.4": "2.x", "3.5": "3.5"}[version]
 	wantLines := []string{
 		`  create    app order-exec: "Orders", auto, protocol xxl-job ` + gen,

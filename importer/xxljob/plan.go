@@ -88,6 +88,10 @@ func Read(ctx context.Context, db *sql.DB, opt Options) (*importer.Plan, error) 
 		p.Notes = append(p.Notes, "protocol generation 2.x assumed: the schemas of 2.x to 3.3.x look alike; "+
 			"give --generation 3.3 if the executors run XXL-JOB 3.3.x")
 	}
+	if !s.token {
+		p.Notes = append(p.Notes, "XXL-JOB before 3.5 has one access token for all executors, in the admin's properties "+
+			"(xxl.job.accessToken), not in its database: set each app's XXL-JOB token in Sundial")
+	}
 	m := &mapper{p: p, opt: opt, gen: gen, groups: map[int64]group{}, jobGroup: map[int64]string{}}
 	for _, g := range groups {
 		m.groups[g.id] = g
@@ -147,8 +151,8 @@ func (m *mapper) app(g group) {
 		m.unmapped(src+": access token", "it is XXL-JOB's public default, which is scanned for on the Internet: "+
 			"give the app a credential of its own and set it in the executors (xxl.job.executor.accessToken)")
 	case g.token != "":
-		m.unmapped(src+": access token", "tokens are not copied: give the app a credential (sundial app credential create %s) "+
-			"and set it in the executors (xxl.job.executor.accessToken)", g.appName)
+		m.unmapped(src+": access token", "tokens are not copied (Sundial keeps it sealed with its server's key): "+
+			"set the app's XXL-JOB token in Sundial, and the same in the executors (xxl.job.executor.accessToken)")
 	}
 	m.p.Apps = append(m.p.Apps, a)
 }
@@ -267,6 +271,9 @@ func (m *mapper) trigger(x job, src string) *importer.Trigger {
 		if err != nil {
 			m.unmapped(src+": cron "+strconv.Quote(x.scheduleConf), "%v; the job is imported without a trigger", err)
 			return nil
+		}
+		for _, w := range c.Warnings() {
+			m.p.Notes = append(m.p.Notes, fmt.Sprintf("%s: cron %q: %s", src, x.scheduleConf, w))
 		}
 		t.Schedule, t.TimeZone, t.Misfire = c, m.opt.Zone, schedule.MisfireDoNothing
 		if fireNow {
