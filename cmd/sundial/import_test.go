@@ -27,6 +27,23 @@ func TestImportXXLJob(t *testing.T) {
 	}
 }
 
+// Bad input exits 2 with a line naming it; a database with CRON jobs and no --zone is
+// refused before anything is written.
+func TestImportXXLJobInput(t *testing.T) {
+	if code, _, errOut := runCLI(t, "", "import", "xxl-job", "--db", "x.db"); code != 2 || !strings.Contains(errOut, "--from is required") {
+		t.Errorf("without --from: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "import", "xxl-job", "--from", "postgres://a@b/c"); code != 2 || !strings.Contains(errOut, "want mysql://") {
+		t.Errorf("--from postgres: exit %d, %s", code, errOut)
+	}
+	from, xdb := xxltest.Create(t, "2.4")
+	xxltest.Fill(t, xdb, "2.4", time.Now())
+	code, _, errOut := runCLI(t, "", "import", "xxl-job", "--from", from, "--db", testdb.DSN(t, "sqlite"))
+	if code != 1 || !strings.Contains(errOut, "give it with --zone") {
+		t.Errorf("without --zone: exit %d, %s", code, errOut)
+	}
+}
+
 func testImportXXLJob(t *testing.T, version, dialect string) {
 	ctx := context.Background()
 	from, xdb := xxltest.Create(t, version)

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/importer"
 	"github.com/sundial-scheduler/sundial/importer/xxljob"
 	"github.com/sundial-scheduler/sundial/importer/xxljob/xxltest"
 	"github.com/sundial-scheduler/sundial/schedule"
-	"github.com/sundial-scheduler/sundial/store"
 )
 
 var now = time.Date(2026, 3, 2, 9, 30, 0, 0, time.UTC)
@@ -136,7 +137,6 @@ func TestReadMapsEveryStrategy(t *testing.T) {
 			if got, want := strings.Join(unmapped, "\n"), strings.Join(wantUnmapped, "\n"); got != want {
 				t.Errorf("unmapped\n got:\n%s\nwant:\n%s", got, want)
 			}
-			_ = store.AddressAuto
 		})
 	}
 }
@@ -148,5 +148,37 @@ func TestReadNeedsTheZone(t *testing.T) {
 	_, err := xxljob.Read(context.Background(), db, xxljob.Options{})
 	if err == nil || !strings.Contains(err.Error(), "--zone") {
 		t.Fatalf("Read without a zone: %v, want an error asking for --zone", err)
+	}
+}
+
+// --from takes the driver's DSN (what Create returns) and a URL's host:port form alike.
+func TestOpenTakesAURL(t *testing.T) {
+	dsn, db := xxltest.Create(t, "3.5")
+	xxltest.Fill(t, db, "3.5", now)
+	cfg, err := mysql.ParseDSN(strings.TrimPrefix(dsn, "mysql://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "mysql://" + cfg.User
+	if cfg.Passwd != "" {
+		url += ":" + cfg.Passwd
+	}
+	url += "@" + cfg.Addr + "/" + cfg.DBName
+	for _, from := range []string{dsn, url} {
+		x, err := xxljob.Open(from)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", from, err)
+		}
+		p, err := xxljob.Read(context.Background(), x, xxljob.Options{Zone: "UTC"})
+		x.Close()
+		if err != nil || len(p.Jobs) != 12 {
+			t.Errorf("Read through %s: %v, %d jobs", from, err, len(p.Jobs))
+		}
+	}
+	if _, err := xxljob.Open("postgres://x@y/z"); err == nil || !strings.Contains(err.Error(), "want mysql://") {
+		t.Errorf("Open of a postgres URL: %v", err)
+	}
+	if _, err := xxljob.Open("mysql://xxl:secret@10.0.0.2:3306"); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("Open without a database: %v (and the password must not show)", err)
 	}
 }
