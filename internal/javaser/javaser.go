@@ -481,6 +481,7 @@ func (r *reader) classDesc(depth int) *ClassDesc {
 		}
 		d.Annotation = r.annotation(depth + 1)
 		d.Super = r.classDesc(depth + 1)
+		r.checkSuper(d)
 		return d
 	case tcProxyClassDesc:
 		d := &ClassDesc{}
@@ -494,11 +495,30 @@ func (r *reader) classDesc(depth int) *ClassDesc {
 		}
 		d.Annotation = r.annotation(depth + 1)
 		d.Super = r.classDesc(depth + 1)
+		r.checkSuper(d)
 		return d
 	}
 	r.off--
 	r.fail("unexpected type code %#x where a class description belongs", tc)
 	return nil
+}
+
+// maxHierarchy bounds a class's chain of superclasses.
+const maxHierarchy = 256
+
+// checkSuper refuses a superclass chain that loops back (a back reference can name a class
+// being described as its own superclass) or is absurdly long, which would make every walk up
+// the chain endless.
+func (r *reader) checkSuper(d *ClassDesc) {
+	n := 0
+	for s := d.Super; s != nil; s = s.Super {
+		if s == d || n > maxHierarchy {
+			r.fail("class %s: its superclasses loop or nest deeper than %d", d.Name, maxHierarchy)
+			d.Super = nil
+			return
+		}
+		n++
+	}
 }
 
 // annotation reads contents up to TC_ENDBLOCKDATA.
