@@ -118,6 +118,12 @@ func Read(ctx context.Context, db *sql.DB, opt Options) (*importer.Plan, error) 
 	for _, j := range jobs {
 		m.job(j, glues[j.id])
 	}
+	for _, j := range p.Jobs {
+		if len(j.AlarmTargets) > 0 {
+			p.Notes = append(p.Notes, "alarm e-mails are sent by the leader node's mail server: start it with --smtp-addr and --smtp-from")
+			break
+		}
+	}
 	return p, nil
 }
 
