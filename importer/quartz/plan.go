@@ -250,6 +250,10 @@ func (m *mapper) trigger(t *triggerRow, jobs map[[2]string]*importer.Job) {
 		m.unmapped(item, "%v", err)
 		return
 	}
+	if t.priority == 0 {
+		m.unmapped(item+": priority 0", "Sundial reads priority 0 as its default, 5: imported with 5, "+
+			"so among triggers due at the same millisecond it no longer comes after those of priority 1 to 4")
+	}
 	if t.description != "" {
 		m.unmapped(item+": description", "Sundial triggers have no description (%q)", t.description)
 	}
