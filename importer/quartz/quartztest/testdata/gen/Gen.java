@@ -249,7 +249,7 @@ public class Gen {
         advance(s, TriggerKey.triggerKey("office-45-min", "ops"), 5);
         s.scheduleJob(newTrigger().withIdentity("two-hourly", "ops").forJob(report.getKey()).startAt(start)
             .withSchedule(DailyTimeIntervalScheduleBuilder.dailyTimeIntervalSchedule()
-                .withIntervalInHours(2).withMisfireHandlingInstructionDoNothing()).build());
+                .withIntervalInHours(2).withMisfireHandlingInstructionDoNothing()).withPriority(0).build());
 
         // Not importable: a custom calendar, a zone clash, a blob trigger, trigger job data.
         s.scheduleJob(newTrigger().withIdentity("odd-days", "ops").forJob(report.getKey()).startAt(start)
