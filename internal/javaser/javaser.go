@@ -357,6 +357,10 @@ func (r *reader) reference() any {
 // content reads one item of the stream: an object, a block of data, or TC_ENDBLOCKDATA
 // (end true) where an annotation ends.
 func (r *reader) content(depth int) (v any, end bool) {
+	for r.err == nil && r.peek() == tcReset {
+		r.off++
+		r.handles = r.handles[:0]
+	}
 	switch tc := r.peek(); tc {
 	case tcBlockData:
 		r.off++
@@ -372,10 +376,6 @@ func (r *reader) content(depth int) (v any, end bool) {
 	case tcEndBlockData:
 		r.off++
 		return nil, true
-	case tcReset:
-		r.off++
-		r.handles = r.handles[:0]
-		return r.content(depth + 1)
 	}
 	return r.object(depth), false
 }

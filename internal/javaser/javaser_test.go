@@ -1,6 +1,7 @@
 package javaser
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -184,4 +185,14 @@ func FuzzParse(f *testing.F) {
 			_ = Describe(c)
 		}
 	})
+}
+
+// A million resets in a row are read in a loop, not by a million nested calls.
+func TestManyResets(t *testing.T) {
+	b := append([]byte{0xAC, 0xED, 0, 5}, bytes.Repeat([]byte{tcReset}, 1<<20)...)
+	b = append(b, tcString, 0, 1, 'x')
+	cs, err := Parse(b)
+	if err != nil || len(cs) != 1 || cs[0] != "x" {
+		t.Fatalf("%v, %v", cs, err)
+	}
 }
