@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,4 +55,23 @@ func FuzzDecode(f *testing.F) {
 		}
 		_, _ = decodeJobData(b)
 	})
+}
+
+func TestOpenForms(t *testing.T) {
+	for _, dsn := range []string{"mysql://q:pw@tcp(db:3306)/quartz", "mysql://q:pw@db:3306/quartz", "postgres://q:pw@db/quartz"} {
+		db, err := Open(dsn)
+		if err != nil {
+			t.Errorf("%s: %v", dsn, err)
+			continue
+		}
+		db.Close()
+	}
+	for dsn, want := range map[string]string{
+		"oracle://q:pw@db/quartz": `"oracle://q:xxxxx@db/quartz": want postgres://`,
+		"mysql://q:pw@db:3306":    "no database name",
+	} {
+		if _, err := Open(dsn); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", dsn, err, want)
+		}
+	}
 }
