@@ -90,6 +90,28 @@ func (a *xxlApps) admit(ctx context.Context, name string) (*store.App, error) {
 	return app, nil
 }
 
+// byToken is the one xxl-job app whose token the request carries; nil if none or several.
+func (a *xxlApps) byToken(ctx context.Context) (*store.App, error) {
+	if a.token == "" {
+		return nil, nil
+	}
+	all, err := a.s.store.AppList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var found *store.App
+	h := []byte(hashSecret(a.token))
+	for _, app := range all {
+		if app.Protocol == store.ProtocolXXLJob && subtle.ConstantTimeCompare(h, []byte(app.XXLTokenHash)) == 1 {
+			if found != nil {
+				return nil, nil
+			}
+			found = app
+		}
+	}
+	return found, nil
+}
+
 // readXXL reads the body of an XXL-JOB request (non-empty, as XXL-JOB's admin requires).
 func readXXL(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, xxlMaxBody))
@@ -210,8 +232,8 @@ func (s *Server) xxlCallback(w http.ResponseWriter, r *http.Request) error {
 		if gen == "" || gen == xxljob.Gen33 {
 			gen = xxljob.Generation(app.ProtocolVersion)
 		}
-		if x.State.Terminal() {
-			continue // ended (a duplicate, or killed here first): no change
+		if x.State.Terminal() && x.State != store.ExecLost {
+			continue // ended (a duplicate, or killed here first): no change; a lost run takes it late
 		}
 		if x.State == store.ExecRunning && x.ExecutorAddress != "" {
 			s.pullFinalXXL(ctx, app, x)
@@ -223,6 +245,15 @@ func (s *Server) xxlCallback(w http.ResponseWriter, r *http.Request) error {
 	if len(results) > 0 {
 		if _, err := s.sched.Engine().CompleteRemote(ctx, results); err != nil {
 			return fmt.Errorf("XXL-JOB callback: %w", err)
+		}
+	}
+	if gen == "" || gen == xxljob.Gen33 {
+		// Only unknown log ids from an executor that does not name its app (≤3.4): its
+		// token names it, if it is one app's.
+		if app, err := apps.byToken(ctx); err != nil {
+			return err
+		} else if app != nil {
+			gen = xxljob.Generation(app.ProtocolVersion)
 		}
 	}
 	xxlReply(w, gen, xxljob.CodeOK, "")
