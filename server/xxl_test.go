@@ -355,3 +355,26 @@ func (e *env) await(id int64, states ...string) api.Execution {
 	})
 	return x
 }
+
+// TestXXLAppNeedsSecretKey: without --secret-key the server cannot keep an xxl-job token
+// sealed, and refuses to keep it at all; with a context path of its own the admin API moves.
+func TestXXLAppNeedsSecretKey(t *testing.T) {
+	e := newEnvWith(t, "sqlite", func(c *Config) { c.XXLContextPath = "/jobs-admin/" })
+	ctx := context.Background()
+	_, err := e.client().PutApp(ctx, "legacy", api.AppRequest{Protocol: "xxl-job", ProtocolVersion: "3.3", XXLAccessToken: "a-token-of-the-executors"})
+	if api.StatusOf(err) != 409 {
+		t.Fatalf("xxl-job token without a secret key: %v, want 409", err)
+	}
+	if _, err := e.st.AppGet(ctx, "legacy"); err == nil {
+		t.Fatal("the app was stored anyway")
+	}
+	// The admin API answers under the configured path and at /, not under the default one.
+	for path, served := range map[string]bool{"/jobs-admin/api/registry": true, "/api/registry": true, "/xxl-job-admin/api/registry": false} {
+		resp := e.raw("POST", path, "", nil, map[string]string{"registryGroup": "EXECUTOR", "registryKey": "legacy", "registryValue": "http://127.0.0.1:1/"})
+		b, _ := io.ReadAll(resp.Body)
+		// No token (and no such app): XXL-JOB's refusal, where the API is served.
+		if got := strings.Contains(string(b), `"msg":"The access token is wrong."`); got != served {
+			t.Errorf("POST %s: %d %.80s; want the XXL-JOB admin API there: %v", path, resp.StatusCode, b, served)
+		}
+	}
+}
