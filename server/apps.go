@@ -103,34 +103,20 @@ func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	mode := store.AddressMode(in.AddressMode)
-	switch mode {
-	case "":
-		mode = store.AddressAuto
-	case store.AddressAuto, store.AddressManual:
-	default:
-		return invalidField("address_mode", "want auto or manual, got %q", in.AddressMode)
-	}
-	if mode == store.AddressManual && len(in.Addresses) == 0 {
-		return invalidField("addresses", "an app in manual mode needs at least one address")
-	}
+	// The server's own limit on addresses; the scheduler checks the rest (sundial.AppRow).
 	for i, a := range in.Addresses {
-		if !strings.HasPrefix(a, "http://") && !strings.HasPrefix(a, "https://") {
-			return invalidField(fmt.Sprintf("addresses[%d]", i), "want an executor's base URL (http://host:port), got %q", a)
-		}
 		if err := s.allowedAddress(a); err != nil {
 			return invalidField(fmt.Sprintf("addresses[%d]", i), "%v", err)
 		}
 	}
-	if name == "" || len(name) > 190 {
-		return invalidField("name", "want 1 to 190 characters, got %d", len(name))
-	}
-	a := &store.App{Name: name, Title: in.Title, AddressMode: mode, Addresses: in.Addresses}
-	if err := s.appProtocol(r.Context(), a, in); err != nil {
+	ctx := s.audited(r, "app.put", "app", name, appSnapshot(name))
+	sa := sundial.App{Name: name, Title: in.Title, AddressMode: store.AddressMode(in.AddressMode), Addresses: in.Addresses,
+		Protocol: in.Protocol, ProtocolVersion: in.ProtocolVersion}
+	if err := s.appProtocol(ctx, &sa, in.XXLAccessToken); err != nil {
 		return err
 	}
-	ctx := s.audited(r, "app.put", "app", name, appSnapshot(name))
-	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.AppPut(ctx, a) }); err != nil {
+	a, err := s.sched.PutApp(ctx, sa)
+	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toAppOut(a))
@@ -192,38 +178,38 @@ func (s *Server) allowedAddress(addr string) error {
 // appProtocol sets the app's protocol, generation and (for xxl-job) access token from the
 // request: a token given is checked and stored as its hash and sealed (see docs/security.md);
 // none given keeps the app's current one, and an xxl-job app without any is refused.
-func (s *Server) appProtocol(ctx context.Context, a *store.App, in api.AppRequest) error {
-	var err error
-	if a.Protocol, a.ProtocolVersion, err = sundial.AppProtocol(in.Protocol, in.ProtocolVersion); err != nil {
+func (s *Server) appProtocol(ctx context.Context, a *sundial.App, token string) error {
+	protocol, _, err := sundial.AppProtocol(a.Protocol, a.ProtocolVersion)
+	if err != nil {
 		return err
 	}
-	if a.Protocol != store.ProtocolXXLJob {
-		if in.XXLAccessToken != "" {
+	if protocol != store.ProtocolXXLJob {
+		if token != "" {
 			return invalidField("xxl_access_token", "only an xxl-job app has an access token")
 		}
 		return nil
 	}
-	if in.XXLAccessToken == "" {
+	if token == "" {
+		// None given: the app keeps the one it has (sundial.PutAppTx), if it has one.
 		prev, err := s.store.AppGet(ctx, a.Name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if err == nil && prev.XXLTokenSealed != "" {
-			a.XXLTokenHash, a.XXLTokenSealed = prev.XXLTokenHash, prev.XXLTokenSealed
+		if err == nil && prev.Protocol == store.ProtocolXXLJob && prev.XXLTokenSealed != "" {
 			return nil
 		}
 	}
-	if err := sundial.CheckXXLToken(in.XXLAccessToken); err != nil {
+	if err := sundial.CheckXXLToken(token); err != nil {
 		return err
 	}
 	if !s.secrets.Keyed() {
 		return &apiError{Status: http.StatusConflict, Code: "failed_precondition",
 			Message: "an xxl-job app's access token is presented to its executors, so the server must keep it: start the server with --secret-key (it is stored sealed with it)"}
 	}
-	sealed, err := s.secrets.Seal(in.XXLAccessToken, a.Name)
+	sealed, err := s.secrets.Seal(token, a.Name)
 	if err != nil {
 		return fmt.Errorf("app %q: seal the access token: %w", a.Name, err)
 	}
-	a.XXLTokenHash, a.XXLTokenSealed = hashSecret(in.XXLAccessToken), sealed
+	a.XXLTokenHash, a.XXLTokenSealed = hashSecret(token), sealed
 	return nil
 }
