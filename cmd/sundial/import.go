@@ -26,7 +26,7 @@ Running it again changes nothing that is already as the source has it.
 It writes Sundial's database directly (--db, as the server's; also SUNDIAL_DB), with the
 checks of the REST API; a running server picks the new triggers up on its next poll.`,
 	}
-	cmd.AddCommand(newImportXXLJobCmd())
+	cmd.AddCommand(newImportXXLJobCmd(), newImportQuartzCmd())
 	return cmd
 }
 
