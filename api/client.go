@@ -293,6 +293,11 @@ func (c *Client) RunJob(ctx context.Context, id int64) (*Execution, error) {
 	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), nil)
 }
 
+// RunJobWith fires the job once now with req's params in place of the job's.
+func (c *Client) RunJobWith(ctx context.Context, id int64, req RunRequest) (*Execution, error) {
+	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), req)
+}
+
 // Triggers.
 
 // ListTriggers lists a job's triggers.

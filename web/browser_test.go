@@ -360,11 +360,22 @@ func TestBrowserRunNowAndLiveOutput(t *testing.T) {
 	}
 	b := newBrowser(t, h, 1280, 900)
 	b.login()
-	b.do("run the job now",
+	b.do("open the run-now dialog",
 		chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", h.url, id)),
 		chromedp.Click(chromedp.ID("run-now")),
+		chromedp.WaitVisible(chromedp.ID("params")),
+		chromedp.SendKeys(chromedp.ID("params"), "--verbose --region=eu"))
+	b.screenshot("run-dialog")
+	b.do("run the job now with parameters",
+		chromedp.Click(chromedp.ID("run-submit")),
 		chromedp.WaitVisible(chromedp.ID("output")))
 	execID := <-h.talking
+	if x, err := h.st.ExecutionGet(ctx, execID); err != nil || x.Params != "--verbose --region=eu" {
+		t.Fatalf("the run's recorded params %q (%v)", x.Params, err)
+	}
+	if p := b.text("#exec-params"); p != "--verbose --region=eu" {
+		t.Fatalf("the execution page shows params %q", p)
+	}
 	loc, err := chromedp.Run(b.ctx, chromedp.Location())
 	if err != nil || !strings.Contains(loc, fmt.Sprintf("/executions/%d", execID)) {
 		t.Fatalf("run now opened %q (%v), want execution %d", loc, err, execID)

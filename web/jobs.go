@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"github.com/sundial-scheduler/sundial/api"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -257,7 +258,12 @@ func (c *Console) jobRun(w http.ResponseWriter, r *http.Request) error {
 	var x struct {
 		ID int64 `json:"id"`
 	}
-	if err := c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/run", id), nil, &x); err != nil {
+	// The API's RunRequest: the dialog's parameters, or none (the job's own).
+	err = c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/run", id), api.RunRequest{Params: r.PostFormValue("params")}, &x)
+	if form := (Form{Values: r.PostForm, Errors: map[string]string{}}); showAtField(err, form.Errors) {
+		return c.showJob(w, r, http.StatusOK, form)
+	}
+	if err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/executions/%d?done=run-%d", x.ID, x.ID), http.StatusSeeOther)

@@ -109,10 +109,27 @@ func newExecGetCmd(o *apiOptions) *cobra.Command {
 				"Cause", x.Cause, "Attempt", strconv.Itoa(x.Attempt), "Node", x.Node, "Scheduled", when(x.ScheduledAt),
 				"Fired", when(x.FiredAt), "Late", lateness(x), "Started", when(x.StartedAt), "Finished", when(x.FinishedAt),
 				"Duration", duration(x), "Code", strconv.Itoa(x.HandleCode), "Message", x.HandleMsg, "Trigger message", x.TriggerMsg,
-				"Executor", x.ExecutorAddress, "Shard", shard(x))
+				"Executor", x.ExecutorAddress, "Shard", shard(x), "Script version", scriptVersion(x.ScriptVersion),
+				"Params", runParams(x.Params))
 		})
 	})
 	return cmd
+}
+
+// scriptVersion names the script version a run was given ("" for a job without a script).
+func scriptVersion(v int64) string {
+	if v == 0 {
+		return ""
+	}
+	return "v" + itoa(v)
+}
+
+// runParams shows a run's own params, or that it got the job's.
+func runParams(p string) string {
+	if p == "" {
+		return "(the job's)"
+	}
+	return p
 }
 
 func newExecLogsCmd(o *apiOptions) *cobra.Command {

@@ -32,6 +32,27 @@
     if (msg && !window.confirm(msg)) e.preventDefault();
   });
 
+  // A button with data-dialog opens that dialog as a modal; a dialog the server sent open
+  // (a refused run, its error at the field) becomes modal too, with its field focused.
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("[data-dialog]");
+    if (!b) return;
+    var d = document.getElementById(b.getAttribute("data-dialog"));
+    if (d && d.showModal) {
+      d.showModal();
+      var f = d.querySelector("textarea, input:not([type=hidden])");
+      if (f) f.focus();
+    }
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("dialog[data-modal][open]").forEach(function (d) {
+      d.close();
+      d.showModal();
+      var f = d.querySelector("[aria-invalid=true]");
+      if (f) f.focus();
+    });
+  });
+
   // The editor shows the fields of the chosen trigger kind.
   document.addEventListener("change", function (e) {
     var el = e.target;
