@@ -61,6 +61,8 @@ type Form struct {
 	Values url.Values
 	Errors map[string]string
 	Prefix string
+	// Fields, when set, are the paths the form has inputs for; unset, the job editor's.
+	Fields []string
 }
 
 // V is the value of the trigger or job field path.
@@ -104,6 +106,14 @@ func (f Form) FormError() string {
 
 // known reports whether the form has an input showing errors of path.
 func (f Form) known(path string) bool {
+	if f.Fields != nil {
+		for _, fd := range f.Fields {
+			if path == fd || strings.HasPrefix(path, fd+"[") {
+				return true
+			}
+		}
+		return false
+	}
 	for _, fd := range jobFields {
 		if path == fd.path || strings.HasPrefix(path, fd.path+"[") {
 			return true

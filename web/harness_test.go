@@ -195,8 +195,14 @@ func csrfOf(t *testing.T, p page) string {
 // login signs in through the login form and returns a page's CSRF token.
 func (c *client) login() string {
 	c.h.t.Helper()
+	return c.loginAs(adminName, adminPass)
+}
+
+// loginAs signs in as the named user.
+func (c *client) loginAs(name, password string) string {
+	c.h.t.Helper()
 	lp := c.get("/login")
-	p := c.post("/login", csrfOf(c.h.t, lp), url.Values{"username": {adminName}, "password": {adminPass}, "next": {"/"}})
+	p := c.post("/login", csrfOf(c.h.t, lp), url.Values{"username": {name}, "password": {password}, "next": {"/"}})
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/" {
 		c.h.t.Fatalf("login: status %d location %q:\n%s", p.status, p.header.Get("Location"), p.body)
 	}

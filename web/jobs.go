@@ -178,6 +178,12 @@ func flashText(done string) string {
 		return "Calendar saved."
 	case "token-deleted":
 		return "Token deleted."
+	case "user-created":
+		return "User created."
+	case "user-saved":
+		return "User saved."
+	case "password-reset":
+		return "Password set: sign in with the new one."
 	case "killed":
 		return "Kill sent."
 	case "retried":
