@@ -360,7 +360,10 @@ type JobFilter struct {
 
 // TriggerFilter selects triggers for TriggerList.
 type TriggerFilter struct {
-	JobID   int64  // 0 for all jobs
+	JobID int64 // 0 for all jobs
+	// JobIDs, when not empty, keeps the triggers of these jobs: one statement for a page of
+	// jobs (at most a few hundred ids).
+	JobIDs  []int64
 	Group   string // empty for all groups
 	State   TriggerState
 	AfterID int64
@@ -373,6 +376,8 @@ type TriggerFilter struct {
 // ExecutionFilter selects executions for ExecutionList.
 type ExecutionFilter struct {
 	JobID int64
+	// App keeps the executions of the app's jobs; empty for all.
+	App   string
 	State ExecutionState
 	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
 	Cause ExecutionCause

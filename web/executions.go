@@ -27,6 +27,7 @@ type executionsView struct {
 	Next   string
 	States []string
 	Causes []string
+	Apps   []string
 }
 
 // executionsPage lists executions newest first, filtered by job, state and fired-at range,
@@ -41,6 +42,7 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 	if f.AfterID, err = queryInt(q, "after"); err != nil {
 		return err
 	}
+	f.App = q.Get("app")
 	if st := q.Get("state"); st != "" {
 		if !contains(execStates, st) {
 			return errBadRequest(fmt.Sprintf("state: want one of %s, got %q", strings.Join(execStates, ", "), st))
@@ -70,6 +72,13 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ev := executionsView{Now: c.clock.Now().UnixMilli(), Filter: q, States: execStates, Causes: execCauses}
+	apps, err := c.store.AppList(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, a := range apps {
+		ev.Apps = append(ev.Apps, a.Name)
+	}
 	if len(xs) > executionsPageSize {
 		xs = xs[:executionsPageSize]
 		nq := url.Values{}

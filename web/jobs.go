@@ -112,17 +112,35 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	return c.render(w, r, http.StatusOK, "jobs", v)
 }
 
-// withTriggers reads each job's triggers (one indexed query per job of the page).
+// withTriggers reads the triggers of a page of jobs in one statement.
 func (c *Console) withTriggers(r *http.Request, js []*store.Job) ([]jobRow, error) {
 	out := make([]jobRow, len(js))
+	if len(js) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(js))
+	row := make(map[int64]*jobRow, len(js))
 	for i, j := range js {
-		ts, err := c.store.TriggerList(r.Context(), store.TriggerFilter{JobID: j.ID, Limit: 100})
+		ids[i], out[i] = j.ID, jobRow{Job: j}
+		row[j.ID] = &out[i]
+	}
+	// Pages of triggers by id, in case the jobs have many.
+	f := store.TriggerFilter{JobIDs: ids, Limit: 1000}
+	for {
+		ts, err := c.store.TriggerList(r.Context(), f)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = jobRow{j, ts}
+		for _, t := range ts {
+			if jr := row[t.JobID]; jr != nil {
+				jr.Triggers = append(jr.Triggers, t)
+			}
+		}
+		if len(ts) < f.Limit {
+			return out, nil
+		}
+		f.AfterID = ts[len(ts)-1].ID
 	}
-	return out, nil
 }
 
 // jobsBulk pauses or resumes the selected jobs, each through the API.

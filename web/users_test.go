@@ -63,7 +63,7 @@ func TestUsersPage(t *testing.T) {
 		t.Fatal("the reset token is shown again")
 	}
 	anon := h.client()
-	form := anon.get("/reset?token=" + url.QueryEscape(m[1])).mustStatus(t, http.StatusOK)
+	form := anon.get("/reset?token="+url.QueryEscape(m[1])).mustStatus(t, http.StatusOK)
 	anon.post("/reset", csrfOf(t, form), url.Values{"token": {m[1]}, "new_password": {"another long password"},
 		"confirm_password": {"another long password"}}).mustStatus(t, http.StatusSeeOther)
 	h.client().loginAs("vera", "another long password")

@@ -441,6 +441,11 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		where += " AND job_id = ?"
 		args = append(args, f.JobID)
 	}
+	if f.App != "" {
+		// The app's jobs are few beside their executions: each one's (job_id, id) index serves.
+		where += " AND job_id IN (SELECT j.id FROM jobs j WHERE j.app = ?)"
+		args = append(args, f.App)
+	}
 	if f.State != "" {
 		switch f.State {
 		case store.ExecFailed, store.ExecTimedOut, store.ExecLost, store.ExecCanceled, store.ExecSkipped:
