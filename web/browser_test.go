@@ -433,35 +433,6 @@ func TestBrowserPauseAndResume(t *testing.T) {
 	}
 }
 
-func TestBrowserNarrowScreen(t *testing.T) {
-	h := browserHarness(t)
-	seedHistory(t, h)
-	b := newBrowser(t, h, 375, 800)
-	b.login()
-	b.waitJS("the chart", `document.querySelector("#chart[data-drawn] canvas") !== null`)
-	for _, page := range []string{"/", "/jobs", "/jobs/new", "/executions"} {
-		b.do("open "+page, chromedp.Navigate(h.url+page), chromedp.WaitVisible(chromedp.ID("main")))
-		// Nothing is wider than the screen: no sideways scrolling of the page.
-		w, err := chromedp.Run(b.ctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w > 375 {
-			t.Errorf("%s is %d px wide on a 375 px screen", page, w)
-		}
-		// Every input has a label.
-		unlabelled, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("input:not([type=hidden]), select, textarea")]
-			.filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label")).map(e => e.name || e.id)`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(unlabelled) > 0 {
-			t.Errorf("%s: inputs without a label: %v", page, unlabelled)
-		}
-		b.screenshot("narrow" + strings.ReplaceAll(strings.TrimSuffix(page, "/"), "/", "-"))
-	}
-}
-
 func mustCron(t *testing.T, expr string) *schedule.Cron {
 	t.Helper()
 	c, err := sundial.Cron(expr, "UTC")

@@ -78,6 +78,15 @@ func (f Form) TE(path string) string { return f.Errors[f.Prefix+path] }
 // TN is the input name of a trigger field.
 func (f Form) TN(path string) string { return f.Prefix + path }
 
+// TID is the element id of a trigger input, unique on a page that also has the job's form
+// (the add-trigger form has no prefix, and its "name" is not the job's).
+func (f Form) TID(path string) string {
+	if f.Prefix == "" {
+		return "trigger-" + fieldID(path)
+	}
+	return fieldID(f.Prefix + path)
+}
+
 // Checked reports a checkbox's state.
 func (f Form) Checked(path string) bool { return f.Values.Get(path) == "true" }
 

@@ -77,6 +77,8 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (c *Console) routes() {
 	static, _ := fs.Sub(staticFS, "static")
 	c.mux.Handle("GET /static/", http.StripPrefix("/static/", cacheForever(http.FileServerFS(static))))
+	// Browsers ask for /favicon.ico where a page names no icon (a JSON or text answer).
+	c.mux.Handle("GET /favicon.ico", http.RedirectHandler(asset("console/icon.svg"), http.StatusFound))
 	c.mux.Handle("GET /login", c.public(c.loginPage))
 	c.mux.Handle("POST /login", c.public(c.loginSubmit))
 
