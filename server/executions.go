@@ -21,13 +21,18 @@ func toExecutionOut(x *store.Execution) api.Execution {
 		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: x.Params}
 }
 
+var executionCauses = map[store.ExecutionCause]bool{
+	store.CauseSchedule: true, store.CauseManual: true, store.CauseAPI: true, store.CauseRetry: true,
+	store.CauseMisfire: true, store.CauseRecovery: true, store.CauseChild: true,
+}
+
 var executionStates = map[store.ExecutionState]bool{
 	store.ExecPending: true, store.ExecAcquired: true, store.ExecRunning: true, store.ExecSucceeded: true,
 	store.ExecFailed: true, store.ExecTimedOut: true, store.ExecLost: true, store.ExecSkipped: true, store.ExecCanceled: true,
 }
 
 // listExecutions lists executions newest first (order=asc for oldest first), filtered by job,
-// state and a fired-at range.
+// app, state, cause and a fired-at range.
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	limit, err := pageLimit(r)
@@ -40,6 +45,13 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	}
 	if f.JobID, err = queryID(r, "job_id"); err != nil {
 		return err
+	}
+	f.App = q.Get("app")
+	if c := q.Get("cause"); c != "" {
+		if !executionCauses[store.ExecutionCause(c)] {
+			return invalidField("cause", "want schedule, manual, api, retry, misfire, recovery or child, got %q", c)
+		}
+		f.Cause = store.ExecutionCause(c)
 	}
 	if st := q.Get("state"); st != "" {
 		if !executionStates[store.ExecutionState(st)] {
