@@ -76,9 +76,12 @@ func (e *executor) casExecutions(ctx context.Context, table string, ids []int64,
 			won = append(won, got...)
 			continue
 		}
-		// MySQL has no UPDATE ... RETURNING: lock the rows that match, then update those.
+		// MySQL has no UPDATE ... RETURNING: lock the rows that match, then update those. The
+		// rows are found through the primary key, as the UPDATE finds them: a plan through a
+		// secondary index of cond (alarm_state's, say) would lock that index's entries before
+		// the rows, the reverse of the UPDATE's order, and two claimers deadlocked that way.
 		err := e.inTx(ctx, func(e *executor) error {
-			got, err := scanInt64s(e.query(ctx, "SELECT id FROM "+table+" WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
+			got, err := scanInt64s(e.query(ctx, "SELECT id FROM "+table+" FORCE INDEX (PRIMARY) WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
 				concat(idArgs, condArgs)...))
 			if err != nil || len(got) == 0 {
 				return err
