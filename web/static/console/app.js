@@ -15,7 +15,7 @@
 
   // Times are rendered in UTC; show them in the reader's zone, keeping UTC in the tooltip.
   var full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
-  var short = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  var short = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" });
   function localTimes(root) {
     root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (t) {
       var d = new Date(t.getAttribute("datetime"));
