@@ -293,6 +293,11 @@ func (c *Client) RunJob(ctx context.Context, id int64) (*Execution, error) {
 	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), nil)
 }
 
+// RunJobWith fires the job once now with req's params in place of the job's.
+func (c *Client) RunJobWith(ctx context.Context, id int64, req RunRequest) (*Execution, error) {
+	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), req)
+}
+
 // Triggers.
 
 // ListTriggers lists a job's triggers.
@@ -362,8 +367,11 @@ func (c *Client) DeleteCalendar(ctx context.Context, name string) error {
 // ExecutionFilter selects executions; the zero value selects all, newest first. The times
 // are RFC 3339, passed to the server as given.
 type ExecutionFilter struct {
-	JobID    int64
+	JobID int64
+	// App keeps the executions of the app's jobs, Cause those of one cause (manual, retry, ...).
+	App      string
 	State    string
+	Cause    string
 	Order    string // asc or desc
 	From, To string
 }
@@ -374,7 +382,7 @@ func (c *Client) ListExecutions(ctx context.Context, f ExecutionFilter, o ListOp
 	if f.JobID != 0 {
 		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
 	}
-	for k, v := range map[string]string{"state": f.State, "order": f.Order, "from": f.From, "to": f.To} {
+	for k, v := range map[string]string{"app": f.App, "state": f.State, "cause": f.Cause, "order": f.Order, "from": f.From, "to": f.To} {
 		if v != "" {
 			q.Set(k, v)
 		}

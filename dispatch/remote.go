@@ -218,7 +218,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		r.stats.NotOwned.Add(1)
 		return engine.Result{Err: fmt.Errorf("execution %d is no longer running for node %s (incarnation %s): not sent", ex.ID, owner.Node, owner.Incarnation)}
 	}
-	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
+	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job),
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
@@ -281,7 +281,8 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 	for i := 1; i < total; i++ {
 		shards = append(shards, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: ex.ScheduledAt,
 			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, Incarnation: ex.Incarnation, ExecutorAddress: addrs[i],
-			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt})
+			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt,
+			Params: ex.Params, ScriptVersion: job.ScriptVersion})
 	}
 	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)
 	if err != nil {
@@ -468,4 +469,9 @@ func (d byTarget) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		return d.remote.Dispatch(ctx, f)
 	}
 	return d.local.Dispatch(ctx, f)
+}
+
+// paramsOf is engine.Fire.Params for a shard's execution.
+func paramsOf(ex *store.Execution, job *store.Job) string {
+	return (&engine.Fire{Execution: ex, Job: job}).Params()
 }

@@ -13,14 +13,14 @@ import (
 
 const executionCols = "id, job_id, trigger_id, scheduled_at, fired_at, cause, attempt, node, executor_address, " +
 	"shard_index, shard_total, state, trigger_code, trigger_msg, handle_code, handle_msg, started_at, finished_at, " +
-	"alarm_state, data, incarnation"
+	"alarm_state, data, incarnation, script_version, params"
 
 // executionInsertCols is executionCols without id.
 const executionInsertCols = "job_id, trigger_id, scheduled_at, fired_at, cause, attempt, node, executor_address, " +
 	"shard_index, shard_total, state, trigger_code, trigger_msg, handle_code, handle_msg, started_at, finished_at, " +
-	"alarm_state, data, incarnation"
+	"alarm_state, data, incarnation, script_version, params"
 
-const executionInsertWidth = 20
+const executionInsertWidth = 22
 
 var executionInsertColList = strings.Split(executionInsertCols, ", ")
 
@@ -30,7 +30,8 @@ func scanExecution(r rowScanner) (*store.Execution, error) {
 	var data string
 	err := r.Scan(&x.ID, &x.JobID, &trig, &x.ScheduledAt, &x.FiredAt, &x.Cause, &x.Attempt, &x.Node,
 		&x.ExecutorAddress, &x.ShardIndex, &x.ShardTotal, &x.State, &x.TriggerCode, &x.TriggerMsg,
-		&x.HandleCode, &x.HandleMsg, &x.StartedAt, &x.FinishedAt, &x.AlarmState, &data, &x.Incarnation)
+		&x.HandleCode, &x.HandleMsg, &x.StartedAt, &x.FinishedAt, &x.AlarmState, &data, &x.Incarnation,
+		&x.ScriptVersion, &x.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +146,8 @@ func executionRows(es []*store.Execution, withID bool) (string, []any, error) {
 		}
 		args = append(args, x.JobID, nullInt64(x.TriggerID), x.ScheduledAt, x.FiredAt, string(x.Cause), x.Attempt,
 			x.Node, x.ExecutorAddress, x.ShardIndex, x.ShardTotal, string(x.State), x.TriggerCode, x.TriggerMsg,
-			x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(x.AlarmState), data, x.Incarnation)
+			x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(x.AlarmState), data, x.Incarnation,
+			x.ScriptVersion, x.Params)
 		if i > 0 {
 			values = append(values, ", "...)
 		}
@@ -155,14 +157,15 @@ func executionRows(es []*store.Execution, withID bool) (string, []any, error) {
 }
 
 // executionArrays returns es as one array per column (id first), for PostgreSQL's unnest: one
-// statement text and 21 parameters for any batch size.
+// statement text and 23 parameters for any batch size.
 func executionArrays(es []*store.Execution) ([]any, error) {
 	n := len(es)
 	ids, jobs, triggers, scheduled, fired := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	attempts, shards, totals, tcodes, hcodes := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	started, finished := make([]int64, n), make([]int64, n)
+	started, finished, versions := make([]int64, n), make([]int64, n), make([]int64, n)
 	causes, nodes, addrs, states, tmsgs, hmsgs, alarms, data, incs := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	params := make([]string, n)
 	for i, x := range es {
 		d, err := encodeJSON(x.Data, x.Data == nil)
 		if err != nil {
@@ -173,9 +176,10 @@ func executionArrays(es []*store.Execution) ([]any, error) {
 		tcodes[i], hcodes[i], started[i], finished[i] = int64(x.TriggerCode), int64(x.HandleCode), x.StartedAt, x.FinishedAt
 		causes[i], nodes[i], addrs[i], states[i] = string(x.Cause), x.Node, x.ExecutorAddress, string(x.State)
 		tmsgs[i], hmsgs[i], alarms[i], data[i], incs[i] = x.TriggerMsg, x.HandleMsg, string(x.AlarmState), d, x.Incarnation
+		versions[i], params[i] = x.ScriptVersion, x.Params
 	}
 	return []any{ids, jobs, triggers, scheduled, fired, causes, attempts, nodes, addrs, shards, totals, states, tcodes,
-		tmsgs, hcodes, hmsgs, started, finished, alarms, data, incs}, nil
+		tmsgs, hcodes, hmsgs, started, finished, alarms, data, incs, versions, params}, nil
 }
 
 // pgExecutionsUnnest is the FROM clause matching executionArrays, and pgExecutionSelect the
@@ -183,10 +187,10 @@ func executionArrays(es []*store.Execution) ([]any, error) {
 const (
 	pgExecutionsUnnest = "unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[]," +
 		" ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::bigint[]," +
-		" ?::text[], ?::text[], ?::text[]) AS u(" + executionCols + ")"
+		" ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[]) AS u(" + executionCols + ")"
 	pgExecutionSelect = "u.job_id, NULLIF(u.trigger_id, 0), u.scheduled_at, u.fired_at, u.cause, u.attempt, u.node," +
 		" u.executor_address, u.shard_index, u.shard_total, u.state, u.trigger_code, u.trigger_msg, u.handle_code, u.handle_msg," +
-		" u.started_at, u.finished_at, u.alarm_state, u.data, u.incarnation"
+		" u.started_at, u.finished_at, u.alarm_state, u.data, u.incarnation, u.script_version, u.params"
 )
 
 // Duplicate fires are refused by the live table's unique key, and a fire whose twin has
@@ -436,6 +440,11 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 	if f.JobID != 0 {
 		where += " AND job_id = ?"
 		args = append(args, f.JobID)
+	}
+	if f.App != "" {
+		// The app's jobs are few beside their executions: each one's (job_id, id) index serves.
+		where += " AND job_id IN (SELECT j.id FROM jobs j WHERE j.app = ?)"
+		args = append(args, f.App)
 	}
 	if f.State != "" {
 		switch f.State {

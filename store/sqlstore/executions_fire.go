@@ -36,11 +36,14 @@ func (e *executor) ExecutionsAcquire(ctx context.Context, o store.Owner, ids []i
 	return won, nil
 }
 
-// ExecutionsMarkRunning moves o's acquired executions to running. No index of the live
-// table names state or fired_at, so on PostgreSQL this is a heap-only update.
+// ExecutionsMarkRunning moves o's acquired executions to running, stamped with their job's
+// current script version (the script the run is about to be given). No index of the live
+// table names state, fired_at or script_version, so on PostgreSQL this is a heap-only update.
 func (e *executor) ExecutionsMarkRunning(ctx context.Context, o store.Owner, ids []int64, firedAt int64) ([]int64, error) {
 	owned, args := ownedBy(o)
-	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'running', fired_at = CASE WHEN scheduled_at > ? THEN scheduled_at ELSE ? END", []any{firedAt, firedAt}, owned+" AND state = 'acquired'", args)
+	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'running', fired_at = CASE WHEN scheduled_at > ? THEN scheduled_at ELSE ? END,"+
+		" script_version = COALESCE((SELECT j.script_version FROM jobs j WHERE j.id = executions_live.job_id), 0)",
+		[]any{firedAt, firedAt}, owned+" AND state = 'acquired'", args)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: mark %d executions running for %v: %w", len(ids), o, err)
 	}
@@ -73,9 +76,12 @@ func (e *executor) casExecutions(ctx context.Context, table string, ids []int64,
 			won = append(won, got...)
 			continue
 		}
-		// MySQL has no UPDATE ... RETURNING: lock the rows that match, then update those.
+		// MySQL has no UPDATE ... RETURNING: lock the rows that match, then update those. The
+		// rows are found through the primary key, as the UPDATE finds them: a plan through a
+		// secondary index of cond (alarm_state's, say) would lock that index's entries before
+		// the rows, the reverse of the UPDATE's order, and two claimers deadlocked that way.
 		err := e.inTx(ctx, func(e *executor) error {
-			got, err := scanInt64s(e.query(ctx, "SELECT id FROM "+table+" WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
+			got, err := scanInt64s(e.query(ctx, "SELECT id FROM "+table+" FORCE INDEX (PRIMARY) WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
 				concat(idArgs, condArgs)...))
 			if err != nil || len(got) == 0 {
 				return err
@@ -291,7 +297,7 @@ func (e *executor) completePostgres(ctx context.Context, cond string, condArgs [
 		" d.attempt, d.node, d.executor_address, d.shard_index, d.shard_total, r.state, d.trigger_code, d.trigger_msg,"+
 		" r.handle_code, r.handle_msg, CASE WHEN r.started_at = 0 THEN d.started_at ELSE r.started_at END, r.finished_at,"+
 		" CASE WHEN r.alarm_state = '' THEN d.alarm_state ELSE r.alarm_state END,"+
-		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation FROM d JOIN r ON r.id = d.id RETURNING id",
+		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation, d.script_version, d.params FROM d JOIN r ON r.id = d.id RETURNING id",
 		concat([]any{ids, states, codes, msgs, started, finished, has, data, alarms, ids}, condArgs)...))
 }
 

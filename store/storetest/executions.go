@@ -195,20 +195,29 @@ func testExecutionsAcquireRace(t *testing.T, s store.Store) {
 
 func testExecutionsList(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	var all, ofJob2, failed, inRange []int64
+	var all, ofJob2, failed, inRange, manual, job2FailedManual []int64
+	var jobs []int64
+	for _, app := range []string{"billing", "reports"} {
+		j := &store.Job{Group: "g", Name: app, TargetKind: store.TargetRemote, Handler: "h", App: app, Enabled: true}
+		noErr(t, s.JobInsert(ctx, j))
+		jobs = append(jobs, j.ID)
+	}
 	var xs []*store.Execution
 	for i := range 25 {
-		x := pending(int64(1+i%2), 0, int64(i), 0)
+		x := pending(jobs[i%2], 0, int64(i), 0)
 		x.FiredAt = int64(1000 + i)
 		if i%3 == 0 {
 			x.State = store.ExecFailed
+		}
+		if i%4 == 1 {
+			x.Cause = store.CauseManual
 		}
 		xs = append(xs, x)
 	}
 	get(s.ExecutionsInsert(ctx, xs)).ok(t)
 	for i, x := range xs {
 		all = append(all, x.ID)
-		if x.JobID == 2 {
+		if x.JobID == jobs[1] {
 			ofJob2 = append(ofJob2, x.ID)
 		}
 		if x.State == store.ExecFailed {
@@ -216,6 +225,12 @@ func testExecutionsList(t *testing.T, s store.Store) {
 		}
 		if i >= 5 && i < 15 {
 			inRange = append(inRange, x.ID)
+		}
+		if x.Cause == store.CauseManual {
+			manual = append(manual, x.ID)
+			if x.JobID == jobs[1] && x.State == store.ExecFailed {
+				job2FailedManual = append(job2FailedManual, x.ID)
+			}
 		}
 	}
 	reversed := func(v []int64) []int64 {
@@ -231,10 +246,15 @@ func testExecutionsList(t *testing.T, s store.Store) {
 	}{
 		{store.ExecutionFilter{}, all},
 		{store.ExecutionFilter{Desc: true}, reversed(all)},
-		{store.ExecutionFilter{JobID: 2}, ofJob2},
-		{store.ExecutionFilter{JobID: 2, Desc: true}, reversed(ofJob2)},
+		{store.ExecutionFilter{JobID: jobs[1]}, ofJob2},
+		{store.ExecutionFilter{JobID: jobs[1], Desc: true}, reversed(ofJob2)},
+		{store.ExecutionFilter{App: "reports"}, ofJob2},
+		{store.ExecutionFilter{App: "reports", Desc: true}, reversed(ofJob2)},
+		{store.ExecutionFilter{App: "nosuch"}, nil},
 		{store.ExecutionFilter{State: store.ExecFailed}, failed},
 		{store.ExecutionFilter{FiredFrom: 1005, FiredTo: 1015}, inRange},
+		{store.ExecutionFilter{Cause: store.CauseManual, Desc: true}, reversed(manual)},
+		{store.ExecutionFilter{App: "reports", State: store.ExecFailed, Cause: store.CauseManual}, job2FailedManual},
 	} {
 		var got []int64
 		f := tc.f

@@ -21,6 +21,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("JobsPagination", func(t *testing.T) { t.Parallel(); testJobsPagination(t, open(t)) })
 	t.Run("JobsFilter", func(t *testing.T) { t.Parallel(); testJobsFilter(t, open(t)) })
 	t.Run("ScriptVersions", func(t *testing.T) { t.Parallel(); testScriptVersions(t, open(t)) })
+	t.Run("ExecutionScriptVersion", func(t *testing.T) { t.Parallel(); testExecutionScriptVersion(t, open(t)) })
 	t.Run("TriggersByNextFire", func(t *testing.T) { t.Parallel(); testTriggersByNextFire(t, open(t)) })
 	t.Run("ExecutionsByCause", func(t *testing.T) { t.Parallel(); testExecutionsByCause(t, open(t)) })
 	t.Run("Triggers", func(t *testing.T) { t.Parallel(); testTriggers(t, open(t)) })
