@@ -366,6 +366,10 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 			switch {
 			case died(p) && j.Recovery:
 				raise(Recovery, "")
+			case died(p):
+				// Its process died before the result was stored (an executor killed while it
+				// delivered it): the cluster saw the run lost, and a lost run is retried as
+				// the job asks. A retry, not a double.
 			case p.ended && p.ok:
 				raise(Double, fmt.Sprintf("attempt %d ran (%s) after attempt %d succeeded (%s)", k.Attempt, same[0].Proc, k.Attempt-1, p.Proc))
 			}
