@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -316,8 +317,8 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 		}
 		for _, e := range page {
 			db = append(db, DBExec{ID: e.ID, JobID: e.JobID, Sched: e.ScheduledAt, Attempt: e.Attempt, Shard: e.ShardIndex,
-				State: string(e.State), Node: e.Node, Cause: string(e.Cause), FinishedAt: e.FinishedAt,
-				Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
+				State: string(e.State), Node: e.Node, Cause: string(e.Cause), FiredAt: e.FiredAt, FinishedAt: e.FinishedAt,
+				Late: strings.HasSuffix(e.HandleMsg, engine.LateSuffix), Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
 		}
 		if len(page) < 1000 {
 			break
