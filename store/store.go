@@ -375,6 +375,9 @@ type ExecutionFilter struct {
 	State ExecutionState
 	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
 	Cause ExecutionCause
+	// AlarmState keeps the executions whose alarm is in this state (AlarmSending: claimed
+	// for delivery and not recorded yet, or left so by a node that died); empty for all.
+	AlarmState AlarmState
 	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
 	FiredFrom int64
 	FiredTo   int64

@@ -457,6 +457,16 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		where += " AND cause = ?"
 		args = append(args, string(f.Cause))
 	}
+	if f.AlarmState != "" {
+		switch f.AlarmState {
+		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:
+			// A literal, as for the ended states above: the pending and sending alarms have
+			// partial indexes that a parameter would not use.
+			where += " AND alarm_state = '" + string(f.AlarmState) + "'"
+		default:
+			return nil, fmt.Errorf("sqlstore: list executions: unknown alarm state %q", f.AlarmState)
+		}
+	}
 	if f.FiredFrom != 0 {
 		where += " AND fired_at >= ?"
 		args = append(args, f.FiredFrom)

@@ -46,6 +46,9 @@ func testAlarmReclaim(t *testing.T, s store.Store) {
 		AlarmState: store.AlarmPending}
 	get(s.ExecutionsInsert(ctx, []*store.Execution{x})).ok(t)
 	sameIDs(t, "claimed", get(s.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmPending, store.AlarmSending)).ok(t), []int64{x.ID})
+	// Listed by its alarm state (how an operator finds the alarms a dead node left sending).
+	sameIDs(t, "listed sending", ids(get(s.ExecutionList(ctx, store.ExecutionFilter{AlarmState: store.AlarmSending})).ok(t), executionID), []int64{x.ID})
+	equal(t, "listed pending", len(get(s.ExecutionList(ctx, store.ExecutionFilter{AlarmState: store.AlarmPending})).ok(t)), 0)
 	equal(t, "reclaimed while fresh", len(get(s.ExecutionsAlarmReclaim(ctx, time.Hour, 10)).ok(t)), 0)
 	// A bound in the future stands for a claim that grew old.
 	again := get(s.ExecutionsAlarmReclaim(ctx, -time.Minute, 10)).ok(t)
