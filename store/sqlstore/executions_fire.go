@@ -74,22 +74,26 @@ func (e *executor) casExecutions(ctx context.Context, table string, ids []int64,
 			continue
 		}
 		// MySQL has no UPDATE ... RETURNING: lock the rows that match, then update those.
-		err := e.inTx(ctx, func(e *executor) error {
-			got, err := scanInt64s(e.query(ctx, "SELECT id FROM "+table+" WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
+		// InnoDB may still find a deadlock between two such claims of overlapping rows (the
+		// UPDATE moves their entries in the secondary indexes on the state columns, locked in
+		// another order than the ids) and roll one back: nothing of it was applied, and a
+		// claim that runs in its own transaction is simply made again.
+		var got []int64
+		err := e.retryDeadlock(ctx, func(e *executor) error {
+			var err error
+			got, err = scanInt64s(e.query(ctx, "SELECT id FROM "+table+" WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
 				concat(idArgs, condArgs)...))
 			if err != nil || len(got) == 0 {
 				return err
 			}
 			in, idArgs := inList(got)
-			if _, err := e.exec(ctx, "UPDATE "+table+" SET "+set+" WHERE id IN "+in, concat(setArgs, idArgs)...); err != nil {
-				return err
-			}
-			won = append(won, got...)
-			return nil
+			_, err = e.exec(ctx, "UPDATE "+table+" SET "+set+" WHERE id IN "+in, concat(setArgs, idArgs)...)
+			return err
 		})
 		if err != nil {
 			return won, err
 		}
+		won = append(won, got...)
 	}
 	return won, nil
 }
