@@ -47,7 +47,8 @@ func (e *Engine) CheckExecutorBeat(ctx context.Context, b ExecutorBeat, grace ti
 }
 
 // unheld picks the runs the beat's executor does not hold and that are not its to report:
-// handed to another instance, or to this one (or an unknown one) before firedBefore.
+// handed to another instance, or to this one (or an unknown one) fired and dispatched before
+// firedBefore.
 func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []int64 {
 	held := make(map[int64]bool, len(b.Held))
 	for _, id := range b.Held {
@@ -58,7 +59,9 @@ func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []int64
 		if held[r.ID] {
 			continue
 		}
-		if (r.Instance != "" && r.Instance != b.Instance) || r.FiredAt < firedBefore {
+		// The grace runs from the dispatch, which may come long after the fire (a database
+		// that did not answer meanwhile): its /run may still be in flight.
+		if (r.Instance != "" && r.Instance != b.Instance) || max(r.FiredAt, r.DispatchedAt) < firedBefore {
 			out = append(out, r.ID)
 		}
 	}

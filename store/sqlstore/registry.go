@@ -194,8 +194,8 @@ func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) (
 // ExecutionsSetDispatch records the dispatch of a running execution of o.
 func (e *executor) ExecutionsSetDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error) {
 	owned, args := ownedBy(o)
-	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, executor_instance = ?, shard_index = ?, shard_total = ?, trigger_msg = ?"+
-		" WHERE id = ? AND state = 'running' AND "+owned, concat([]any{address, instance, shardIndex, shardTotal, msg, id}, args)...)
+	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, executor_instance = ?, shard_index = ?, shard_total = ?, trigger_msg = ?,"+
+		" dispatched_at = "+e.d().nowMillis()+" WHERE id = ? AND state = 'running' AND "+owned, concat([]any{address, instance, shardIndex, shardTotal, msg, id}, args)...)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: record the dispatch of execution %d to %q: %w", id, address, err)
 	}
@@ -226,7 +226,7 @@ func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address st
 // ExecutionsRunningOnExecutor lists the instance's running executions (a scan of the small
 // live table, as for ExecutionsLoseOnExecutor).
 func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]store.ExecutorRun, error) {
-	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at FROM executions_live WHERE executor_address = ?"+
+	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at, dispatched_at FROM executions_live WHERE executor_address = ?"+
 		" AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?) ORDER BY id", address, app)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
@@ -235,7 +235,7 @@ func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address
 	var out []store.ExecutorRun
 	for rows.Next() {
 		var r store.ExecutorRun
-		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt); err != nil {
+		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt, &r.DispatchedAt); err != nil {
 			return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
 		}
 		out = append(out, r)
