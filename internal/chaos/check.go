@@ -346,7 +346,9 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 					x.Proc, x.Attempt, x.ExecID, o.Proc, o.Attempt, o.ExecID))
 			}
 		}
-		if d, ok := execs[x.ExecID]; ok && (d.State == "lost" || !strings.Contains(x.Proc, ":"+d.Node+":")) {
+		// Lost while it ran after the thaw, when the process was killed mid-run, is that kill's
+		// loss (the node's later life ran it), not the freeze's.
+		if d, ok := execs[x.ExecID]; ok && ((d.State == "lost" && !died(x)) || !strings.Contains(x.Proc, ":"+d.Node+":")) {
 			raise(Zombie, fmt.Sprintf("%s ran execution %d after its thaw; the database says %s on node %q", x.Proc, x.ExecID, d.State, d.Node))
 		}
 	}
