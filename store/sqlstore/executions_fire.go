@@ -333,8 +333,15 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 }
 
 // nodesRun is the condition that a running execution is its node's to lose: an in-process
-// run, or a remote run that no executor accepted (trigger code store.DispatchAccepted).
-const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200)"
+// run, or a remote run whose acceptance was not recorded (trigger code
+// store.DispatchAccepted) and whose executor instance is not registered. A run sent to an
+// instance that is registered may have been taken (the node died, or lost the database,
+// between the executor's answer and its record): that executor's heartbeats decide, as for a
+// run it accepted — lost if they do not list it a grace after its dispatch, or when the
+// instance goes silent or restarts. Losing it here would re-run it beside the executor's run.
+const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200 AND NOT EXISTS (SELECT 1 FROM registry r" +
+	" JOIN jobs j ON j.app = r.app WHERE j.id = executions_live.job_id AND r.address = executions_live.executor_address" +
+	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))"
 
 // ExecutionsLoseRunning marks the running executions of a dead life lost and returns them.
 func (e *executor) ExecutionsLoseRunning(ctx context.Context, o store.Owner) ([]*store.Execution, error) {
