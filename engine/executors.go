@@ -49,12 +49,12 @@ func (e *Engine) CheckExecutorBeat(ctx context.Context, b ExecutorBeat, grace ti
 // unheld picks the runs the beat's executor does not hold and that are not its to report:
 // handed to another instance, or to this one (or an unknown one) fired and dispatched before
 // firedBefore.
-func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []int64 {
+func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []store.ExecutorRun {
 	held := make(map[int64]bool, len(b.Held))
 	for _, id := range b.Held {
 		held[id] = true
 	}
-	var out []int64
+	var out []store.ExecutorRun
 	for _, r := range runs {
 		if held[r.ID] {
 			continue
@@ -62,7 +62,7 @@ func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []int64
 		// The grace runs from the dispatch, which may come long after the fire (a database
 		// that did not answer meanwhile): its /run may still be in flight.
 		if (r.Instance != "" && r.Instance != b.Instance) || max(r.FiredAt, r.DispatchedAt) < firedBefore {
-			out = append(out, r.ID)
+			out = append(out, r)
 		}
 	}
 	return out

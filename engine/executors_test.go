@@ -22,7 +22,10 @@ func TestUnheld(t *testing.T) {
 		// its /run may be in flight: kept
 		{ID: 8, Instance: "new", FiredAt: 100, DispatchedAt: 900},
 	}
-	got := unheld(runs, ExecutorBeat{Instance: "new", Held: []int64{2, 7}}, 500)
+	var got []int64
+	for _, r := range unheld(runs, ExecutorBeat{Instance: "new", Held: []int64{2, 7}}, 500) {
+		got = append(got, r.ID)
+	}
 	if want := []int64{1, 4, 6}; !slices.Equal(got, want) {
 		t.Fatalf("unheld = %v, want %v", got, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
@@ -258,11 +259,25 @@ func (e *executor) ExecutionDispatchedTo(ctx context.Context, id int64) (*store.
 }
 
 // ExecutionsLoseOnExecutorIDs ends the given executions as lost if they still run on address.
-func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*store.Execution, error) {
-	if len(ids) == 0 {
-		return nil, nil
+func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, runs []store.ExecutorRun) ([]*store.Execution, error) {
+	var lost []*store.Execution
+	for _, c := range chunks(len(runs)) {
+		part := runs[c[0]:c[1]]
+		ids := make([]int64, len(part))
+		same := make([]string, len(part))
+		args := []any{address}
+		for i, r := range part {
+			ids[i] = r.ID
+			same[i] = "(id = ? AND executor_instance = ? AND dispatched_at = ?)"
+			args = append(args, r.ID, r.Instance, r.DispatchedAt)
+		}
+		xs, err := e.loseIDsWhere(ctx, ids, "executor_address = ? AND state = 'running' AND ("+strings.Join(same, " OR ")+")", args)
+		if err != nil {
+			return lost, err
+		}
+		lost = append(lost, xs...)
 	}
-	return e.loseIDsWhere(ctx, ids, "executor_address = ? AND state = 'running'", []any{address})
+	return lost, nil
 }
 
 // ExecutionsCompleteLate updates lost executions in the history one by one: late results
