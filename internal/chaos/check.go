@@ -341,7 +341,9 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 		// failed is no sign of it: a freeze past the node timeout is declared dead only when
 		// a leader sees it in time, and a node that beat first kept its work.
 		for _, o := range runs {
-			if o.Proc != x.Proc && (o.Attempt == x.Attempt || o.Attempt > x.Attempt && execs[o.ExecID].Cause == "recovery") {
+			// (Its recovery is no sign either when the process was killed during this run:
+			// the kill explains it.)
+			if o.Proc != x.Proc && (o.Attempt == x.Attempt || o.Attempt > x.Attempt && execs[o.ExecID].Cause == "recovery" && !died(x)) {
 				raise(Zombie, fmt.Sprintf("%s ran attempt %d (exec %d) after its thaw; %s ran attempt %d (exec %d) too",
 					x.Proc, x.Attempt, x.ExecID, o.Proc, o.Attempt, o.ExecID))
 			}

@@ -40,6 +40,16 @@ func TestCheckClasses(t *testing.T) {
 			DB: []DBExec{{ID: 3, JobID: 1, Sched: t0 + 2000, State: "failed"}}},
 		want: map[Class]int{Once: 2, NotRun: 1},
 	}, {
+		name: "a thawed node that runs a fire after its thaw and is killed mid-run: its recovery elsewhere is the kill's, no zombie",
+		job:  checkJob(1, true, 0),
+		in: Input{Ledger: []Entry{begin(1, t0, 0, 1, "node3:n3:3", t0+40000), begin(1, t0, 1, 4, "node2:n2:2", t0+70000),
+			end(begin(1, t0, 1, 4, "node2:n2:2", t0+70000), true, t0+70300), b, end(b, true, t0+1050)},
+			Procs: []Proc{{Name: "node3:n3:3", Frozen: t0 - 500, Thawed: t0 + 11000, Killed: t0 + 41000}},
+			DB: []DBExec{{ID: 1, JobID: 1, Sched: t0, State: "lost", Node: "n3"},
+				{ID: 4, JobID: 1, Sched: t0, Attempt: 1, Cause: "recovery", State: "succeeded", Node: "n2"},
+				{ID: 9, JobID: 1, Sched: t0 + 2000, State: "failed"}}},
+		want: map[Class]int{Recovery: 1, Once: 1, NotRun: 1},
+	}, {
 		name:  "a run twice on two live nodes is double; a fire with no trace is missing",
 		job:   checkJob(1, true, 0),
 		in:    Input{Ledger: []Entry{a, end(a, true, t0+50), begin(1, t0, 0, 1, "node2:n2:2", t0+60)}},
