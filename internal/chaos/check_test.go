@@ -138,7 +138,7 @@ func TestCheckClasses(t *testing.T) {
 		job:  checkJob(1, false, 0),
 		in: Input{Ledger: []Entry{begin(1, t0, 0, 1, "node3:n3:3", t0+40000), b, end(b, true, t0+1050)},
 			Procs: []Proc{{Name: "node3:n3:3", Frozen: t0 - 500, Thawed: t0 + 11000, Killed: t0 + 40100}},
-			DB: []DBExec{{ID: 1, JobID: 1, Sched: t0, State: "lost", Node: "n3"}, {ID: 9, JobID: 1, Sched: t0 + 2000, State: "failed"}}},
+			DB:    []DBExec{{ID: 1, JobID: 1, Sched: t0, State: "lost", Node: "n3"}, {ID: 9, JobID: 1, Sched: t0 + 2000, State: "failed"}}},
 		want: map[Class]int{Once: 2, NotRun: 1},
 	}, {
 		name: "a frozen node that starts, after its thaw, a run whose recovery another node ran is a zombie",
