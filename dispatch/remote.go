@@ -99,7 +99,7 @@ func NewRemote(cfg Config) *Remote {
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
-		cfg.Client = &http.Client{Timeout: 10 * time.Second, Transport: t}
+		cfg.Client = &http.Client{Timeout: callTimeout, Transport: t}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -338,11 +338,15 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	return got, nil
 }
 
-// SendWindow is the longest a run's /run calls (its repeats included) go on after the dispatch
-// is recorded. The server gives a run that long, past its executor's heartbeats, to show up in
-// them before it declares it lost; a /run still in flight after that could start the run
-// beside its retry.
-const SendWindow = 10 * time.Second
+// callTimeout bounds one call to an executor with the default client.
+const callTimeout = 10 * time.Second
+
+// SendWindow is the longest a run's /run calls (its repeats included: a call may hang on a
+// connection to an executor that died, and the repeat reach its successor) go on after the
+// dispatch is recorded. The server gives a run that long, past its executor's heartbeats, to
+// show up in them before it declares it lost; a /run still in flight after that could start
+// the run beside its retry.
+const SendWindow = runAttempts*callTimeout + 2*time.Second
 
 // runRepeats paces the repeats of a /run that got no answer: sent again after 100 ms, then
 // after 400 ms.
