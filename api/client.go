@@ -369,11 +369,15 @@ func (c *Client) DeleteCalendar(ctx context.Context, name string) error {
 type ExecutionFilter struct {
 	JobID int64
 	// App keeps the executions of the app's jobs, Cause those of one cause (manual, retry, ...).
-	App      string
-	State    string
-	Cause    string
-	Order    string // asc or desc
-	From, To string
+	App   string
+	State string
+	Cause string
+	// AlarmState keeps the executions whose alarm is none, pending, sending, sent or failed:
+	// "sending" lists the alarms being delivered, or left so by a node that died (the alarm
+	// sweep sends those again).
+	AlarmState string
+	Order      string // asc or desc
+	From, To   string
 }
 
 // ListExecutions lists executions.
@@ -382,7 +386,7 @@ func (c *Client) ListExecutions(ctx context.Context, f ExecutionFilter, o ListOp
 	if f.JobID != 0 {
 		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
 	}
-	for k, v := range map[string]string{"app": f.App, "state": f.State, "cause": f.Cause, "order": f.Order, "from": f.From, "to": f.To} {
+	for k, v := range map[string]string{"app": f.App, "state": f.State, "cause": f.Cause, "alarm_state": f.AlarmState, "order": f.Order, "from": f.From, "to": f.To} {
 		if v != "" {
 			q.Set(k, v)
 		}

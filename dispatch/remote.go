@@ -126,7 +126,7 @@ func NewRemote(cfg Config) *Remote {
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
-		cfg.Client = &http.Client{Timeout: 10 * time.Second, Transport: t}
+		cfg.Client = &http.Client{Timeout: callTimeout, Transport: t}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -223,7 +223,9 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
 	var resp executor.RunResponse
-	err = r.callRepeating(ctx, addr, executor.PathRun, req, &resp)
+	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
+	err = r.callRepeating(sendCtx, addr, executor.PathRun, req, &resp)
+	cancel()
 	if err == nil && !resp.Accepted && instance != "" && resp.Instance != "" && resp.Instance != instance {
 		err = r.resendToInstance(ctx, ex, addr, index, total, msg, &req, &resp)
 	}
@@ -266,7 +268,9 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr
 	}
 	req.Instance = resp.Instance
 	*resp = executor.RunResponse{}
-	return r.callRepeating(ctx, addr, executor.PathRun, req, resp)
+	sendCtx, cancel := context.WithTimeout(ctx, SendWindow) // from the dispatch just recorded again
+	defer cancel()
+	return r.callRepeating(sendCtx, addr, executor.PathRun, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
@@ -385,6 +389,16 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	}
 	return got, nil
 }
+
+// callTimeout bounds one call to an executor with the default client.
+const callTimeout = 10 * time.Second
+
+// SendWindow is the longest a run's /run calls (its repeats included: a call may hang on a
+// connection to an executor that died, and the repeat reach its successor) go on after the
+// dispatch is recorded. The server gives a run that long, past its executor's heartbeats, to
+// show up in them before it declares it lost; a /run still in flight after that could start
+// the run beside its retry.
+const SendWindow = runAttempts*callTimeout + 2*time.Second
 
 // runRepeats paces the repeats of a /run that got no answer: sent again after 100 ms, then
 // after 400 ms.

@@ -59,6 +59,14 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.State = store.ExecutionState(st)
 	}
+	if st := q.Get("alarm_state"); st != "" {
+		switch a := store.AlarmState(st); a {
+		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:
+			f.AlarmState = a
+		default:
+			return invalidField("alarm_state", "want none, pending, sending, sent or failed, got %q", st)
+		}
+	}
 	switch o := q.Get("order"); o {
 	case "", "desc":
 	case "asc":

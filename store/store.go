@@ -183,9 +183,11 @@ type Querier interface {
 	// its job's app, the address and instance recorded at dispatch (ErrNotFound when it is
 	// not running). The server checks what an executor reports about a run against it.
 	ExecutionDispatchedTo(ctx context.Context, id int64) (*Dispatched, error)
-	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the executions ids only: those
-	// still running and sent to address move to lost and are returned.
-	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*Execution, error)
+	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the runs given only, as they
+	// were read (ExecutionsRunningOnExecutor): those still running, sent to address, to the
+	// same instance at the same dispatch time, move to lost and are returned. A run sent again
+	// since (to the executor's new instance) was judged on what is no longer so, and is kept.
+	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, runs []ExecutorRun) ([]*Execution, error)
 	// ExecutionsCompleteLate records the results of executions that had been declared lost:
 	// each execution still lost takes the result's state, codes, message and times (a
 	// compare-and-set on state lost), and the IDs that changed are returned. It moves nothing
@@ -385,6 +387,9 @@ type ExecutionFilter struct {
 	State ExecutionState
 	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
 	Cause ExecutionCause
+	// AlarmState keeps the executions whose alarm is in this state (AlarmSending: claimed
+	// for delivery and not recorded yet, or left so by a node that died); empty for all.
+	AlarmState AlarmState
 	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
 	FiredFrom int64
 	FiredTo   int64

@@ -115,14 +115,79 @@ func (e *executor) ExecutionsInsert(ctx context.Context, es []*store.Execution) 
 }
 
 // insertLive inserts es into the live table, one statement per chunk.
+//
+// The insert's probe of the history (endedTwin) reads the history as it was when the
+// statement began. A twin whose fire ends meanwhile — its row moved from the live table to the
+// history by a transaction that commits during the insert — is missed by the probe, and the
+// live table's key, freed by the move, lets the twin in (PostgreSQL waits for the move on that
+// key, then inserts). So the inserted rows are probed again in a second statement, in the
+// same transaction: once the insert has returned, every move that freed one of its keys has
+// committed, and the second statement sees it. Twins found then are deleted before the
+// transaction commits, and reported as duplicates like the others.
 func (e *executor) insertLive(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+	keyed := false
+	for _, x := range es {
+		keyed = keyed || x.TriggerID != 0
+	}
 	var dups []*store.Execution
-	for _, c := range chunks(len(es)) {
-		d, err := e.insertExecutions(ctx, es[c[0]:c[1]])
-		if err != nil {
-			return nil, err
+	insert := func(e *executor) error {
+		dups = nil
+		for _, c := range chunks(len(es)) {
+			d, err := e.insertExecutions(ctx, es[c[0]:c[1]])
+			if err != nil {
+				return err
+			}
+			dups = append(dups, d...)
 		}
-		dups = append(dups, d...)
+		if !keyed {
+			return nil
+		}
+		late, err := e.dropEndedTwins(ctx, es)
+		dups = append(dups, late...)
+		return err
+	}
+	if !keyed {
+		return dups, insert(e) // rows without a trigger have no twin: one statement, no transaction
+	}
+	if err := e.inTx(ctx, insert); err != nil {
+		return nil, err
+	}
+	return dups, nil
+}
+
+// dropEndedTwins deletes the rows of es just inserted whose fire has a twin in the history
+// (see insertLive), and returns them, their ids cleared.
+func (e *executor) dropEndedTwins(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+	var ids []int64
+	for _, x := range es {
+		if x.ID != 0 && x.TriggerID != 0 {
+			ids = append(ids, x.ID)
+		}
+	}
+	twin := map[int64]bool{}
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		found, err := scanInt64s(e.query(ctx, "SELECT u.id FROM executions_live u WHERE u.id IN "+in+" AND "+endedTwin, args...))
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: probe %d inserted executions for ended twins: %w", len(ids), err)
+		}
+		if len(found) == 0 {
+			continue
+		}
+		fin, fargs := inList(found)
+		if _, err := e.exec(ctx, "DELETE FROM executions_live WHERE id IN "+fin, fargs...); err != nil {
+			return nil, fmt.Errorf("sqlstore: delete %d twins of ended fires: %w", len(found), err)
+		}
+		for _, id := range found {
+			twin[id] = true
+		}
+	}
+	var dups []*store.Execution
+	for _, x := range es {
+		if twin[x.ID] {
+			x.ID = 0
+			dups = append(dups, x)
+		}
 	}
 	return dups, nil
 }
@@ -465,6 +530,16 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 	if f.Cause != "" {
 		where += " AND cause = ?"
 		args = append(args, string(f.Cause))
+	}
+	if f.AlarmState != "" {
+		switch f.AlarmState {
+		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:
+			// A literal, as for the ended states above: the pending and sending alarms have
+			// partial indexes that a parameter would not use.
+			where += " AND alarm_state = '" + string(f.AlarmState) + "'"
+		default:
+			return nil, fmt.Errorf("sqlstore: list executions: unknown alarm state %q", f.AlarmState)
+		}
 	}
 	if f.FiredFrom != 0 {
 		where += " AND fired_at >= ?"

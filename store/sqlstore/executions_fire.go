@@ -80,22 +80,25 @@ func (e *executor) casExecutions(ctx context.Context, table string, ids []int64,
 		// rows are found through the primary key, as the UPDATE finds them: a plan through a
 		// secondary index of cond (alarm_state's, say) would lock that index's entries before
 		// the rows, the reverse of the UPDATE's order, and two claimers deadlocked that way.
-		err := e.inTx(ctx, func(e *executor) error {
-			got, err := scanInt64s(e.query(ctx, "SELECT id FROM "+table+" FORCE INDEX (PRIMARY) WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
+		// InnoDB may still roll one of two overlapping claims back to break a deadlock (the
+		// UPDATE moves their entries in the secondary indexes on the state columns): nothing of
+		// it was applied, and a claim that runs in its own transaction is simply made again.
+		var got []int64
+		err := e.retryDeadlock(ctx, func(e *executor) error {
+			var err error
+			got, err = scanInt64s(e.query(ctx, "SELECT id FROM "+table+" FORCE INDEX (PRIMARY) WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
 				concat(idArgs, condArgs)...))
 			if err != nil || len(got) == 0 {
 				return err
 			}
 			in, idArgs := inList(got)
-			if _, err := e.exec(ctx, "UPDATE "+table+" SET "+set+" WHERE id IN "+in, concat(setArgs, idArgs)...); err != nil {
-				return err
-			}
-			won = append(won, got...)
-			return nil
+			_, err = e.exec(ctx, "UPDATE "+table+" SET "+set+" WHERE id IN "+in, concat(setArgs, idArgs)...)
+			return err
 		})
 		if err != nil {
 			return won, err
 		}
+		won = append(won, got...)
 	}
 	return won, nil
 }
@@ -335,8 +338,15 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 }
 
 // nodesRun is the condition that a running execution is its node's to lose: an in-process
-// run, or a remote run that no executor accepted (trigger code store.DispatchAccepted).
-const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200)"
+// run, or a remote run whose acceptance was not recorded (trigger code
+// store.DispatchAccepted) and whose executor instance is not registered. A run sent to an
+// instance that is registered may have been taken (the node died, or lost the database,
+// between the executor's answer and its record): that executor's heartbeats decide, as for a
+// run it accepted — lost if they do not list it a grace after its dispatch, or when the
+// instance goes silent or restarts. Losing it here would re-run it beside the executor's run.
+const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200 AND NOT EXISTS (SELECT 1 FROM registry r" +
+	" JOIN jobs j ON j.app = r.app WHERE j.id = executions_live.job_id AND r.address = executions_live.executor_address" +
+	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))"
 
 // ExecutionsLoseRunning marks the running executions of a dead life lost and returns them.
 func (e *executor) ExecutionsLoseRunning(ctx context.Context, o store.Owner) ([]*store.Execution, error) {

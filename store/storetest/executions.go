@@ -286,6 +286,22 @@ func testRecovery(t *testing.T, s store.Store) {
 		equal(t, "dispatch recorded", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(x), x.ID, "http://exec:9999", "", 0, 0, "sent")).ok(t), true)
 	}
 	equal(t, "dispatch accepted", get(s.ExecutionsDispatchAccepted(ctx, own("dead"), deadRemote.ID)).ok(t), true)
+	// Sent to a registered executor instance, its acceptance not recorded (the node died or
+	// lost the database between the answer and the record): the executor may run it, and its
+	// heartbeats decide. Sent to the instance before it (the executor restarted): lost.
+	pool := &store.Job{Group: "g", Name: "pooled", TargetKind: store.TargetRemote, App: "pool", Handler: "h", Enabled: true,
+		Concurrency: store.ConcurrencyAllow}
+	if err := s.JobInsert(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	deadTaken, deadOldInstance := mk("dead", store.ExecRunning, 8), mk("dead", store.ExecRunning, 9)
+	deadTaken.JobID, deadOldInstance.JobID = pool.ID, pool.ID
+	get(s.ExecutionsInsert(ctx, []*store.Execution{deadTaken, deadOldInstance})).ok(t)
+	if err := s.RegistryBeat(ctx, "pool", "http://exec:1", "i1", []string{"h"}); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "dispatch to i1", get(s.ExecutionsSetDispatch(ctx, own("dead"), deadTaken.ID, "http://exec:1", "i1", 0, 0, "sent")).ok(t), true)
+	equal(t, "dispatch to i0", get(s.ExecutionsSetDispatch(ctx, own("dead"), deadOldInstance.ID, "http://exec:1", "i0", 0, 0, "sent")).ok(t), true)
 
 	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, own("dead"))).ok(t), int64(1))
 	x := get(s.ExecutionGet(ctx, deadAcq.ID)).ok(t)
@@ -294,7 +310,7 @@ func testRecovery(t *testing.T, s store.Store) {
 	}
 	before := get(s.DBNow(ctx)).ok(t)
 	lost := get(s.ExecutionsLoseRunning(ctx, own("dead"))).ok(t)
-	sameIDs(t, "lost", ids(lost, executionID), []int64{deadRun.ID, deadSent.ID})
+	sameIDs(t, "lost", ids(lost, executionID), []int64{deadRun.ID, deadSent.ID, deadOldInstance.ID})
 	if lost[0].State != store.ExecLost || lost[0].FinishedAt < before-1000 {
 		t.Fatalf("lost executions: %+v", lost)
 	}
@@ -303,6 +319,7 @@ func testRecovery(t *testing.T, s store.Store) {
 	equal(t, "live running untouched", get(s.ExecutionGet(ctx, liveRun.ID)).ok(t).State, store.ExecRunning)
 	equal(t, "terminal untouched", get(s.ExecutionGet(ctx, deadDone.ID)).ok(t).State, store.ExecSucceeded)
 	equal(t, "remote run untouched", get(s.ExecutionGet(ctx, deadRemote.ID)).ok(t).State, store.ExecRunning)
+	equal(t, "run sent to a registered instance untouched", get(s.ExecutionGet(ctx, deadTaken.ID)).ok(t).State, store.ExecRunning)
 
 	// The dead node wakes up late: it can start nothing that was taken from it.
 	equal(t, "late node starts", len(get(s.ExecutionsMarkRunning(ctx, own("dead"), []int64{deadAcq.ID}, 9)).ok(t)), 0)
