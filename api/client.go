@@ -304,6 +304,11 @@ func (c *Client) RunJob(ctx context.Context, id int64) (*Execution, error) {
 	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), nil)
 }
 
+// RunJobWith fires the job once now with req's params in place of the job's.
+func (c *Client) RunJobWith(ctx context.Context, id int64, req RunRequest) (*Execution, error) {
+	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), req)
+}
+
 // Triggers.
 
 // ListTriggers lists a job's triggers.
@@ -374,14 +379,18 @@ func (c *Client) DeleteCalendar(ctx context.Context, name string) error {
 // are RFC 3339, passed to the server as given.
 type ExecutionFilter struct {
 	JobID int64
-	// App keeps the executions of the app's jobs.
+	// App keeps the executions of the app's jobs, Cause those of one cause (manual, retry, ...).
 	App   string
 	State string
 	Cause string
 	// Executor keeps the executions sent to the executor at this address.
 	Executor string
-	Order    string // asc or desc
-	From, To string
+	// AlarmState keeps the executions whose alarm is none, pending, sending, sent or failed:
+	// "sending" lists the alarms being delivered, or left so by a node that died (the alarm
+	// sweep sends those again).
+	AlarmState string
+	Order      string // asc or desc
+	From, To   string
 }
 
 // ListExecutions lists executions.
@@ -391,7 +400,7 @@ func (c *Client) ListExecutions(ctx context.Context, f ExecutionFilter, o ListOp
 		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
 	}
 	for k, v := range map[string]string{"app": f.App, "state": f.State, "cause": f.Cause, "executor": f.Executor,
-		"order": f.Order, "from": f.From, "to": f.To} {
+		"alarm_state": f.AlarmState, "order": f.Order, "from": f.From, "to": f.To} {
 		if v != "" {
 			q.Set(k, v)
 		}
