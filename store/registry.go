@@ -55,7 +55,8 @@ type Instance struct {
 	// LiveFor is how long the instance may stay silent before it is gone, when longer than
 	// the server's threshold (XXL-JOB executors beat every 30 s); 0 for the server's.
 	LiveFor time.Duration
-	// RegisteredAt and LastSeen come from the database clock.
+	// RegisteredAt is when this instance took the address (a new instance there starts it
+	// again); it and LastSeen come from the database clock.
 	RegisteredAt int64
 	LastSeen     int64
 }
@@ -75,6 +76,8 @@ type ExecutorRun struct {
 	// DispatchedAt is when the dispatch was recorded (ExecutionsSetDispatch), by the
 	// database's clock; 0 before.
 	DispatchedAt int64
+	// Accepted is set once the executor said it has the run (DispatchAccepted).
+	Accepted bool
 }
 
 // Dispatched is where a running execution was handed: the executor (app, address, instance)

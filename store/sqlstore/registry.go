@@ -143,8 +143,17 @@ func (e *executor) registryBeat(ctx context.Context, app, address, instance, ver
 		return err
 	}
 	now := e.d().nowMillis()
+	// registered_at is when the instance took the address: a new process at the address (a
+	// restarted executor) starts it again, so that the runs dispatched before it are told
+	// from those sent to it with an instance read a moment before it came.
+	since := "registered_at = CASE WHEN registry.instance = excluded.instance THEN registry.registered_at ELSE excluded.registered_at END"
+	if e.d().kind == mysqlKind {
+		// MySQL applies the assignments left to right: this one comes before instance's.
+		since = "registered_at = IF(instance <=> VALUES(instance), registered_at, VALUES(registered_at))"
+	}
+	upsert := e.d().upsertWith("app, address", since, "instance", "version", "handlers", "live_ms", "last_seen")
 	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, ?, "+now+", "+now+")"+
-		e.d().upsert("app, address", "instance", "version", "handlers", "live_ms", "last_seen"), app, address, instance, version, hs, liveFor.Milliseconds())
+		upsert, app, address, instance, version, hs, liveFor.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
 	}
@@ -245,7 +254,7 @@ func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address st
 // ExecutionsRunningOnExecutor lists the instance's running executions (a scan of the small
 // live table, as for ExecutionsLoseOnExecutor).
 func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]store.ExecutorRun, error) {
-	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at, dispatched_at FROM executions_live WHERE executor_address = ?"+
+	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at, dispatched_at, trigger_code FROM executions_live WHERE executor_address = ?"+
 		" AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?) ORDER BY id", address, app)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
@@ -254,9 +263,11 @@ func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address
 	var out []store.ExecutorRun
 	for rows.Next() {
 		var r store.ExecutorRun
-		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt, &r.DispatchedAt); err != nil {
+		var code int
+		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt, &r.DispatchedAt, &code); err != nil {
 			return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
 		}
+		r.Accepted = code == store.DispatchAccepted
 		out = append(out, r)
 	}
 	return out, rows.Err()

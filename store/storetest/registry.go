@@ -85,8 +85,24 @@ func testRegistry(t *testing.T, s store.Store) {
 	noErr(t, s.RegistryBeatFor(ctx, "slow", "http://x:1", "", nil, time.Hour))
 
 	// a:1 goes silent; b:1 keeps beating. The sweep takes a:1 only.
+	took := live[1].RegisteredAt
 	time.Sleep(1200 * time.Millisecond)
 	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i2", "v1.1.0", []string{"report"}))
+	b1 := func() *store.Instance {
+		for _, in := range get(s.RegistryLive(ctx, "billing", time.Minute)).ok(t) {
+			if in.Address == "http://b:1" {
+				return in
+			}
+		}
+		t.Fatal("b:1 is not live")
+		return nil
+	}
+	equal(t, "registered_at kept by the same instance's beat", b1().RegisteredAt, took)
+	// A new process at the address (a restarted executor) took it now: registered_at says so.
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i3", "v1.1.0", []string{"report"}))
+	if got := b1(); got.Instance != "i3" || got.RegisteredAt < took+1000 || got.RegisteredAt > got.LastSeen {
+		t.Fatalf("after a new instance's beat: %+v, want registered_at restarted (was %d)", got, took)
+	}
 	equal(t, "live after a silence", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "billing", 600*time.Millisecond)).ok(t))),
 		"[billing@http://b:1]")
 	gone := get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)
