@@ -41,8 +41,10 @@ type Job struct {
 	// App is the executor group for TargetRemote; empty for TargetLocal.
 	App string
 
-	// Params is passed verbatim to the handler (XXL-JOB's executorParam).
-	Params string
+	// Params is passed verbatim to the handler (XXL-JOB's executorParam). With ParamsSecret
+	// it holds them sealed (package secret): only the engine opens them, to start a run.
+	Params       string
+	ParamsSecret bool
 	// Data is the job's data map (Quartz's JobDataMap); it is stored as JSON, so values come
 	// back as the types encoding/json decodes into an any.
 	Data map[string]any

@@ -1,0 +1,8 @@
+-- +goose Up
+-- Secret job parameters: when params_secret is set, params holds the parameters sealed with
+-- AES-256-GCM ("sdl1:<key id>:<base64>", see package secret); they are opened only to hand
+-- them to a run.
+ALTER TABLE jobs ADD COLUMN params_secret integer NOT NULL DEFAULT 0;
+
+-- +goose Down
+ALTER TABLE jobs DROP COLUMN params_secret;
