@@ -145,6 +145,9 @@ func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
 			return err
 		}
 		row.ID, row.Enabled, row.CreatedAt = cur.ID, cur.Enabled, cur.CreatedAt
+		if err := s.sealParams(job, row, cur); err != nil {
+			return err
+		}
 		if err := checkChildJobs(ctx, q, jobID, row); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
+	// Secrets opens the sealed params of jobs marked secret, to hand them to their runs (and
+	// nowhere else). Without it a secret job's fires fail, saying no key is configured.
+	Secrets *secret.Keyring
 
 	// BatchSize is the most fires one acquisition round takes. Default 1000.
 	BatchSize int

@@ -123,6 +123,9 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			job = &store.Job{ID: pf.exec.JobID, Concurrency: store.ConcurrencyAllow}
 			pf.exec.TriggerMsg = fmt.Sprintf("job %d no longer exists", pf.exec.JobID)
 		}
+		if job.ParamsSecret {
+			job = e.openParams(job, pf.exec)
+		}
 		f := &Fire{Execution: pf.exec, Job: job}
 		if pf.missed != "" {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
@@ -230,6 +233,23 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			e.launch(l, a.fire)
 		}
 	}
+}
+
+// openParams returns a copy of a secret job with its params opened, for this fire's run
+// only: the cached job keeps them sealed. A fire whose params do not open (no key, or not
+// the key that sealed them) fails with the reason instead of running with garbage.
+func (e *Engine) openParams(job *store.Job, ex *store.Execution) *store.Job {
+	plain, err := e.cfg.Secrets.Open(job.Params)
+	if err != nil {
+		if ex.TriggerMsg == "" {
+			ex.TriggerMsg = fmt.Sprintf("job %d: secret params: %v", job.ID, err)
+		}
+		e.log.Error("secret params do not open; the fire fails", "job", job.ID, "execution", ex.ID, "err", err)
+		return job
+	}
+	cp := *job
+	cp.Params = plain
+	return &cp
 }
 
 // claimedEarlier reports whether an execution whose claim failed is running for this life all

@@ -18,6 +18,7 @@ import (
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -36,6 +37,7 @@ type serverOptions struct {
 	executorNetworks        string
 	minInterval             time.Duration
 	maxJobsPerApp           int
+	secretKey               string
 	secrets                 []*secretFlag
 }
 
@@ -75,7 +77,9 @@ environment, which wins over the file.`,
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
 	o.secrets = append(o.secrets, addSecretFlag(f, &o.executorToken, "executor-token", "SUNDIAL_EXECUTOR_TOKEN",
 		"shared secret of the executors (none: executors are refused)", minSecretLen),
-		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0))
+		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0),
+		addSecretFlag(f, &o.secretKey, "secret-key", "SUNDIAL_SECRET_KEY",
+			"keys of secret job params: id:base64-of-32-bytes, comma-separated, the first seals (rotate by putting a new one first)", minSecretLen))
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
@@ -203,9 +207,16 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
+	var keys *secret.Keyring
+	if o.secretKey != "" {
+		if keys, err = secret.Parse(o.secretKey); err != nil {
+			return usageErrorf("--secret-key: %v", err)
+		}
+	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
-		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
+		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
+			Secrets: keys},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
 	if err != nil {
 		return err
