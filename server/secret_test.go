@@ -35,7 +35,7 @@ func storedText(t *testing.T, db *sql.DB, jobID int64) string {
 	t.Helper()
 	var b strings.Builder
 	var params string
-	if err := db.QueryRow("SELECT params FROM jobs WHERE id = "+itoa(jobID)).Scan(&params); err != nil {
+	if err := db.QueryRow("SELECT params FROM jobs WHERE id = " + itoa(jobID)).Scan(&params); err != nil {
 		t.Fatal(err)
 	}
 	b.WriteString(params)
