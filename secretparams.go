@@ -1,6 +1,7 @@
 package sundial
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -45,4 +46,61 @@ func (s *Scheduler) sealParams(j Job, row, cur *store.Job) error {
 	}
 	row.Params = sealed
 	return nil
+}
+
+// errUnopened marks a secret ResealSecrets cannot open: its key is not on the ring.
+var errUnopened = errors.New("sealed under a key the ring lacks")
+
+// ResealSecrets seals again under keys' primary key every job's secret params sealed under
+// another key of the ring, and returns how many it resealed and how many it could not open
+// (sealed under a key the ring lacks). Rotating a key: put the new key on every node's ring
+// after the old one, then first; once this ran (a server runs it at start) and reports
+// none left unopened, drop the old key.
+func ResealSecrets(ctx context.Context, st store.Store, keys *secret.Keyring) (resealed, unopened int, err error) {
+	primary := keys.Primary()
+	if primary == "" {
+		return 0, 0, nil
+	}
+	var after int64
+	for {
+		js, err := st.JobList(ctx, store.JobFilter{AfterID: after, Limit: 500})
+		if err != nil {
+			return resealed, unopened, fmt.Errorf("sundial: reseal secrets: %w", err)
+		}
+		for _, j := range js {
+			after = j.ID
+			if id, _ := secret.KeyID(j.Params); !j.ParamsSecret || id == primary {
+				continue
+			}
+			err := store.InTx(ctx, st, func(q store.Querier) error {
+				cur, err := q.JobGet(ctx, j.ID)
+				if err != nil {
+					return err
+				}
+				if id, _ := secret.KeyID(cur.Params); !cur.ParamsSecret || id == primary {
+					return nil // changed meanwhile
+				}
+				plain, err := keys.Open(cur.Params)
+				if err != nil {
+					return errUnopened
+				}
+				if cur.Params, err = keys.Seal(plain); err != nil {
+					return err
+				}
+				return q.JobUpdate(ctx, cur)
+			})
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, errUnopened):
+				unopened++
+			case err != nil:
+				return resealed, unopened, fmt.Errorf("sundial: reseal the secret params of job %d: %w", j.ID, err)
+			default:
+				resealed++
+			}
+		}
+		if len(js) < 500 {
+			return resealed, unopened, nil
+		}
+	}
 }

@@ -91,3 +91,45 @@ func TestSecretParamsWrongKey(t *testing.T) {
 		})
 	}
 }
+
+// TestResealSecrets: after a new key is put first, resealing moves every secret to it, so
+// the old key can be dropped; a secret under a key the ring lacks is counted, not lost.
+func TestResealSecrets(t *testing.T) {
+	st := teststore.Open(t, "sqlite")
+	ctx := context.Background()
+	old := ring(t, "k1", 7)
+	s, err := sundial.New(sundial.Config{Store: st, Secrets: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.ScheduleJob(ctx, sundial.Job{Name: "s", Handler: "noop", Params: "pw=hunter2", ParamsSecret: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1 := make([]byte, secret.KeyLen)
+	k2 := make([]byte, secret.KeyLen)
+	for i := range k1 {
+		k1[i], k2[i] = 7, 8
+	}
+	rotated, err := secret.Parse("k2:" + base64.StdEncoding.EncodeToString(k2) + ",k1:" + base64.StdEncoding.EncodeToString(k1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, unopened, err := sundial.ResealSecrets(ctx, st, rotated)
+	if err != nil || n != 1 || unopened != 0 {
+		t.Fatalf("ResealSecrets = %d, %d, %v; want 1 resealed", n, unopened, err)
+	}
+	j, err := st.JobGet(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kid, _ := secret.KeyID(j.Params); kid != "k2" || !j.ParamsSecret {
+		t.Fatalf("after reseal the params are under %q", kid)
+	}
+	if p, err := ring(t, "k2", 8).Open(j.Params); err != nil || p != "pw=hunter2" {
+		t.Fatalf("the new key alone opens %q, %v", p, err)
+	}
+	if n, unopened, err := sundial.ResealSecrets(ctx, st, ring(t, "k3", 9)); err != nil || n != 0 || unopened != 1 {
+		t.Fatalf("reseal with a ring lacking k2 = %d, %d, %v; want 1 unopened", n, unopened, err)
+	}
+}

@@ -212,6 +212,17 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		if keys, err = secret.Parse(o.secretKey); err != nil {
 			return usageErrorf("--secret-key: %v", err)
 		}
+		// A rotation (a new key put first) takes effect for stored secrets here.
+		n, unopened, err := sundial.ResealSecrets(ctx, st, keys)
+		if err != nil {
+			return err
+		}
+		if n > 0 || unopened > 0 {
+			log.Info("secret params resealed under the primary key", "key", keys.Primary(), "resealed", n, "unopened", unopened)
+		}
+		if unopened > 0 {
+			log.Warn("some secret params are sealed under a key --secret-key lacks: their fires fail until it is given", "jobs", unopened)
+		}
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
