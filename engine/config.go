@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -22,6 +23,8 @@ type Dispatcher interface {
 type Fire struct {
 	Execution *store.Execution
 	Job       *store.Job
+	// notBefore delays the start past the scheduled time (the app's fire-rate quota).
+	notBefore int64
 }
 
 // Result is the outcome of a fire.
@@ -86,6 +89,10 @@ type Config struct {
 	// MaxRunning bounds the handlers running at once on this node; further due fires wait.
 	// Default 10,000.
 	MaxRunning int
+	// AppFiresPerSecond is the most fires of one app (executor group; in-process jobs are
+	// the app "") this node starts in any one second. Fires over it are delayed, never
+	// dropped: see quota.go. 0: no quota.
+	AppFiresPerSecond int
 	// MaxHeld is the most fires the node holds acquired and not yet started; at the limit it
 	// acquires no more until the starter catches up (other nodes take the work meanwhile).
 	// Keep it above the fires one LookAhead brings. Default 50,000.
@@ -145,11 +152,17 @@ func (c *Config) withDefaults() (Config, error) {
 	setDefault(&out.NodeTimeout, 3*out.HeartbeatInterval)
 	setDefault(&out.DrainTimeout, 30*time.Second)
 	setDefault(&out.LeaveTimeout, 10*time.Second)
+	if out.AppFiresPerSecond < 0 || out.AppFiresPerSecond > maxFiresPerSecond {
+		return out, fmt.Errorf("engine: Config.AppFiresPerSecond: want 0 (no quota) to %d, got %d", maxFiresPerSecond, out.AppFiresPerSecond)
+	}
 	if out.NodeTimeout <= out.HeartbeatInterval {
 		return out, errors.New("engine: Config.NodeTimeout must be longer than HeartbeatInterval")
 	}
 	return out, nil
 }
+
+// maxFiresPerSecond bounds the quota: the quota keeps that many start times per app.
+const maxFiresPerSecond = 100_000
 
 func setDefault[T int | time.Duration](v *T, def T) {
 	if *v <= 0 {

@@ -113,7 +113,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		}
 		seen[pf.exec.ID] = true
 		job := jobs[pf.exec.JobID]
-		if job != nil && job.Concurrency != store.ConcurrencyAllow && pf.exec.ScheduledAt > now.UnixMilli() {
+		if job != nil && job.Concurrency != store.ConcurrencyAllow && pf.due() > now.UnixMilli() {
 			e.startWhenDue(l, pf)
 			continue
 		}
@@ -126,7 +126,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		if job.ParamsSecret {
 			job = e.openParams(job, pf.exec)
 		}
-		f := &Fire{Execution: pf.exec, Job: job}
+		f := &Fire{Execution: pf.exec, Job: job, notBefore: pf.notBefore}
 		if pf.missed != "" {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
 			continue
@@ -266,7 +266,7 @@ func (e *Engine) startWhenDue(l *lifecycle, pf *pendingFire) {
 	l.handlers.Add(1)
 	go func() {
 		defer l.handlers.Done()
-		if !e.sleepUntil(l.ctx, time.UnixMilli(pf.exec.ScheduledAt), nil) {
+		if !e.sleepUntil(l.ctx, time.UnixMilli(pf.due()), nil) {
 			return // stopping: the fire stays acquired and is released with the others
 		}
 		l.fires.hold(1)
@@ -302,7 +302,7 @@ func (e *Engine) launch(l *lifecycle, f *Fire) {
 		defer func() { <-l.slots }()
 		// A fire claimed StartLead ahead waits for its millisecond. A stop does not cut the
 		// wait short: the fire is claimed, and the drain runs it like one already running.
-		if due := time.UnixMilli(f.Execution.ScheduledAt); e.clock.Now().Before(due) {
+		if due := time.UnixMilli(max(f.Execution.ScheduledAt, f.notBefore)); e.clock.Now().Before(due) {
 			e.sleepUntil(l.runCtx, due, nil)
 		}
 		// The claim was this life's, but the life may have been frozen since, past the node

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/server"
@@ -37,6 +38,7 @@ type serverOptions struct {
 	executorNetworks        string
 	minInterval             time.Duration
 	maxJobsPerApp           int
+	maxFiresPerApp          int
 	secretKey               string
 	secrets                 []*secretFlag
 }
@@ -93,6 +95,7 @@ environment, which wins over the file.`,
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
 	f.IntVar(&o.maxJobsPerApp, "max-jobs-per-app", 10000, "most jobs one app (executor group) may have (0: no limit)")
+	f.IntVar(&o.maxFiresPerApp, "max-fires-per-app", 0, "most fires of one app this node starts per second; more are delayed, never dropped (0: no limit)")
 	return cmd
 }
 
@@ -227,7 +230,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
-			Secrets: keys},
+			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp}},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
 	if err != nil {
 		return err
