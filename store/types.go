@@ -333,8 +333,11 @@ type User struct {
 	// ResetExpiresAt; empty when none is outstanding.
 	ResetHash      string
 	ResetExpiresAt int64
-	CreatedAt      int64
-	UpdatedAt      int64
+	// SSOSubject ties a user made by a single sign-on login to the identity provider's
+	// "issuer|subject"; empty for local users. It is set when the user is made, never changed.
+	SSOSubject string
+	CreatedAt  int64
+	UpdatedAt  int64
 }
 
 // APIToken is a bearer token for the API. Only a hash of the secret is stored, so a leaked

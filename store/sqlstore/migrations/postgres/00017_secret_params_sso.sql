@@ -4,5 +4,11 @@
 -- them to a run.
 ALTER TABLE jobs ADD COLUMN params_secret boolean NOT NULL DEFAULT false;
 
+-- Single sign-on: a user made by an OpenID Connect login is tied to the identity provider's
+-- subject ("issuer|sub"), so another identity of the same user name cannot take it over;
+-- '' for local users.
+ALTER TABLE users ADD COLUMN sso_subject varchar(255) NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE users DROP COLUMN sso_subject;
 ALTER TABLE jobs DROP COLUMN params_secret;
