@@ -82,6 +82,8 @@ type Config struct {
 	Login LoginLimits
 	// Input limits what jobs and triggers may ask of the scheduler.
 	Input InputLimits
+	// OIDC turns on single sign-on with an OpenID Connect provider; nil: off.
+	OIDC *OIDCConfig
 }
 
 // Server is one node: the engine plus the HTTP API.
@@ -104,6 +106,8 @@ type Server struct {
 	alarms *alarm.Sender
 	// remote dispatches to executors; the API uses it to kill runs.
 	remote *dispatch.Remote
+	// sso signs people in with an OpenID Connect provider; nil when not configured.
+	sso *sso
 
 	handlersMu sync.Mutex
 	handlers   map[string]bool // names registered through Register
@@ -162,6 +166,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: login password cost %d: want %d to %d", cfg.Login.PasswordCost, bcrypt.MinCost, bcrypt.MaxCost)
 	}
 	s.cfg = cfg
+	if s.sso, err = newSSO(cfg.OIDC); err != nil {
+		return nil, err
+	}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger, cost: cfg.Login.PasswordCost}
 	s.metrics = newMetrics(sched.Engine(), remote.Stats())
 	s.rejected = newRejectedCounter(s.metrics.reg)

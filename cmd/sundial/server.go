@@ -40,6 +40,8 @@ type serverOptions struct {
 	maxJobsPerApp           int
 	maxFiresPerApp          int
 	secretKey               string
+	oidc                    server.OIDCConfig
+	oidcRoleMap             string
 	secrets                 []*secretFlag
 }
 
@@ -95,6 +97,13 @@ environment, which wins over the file.`,
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
 	f.IntVar(&o.maxJobsPerApp, "max-jobs-per-app", 10000, "most jobs one app (executor group) may have (0: no limit)")
+	f.StringVar(&o.oidc.Issuer, "oidc-issuer", "", "OpenID Connect issuer URL: turns on single sign-on (\"Sign in with SSO\" in the console)")
+	f.StringVar(&o.oidc.ClientID, "oidc-client-id", "", "this server's client id at the OpenID Connect provider")
+	o.secrets = append(o.secrets, addSecretFlag(f, &o.oidc.ClientSecret, "oidc-client-secret", "SUNDIAL_OIDC_CLIENT_SECRET",
+		"OIDC client secret of this server", 0))
+	f.StringVar(&o.oidc.RedirectURL, "oidc-redirect-url", "", "this server's sign-in callback as registered at the provider: https://HOST/api/v1/auth/sso/callback")
+	f.StringVar(&o.oidc.GroupsClaim, "oidc-groups-claim", "groups", "ID token claim that lists the user's groups")
+	f.StringVar(&o.oidcRoleMap, "oidc-role-map", "", "provider groups to role and app scope: 'ops=operator:app1,app2;admins=admin;staff=viewer' (a user in no mapped group is refused)")
 	f.IntVar(&o.maxFiresPerApp, "max-fires-per-app", 0, "most fires of one app this node starts per second; more are delayed, never dropped (0: no limit)")
 	return cmd
 }
@@ -210,6 +219,18 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
+	var oidcCfg *server.OIDCConfig
+	if o.oidc.Issuer != "" {
+		rules, err := server.ParseOIDCRoleMap(o.oidcRoleMap)
+		if err != nil {
+			return usageErrorf("--oidc-role-map: %v", err)
+		}
+		oidcCfg = &o.oidc
+		oidcCfg.RoleMap = rules
+		if o.oidc.ClientID == "" || o.oidc.RedirectURL == "" {
+			return usageErrorf("--oidc-issuer needs --oidc-client-id and --oidc-redirect-url")
+		}
+	}
 	var keys *secret.Keyring
 	if o.secretKey != "" {
 		if keys, err = secret.Parse(o.secretKey); err != nil {
@@ -231,7 +252,8 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
 			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp}},
-		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
+		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp},
+		OIDC: oidcCfg})
 	if err != nil {
 		return err
 	}
