@@ -29,6 +29,7 @@ func TestAppFireQuotaThroughAPI(t *testing.T) {
 	c := e.client()
 	ctx := context.Background()
 	j := must(c.CreateJob(ctx, api.JobRequest{Name: "q", Handler: "count"}))(t)
+	asked := time.Now()
 	for range 5 {
 		must(c.RunJob(ctx, j.ID))(t)
 	}
@@ -39,13 +40,14 @@ func TestAppFireQuotaThroughAPI(t *testing.T) {
 			t.Fatalf("%d of 5 runs started: the quota dropped or stalled fires", i)
 		}
 	}
+	// Every run was asked for after asked, so the quota's slots for the third and fifth are
+	// at least one and two seconds after it, and a run never starts before its slot. (Real
+	// starts after their slots depend on the machine's load, so nothing tighter is checked.)
 	mu.Lock()
 	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
-	for i := 2; i < len(starts); i++ {
-		// Slots are a second apart; a run acquired when already due starts a claim's round
-		// trip after its slot, and a held one starts at its slot.
-		if gap := starts[i].Sub(starts[i-2]); gap < time.Second-25*time.Millisecond {
-			t.Errorf("runs %d and %d started %v apart: 3 in a second under a quota of 2", i-2, i, gap)
+	for i, min := range map[int]time.Duration{2: time.Second, 4: 2 * time.Second} {
+		if d := starts[i].Sub(asked); d < min {
+			t.Errorf("run %d started %v after the runs were asked for: under a quota of 2 per second, at least %v", i, d, min)
 		}
 	}
 	mu.Unlock()
