@@ -12,6 +12,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -161,4 +162,20 @@ func (k *Keyring) Open(sealed string) (string, error) {
 		return "", fmt.Errorf("secret sealed with key %q: it does not open with the configured key of that id (wrong key, or the value was altered)", id)
 	}
 	return string(plain), nil
+}
+
+// FromFlag reads the server's --secret-key: a keyring (Parse) when it is one, else a
+// passphrase, from which one key of id "k0" is derived (SHA-256): the same flag also keys
+// the server's other sealed values (xxl-job apps' tokens), which take a passphrase. Only a
+// keyring can rotate. derived tells which it was; "" gives nil.
+func FromFlag(text string) (k *Keyring, derived bool, err error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, false, nil
+	}
+	if k, err := Parse(text); err == nil {
+		return k, false, nil
+	}
+	sum := sha256.Sum256([]byte("sundial secret params v1\x00" + text))
+	k, err = Parse("k0:" + base64.StdEncoding.EncodeToString(sum[:]))
+	return k, true, err
 }

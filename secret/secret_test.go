@@ -92,3 +92,29 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestFromFlag: the server's --secret-key is a keyring when it parses as one, else a
+// passphrase that derives one key the same way every time.
+func TestFromFlag(t *testing.T) {
+	k, derived, err := FromFlag("k1:" + key(1))
+	if err != nil || derived || k.Primary() != "k1" {
+		t.Fatalf("keyring: %v %v %v", k.Primary(), derived, err)
+	}
+	a, derived, err := FromFlag("a passphrase of some length")
+	if err != nil || !derived || a.Primary() != "k0" {
+		t.Fatalf("passphrase: %v %v %v", a.Primary(), derived, err)
+	}
+	b, _, _ := FromFlag("a passphrase of some length")
+	sealed, _ := a.Seal("x")
+	if got, err := b.Open(sealed); err != nil || got != "x" {
+		t.Fatalf("the same passphrase derives another key: %v", err)
+	}
+	if c, _, _ := FromFlag("another passphrase here"); c != nil {
+		if _, err := c.Open(sealed); err == nil {
+			t.Fatal("another passphrase opens the value")
+		}
+	}
+	if k, _, err := FromFlag(""); k != nil || err != nil {
+		t.Fatalf("empty: %v %v", k, err)
+	}
+}

@@ -39,10 +39,11 @@ type serverOptions struct {
 	minInterval             time.Duration
 	maxJobsPerApp           int
 	maxFiresPerApp          int
-	secretKey               string
 	oidc                    server.OIDCConfig
 	oidcRoleMap             string
 	secrets                 []*secretFlag
+	secretKey               string
+	xxlContextPath          string
 }
 
 func newServerCmd() *cobra.Command {
@@ -83,7 +84,11 @@ environment, which wins over the file.`,
 		"shared secret of the executors (none: executors are refused)", minSecretLen),
 		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0),
 		addSecretFlag(f, &o.secretKey, "secret-key", "SUNDIAL_SECRET_KEY",
-			"keys of secret job params: id:base64-of-32-bytes, comma-separated, the first seals (rotate by putting a new one first)", minSecretLen))
+			"key sealing the secrets the server must read back (secret job params, xxl-job apps' access tokens); the same on every node. "+
+				"id:base64-of-32-bytes[,id:…] is a keyring whose first key seals and all open (rotate: add the new key second, then first); "+
+				"anything else is a passphrase (no rotation)", minSecretLen))
+	f.StringVar(&o.xxlContextPath, "xxl-context-path", server.DefaultXXLContextPath,
+		"path the XXL-JOB admin API (/api/registry, /api/callback) is served under, besides at /")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
@@ -231,10 +236,13 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			return usageErrorf("--oidc-issuer needs --oidc-client-id and --oidc-redirect-url")
 		}
 	}
-	var keys *secret.Keyring
-	if o.secretKey != "" {
-		if keys, err = secret.Parse(o.secretKey); err != nil {
-			return usageErrorf("--secret-key: %v", err)
+	keys, derived, err := secret.FromFlag(o.secretKey)
+	if err != nil {
+		return usageErrorf("--secret-key: %v", err)
+	}
+	if keys != nil {
+		if derived {
+			log.Info("--secret-key is a passphrase: secret params are sealed under one key derived from it (give id:base64 keys to rotate)")
 		}
 		// A rotation (a new key put first) takes effect for stored secrets here.
 		n, unopened, err := sundial.ResealSecrets(ctx, st, keys)
@@ -253,7 +261,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
 			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp}},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp},
-		OIDC: oidcCfg})
+		OIDC: oidcCfg, SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
 	if err != nil {
 		return err
 	}
