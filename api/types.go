@@ -172,6 +172,19 @@ type Execution struct {
 	// AlarmState is none, or for a final failure of a job with alarm targets pending,
 	// sending, sent or failed.
 	AlarmState string `json:"alarm_state"`
+	// ScriptVersion is, for a script job, the version of its script the run was given (the
+	// job's current one when the run was marked running).
+	ScriptVersion int64 `json:"script_version,omitempty"`
+	// Params are a run-now's own params, given in place of the job's; empty when the run got
+	// the job's.
+	Params string `json:"params,omitempty"`
+}
+
+// RunRequest is the optional body of POST /jobs/{id}/run.
+type RunRequest struct {
+	// Params, when not empty, are given to the run's handler in place of the job's. A script
+	// job takes none (its params are its script).
+	Params string `json:"params,omitempty"`
 }
 
 // LogLine is one line of an execution's output.
