@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -25,6 +28,11 @@ type Fire struct {
 	Job       *store.Job
 	// notBefore delays the start past the scheduled time (the app's fire-rate quota).
 	notBefore int64
+
+	// acquiredAt is when this life acquired the fire; span is the fire's trace while it is
+	// traced (nil with tracing off).
+	acquiredAt time.Time
+	span       trace.Span
 }
 
 // Params are what the run's handler is given: a run-now's own parameters, or the job's.
@@ -60,6 +68,8 @@ type Config struct {
 	Store store.Store
 	// Dispatcher runs fires. Required.
 	Dispatcher Dispatcher
+	// Tracer traces each fire (internal/tracing); nil for none.
+	Tracer *tracing.Tracer
 	// NodeID names this node in the cluster; it must be unique among live nodes.
 	// Default: hostname-pid-random.
 	NodeID string

@@ -23,6 +23,8 @@ type pendingFire struct {
 	// notBefore, when set, is the millisecond the fire may start, later than its scheduled
 	// time: the app's fire-rate quota delays it (see quota.go).
 	notBefore int64
+	// acquiredAt is when this life acquired it: where its trace begins.
+	acquiredAt time.Time
 }
 
 // due is the millisecond the fire starts: its scheduled time, or later under a quota.

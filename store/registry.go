@@ -50,12 +50,20 @@ type Instance struct {
 	// is a restarted executor.
 	Instance string
 	Handlers []string
+	// Version is what the executor reports it runs ("" when it reports nothing).
+	Version string
 	// LiveFor is how long the instance may stay silent before it is gone, when longer than
 	// the server's threshold (XXL-JOB executors beat every 30 s); 0 for the server's.
 	LiveFor time.Duration
 	// RegisteredAt and LastSeen come from the database clock.
 	RegisteredAt int64
 	LastSeen     int64
+}
+
+// ExecutorKey names one executor: its app and address.
+type ExecutorKey struct {
+	App     string
+	Address string
 }
 
 // ExecutorRun is a running execution handed to an executor.

@@ -12,7 +12,7 @@ import (
 	"github.com/sundial-scheduler/sundial/api"
 )
 
-var adminPassword = regexp.MustCompile(`with the password:\s+(\S+)`)
+var bannerPassword = regexp.MustCompile(`with the password:\s+(\S+)`)
 
 // TestCLISecretParams runs `sundial server` with SUNDIAL_SECRET_KEY as a real process: the
 // CLI stores secret params from a file, shows them masked, the SQLite files (WAL included)
@@ -28,7 +28,7 @@ func TestCLISecretParams(t *testing.T) {
 	const secretText = "pg-password=tr0ub4dor-and-3"
 
 	p := startServer(t, bin, dir, "--db", db, "SUNDIAL_SECRET_KEY=k1:"+key(1))
-	m := adminPassword.FindStringSubmatch(p.banner)
+	m := bannerPassword.FindStringSubmatch(p.banner)
 	if m == nil {
 		t.Fatalf("no admin password in the banner:\n%s", p.banner)
 	}

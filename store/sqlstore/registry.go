@@ -103,7 +103,7 @@ func (e *executor) AppDelete(ctx context.Context, name string) error {
 	return nil
 }
 
-const instanceCols = "app, address, instance, handlers, live_ms, registered_at, last_seen"
+const instanceCols = "app, address, instance, version, handlers, live_ms, registered_at, last_seen"
 
 func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 	if err != nil {
@@ -115,7 +115,7 @@ func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 		var in store.Instance
 		var hs string
 		var liveMs int64
-		if err := rows.Scan(&in.App, &in.Address, &in.Instance, &hs, &liveMs, &in.RegisteredAt, &in.LastSeen); err != nil {
+		if err := rows.Scan(&in.App, &in.Address, &in.Instance, &in.Version, &hs, &liveMs, &in.RegisteredAt, &in.LastSeen); err != nil {
 			return nil, err
 		}
 		in.LiveFor = time.Duration(liveMs) * time.Millisecond
@@ -128,19 +128,23 @@ func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 }
 
 // RegistryBeat upserts the instance with last_seen = the database's now.
-func (e *executor) RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error {
-	return e.RegistryBeatFor(ctx, app, address, instance, handlers, 0)
+func (e *executor) RegistryBeat(ctx context.Context, app, address, instance, version string, handlers []string) error {
+	return e.registryBeat(ctx, app, address, instance, version, handlers, 0)
 }
 
 // RegistryBeatFor upserts the instance with its own silence threshold.
 func (e *executor) RegistryBeatFor(ctx context.Context, app, address, instance string, handlers []string, liveFor time.Duration) error {
+	return e.registryBeat(ctx, app, address, instance, "", handlers, liveFor)
+}
+
+func (e *executor) registryBeat(ctx context.Context, app, address, instance, version string, handlers []string, liveFor time.Duration) error {
 	hs, err := encodeJSON(handlers, len(handlers) == 0)
 	if err != nil {
 		return err
 	}
 	now := e.d().nowMillis()
-	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, "+now+", "+now+")"+
-		e.d().upsert("app, address", "instance", "handlers", "live_ms", "last_seen"), app, address, instance, hs, liveFor.Milliseconds())
+	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, ?, "+now+", "+now+")"+
+		e.d().upsert("app, address", "instance", "version", "handlers", "live_ms", "last_seen"), app, address, instance, version, hs, liveFor.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
 	}
@@ -363,4 +367,31 @@ func (e *executor) KillRequestsTake(ctx context.Context, node string) ([]int64, 
 		return nil, fmt.Errorf("sqlstore: take the kill requests of %q: %w", node, err)
 	}
 	return ids, nil
+}
+
+// ExecutionsRunningByExecutor counts running executions per executor: a scan of the small
+// live table, joined to the jobs for their app.
+func (e *executor) ExecutionsRunningByExecutor(ctx context.Context, app string) (map[store.ExecutorKey]int, error) {
+	q := "SELECT j.app, x.executor_address, COUNT(*) FROM executions_live x JOIN jobs j ON j.id = x.job_id" +
+		" WHERE x.state = 'running' AND x.executor_address <> ''"
+	var args []any
+	if app != "" {
+		q += " AND j.app = ?"
+		args = append(args, app)
+	}
+	rows, err := e.query(ctx, q+" GROUP BY j.app, x.executor_address", args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: count runs per executor of %q: %w", app, err)
+	}
+	defer rows.Close()
+	out := map[store.ExecutorKey]int{}
+	for rows.Next() {
+		var k store.ExecutorKey
+		var n int
+		if err := rows.Scan(&k.App, &k.Address, &n); err != nil {
+			return nil, fmt.Errorf("sqlstore: count runs per executor of %q: %w", app, err)
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
 }
