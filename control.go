@@ -170,6 +170,9 @@ func (s *Scheduler) UpdateJobTx(ctx context.Context, q store.Querier, jobID int6
 		return err
 	}
 	row.ID, row.Enabled, row.CreatedAt = cur.ID, cur.Enabled, cur.CreatedAt
+	if err := s.sealParams(job, row, cur); err != nil {
+		return err
+	}
 	if err := checkChildJobs(ctx, q, jobID, row); err != nil {
 		return err
 	}

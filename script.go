@@ -68,7 +68,9 @@ func (s *Scheduler) RestoreScript(ctx context.Context, jobID, version int64) (*s
 		if err != nil {
 			return err
 		}
-		j.Params = old.Script
+		// A script is never secret: a job that was made secret since its script was saved
+		// gets the script back in clear, as it was kept.
+		j.Params, j.ParamsSecret = old.Script, false
 		if err := q.JobUpdate(ctx, j); err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -46,6 +47,9 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// DrainTimeout is how long Stop waits for running handlers. Default 30 s.
 	DrainTimeout time.Duration
+	// Secrets seals the params of jobs marked secret (Job.ParamsSecret) and opens them for
+	// their runs. Without it a secret job is refused (FieldError "params_secret").
+	Secrets *secret.Keyring
 	// MinInterval is the shortest time allowed between two fires of one trigger: a trigger
 	// that would fire more often is refused (FieldError "schedule"). 0: no limit.
 	MinInterval time.Duration
@@ -80,6 +84,8 @@ type Scheduler struct {
 	clock  clock.Clock
 	// minInterval is Config.MinInterval.
 	minInterval time.Duration
+	// secrets seals secret params (Config.Secrets).
+	secrets *secret.Keyring
 	// maint runs the leader's duties while the node leads.
 	maint *maintenance.Manager
 
@@ -93,7 +99,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock, minInterval: cfg.MinInterval}
+	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock, minInterval: cfg.MinInterval,
+		secrets: ec.Secrets}
 	if s.clock == nil {
 		s.clock = clock.Real{}
 		ec.Clock = s.clock
@@ -128,6 +135,7 @@ func (cfg Config) engineConfig() (engine.Config, error) {
 	merge(&errs, "MaxRunning", cfg.MaxRunning, &ec.MaxRunning)
 	merge(&errs, "HeartbeatInterval", cfg.HeartbeatInterval, &ec.HeartbeatInterval)
 	merge(&errs, "DrainTimeout", cfg.DrainTimeout, &ec.DrainTimeout)
+	merge(&errs, "Secrets", cfg.Secrets, &ec.Secrets)
 	if err := errors.Join(errs...); err != nil {
 		return ec, fmt.Errorf("sundial: %w", err)
 	}
@@ -202,6 +210,10 @@ type Job struct {
 	// Params is handed to the handler verbatim. For the script handler (ScriptHandler) it is
 	// the script, and each save that changes it records a version (ScriptNote).
 	Params string
+	// ParamsSecret stores Params sealed with Config.Secrets' primary key: the API, the CLI,
+	// the console and the audit log show them as "***" (secret.Mask), and only runs get them
+	// in clear. On UpdateJob, Params "***" keeps the stored secret. A script cannot be secret.
+	ParamsSecret bool
 	// ScriptNote is the note of the script version this save records; it is not stored on
 	// the job. Default: "created" or "edited".
 	ScriptNote string
@@ -286,6 +298,9 @@ func (s *Scheduler) ScheduleJob(ctx context.Context, job Job, triggers ...Trigge
 func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job, triggers ...Trigger) (int64, error) {
 	row, err := jobRow(job)
 	if err != nil {
+		return 0, err
+	}
+	if err := s.sealParams(job, row, nil); err != nil {
 		return 0, err
 	}
 	// Every trigger is checked before anything is written.

@@ -23,6 +23,9 @@ type JobRequest struct {
 	App         string `json:"app,omitempty"`
 	Routing     string `json:"routing,omitempty"`
 	Params      string `json:"params,omitempty"`
+	// ParamsSecret stores Params encrypted: they are shown as "***" and handed in clear only
+	// to runs. On PUT, params "***" keeps the stored secret.
+	ParamsSecret bool `json:"params_secret,omitempty"`
 	// ScriptNote is the note of the script version a save of a shell job records when its
 	// params (the script) change; at most 500 characters.
 	ScriptNote       string         `json:"script_note,omitempty"`
@@ -50,6 +53,7 @@ type Job struct {
 	Routing          string         `json:"routing,omitempty"`
 	Handler          string         `json:"handler"`
 	Params           string         `json:"params"`
+	ParamsSecret     bool           `json:"params_secret"`
 	Data             map[string]any `json:"data"`
 	Concurrency      string         `json:"concurrency"`
 	PersistData      bool           `json:"persist_data"`
@@ -74,7 +78,7 @@ type Job struct {
 // Request returns the job's settings as a request body, for a PUT that changes some.
 func (j *Job) Request() JobRequest {
 	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
-		Routing: j.Routing, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
+		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets, ChildJobIDs: j.ChildJobIDs}
 }

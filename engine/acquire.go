@@ -139,6 +139,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 	}
 	e.log.Debug("acquired", "fires", len(fires), "triggers", len(rows), "took", e.clock.Now().Sub(now))
 	e.stats.Acquired.Add(int64(len(fires)))
+	e.applyFireRate(ctx, fires)
 	e.signals.roundAcquired(len(fires))
 	l.fires.push(fires...)
 	return len(fires), nil

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -24,6 +26,8 @@ type Dispatcher interface {
 type Fire struct {
 	Execution *store.Execution
 	Job       *store.Job
+	// notBefore delays the start past the scheduled time (the app's fire-rate quota).
+	notBefore int64
 
 	// acquiredAt is when this life acquired the fire; span is the fire's trace while it is
 	// traced (nil with tracing off).
@@ -73,6 +77,9 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
+	// Secrets opens the sealed params of jobs marked secret, to hand them to their runs (and
+	// nowhere else). Without it a secret job's fires fail, saying no key is configured.
+	Secrets *secret.Keyring
 
 	// BatchSize is the most fires one acquisition round takes. Default 1000.
 	BatchSize int
@@ -100,6 +107,10 @@ type Config struct {
 	// MaxRunning bounds the handlers running at once on this node; further due fires wait.
 	// Default 10,000.
 	MaxRunning int
+	// AppFiresPerSecond is the most fires of one app (executor group; in-process jobs are
+	// the app "") this node starts in any one second. Fires over it are delayed, never
+	// dropped: see quota.go. 0: no quota.
+	AppFiresPerSecond int
 	// MaxHeld is the most fires the node holds acquired and not yet started; at the limit it
 	// acquires no more until the starter catches up (other nodes take the work meanwhile).
 	// Keep it above the fires one LookAhead brings. Default 50,000.
@@ -159,11 +170,17 @@ func (c *Config) withDefaults() (Config, error) {
 	setDefault(&out.NodeTimeout, 3*out.HeartbeatInterval)
 	setDefault(&out.DrainTimeout, 30*time.Second)
 	setDefault(&out.LeaveTimeout, 10*time.Second)
+	if out.AppFiresPerSecond < 0 || out.AppFiresPerSecond > maxFiresPerSecond {
+		return out, fmt.Errorf("engine: Config.AppFiresPerSecond: want 0 (no quota) to %d, got %d", maxFiresPerSecond, out.AppFiresPerSecond)
+	}
 	if out.NodeTimeout <= out.HeartbeatInterval {
 		return out, errors.New("engine: Config.NodeTimeout must be longer than HeartbeatInterval")
 	}
 	return out, nil
 }
+
+// maxFiresPerSecond bounds the quota: the quota keeps that many start times per app.
+const maxFiresPerSecond = 100_000
 
 func setDefault[T int | time.Duration](v *T, def T) {
 	if *v <= 0 {

@@ -26,6 +26,8 @@ type Engine struct {
 	log   *slog.Logger
 
 	jobs *jobCache
+	// rate is the apps' fire-rate quota; nil without one.
+	rate *fireRate
 	cals *calendarCache
 
 	lifeMu  sync.Mutex // serialises Start, Stop and rejoining
@@ -88,6 +90,8 @@ type Stats struct {
 	LateResults atomic.Int64
 	// Killed counts in-process runs this node canceled on a kill request.
 	Killed atomic.Int64
+	// QuotaDelayed counts fires started later than scheduled by their app's fire-rate quota.
+	QuotaDelayed atomic.Int64
 }
 
 // New validates cfg and returns a stopped engine.
@@ -99,6 +103,9 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: c, store: c.Store, clock: c.Clock, log: c.Logger.With("node", c.NodeID), leadership: newLeadership()}
 	e.jobs = newJobCache(e.store, e.clock)
 	e.cals = newCalendarCache(e.store)
+	if c.AppFiresPerSecond > 0 {
+		e.rate = newFireRate(c.AppFiresPerSecond)
+	}
 	return e, nil
 }
 

@@ -116,7 +116,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		}
 		seen[pf.exec.ID] = true
 		job := jobs[pf.exec.JobID]
-		if job != nil && job.Concurrency != store.ConcurrencyAllow && pf.exec.ScheduledAt > now.UnixMilli() {
+		if job != nil && job.Concurrency != store.ConcurrencyAllow && pf.due() > now.UnixMilli() {
 			e.startWhenDue(l, pf)
 			continue
 		}
@@ -126,7 +126,10 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			job = &store.Job{ID: pf.exec.JobID, Concurrency: store.ConcurrencyAllow}
 			pf.exec.TriggerMsg = fmt.Sprintf("job %d no longer exists", pf.exec.JobID)
 		}
-		f := &Fire{Execution: pf.exec, Job: job, acquiredAt: pf.acquiredAt}
+		if job.ParamsSecret {
+			job = e.openParams(job, pf.exec)
+		}
+		f := &Fire{Execution: pf.exec, Job: job, notBefore: pf.notBefore, acquiredAt: pf.acquiredAt}
 		if pf.missed != "" {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
 			continue
@@ -235,6 +238,23 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	}
 }
 
+// openParams returns a copy of a secret job with its params opened, for this fire's run
+// only: the cached job keeps them sealed. A fire whose params do not open (no key, or not
+// the key that sealed them) fails with the reason instead of running with garbage.
+func (e *Engine) openParams(job *store.Job, ex *store.Execution) *store.Job {
+	plain, err := e.cfg.Secrets.Open(job.Params)
+	if err != nil {
+		if ex.TriggerMsg == "" {
+			ex.TriggerMsg = fmt.Sprintf("job %d: secret params: %v", job.ID, err)
+		}
+		e.log.Error("secret params do not open; the fire fails", "job", job.ID, "execution", ex.ID, "err", err)
+		return job
+	}
+	cp := *job
+	cp.Params = plain
+	return &cp
+}
+
 // claimedEarlier reports whether an execution whose claim failed is running for this life all
 // the same: the failed statement was applied, and only its answer was lost. No other life can
 // have made it so (it would have had to acquire it first), so the fire is this life's to run.
@@ -249,7 +269,7 @@ func (e *Engine) startWhenDue(l *lifecycle, pf *pendingFire) {
 	l.handlers.Add(1)
 	go func() {
 		defer l.handlers.Done()
-		if !e.sleepUntil(l.ctx, time.UnixMilli(pf.exec.ScheduledAt), nil) {
+		if !e.sleepUntil(l.ctx, time.UnixMilli(pf.due()), nil) {
 			return // stopping: the fire stays acquired and is released with the others
 		}
 		l.fires.hold(1)
@@ -285,7 +305,7 @@ func (e *Engine) launch(l *lifecycle, f *Fire) {
 		defer func() { <-l.slots }()
 		// A fire claimed StartLead ahead waits for its millisecond. A stop does not cut the
 		// wait short: the fire is claimed, and the drain runs it like one already running.
-		if due := time.UnixMilli(f.Execution.ScheduledAt); e.clock.Now().Before(due) {
+		if due := time.UnixMilli(max(f.Execution.ScheduledAt, f.notBefore)); e.clock.Now().Before(due) {
 			e.sleepUntil(l.runCtx, due, nil)
 		}
 		// The claim was this life's, but the life may have been frozen since, past the node

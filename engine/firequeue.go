@@ -20,9 +20,15 @@ type pendingFire struct {
 	// admitted marks a fire the concurrency tracker already counts as active: one that waited
 	// while its job ran on another node.
 	admitted bool
+	// notBefore, when set, is the millisecond the fire may start, later than its scheduled
+	// time: the app's fire-rate quota delays it (see quota.go).
+	notBefore int64
 	// acquiredAt is when this life acquired it: where its trace begins.
 	acquiredAt time.Time
 }
+
+// due is the millisecond the fire starts: its scheduled time, or later under a quota.
+func (f *pendingFire) due() int64 { return max(f.exec.ScheduledAt, f.notBefore) }
 
 // fireQueue is the in-memory heap of acquired fires, earliest first and, at the same
 // millisecond, highest priority first. The firer sleeps until its head is due; changed tells
@@ -106,7 +112,7 @@ func (q *fireQueue) next() (time.Time, bool) {
 	if len(q.h) == 0 {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(q.h[0].exec.ScheduledAt), true
+	return time.UnixMilli(q.h[0].due()), true
 }
 
 // popDue removes and returns every fire due at or before now.
@@ -115,7 +121,7 @@ func (q *fireQueue) popDue(now time.Time) []*pendingFire {
 	defer q.mu.Unlock()
 	ms := now.UnixMilli()
 	var due []*pendingFire
-	for len(q.h) > 0 && q.h[0].exec.ScheduledAt <= ms {
+	for len(q.h) > 0 && q.h[0].due() <= ms {
 		f := heap.Pop(&q.h).(*pendingFire)
 		delete(q.in, f.exec.ID)
 		due = append(due, f)
@@ -135,9 +141,8 @@ type fireHeap []*pendingFire
 
 func (h fireHeap) Len() int { return len(h) }
 func (h fireHeap) Less(i, j int) bool {
-	a, b := h[i].exec, h[j].exec
-	if a.ScheduledAt != b.ScheduledAt {
-		return a.ScheduledAt < b.ScheduledAt
+	if a, b := h[i].due(), h[j].due(); a != b {
+		return a < b
 	}
 	return h[i].priority > h[j].priority
 }

@@ -131,6 +131,9 @@ type RunRequest struct {
 	FiredAt int64 `json:"fired_at,omitempty"`
 	// IdempotencyKey names the fire: its retries and recovery re-runs carry the same key.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// ParamsSecret says Params are secret (stored encrypted on the server): the executor must
+	// not echo them into output, messages or logs.
+	ParamsSecret bool `json:"params_secret,omitempty"`
 	// Instance is the executor instance the server recorded the run for (the one registered
 	// at the address); an executor with another instance id refuses the run, so a run is
 	// only ever held by the instance the server believes holds it. "" for any instance.

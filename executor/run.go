@@ -20,13 +20,15 @@ type Run struct {
 	ExecutionID int64
 	JobID       int64
 	// TriggerID is 0 for a fire no trigger caused (a manual fire, a child job).
-	TriggerID   int64
-	Handler     string
-	Params      string
-	ShardIndex  int
-	ShardTotal  int
-	Attempt     int
-	ScheduledAt time.Time
+	TriggerID int64
+	Handler   string
+	Params    string
+	// ParamsSecret says Params are secret: keep them out of output, errors and logs.
+	ParamsSecret bool
+	ShardIndex   int
+	ShardTotal   int
+	Attempt      int
+	ScheduledAt  time.Time
 	// FiredAt is when the server started the fire; zero from a server that does not say.
 	FiredAt time.Time
 	// IdempotencyKey names the fire (its trigger, scheduled time and shard): retries and
@@ -137,7 +139,7 @@ func (e *Executor) accept(req RunRequest, parent trace.SpanContext) RunResponse 
 func runOf(req RunRequest) Run {
 	r := Run{
 		ExecutionID: req.ExecutionID, JobID: req.JobID, TriggerID: req.TriggerID, Handler: req.Handler,
-		Params: req.Params, ShardIndex: req.ShardIndex, ShardTotal: req.ShardTotal, Attempt: req.Attempt,
+		Params: req.Params, ParamsSecret: req.ParamsSecret, ShardIndex: req.ShardIndex, ShardTotal: req.ShardTotal, Attempt: req.Attempt,
 		ScheduledAt: time.UnixMilli(req.ScheduledAt), IdempotencyKey: req.IdempotencyKey,
 		Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
 	}

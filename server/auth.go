@@ -262,7 +262,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	// An unknown name is checked against a stand-in hash of the same cost, so that the
 	// answer's time does not tell which names exist.
 	var hash []byte
-	if u != nil {
+	if u != nil && u.PasswordHash != "" { // a single sign-on user has no password
 		hash = []byte(u.PasswordHash)
 	}
 	var mismatch error
@@ -274,7 +274,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}); err != nil {
 		return err
 	}
-	if mismatch != nil || u == nil || u.Disabled {
+	if mismatch != nil || u == nil || u.PasswordHash == "" || u.Disabled {
 		s.logins.failed(req.Username, addr)
 		s.log.Warn("failed login", "user", req.Username, "remote", r.RemoteAddr)
 		a := &store.Audit{Actor: req.Username, Source: r.RemoteAddr, Action: "auth.login_failed", TargetKind: "user", Target: req.Username}
@@ -284,14 +284,27 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "wrong user name or password"}
 	}
 	s.logins.succeeded(req.Username, addr)
+	if err := s.startSession(w, r, u, "auth.login"); err != nil {
+		return err
+	}
+	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
+	out := userOut(u)
+	out.Via = "session"
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// startSession opens a console session for u and sets its cookie; the session and the
+// audit entry of the login (action) are written in one transaction.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u *store.User, action string) error {
 	now := time.Now()
 	if _, err := s.store.SessionsDeleteExpired(r.Context(), now.UnixMilli()); err != nil {
 		s.log.Warn("delete expired sessions", "err", err)
 	}
 	secret, h := newSecret("")
 	exp := now.Add(s.cfg.SessionTTL)
-	a := &store.Audit{Actor: u.Name, Source: r.RemoteAddr, Action: "auth.login", TargetKind: "user", Target: strconv.FormatInt(u.ID, 10)}
-	err = store.InTx(store.WithAudit(r.Context(), a), s.store, func(q store.Querier) error {
+	a := &store.Audit{Actor: u.Name, Source: r.RemoteAddr, Action: action, TargetKind: "user", Target: strconv.FormatInt(u.ID, 10)}
+	err := store.InTx(store.WithAudit(r.Context(), a), s.store, func(q store.Querier) error {
 		return q.SessionInsert(r.Context(), &store.Session{Hash: h, UserID: u.ID, ExpiresAt: exp.UnixMilli()})
 	})
 	if err != nil {
@@ -300,10 +313,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	httpserve.NoStore(w)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
 		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteLaxMode})
-	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
-	out := userOut(u)
-	out.Via = "session"
-	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -73,6 +73,7 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 			"went silent, restarted, or stopped reporting them.", st.LostOnExecutor.Load),
 		counter("sundial_executions_late_results_total", "Results this node recorded for runs already declared lost.", st.LateResults.Load),
 		counter("sundial_executions_killed_total", "In-process runs this node canceled on a kill request.", st.Killed.Load),
+		counter("sundial_fires_quota_delayed_total", "Fires this node started late under their app's fire-rate quota (--max-fires-per-app).", st.QuotaDelayed.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_leader", Help: "1 while this node holds the leader lease."},
 			func() float64 {
 				if e.IsLeader() {

@@ -37,6 +37,8 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/auth/logout", selfRoute, s.logout},
 		{"GET", v1 + "/auth/me", selfRoute, s.me},
 		{"POST", v1 + "/auth/password", selfRoute, s.changePassword},
+		{"GET", v1 + "/auth/sso/login", publicRoute, s.ssoLogin},
+		{"GET", v1 + "/auth/sso/callback", publicRoute, s.ssoCallback},
 
 		{"GET", v1 + "/tokens", selfRoute, s.listTokens},
 		{"POST", v1 + "/tokens", selfRoute, s.createToken},
@@ -134,7 +136,11 @@ func (s *Server) routes() {
 // mountConsole serves the web console at every path the API does not take. The console
 // makes its changes through the API, so it is handed the API's handler.
 func (s *Server) mountConsole() error {
-	c, err := web.New(web.Config{Store: s.store, Scheduler: s.sched, API: s.mux, Logger: s.log})
+	cfg := web.Config{Store: s.store, Scheduler: s.sched, API: s.mux, Logger: s.log}
+	if s.sso != nil {
+		cfg.SSOLogin = "/api/v1/auth/sso/login"
+	}
+	c, err := web.New(cfg)
 	if err != nil {
 		return fmt.Errorf("server: console: %w", err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/seal"
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -84,10 +85,13 @@ type Config struct {
 	Login LoginLimits
 	// Input limits what jobs and triggers may ask of the scheduler.
 	Input InputLimits
+	// OIDC turns on single sign-on with an OpenID Connect provider; nil: off.
+	OIDC *OIDCConfig
 	// SecretKey seals what the server must read back but keeps out of the database's clear
 	// text: the access tokens of xxl-job apps, which it presents to their executors
-	// (sundial server --secret-key). Without it no xxl-job token can be set. Every node of a
-	// cluster needs the same key.
+	// (sundial server --secret-key), and, unless Scheduler.Secrets is given, secret job
+	// params (secret.FromFlag reads it). Without it no xxl-job token and no secret params can
+	// be set. Every node of a cluster needs the same key.
 	SecretKey string
 	// XXLContextPath is where the XXL-JOB admin API (/api/registry, /api/registryRemove,
 	// /api/callback) is served, besides at /. Default /xxl-job-admin.
@@ -116,6 +120,8 @@ type Server struct {
 	alarms *alarm.Sender
 	// remote dispatches to executors; the API uses it to kill runs.
 	remote *dispatch.Remote
+	// sso signs people in with an OpenID Connect provider; nil when not configured.
+	sso *sso
 	// secrets seals and opens xxl-job apps' access tokens.
 	secrets *seal.Box
 
@@ -164,6 +170,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: secret key: %w", err)
 	}
+	if sc.Secrets == nil && sc.Engine.Secrets == nil && cfg.SecretKey != "" {
+		if sc.Secrets, _, err = secret.FromFlag(cfg.SecretKey); err != nil {
+			return nil, fmt.Errorf("server: secret key: %w", err)
+		}
+	}
 	if cfg.XXLContextPath == "" {
 		cfg.XXLContextPath = DefaultXXLContextPath
 	}
@@ -187,6 +198,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: login password cost %d: want %d to %d", cfg.Login.PasswordCost, bcrypt.MinCost, bcrypt.MaxCost)
 	}
 	s.cfg = cfg
+	if s.sso, err = newSSO(cfg.OIDC); err != nil {
+		return nil, err
+	}
 	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger, cost: cfg.Login.PasswordCost}
 	s.metrics = newMetrics(sched.Engine(), remote.Stats())
 	s.rejected = newRejectedCounter(s.metrics.reg)

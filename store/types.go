@@ -41,8 +41,10 @@ type Job struct {
 	// App is the executor group for TargetRemote; empty for TargetLocal.
 	App string
 
-	// Params is passed verbatim to the handler (XXL-JOB's executorParam).
-	Params string
+	// Params is passed verbatim to the handler (XXL-JOB's executorParam). With ParamsSecret
+	// it holds them sealed (package secret): only the engine opens them, to start a run.
+	Params       string
+	ParamsSecret bool
 	// Data is the job's data map (Quartz's JobDataMap); it is stored as JSON, so values come
 	// back as the types encoding/json decodes into an any.
 	Data map[string]any
@@ -343,8 +345,11 @@ type User struct {
 	// ResetExpiresAt; empty when none is outstanding.
 	ResetHash      string
 	ResetExpiresAt int64
-	CreatedAt      int64
-	UpdatedAt      int64
+	// SSOSubject ties a user made by a single sign-on login to the identity provider's
+	// "issuer|subject"; empty for local users. It is set when the user is made, never changed.
+	SSOSubject string
+	CreatedAt  int64
+	UpdatedAt  int64
 }
 
 // APIToken is a bearer token for the API. Only a hash of the secret is stored, so a leaked

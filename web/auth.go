@@ -133,8 +133,8 @@ func (c *Console) public(h handlerFunc) http.Handler {
 	})
 }
 
-// safeNext keeps a post-login redirect on this site.
-func safeNext(next string) string {
+// SafeNext keeps a post-login redirect on this site (the console's and single sign-on's).
+func SafeNext(next string) string {
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
 		return "/"
 	}
@@ -143,13 +143,18 @@ func safeNext(next string) string {
 
 type loginView struct {
 	Next, Username, Error string
+	// SSO is the single sign-on start for this page's next, empty without SSO.
+	SSO string
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) error {
-	return c.showLogin(w, r, http.StatusOK, loginView{Next: safeNext(r.URL.Query().Get("next"))})
+	return c.showLogin(w, r, http.StatusOK, loginView{Next: SafeNext(r.URL.Query().Get("next"))})
 }
 
 func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, status int, lv loginView) error {
+	if c.cfg.SSOLogin != "" {
+		lv.SSO = c.cfg.SSOLogin + "?next=" + url.QueryEscape(lv.Next)
+	}
 	ctx := context.WithValue(r.Context(), csrfKey{}, preLoginCSRF(w, r))
 	return c.render(w, r.WithContext(ctx), status, "login", &view{Title: "Sign in", Data: lv,
 		Flash: flashText(r.URL.Query().Get("done"))})
@@ -176,7 +181,7 @@ func preLoginCSRFOK(r *http.Request) bool {
 }
 
 func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
-	lv := loginView{Next: safeNext(r.PostFormValue("next")), Username: r.PostFormValue("username")}
+	lv := loginView{Next: SafeNext(r.PostFormValue("next")), Username: r.PostFormValue("username")}
 	if !preLoginCSRFOK(r) {
 		lv.Error = "The sign-in form expired: please try again."
 		return c.showLogin(w, r, http.StatusOK, lv)

@@ -38,6 +38,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock is the time source of "now" on the pages. Default: the system clock.
 	Clock clock.Clock
+	// SSOLogin, when set, is where the login page's "Sign in with SSO" goes (the API's
+	// single sign-on start); empty: no such button.
+	SSOLogin string
 }
 
 // Console serves the console's pages and assets.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,8 @@ import (
 // jobFlags are the settings of a job, shared by create and update.
 type jobFlags struct {
 	group, description, handler, app, routing, params, data, concurrency string
+	paramsFile                                                           string
+	paramsSecret                                                         bool
 	timeout, backoff                                                     time.Duration
 	retries                                                              int
 	recovery, persistData                                                bool
@@ -32,6 +35,8 @@ func (j *jobFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&j.routing, "routing", "", "how the app's executor is picked: first, last, round_robin, random, consistent_hash, "+
 		"least_frequently_used, least_recently_used, failover, busy_over, sharding_broadcast")
 	f.StringVar(&j.params, "params", "", "parameter string passed to the handler")
+	f.StringVar(&j.paramsFile, "params-file", "", "read the params from this file (- for stdin): secret params stay out of ps and shell history")
+	f.BoolVar(&j.paramsSecret, "params-secret", false, "store the params encrypted (the server needs --secret-key); shown as *** afterwards")
 	f.StringVar(&j.data, "data", "", `job data as a JSON object, e.g. '{"region":"eu"}'`)
 	f.StringVar(&j.concurrency, "concurrency", "", "when a fire finds the job running: allow, serial, discard or replace")
 	f.DurationVar(&j.timeout, "timeout", 0, "cancel a run after this long (e.g. 30s; 0: never)")
@@ -63,6 +68,25 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	}
 	if set("params") {
 		req.Params = j.params
+	}
+	if f.Changed("params-file") {
+		if f.Changed("params") {
+			return usageErrorf("--params and --params-file: give one")
+		}
+		var b []byte
+		var err error
+		if j.paramsFile == "-" {
+			b, err = io.ReadAll(os.Stdin)
+		} else {
+			b, err = os.ReadFile(j.paramsFile)
+		}
+		if err != nil {
+			return usageErrorf("--params-file: %v", err)
+		}
+		req.Params = strings.TrimSuffix(string(b), "\n")
+	}
+	if set("params-secret") {
+		req.ParamsSecret = j.paramsSecret
 	}
 	if set("data") && j.data != "" {
 		var d map[string]any
@@ -160,6 +184,14 @@ func printJob(cmd *cobra.Command, o *apiOptions, j *api.Job) error {
 	return printOne(cmd.OutOrStdout(), o, j, showJob)
 }
 
+// paramsShown is the params line of a job: secret params come masked from the server.
+func paramsShown(j api.Job) string {
+	if j.ParamsSecret {
+		return j.Params + " (secret)"
+	}
+	return j.Params
+}
+
 func showJob(w io.Writer, j api.Job) error {
 	data := ""
 	if len(j.Data) > 0 {
@@ -167,7 +199,7 @@ func showJob(w io.Writer, j api.Job) error {
 		data = string(b)
 	}
 	err := fields(w, "ID", itoa(j.ID), "Group", j.Group, "Name", j.Name, "Description", j.Description,
-		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", j.Params, "Data", data, "Concurrency", j.Concurrency,
+		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", j.Concurrency,
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
 		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
 		"Alarms", strings.Join(j.AlarmTargets, ", "), "State", jobState(j),

@@ -44,7 +44,7 @@ func httpHandler(client *http.Client) executor.Handler {
 		dec := json.NewDecoder(strings.NewReader(run.Params))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil {
-			return fmt.Errorf(`http handler: params %q: want {"method":…,"url":…,"headers":{…},"body":…}: %w`, truncateParams(run.Params), err)
+			return fmt.Errorf(`http handler: params %q: want {"method":…,"url":…,"headers":{…},"body":…}: %w`, shownParams(run), err)
 		}
 		if p.Method == "" {
 			p.Method = http.MethodGet
@@ -111,6 +111,14 @@ func runFields(run executor.Run) []runField {
 		fs = append(fs, runField{"FIRED_AT", "Sundial-Fired-At", run.FiredAt.UTC().Format(runTimeLayout)})
 	}
 	return fs
+}
+
+// shownParams is what an error may quote of a run's params: nothing of secret ones.
+func shownParams(run executor.Run) string {
+	if run.ParamsSecret {
+		return "(secret)"
+	}
+	return truncateParams(run.Params)
 }
 
 func truncateParams(s string) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -38,6 +39,9 @@ type serverOptions struct {
 	executorNetworks        string
 	minInterval             time.Duration
 	maxJobsPerApp           int
+	maxFiresPerApp          int
+	oidc                    server.OIDCConfig
+	oidcRoleMap             string
 	otelEndpoint            string
 	otelProtocol            string
 	secrets                 []*secretFlag
@@ -88,7 +92,9 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 		"shared secret of the executors (none: executors are refused)", minSecretLen),
 		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0),
 		addSecretFlag(f, &o.secretKey, "secret-key", "SUNDIAL_SECRET_KEY",
-			"key sealing the secrets the server must read back (xxl-job apps' access tokens); the same on every node", minSecretLen))
+			"key sealing the secrets the server must read back (secret job params, xxl-job apps' access tokens); the same on every node. "+
+				"id:base64-of-32-bytes[,id:…] is a keyring whose first key seals and all open (rotate: add the new key second, then first); "+
+				"anything else is a passphrase (no rotation)", minSecretLen))
 	f.StringVar(&o.xxlContextPath, "xxl-context-path", server.DefaultXXLContextPath,
 		"path the XXL-JOB admin API (/api/registry, /api/callback) is served under, besides at /")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -104,6 +110,14 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
 	f.IntVar(&o.maxJobsPerApp, "max-jobs-per-app", 10000, "most jobs one app (executor group) may have (0: no limit)")
+	f.StringVar(&o.oidc.Issuer, "oidc-issuer", "", "OpenID Connect issuer URL: turns on single sign-on (\"Sign in with SSO\" in the console)")
+	f.StringVar(&o.oidc.ClientID, "oidc-client-id", "", "this server's client id at the OpenID Connect provider")
+	o.secrets = append(o.secrets, addSecretFlag(f, &o.oidc.ClientSecret, "oidc-client-secret", "SUNDIAL_OIDC_CLIENT_SECRET",
+		"OIDC client secret of this server", 0))
+	f.StringVar(&o.oidc.RedirectURL, "oidc-redirect-url", "", "this server's sign-in callback as registered at the provider: https://HOST/api/v1/auth/sso/callback")
+	f.StringVar(&o.oidc.GroupsClaim, "oidc-groups-claim", "groups", "ID token claim that lists the user's groups")
+	f.StringVar(&o.oidcRoleMap, "oidc-role-map", "", "provider groups to role and app scope: 'ops=operator:app1,app2;admins=admin;staff=viewer' (a user in no mapped group is refused)")
+	f.IntVar(&o.maxFiresPerApp, "max-fires-per-app", 0, "most fires of one app this node starts per second; more are delayed, never dropped (0: no limit)")
 	f.StringVar(&o.otelEndpoint, "otel-endpoint", "", "OTLP collector URL to export a trace of every fire to, e.g. http://collector:4318 (default: no tracing)")
 	f.StringVar(&o.otelProtocol, "otel-protocol", "", "OTLP protocol: http/protobuf (the default) or grpc")
 	return cmd
@@ -220,6 +234,38 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
+	var oidcCfg *server.OIDCConfig
+	if o.oidc.Issuer != "" {
+		rules, err := server.ParseOIDCRoleMap(o.oidcRoleMap)
+		if err != nil {
+			return usageErrorf("--oidc-role-map: %v", err)
+		}
+		oidcCfg = &o.oidc
+		oidcCfg.RoleMap = rules
+		if o.oidc.ClientID == "" || o.oidc.RedirectURL == "" {
+			return usageErrorf("--oidc-issuer needs --oidc-client-id and --oidc-redirect-url")
+		}
+	}
+	keys, derived, err := secret.FromFlag(o.secretKey)
+	if err != nil {
+		return usageErrorf("--secret-key: %v", err)
+	}
+	if keys != nil {
+		if derived {
+			log.Info("--secret-key is a passphrase: secret params are sealed under one key derived from it (give id:base64 keys to rotate)")
+		}
+		// A rotation (a new key put first) takes effect for stored secrets here.
+		n, unopened, err := sundial.ResealSecrets(ctx, st, keys)
+		if err != nil {
+			return err
+		}
+		if n > 0 || unopened > 0 {
+			log.Info("secret params resealed under the primary key", "key", keys.Primary(), "resealed", n, "unopened", unopened)
+		}
+		if unopened > 0 {
+			log.Warn("some secret params are sealed under a key --secret-key lacks: their fires fail until it is given", "jobs", unopened)
+		}
+	}
 	var tracer *tracing.Tracer
 	if o.otelEndpoint != "" {
 		tr, shutdown, err := tracing.Setup(ctx, o.otelEndpoint, o.otelProtocol, "sundial")
@@ -240,9 +286,9 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
-			Engine: engine.Config{Tracer: tracer}},
+			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp, Tracer: tracer}},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp},
-		SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
+		OIDC: oidcCfg, SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
 	if err != nil {
 		return err
 	}

@@ -9,12 +9,12 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-const userCols = "id, name, password_hash, role, scope, scripts, disabled, reset_hash, reset_expires_at, created_at, updated_at"
+const userCols = "id, name, password_hash, role, scope, scripts, disabled, reset_hash, reset_expires_at, sso_subject, created_at, updated_at"
 
 func scanUser(r rowScanner) (*store.User, error) {
 	var u store.User
 	err := r.Scan(&u.ID, &u.Name, &u.PasswordHash, &u.Role, &u.Scope, &u.Scripts, &u.Disabled, &u.ResetHash,
-		&u.ResetExpiresAt, &u.CreatedAt, &u.UpdatedAt)
+		&u.ResetExpiresAt, &u.SSOSubject, &u.CreatedAt, &u.UpdatedAt)
 	return &u, err
 }
 
@@ -33,8 +33,8 @@ func (e *executor) UserInsert(ctx context.Context, u *store.User) error {
 	}
 	now := e.cfg.now()
 	u.Scope = scopeOr(u.Scope)
-	id, err := e.insertID(ctx, "INSERT INTO users (name, password_hash, role, scope, scripts, disabled, created_at, updated_at) "+
-		"VALUES (?, ?, ?, ?, ?, ?, ?, ?)", u.Name, u.PasswordHash, string(u.Role), u.Scope, u.Scripts, u.Disabled, now, now)
+	id, err := e.insertID(ctx, "INSERT INTO users (name, password_hash, role, scope, scripts, disabled, sso_subject, created_at, updated_at) "+
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", u.Name, u.PasswordHash, string(u.Role), u.Scope, u.Scripts, u.Disabled, u.SSOSubject, now, now)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("user %q: %w", u.Name, store.ErrAlreadyExists)

@@ -27,6 +27,11 @@ func testUsers(t *testing.T, s store.Store) {
 	_, err = s.UserGet(ctx, u.ID+100)
 	wantErr(t, err, store.ErrNotFound)
 
+	// A single sign-on user keeps the identity provider's subject it was made with.
+	sso := &store.User{Name: "alice", Role: store.RoleOperator, Scope: "app1", SSOSubject: "https://idp.example|abc"}
+	noErr(t, s.UserInsert(ctx, sso))
+	equal(t, "SSO subject", get(s.UserGetByName(ctx, "alice")).ok(t).SSOSubject, "https://idp.example|abc")
+
 	noErr(t, s.UserSetPassword(ctx, u.ID, "$2a$other"))
 	equal(t, "new hash", get(s.UserGet(ctx, u.ID)).ok(t).PasswordHash, "$2a$other")
 	wantErr(t, s.UserSetPassword(ctx, u.ID+100, "x"), store.ErrNotFound)

@@ -15,7 +15,7 @@ func testJobs(t *testing.T, s store.Store) {
 		Handler: "invoiceHandler", App: "billing-app", Params: "--all", Data: map[string]any{"k": "v", "n": 1.5},
 		Concurrency: store.ConcurrencySerial, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
 		MaxRetries: 3, RetryBackoffMs: 500, Routing: "round_robin", AlarmTargets: []string{"ops@example.com"},
-		ChildJobIDs: []int64{7, 8}, Enabled: true}
+		ChildJobIDs: []int64{7, 8}, Enabled: true, ParamsSecret: true}
 	noErr(t, s.JobInsert(ctx, j))
 	if j.ID == 0 || j.CreatedAt == 0 || j.UpdatedAt != j.CreatedAt {
 		t.Fatalf("inserted job: id %d created %d updated %d", j.ID, j.CreatedAt, j.UpdatedAt)
@@ -37,10 +37,10 @@ func testJobs(t *testing.T, s store.Store) {
 	err := s.JobInsert(ctx, &store.Job{Group: "billing", Name: "invoice", TargetKind: store.TargetLocal})
 	wantErr(t, err, store.ErrAlreadyExists)
 
-	j.Description, j.Data, j.Enabled, j.AlarmTargets = "weekly", nil, false, nil
+	j.Description, j.Data, j.Enabled, j.AlarmTargets, j.ParamsSecret = "weekly", nil, false, nil, false
 	noErr(t, s.JobUpdate(ctx, j))
 	got = get(s.JobGet(ctx, j.ID)).ok(t)
-	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil {
+	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil || got.ParamsSecret {
 		t.Fatalf("after JobUpdate: %+v", got)
 	}
 	noErr(t, s.JobSetData(ctx, j.ID, map[string]any{"count": 2.0}))

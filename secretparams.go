@@ -1,0 +1,106 @@
+package sundial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/secret"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// sealParams makes row's params what the store keeps for j: sealed under the primary key
+// when j.ParamsSecret, in clear otherwise. On an update (cur is the stored job) the mask
+// the API shows in place of secret params keeps the stored secret, so a client that reads a
+// job, changes another field and sends it back does not overwrite the secret with "***".
+func (s *Scheduler) sealParams(j Job, row, cur *store.Job) error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("sundial: job %s: %w", j.Name, schedule.Fieldf(field, format, args...))
+	}
+	masked := j.Params == secret.Mask && cur != nil && cur.ParamsSecret
+	if !j.ParamsSecret {
+		if masked {
+			return bad("params", "%q stands for the stored secret params: send the params in clear to store them unsealed", secret.Mask)
+		}
+		row.ParamsSecret = false
+		return nil
+	}
+	if IsScriptHandler(j.Handler) {
+		return bad("params_secret", "the params of handler %q are a script, kept in clear as versions to compare: a script cannot be secret", j.Handler)
+	}
+	row.ParamsSecret = true
+	if masked {
+		row.Params = cur.Params // still sealed, under whichever key sealed it
+		return nil
+	}
+	if j.Params == secret.Mask {
+		return bad("params", "%q is the mask the API shows for secret params: send the params themselves", secret.Mask)
+	}
+	sealed, err := s.secrets.Seal(j.Params)
+	if errors.Is(err, secret.ErrNoKey) {
+		return bad("params_secret", "cannot store secret params: %v", err)
+	}
+	if err != nil {
+		return fmt.Errorf("sundial: job %s: seal params: %w", j.Name, err)
+	}
+	row.Params = sealed
+	return nil
+}
+
+// errUnopened marks a secret ResealSecrets cannot open: its key is not on the ring.
+var errUnopened = errors.New("sealed under a key the ring lacks")
+
+// ResealSecrets seals again under keys' primary key every job's secret params sealed under
+// another key of the ring, and returns how many it resealed and how many it could not open
+// (sealed under a key the ring lacks). Rotating a key: put the new key on every node's ring
+// after the old one, then first; once this ran (a server runs it at start) and reports
+// none left unopened, drop the old key.
+func ResealSecrets(ctx context.Context, st store.Store, keys *secret.Keyring) (resealed, unopened int, err error) {
+	primary := keys.Primary()
+	if primary == "" {
+		return 0, 0, nil
+	}
+	var after int64
+	for {
+		js, err := st.JobList(ctx, store.JobFilter{AfterID: after, Limit: 500})
+		if err != nil {
+			return resealed, unopened, fmt.Errorf("sundial: reseal secrets: %w", err)
+		}
+		for _, j := range js {
+			after = j.ID
+			if id, _ := secret.KeyID(j.Params); !j.ParamsSecret || id == primary {
+				continue
+			}
+			err := store.InTx(ctx, st, func(q store.Querier) error {
+				cur, err := q.JobGet(ctx, j.ID)
+				if err != nil {
+					return err
+				}
+				if id, _ := secret.KeyID(cur.Params); !cur.ParamsSecret || id == primary {
+					return nil // changed meanwhile
+				}
+				plain, err := keys.Open(cur.Params)
+				if err != nil {
+					return errUnopened
+				}
+				if cur.Params, err = keys.Seal(plain); err != nil {
+					return err
+				}
+				return q.JobUpdate(ctx, cur)
+			})
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, errUnopened):
+				unopened++
+			case err != nil:
+				return resealed, unopened, fmt.Errorf("sundial: reseal the secret params of job %d: %w", j.ID, err)
+			default:
+				resealed++
+			}
+		}
+		if len(js) < 500 {
+			return resealed, unopened, nil
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/secret"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+const secretValue = "db-password=correct-horse-battery"
+
+func testKeyring(t *testing.T, id string, fill byte) *secret.Keyring {
+	t.Helper()
+	k := make([]byte, secret.KeyLen)
+	for i := range k {
+		k[i] = fill
+	}
+	ring, err := secret.Parse(id + ":" + base64.StdEncoding.EncodeToString(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ring
+}
+
+// storedText returns every text the database holds about the job: its row and its audit
+// entries, read with plain SQL past the store.
+func storedText(t *testing.T, db *sql.DB, jobID int64) string {
+	t.Helper()
+	var b strings.Builder
+	var params string
+	if err := db.QueryRow("SELECT params FROM jobs WHERE id = " + itoa(jobID)).Scan(&params); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString(params)
+	rows, err := db.Query("SELECT before_json, after_json FROM audit_log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var before, after sql.NullString
+		if err := rows.Scan(&before, &after); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("\n" + before.String + "\n" + after.String)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestSecretParams: a job's secret params are stored sealed on every database (neither the
+// job row nor the audit log holds them), shown as *** by the API and the audit log, kept
+// by a PUT that sends the mask back, and handed in clear to the in-process handler and in
+// the executor's /run body.
+func TestSecretParams(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		got := make(chan string, 4)
+		e := newEnvOn(t, openStore(t, dialect), func(c *Config) {
+			c.ExecutorToken = execToken
+			c.Scheduler.Secrets = testKeyring(t, "k1", 7)
+		}, func(s *Server) {
+			s.Register("grab", func(ctx context.Context) error {
+				got <- sundial.ExecutionFrom(ctx).Params
+				return nil
+			})
+		})
+		c := e.client()
+		ctx := context.Background()
+		j := must(c.CreateJob(ctx, api.JobRequest{Name: "s", Handler: "grab", Params: secretValue, ParamsSecret: true}))(t)
+		if j.Params != secret.Mask || !j.ParamsSecret {
+			t.Fatalf("created job shows params %q secret %v, want %q true", j.Params, j.ParamsSecret, secret.Mask)
+		}
+		if g := must(c.GetJob(ctx, j.ID))(t); g.Params != secret.Mask {
+			t.Fatalf("GET shows params %q", g.Params)
+		}
+		must(c.RunJob(ctx, j.ID))(t)
+		if p := <-got; p != secretValue {
+			t.Fatalf("the handler got params %q, want the secret in clear", p)
+		}
+
+		// A read-modify-write with the mask keeps the secret.
+		req := j.Request()
+		req.Description = "changed"
+		must(c.UpdateJob(ctx, j.ID, req))(t)
+		must(c.RunJob(ctx, j.ID))(t)
+		if p := <-got; p != secretValue {
+			t.Fatalf("after a PUT of the mask the handler got %q", p)
+		}
+
+		stored := storedText(t, e.st.DB(), j.ID)
+		if strings.Contains(stored, "correct-horse") {
+			t.Fatalf("the database holds the secret in clear:\n%s", stored)
+		}
+		if !strings.HasPrefix(stored, "sdl1:k1:") {
+			t.Fatalf("stored params %.40q are not sealed under k1", stored)
+		}
+		audit := must(c.ListAudit(ctx, api.AuditFilter{TargetKind: "job", Target: itoa(j.ID)}))(t)
+		if len(audit.Items) < 2 {
+			t.Fatalf("audit entries of the job: %d, want create and update", len(audit.Items))
+		}
+		for _, a := range audit.Items {
+			if a.Action != "job.create" && a.Action != "job.update" {
+				continue
+			}
+			if strings.Contains(string(a.After), "correct-horse") || strings.Contains(string(a.After), "sdl1:") ||
+				!strings.Contains(string(a.After), `"params":"***"`) {
+				t.Fatalf("audit %s after = %s, want params masked", a.Action, a.After)
+			}
+		}
+
+		// The executor's /run body carries the params in clear, marked secret.
+		fe := newFakeExecutor(t)
+		e.register("pay", fe, "report")
+		rj := must(c.CreateJob(ctx, api.JobRequest{Name: "r", Handler: "report", App: "pay", Params: secretValue, ParamsSecret: true}))(t)
+		must(c.RunJob(ctx, rj.ID))(t)
+		if run := fe.nextRun(); run.Params != secretValue || !run.ParamsSecret {
+			t.Fatalf("executor /run params %q secret %v", run.Params, run.ParamsSecret)
+		}
+	})
+}
+
+// TestSecretParamsRefused: without a key a secret is refused naming params_secret (nothing
+// stored); the mask is not a value; a script cannot be secret.
+func TestSecretParamsRefused(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	er := e.callErr("POST", "/api/v1/jobs", api.JobRequest{Name: "s", Handler: "noop", Params: secretValue, ParamsSecret: true}, http.StatusBadRequest)
+	if er.Field != "params_secret" || !strings.Contains(er.Message, "no secret key is configured") {
+		t.Fatalf("without a key: %+v", er)
+	}
+	if js, _ := e.st.JobList(context.Background(), store.JobFilter{Limit: 10}); len(js) != 0 {
+		t.Fatalf("a refused secret job was stored: %+v", js[0])
+	}
+	k := newEnvWith(t, "sqlite", func(c *Config) { c.Scheduler.Secrets = testKeyring(t, "k1", 7) })
+	if er := k.callErr("POST", "/api/v1/jobs", api.JobRequest{Name: "m", Handler: "noop", Params: secret.Mask, ParamsSecret: true}, http.StatusBadRequest); er.Field != "params" {
+		t.Fatalf("the mask as a new secret: %+v", er)
+	}
+	if er := k.callErr("POST", "/api/v1/jobs", api.JobRequest{Name: "sh", Handler: "shell", Params: "echo", ParamsSecret: true}, http.StatusBadRequest); er.Field != "params_secret" {
+		t.Fatalf("a secret script: %+v", er)
+	}
+}

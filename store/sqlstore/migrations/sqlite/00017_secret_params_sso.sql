@@ -1,0 +1,14 @@
+-- +goose Up
+-- Secret job parameters: when params_secret is set, params holds the parameters sealed with
+-- AES-256-GCM ("sdl1:<key id>:<base64>", see package secret); they are opened only to hand
+-- them to a run.
+ALTER TABLE jobs ADD COLUMN params_secret integer NOT NULL DEFAULT 0;
+
+-- Single sign-on: a user made by an OpenID Connect login is tied to the identity provider's
+-- subject ("issuer|sub"), so another identity of the same user name cannot take it over;
+-- '' for local users.
+ALTER TABLE users ADD COLUMN sso_subject varchar(255) NOT NULL DEFAULT '';
+
+-- +goose Down
+ALTER TABLE users DROP COLUMN sso_subject;
+ALTER TABLE jobs DROP COLUMN params_secret;
