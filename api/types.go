@@ -318,6 +318,13 @@ type AppRequest struct {
 	Title       string   `json:"title"`
 	AddressMode string   `json:"address_mode"`
 	Addresses   []string `json:"addresses"`
+	// Protocol is what the app's executors speak: sundial (the default) or xxl-job.
+	Protocol string `json:"protocol,omitempty"`
+	// ProtocolVersion is an xxl-job app's generation: 2.x, 3.3 or 3.5.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// XXLAccessToken sets an xxl-job app's access token (its executors'
+	// xxl.job.accessToken); empty keeps the one set before. It is never returned.
+	XXLAccessToken string `json:"xxl_access_token,omitempty"`
 }
 
 // App is an executor group: the executors that run a remote job's fires.
@@ -326,8 +333,14 @@ type App struct {
 	Title       string   `json:"title"`
 	AddressMode string   `json:"address_mode"`
 	Addresses   []string `json:"addresses"`
-	CreatedAt   Time     `json:"created_at"`
-	UpdatedAt   Time     `json:"updated_at"`
+	// Protocol is sundial or xxl-job; ProtocolVersion the xxl-job generation.
+	Protocol        string `json:"protocol"`
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// XXLAccessTokenSet tells whether an xxl-job app's access token is set (the token itself
+	// is never shown).
+	XXLAccessTokenSet bool `json:"xxl_access_token_set,omitempty"`
+	CreatedAt         Time `json:"created_at"`
+	UpdatedAt         Time `json:"updated_at"`
 }
 
 // Executor is a live executor instance of an app (GET /executors).

@@ -40,7 +40,7 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 	case x.ExecutorAddress == "":
 		return s.killInProcess(w, r, x)
 	}
-	killed, err := s.remote.Kill(ctx, x.ExecutorAddress, id)
+	killed, err := s.remote.KillExecution(ctx, x)
 	if err != nil {
 		return &apiError{Status: http.StatusBadGateway, Code: "executor_unavailable",
 			Message: fmt.Sprintf("kill execution %d: executor %s did not answer: %v", id, x.ExecutorAddress, err)}

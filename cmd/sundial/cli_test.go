@@ -39,7 +39,7 @@ func startAPIServer(t *testing.T) *apiServer {
 		t.Fatalf("EnsureAdmin: created %v, %v", created, err)
 	}
 	// A short poll makes a one-shot trigger fire within milliseconds of its creation.
-	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), ExecutorToken: cliExecutorToken,
+	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), ExecutorToken: cliExecutorToken, SecretKey: "cli-test-secret-key-0123456789",
 		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
