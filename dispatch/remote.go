@@ -15,12 +15,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/internal/seal"
+	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/xxljob"
 )
@@ -126,7 +129,7 @@ func NewRemote(cfg Config) *Remote {
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
-		cfg.Client = &http.Client{Timeout: 10 * time.Second, Transport: t}
+		cfg.Client = &http.Client{Timeout: callTimeout, Transport: t}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -218,12 +221,14 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		r.stats.NotOwned.Add(1)
 		return engine.Result{Err: fmt.Errorf("execution %d is no longer running for node %s (incarnation %s): not sent", ex.ID, owner.Node, owner.Incarnation)}
 	}
-	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
+	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job),
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
 	var resp executor.RunResponse
-	err = r.callRepeating(ctx, addr, executor.PathRun, req, &resp)
+	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
+	err = r.callRepeating(sendCtx, addr, executor.PathRun, req, &resp)
+	cancel()
 	if err == nil && !resp.Accepted && instance != "" && resp.Instance != "" && resp.Instance != instance {
 		err = r.resendToInstance(ctx, ex, addr, index, total, msg, &req, &resp)
 	}
@@ -266,7 +271,9 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr
 	}
 	req.Instance = resp.Instance
 	*resp = executor.RunResponse{}
-	return r.callRepeating(ctx, addr, executor.PathRun, req, resp)
+	sendCtx, cancel := context.WithTimeout(ctx, SendWindow) // from the dispatch just recorded again
+	defer cancel()
+	return r.callRepeating(sendCtx, addr, executor.PathRun, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
@@ -281,7 +288,8 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 	for i := 1; i < total; i++ {
 		shards = append(shards, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: ex.ScheduledAt,
 			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, Incarnation: ex.Incarnation, ExecutorAddress: addrs[i],
-			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt})
+			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt,
+			Params: ex.Params, ScriptVersion: job.ScriptVersion})
 	}
 	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)
 	if err != nil {
@@ -385,6 +393,16 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	return got, nil
 }
 
+// callTimeout bounds one call to an executor with the default client.
+const callTimeout = 10 * time.Second
+
+// SendWindow is the longest a run's /run calls (its repeats included: a call may hang on a
+// connection to an executor that died, and the repeat reach its successor) go on after the
+// dispatch is recorded. The server gives a run that long, past its executor's heartbeats, to
+// show up in them before it declares it lost; a /run still in flight after that could start
+// the run beside its retry.
+const SendWindow = runAttempts*callTimeout + 2*time.Second
+
 // runRepeats paces the repeats of a /run that got no answer: sent again after 100 ms, then
 // after 400 ms.
 var runRepeats = backoff.Policy{Initial: 100 * time.Millisecond, Factor: 4}
@@ -439,6 +457,7 @@ func (r *Remote) call(ctx context.Context, addr, path string, body, out any) err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+r.cfg.Token)
+	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header)) // the fire's trace, when traced
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {
 		return err
@@ -468,4 +487,9 @@ func (d byTarget) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		return d.remote.Dispatch(ctx, f)
 	}
 	return d.local.Dispatch(ctx, f)
+}
+
+// paramsOf is engine.Fire.Params for a shard's execution.
+func paramsOf(ex *store.Execution, job *store.Job) string {
+	return (&engine.Fire{Execution: ex, Job: job}).Params()
 }

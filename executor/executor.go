@@ -21,9 +21,14 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
+	"github.com/sundial-scheduler/sundial/internal/version"
 )
 
 // Config configures an Executor. Server or Servers, Token and App are required.
@@ -39,6 +44,13 @@ type Config struct {
 	Token string
 	// App is the executor group this instance joins.
 	App string
+	// TracerProvider makes the span around each run, a child of the server's dispatch span
+	// (the handler's context carries it). Default: OpenTelemetry's global provider, which
+	// records nothing unless the program sets one.
+	TracerProvider trace.TracerProvider
+	// Version is what this executor reports it runs, shown by `sundial executor list`.
+	// Default: the version of the Sundial module it is built with.
+	Version string
 	// Listen is the address the executor's HTTP endpoint listens on. Default ":9999".
 	Listen string
 	// Advertise is the URL the server calls this executor on, e.g. "http://10.0.0.5:9999".
@@ -124,6 +136,12 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Token == "" || cfg.App == "" {
 		return nil, errors.New("executor: Server, Token and App are required")
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	if cfg.Version == "" {
+		cfg.Version = version.Module()
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
@@ -280,7 +298,8 @@ func (e *Executor) handlerNames() []string {
 // register sends one registration and adopts the server's heartbeat interval.
 func (e *Executor) register(ctx context.Context) error {
 	var resp RegisterResponse
-	reg := Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Handlers: e.handlerNames(), Held: e.held()}
+	reg := Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Version: e.cfg.Version,
+		Handlers: e.handlerNames(), Held: e.held()}
 	if err := e.post(ctx, PathRegister, reg, &resp); err != nil {
 		return err
 	}
@@ -416,7 +435,8 @@ func (e *Executor) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		resp := e.accept(req)
+		// The server sends the fire's trace context (W3C traceparent) with the run.
+		resp := e.accept(req, trace.SpanContextFromContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
 		resp.Instance = e.instance
 		writeJSON(w, resp)
 	})

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -80,6 +83,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // maxBody bounds request bodies; a job with its triggers is a few kilobytes.
 const maxBody = 1 << 20
+
+// decodeOptional is decode for a body that may be left out (empty, or only white space).
+func decodeOptional(r *http.Request, v any) error {
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return invalidField("", "request body: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return decode(r, v)
+}
 
 // decode reads a JSON body strictly: unknown fields and trailing data are errors that name
 // the field, so a typo ("crom") is reported instead of silently ignored.
@@ -193,6 +209,22 @@ func getByID[R, T any](w http.ResponseWriter, r *http.Request, get func(context.
 }
 
 // paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
+// pageOf pages a short list read whole (apps, nodes, executors: one row per process or
+// group, not per fire) with the same limit and after cursor as the lists the database pages:
+// the items in the order of their key, those after ?after=, cut to ?limit=.
+func pageOf[T any](r *http.Request, items []T, key func(T) string) (api.Page[T], error) {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return api.Page[T]{}, err
+	}
+	after := r.URL.Query().Get("after")
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
+	if after != "" {
+		items = items[sort.Search(len(items), func(i int) bool { return key(items[i]) > after }):]
+	}
+	return paginate(items, limit, key, func(t T) T { return t }), nil
+}
+
 func paginate[R, T any](rows []R, limit int, cursor func(R) string, conv func(R) T) api.Page[T] {
 	p := api.Page[T]{Items: make([]T, 0, min(len(rows), limit))}
 	if len(rows) > limit {

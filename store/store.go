@@ -43,8 +43,8 @@ type Querier interface {
 	JobDelete(ctx context.Context, id int64) error
 
 	// ScriptVersionAdd stores v as the job's next script version (one more than its newest,
-	// from 1), sets its ID, Version and CreatedAt, and drops the job's versions beyond the
-	// newest ScriptVersionsKept.
+	// from 1) and the job's current ScriptVersion, sets its ID, Version and CreatedAt, and
+	// drops the job's versions beyond the newest ScriptVersionsKept.
 	ScriptVersionAdd(ctx context.Context, v *ScriptVersion) error
 	// ScriptVersionList lists the job's kept script versions, newest first.
 	ScriptVersionList(ctx context.Context, jobID int64) ([]*ScriptVersion, error)
@@ -106,8 +106,9 @@ type Querier interface {
 	// returns the IDs that moved.
 	ExecutionsAcquire(ctx context.Context, o Owner, ids []int64) ([]int64, error)
 	// ExecutionsMarkRunning moves the given executions from acquired by o to running,
-	// stamping FiredAt with firedAt or, for a fire claimed ahead of its time, ScheduledAt; it
-	// returns the IDs that moved: the fires o may run.
+	// stamping FiredAt with firedAt or, for a fire claimed ahead of its time, ScheduledAt, and
+	// ScriptVersion with the job's current one; it returns the IDs that moved: the fires o
+	// may run.
 	ExecutionsMarkRunning(ctx context.Context, o Owner, ids []int64, firedAt int64) ([]int64, error)
 	// ExecutionsMarkRunningAlone is ExecutionsMarkRunning for fires of jobs whose concurrency
 	// policy forbids two runs at once, across the cluster: a fire whose job runs for another
@@ -174,6 +175,9 @@ type Querier interface {
 	// executor address to lost, stamping FinishedAt with the database clock, and returns them
 	// as they are after the move.
 	ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*Execution, error)
+	// ExecutionsRunningByExecutor counts the running executions sent to each executor of the
+	// app (of every app for ""), keyed by app and address; executors with none are absent.
+	ExecutionsRunningByExecutor(ctx context.Context, app string) (map[ExecutorKey]int, error)
 	// ExecutionsRunningOnExecutor lists the running executions of the app's jobs sent to the
 	// executor address, by id, with the instance each was sent to: what the executor's
 	// heartbeat is checked against.
@@ -182,9 +186,11 @@ type Querier interface {
 	// its job's app, the address and instance recorded at dispatch (ErrNotFound when it is
 	// not running). The server checks what an executor reports about a run against it.
 	ExecutionDispatchedTo(ctx context.Context, id int64) (*Dispatched, error)
-	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the executions ids only: those
-	// still running and sent to address move to lost and are returned.
-	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*Execution, error)
+	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the runs given only, as they
+	// were read (ExecutionsRunningOnExecutor): those still running, sent to address, to the
+	// same instance at the same dispatch time, move to lost and are returned. A run sent again
+	// since (to the executor's new instance) was judged on what is no longer so, and is kept.
+	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, runs []ExecutorRun) ([]*Execution, error)
 	// ExecutionsCompleteLate records the results of executions that had been declared lost:
 	// each execution still lost takes the result's state, codes, message and times (a
 	// compare-and-set on state lost), and the IDs that changed are returned. It moves nothing
@@ -216,11 +222,12 @@ type Querier interface {
 
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.
-	// The instance is the executor process's id ("" from executors that send none).
-	RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error
+	// The instance is the executor process's id ("" from executors that send none), version
+	// the version it reports ("" when it reports none).
+	RegistryBeat(ctx context.Context, app, address, instance, version string, handlers []string) error
 	// RegistryBeatFor is RegistryBeat for an instance that may stay silent for liveFor (when
 	// longer than the threshold RegistryLive and RegistrySweep are given): executors that
-	// beat at their own pace, as XXL-JOB's every 30 s.
+	// beat at their own pace, as XXL-JOB's every 30 s. They report no version.
 	RegistryBeatFor(ctx context.Context, app, address, instance string, handlers []string, liveFor time.Duration) error
 	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
 	RegistryLeave(ctx context.Context, app, address string) (bool, error)
@@ -351,19 +358,30 @@ type TriggerSelector struct {
 type JobFilter struct {
 	Group string // empty for all groups
 	App   string // empty for jobs of every app and none
-	// NameContains keeps jobs whose name contains it, ignoring ASCII case.
+	// NameContains keeps jobs whose name contains it, NamePrefix those whose name starts
+	// with it, both ignoring ASCII case.
 	NameContains string
+	NamePrefix   string
 	Handler      string
 	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
 	// paused).
 	TriggerState TriggerState
-	AfterID      int64
-	Limit        int // <= 0 for the implementation's default
+	// Paused keeps the paused jobs: a trigger paused and none waiting, so the job will not
+	// fire until someone resumes it.
+	Paused bool
+	// Failing keeps the jobs whose last ended execution failed, timed out or was lost: the
+	// jobs an operator has to look at now, not every job that ever failed once.
+	Failing bool
+	AfterID int64
+	Limit   int // <= 0 for the implementation's default
 }
 
 // TriggerFilter selects triggers for TriggerList.
 type TriggerFilter struct {
-	JobID   int64  // 0 for all jobs
+	JobID int64 // 0 for all jobs
+	// JobIDs, when not empty, keeps the triggers of these jobs: one statement for a page of
+	// jobs (at most a few hundred ids).
+	JobIDs  []int64
 	Group   string // empty for all groups
 	State   TriggerState
 	AfterID int64
@@ -376,9 +394,16 @@ type TriggerFilter struct {
 // ExecutionFilter selects executions for ExecutionList.
 type ExecutionFilter struct {
 	JobID int64
+	// App keeps the executions of the app's jobs; empty for all.
+	App   string
 	State ExecutionState
 	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
 	Cause ExecutionCause
+	// ExecutorAddress keeps the executions sent to the executor at that address.
+	ExecutorAddress string
+	// AlarmState keeps the executions whose alarm is in this state (AlarmSending: claimed
+	// for delivery and not recorded yet, or left so by a node that died); empty for all.
+	AlarmState AlarmState
 	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
 	FiredFrom int64
 	FiredTo   int64

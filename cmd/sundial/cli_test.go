@@ -22,6 +22,7 @@ import (
 // runs it, with the admin's password and an API token made through the API.
 type apiServer struct {
 	url, password, token string
+	st                   *sqlstore.Store // for a test to set up what no command makes
 }
 
 func startAPIServer(t *testing.T) *apiServer {
@@ -57,7 +58,7 @@ func startAPIServer(t *testing.T) *apiServer {
 		}
 		st.Close()
 	})
-	s := &apiServer{url: "http://" + ln.Addr().String(), password: pw}
+	s := &apiServer{url: "http://" + ln.Addr().String(), password: pw, st: st}
 	s.token = s.createToken(t)
 	return s
 }
