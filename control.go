@@ -199,6 +199,10 @@ type Calendar struct {
 	Spec string
 	// Base optionally names another stored calendar whose exclusions add to this one's.
 	Base string
+	// Zone optionally names the IANA zone the calendar's exclusions are read in, whatever
+	// the zone of the trigger it modifies (Quartz's calendar TimeZone). Empty: the trigger's
+	// zone. A base calendar is read in its own Zone, or the trigger's.
+	Zone string
 }
 
 // PutCalendar stores an exclusion calendar, replacing one of the same name.
@@ -223,7 +227,12 @@ func (s *Scheduler) PutCalendarTx(ctx context.Context, q store.Querier, c Calend
 	if c.Base == c.Name {
 		return bad("base", "a calendar cannot be its own base")
 	}
-	row := &store.Calendar{Name: c.Name, Description: c.Description, Spec: c.Spec, Base: c.Base}
+	if c.Zone != "" {
+		if _, err := schedule.LoadZone(c.Zone); err != nil {
+			return bad("zone", "%v (want an IANA zone such as Europe/Paris, or empty for the trigger's zone)", err)
+		}
+	}
+	row := &store.Calendar{Name: c.Name, Description: c.Description, Spec: c.Spec, Base: c.Base, Zone: c.Zone}
 	if err := q.CalendarPut(ctx, row); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return bad("base", "no calendar %q is stored", c.Base)

@@ -109,4 +109,42 @@ func TestScheduleJobNamesTheBadField(t *testing.T) {
 	} else if fe, ok := schedule.AsField(err); !ok || fe.Field != "spec" {
 		t.Errorf("bad calendar spec: %v, want a FieldError for spec", err)
 	}
+	if err := s.PutCalendar(ctx, sundial.Calendar{Name: "c", Spec: "weekly:1,7", Zone: "Mars/Olympus"}); err == nil {
+		t.Error("calendar in an unknown zone stored")
+	} else if fe, ok := schedule.AsField(err); !ok || fe.Field != "zone" || !strings.Contains(err.Error(), "Mars/Olympus") {
+		t.Errorf("calendar in an unknown zone: %v, want a FieldError for zone naming it", err)
+	}
+}
+
+// A stored calendar with a zone of its own is read in it when the scheduler computes its
+// trigger's fire times: 03:00 in Paris is 21:00 the day before in New York, so New York's
+// weekend takes the Paris Sunday and Monday fires (Quartz converts the fire time to its
+// calendar's TimeZone). Read in the trigger's zone, Monday would fire.
+func TestCalendarInItsOwnZone(t *testing.T) {
+	ctx := context.Background()
+	st := teststore.Open(t, "sqlite")
+	s, err := sundial.New(sundial.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutCalendar(ctx, sundial.Calendar{Name: "ny-weekends", Spec: "weekly:1,7", Zone: "America/New_York"}); err != nil {
+		t.Fatal(err)
+	}
+	cron, err := sundial.Cron("0 0 3 * * ?", "Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paris, _ := time.LoadLocation("Europe/Paris")
+	start := time.Date(2030, 1, 5, 12, 0, 0, 0, paris) // a Saturday
+	if _, err := s.ScheduleJob(ctx, sundial.Job{Name: "j", Handler: "noop"}, sundial.Trigger{Group: "g", Name: "t", Schedule: cron,
+		TimeZone: "Europe/Paris", Start: start, Calendar: "ny-weekends"}); err != nil {
+		t.Fatal(err)
+	}
+	row, err := st.TriggerGetByKey(ctx, "g", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := time.UnixMilli(row.NextFireAt).In(paris), time.Date(2030, 1, 8, 3, 0, 0, 0, paris); !got.Equal(want) {
+		t.Errorf("first fire %s, want %s (Tuesday: Sunday and Monday 03:00 in Paris are New York's weekend)", got, want)
+	}
 }

@@ -137,6 +137,9 @@ type CalendarRequest struct {
 	Spec string `json:"spec"`
 	// Base names another stored calendar whose exclusions add to this one's.
 	Base string `json:"base,omitempty"`
+	// Zone is the IANA zone the calendar's exclusions are read in; empty: the zone of the
+	// trigger it modifies.
+	Zone string `json:"zone,omitempty"`
 }
 
 // Calendar is a stored exclusion calendar.
@@ -145,6 +148,7 @@ type Calendar struct {
 	Description string `json:"description"`
 	Spec        string `json:"spec"`
 	Base        string `json:"base,omitempty"`
+	Zone        string `json:"zone,omitempty"`
 	UpdatedAt   Time   `json:"updated_at"`
 }
 

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -118,9 +117,10 @@ func newCalendarCache(s store.Store) *calendarCache {
 	return &calendarCache{store: s, built: map[calKey]cachedCalendar{}}
 }
 
-// get returns the named calendar chain, evaluated in loc (the trigger's zone).
+// get returns the named calendar chain for a trigger in loc (see schedule.BuildCalendarChain
+// for the zone each link is read in).
 func (c *calendarCache) get(ctx context.Context, ex store.Querier, name string, loc *time.Location) (schedule.Calendar, error) {
-	var specs []string
+	var links []schedule.CalendarLink
 	var stamp int64
 	for n, depth := name, 0; n != ""; depth++ {
 		if depth > 16 {
@@ -130,7 +130,7 @@ func (c *calendarCache) get(ctx context.Context, ex store.Querier, name string, 
 		if err != nil {
 			return nil, fmt.Errorf("calendar %q: %w", n, err)
 		}
-		specs = append(specs, row.Spec)
+		links = append(links, schedule.CalendarLink{Spec: row.Spec, Zone: row.Zone})
 		stamp = max(stamp, row.UpdatedAt)
 		n = row.Base
 	}
@@ -141,7 +141,7 @@ func (c *calendarCache) get(ctx context.Context, ex store.Querier, name string, 
 	if ok && cached.updatedAt == stamp {
 		return cached.cal, nil
 	}
-	cal, err := schedule.ParseCalendarSpec(strings.Join(specs, "+"), loc)
+	cal, err := schedule.BuildCalendarChain(links, loc)
 	if err != nil {
 		return nil, fmt.Errorf("calendar %q: %w", name, err)
 	}

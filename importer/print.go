@@ -31,6 +31,9 @@ func (p *Plan) Print(w io.Writer, applied bool) error {
 			if c.Base != "" {
 				detail += ", base " + c.Base
 			}
+			if c.Zone != "" {
+				detail += ", zone " + c.Zone
+			}
 			fmt.Fprintf(b, "  %-9s calendar %s%s\n", c.Action, c.Name, outcome(c.Outcome, detail))
 		}
 	}

@@ -143,7 +143,7 @@ func (r *run) calendar(ctx context.Context, c *Calendar) error {
 	case err != nil:
 		return err
 	default:
-		c.Changes = diff("description", cur.Description, c.Description, "spec", cur.Spec, c.Spec, "base", cur.Base, c.Base)
+		c.Changes = diff("description", cur.Description, c.Description, "spec", cur.Spec, c.Spec, "base", cur.Base, c.Base, "zone", cur.Zone, c.Zone)
 		if c.Action = Unchanged; len(c.Changes) == 0 {
 			return nil
 		}

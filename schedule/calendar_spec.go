@@ -123,6 +123,15 @@ func ParseCalendarSpec(spec string, loc *time.Location) (Calendar, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("calendar spec is empty (want \"none\" or calendars joined with +)")
 	}
+	chain, err := calParseParts(spec, loc)
+	if err != nil {
+		return nil, err
+	}
+	return calLink(chain), nil
+}
+
+// calParseParts parses the members of a spec joined with "+", each in loc.
+func calParseParts(spec string, loc *time.Location) ([]calLinker, error) {
 	var chain []calLinker
 	for _, part := range strings.Split(spec, "+") {
 		c, err := calParseOne(strings.TrimSpace(part), loc)
@@ -131,10 +140,54 @@ func ParseCalendarSpec(spec string, loc *time.Location) (Calendar, error) {
 		}
 		chain = append(chain, c)
 	}
+	return chain, nil
+}
+
+// calLink makes each member of chain the Base of the one before and returns the first.
+func calLink(chain []calLinker) Calendar {
+	if len(chain) == 0 {
+		return nil
+	}
 	for i := 0; i+1 < len(chain); i++ {
 		chain[i].setBase(chain[i+1])
 	}
-	return chain[0], nil
+	return chain[0]
+}
+
+// CalendarLink is one stored calendar of a chain: its spec (ParseCalendarSpec's syntax) and
+// its own zone, "" for none.
+type CalendarLink struct {
+	Spec string
+	Zone string
+}
+
+// BuildCalendarChain builds a chain of stored calendars, each the base of the one before,
+// for a trigger that computes in loc. This is the one place the zone a calendar is read in
+// is decided: a link with a Zone reads its exclusions in that zone, as Quartz converts the
+// fire time to its calendar's TimeZone before the check (each calendar of a Quartz chain in
+// its own zone); a link without one is read in loc, the trigger's zone (Quartz's calendar
+// without a TimeZone takes the JVM's, which an imported calendar names explicitly). A link
+// whose spec is "none" excludes nothing.
+func BuildCalendarChain(links []CalendarLink, loc *time.Location) (Calendar, error) {
+	var chain []calLinker
+	for _, l := range links {
+		if strings.TrimSpace(l.Spec) == "none" {
+			continue
+		}
+		zl := loc
+		if l.Zone != "" {
+			var err error
+			if zl, err = LoadZone(l.Zone); err != nil {
+				return nil, fmt.Errorf("calendar zone: %w", err)
+			}
+		}
+		parts, err := calParseParts(strings.TrimSpace(l.Spec), zl)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, parts...)
+	}
+	return calLink(chain), nil
 }
 
 // calParseOne parses one member of a calendar spec.

@@ -9,7 +9,7 @@ import (
 )
 
 func toCalendarOut(c *store.Calendar) api.Calendar {
-	return api.Calendar{Name: c.Name, Description: c.Description, Spec: c.Spec, Base: c.Base, UpdatedAt: api.Time(c.UpdatedAt)}
+	return api.Calendar{Name: c.Name, Description: c.Description, Spec: c.Spec, Base: c.Base, Zone: c.Zone, UpdatedAt: api.Time(c.UpdatedAt)}
 }
 
 func (s *Server) putCalendar(w http.ResponseWriter, r *http.Request) error {
@@ -19,7 +19,7 @@ func (s *Server) putCalendar(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := s.audited(r, "calendar.put", "calendar", name, calendarSnapshot(name))
-	if err := s.sched.PutCalendar(ctx, sundial.Calendar{Name: name, Description: in.Description, Spec: in.Spec, Base: in.Base}); err != nil {
+	if err := s.sched.PutCalendar(ctx, sundial.Calendar{Name: name, Description: in.Description, Spec: in.Spec, Base: in.Base, Zone: in.Zone}); err != nil {
 		return err
 	}
 	c, err := s.store.CalendarGet(r.Context(), name)

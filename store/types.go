@@ -143,7 +143,10 @@ type Calendar struct {
 	Description string
 	Spec        string
 	// Base names the calendar this one is chained onto; empty for none.
-	Base      string
+	Base string
+	// Zone is the IANA zone the calendar's exclusions are read in; empty: the zone of the
+	// trigger it modifies.
+	Zone      string
 	UpdatedAt int64
 }
 

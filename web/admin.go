@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -63,9 +64,11 @@ func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request) error {
 type calendarsView struct {
 	Calendars []*store.Calendar
 	Selected  *store.Calendar
-	Month     time.Time
-	Prev      string
-	Next      string
+	// Zone is the zone the month is shown in: the selected calendar's own, or UTC.
+	Zone  string
+	Month time.Time
+	Prev  string
+	Next  string
 	// Weeks are the month's days, Monday first, with blanks before the first.
 	Weeks [][]calDay
 	Form  Form
@@ -108,14 +111,23 @@ func (c *Console) showCalendars(w http.ResponseWriter, r *http.Request, status i
 	if cv.Selected != nil {
 		if form.Values.Get("name") == "" && status == http.StatusOK {
 			cv.Form.Values = url.Values{"name": {cv.Selected.Name}, "spec": {cv.Selected.Spec},
-				"base": {cv.Selected.Base}, "description": {cv.Selected.Description}}
+				"base": {cv.Selected.Base}, "zone": {cv.Selected.Zone}, "description": {cv.Selected.Description}}
 		}
-		cal, err := c.cfg.Scheduler.Engine().Calendar(r.Context(), c.store, cv.Selected.Name, time.UTC)
+		// A calendar with a zone of its own is shown in it: its days are that zone's days.
+		loc := time.UTC
+		if z := cv.Selected.Zone; z != "" {
+			if loc, err = schedule.LoadZone(z); err != nil {
+				return fmt.Errorf("calendar %s: %w", cv.Selected.Name, err)
+			}
+		}
+		cv.Zone = loc.String()
+		cal, err := c.cfg.Scheduler.Engine().Calendar(r.Context(), c.store, cv.Selected.Name, loc)
 		if err != nil {
 			return err
 		}
-		week := make([]calDay, int(cv.Month.Weekday()+6)%7)
-		for d := cv.Month; d.Month() == cv.Month.Month(); d = d.AddDate(0, 0, 1) {
+		first := time.Date(cv.Month.Year(), cv.Month.Month(), 1, 0, 0, 0, 0, loc)
+		week := make([]calDay, int(first.Weekday()+6)%7)
+		for d := first; d.Month() == first.Month(); d = d.AddDate(0, 0, 1) {
 			// Sampled every quarter hour: a whole day out, part of it, or none.
 			out := 0
 			for m := 0; m < 24*60; m += 15 {
@@ -154,7 +166,8 @@ func (c *Console) calendarSave(w http.ResponseWriter, r *http.Request) error {
 		return c.showCalendars(w, r, http.StatusOK, form, "")
 	}
 	_, err := c.call(r, http.MethodPut, "/api/v1/calendars/"+url.PathEscape(name), api.CalendarRequest{
-		Description: r.PostFormValue("description"), Spec: r.PostFormValue("spec"), Base: r.PostFormValue("base")})
+		Description: r.PostFormValue("description"), Spec: r.PostFormValue("spec"), Base: r.PostFormValue("base"),
+		Zone: r.PostFormValue("zone")})
 	if showAtField(err, form.Errors) {
 		return c.showCalendars(w, r, http.StatusOK, form, "")
 	}

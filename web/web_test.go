@@ -177,6 +177,13 @@ func TestEveryPageRenders(t *testing.T) {
 		c.get(path).mustStatus(t, http.StatusOK)
 	}
 	c.get("/calendars?name=holidays&month=2026-12").mustContain(t, `class="all" title="excluded all day">25<`)
+	// A calendar with a zone of its own: its month is shown in that zone, where Christmas is
+	// whole (in UTC it would be parts of the 24th and the 25th); a bad zone is shown at its field.
+	c.post("/calendars", csrf, url.Values{"name": {"tokyo"}, "spec": {"holiday:2026-12-25"}, "zone": {"Asia/Tokyo"}}).mustStatus(t, http.StatusSeeOther)
+	c.get("/calendars?name=tokyo&month=2026-12").mustContain(t, `class="all" title="excluded all day">25<`).
+		mustContain(t, "(Asia/Tokyo)").mustContain(t, `value="Asia/Tokyo"`)
+	c.post("/calendars", csrf, url.Values{"name": {"bad"}, "spec": {"weekly:1,7"}, "zone": {"Mars/Olympus"}}).
+		mustStatus(t, http.StatusOK).mustContain(t, `time zone &#34;Mars/Olympus&#34;: unknown zone`)
 	c.get("/nope").mustStatus(t, http.StatusNotFound)
 	c.get("/jobs/999999").mustStatus(t, http.StatusNotFound)
 }

@@ -21,27 +21,31 @@ func newCalendarCmd() *cobra.Command {
 }
 
 func newCalendarPutCmd(o *apiOptions) *cobra.Command {
-	var spec, base, desc string
+	var spec, base, desc, zone string
 	cmd := &cobra.Command{
 		Use:   "put NAME --spec SPEC",
 		Short: "Create or replace an exclusion calendar",
 		Long: `Create or replace an exclusion calendar; triggers name it with --calendar. SPEC is one of
 holiday:2024-12-25,2025-01-01  weekly:1,7 (1 = Sunday)  monthly:1,15  annual:12-25
 daily:12:00-13:00  daily!:09:00-17:00 (everything outside)  cron:EXPR.
---base names another stored calendar whose exclusions add to this one's.`,
+--base names another stored calendar whose exclusions add to this one's. --zone reads the
+calendar in that zone whatever the zone of the trigger it modifies (Quartz's calendar
+TimeZone); without it, a calendar is read in its trigger's zone.`,
 		Example: `  sundial calendar put weekends --spec weekly:1,7
-  sundial calendar put holidays --spec holiday:2024-12-25,2025-01-01 --base weekends`,
+  sundial calendar put holidays --spec holiday:2024-12-25,2025-01-01 --base weekends
+  sundial calendar put ny-weekends --spec weekly:1,7 --zone America/New_York`,
 		Args: cobra.ExactArgs(1),
 	}
 	f := cmd.Flags()
 	f.StringVar(&spec, "spec", "", "what the calendar excludes (required)")
 	f.StringVar(&base, "base", "", "another stored calendar to add to this one")
 	f.StringVar(&desc, "description", "", "what the calendar is for")
+	f.StringVar(&zone, "zone", "", "IANA zone the calendar is read in (default: each trigger's zone)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		if spec == "" {
 			return usageErrorf("--spec: give what the calendar excludes, e.g. weekly:1,7")
 		}
-		cal, err := c.PutCalendar(ctx, args[0], api.CalendarRequest{Spec: spec, Base: base, Description: desc})
+		cal, err := c.PutCalendar(ctx, args[0], api.CalendarRequest{Spec: spec, Base: base, Zone: zone, Description: desc})
 		if err != nil {
 			return err
 		}
@@ -51,7 +55,7 @@ daily:12:00-13:00  daily!:09:00-17:00 (everything outside)  cron:EXPR.
 }
 
 func showCalendar(w io.Writer, cal api.Calendar) error {
-	return fields(w, "Name", cal.Name, "Spec", cal.Spec, "Base", cal.Base, "Description", cal.Description,
+	return fields(w, "Name", cal.Name, "Spec", cal.Spec, "Base", cal.Base, "Zone", cal.Zone, "Description", cal.Description,
 		"Updated", when(cal.UpdatedAt))
 }
 
@@ -76,8 +80,8 @@ func newCalendarListCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "NAME SPEC BASE DESCRIPTION UPDATED", func(cal api.Calendar) []string {
-			return []string{cal.Name, cal.Spec, cal.Base, cal.Description, when(cal.UpdatedAt)}
+		return printList(cmd.OutOrStdout(), o, l, "NAME SPEC BASE ZONE DESCRIPTION UPDATED", func(cal api.Calendar) []string {
+			return []string{cal.Name, cal.Spec, cal.Base, cal.Zone, cal.Description, when(cal.UpdatedAt)}
 		})
 	})
 	return cmd

@@ -299,6 +299,15 @@ func TestCLICalendarNodeToken(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "spec") {
 		t.Errorf("bad calendar spec: exit %d, %q", code, errOut)
 	}
+	// --zone reaches the stored calendar; an unknown zone is a 400 naming the field.
+	s.mustCLI(t, "calendar", "put", "ny-weekends", "--spec", "weekly:1,7", "--zone", "America/New_York")
+	if cal := mustJSON[api.Calendar](t, s, "calendar", "get", "ny-weekends"); cal.Zone != "America/New_York" {
+		t.Errorf("calendar get with --zone: %+v", cal)
+	}
+	code, _, errOut = s.cli(t, "calendar", "put", "bad", "--spec", "weekly:1,7", "--zone", "Mars/Olympus")
+	if code != 2 || !strings.Contains(errOut, "zone") || !strings.Contains(errOut, "Mars/Olympus") {
+		t.Errorf("bad calendar zone: exit %d, %q", code, errOut)
+	}
 
 	nodes := mustJSON[api.Page[api.Node]](t, s, "node", "list")
 	if len(nodes.Items) != 1 || !nodes.Items[0].Self {

@@ -207,9 +207,11 @@ func (m *mapper) calendar(name string) {
 		fail("%v", err)
 		return
 	}
+	// The calendar keeps its zone (its own TimeZone, or the JVM's default when it has none):
+	// Quartz reads a calendar in its zone whatever the zone of the trigger it modifies.
 	m.calZone[name] = loc.String()
 	m.p.Calendars = append(m.p.Calendars, &importer.Calendar{
-		Calendar: sundial.Calendar{Name: name, Description: c.description, Spec: spec},
+		Calendar: sundial.Calendar{Name: name, Description: c.description, Spec: spec, Zone: loc.String()},
 		Source:   fmt.Sprintf("%s (%s, zone %s)", item, shortClasses(c), zoneName)})
 }
 
@@ -323,6 +325,7 @@ func (m *mapper) mapTrigger(t *triggerRow) (*importer.Trigger, error) {
 		return nil, fmt.Errorf("unknown trigger type %q", t.kind)
 	}
 	if t.calendar != "" {
+		// A calendar in another zone than its trigger's is read in its own (its Zone).
 		why, bad := m.calWhyNot[t.calendar]
 		cz, ok := m.calZone[t.calendar]
 		switch {
@@ -332,8 +335,6 @@ func (m *mapper) mapTrigger(t *triggerRow) (*importer.Trigger, error) {
 			return nil, fmt.Errorf("its calendar %s does not exist", t.calendar)
 		case loc == nil: // a simple trigger has no zone: it takes its calendar's
 			zoneName = cz
-		case loc.String() != cz:
-			return nil, fmt.Errorf("it computes in %s but its calendar %s is in %s; Sundial reads a trigger's calendar in the trigger's zone", loc, t.calendar, cz)
 		}
 	}
 	tr.TimeZone = zoneName

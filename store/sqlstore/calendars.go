@@ -9,12 +9,12 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-const calendarCols = "name, description, spec, base_name, updated_at"
+const calendarCols = "name, description, spec, base_name, time_zone, updated_at"
 
 func scanCalendar(r rowScanner) (*store.Calendar, error) {
 	var c store.Calendar
 	var base sql.NullString
-	err := r.Scan(&c.Name, &c.Description, &c.Spec, &base, &c.UpdatedAt)
+	err := r.Scan(&c.Name, &c.Description, &c.Spec, &base, &c.Zone, &c.UpdatedAt)
 	c.Base = base.String
 	return &c, err
 }
@@ -25,9 +25,9 @@ func (e *executor) CalendarPut(ctx context.Context, c *store.Calendar) error {
 		return errors.New("sqlstore: calendar without a name")
 	}
 	now := e.cfg.now()
-	_, err := e.exec(ctx, "INSERT INTO calendars ("+calendarCols+") VALUES (?, ?, ?, ?, ?)"+
-		e.d().upsert("name", "description", "spec", "base_name", "updated_at"),
-		c.Name, c.Description, c.Spec, nullString(c.Base), now)
+	_, err := e.exec(ctx, "INSERT INTO calendars ("+calendarCols+") VALUES (?, ?, ?, ?, ?, ?)"+
+		e.d().upsert("name", "description", "spec", "base_name", "time_zone", "updated_at"),
+		c.Name, c.Description, c.Spec, nullString(c.Base), c.Zone, now)
 	if err != nil {
 		if isForeignKeyViolation(err) {
 			return fmt.Errorf("calendar %q: base calendar %q: %w", c.Name, c.Base, store.ErrNotFound)

@@ -302,10 +302,16 @@ func testCalendars(t *testing.T, s store.Store) {
 	hol := &store.Calendar{Name: "holidays", Spec: `{"dates":[]}`, Base: "base"}
 	noErr(t, s.CalendarPut(ctx, hol))
 	hol.Spec = `{"dates":["2026-01-01"]}`
+	hol.Zone = "America/New_York"
 	noErr(t, s.CalendarPut(ctx, hol)) // replaces
 	got := get(s.CalendarGet(ctx, "holidays")).ok(t)
-	if got.Spec != hol.Spec || got.Base != "base" || got.UpdatedAt == 0 {
+	if got.Spec != hol.Spec || got.Base != "base" || got.Zone != "America/New_York" || got.UpdatedAt == 0 {
 		t.Fatalf("CalendarGet = %+v", got)
+	}
+	hol.Zone = "" // back to the trigger's zone
+	noErr(t, s.CalendarPut(ctx, hol))
+	if got := get(s.CalendarGet(ctx, "holidays")).ok(t); got.Zone != "" {
+		t.Fatalf("CalendarGet after clearing the zone = %+v", got)
 	}
 	wantErr(t, s.CalendarPut(ctx, &store.Calendar{Name: "x", Spec: "{}", Base: "missing"}), store.ErrNotFound)
 
