@@ -66,3 +66,12 @@ type AppCredential struct {
 	CreatedAt int64
 	RotatedAt int64 // 0 until rotated
 }
+
+// ClusterKey is one generation of the cluster's key pair that signs server → executor calls
+// (package internal/execsign; the keys in its text form).
+type ClusterKey struct {
+	Generation int64
+	PublicKey  string
+	PrivateKey string
+	CreatedAt  int64
+}

@@ -214,6 +214,11 @@ type Querier interface {
 	// AppCredentialList lists the credentials by app, hashes included.
 	AppCredentialList(ctx context.Context) ([]*AppCredential, error)
 
+	// ClusterKeyCreate stores a cluster signing key under its generation (ErrAlreadyExists
+	// when another node stored that generation first). ClusterKeys lists them newest first.
+	ClusterKeyCreate(ctx context.Context, k *ClusterKey) error
+	ClusterKeys(ctx context.Context) ([]*ClusterKey, error)
+
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.
 	// The instance is the executor process's id ("" from executors that send none).

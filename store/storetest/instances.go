@@ -100,3 +100,29 @@ func testAppCredentials(t *testing.T, s store.Store) {
 	equal(t, "listed", len(list), 2)
 	equal(t, "first listed", *list[0], *r)
 }
+
+// testClusterKeys: generations are listed newest first; two nodes creating the same
+// generation at once store one, and the other learns ErrAlreadyExists.
+func testClusterKeys(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	equal(t, "no key yet", len(get(s.ClusterKeys(ctx)).ok(t)), 0)
+	first := store.ClusterKey{Generation: 1, PublicKey: "ed25519:p1", PrivateKey: "ed25519:s1", CreatedAt: 10}
+	errs := make(chan error, 2)
+	for _, k := range []store.ClusterKey{first, {Generation: 1, PublicKey: "ed25519:p9", PrivateKey: "ed25519:s9", CreatedAt: 11}} {
+		go func() { errs <- s.ClusterKeyCreate(ctx, &k) }()
+	}
+	var exists int
+	for range 2 {
+		if err := <-errs; errors.Is(err, store.ErrAlreadyExists) {
+			exists++
+		} else {
+			noErr(t, err)
+		}
+	}
+	equal(t, "losers of the race to create generation 1", exists, 1)
+	noErr(t, s.ClusterKeyCreate(ctx, &store.ClusterKey{Generation: 2, PublicKey: "ed25519:p2", PrivateKey: "ed25519:s2", CreatedAt: 20}))
+	keys := get(s.ClusterKeys(ctx)).ok(t)
+	equal(t, "generations", len(keys), 2)
+	equal(t, "newest first", *keys[0], store.ClusterKey{Generation: 2, PublicKey: "ed25519:p2", PrivateKey: "ed25519:s2", CreatedAt: 20})
+	equal(t, "generation 1", keys[1].Generation, int64(1))
+}

@@ -1,0 +1,14 @@
+-- +goose Up
+-- The cluster's key pairs for signing server → executor calls (docs/executor-protocol.md,
+-- "Signed calls"): made once by the first node that needs one and shared by every node of the
+-- database; a rotation adds the next generation. Executors receive the public keys of the two
+-- newest generations with every heartbeat answer; the private key never leaves the cluster.
+CREATE TABLE cluster_keys (
+    generation  bigint NOT NULL PRIMARY KEY,
+    public_key  varchar(100) NOT NULL,
+    private_key varchar(100) NOT NULL,
+    created_at  bigint NOT NULL
+);
+
+-- +goose Down
+DROP TABLE cluster_keys;
