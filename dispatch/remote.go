@@ -32,10 +32,9 @@ const LiveIntervals = 3
 
 // Config configures Remote.
 type Config struct {
-	// Store is the cluster's database: apps, registry, executions.
+	// Store is the cluster's database: apps, registry, executions, and the cluster key that
+	// signs every call to an executor (keys.go). No secret is sent to an executor.
 	Store store.Store
-	// Token is the executor token sent with every call to an executor.
-	Token string
 	// HeartbeatInterval is the executors' heartbeat interval. Default DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	// Client makes the calls to executors. Default: a client with a 10 s timeout that keeps
@@ -54,6 +53,7 @@ type Remote struct {
 	cfg    Config
 	router *router
 	stats  Stats
+	keys   *keyring
 
 	// complete records results with the engine's job policy (Engine.CompleteRemote): set by
 	// RecordWith before the engine starts.
@@ -107,7 +107,8 @@ func NewRemote(cfg Config) *Remote {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}}
+	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{},
+		keys: &keyring{st: cfg.Store, clk: cfg.Clock, interval: cfg.HeartbeatInterval}}
 }
 
 var _ engine.Dispatcher = (*Remote)(nil)
@@ -176,7 +177,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
 	var resp executor.RunResponse
-	err = r.callRepeating(ctx, addr, executor.PathRun, req, &resp)
+	err = r.callRepeating(ctx, addr, executor.PathRun, instance, req, &resp)
 	if err == nil && !resp.Accepted && instance != "" && resp.Instance != "" && resp.Instance != instance {
 		err = r.resendToInstance(ctx, ex, addr, index, total, msg, &req, &resp)
 	}
@@ -219,7 +220,7 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr
 	}
 	req.Instance = resp.Instance
 	*resp = executor.RunResponse{}
-	return r.callRepeating(ctx, addr, executor.PathRun, req, resp)
+	return r.callRepeating(ctx, addr, executor.PathRun, req.Instance, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
@@ -345,9 +346,9 @@ const runAttempts = 3
 // have taken the run and only its answer was lost; it answers a repeat "accepted" without
 // running it twice, where failing the fire here would have the job's retry run it again.
 // An answer with a status (a refusal, a bad token) is not repeated.
-func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out any) error {
+func (r *Remote) callRepeating(ctx context.Context, addr, path, instance string, body, out any) error {
 	return backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
-		err := r.call(ctx, addr, path, body, out)
+		err := r.call(ctx, addr, path, instance, body, out)
 		if status := (*executor.StatusError)(nil); errors.As(err, &status) {
 			return backoff.Permanent(err)
 		}
@@ -356,28 +357,39 @@ func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out
 }
 
 func (r *Remote) beat(ctx context.Context, addr string) error {
-	return r.call(ctx, addr, executor.PathBeat, struct{}{}, &struct{}{})
+	_, err := r.beatInstance(ctx, addr)
+	return err
+}
+
+// beatInstance beats the executor at addr and returns its instance id ("" from an executor
+// that does not say). The beat is signed for no instance: the caller does not know it yet.
+func (r *Remote) beatInstance(ctx context.Context, addr string) (string, error) {
+	var out executor.BeatResponse
+	err := r.call(ctx, addr, executor.PathBeat, "", struct{}{}, &out)
+	return out.Instance, err
 }
 
 func (r *Remote) idleBeat(ctx context.Context, addr string, jobID int64) (bool, error) {
 	var out struct {
 		Idle bool `json:"idle"`
 	}
-	err := r.call(ctx, addr, executor.PathIdleBeat, map[string]int64{"job_id": jobID}, &out)
+	err := r.call(ctx, addr, executor.PathIdleBeat, "", map[string]int64{"job_id": jobID}, &out)
 	return out.Idle, err
 }
 
-// Kill asks the executor at addr to stop the execution; it reports whether it did.
-func (r *Remote) Kill(ctx context.Context, addr string, executionID int64) (bool, error) {
+// Kill asks the executor instance at addr to stop the execution; it reports whether it did.
+func (r *Remote) Kill(ctx context.Context, addr, instance string, executionID int64) (bool, error) {
 	var out struct {
 		Killed bool `json:"killed"`
 	}
-	err := r.call(ctx, addr, executor.PathKill, map[string]int64{"execution_id": executionID}, &out)
+	err := r.call(ctx, addr, executor.PathKill, instance, map[string]int64{"execution_id": executionID}, &out)
 	return out.Killed, err
 }
 
-// call POSTs body as JSON to addr+path with the executor token and decodes a 200 answer.
-func (r *Remote) call(ctx context.Context, addr, path string, body, out any) error {
+// call POSTs body as JSON to addr+path, signed with the cluster key for the executor
+// instance ("" when not known), and decodes a 200 answer. Each call is signed anew, so a
+// repeat is not taken for a replay.
+func (r *Remote) call(ctx context.Context, addr, path, instance string, body, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -387,7 +399,13 @@ func (r *Remote) call(ctx context.Context, addr, path string, body, out any) err
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+r.cfg.Token)
+	signer, err := r.keys.signer(ctx)
+	if err != nil {
+		return err
+	}
+	if err := signer.Sign(req, path, b, instance, r.cfg.Clock.Now()); err != nil {
+		return err
+	}
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {
 		return err
