@@ -52,8 +52,8 @@ type Dispatched struct {
 	ID      int64
 	App     string
 	Address string
-	// Instance is the executor process it was sent to ("" when unknown: a manual address,
-	// or an executor that sends no instance id).
+	// Instance is the executor process it was sent to ("" when unknown: an executor that
+	// sends no instance id).
 	Instance string
 	FiredAt  int64
 }

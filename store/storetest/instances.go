@@ -48,6 +48,16 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 		t.Fatalf("dispatch of an ended execution: err = %v, want ErrNotFound", err)
 	}
 	equal(t, "lose again", len(get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", []int64{a.ID})).ok(t)), 0)
+	// The instance a lost run had been handed to stays with it, for its late result.
+	equal(t, "lost to", *get(s.ExecutionLostTo(ctx, a.ID)).ok(t), store.Dispatched{ID: a.ID, App: "pool", Address: "http://x:1", Instance: "old", FiredAt: 100})
+	if _, err := s.ExecutionLostTo(ctx, b.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("lost-to of a running execution: err = %v, want ErrNotFound", err)
+	}
+	e := mk(400)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{e})).ok(t)
+	equal(t, "dispatch e", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(e), e.ID, "http://z:1", "z1", 0, 1, "sent")).ok(t), true)
+	sameIDs(t, "lost with its executor", ids(get(s.ExecutionsLoseOnExecutor(ctx, "pool", "http://z:1")).ok(t), executionID), []int64{e.ID})
+	equal(t, "lost with its executor, to", get(s.ExecutionLostTo(ctx, e.ID)).ok(t).Instance, "z1")
 
 	// A late result: the lost one takes it, a running or a late-completed one does not.
 	late := []store.ExecutionResult{

@@ -10,5 +10,10 @@ CREATE TABLE cluster_keys (
     created_at  bigint NOT NULL
 );
 
+-- The instance a run was handed to, kept in the history for runs declared lost only (written
+-- as they are lost): a late result is taken only from that instance. Empty for every other.
+ALTER TABLE executions ADD COLUMN executor_instance varchar(64) NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE executions DROP COLUMN executor_instance;
 DROP TABLE cluster_keys;
