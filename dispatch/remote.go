@@ -70,6 +70,9 @@ type appInstances struct {
 	manual  []string
 	live    []*store.Instance
 	fetched time.Time
+	// learned are the instances that answered a beat at manual addresses (instanceFor),
+	// for as long as the read is cached; guarded by Remote.mu.
+	learned map[string]string
 }
 
 // Stats counts the dispatches (and broadcast shards) that no executor took, by reason, for
@@ -162,7 +165,11 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	if total > 1 {
 		msg = fmt.Sprintf("shard %d/%d sent to %s", index, total, addr)
 	}
-	instance := r.instanceAt(job.App, addr)
+	instance, err := r.instanceFor(ctx, job.App, addr)
+	if err != nil {
+		r.stats.Unreachable.Add(1)
+		return engine.Result{Err: fmt.Errorf("execution %d: %w", ex.ID, err)}
+	}
 	owner := store.OwnerOf(ex)
 	ours, err := r.cfg.Store.ExecutionsSetDispatch(ctx, owner, ex.ID, addr, instance, index, total, msg)
 	if err != nil {
@@ -309,7 +316,7 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	if ok && now.Sub(got.fetched) < ttl {
 		return got, nil
 	}
-	got = appInstances{fetched: now}
+	got = appInstances{fetched: now, learned: map[string]string{}}
 	a, err := r.cfg.Store.AppGet(ctx, app)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -377,13 +384,13 @@ func (r *Remote) idleBeat(ctx context.Context, addr string, jobID int64) (bool, 
 	return out.Idle, err
 }
 
-// Kill asks the executor instance at addr to stop the execution; it reports whether it did.
-func (r *Remote) Kill(ctx context.Context, addr, instance string, executionID int64) (bool, error) {
-	var out struct {
-		Killed bool `json:"killed"`
-	}
-	err := r.call(ctx, addr, executor.PathKill, instance, map[string]int64{"execution_id": executionID}, &out)
-	return out.Killed, err
+// Kill asks the executor instance at addr to stop the execution; it reports whether it did,
+// and which instance answered ("" from an executor that does not say): the caller takes the
+// answer only from the instance the run was handed to.
+func (r *Remote) Kill(ctx context.Context, addr, instance string, executionID int64) (killed bool, answered string, err error) {
+	var out executor.KillResponse
+	err = r.call(ctx, addr, executor.PathKill, instance, executor.KillRequest{ExecutionID: executionID}, &out)
+	return out.Killed, out.Instance, err
 }
 
 // call POSTs body as JSON to addr+path, signed with the cluster key for the executor

@@ -40,10 +40,27 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 	case x.ExecutorAddress == "":
 		return s.killInProcess(w, r, x)
 	}
-	killed, err := s.remote.Kill(ctx, x.ExecutorAddress, id)
+	d, err := s.store.ExecutionDispatchedTo(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return conflict("execution %d has just ended", id)
+	} else if err != nil {
+		return err
+	}
+	killed, answered, err := s.remote.Kill(ctx, d.Address, d.Instance, id)
 	if err != nil {
 		return &apiError{Status: http.StatusBadGateway, Code: "executor_unavailable",
 			Message: fmt.Sprintf("kill execution %d: executor %s did not answer: %v", id, x.ExecutorAddress, err)}
+	}
+	if d.Instance != "" && answered != d.Instance {
+		// Another process answers at the address (the executor restarted, or the address is
+		// someone else's now): its "not running it" says nothing about the run, which the
+		// heartbeat check declares lost with the instance that had it.
+		s.rejected.WithLabelValues(rejectWrongInstance).Inc()
+		s.log.Warn("refused a kill answer from another executor instance", "execution", id, "executor", d.Address,
+			"instance", d.Instance, "answered", answered)
+		return &apiError{Status: http.StatusConflict, Code: "failed_precondition",
+			Message: fmt.Sprintf("kill execution %d: the executor at %s is instance %q now, not %q the run was handed to; the run is lost with that one",
+				id, d.Address, answered, d.Instance)}
 	}
 	if !killed {
 		now := time.Now()

@@ -59,22 +59,44 @@ func senderOf(r *http.Request) sender {
 
 // checkRun tells whether from may report about execution id. A run not running is
 // store.ErrNotFound (wrapped): output for it is refused, while a result may still be late
-// (see engine.CompleteRemote). A run recorded for no instance (a manual address, an
-// executor sending no id) is open to any instance of its app.
+// (see engine.CompleteRemote, and checkLate). A run recorded for no instance (an executor
+// that sends no id) is open to any instance of its app; a manual address's run is recorded
+// for the instance that answered there (dispatch learns it by a beat before the run).
 func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Dispatched, error) {
 	d, err := s.store.ExecutionDispatchedTo(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	return d, sentTo(d, from)
+}
+
+// checkLate tells whether from may report a late result about execution id, which is not
+// running: one declared lost is the instance's it was handed to (and its app's), as a live
+// run is. One that ended otherwise takes no result anyway (engine.CompleteRemote changes
+// nothing), so a result reported twice is still answered as before.
+func (s *Server) checkLate(ctx context.Context, from sender, id int64) error {
+	d, err := s.store.ExecutionLostTo(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return sentTo(d, from)
+}
+
+// sentTo refuses from when the run d describes was not handed to it.
+func sentTo(d *store.Dispatched, from sender) error {
+	id := d.ID
 	switch {
 	case d.App != from.app:
-		return nil, &errSender{rejectWrongApp, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+		return &errSender{rejectWrongApp, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
 			Message: fmt.Sprintf("execution %d belongs to another app than %q", id, from.app)}}
 	case d.Instance != "" && d.Instance != from.instance:
-		return nil, &errSender{rejectWrongInstance, &apiError{Status: http.StatusConflict, Code: "failed_precondition",
+		return &errSender{rejectWrongInstance, &apiError{Status: http.StatusConflict, Code: "failed_precondition",
 			Message: fmt.Sprintf("execution %d was handed to another executor instance than %q", id, from.instance)}}
 	}
-	return d, nil
+	return nil
 }
 
 // refuse counts a refused report and turns it into the API's answer.

@@ -43,8 +43,9 @@ type Config struct {
 	SessionTTL time.Duration
 	// ShutdownTimeout bounds the wait for open requests when the server stops. Default 10 s.
 	ShutdownTimeout time.Duration
-	// ExecutorToken is the shared secret executors present, and the server presents to them
-	// (docs/executor-protocol.md). Empty refuses every executor.
+	// ExecutorToken is the global secret executors of any app may present (deprecated: give
+	// each app its credential, sundial app credential create). The server never sends it:
+	// its calls to executors are signed with the cluster key (docs/executor-protocol.md).
 	ExecutorToken string
 	// ExecutorHeartbeat is the heartbeat interval announced to executors; an instance silent
 	// for three is gone. Default dispatch.DefaultHeartbeatInterval.
@@ -146,7 +147,7 @@ func New(cfg Config) (*Server, error) {
 	if clk == nil {
 		clk = sc.Engine.Clock
 	}
-	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Token: cfg.ExecutorToken,
+	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store,
 		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: clk})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
