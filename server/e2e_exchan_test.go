@@ -24,8 +24,8 @@ import (
 // listener stands at an app's manual address (anyone's URL) and records what the server
 // sends there, answering as an executor whose instance is "rec-1".
 type listener struct {
-	url  string
-	mu   sync.Mutex
+	url    string
+	mu     sync.Mutex
 	reqs   []*http.Request
 	bodies [][]byte
 	runs   chan executor.RunRequest
