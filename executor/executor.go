@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,8 +61,13 @@ type Config struct {
 	// HTTP bounds what one caller of the endpoint may hold: timeouts and a connection cap.
 	HTTP httpserve.Limits
 	// TLS, when set, serves the endpoint over HTTPS with its certificate (reloaded when the
-	// files change); the derived Advertise address is then https://.
+	// files change); the derived Advertise address is then https://. The default HTTPClient
+	// also presents it as the executor's client certificate when a server asks for one.
 	TLS *httpserve.CertFile
+	// TLSCA, when set, turns on mutual TLS on the executor channel (with TLS): the endpoint
+	// refuses a caller without a client certificate signed by it (the servers'), and the
+	// default HTTPClient verifies the servers' certificates against it.
+	TLSCA *x509.CertPool
 	// Clock is the time source of the heartbeat, the output flushes, the grace a canceled
 	// handler gets and the times results carry. A job's timeout stays a deadline of the run's
 	// context, which handlers read in real time. Default: clock.Real{}.
@@ -153,12 +159,13 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	if cfg.TLSCA != nil && cfg.TLS == nil {
+		return nil, errors.New("executor: TLSCA (mutual TLS) needs TLS, the executor's certificate")
+	}
 	if cfg.HTTPClient == nil {
 		// Results and output go to one server: keep enough connections to it open that
 		// concurrent runs reuse them (the default transport keeps two).
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 64
-		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: t}
+		cfg.HTTPClient = httpserve.Client(10*time.Second, cfg.TLSCA, cfg.TLS)
 	}
 	e := &Executor{
 		cfg:      cfg,
@@ -217,6 +224,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		e.address = e.advertiseFor(ln.Addr().(*net.TCPAddr))
 	}
 	e.srv = httpserve.NewServer(e.routes(), e.cfg.HTTP, e.cfg.TLS, e.log)
+	httpserve.ClientCerts(e.srv, e.cfg.TLSCA, true) // only servers call the endpoint
 	e.srvDone = make(chan struct{})
 	go func() {
 		defer close(e.srvDone)

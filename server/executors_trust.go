@@ -23,14 +23,16 @@ const (
 	rejectNotLive       = "not_live"       // output for a run not running: not created yet, or ended
 	rejectWrongApp      = "wrong_app"      // the run belongs to another app's job
 	rejectWrongInstance = "wrong_instance" // the run was handed to another instance of the app
+	rejectNoClientCert  = "no_client_cert" // mutual TLS is on and the request had no verified client certificate
 )
 
 func newRejectedCounter(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sundial_executor_rejected_total",
 		Help: "Executor reports about runs refused, by reason: not_live (output for a run not running), " +
-			"wrong_app (the run is another app's), wrong_instance (the run was handed to another executor instance)."},
+			"wrong_app (the run is another app's), wrong_instance (the run was handed to another executor instance, " +
+			"or another instance answered its kill), no_client_cert (mutual TLS is on and the executor presented no verified certificate)."},
 		[]string{"reason"})
-	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance} {
+	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance, rejectNoClientCert} {
 		c.WithLabelValues(r) // every series from the start, so a rate alert sees 0 and not nothing
 	}
 	reg.MustRegister(c)

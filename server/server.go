@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,6 +74,13 @@ type Config struct {
 	HTTP httpserve.Limits
 	// TLS, when set, serves HTTPS with its certificate (reloaded when the files change).
 	TLS *httpserve.CertFile
+	// ExecutorCA, when set, turns on mutual TLS on the executor channel: the executor routes
+	// refuse a request without a client certificate signed by it (the port still serves
+	// people without one; needs TLS), and the server verifies executors' certificates
+	// against it when it calls them. ExecutorTLS is the client certificate the server
+	// presents to executors (reloaded when the files change).
+	ExecutorCA  *x509.CertPool
+	ExecutorTLS *httpserve.CertFile
 	// ExecutorNetworks, when set, are the only networks manual executor addresses may be in
 	// (sundial server --executor-networks).
 	ExecutorNetworks []netip.Prefix
@@ -147,7 +155,14 @@ func New(cfg Config) (*Server, error) {
 	if clk == nil {
 		clk = sc.Engine.Clock
 	}
-	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store,
+	if cfg.ExecutorCA != nil && cfg.TLS == nil {
+		return nil, errors.New("server: ExecutorCA (mutual TLS with executors) needs TLS, the server's own certificate")
+	}
+	var client *http.Client // dispatch's default without mutual TLS
+	if cfg.ExecutorCA != nil || cfg.ExecutorTLS != nil {
+		client = httpserve.Client(10*time.Second, cfg.ExecutorCA, cfg.ExecutorTLS)
+	}
+	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Client: client,
 		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: clk})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
@@ -278,6 +293,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	hs := httpserve.NewServer(s.handler, s.cfg.HTTP, s.cfg.TLS, s.log)
+	httpserve.ClientCerts(hs, s.cfg.ExecutorCA, false) // people on the same port have none
 	hs.RegisterOnShutdown(s.closeStreams)
 	served := make(chan error, 1)
 	go func() { served <- httpserve.Serve(hs, ln, s.cfg.HTTP) }()
