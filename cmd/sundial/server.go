@@ -32,6 +32,7 @@ type serverOptions struct {
 	noMigrate               bool
 	smtp                    alarm.SMTP
 	tls                     tlsOptions
+	executorTLS             executorTLSOptions
 	trustedProxies          string
 	executorNetworks        string
 	minInterval             time.Duration
@@ -74,7 +75,7 @@ environment, which wins over the file.`,
 	f.BoolVar(&o.noMigrate, "no-migrate", false, "do not migrate the database on start; refuse to start if it lacks migrations (see sundial migrate)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
 	o.secrets = append(o.secrets, addSecretFlag(f, &o.executorToken, "executor-token", "SUNDIAL_EXECUTOR_TOKEN",
-		"shared secret of the executors (none: executors are refused)", minSecretLen),
+		"global secret executors of any app may present (deprecated: prefer per-app credentials, sundial app credential create; none: only those)", minSecretLen),
 		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0))
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -85,6 +86,7 @@ environment, which wins over the file.`,
 	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
 	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
 	o.tls.add(f)
+	o.executorTLS.add(f)
 	f.StringVar(&o.executorNetworks, "executor-networks", "", "CIDRs manual executor addresses must be in (comma-separated; default: anywhere)")
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
@@ -203,7 +205,15 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
+	execCert, execCA, err := o.executorTLS.load()
+	if err != nil {
+		return err
+	}
+	if execCA != nil && certs == nil {
+		return usageErrorf("--executor-tls-ca (mutual TLS with executors) needs --tls-cert and --tls-key")
+	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
+		ExecutorTLS: execCert, ExecutorCA: execCA,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
