@@ -15,6 +15,7 @@ import (
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // The rest of issue 13's executor findings: the server's calls to executors carry no secret
@@ -203,6 +204,42 @@ func TestKillAnswerFromAnotherInstance(t *testing.T) {
 		e.call("POST", "/api/v1/executions/"+itoa(id)+"/kill", nil, 202, &x)
 		if x.State != "canceled" {
 			t.Fatalf("killed by its own instance: %+v, want canceled", x)
+		}
+	})
+}
+
+// TestInProcessRunNotAnExecutors: a run of an in-process job (no executor address) takes no
+// result or output from an executor, running or lost, whichever app the executor names;
+// before the fix, an executor of no app (the global token) could finish one, or record a
+// "late" result for one lost with its node.
+func TestInProcessRunNotAnExecutors(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Second)
+		ctx := context.Background()
+		job := &store.Job{Group: "g", Name: "local", TargetKind: store.TargetLocal, Handler: "noop",
+			Concurrency: store.ConcurrencyAllow, Enabled: true}
+		if err := e.st.JobInsert(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		ghost := store.Owner{Node: "ghost", Incarnation: "g1"}
+		x := &store.Execution{JobID: job.ID, ScheduledAt: 1000, FiredAt: 1000, Cause: store.CauseManual, Node: ghost.Node,
+			Incarnation: ghost.Incarnation, State: store.ExecRunning}
+		if _, err := e.st.ExecutionsInsert(ctx, []*store.Execution{x}); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UnixMilli()
+		e.executorAs(sender{}, "results", result(x.ID, now, now), 409, nil)
+		e.executorAs(sender{}, "logs", map[string]any{"execution_id": x.ID,
+			"lines": []map[string]any{{"line": 1, "at": now, "message": "planted"}}}, 409, nil)
+		if _, err := e.st.ExecutionsLoseRunning(ctx, ghost); err != nil {
+			t.Fatal(err)
+		}
+		e.executorAs(sender{}, "results", result(x.ID, now, now), 409, nil)
+		if got := e.execution(x.ID); got.State != "lost" {
+			t.Fatalf("an executor's result changed an in-process run: %+v", got)
+		}
+		if n := e.rejected(rejectNotLive); n != 3 {
+			t.Fatalf("not_live refusals %v, want 3", n)
 		}
 	})
 }

@@ -20,7 +20,7 @@ import (
 
 // Reasons of sundial_executor_rejected_total.
 const (
-	rejectNotLive       = "not_live"       // output for a run not running: not created yet, or ended
+	rejectNotLive       = "not_live"       // a report about a run not running (not created yet, or ended) or not on an executor
 	rejectWrongApp      = "wrong_app"      // the run belongs to another app's job
 	rejectWrongInstance = "wrong_instance" // the run was handed to another instance of the app
 	rejectNoClientCert  = "no_client_cert" // mutual TLS is on and the request had no verified client certificate
@@ -28,7 +28,7 @@ const (
 
 func newRejectedCounter(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sundial_executor_rejected_total",
-		Help: "Executor reports about runs refused, by reason: not_live (output for a run not running), " +
+		Help: "Executor reports about runs refused, by reason: not_live (about a run not running, or not on an executor), " +
 			"wrong_app (the run is another app's), wrong_instance (the run was handed to another executor instance, " +
 			"or another instance answered its kill), no_client_cert (mutual TLS is on and the executor presented no verified certificate)."},
 		[]string{"reason"})
@@ -91,6 +91,11 @@ func (s *Server) checkLate(ctx context.Context, from sender, id int64) error {
 func sentTo(d *store.Dispatched, from sender) error {
 	id := d.ID
 	switch {
+	case d.Address == "":
+		// A run of an in-process job (or one not sent yet: the address is recorded before
+		// the run is sent) is no executor's to report about.
+		return &errSender{rejectNotLive, &apiError{Status: http.StatusConflict, Code: "failed_precondition",
+			Message: fmt.Sprintf("execution %d was not handed to an executor", id)}}
 	case d.App != from.app:
 		return &errSender{rejectWrongApp, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
 			Message: fmt.Sprintf("execution %d belongs to another app than %q", id, from.app)}}

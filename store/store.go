@@ -182,9 +182,9 @@ type Querier interface {
 	// its job's app, the address and instance recorded at dispatch (ErrNotFound when it is
 	// not running). The server checks what an executor reports about a run against it.
 	ExecutionDispatchedTo(ctx context.Context, id int64) (*Dispatched, error)
-	// ExecutionLostTo is ExecutionDispatchedTo for a remote execution declared lost: the
-	// instance it had been handed to is kept with it when it is lost (ErrNotFound when the
-	// execution is not lost, or was on no executor). A late result is checked against it.
+	// ExecutionLostTo is ExecutionDispatchedTo for an execution declared lost: the instance
+	// it had been handed to is kept with it when it is lost (ErrNotFound when the execution is
+	// not lost; Address "" for one that ran in process). A late result is checked against it.
 	ExecutionLostTo(ctx context.Context, id int64) (*Dispatched, error)
 	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the executions ids only: those
 	// still running and sent to address move to lost and are returned.

@@ -261,7 +261,7 @@ func (e *executor) ExecutionDispatchedTo(ctx context.Context, id int64) (*store.
 func (e *executor) ExecutionLostTo(ctx context.Context, id int64) (*store.Dispatched, error) {
 	d := store.Dispatched{ID: id}
 	err := e.queryRow(ctx, "SELECT j.app, x.executor_address, x.executor_instance, x.fired_at FROM executions x"+
-		" JOIN jobs j ON j.id = x.job_id WHERE x.id = ? AND x.state = 'lost' AND x.executor_address <> ''", id).
+		" JOIN jobs j ON j.id = x.job_id WHERE x.id = ? AND x.state = 'lost'", id).
 		Scan(&d.App, &d.Address, &d.Instance, &d.FiredAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlstore: lost remote execution %d: %w", id, store.ErrNotFound)
