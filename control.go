@@ -135,33 +135,40 @@ func (s *Scheduler) DeleteJob(ctx context.Context, jobID int64) error {
 // UpdateJob replaces the settings of an existing job with job's, checked as ScheduleJob
 // checks them (child jobs included); its triggers and enabled state stay.
 func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
-	row, err := jobRow(job)
-	if err != nil {
-		return err
-	}
-	err = store.InTx(ctx, s.store, func(q store.Querier) error {
-		cur, err := q.JobGet(ctx, jobID)
-		if err != nil {
-			return err
-		}
-		row.ID, row.Enabled, row.CreatedAt = cur.ID, cur.Enabled, cur.CreatedAt
-		if err := checkChildJobs(ctx, q, jobID, row); err != nil {
-			return err
-		}
-		if err := q.JobUpdate(ctx, row); err != nil {
-			return err
-		}
-		prev := cur.Params
-		if !isScript(cur) {
-			prev = "" // a job that becomes a script job starts its history with this save
-		}
-		return recordScript(ctx, q, row, prev, job.ScriptNote, "edited")
-	})
-	if err != nil {
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return s.UpdateJobTx(ctx, q, jobID, job) }); err != nil {
 		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
 	}
 	return nil
 }
+
+// UpdateJobTx is UpdateJob inside the caller's transaction.
+func (s *Scheduler) UpdateJobTx(ctx context.Context, q store.Querier, jobID int64, job Job) error {
+	row, err := jobRow(job)
+	if err != nil {
+		return err
+	}
+	cur, err := q.JobGet(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	row.ID, row.Enabled, row.CreatedAt = cur.ID, cur.Enabled, cur.CreatedAt
+	if err := checkChildJobs(ctx, q, jobID, row); err != nil {
+		return err
+	}
+	if err := q.JobUpdate(ctx, row); err != nil {
+		return err
+	}
+	prev := cur.Params
+	if !isScript(cur) {
+		prev = "" // a job that becomes a script job starts its history with this save
+	}
+	return recordScript(ctx, q, row, prev, job.ScriptNote, "edited")
+}
+
+// JobRow checks job as ScheduleJob and UpdateJob check it (all but its child jobs, which
+// need the store) and returns the row they would store, with the defaults filled in: a
+// caller that compares a job with a stored one (an import) compares like with like.
+func JobRow(job Job) (*store.Job, error) { return jobRow(job) }
 
 // Calendar is a named exclusion calendar that triggers refer to by name.
 type Calendar struct {
@@ -175,6 +182,11 @@ type Calendar struct {
 
 // PutCalendar stores an exclusion calendar, replacing one of the same name.
 func (s *Scheduler) PutCalendar(ctx context.Context, c Calendar) error {
+	return store.InTx(ctx, s.store, func(q store.Querier) error { return s.PutCalendarTx(ctx, q, c) })
+}
+
+// PutCalendarTx is PutCalendar inside the caller's transaction.
+func (s *Scheduler) PutCalendarTx(ctx context.Context, q store.Querier, c Calendar) error {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("sundial: calendar %s: %w", c.Name, schedule.Fieldf(field, format, args...))
 	}
@@ -191,7 +203,7 @@ func (s *Scheduler) PutCalendar(ctx context.Context, c Calendar) error {
 		return bad("base", "a calendar cannot be its own base")
 	}
 	row := &store.Calendar{Name: c.Name, Description: c.Description, Spec: c.Spec, Base: c.Base}
-	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.CalendarPut(ctx, row) }); err != nil {
+	if err := q.CalendarPut(ctx, row); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return bad("base", "no calendar %q is stored", c.Base)
 		}

@@ -19,9 +19,10 @@ const maxScriptNote = 500
 
 // scriptHandlers are the handlers whose params are a program to run: creating or editing a
 // job with one needs the scripts permission, which only an admin grants. The names are
-// XXL-JOB's GLUE kinds and the shell handler of Sundial's executor; only ScriptHandler's
-// scripts are kept as versions, since it is the one Sundial's executor runs.
-var scriptHandlers = []string{ScriptHandler, "sh", "bash", "powershell", "python", "python3", "php", "nodejs", "node", "groovy", "script"}
+// XXL-JOB's GLUE kinds (python2 is its GLUE_PYTHON2) and the shell handler of Sundial's
+// executor. Each of them keeps its scripts as versions: XXL-JOB executors run every GLUE kind,
+// and an XXL-JOB import brings each one's history.
+var scriptHandlers = []string{ScriptHandler, "sh", "bash", "powershell", "python", "python2", "python3", "php", "nodejs", "node", "groovy", "script"}
 
 // IsScriptHandler reports whether jobs with this handler run code their params carry.
 func IsScriptHandler(handler string) bool {
@@ -29,7 +30,7 @@ func IsScriptHandler(handler string) bool {
 }
 
 // isScript reports whether saving the job records its Params as a script version.
-func isScript(j *store.Job) bool { return j.Handler == ScriptHandler }
+func isScript(j *store.Job) bool { return IsScriptHandler(j.Handler) }
 
 // recordScript stores the job's script as its next version when it is a script job whose
 // script differs from before (prev is the script before the save, "" for a new job).

@@ -341,11 +341,27 @@ func (s *Scheduler) AddTrigger(ctx context.Context, jobID int64, t Trigger) erro
 }
 
 func (s *Scheduler) addTrigger(ctx context.Context, ex store.Querier, jobID int64, t Trigger) error {
-	row, err := s.triggerRow(ctx, ex, jobID, t)
+	_, err := s.AddTriggerTx(ctx, ex, jobID, t)
+	return err
+}
+
+// AddTriggerTx is AddTrigger inside the caller's transaction; it returns the stored trigger.
+// The caller wakes the engine (Engine().Wake) once it has committed, if it runs.
+func (s *Scheduler) AddTriggerTx(ctx context.Context, q store.Querier, jobID int64, t Trigger) (*store.Trigger, error) {
+	row, err := s.triggerRow(ctx, q, jobID, t)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return insertTrigger(ctx, ex, row)
+	if err := insertTrigger(ctx, q, row); err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// TriggerRowTx checks t as AddTrigger checks it (its calendar is looked up through q) and
+// returns the row AddTrigger would store for jobID, without storing it.
+func (s *Scheduler) TriggerRowTx(ctx context.Context, q store.Querier, jobID int64, t Trigger) (*store.Trigger, error) {
+	return s.triggerRow(ctx, q, jobID, t)
 }
 
 func insertTrigger(ctx context.Context, ex store.Querier, row *store.Trigger) error {

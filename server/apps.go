@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/store"
@@ -97,31 +98,15 @@ func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	mode := store.AddressMode(in.AddressMode)
-	switch mode {
-	case "":
-		mode = store.AddressAuto
-	case store.AddressAuto, store.AddressManual:
-	default:
-		return invalidField("address_mode", "want auto or manual, got %q", in.AddressMode)
-	}
-	if mode == store.AddressManual && len(in.Addresses) == 0 {
-		return invalidField("addresses", "an app in manual mode needs at least one address")
-	}
+	// The server's own limit on addresses; the scheduler checks the rest (sundial.AppRow).
 	for i, a := range in.Addresses {
-		if !strings.HasPrefix(a, "http://") && !strings.HasPrefix(a, "https://") {
-			return invalidField(fmt.Sprintf("addresses[%d]", i), "want an executor's base URL (http://host:port), got %q", a)
-		}
 		if err := s.allowedAddress(a); err != nil {
 			return invalidField(fmt.Sprintf("addresses[%d]", i), "%v", err)
 		}
 	}
-	if name == "" || len(name) > 190 {
-		return invalidField("name", "want 1 to 190 characters, got %d", len(name))
-	}
-	a := &store.App{Name: name, Title: in.Title, AddressMode: mode, Addresses: in.Addresses}
 	ctx := s.audited(r, "app.put", "app", name, appSnapshot(name))
-	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.AppPut(ctx, a) }); err != nil {
+	a, err := s.sched.PutApp(ctx, sundial.App{Name: name, Title: in.Title, AddressMode: store.AddressMode(in.AddressMode), Addresses: in.Addresses})
+	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toAppOut(a))

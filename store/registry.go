@@ -1,5 +1,7 @@
 package store
 
+import "time"
+
 // AddressMode says where an app's executor addresses come from.
 type AddressMode string
 
@@ -19,11 +21,26 @@ type App struct {
 	AddressMode AddressMode
 	// Addresses are the executors of an AddressManual app.
 	Addresses []string
-	// Protocol is the wire protocol its executors speak: "native" (the default) or "xxl-job".
-	Protocol  string
-	CreatedAt int64
-	UpdatedAt int64
+	// Protocol is the wire protocol its executors speak: ProtocolSundial (the default) or
+	// ProtocolXXLJob.
+	Protocol string
+	// ProtocolVersion is the XXL-JOB generation (2.x, 3.3, 3.5) of an xxl-job app.
+	ProtocolVersion string
+	// XXLTokenHash is the SHA-256 (hex) of an xxl-job app's access token: what its executors
+	// present is checked against it.
+	XXLTokenHash string
+	// XXLTokenSealed is the same token sealed with the server's secret key: the server
+	// presents it to the executors, which check it too.
+	XXLTokenSealed string
+	CreatedAt      int64
+	UpdatedAt      int64
 }
+
+// The app protocols.
+const (
+	ProtocolSundial = "sundial"
+	ProtocolXXLJob  = "xxl-job"
+)
 
 // Instance is one registered executor of an app, alive while it heartbeats.
 type Instance struct {
@@ -33,6 +50,9 @@ type Instance struct {
 	// is a restarted executor.
 	Instance string
 	Handlers []string
+	// LiveFor is how long the instance may stay silent before it is gone, when longer than
+	// the server's threshold (XXL-JOB executors beat every 30 s); 0 for the server's.
+	LiveFor time.Duration
 	// RegisteredAt and LastSeen come from the database clock.
 	RegisteredAt int64
 	LastSeen     int64

@@ -227,6 +227,10 @@ type Querier interface {
 	// inserting it on its first beat and replacing its handlers.
 	// The instance is the executor process's id ("" from executors that send none).
 	RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error
+	// RegistryBeatFor is RegistryBeat for an instance that may stay silent for liveFor (when
+	// longer than the threshold RegistryLive and RegistrySweep are given): executors that
+	// beat at their own pace, as XXL-JOB's every 30 s.
+	RegistryBeatFor(ctx context.Context, app, address, instance string, handlers []string, liveFor time.Duration) error
 	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
 	RegistryLeave(ctx context.Context, app, address string) (bool, error)
 	// RegistryLive lists the instances of app (of every app for "") seen within olderThan by

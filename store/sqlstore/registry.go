@@ -13,16 +13,19 @@ import (
 // Apps and the executor registry. Like the nodes, registry times come from the database
 // clock only, so no executor's or node's clock decides who is alive.
 
-const appCols = "name, title, address_mode, addresses, protocol, created_at, updated_at"
+const appCols = "name, title, address_mode, addresses, protocol, protocol_version, xxl_token_hash, xxl_token_sealed, created_at, updated_at"
 
 func scanApp(r rowScanner) (*store.App, error) {
 	var a store.App
 	var addrs string
-	if err := r.Scan(&a.Name, &a.Title, &a.AddressMode, &addrs, &a.Protocol, &a.CreatedAt, &a.UpdatedAt); err != nil {
+	if err := r.Scan(&a.Name, &a.Title, &a.AddressMode, &addrs, &a.Protocol, &a.ProtocolVersion, &a.XXLTokenHash, &a.XXLTokenSealed, &a.CreatedAt, &a.UpdatedAt); err != nil {
 		return nil, err
 	}
 	if err := decodeJSON(addrs, &a.Addresses); err != nil {
 		return nil, err
+	}
+	if a.Protocol == "native" || a.Protocol == "" { // the name before migration 00019
+		a.Protocol = store.ProtocolSundial
 	}
 	return &a, nil
 }
@@ -33,16 +36,16 @@ func (e *executor) AppPut(ctx context.Context, a *store.App) error {
 		a.AddressMode = store.AddressAuto
 	}
 	if a.Protocol == "" {
-		a.Protocol = "native"
+		a.Protocol = store.ProtocolSundial
 	}
 	addrs, err := encodeJSON(a.Addresses, len(a.Addresses) == 0)
 	if err != nil {
 		return err
 	}
 	now := e.cfg.now()
-	_, err = e.exec(ctx, "INSERT INTO apps ("+appCols+") VALUES (?, ?, ?, ?, ?, ?, ?)"+
-		e.d().upsert("name", "title", "address_mode", "addresses", "protocol", "updated_at"),
-		a.Name, a.Title, string(a.AddressMode), addrs, a.Protocol, now, now)
+	_, err = e.exec(ctx, "INSERT INTO apps ("+appCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"+
+		e.d().upsert("name", "title", "address_mode", "addresses", "protocol", "protocol_version", "xxl_token_hash", "xxl_token_sealed", "updated_at"),
+		a.Name, a.Title, string(a.AddressMode), addrs, a.Protocol, a.ProtocolVersion, a.XXLTokenHash, a.XXLTokenSealed, now, now)
 	if err != nil {
 		return fmt.Errorf("sqlstore: put app %q: %w", a.Name, err)
 	}
@@ -99,7 +102,7 @@ func (e *executor) AppDelete(ctx context.Context, name string) error {
 	return nil
 }
 
-const instanceCols = "app, address, instance, handlers, registered_at, last_seen"
+const instanceCols = "app, address, instance, handlers, live_ms, registered_at, last_seen"
 
 func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 	if err != nil {
@@ -110,9 +113,11 @@ func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 	for rows.Next() {
 		var in store.Instance
 		var hs string
-		if err := rows.Scan(&in.App, &in.Address, &in.Instance, &hs, &in.RegisteredAt, &in.LastSeen); err != nil {
+		var liveMs int64
+		if err := rows.Scan(&in.App, &in.Address, &in.Instance, &hs, &liveMs, &in.RegisteredAt, &in.LastSeen); err != nil {
 			return nil, err
 		}
+		in.LiveFor = time.Duration(liveMs) * time.Millisecond
 		if err := decodeJSON(hs, &in.Handlers); err != nil {
 			return nil, err
 		}
@@ -123,13 +128,18 @@ func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 
 // RegistryBeat upserts the instance with last_seen = the database's now.
 func (e *executor) RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error {
+	return e.RegistryBeatFor(ctx, app, address, instance, handlers, 0)
+}
+
+// RegistryBeatFor upserts the instance with its own silence threshold.
+func (e *executor) RegistryBeatFor(ctx context.Context, app, address, instance string, handlers []string, liveFor time.Duration) error {
 	hs, err := encodeJSON(handlers, len(handlers) == 0)
 	if err != nil {
 		return err
 	}
 	now := e.d().nowMillis()
-	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, "+now+", "+now+")"+
-		e.d().upsert("app, address", "instance", "handlers", "last_seen"), app, address, instance, hs)
+	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, "+now+", "+now+")"+
+		e.d().upsert("app, address", "instance", "handlers", "live_ms", "last_seen"), app, address, instance, hs, liveFor.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
 	}
@@ -146,10 +156,14 @@ func (e *executor) RegistryLeave(ctx context.Context, app, address string) (bool
 	return n > 0, err
 }
 
+// silence is how long a row may stay silent: its own live_ms when longer than the caller's
+// threshold (given twice as the two ?). A CASE, since SQLite has no GREATEST.
+const silence = "(CASE WHEN live_ms > ? THEN live_ms ELSE ? END)"
+
 // RegistryLive lists the instances seen within olderThan, served by registry_app_seen_idx.
 func (e *executor) RegistryLive(ctx context.Context, app string, olderThan time.Duration) ([]*store.Instance, error) {
-	q := "SELECT " + instanceCols + " FROM registry WHERE last_seen >= " + e.d().nowMillis() + " - ?"
-	args := []any{olderThan.Milliseconds()}
+	q := "SELECT " + instanceCols + " FROM registry WHERE last_seen >= " + e.d().nowMillis() + " - " + silence
+	args := []any{olderThan.Milliseconds(), olderThan.Milliseconds()}
 	if app != "" {
 		q += " AND app = ?"
 		args = append(args, app)
@@ -167,13 +181,13 @@ func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) (
 	var gone []*store.Instance
 	err := e.inTx(ctx, func(e *executor) error {
 		stale, err := scanInstances(e.query(ctx, "SELECT "+instanceCols+" FROM registry WHERE last_seen < "+
-			e.d().nowMillis()+" - ? ORDER BY app, address", olderThan.Milliseconds()))
+			e.d().nowMillis()+" - "+silence+" ORDER BY app, address", olderThan.Milliseconds(), olderThan.Milliseconds()))
 		if err != nil {
 			return err
 		}
 		for _, in := range stale {
 			res, err := e.exec(ctx, "DELETE FROM registry WHERE app = ? AND address = ? AND last_seen < "+
-				e.d().nowMillis()+" - ?", in.App, in.Address, olderThan.Milliseconds())
+				e.d().nowMillis()+" - "+silence, in.App, in.Address, olderThan.Milliseconds(), olderThan.Milliseconds())
 			if err != nil {
 				return err
 			}

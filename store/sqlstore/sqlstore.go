@@ -175,6 +175,10 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	// One round trip per statement instead of prepare + execute + close; batch statements
 	// also get literal-typed derived tables this way.
 	mc.InterpolateParams = true
+	// Goose's version table has a TIMESTAMP column, which MigrationStatus scans into a
+	// time.Time (Sundial's own tables hold Unix milliseconds): without this, `sundial migrate
+	// status`, --no-migrate and the import's migration check failed on every MySQL DSN.
+	mc.ParseTime = true
 	if mc.Params == nil {
 		mc.Params = map[string]string{}
 	}

@@ -17,7 +17,7 @@ func testApps(t *testing.T, s store.Store) {
 
 	a := &store.App{Name: "billing", Title: "Billing"}
 	noErr(t, s.AppPut(ctx, a))
-	if a.AddressMode != store.AddressAuto || a.Protocol != "native" || a.CreatedAt == 0 {
+	if a.AddressMode != store.AddressAuto || a.Protocol != store.ProtocolSundial || a.CreatedAt == 0 {
 		t.Fatalf("defaults after AppPut: %+v", a)
 	}
 	created := a.CreatedAt
@@ -29,6 +29,15 @@ func testApps(t *testing.T, s store.Store) {
 	equal(t, "mode", got.AddressMode, store.AddressManual)
 	equal(t, "addresses", fmt.Sprint(got.Addresses), "[http://b:1 http://a:1]")
 	equal(t, "created at survives a replacement", got.CreatedAt, created)
+
+	// An xxl-job app keeps its generation and its token's hash and sealed form.
+	x := &store.App{Name: "legacy", Protocol: store.ProtocolXXLJob, ProtocolVersion: "3.5", XXLTokenHash: "ab12", XXLTokenSealed: "v1:sealed"}
+	noErr(t, s.AppPut(ctx, x))
+	gx := get(s.AppGet(ctx, "legacy")).ok(t)
+	if gx.Protocol != store.ProtocolXXLJob || gx.ProtocolVersion != "3.5" || gx.XXLTokenHash != "ab12" || gx.XXLTokenSealed != "v1:sealed" {
+		t.Fatalf("xxl-job app read back as %+v", gx)
+	}
+	noErr(t, s.AppDelete(ctx, "legacy"))
 
 	noErr(t, s.AppPut(ctx, &store.App{Name: "arch"}))
 	list := get(s.AppList(ctx)).ok(t)
@@ -69,6 +78,10 @@ func testRegistry(t *testing.T, s store.Store) {
 	equal(t, "leave", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), true)
 	equal(t, "leave twice", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), false)
 
+	// x:1 beats at its own pace (XXL-JOB's 30 s): silent past the caller's threshold, it is
+	// live and stays through the sweep while within its own.
+	noErr(t, s.RegistryBeatFor(ctx, "slow", "http://x:1", "", nil, time.Hour))
+
 	// a:1 goes silent; b:1 keeps beating. The sweep takes a:1 only.
 	time.Sleep(1200 * time.Millisecond)
 	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i2", []string{"report"}))
@@ -77,7 +90,15 @@ func testRegistry(t *testing.T, s store.Store) {
 	gone := get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)
 	equal(t, "swept", fmt.Sprint(instanceAddrs(gone)), "[billing@http://a:1]")
 	equal(t, "swept again", len(get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)), 0)
-	equal(t, "left after the sweep", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "", time.Hour)).ok(t))), "[billing@http://b:1]")
+	equal(t, "left after the sweep", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "", time.Hour)).ok(t))), "[billing@http://b:1 slow@http://x:1]")
+	slow := get(s.RegistryLive(ctx, "slow", 600*time.Millisecond)).ok(t)
+	if len(slow) != 1 || slow[0].LiveFor != time.Hour {
+		t.Fatalf("an instance with its own threshold: live %v, want x:1 with LiveFor 1h", slow)
+	}
+	noErr(t, s.RegistryBeatFor(ctx, "slow", "http://x:1", "", nil, 0))
+	equal(t, "back to the caller's threshold", len(get(s.RegistryLive(ctx, "slow", time.Hour)).ok(t)), 1)
+	time.Sleep(700 * time.Millisecond)
+	equal(t, "silent past the caller's threshold again", len(get(s.RegistryLive(ctx, "slow", 600*time.Millisecond)).ok(t)), 0)
 }
 
 func testExecutorExecutions(t *testing.T, s store.Store) {
