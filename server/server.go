@@ -266,6 +266,11 @@ func (s *Server) registerBuiltins() {
 
 // Start starts the scheduler node.
 func (s *Server) Start(ctx context.Context) error {
+	// The cluster key is read (made, on a new database) now rather than by the first
+	// dispatch, whose job's timeout would pay for it.
+	if _, err := s.remote.ClusterKeys(ctx); err != nil {
+		return fmt.Errorf("server: the cluster key: %w", err)
+	}
 	if err := s.sched.Start(ctx); err != nil {
 		return fmt.Errorf("server: start node: %w", err)
 	}
