@@ -13,13 +13,30 @@ import (
 // TriggerNow fires the job once as soon as possible, outside its triggers, and returns the
 // new execution's ID.
 func (s *Scheduler) TriggerNow(ctx context.Context, jobID int64) (int64, error) {
+	return s.TriggerNowWith(ctx, jobID, "")
+}
+
+// maxRunParams bounds a run-now's parameters (XXL-JOB's executorParam is 512 characters).
+const maxRunParams = 4096
+
+// TriggerNowWith is TriggerNow whose run is given params in place of the job's own (empty:
+// the job's); the execution records them and its retries keep them. A script job's params
+// are its script, which only a saved version may change, so it takes none.
+func (s *Scheduler) TriggerNowWith(ctx context.Context, jobID int64, params string) (int64, error) {
 	ex := &store.Execution{JobID: jobID, ScheduledAt: s.clock.Now().UnixMilli(), Cause: store.CauseManual,
-		State: store.ExecPending}
+		State: store.ExecPending, Params: params}
 	err := store.InTx(ctx, s.store, func(q store.Querier) error {
-		if _, err := q.JobGet(ctx, jobID); err != nil {
+		j, err := q.JobGet(ctx, jobID)
+		if err != nil {
 			return err
 		}
-		_, err := q.ExecutionsInsert(ctx, []*store.Execution{ex})
+		if params != "" && IsScriptHandler(j.Handler) {
+			return schedule.Fieldf("params", "a %s job runs its saved script: save a new version instead of running it with parameters", j.Handler)
+		}
+		if n := len(params); n > maxRunParams {
+			return schedule.Fieldf("params", "must be at most %d bytes, got %d", maxRunParams, n)
+		}
+		_, err = q.ExecutionsInsert(ctx, []*store.Execution{ex})
 		return err
 	})
 	if err != nil {
@@ -138,6 +155,7 @@ func (s *Scheduler) UpdateJob(ctx context.Context, jobID int64, job Job) error {
 	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return s.UpdateJobTx(ctx, q, jobID, job) }); err != nil {
 		return fmt.Errorf("sundial: update job %d: %w", jobID, err)
 	}
+	s.engine.JobChanged(jobID)
 	return nil
 }
 

@@ -62,7 +62,7 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 	run := &Execution{
 		ID: ex.ID, JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: time.UnixMilli(ex.ScheduledAt),
 		FiredAt: time.UnixMilli(ex.FiredAt), Attempt: ex.Attempt, Cause: string(ex.Cause),
-		Params: f.Job.Params, Data: maps.Clone(f.Job.Data),
+		Params: f.Params(), Data: maps.Clone(f.Job.Data),
 		IdempotencyKey: jobrun.IdempotencyKey(ex.JobID, ex.TriggerID, ex.ScheduledAt, ex.ShardIndex),
 	}
 	if run.Data == nil {

@@ -79,5 +79,6 @@ func (s *Scheduler) RestoreScript(ctx context.Context, jobID, version int64) (*s
 	if err != nil {
 		return nil, fmt.Errorf("sundial: restore script version %d of job %d: %w", version, jobID, err)
 	}
+	s.engine.JobChanged(jobID)
 	return v, nil
 }

@@ -293,6 +293,11 @@ func (c *Client) RunJob(ctx context.Context, id int64) (*Execution, error) {
 	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), nil)
 }
 
+// RunJobWith fires the job once now with req's params in place of the job's.
+func (c *Client) RunJobWith(ctx context.Context, id int64, req RunRequest) (*Execution, error) {
+	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), req)
+}
+
 // Triggers.
 
 // ListTriggers lists a job's triggers.
@@ -362,10 +367,17 @@ func (c *Client) DeleteCalendar(ctx context.Context, name string) error {
 // ExecutionFilter selects executions; the zero value selects all, newest first. The times
 // are RFC 3339, passed to the server as given.
 type ExecutionFilter struct {
-	JobID    int64
-	State    string
-	Order    string // asc or desc
-	From, To string
+	JobID int64
+	// App keeps the executions of the app's jobs, Cause those of one cause (manual, retry, ...).
+	App   string
+	State string
+	Cause string
+	// AlarmState keeps the executions whose alarm is none, pending, sending, sent or failed:
+	// "sending" lists the alarms being delivered, or left so by a node that died (the alarm
+	// sweep sends those again).
+	AlarmState string
+	Order      string // asc or desc
+	From, To   string
 }
 
 // ListExecutions lists executions.
@@ -374,7 +386,7 @@ func (c *Client) ListExecutions(ctx context.Context, f ExecutionFilter, o ListOp
 	if f.JobID != 0 {
 		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
 	}
-	for k, v := range map[string]string{"state": f.State, "order": f.Order, "from": f.From, "to": f.To} {
+	for k, v := range map[string]string{"app": f.App, "state": f.State, "cause": f.Cause, "alarm_state": f.AlarmState, "order": f.Order, "from": f.From, "to": f.To} {
 		if v != "" {
 			q.Set(k, v)
 		}

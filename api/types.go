@@ -168,6 +168,19 @@ type Execution struct {
 	// AlarmState is none, or for a final failure of a job with alarm targets pending,
 	// sending, sent or failed.
 	AlarmState string `json:"alarm_state"`
+	// ScriptVersion is, for a script job, the version of its script the run was given (the
+	// job's current one when the run was marked running).
+	ScriptVersion int64 `json:"script_version,omitempty"`
+	// Params are a run-now's own params, given in place of the job's; empty when the run got
+	// the job's.
+	Params string `json:"params,omitempty"`
+}
+
+// RunRequest is the optional body of POST /jobs/{id}/run.
+type RunRequest struct {
+	// Params, when not empty, are given to the run's handler in place of the job's. A script
+	// job takes none (its params are its script).
+	Params string `json:"params,omitempty"`
 }
 
 // LogLine is one line of an execution's output.
@@ -314,6 +327,13 @@ type AppRequest struct {
 	Title       string   `json:"title"`
 	AddressMode string   `json:"address_mode"`
 	Addresses   []string `json:"addresses"`
+	// Protocol is what the app's executors speak: sundial (the default) or xxl-job.
+	Protocol string `json:"protocol,omitempty"`
+	// ProtocolVersion is an xxl-job app's generation: 2.x, 3.3 or 3.5.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// XXLAccessToken sets an xxl-job app's access token (its executors'
+	// xxl.job.accessToken); empty keeps the one set before. It is never returned.
+	XXLAccessToken string `json:"xxl_access_token,omitempty"`
 }
 
 // App is an executor group: the executors that run a remote job's fires.
@@ -322,8 +342,14 @@ type App struct {
 	Title       string   `json:"title"`
 	AddressMode string   `json:"address_mode"`
 	Addresses   []string `json:"addresses"`
-	CreatedAt   Time     `json:"created_at"`
-	UpdatedAt   Time     `json:"updated_at"`
+	// Protocol is sundial or xxl-job; ProtocolVersion the xxl-job generation.
+	Protocol        string `json:"protocol"`
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// XXLAccessTokenSet tells whether an xxl-job app's access token is set (the token itself
+	// is never shown).
+	XXLAccessTokenSet bool `json:"xxl_access_token_set,omitempty"`
+	CreatedAt         Time `json:"created_at"`
+	UpdatedAt         Time `json:"updated_at"`
 }
 
 // Executor is a live executor instance of an app (GET /executors).

@@ -43,7 +43,7 @@ func TestUntakenShardRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.RecordWith(e.CompleteRemote)
-	res := r.broadcast(ctx, &engine.Fire{Execution: ex, Job: job}, []string{took.URL, refuses.URL})
+	res := r.broadcast(ctx, &engine.Fire{Execution: ex, Job: job}, []string{took.URL, refuses.URL}, nil)
 	if !res.Async {
 		t.Fatalf("shard 0: %+v, want it handed over", res)
 	}

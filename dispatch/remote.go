@@ -20,7 +20,9 @@ import (
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
+	"github.com/sundial-scheduler/sundial/internal/seal"
 	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/xxljob"
 )
 
 // DefaultHeartbeatInterval is the executor heartbeat interval the server announces; an
@@ -46,6 +48,12 @@ type Config struct {
 	// Clock is the time source: the age of cached executor lists, the pauses between repeats
 	// of a /run, the times of shards no executor took. Default: clock.Real{}.
 	Clock clock.Clock
+	// Secrets opens the access tokens of xxl-job apps (sealed in the database with the
+	// server's secret key). Default: no key, so xxl-job apps cannot be dispatched to.
+	Secrets *seal.Box
+	// XXLLogInterval is how often the output of a run on an XXL-JOB executor is pulled while
+	// it runs. Default DefaultXXLLogInterval.
+	XXLLogInterval time.Duration
 }
 
 // Remote dispatches fires of remote jobs to executors (docs/executor-protocol.md).
@@ -62,11 +70,30 @@ type Remote struct {
 	// instances caches each app's executors for a moment (see addresses).
 	mu        sync.Mutex
 	instances map[string]appInstances
+
+	// The followers of XXL-JOB runs' output (xxl.go) run until Close.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closing   chan struct{}
+	closeOnce sync.Once
+	followers sync.WaitGroup
+}
+
+// Close stops following the output of runs on XXL-JOB executors and waits for the
+// followers to end. Call it before the store closes.
+func (r *Remote) Close() {
+	r.closeOnce.Do(func() {
+		close(r.closing)
+		r.cancel()
+	})
+	r.followers.Wait()
 }
 
 // appInstances is what addresses read of an app: its manual addresses, or its live
 // instances.
 type appInstances struct {
+	// app is the app's row; nil for an app only registered executors made.
+	app     *store.App
 	manual  []string
 	live    []*store.Instance
 	fetched time.Time
@@ -102,7 +129,7 @@ func NewRemote(cfg Config) *Remote {
 	if cfg.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
-		cfg.Client = &http.Client{Timeout: 10 * time.Second, Transport: t}
+		cfg.Client = &http.Client{Timeout: callTimeout, Transport: t}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -110,7 +137,15 @@ func NewRemote(cfg Config) *Remote {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	if cfg.Secrets == nil {
+		cfg.Secrets = &seal.Box{}
+	}
+	if cfg.XXLLogInterval <= 0 {
+		cfg.XXLLogInterval = DefaultXXLLogInterval
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{},
+		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
 		keys: &keyring{st: cfg.Store, clk: cfg.Clock, interval: cfg.HeartbeatInterval}}
 }
 
@@ -124,9 +159,17 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 	if err != nil {
 		return engine.Result{Err: fmt.Errorf("job %d: %w", job.ID, err)}
 	}
-	addrs, online, err := r.addresses(ctx, job.App, job.Handler)
+	addrs, online, app, err := r.addresses(ctx, job.App, job.Handler)
 	if err != nil {
 		return engine.Result{Err: err}
+	}
+	var xc *xxljob.Client
+	var p prober = r
+	if app != nil && app.Protocol == store.ProtocolXXLJob {
+		if xc, err = r.XXLClient(app); err != nil {
+			return engine.Result{Err: err}
+		}
+		p = xxlProber{xc}
 	}
 	if len(addrs) == 0 {
 		if online > 0 {
@@ -141,16 +184,16 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 			// A retry (or recovery) of one shard: only that shard runs again, on the instance
 			// at its index while the instances are the same, so a broadcast is not multiplied
 			// by its failures. XXL-JOB does the same with registryList[index].
-			return r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal)
+			return r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc)
 		}
-		return r.broadcast(ctx, f, addrs)
+		return r.broadcast(ctx, f, addrs, xc)
 	}
-	addr, err := r.router.pick(ctx, st, job.ID, addrs, r)
+	addr, err := r.router.pick(ctx, st, job.ID, addrs, p)
 	if err != nil {
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("app %q: %w", job.App, err)}
 	}
-	return r.send(ctx, f.Execution, job, addr, 0, 1)
+	return r.send(ctx, f.Execution, job, addr, 0, 1, xc)
 }
 
 // send records the address on the execution, then posts the run, then records that the
@@ -160,7 +203,11 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 // the run was declared lost and may have been fired again. Until the acceptance is recorded
 // the run is the node's, and is lost with it (no executor said it has it); after, it is the
 // executor's.
-func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int) engine.Result {
+// An XXL-JOB app's runs (xc set) go out by sendXXL.
+func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int, xc *xxljob.Client) engine.Result {
+	if xc != nil {
+		return r.sendXXL(ctx, ex, job, addr, index, total, xc)
+	}
 	msg := fmt.Sprintf("sent to %s", addr)
 	if total > 1 {
 		msg = fmt.Sprintf("shard %d/%d sent to %s", index, total, addr)
@@ -179,12 +226,14 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		r.stats.NotOwned.Add(1)
 		return engine.Result{Err: fmt.Errorf("execution %d is no longer running for node %s (incarnation %s): not sent", ex.ID, owner.Node, owner.Incarnation)}
 	}
-	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: job.Params,
+	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job),
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
 	var resp executor.RunResponse
-	err = r.callRepeating(ctx, addr, executor.PathRun, instance, req, &resp)
+	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
+	err = r.callRepeating(sendCtx, addr, executor.PathRun, instance, req, &resp)
+	cancel()
 	if err == nil && !resp.Accepted && instance != "" && resp.Instance != "" && resp.Instance != instance {
 		err = r.resendToInstance(ctx, ex, addr, index, total, msg, &req, &resp)
 	}
@@ -227,7 +276,9 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr
 	}
 	req.Instance = resp.Instance
 	*resp = executor.RunResponse{}
-	return r.callRepeating(ctx, addr, executor.PathRun, req.Instance, req, resp)
+	sendCtx, cancel := context.WithTimeout(ctx, SendWindow) // from the dispatch just recorded again
+	defer cancel()
+	return r.callRepeating(sendCtx, addr, executor.PathRun, req.Instance, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
@@ -236,13 +287,14 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr
 // that the node's death or the executor's loss is handled as for any running execution. A
 // shard that no executor takes is recorded failed at once, and like a shard that fails or is
 // lost later it is retried alone per the job (its retry keeps its index and total).
-func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) engine.Result {
+func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, xc *xxljob.Client) engine.Result {
 	ex, job, total := f.Execution, f.Job, len(addrs)
 	shards := make([]*store.Execution, 0, total-1)
 	for i := 1; i < total; i++ {
 		shards = append(shards, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: ex.ScheduledAt,
 			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, Incarnation: ex.Incarnation, ExecutorAddress: addrs[i],
-			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt})
+			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt,
+			Params: ex.Params, ScriptVersion: job.ScriptVersion})
 	}
 	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)
 	if err != nil {
@@ -252,7 +304,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) 
 		if slices.Contains(dups, sh) {
 			continue // sent already by an earlier dispatch of this fire
 		}
-		res := r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total)
+		res := r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total, xc)
 		if res.Async {
 			continue
 		}
@@ -260,7 +312,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string) 
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
 		}
 	}
-	return r.send(ctx, ex, job, addrs[0], 0, total)
+	return r.send(ctx, ex, job, addrs[0], 0, total, xc)
 }
 
 // shardFailed records that no executor took a shard: with the job's retry and alarm through
@@ -279,18 +331,19 @@ func (r *Remote) shardFailed(ctx context.Context, sh *store.Execution, cause err
 
 // addresses returns the app's executor addresses, sorted: its manual list, or its live
 // instances that run the handler (an instance that reports no handlers may run any), and how
-// many instances are online with or without the handler. An app with no row is in auto mode,
-// so executors can register before anyone defines their app.
-func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, int, error) {
+// many instances are online with or without the handler, and the app's row (nil if it has
+// none). An app with no row is in auto mode, so executors can register before anyone defines
+// their app.
+func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, int, *store.App, error) {
 	if app == "" {
-		return nil, 0, errors.New("the job names no app: a remote job needs the app whose executors run it")
+		return nil, 0, nil, errors.New("the job names no app: a remote job needs the app whose executors run it")
 	}
 	got, err := r.appInstances(ctx, app)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if got.manual != nil {
-		return slices.Clone(got.manual), len(got.manual), nil
+		return slices.Clone(got.manual), len(got.manual), got.app, nil
 	}
 	var out []string
 	for _, in := range got.live {
@@ -299,7 +352,7 @@ func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, 
 		}
 	}
 	slices.Sort(out)
-	return out, len(got.live), nil
+	return out, len(got.live), got.app, nil
 }
 
 // appInstances reads the app's manual addresses or live instances, reusing a read younger
@@ -322,7 +375,10 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return got, err
-	case a.AddressMode == store.AddressManual:
+	default:
+		got.app = a
+	}
+	if got.app != nil && got.app.AddressMode == store.AddressManual {
 		got.manual = slices.Clone(a.Addresses)
 		if got.manual == nil {
 			got.manual = []string{}
@@ -341,6 +397,16 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	}
 	return got, nil
 }
+
+// callTimeout bounds one call to an executor with the default client.
+const callTimeout = 10 * time.Second
+
+// SendWindow is the longest a run's /run calls (its repeats included: a call may hang on a
+// connection to an executor that died, and the repeat reach its successor) go on after the
+// dispatch is recorded. The server gives a run that long, past its executor's heartbeats, to
+// show up in them before it declares it lost; a /run still in flight after that could start
+// the run beside its retry.
+const SendWindow = runAttempts*callTimeout + 2*time.Second
 
 // runRepeats paces the repeats of a /run that got no answer: sent again after 100 ms, then
 // after 400 ms.
@@ -393,6 +459,32 @@ func (r *Remote) Kill(ctx context.Context, addr, instance string, executionID in
 	return out.Killed, out.Instance, err
 }
 
+// OtherInstanceError is a kill answered by another executor instance than the one the run
+// was handed to: its answer says nothing about the run.
+type OtherInstanceError struct {
+	Address, Instance, Answered string
+}
+
+func (e *OtherInstanceError) Error() string {
+	return fmt.Sprintf("the executor at %s is instance %q now, not %q the run was handed to; the run is lost with that one",
+		e.Address, e.Answered, e.Instance)
+}
+
+// killNative kills a native executor's run, signed for the instance the run was handed to,
+// and takes the answer only from that instance (*OtherInstanceError otherwise; ErrNotFound,
+// wrapped, when the run is not running any more).
+func (r *Remote) killNative(ctx context.Context, id int64) (bool, error) {
+	d, err := r.cfg.Store.ExecutionDispatchedTo(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	killed, answered, err := r.Kill(ctx, d.Address, d.Instance, id)
+	if err == nil && d.Instance != "" && answered != d.Instance {
+		return false, &OtherInstanceError{Address: d.Address, Instance: d.Instance, Answered: answered}
+	}
+	return killed, err
+}
+
 // call POSTs body as JSON to addr+path, signed with the cluster key for the executor
 // instance ("" when not known), and decodes a 200 answer. Each call is signed anew, so a
 // repeat is not taken for a replay.
@@ -442,4 +534,9 @@ func (d byTarget) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		return d.remote.Dispatch(ctx, f)
 	}
 	return d.local.Dispatch(ctx, f)
+}
+
+// paramsOf is engine.Fire.Params for a shard's execution.
+func paramsOf(ex *store.Execution, job *store.Job) string {
+	return (&engine.Fire{Execution: ex, Job: job}).Params()
 }

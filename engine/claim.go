@@ -51,9 +51,19 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 	addIDs(c.won, won)
 	addIDs(c.busy, busy)
 	var discard []int64
+	replaced := map[int64]bool{}
 	for _, f := range alone {
-		if c.busy[f.Execution.ID] && f.Job.Concurrency == store.ConcurrencyDiscard {
+		if !c.busy[f.Execution.ID] {
+			continue
+		}
+		switch f.Job.Concurrency {
+		case store.ConcurrencyDiscard:
 			discard = append(discard, f.Execution.ID)
+		case store.ConcurrencyReplace:
+			if !replaced[f.Job.ID] {
+				replaced[f.Job.ID] = true
+				e.replaceElsewhere(ctx, o, f.Job.ID)
+			}
 		}
 	}
 	if len(discard) > 0 {
@@ -68,6 +78,28 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 		addIDs(c.discarded, won)
 	}
 	return c, nil
+}
+
+// replaceElsewhere asks the other nodes that run job to kill their runs of it, for a replace
+// job's newer fire: the kill request each node reads while it runs handlers (Kill). The fire
+// stays busy, and is claimed when those runs have ended. A request that fails is only
+// logged: the fire asks again after busyRetryDelay, and a request repeated is a no-op.
+func (e *Engine) replaceElsewhere(ctx context.Context, o store.Owner, job int64) {
+	running, err := e.store.ExecutionList(ctx, store.ExecutionFilter{JobID: job, State: store.ExecRunning})
+	if err != nil {
+		e.log.Error("listing the runs a replace fire replaces", "job", job, "err", err)
+		return
+	}
+	for _, x := range running {
+		if x.ExecutorAddress != "" || store.OwnerOf(x) == o {
+			continue // an executor's (not a job that runs alone), or this node's own run
+		}
+		if err := e.store.KillRequest(ctx, x.ID, x.Node); err != nil {
+			e.log.Error("asking another node to kill the run a replace fire replaces", "execution", x.ID, "node", x.Node, "err", err)
+			continue
+		}
+		e.log.Info("replacing a run on another node (concurrency policy replace)", "execution", x.ID, "node", x.Node, "job", job)
+	}
 }
 
 // waitBusy asks again, after busyRetryDelay, to start a fire whose job ran on another node.

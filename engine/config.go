@@ -23,6 +23,14 @@ type Fire struct {
 	Job       *store.Job
 }
 
+// Params are what the run's handler is given: a run-now's own parameters, or the job's.
+func (f *Fire) Params() string {
+	if f.Execution.Params != "" {
+		return f.Execution.Params
+	}
+	return f.Job.Params
+}
+
 // Result is the outcome of a fire.
 type Result struct {
 	// Err is nil for success. A run that returns after its context's deadline is recorded as

@@ -336,6 +336,12 @@ func (e *Engine) joinAgain() {
 	}()
 }
 
+// JobChanged drops the job from the node's short-lived job cache, so that the node's next
+// fire of it runs the job as just saved here: a script saved and run at once runs the new
+// script, matching the version its execution is stamped with. Other nodes see an edit
+// within the cache's second.
+func (e *Engine) JobChanged(id int64) { e.jobs.forget(id) }
+
 // Wake makes the acquirer look for due work now, e.g. after a trigger was added that is due
 // sooner than the next poll.
 func (e *Engine) Wake() {

@@ -47,19 +47,22 @@ func (e *Engine) CheckExecutorBeat(ctx context.Context, b ExecutorBeat, grace ti
 }
 
 // unheld picks the runs the beat's executor does not hold and that are not its to report:
-// handed to another instance, or to this one (or an unknown one) before firedBefore.
-func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []int64 {
+// handed to another instance, or to this one (or an unknown one) fired and dispatched before
+// firedBefore.
+func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []store.ExecutorRun {
 	held := make(map[int64]bool, len(b.Held))
 	for _, id := range b.Held {
 		held[id] = true
 	}
-	var out []int64
+	var out []store.ExecutorRun
 	for _, r := range runs {
 		if held[r.ID] {
 			continue
 		}
-		if (r.Instance != "" && r.Instance != b.Instance) || r.FiredAt < firedBefore {
-			out = append(out, r.ID)
+		// The grace runs from the dispatch, which may come long after the fire (a database
+		// that did not answer meanwhile): its /run may still be in flight.
+		if (r.Instance != "" && r.Instance != b.Instance) || max(r.FiredAt, r.DispatchedAt) < firedBefore {
+			out = append(out, r)
 		}
 	}
 	return out

@@ -18,8 +18,14 @@ func TestUnheld(t *testing.T) {
 		{ID: 5, Instance: "", FiredAt: 900},    // a manual address's, recent: kept
 		{ID: 6, Instance: "", FiredAt: 100},    // a manual address's, past the grace: lost
 		{ID: 7, Instance: "new", FiredAt: 100}, // held: kept
+		// this one's, fired long ago but dispatched just now (the database was out between):
+		// its /run may be in flight: kept
+		{ID: 8, Instance: "new", FiredAt: 100, DispatchedAt: 900},
 	}
-	got := unheld(runs, ExecutorBeat{Instance: "new", Held: []int64{2, 7}}, 500)
+	var got []int64
+	for _, r := range unheld(runs, ExecutorBeat{Instance: "new", Held: []int64{2, 7}}, 500) {
+		got = append(got, r.ID)
+	}
 	if want := []int64{1, 4, 6}; !slices.Equal(got, want) {
 		t.Fatalf("unheld = %v, want %v", got, want)
 	}

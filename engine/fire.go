@@ -316,7 +316,11 @@ func (e *Engine) run(l *lifecycle, f *Fire) {
 	ctx, cancel := context.WithCancelCause(l.runCtx)
 	defer cancel(nil)
 	l.conc.running(f, cancel)
-	if f.Job.TimeoutMs > 0 {
+	// The job's timeout bounds its handler. A remote job's handler runs on its executor,
+	// which times it out (the run request carries the timeout); here only its dispatch runs,
+	// which a timer of the job's would cut short under load, recording a run timed out that
+	// no handler began, or one the executor had taken.
+	if f.Job.TimeoutMs > 0 && f.Job.TargetKind != store.TargetRemote {
 		t := e.clock.NewTimer(msDuration(f.Job.TimeoutMs))
 		defer t.Stop()
 		go func() {

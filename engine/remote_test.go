@@ -57,3 +57,40 @@ func TestRemoteCompletion(t *testing.T) {
 		}
 	})
 }
+
+// TestRemoteTimeoutIsTheExecutors: a remote job's timeout bounds its handler, which the
+// executor runs and times out; the node's dispatch of it (the POST to the executor, however
+// slow under load) is not the run, and a dispatch longer than the timeout still hands the run
+// over rather than record it timed out before any handler ran.
+func TestRemoteTimeoutIsTheExecutors(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		release := make(chan struct{})
+		returned := make(chan error, 1)
+		n := newFakeNode(t, dialect, func(ctx context.Context, _ *Fire) Result {
+			select {
+			case <-release: // the executor took it
+			case <-ctx.Done():
+			}
+			returned <- context.Cause(ctx)
+			if err := context.Cause(ctx); err != nil {
+				return Result{Err: err}
+			}
+			return Result{Async: true}
+		})
+		job := insertJob(t, n.st, "remote", func(j *store.Job) {
+			j.TargetKind, j.App, j.TimeoutMs = store.TargetRemote, "app", 100
+		})
+		insertTrigger(t, n.st, job, "once", schedule.Simple{}, t0.Add(time.Second), nil)
+		n.start()
+		n.advance(time.Second)
+		waitFor(t, "the dispatch to begin", n.rec.started, 1)
+		n.advance(time.Second) // ten timeouts into a slow dispatch
+		close(release)
+		if err := waitFor(t, "the dispatch to return", returned, 1)[0]; err != nil {
+			t.Fatalf("the dispatch was canceled by the job's timeout: %v", err)
+		}
+		if got := n.executions(job); len(got) != 1 || got[0].State != store.ExecRunning {
+			t.Fatalf("executions %v, want one running (handed to its executor)", states(got))
+		}
+	})
+}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -514,4 +516,83 @@ func TestAlarmTargetsAPI(t *testing.T) {
 			t.Errorf("target %q: field %q, message %q", bad, err.Field, err.Message)
 		}
 	}
+}
+
+// TestAlarmsLeftSending: an alarm a node claimed for delivery and never recorded (the node
+// died mid-delivery) is listed by its alarm state through the API and the typed client, and
+// once its claim is old it is sent again, with its idempotency key, and listed as sent.
+func TestAlarmsLeftSending(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		hook := newHookReceiver(t)
+		// The leader's own sweeps are an hour apart: the test's sweeps are the ones that
+		// take the alarm (one of the leader's, cut short by a leadership change on a loaded
+		// machine, would leave it sending with a fresh claim for ten minutes).
+		e := newEnvWith(t, dialect, func(c *Config) { c.AlarmInterval = time.Hour })
+		job := &store.Job{Group: "g", Name: "left", TargetKind: store.TargetLocal, Handler: "h", Enabled: true,
+			Concurrency: store.ConcurrencyAllow, AlarmTargets: []string{hook.url}}
+		if err := e.st.JobInsert(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		x := &store.Execution{JobID: job.ID, ScheduledAt: 1, FiredAt: 1, Cause: store.CauseAPI, State: store.ExecFailed,
+			AlarmState: store.AlarmPending}
+		if _, err := e.st.ExecutionsInsert(ctx, []*store.Execution{x}); err != nil {
+			t.Fatal(err)
+		}
+		// The dead node's claim: pending → sending, then nothing.
+		if won, err := e.st.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmPending, store.AlarmSending); err != nil || len(won) != 1 {
+			t.Fatalf("claim the alarm: %v, %v", won, err)
+		}
+		listed := func(state string) []int64 {
+			t.Helper()
+			page, err := e.client().ListExecutions(ctx, api.ExecutionFilter{AlarmState: state}, api.ListOptions{})
+			if err != nil {
+				t.Fatalf("list alarm_state=%s: %v", state, err)
+			}
+			var ids []int64
+			for _, got := range page.Items {
+				if got.AlarmState != state {
+					t.Errorf("alarm_state=%s listed execution %d with alarm %s", state, got.ID, got.AlarmState)
+				}
+				ids = append(ids, got.ID)
+			}
+			return ids
+		}
+		if got := listed("sending"); !slices.Equal(got, []int64{x.ID}) {
+			t.Fatalf("alarms sending: %v, want [%d]", got, x.ID)
+		}
+		if got := listed("pending"); len(got) != 0 {
+			t.Fatalf("alarms pending: %v, want none", got)
+		}
+		if eb := e.callErr("GET", "/api/v1/executions?alarm_state=lost", nil, 400); eb.Field != "alarm_state" {
+			t.Errorf("bad alarm_state: %+v", eb)
+		}
+
+		// An hour later the claim is abandoned: the leader's sweep sends it again.
+		if _, err := e.st.DB().ExecContext(ctx, "UPDATE executions SET alarm_claimed_at = alarm_claimed_at - 3600000 WHERE id = "+
+			strconv.FormatInt(x.ID, 10)); err != nil {
+			t.Fatal(err)
+		}
+		last := store.AlarmSending
+		eventually(t, "the abandoned alarm sent", func() bool {
+			// Again until it is sent: a sweep skips a row another transaction holds.
+			if _, err := e.srv.alarms.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := e.st.ExecutionGet(ctx, x.ID); err == nil && got.AlarmState != last {
+				last = got.AlarmState
+				t.Logf("alarm %s", last) // what a timeout saw last
+			}
+			return slices.Equal(listed("sent"), []int64{x.ID})
+		})
+		if got := listed("sending"); len(got) != 0 {
+			t.Errorf("alarms still sending: %v", got)
+		}
+		hook.mu.Lock()
+		keys := slices.Clone(hook.keys)
+		hook.mu.Unlock()
+		if want := fmt.Sprintf("sundial-execution-%d", x.ID); len(keys) != 1 || keys[0] != want {
+			t.Errorf("webhook deliveries with keys %q, want one with %q", keys, want)
+		}
+	})
 }

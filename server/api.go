@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,6 +81,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // maxBody bounds request bodies; a job with its triggers is a few kilobytes.
 const maxBody = 1 << 20
+
+// decodeOptional is decode for a body that may be left out (empty, or only white space).
+func decodeOptional(r *http.Request, v any) error {
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return invalidField("", "request body: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return decode(r, v)
+}
 
 // decode reads a JSON body strictly: unknown fields and trailing data are errors that name
 // the field, so a typo ("crom") is reported instead of silently ignored.

@@ -23,7 +23,12 @@ func toAppOut(a *store.App) api.App {
 	if addrs == nil {
 		addrs = []string{}
 	}
+	protocol := a.Protocol
+	if protocol == "" {
+		protocol = store.ProtocolSundial
+	}
 	return api.App{Name: a.Name, Title: a.Title, AddressMode: string(a.AddressMode), Addresses: addrs,
+		Protocol: protocol, ProtocolVersion: a.ProtocolVersion, XXLAccessTokenSet: a.XXLTokenHash != "",
 		CreatedAt: api.Time(a.CreatedAt), UpdatedAt: api.Time(a.UpdatedAt)}
 }
 
@@ -58,7 +63,7 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
 // registeredApp is an app only its registered executors made: auto mode, known since its
 // first live executor registered.
 func registeredApp(name string, live []*store.Instance) api.App {
-	a := api.App{Name: name, AddressMode: string(store.AddressAuto), Addresses: []string{}}
+	a := api.App{Name: name, AddressMode: string(store.AddressAuto), Addresses: []string{}, Protocol: store.ProtocolSundial}
 	for _, in := range live {
 		if in.App == name && (a.CreatedAt == 0 || api.Time(in.RegisteredAt) < a.CreatedAt) {
 			a.CreatedAt, a.UpdatedAt = api.Time(in.RegisteredAt), api.Time(in.RegisteredAt)
@@ -105,7 +110,12 @@ func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx := s.audited(r, "app.put", "app", name, appSnapshot(name))
-	a, err := s.sched.PutApp(ctx, sundial.App{Name: name, Title: in.Title, AddressMode: store.AddressMode(in.AddressMode), Addresses: in.Addresses})
+	sa := sundial.App{Name: name, Title: in.Title, AddressMode: store.AddressMode(in.AddressMode), Addresses: in.Addresses,
+		Protocol: in.Protocol, ProtocolVersion: in.ProtocolVersion}
+	if err := s.appProtocol(ctx, &sa, in.XXLAccessToken); err != nil {
+		return err
+	}
+	a, err := s.sched.PutApp(ctx, sa)
 	if err != nil {
 		return err
 	}
@@ -163,4 +173,43 @@ func (s *Server) allowedAddress(addr string) error {
 		}
 	}
 	return fmt.Errorf("%q is outside the executor networks (--executor-networks)", addr)
+}
+
+// appProtocol sets the app's protocol, generation and (for xxl-job) access token from the
+// request: a token given is checked and stored as its hash and sealed (see docs/security.md);
+// none given keeps the app's current one, and an xxl-job app without any is refused.
+func (s *Server) appProtocol(ctx context.Context, a *sundial.App, token string) error {
+	protocol, _, err := sundial.AppProtocol(a.Protocol, a.ProtocolVersion)
+	if err != nil {
+		return err
+	}
+	if protocol != store.ProtocolXXLJob {
+		if token != "" {
+			return invalidField("xxl_access_token", "only an xxl-job app has an access token")
+		}
+		return nil
+	}
+	if token == "" {
+		// None given: the app keeps the one it has (sundial.PutAppTx), if it has one.
+		prev, err := s.store.AppGet(ctx, a.Name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err == nil && prev.Protocol == store.ProtocolXXLJob && prev.XXLTokenSealed != "" {
+			return nil
+		}
+	}
+	if err := sundial.CheckXXLToken(token); err != nil {
+		return err
+	}
+	if !s.secrets.Keyed() {
+		return &apiError{Status: http.StatusConflict, Code: "failed_precondition",
+			Message: "an xxl-job app's access token is presented to its executors, so the server must keep it: start the server with --secret-key (it is stored sealed with it)"}
+	}
+	sealed, err := s.secrets.Seal(token, a.Name)
+	if err != nil {
+		return fmt.Errorf("app %q: seal the access token: %w", a.Name, err)
+	}
+	a.XXLTokenHash, a.XXLTokenSealed = hashSecret(token), sealed
+	return nil
 }

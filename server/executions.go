@@ -18,7 +18,12 @@ func toExecutionOut(x *store.Execution) api.Execution {
 		FiredAt: api.Time(x.FiredAt), Cause: string(x.Cause), Attempt: x.Attempt, Node: x.Node, State: string(x.State),
 		HandleCode: x.HandleCode, HandleMsg: x.HandleMsg, TriggerMsg: x.TriggerMsg, StartedAt: api.Time(x.StartedAt),
 		FinishedAt: api.Time(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal,
-		AlarmState: string(x.AlarmState)}
+		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: x.Params}
+}
+
+var executionCauses = map[store.ExecutionCause]bool{
+	store.CauseSchedule: true, store.CauseManual: true, store.CauseAPI: true, store.CauseRetry: true,
+	store.CauseMisfire: true, store.CauseRecovery: true, store.CauseChild: true,
 }
 
 var executionStates = map[store.ExecutionState]bool{
@@ -27,7 +32,7 @@ var executionStates = map[store.ExecutionState]bool{
 }
 
 // listExecutions lists executions newest first (order=asc for oldest first), filtered by job,
-// state and a fired-at range.
+// app, state, cause and a fired-at range.
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	limit, err := pageLimit(r)
@@ -41,11 +46,26 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	if f.JobID, err = queryID(r, "job_id"); err != nil {
 		return err
 	}
+	f.App = q.Get("app")
+	if c := q.Get("cause"); c != "" {
+		if !executionCauses[store.ExecutionCause(c)] {
+			return invalidField("cause", "want schedule, manual, api, retry, misfire, recovery or child, got %q", c)
+		}
+		f.Cause = store.ExecutionCause(c)
+	}
 	if st := q.Get("state"); st != "" {
 		if !executionStates[store.ExecutionState(st)] {
 			return invalidField("state", "want pending, acquired, running, succeeded, failed, timed_out, lost, skipped or canceled, got %q", st)
 		}
 		f.State = store.ExecutionState(st)
+	}
+	if st := q.Get("alarm_state"); st != "" {
+		switch a := store.AlarmState(st); a {
+		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:
+			f.AlarmState = a
+		default:
+			return invalidField("alarm_state", "want none, pending, sending, sent or failed, got %q", st)
+		}
 	}
 	switch o := q.Get("order"); o {
 	case "", "desc":

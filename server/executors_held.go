@@ -9,9 +9,9 @@ import (
 	"github.com/sundial-scheduler/sundial/engine"
 )
 
-// dispatchSlack is how long a /run may take to be answered (the dispatcher's client timeout):
-// a run handed to an executor is not held until it accepted it.
-const dispatchSlack = 10 * time.Second
+// dispatchSlack is how long a /run may take after its dispatch is recorded (the dispatcher's
+// SendWindow): a run handed to an executor is not held until it accepted it.
+const dispatchSlack = dispatch.SendWindow
 
 // heldGrace is how long a run handed to an executor instance may go unreported by that
 // instance's heartbeats before it is lost: as long as an instance may be silent, plus the

@@ -254,9 +254,14 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The body is optional: without one the run gets the job's params.
+	var in api.RunRequest
+	if err := decodeOptional(r, &in); err != nil {
+		return err
+	}
 	// The job is the target; its state does not change, so the entry has no before/after.
 	ctx := s.audited(r, "job.run", "job", strconv.FormatInt(id, 10), nil)
-	execID, err := s.sched.TriggerNow(ctx, id)
+	execID, err := s.sched.TriggerNowWith(ctx, id, in.Params)
 	if err != nil {
 		return err
 	}

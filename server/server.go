@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
+	"github.com/sundial-scheduler/sundial/internal/seal"
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/store"
@@ -91,6 +93,16 @@ type Config struct {
 	Login LoginLimits
 	// Input limits what jobs and triggers may ask of the scheduler.
 	Input InputLimits
+	// SecretKey seals what the server must read back but keeps out of the database's clear
+	// text: the access tokens of xxl-job apps, which it presents to their executors
+	// (sundial server --secret-key). Without it no xxl-job token can be set. Every node of a
+	// cluster needs the same key.
+	SecretKey string
+	// XXLContextPath is where the XXL-JOB admin API (/api/registry, /api/registryRemove,
+	// /api/callback) is served, besides at /. Default /xxl-job-admin.
+	XXLContextPath string
+	// XXLLogInterval is how often a live XXL-JOB run's output is pulled. Default 1 s.
+	XXLLogInterval time.Duration
 }
 
 // Server is one node: the engine plus the HTTP API.
@@ -113,6 +125,8 @@ type Server struct {
 	alarms *alarm.Sender
 	// remote dispatches to executors; the API uses it to kill runs.
 	remote *dispatch.Remote
+	// secrets seals and opens xxl-job apps' access tokens.
+	secrets *seal.Box
 
 	handlersMu sync.Mutex
 	handlers   map[string]bool // names registered through Register
@@ -155,6 +169,17 @@ func New(cfg Config) (*Server, error) {
 	if clk == nil {
 		clk = sc.Engine.Clock
 	}
+	secrets, err := seal.New(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("server: secret key: %w", err)
+	}
+	if cfg.XXLContextPath == "" {
+		cfg.XXLContextPath = DefaultXXLContextPath
+	}
+	if !strings.HasPrefix(cfg.XXLContextPath, "/") {
+		return nil, fmt.Errorf("server: XXL-JOB context path %q: want a path starting with /", cfg.XXLContextPath)
+	}
+	cfg.XXLContextPath = strings.TrimSuffix(cfg.XXLContextPath, "/")
 	if cfg.ExecutorCA != nil && cfg.TLS == nil {
 		return nil, errors.New("server: ExecutorCA (mutual TLS with executors) needs TLS, the server's own certificate")
 	}
@@ -163,7 +188,7 @@ func New(cfg Config) (*Server, error) {
 		client = httpserve.Client(10*time.Second, cfg.ExecutorCA, cfg.ExecutorTLS)
 	}
 	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Client: client,
-		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: clk})
+		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: clk, Secrets: secrets, XXLLogInterval: cfg.XXLLogInterval})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
 	if err != nil {
@@ -172,7 +197,7 @@ func New(cfg Config) (*Server, error) {
 	remote.RecordWith(sched.Engine().CompleteRemote)
 	clk = sched.Clock() // given in Config.Scheduler or its Engine
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
-		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote}
+		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote, secrets: secrets}
 	cfg.Login = cfg.Login.withDefaults()
 	if cfg.Login.PasswordCost < bcrypt.MinCost || cfg.Login.PasswordCost > bcrypt.MaxCost {
 		return nil, fmt.Errorf("server: login password cost %d: want %d to %d", cfg.Login.PasswordCost, bcrypt.MinCost, bcrypt.MaxCost)
@@ -198,6 +223,7 @@ func New(cfg Config) (*Server, error) {
 		s.alarms)
 	s.registerBuiltins()
 	s.routes()
+	s.xxlRoutes()
 	if err := s.mountConsole(); err != nil {
 		return nil, err
 	}
@@ -282,7 +308,9 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Stop(ctx context.Context) error {
 	s.running.Store(false)
 	s.closeStreams()
-	return s.sched.Stop(ctx) // stops the leader's duties first
+	err := s.sched.Stop(ctx) // stops the leader's duties first
+	s.remote.Close()         // then the output followers of XXL-JOB runs: no dispatch starts one now
+	return err
 }
 
 func (s *Server) closeStreams() { s.closeOnce.Do(func() { close(s.closing) }) }

@@ -64,6 +64,9 @@ type ExecutorRun struct {
 	// Instance is the executor process it was sent to ("" when unknown).
 	Instance string
 	FiredAt  int64
+	// DispatchedAt is when the dispatch was recorded (ExecutionsSetDispatch), by the
+	// database's clock; 0 before.
+	DispatchedAt int64
 }
 
 // Dispatched is where a running execution was handed: the executor (app, address, instance)

@@ -43,8 +43,8 @@ type Querier interface {
 	JobDelete(ctx context.Context, id int64) error
 
 	// ScriptVersionAdd stores v as the job's next script version (one more than its newest,
-	// from 1), sets its ID, Version and CreatedAt, and drops the job's versions beyond the
-	// newest ScriptVersionsKept.
+	// from 1) and the job's current ScriptVersion, sets its ID, Version and CreatedAt, and
+	// drops the job's versions beyond the newest ScriptVersionsKept.
 	ScriptVersionAdd(ctx context.Context, v *ScriptVersion) error
 	// ScriptVersionList lists the job's kept script versions, newest first.
 	ScriptVersionList(ctx context.Context, jobID int64) ([]*ScriptVersion, error)
@@ -106,8 +106,9 @@ type Querier interface {
 	// returns the IDs that moved.
 	ExecutionsAcquire(ctx context.Context, o Owner, ids []int64) ([]int64, error)
 	// ExecutionsMarkRunning moves the given executions from acquired by o to running,
-	// stamping FiredAt with firedAt or, for a fire claimed ahead of its time, ScheduledAt; it
-	// returns the IDs that moved: the fires o may run.
+	// stamping FiredAt with firedAt or, for a fire claimed ahead of its time, ScheduledAt, and
+	// ScriptVersion with the job's current one; it returns the IDs that moved: the fires o
+	// may run.
 	ExecutionsMarkRunning(ctx context.Context, o Owner, ids []int64, firedAt int64) ([]int64, error)
 	// ExecutionsMarkRunningAlone is ExecutionsMarkRunning for fires of jobs whose concurrency
 	// policy forbids two runs at once, across the cluster: a fire whose job runs for another
@@ -186,9 +187,11 @@ type Querier interface {
 	// it had been handed to is kept with it when it is lost (ErrNotFound when the execution is
 	// not lost; Address "" for one that ran in process). A late result is checked against it.
 	ExecutionLostTo(ctx context.Context, id int64) (*Dispatched, error)
-	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the executions ids only: those
-	// still running and sent to address move to lost and are returned.
-	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*Execution, error)
+	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the runs given only, as they
+	// were read (ExecutionsRunningOnExecutor): those still running, sent to address, to the
+	// same instance at the same dispatch time, move to lost and are returned. A run sent again
+	// since (to the executor's new instance) was judged on what is no longer so, and is kept.
+	ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, runs []ExecutorRun) ([]*Execution, error)
 	// ExecutionsCompleteLate records the results of executions that had been declared lost:
 	// each execution still lost takes the result's state, codes, message and times (a
 	// compare-and-set on state lost), and the IDs that changed are returned. It moves nothing
@@ -372,7 +375,10 @@ type JobFilter struct {
 
 // TriggerFilter selects triggers for TriggerList.
 type TriggerFilter struct {
-	JobID   int64  // 0 for all jobs
+	JobID int64 // 0 for all jobs
+	// JobIDs, when not empty, keeps the triggers of these jobs: one statement for a page of
+	// jobs (at most a few hundred ids).
+	JobIDs  []int64
 	Group   string // empty for all groups
 	State   TriggerState
 	AfterID int64
@@ -385,9 +391,14 @@ type TriggerFilter struct {
 // ExecutionFilter selects executions for ExecutionList.
 type ExecutionFilter struct {
 	JobID int64
+	// App keeps the executions of the app's jobs; empty for all.
+	App   string
 	State ExecutionState
 	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
 	Cause ExecutionCause
+	// AlarmState keeps the executions whose alarm is in this state (AlarmSending: claimed
+	// for delivery and not recorded yet, or left so by a node that died); empty for all.
+	AlarmState AlarmState
 	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
 	FiredFrom int64
 	FiredTo   int64

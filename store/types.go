@@ -67,6 +67,9 @@ type Job struct {
 
 	CreatedAt int64
 	UpdatedAt int64
+	// ScriptVersion is a script job's current script version (the one Params holds), 0 for
+	// other jobs. ScriptVersionAdd sets it; JobInsert and JobUpdate ignore it.
+	ScriptVersion int64
 }
 
 // TriggerKind names a trigger's schedule kind; it matches schedule.Kind.
@@ -238,6 +241,12 @@ type Execution struct {
 	AlarmState  AlarmState
 	// Data is a snapshot of the job data the run saw or returned; nil when not kept.
 	Data map[string]any
+	// ScriptVersion is, for a script job, the version of its script that was current when the
+	// run was marked running (the job's ScriptVersion then), carried to the history; 0 else.
+	ScriptVersion int64
+	// Params, when not empty, are given to the handler in place of the job's (a run-now with
+	// parameters); its retries keep them.
+	Params string
 }
 
 // ScriptVersionsKept is how many script versions the store keeps per job.

@@ -150,24 +150,34 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, status int, lv loginView) error {
-	secret := ""
+	ctx := context.WithValue(r.Context(), csrfKey{}, preLoginCSRF(w, r))
+	return c.render(w, r.WithContext(ctx), status, "login", &view{Title: "Sign in", Data: lv,
+		Flash: flashText(r.URL.Query().Get("done"))})
+}
+
+// preLoginCSRF returns the CSRF token of a form shown before login (sign in, password
+// reset), setting the random cookie it derives from for the form's path when there is none.
+func preLoginCSRF(w http.ResponseWriter, r *http.Request) string {
 	if ck, err := r.Cookie(loginCookie); err == nil && len(ck.Value) >= 32 {
-		secret = ck.Value
-	} else {
-		b := make([]byte, 32)
-		_, _ = rand.Read(b)
-		secret = base64.RawURLEncoding.EncodeToString(b)
-		http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: secret, Path: "/login", HttpOnly: true,
-			Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+		return csrfToken(ck.Value)
 	}
-	ctx := context.WithValue(r.Context(), csrfKey{}, csrfToken(secret))
-	return c.render(w, r.WithContext(ctx), status, "login", &view{Title: "Sign in", Data: lv})
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	secret := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: secret, Path: r.URL.Path, HttpOnly: true,
+		Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+	return csrfToken(secret)
+}
+
+// preLoginCSRFOK checks the token of a form shown before login.
+func preLoginCSRFOK(r *http.Request) bool {
+	ck, err := r.Cookie(loginCookie)
+	return err == nil && csrfOK(r, ck.Value)
 }
 
 func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
 	lv := loginView{Next: safeNext(r.PostFormValue("next")), Username: r.PostFormValue("username")}
-	ck, err := r.Cookie(loginCookie)
-	if err != nil || !csrfOK(r, ck.Value) {
+	if !preLoginCSRFOK(r) {
 		lv.Error = "The sign-in form expired: please try again."
 		return c.showLogin(w, r, http.StatusOK, lv)
 	}

@@ -46,33 +46,16 @@ func BenchmarkPages(b *testing.B) {
 				b.Fatal(err)
 			}
 			start := time.Now()
-			jobID, execID := seedVolume(b, srv, st, jobs, execs)
+			ids := seedVolume(b, srv, st, jobs, execs)
 			b.Logf("%s: seeded %d jobs and %d executions in %v", dialect, jobs, execs, time.Since(start).Round(time.Second))
 			h := srv.Handler()
 			cookie := benchLogin(b, h, st)
-			now := time.Now().UTC()
-			preview := url.Values{"prefix": {""}, "kind": {"cron"}, "cron": {"0 15 10 ? * MON-FRI"}, "time_zone": {"Europe/Berlin"}}
-			pages := []struct{ name, path string }{
-				{"dashboard", "/"},
-				{"dashboard-chart-30d", "/api/v1/reports/daily?from=" + now.AddDate(0, 0, -29).Format("2006-01-02") + "&to=" + now.Format("2006-01-02")},
-				{"jobs", "/jobs"},
-				{"jobs-search", "/jobs?q=job-0042"},
-				{"jobs-paused", "/jobs?state=paused"},
-				{"jobs-page-100", fmt.Sprintf("/jobs?after=%d", jobID-int64(jobs)+5000)},
-				{"job", fmt.Sprintf("/jobs/%d", jobID)},
-				{"job-edit", fmt.Sprintf("/jobs/%d/edit", jobID)},
-				{"job-new", "/jobs/new"},
-				{"preview", "/preview?" + preview.Encode()},
-				{"executions", "/executions"},
-				{"executions-failed", "/executions?state=failed"},
-				{"executions-of-job", fmt.Sprintf("/executions?job=%d", jobID)},
-				{"execution", fmt.Sprintf("/executions/%d", execID)},
-				{"apps", "/apps"},
-				{"nodes", "/nodes"},
-				{"calendars", "/calendars"},
-				{"tokens", "/tokens"},
+			admin, err := st.UserGetByName(ctx, adminName)
+			if err != nil {
+				b.Fatal(err)
 			}
-			for _, p := range pages {
+			ids.user = admin.ID
+			for _, p := range consolePages(ids, time.Now().UTC()) {
 				b.Run(p.name, func(b *testing.B) {
 					for b.Loop() {
 						req := httptest.NewRequest(http.MethodGet, p.path, nil)
@@ -101,12 +84,57 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-// seedVolume stores the jobs (a tenth of them paused) and the executions, spread over the
-// jobs and the last 30 days, 5% failed; it returns the last job's id and an execution of it.
-func seedVolume(b *testing.B, srv *server.Server, st store.Store, jobs, execs int) (lastJob, lastExec int64) {
+// pageIDs name what the console's pages show: a job, one of its executions, a script job with
+// versions, a user, and the page where the job list's hundredth page starts.
+type pageIDs struct {
+	job, execution, scriptJob, user, jobsPage100 int64
+}
+
+// consolePages are the console's pages, each signed-in GET page once and the API call its
+// chart makes; TestConsolePagesCovered checks that the list covers every page route.
+func consolePages(ids pageIDs, now time.Time) []struct{ name, path string } {
+	preview := url.Values{"prefix": {""}, "kind": {"cron"}, "cron": {"0 15 10 ? * MON-FRI"}, "time_zone": {"Europe/Berlin"}}
+	return []struct{ name, path string }{
+		{"dashboard", "/"},
+		{"dashboard-chart-30d", "/api/v1/reports/daily?from=" + now.AddDate(0, 0, -29).Format("2006-01-02") + "&to=" + now.Format("2006-01-02")},
+		{"jobs", "/jobs"},
+		{"jobs-search", "/jobs?q=job-0042"},
+		{"jobs-paused", "/jobs?state=paused"},
+		{"jobs-of-app", "/jobs?app=billing"},
+		{"jobs-page-100", fmt.Sprintf("/jobs?after=%d", ids.jobsPage100)},
+		{"job", fmt.Sprintf("/jobs/%d", ids.job)},
+		{"job-edit", fmt.Sprintf("/jobs/%d/edit", ids.job)},
+		{"job-copy", fmt.Sprintf("/jobs/%d/copy", ids.job)},
+		{"job-new", "/jobs/new"},
+		{"script-job", fmt.Sprintf("/jobs/%d", ids.scriptJob)},
+		{"script-version", fmt.Sprintf("/jobs/%d/script/versions/1", ids.scriptJob)},
+		{"preview", "/preview?" + preview.Encode()},
+		{"executions", "/executions"},
+		{"executions-failed", "/executions?state=failed"},
+		{"executions-of-job", fmt.Sprintf("/executions?job=%d", ids.job)},
+		{"executions-of-app", "/executions?app=billing"},
+		{"executions-manual-range", "/executions?cause=manual&from=" + now.AddDate(0, 0, -2).Format("2006-01-02T15:04") +
+			"&to=" + now.AddDate(0, 0, -1).Format("2006-01-02T15:04")},
+		{"execution", fmt.Sprintf("/executions/%d", ids.execution)},
+		{"apps", "/apps"},
+		{"nodes", "/nodes"},
+		{"calendars", "/calendars"},
+		{"users", "/users"},
+		{"user", fmt.Sprintf("/users/%d", ids.user)},
+		{"account", "/account"},
+		{"login", "/login"},
+		{"reset", "/reset"},
+	}
+}
+
+// seedVolume stores the jobs (a tenth of them paused, a tenth in app billing), a script job
+// with two versions and the executions, spread over the jobs and the last 30 days, 5%
+// failed.
+func seedVolume(b *testing.B, srv *server.Server, st store.Store, jobs, execs int) pageIDs {
 	ctx := context.Background()
 	sched := srv.Scheduler()
 	ids := make([]int64, 0, jobs)
+	var lastExec int64
 	for from := 0; from < jobs; from += 1000 {
 		tx, err := st.Begin(ctx)
 		if err != nil {
@@ -117,8 +145,12 @@ func seedVolume(b *testing.B, srv *server.Server, st store.Store, jobs, execs in
 			if err != nil {
 				b.Fatal(err)
 			}
+			app := ""
+			if i%10 == 5 {
+				app = "billing"
+			}
 			id, err := sched.ScheduleJobTx(ctx, tx, sundial.Job{Group: fmt.Sprintf("team-%d", i%20),
-				Name: fmt.Sprintf("job-%04d", i), Handler: "noop"}, sundial.Trigger{Schedule: c})
+				Name: fmt.Sprintf("job-%04d", i), Handler: "noop", App: app}, sundial.Trigger{Schedule: c})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -164,7 +196,16 @@ func seedVolume(b *testing.B, srv *server.Server, st store.Store, jobs, execs in
 			b.Fatal(err)
 		}
 	}
-	return ids[len(ids)-1], lastExec
+	script, err := sched.ScheduleJob(ctx, sundial.Job{Name: "rotate-logs", Handler: "shell", App: "ops", Params: "echo one\n",
+		ScriptNote: "first"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sched.UpdateJob(ctx, script, sundial.Job{Name: "rotate-logs", Handler: "shell", App: "ops",
+		Params: "echo two\n", ScriptNote: "second"}); err != nil {
+		b.Fatal(err)
+	}
+	return pageIDs{job: ids[len(ids)-1], execution: lastExec, scriptJob: script, jobsPage100: ids[len(ids)/2]}
 }
 
 // benchLogin signs in through the console's form and returns the session cookie.

@@ -360,11 +360,22 @@ func TestBrowserRunNowAndLiveOutput(t *testing.T) {
 	}
 	b := newBrowser(t, h, 1280, 900)
 	b.login()
-	b.do("run the job now",
+	b.do("open the run-now dialog",
 		chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", h.url, id)),
 		chromedp.Click(chromedp.ID("run-now")),
+		chromedp.WaitVisible(chromedp.ID("params")),
+		chromedp.SendKeys(chromedp.ID("params"), "--verbose --region=eu"))
+	b.screenshot("run-dialog")
+	b.do("run the job now with parameters",
+		chromedp.Click(chromedp.ID("run-submit")),
 		chromedp.WaitVisible(chromedp.ID("output")))
 	execID := <-h.talking
+	if x, err := h.st.ExecutionGet(ctx, execID); err != nil || x.Params != "--verbose --region=eu" {
+		t.Fatalf("the run's recorded params %q (%v)", x.Params, err)
+	}
+	if p := b.text("#exec-params"); p != "--verbose --region=eu" {
+		t.Fatalf("the execution page shows params %q", p)
+	}
 	loc, err := chromedp.Run(b.ctx, chromedp.Location())
 	if err != nil || !strings.Contains(loc, fmt.Sprintf("/executions/%d", execID)) {
 		t.Fatalf("run now opened %q (%v), want execution %d", loc, err, execID)
@@ -419,35 +430,6 @@ func TestBrowserPauseAndResume(t *testing.T) {
 	ts, _ := h.st.TriggerList(context.Background(), store.TriggerFilter{JobID: id})
 	if len(ts) != 1 || ts[0].State != store.TriggerPaused {
 		t.Fatalf("after bulk pause: %+v", ts)
-	}
-}
-
-func TestBrowserNarrowScreen(t *testing.T) {
-	h := browserHarness(t)
-	seedHistory(t, h)
-	b := newBrowser(t, h, 375, 800)
-	b.login()
-	b.waitJS("the chart", `document.querySelector("#chart[data-drawn] canvas") !== null`)
-	for _, page := range []string{"/", "/jobs", "/jobs/new", "/executions"} {
-		b.do("open "+page, chromedp.Navigate(h.url+page), chromedp.WaitVisible(chromedp.ID("main")))
-		// Nothing is wider than the screen: no sideways scrolling of the page.
-		w, err := chromedp.Run(b.ctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w > 375 {
-			t.Errorf("%s is %d px wide on a 375 px screen", page, w)
-		}
-		// Every input has a label.
-		unlabelled, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("input:not([type=hidden]), select, textarea")]
-			.filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label")).map(e => e.name || e.id)`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(unlabelled) > 0 {
-			t.Errorf("%s: inputs without a label: %v", page, unlabelled)
-		}
-		b.screenshot("narrow" + strings.ReplaceAll(strings.TrimSuffix(page, "/"), "/", "-"))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -26,6 +27,7 @@ type executionsView struct {
 	Next   string
 	States []string
 	Causes []string
+	Apps   []string
 }
 
 // executionsPage lists executions newest first, filtered by job, state and fired-at range,
@@ -40,6 +42,7 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 	if f.AfterID, err = queryInt(q, "after"); err != nil {
 		return err
 	}
+	f.App = q.Get("app")
 	if st := q.Get("state"); st != "" {
 		if !contains(execStates, st) {
 			return errBadRequest(fmt.Sprintf("state: want one of %s, got %q", strings.Join(execStates, ", "), st))
@@ -69,6 +72,13 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ev := executionsView{Now: c.clock.Now().UnixMilli(), Filter: q, States: execStates, Causes: execCauses}
+	apps, err := c.store.AppList(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, a := range apps {
+		ev.Apps = append(ev.Apps, a.Name)
+	}
 	if len(xs) > executionsPageSize {
 		xs = xs[:executionsPageSize]
 		nq := url.Values{}
@@ -201,12 +211,20 @@ type jobDetailView struct {
 	Data      string
 	// Versions is a script job's kept script history, newest first.
 	Versions []*store.ScriptVersion
+	// Script tells whether the job runs a script, which takes no run-now parameters.
+	Script bool
+	// Run is the run-now dialog's form; it opens with its error when a run was refused.
+	Run Form
 }
 
 // jobDetail shows a job: its settings, triggers with their next fires, recent executions and
 // (drawn by the page from the API's report and the durations here) its success rate and
 // durations over time.
 func (c *Console) jobDetail(w http.ResponseWriter, r *http.Request) error {
+	return c.showJob(w, r, http.StatusOK, Form{Values: url.Values{}, Errors: map[string]string{}})
+}
+
+func (c *Console) showJob(w http.ResponseWriter, r *http.Request, status int, run Form) error {
 	ev, err := c.existing(r)
 	if err != nil {
 		return err
@@ -215,7 +233,8 @@ func (c *Console) jobDetail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	jv := jobDetailView{Now: c.clock.Now().UnixMilli(), Job: ev.Job, Triggers: ev.Triggers, Data: jsonString(ev.Job.Data)}
+	jv := jobDetailView{Now: c.clock.Now().UnixMilli(), Job: ev.Job, Triggers: ev.Triggers, Data: jsonString(ev.Job.Data),
+		Script: sundial.IsScriptHandler(ev.Job.Handler), Run: run}
 	name := map[int64]string{ev.Job.ID: ev.Job.Group + "/" + ev.Job.Name}
 	jv.Recent = withNames(xs, name)
 	if jv.Versions, err = c.store.ScriptVersionList(r.Context(), ev.Job.ID); err != nil {
@@ -238,6 +257,6 @@ func (c *Console) jobDetail(w http.ResponseWriter, r *http.Request) error {
 	if len(jv.Recent) > 20 {
 		jv.Recent = jv.Recent[:20]
 	}
-	return c.render(w, r, http.StatusOK, "job", &view{Title: ev.Job.Name, Nav: "jobs", Data: jv,
+	return c.render(w, r, status, "job", &view{Title: ev.Job.Name, Nav: "jobs", Data: jv,
 		Flash: flashText(r.URL.Query().Get("done"))})
 }

@@ -61,6 +61,8 @@ type Form struct {
 	Values url.Values
 	Errors map[string]string
 	Prefix string
+	// Fields, when set, are the paths the form has inputs for; unset, the job editor's.
+	Fields []string
 }
 
 // V is the value of the trigger or job field path.
@@ -75,6 +77,15 @@ func (f Form) TE(path string) string { return f.Errors[f.Prefix+path] }
 
 // TN is the input name of a trigger field.
 func (f Form) TN(path string) string { return f.Prefix + path }
+
+// TID is the element id of a trigger input, unique on a page that also has the job's form
+// (the add-trigger form has no prefix, and its "name" is not the job's).
+func (f Form) TID(path string) string {
+	if f.Prefix == "" {
+		return "trigger-" + fieldID(path)
+	}
+	return fieldID(f.Prefix + path)
+}
 
 // Checked reports a checkbox's state.
 func (f Form) Checked(path string) bool { return f.Values.Get(path) == "true" }
@@ -104,6 +115,14 @@ func (f Form) FormError() string {
 
 // known reports whether the form has an input showing errors of path.
 func (f Form) known(path string) bool {
+	if f.Fields != nil {
+		for _, fd := range f.Fields {
+			if path == fd || strings.HasPrefix(path, fd+"[") {
+				return true
+			}
+		}
+		return false
+	}
 	for _, fd := range jobFields {
 		if path == fd.path || strings.HasPrefix(path, fd.path+"[") {
 			return true

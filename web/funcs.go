@@ -31,6 +31,14 @@ var funcs = template.FuncMap{
 	"fid":      fieldID,
 	"dict":     dict,
 	"list":     func(xs ...string) []string { return xs },
+	// query joins a path and an encoded query string. A query written after a literal "?"
+	// in a template would be escaped as one value ("a=1&b=2" as "a%3d1%26b%3d2").
+	"query": func(path, q string) string {
+		if q == "" {
+			return path
+		}
+		return path + "?" + q
+	},
 	"firstPage": func(q string) string {
 		v, _ := url.ParseQuery(q)
 		v.Del("after")

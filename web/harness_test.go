@@ -41,6 +41,14 @@ type harness struct {
 	release chan struct{}
 	// talking receives each talker execution's id once it has written its first lines.
 	talking chan int64
+	// ran receives each run of the "shell" and "echo" handlers with the params it was given.
+	ran chan handlerRun
+}
+
+// handlerRun is one run of a handler that tells its params.
+type handlerRun struct {
+	execution int64
+	params    string
 }
 
 func newHarness(t *testing.T, dialect string) *harness {
@@ -61,11 +69,21 @@ func newHarness(t *testing.T, dialect string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, srv: srv, st: st, release: make(chan struct{}), talking: make(chan int64, 16)}
+	h := &harness{t: t, srv: srv, st: st, release: make(chan struct{}), talking: make(chan int64, 16), ran: make(chan handlerRun, 16)}
+	// In-process stand-ins for an executor's shell handler and an ordinary one: each writes the
+	// params it was given to its output and tells the test.
+	for _, name := range []string{"shell", "echo"} {
+		srv.Register(name, func(ctx context.Context) error {
+			run := sundial.ExecutionFrom(ctx)
+			sundial.Logger(ctx).Info("given " + run.Params)
+			h.ran <- handlerRun{run.ID, run.Params}
+			return nil
+		})
+	}
 	srv.Register("talker", func(ctx context.Context) error {
 		run := sundial.ExecutionFrom(ctx)
 		log := sundial.Logger(ctx)
-		log.Info("talker started")
+		log.Info("talker started", "params", run.Params)
 		log.Info("working on it")
 		h.talking <- run.ID
 		select {
@@ -177,8 +195,14 @@ func csrfOf(t *testing.T, p page) string {
 // login signs in through the login form and returns a page's CSRF token.
 func (c *client) login() string {
 	c.h.t.Helper()
+	return c.loginAs(adminName, adminPass)
+}
+
+// loginAs signs in as the named user.
+func (c *client) loginAs(name, password string) string {
+	c.h.t.Helper()
 	lp := c.get("/login")
-	p := c.post("/login", csrfOf(c.h.t, lp), url.Values{"username": {adminName}, "password": {adminPass}, "next": {"/"}})
+	p := c.post("/login", csrfOf(c.h.t, lp), url.Values{"username": {name}, "password": {password}, "next": {"/"}})
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/" {
 		c.h.t.Fatalf("login: status %d location %q:\n%s", p.status, p.header.Get("Location"), p.body)
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"github.com/sundial-scheduler/sundial/api"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -111,17 +112,35 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	return c.render(w, r, http.StatusOK, "jobs", v)
 }
 
-// withTriggers reads each job's triggers (one indexed query per job of the page).
+// withTriggers reads the triggers of a page of jobs in one statement.
 func (c *Console) withTriggers(r *http.Request, js []*store.Job) ([]jobRow, error) {
 	out := make([]jobRow, len(js))
+	if len(js) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(js))
+	row := make(map[int64]*jobRow, len(js))
 	for i, j := range js {
-		ts, err := c.store.TriggerList(r.Context(), store.TriggerFilter{JobID: j.ID, Limit: 100})
+		ids[i], out[i] = j.ID, jobRow{Job: j}
+		row[j.ID] = &out[i]
+	}
+	// Pages of triggers by id, in case the jobs have many.
+	f := store.TriggerFilter{JobIDs: ids, Limit: 1000}
+	for {
+		ts, err := c.store.TriggerList(r.Context(), f)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = jobRow{j, ts}
+		for _, t := range ts {
+			if jr := row[t.JobID]; jr != nil {
+				jr.Triggers = append(jr.Triggers, t)
+			}
+		}
+		if len(ts) < f.Limit {
+			return out, nil
+		}
+		f.AfterID = ts[len(ts)-1].ID
 	}
-	return out, nil
 }
 
 // jobsBulk pauses or resumes the selected jobs, each through the API.
@@ -177,6 +196,12 @@ func flashText(done string) string {
 		return "Calendar saved."
 	case "token-deleted":
 		return "Token deleted."
+	case "user-created":
+		return "User created."
+	case "user-saved":
+		return "User saved."
+	case "password-reset":
+		return "Password set: sign in with the new one."
 	case "killed":
 		return "Kill sent."
 	case "retried":
@@ -257,7 +282,12 @@ func (c *Console) jobRun(w http.ResponseWriter, r *http.Request) error {
 	var x struct {
 		ID int64 `json:"id"`
 	}
-	if err := c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/run", id), nil, &x); err != nil {
+	// The API's RunRequest: the dialog's parameters, or none (the job's own).
+	err = c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/run", id), api.RunRequest{Params: r.PostFormValue("params")}, &x)
+	if form := (Form{Values: r.PostForm, Errors: map[string]string{}}); showAtField(err, form.Errors) {
+		return c.showJob(w, r, http.StatusOK, form)
+	}
+	if err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/executions/%d?done=run-%d", x.ID, x.ID), http.StatusSeeOther)

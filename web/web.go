@@ -77,6 +77,8 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (c *Console) routes() {
 	static, _ := fs.Sub(staticFS, "static")
 	c.mux.Handle("GET /static/", http.StripPrefix("/static/", cacheForever(http.FileServerFS(static))))
+	// Browsers ask for /favicon.ico where a page names no icon (a JSON or text answer).
+	c.mux.Handle("GET /favicon.ico", http.RedirectHandler(asset("console/icon.svg"), http.StatusFound))
 	c.mux.Handle("GET /login", c.public(c.loginPage))
 	c.mux.Handle("POST /login", c.public(c.loginSubmit))
 
@@ -114,6 +116,13 @@ func (c *Console) routes() {
 	page("GET /nodes", c.nodesPage)
 	page("GET /calendars", c.calendarsPage)
 	page("POST /calendars", c.calendarSave)
+	c.mux.Handle("GET /reset", c.public(c.resetPage))
+	c.mux.Handle("POST /reset", c.public(c.resetSubmit))
+	admin("GET /users", c.usersPage)
+	admin("POST /users", c.userCreate)
+	admin("GET /users/{id}", c.userPage)
+	admin("POST /users/{id}", c.userUpdate)
+	admin("POST /users/{id}/reset-password", c.userReset)
 	admin("GET /tokens", c.tokensPage)
 	admin("POST /tokens", c.tokenCreate)
 	admin("POST /tokens/{id}/delete", c.tokenDelete)

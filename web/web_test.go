@@ -173,7 +173,7 @@ func TestEveryPageRenders(t *testing.T) {
 	c.post("/calendars", csrf, url.Values{"name": {"holidays"}, "spec": {"holiday:2026-12-25"}}).mustStatus(t, http.StatusSeeOther)
 	for _, path := range []string{"/", "/jobs", "/jobs?q=night&state=waiting", "/jobs/new", fmt.Sprintf("/jobs/%d", id),
 		fmt.Sprintf("/jobs/%d/edit", id), fmt.Sprintf("/jobs/%d/copy", id), "/executions", "/executions?state=pending&cause=manual&from=2026-01-01T00:00", run.header.Get("Location"),
-		"/apps", "/nodes", "/calendars?name=holidays&month=2026-12", "/tokens", "/account"} {
+		"/apps", "/nodes", "/calendars?name=holidays&month=2026-12", "/users", "/users/1", "/account"} {
 		c.get(path).mustStatus(t, http.StatusOK)
 	}
 	c.get("/calendars?name=holidays&month=2026-12").mustContain(t, `class="all" title="excluded all day">25<`)
@@ -185,9 +185,10 @@ func TestTokenShownOnce(t *testing.T) {
 	h := newHarness(t, "sqlite")
 	c := h.client()
 	csrf := c.login()
-	p := c.post("/tokens", csrf, url.Values{"name": {"ci"}}).mustStatus(t, http.StatusOK)
+	p := c.post("/tokens", csrf, url.Values{"token-name": {"ci"}}).mustStatus(t, http.StatusOK)
 	p.mustContain(t, "it is not shown again", "sdl_")
-	again := c.get("/tokens").mustStatus(t, http.StatusOK).mustContain(t, ">ci<")
+	c.get("/tokens").mustStatus(t, http.StatusSeeOther)
+	again := c.get("/users").mustStatus(t, http.StatusOK).mustContain(t, ">ci<")
 	if strings.Contains(again.body, `id="new-token"`) {
 		t.Fatal("the token's secret is shown again")
 	}

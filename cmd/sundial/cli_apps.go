@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,12 +24,17 @@ func newAppCmd() *cobra.Command {
 type appFlags struct {
 	title, mode string
 	addresses   []string
+	// The protocol of the app's executors, and an xxl-job app's generation and token.
+	protocol, xxlVersion, xxlTokenFile string
 }
 
 func (a *appFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&a.title, "title", "", "what the app is, for people")
 	f.StringVar(&a.mode, "mode", "", "auto (the executors that register, the default) or manual (--address only)")
 	f.StringSliceVar(&a.addresses, "address", nil, "an executor's base URL for manual mode (repeat, or comma-separate)")
+	f.StringVar(&a.protocol, "protocol", "", "what the executors speak: sundial (the default) or xxl-job (XXL-JOB executors, unchanged)")
+	f.StringVar(&a.xxlVersion, "xxl-version", "", "the XXL-JOB executors' generation: 2.x, 3.3 or 3.5 (or their release, e.g. 2.4.2)")
+	f.StringVar(&a.xxlTokenFile, "xxl-token-file", "", "file holding the XXL-JOB executors' access token, xxl.job.accessToken (first line; default $SUNDIAL_XXL_TOKEN)")
 }
 
 // apply copies the flags that were given onto req.
@@ -42,6 +48,33 @@ func (a *appFlags) apply(f *pflag.FlagSet, req *api.AppRequest) {
 	if f.Changed("address") {
 		req.Addresses = a.addresses
 	}
+	if f.Changed("protocol") {
+		req.Protocol = a.protocol
+		if a.protocol != "xxl-job" {
+			req.ProtocolVersion = ""
+		}
+	}
+	if f.Changed("xxl-version") {
+		req.ProtocolVersion = a.xxlVersion
+	}
+}
+
+// xxlToken reads the access token from --xxl-token-file or $SUNDIAL_XXL_TOKEN (never a flag
+// value: flags show in ps).
+func (a *appFlags) xxlToken(req *api.AppRequest) error {
+	tok := os.Getenv("SUNDIAL_XXL_TOKEN")
+	if a.xxlTokenFile != "" {
+		b, err := os.ReadFile(a.xxlTokenFile)
+		if err != nil {
+			return usageErrorf("--xxl-token-file: %v", err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		tok = strings.TrimSpace(line)
+	}
+	if req.Protocol == "xxl-job" {
+		req.XXLAccessToken = tok
+	}
+	return nil
 }
 
 func newAppCreateCmd(o *apiOptions) *cobra.Command {
@@ -68,6 +101,9 @@ are the --address list. Executors may register before the app exists (it is then
 		}
 		req := api.AppRequest{}
 		af.apply(cmd.Flags(), &req)
+		if err := af.xxlToken(&req); err != nil {
+			return err
+		}
 		app, err := c.PutApp(ctx, args[0], req)
 		if err != nil {
 			return err
@@ -79,7 +115,14 @@ are the --address list. Executors may register before the app exists (it is then
 
 func showApp(live []api.Executor) func(io.Writer, api.App) error {
 	return func(w io.Writer, a api.App) error {
-		kv := []string{"Name", a.Name, "Title", a.Title, "Mode", a.AddressMode,
+		protocol := a.Protocol
+		if a.ProtocolVersion != "" {
+			protocol += " " + a.ProtocolVersion
+			if a.XXLAccessTokenSet {
+				protocol += " (access token set)"
+			}
+		}
+		kv := []string{"Name", a.Name, "Title", a.Title, "Protocol", protocol, "Mode", a.AddressMode,
 			"Addresses", strings.Join(a.Addresses, ", "), "Created", when(a.CreatedAt), "Updated", when(a.UpdatedAt)}
 		if live != nil {
 			var lines []string
@@ -100,8 +143,8 @@ func newAppListCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, *l, "NAME TITLE MODE ADDRESSES UPDATED", func(a api.App) []string {
-			return []string{a.Name, a.Title, a.AddressMode, strings.Join(a.Addresses, ","), when(a.UpdatedAt)}
+		return printList(cmd.OutOrStdout(), o, *l, "NAME TITLE PROTOCOL MODE ADDRESSES UPDATED", func(a api.App) []string {
+			return []string{a.Name, a.Title, strings.TrimSpace(a.Protocol + " " + a.ProtocolVersion), a.AddressMode, strings.Join(a.Addresses, ","), when(a.UpdatedAt)}
 		})
 	})
 	return cmd
@@ -144,8 +187,12 @@ func newAppUpdateCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		req := api.AppRequest{Title: a.Title, AddressMode: a.AddressMode, Addresses: a.Addresses}
+		req := api.AppRequest{Title: a.Title, AddressMode: a.AddressMode, Addresses: a.Addresses,
+			Protocol: a.Protocol, ProtocolVersion: a.ProtocolVersion}
 		af.apply(cmd.Flags(), &req)
+		if err := af.xxlToken(&req); err != nil {
+			return err
+		}
 		// --address "" clears the list (a StringSlice reads it as one empty element).
 		if len(req.Addresses) == 1 && req.Addresses[0] == "" {
 			req.Addresses = nil

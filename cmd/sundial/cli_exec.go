@@ -51,18 +51,23 @@ prints the new execution.`))
 
 func newExecListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
-	var job, state, order, from, to string
+	var job, app, state, cause, alarm, order, from, to string
 	cmd := &cobra.Command{Use: "list", Short: "List executions, newest first", Args: cobra.NoArgs,
-		Example: `  sundial exec list --job 3 --state failed --limit 20`}
+		Example: `  sundial exec list --job 3 --state failed --limit 20
+  sundial exec list --alarm sending   # alarms being delivered, or left so by a node that died`}
 	p.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&job, "job", "", "only this job's executions: its id, NAME or GROUP/NAME")
+	f.StringVar(&app, "app", "", "only the executions of this app's jobs")
+	f.StringVar(&cause, "cause", "", "only this cause: schedule, manual, api, retry, misfire, recovery, child")
 	f.StringVar(&state, "state", "", "only this state: pending, acquired, running, succeeded, failed, timed_out, lost, skipped, canceled")
+	f.StringVar(&alarm, "alarm", "", "only executions whose alarm is none, pending, sending (claimed and not recorded: being delivered, "+
+		"or left by a node that died; sent again after the resend delay), sent or failed")
 	f.StringVar(&order, "order", "", "desc (newest first, the default) or asc")
 	f.StringVar(&from, "from", "", "fired at or after this time (RFC 3339)")
 	f.StringVar(&to, "to", "", "fired before this time (RFC 3339)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		f := api.ExecutionFilter{State: state, Order: order, From: from, To: to}
+		f := api.ExecutionFilter{App: app, State: state, Cause: cause, AlarmState: alarm, Order: order, From: from, To: to}
 		if job != "" {
 			id, err := jobRef(ctx, c, job)
 			if err != nil {
@@ -109,10 +114,27 @@ func newExecGetCmd(o *apiOptions) *cobra.Command {
 				"Cause", x.Cause, "Attempt", strconv.Itoa(x.Attempt), "Node", x.Node, "Scheduled", when(x.ScheduledAt),
 				"Fired", when(x.FiredAt), "Late", lateness(x), "Started", when(x.StartedAt), "Finished", when(x.FinishedAt),
 				"Duration", duration(x), "Code", strconv.Itoa(x.HandleCode), "Message", x.HandleMsg, "Trigger message", x.TriggerMsg,
-				"Executor", x.ExecutorAddress, "Shard", shard(x))
+				"Executor", x.ExecutorAddress, "Shard", shard(x), "Script version", scriptVersion(x.ScriptVersion),
+				"Params", runParams(x.Params))
 		})
 	})
 	return cmd
+}
+
+// scriptVersion names the script version a run was given ("" for a job without a script).
+func scriptVersion(v int64) string {
+	if v == 0 {
+		return ""
+	}
+	return "v" + itoa(v)
+}
+
+// runParams shows a run's own params, or that it got the job's.
+func runParams(p string) string {
+	if p == "" {
+		return "(the job's)"
+	}
+	return p
 }
 
 func newExecLogsCmd(o *apiOptions) *cobra.Command {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // TestCLIJobByName: every command that takes a job takes its name, in the default group or as
@@ -154,5 +155,30 @@ func TestCLILenientCronWarns(t *testing.T) {
 	}
 	if _, _, errOut := s.cli(t, "job", "create", "plain", "--handler", "noop", "--cron", "0 0 12 ? * MON"); strings.Contains(errOut, "warning") {
 		t.Errorf("a plain cron warns: %q", errOut)
+	}
+}
+
+// TestCLIExecListAlarm: exec list --alarm sending lists the alarms claimed for delivery and
+// not recorded (a node that died mid-delivery leaves them so), and only those.
+func TestCLIExecListAlarm(t *testing.T) {
+	s := startAPIServer(t)
+	ctx := context.Background()
+	j := mustJSON[api.Job](t, s, "job", "create", "alarmed", "--handler", "noop", "--cron", "0 0 2 * * ?", "--alarm", "ops@example.com")
+	xs := []*store.Execution{
+		{JobID: j.ID, ScheduledAt: 1, FiredAt: 1, Cause: store.CauseAPI, State: store.ExecFailed, AlarmState: store.AlarmPending},
+		{JobID: j.ID, ScheduledAt: 2, FiredAt: 2, Cause: store.CauseAPI, State: store.ExecFailed, AlarmState: store.AlarmSent},
+	}
+	if _, err := s.st.ExecutionsInsert(ctx, xs); err != nil {
+		t.Fatal(err)
+	}
+	if won, err := s.st.ExecutionsSetAlarm(ctx, []int64{xs[0].ID}, store.AlarmPending, store.AlarmSending); err != nil || len(won) != 1 {
+		t.Fatalf("claim the alarm: %v, %v", won, err)
+	}
+	got := mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--alarm", "sending")
+	if len(got.Items) != 1 || got.Items[0].ID != xs[0].ID || got.Items[0].AlarmState != "sending" {
+		t.Errorf("exec list --alarm sending: %+v, want only execution %d", got.Items, xs[0].ID)
+	}
+	if code, _, stderr := s.cli(t, "exec", "list", "--alarm", "lost"); code == 0 || !strings.Contains(stderr, "alarm_state") {
+		t.Errorf("exec list --alarm lost: exit %d, %q; want refused naming alarm_state", code, stderr)
 	}
 }

@@ -303,13 +303,15 @@ func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
 }
 
 func newJobRunCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "run ID|NAME|GROUP/NAME", Short: "Run a job once now, outside its triggers", Args: cobra.ExactArgs(1)}
+	var params string
+	cmd := &cobra.Command{Use: "run ID|NAME|GROUP/NAME [--params TEXT]", Short: "Run a job once now, outside its triggers", Args: cobra.ExactArgs(1)}
+	cmd.Flags().StringVar(&params, "params", "", "give this run these params in place of the job's (not for script jobs)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
-		x, err := c.RunJob(ctx, id)
+		x, err := c.RunJobWith(ctx, id, api.RunRequest{Params: params})
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 // runs it, with the admin's password and an API token made through the API.
 type apiServer struct {
 	url, password, token string
+	st                   *sqlstore.Store // for a test to set up what no command makes
 }
 
 func startAPIServer(t *testing.T) *apiServer {
@@ -39,7 +40,7 @@ func startAPIServer(t *testing.T) *apiServer {
 		t.Fatalf("EnsureAdmin: created %v, %v", created, err)
 	}
 	// A short poll makes a one-shot trigger fire within milliseconds of its creation.
-	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), ExecutorToken: cliExecutorToken,
+	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), ExecutorToken: cliExecutorToken, SecretKey: "cli-test-secret-key-0123456789",
 		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func startAPIServer(t *testing.T) *apiServer {
 		}
 		st.Close()
 	})
-	s := &apiServer{url: "http://" + ln.Addr().String(), password: pw}
+	s := &apiServer{url: "http://" + ln.Addr().String(), password: pw, st: st}
 	s.token = s.createToken(t)
 	return s
 }

@@ -38,6 +38,8 @@ type serverOptions struct {
 	minInterval             time.Duration
 	maxJobsPerApp           int
 	secrets                 []*secretFlag
+	secretKey               string
+	xxlContextPath          string
 }
 
 func newServerCmd() *cobra.Command {
@@ -76,7 +78,11 @@ environment, which wins over the file.`,
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
 	o.secrets = append(o.secrets, addSecretFlag(f, &o.executorToken, "executor-token", "SUNDIAL_EXECUTOR_TOKEN",
 		"global secret executors of any app may present (deprecated: prefer per-app credentials, sundial app credential create; none: only those)", minSecretLen),
-		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0))
+		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0),
+		addSecretFlag(f, &o.secretKey, "secret-key", "SUNDIAL_SECRET_KEY",
+			"key sealing the secrets the server must read back (xxl-job apps' access tokens); the same on every node", minSecretLen))
+	f.StringVar(&o.xxlContextPath, "xxl-context-path", server.DefaultXXLContextPath,
+		"path the XXL-JOB admin API (/api/registry, /api/callback) is served under, besides at /")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
@@ -216,7 +222,8 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		ExecutorTLS: execCert, ExecutorCA: execCA,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
-		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp}})
+		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp},
+		SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
 	if err != nil {
 		return err
 	}

@@ -47,8 +47,12 @@ type DBExec struct {
 	State   string
 	Node    string
 	Cause   string
-	// FinishedAt is when it ended (Unix ms; 0 while live).
-	FinishedAt int64
+	// FiredAt is when it was claimed to run, FinishedAt when it ended (Unix ms; 0 while live).
+	FiredAt, FinishedAt int64
+	// Late: it was declared lost, and its result arrived afterwards (engine.LateSuffix):
+	// State is the real outcome, FinishedAt the real end, and the loss (which scheduled the
+	// job's retry) came after FiredAt.
+	Late bool
 	// Msg is the database's trigger and handle messages, for the report.
 	Msg string
 }
@@ -236,7 +240,7 @@ func Check(in Input) *Report {
 	died := func(x runRec) bool {
 		p := procs[x.Proc]
 		d, known := execNode[x.ExecID]
-		unrecorded := !x.ended || (known && d.State == "lost")
+		unrecorded := !x.ended || (known && (d.State == "lost" || d.Late))
 		killed := unrecorded && p.Killed != 0 && p.Killed >= x.At
 		frozen := p.Thawed != 0 && x.At < p.Frozen && (unrecorded || x.endAt >= p.Frozen)
 		return killed || frozen
@@ -332,13 +336,21 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 		if !zombie(x) {
 			continue
 		}
+		// The cluster gave the fire away if another process ran the same attempt (the frozen
+		// node's acquired fire, released) or its recovery. A retry elsewhere after this run
+		// failed is no sign of it: a freeze past the node timeout is declared dead only when
+		// a leader sees it in time, and a node that beat first kept its work.
 		for _, o := range runs {
-			if o.Proc != x.Proc {
+			// (Its recovery is no sign either when the process was killed during this run:
+			// the kill explains it.)
+			if o.Proc != x.Proc && (o.Attempt == x.Attempt || o.Attempt > x.Attempt && execs[o.ExecID].Cause == "recovery" && !died(x)) {
 				raise(Zombie, fmt.Sprintf("%s ran attempt %d (exec %d) after its thaw; %s ran attempt %d (exec %d) too",
 					x.Proc, x.Attempt, x.ExecID, o.Proc, o.Attempt, o.ExecID))
 			}
 		}
-		if d, ok := execs[x.ExecID]; ok && (d.State == "lost" || !strings.Contains(x.Proc, ":"+d.Node+":")) {
+		// Lost while it ran after the thaw, when the process was killed mid-run, is that kill's
+		// loss (the node's later life ran it), not the freeze's.
+		if d, ok := execs[x.ExecID]; ok && ((d.State == "lost" && !died(x)) || !strings.Contains(x.Proc, ":"+d.Node+":")) {
 			raise(Zombie, fmt.Sprintf("%s ran execution %d after its thaw; the database says %s on node %q", x.Proc, x.ExecID, d.State, d.Node))
 		}
 	}
@@ -366,6 +378,10 @@ func classify(j JobSpec, runs []runRec, db []DBExec, execs map[int64]DBExec,
 			switch {
 			case died(p) && j.Recovery:
 				raise(Recovery, "")
+			case died(p):
+				// Its process died before the result was stored (an executor killed while it
+				// delivered it): the cluster saw the run lost, and a lost run is retried as
+				// the job asks. A retry, not a double.
 			case p.ended && p.ok:
 				raise(Double, fmt.Sprintf("attempt %d ran (%s) after attempt %d succeeded (%s)", k.Attempt, same[0].Proc, k.Attempt-1, p.Proc))
 			}
@@ -404,7 +420,7 @@ func serialOverlaps(byFire map[fireKey][]runRec, job int64, died func(runRec) bo
 // fireRoots maps every execution to the scheduled time of the fire it belongs to. A recovery
 // re-run keeps its fire's scheduled time; a retry is scheduled when its backoff ends, so it
 // is joined to the failed or lost attempt before it: the one of the same job and shard that
-// ended last before the retry was due and has no retry yet.
+// ended last before the retry was due and has no retry yet (a late result's run: fired last).
 func fireRoots(db []DBExec) map[int64]int64 {
 	roots := map[int64]int64{}
 	type slot struct {
@@ -419,13 +435,21 @@ func fireRoots(db []DBExec) map[int64]int64 {
 		if d.Cause == "retry" && d.Attempt > 0 {
 			retries = append(retries, d)
 		}
-		if d.State == "failed" || d.State == "timed_out" || d.State == "lost" {
+		if d.State == "failed" || d.State == "timed_out" || d.State == "lost" || d.Late {
 			s := slot{d.JobID, d.Attempt, d.Shard}
 			ended[s] = append(ended[s], d)
 		}
 	}
+	// When each ended for the cluster: a late result's FinishedAt is the run's real end, which
+	// may follow its retry; the loss that scheduled the retry followed its fire.
+	endedAt := func(d DBExec) int64 {
+		if d.Late {
+			return d.FiredAt
+		}
+		return d.FinishedAt
+	}
 	for _, es := range ended {
-		sort.Slice(es, func(a, b int) bool { return es[a].FinishedAt < es[b].FinishedAt })
+		sort.Slice(es, func(a, b int) bool { return endedAt(es[a]) < endedAt(es[b]) })
 	}
 	// Lower attempts first, so a retry's parent already has its root.
 	sort.Slice(retries, func(a, b int) bool {
@@ -437,7 +461,7 @@ func fireRoots(db []DBExec) map[int64]int64 {
 	claimed := map[int64]bool{}
 	for _, d := range retries {
 		es := ended[slot{d.JobID, d.Attempt - 1, d.Shard}]
-		i := sort.Search(len(es), func(i int) bool { return es[i].FinishedAt > d.Sched })
+		i := sort.Search(len(es), func(i int) bool { return endedAt(es[i]) > d.Sched })
 		for i--; i >= 0; i-- {
 			if !claimed[es[i].ID] {
 				claimed[es[i].ID] = true

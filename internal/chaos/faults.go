@@ -108,13 +108,18 @@ func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Dur
 func (c *cluster) freezeNode(i int, d time.Duration) {
 	p := c.nodes[i]
 	p.signal(syscall.SIGSTOP)
+	// A signal takes effect when the kernel next schedules the process's threads, which on a
+	// loaded machine may be a while after kill(2) returns; a run begun meanwhile was begun
+	// before the freeze. The freeze counts from when every thread is seen stopped.
+	p.waitStopped()
 	frozen := time.Now().UnixMilli()
 	c.fault("SIGSTOP %s (%s) for %s (node timeout %s)", p.label, p.nodeID, d, 3*c.o.Heartbeat)
 	time.Sleep(d)
+	thawed := time.Now().UnixMilli() // before SIGCONT: nothing the process begins precedes it
 	p.signal(syscall.SIGCONT)
 	if d > 3*c.o.Heartbeat {
 		c.mu.Lock()
-		p.life.Frozen, p.life.Thawed = frozen, time.Now().UnixMilli()
+		p.life.Frozen, p.life.Thawed = frozen, thawed
 		c.mu.Unlock()
 	}
 	c.logf("SIGCONT %s", p.label)

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -97,6 +98,36 @@ func (p *process) signal(sig syscall.Signal) {
 	if sig == syscall.SIGKILL {
 		<-p.exited
 		p.cmd = nil
+	}
+}
+
+// waitStopped waits until every thread of the process is stopped (state T in
+// /proc/PID/task/*/stat), up to 5 s: after it returns the process begins nothing more.
+func (p *process) waitStopped() {
+	if p.cmd == nil {
+		return
+	}
+	dir := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			return // not Linux, or gone
+		}
+		stopped := true
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + "/" + t.Name() + "/stat")
+			if err != nil {
+				continue // a thread that exited
+			}
+			// The state follows the command's closing parenthesis: "PID (comm) S ...".
+			if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -277,22 +278,47 @@ func (c *cluster) live(ctx context.Context) ([]*store.Execution, error) {
 	return out, nil
 }
 
-// settle waits for the load's end, then until no execution is live or Settle has passed.
+// settle waits for the load's end, then until no execution is live, or until none of the live
+// ones has moved (ended, or changed state or node) for Settle. A stranded row never moves,
+// and is left to the checker as stuck; a backlog that a loaded machine works through late
+// keeps moving, and is waited for, up to 5 × Settle in all.
 func (c *cluster) settle(ctx context.Context, loadEnd time.Time) {
 	select {
 	case <-time.After(time.Until(loadEnd)):
 	case <-ctx.Done():
 		return
 	}
-	c.logf("load over; settling (up to %s)", c.o.Settle)
-	deadline := time.Now().Add(c.o.Settle)
+	c.logf("load over; settling (until no live execution, or none moved for %s)", c.o.Settle)
+	start := time.Now()
+	deadline, limit := start.Add(c.o.Settle), start.Add(5*c.o.Settle)
+	type where struct {
+		state store.ExecutionState
+		node  string
+	}
+	var prev map[int64]where
 	for time.Now().Before(deadline) {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		live, err := c.live(qctx)
 		cancel()
 		if err == nil && len(live) == 0 {
-			c.logf("settled: no live execution")
+			c.logf("settled after %s: no live execution", time.Since(start).Round(time.Millisecond))
 			return
+		}
+		if err == nil {
+			now := make(map[int64]where, len(live))
+			for _, x := range live {
+				now[x.ID] = where{x.State, x.Node}
+			}
+			for id, w := range prev {
+				if now[id] != w {
+					deadline = time.Now().Add(c.o.Settle) // it moved: the cluster is working
+					if deadline.After(limit) {
+						deadline = limit
+					}
+					break
+				}
+			}
+			prev = now
 		}
 		select {
 		case <-time.After(500 * time.Millisecond):
@@ -300,7 +326,7 @@ func (c *cluster) settle(ctx context.Context, loadEnd time.Time) {
 			return
 		}
 	}
-	c.logf("settle over with executions still live")
+	c.logf("settle over after %s with executions still live", time.Since(start).Round(time.Millisecond))
 }
 
 // check reads the database, stops the cluster, reads the ledger, and classifies.
@@ -316,8 +342,8 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 		}
 		for _, e := range page {
 			db = append(db, DBExec{ID: e.ID, JobID: e.JobID, Sched: e.ScheduledAt, Attempt: e.Attempt, Shard: e.ShardIndex,
-				State: string(e.State), Node: e.Node, Cause: string(e.Cause), FinishedAt: e.FinishedAt,
-				Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
+				State: string(e.State), Node: e.Node, Cause: string(e.Cause), FiredAt: e.FiredAt, FinishedAt: e.FinishedAt,
+				Late: strings.HasSuffix(e.HandleMsg, engine.LateSuffix), Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
 		}
 		if len(page) < 1000 {
 			break

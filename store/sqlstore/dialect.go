@@ -196,6 +196,20 @@ func isUniqueViolation(err error) bool {
 	return false
 }
 
+// isDeadlock reports whether the database broke a deadlock by rolling back err's transaction
+// (InnoDB 1213, PostgreSQL 40P01): nothing of it was applied, and it may be run again.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Code == "40P01"
+	case errors.As(err, &me):
+		return me.Number == 1213
+	}
+	return false
+}
+
 func isForeignKeyViolation(err error) bool {
 	var pe *pgconn.PgError
 	var me *mysql.MySQLError

@@ -13,14 +13,14 @@ import (
 
 const executionCols = "id, job_id, trigger_id, scheduled_at, fired_at, cause, attempt, node, executor_address, " +
 	"shard_index, shard_total, state, trigger_code, trigger_msg, handle_code, handle_msg, started_at, finished_at, " +
-	"alarm_state, data, incarnation"
+	"alarm_state, data, incarnation, script_version, params"
 
 // executionInsertCols is executionCols without id.
 const executionInsertCols = "job_id, trigger_id, scheduled_at, fired_at, cause, attempt, node, executor_address, " +
 	"shard_index, shard_total, state, trigger_code, trigger_msg, handle_code, handle_msg, started_at, finished_at, " +
-	"alarm_state, data, incarnation"
+	"alarm_state, data, incarnation, script_version, params"
 
-const executionInsertWidth = 20
+const executionInsertWidth = 22
 
 var executionInsertColList = strings.Split(executionInsertCols, ", ")
 
@@ -30,7 +30,8 @@ func scanExecution(r rowScanner) (*store.Execution, error) {
 	var data string
 	err := r.Scan(&x.ID, &x.JobID, &trig, &x.ScheduledAt, &x.FiredAt, &x.Cause, &x.Attempt, &x.Node,
 		&x.ExecutorAddress, &x.ShardIndex, &x.ShardTotal, &x.State, &x.TriggerCode, &x.TriggerMsg,
-		&x.HandleCode, &x.HandleMsg, &x.StartedAt, &x.FinishedAt, &x.AlarmState, &data, &x.Incarnation)
+		&x.HandleCode, &x.HandleMsg, &x.StartedAt, &x.FinishedAt, &x.AlarmState, &data, &x.Incarnation,
+		&x.ScriptVersion, &x.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -114,14 +115,79 @@ func (e *executor) ExecutionsInsert(ctx context.Context, es []*store.Execution) 
 }
 
 // insertLive inserts es into the live table, one statement per chunk.
+//
+// The insert's probe of the history (endedTwin) reads the history as it was when the
+// statement began. A twin whose fire ends meanwhile — its row moved from the live table to the
+// history by a transaction that commits during the insert — is missed by the probe, and the
+// live table's key, freed by the move, lets the twin in (PostgreSQL waits for the move on that
+// key, then inserts). So the inserted rows are probed again in a second statement, in the
+// same transaction: once the insert has returned, every move that freed one of its keys has
+// committed, and the second statement sees it. Twins found then are deleted before the
+// transaction commits, and reported as duplicates like the others.
 func (e *executor) insertLive(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+	keyed := false
+	for _, x := range es {
+		keyed = keyed || x.TriggerID != 0
+	}
 	var dups []*store.Execution
-	for _, c := range chunks(len(es)) {
-		d, err := e.insertExecutions(ctx, es[c[0]:c[1]])
-		if err != nil {
-			return nil, err
+	insert := func(e *executor) error {
+		dups = nil
+		for _, c := range chunks(len(es)) {
+			d, err := e.insertExecutions(ctx, es[c[0]:c[1]])
+			if err != nil {
+				return err
+			}
+			dups = append(dups, d...)
 		}
-		dups = append(dups, d...)
+		if !keyed {
+			return nil
+		}
+		late, err := e.dropEndedTwins(ctx, es)
+		dups = append(dups, late...)
+		return err
+	}
+	if !keyed {
+		return dups, insert(e) // rows without a trigger have no twin: one statement, no transaction
+	}
+	if err := e.inTx(ctx, insert); err != nil {
+		return nil, err
+	}
+	return dups, nil
+}
+
+// dropEndedTwins deletes the rows of es just inserted whose fire has a twin in the history
+// (see insertLive), and returns them, their ids cleared.
+func (e *executor) dropEndedTwins(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+	var ids []int64
+	for _, x := range es {
+		if x.ID != 0 && x.TriggerID != 0 {
+			ids = append(ids, x.ID)
+		}
+	}
+	twin := map[int64]bool{}
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		found, err := scanInt64s(e.query(ctx, "SELECT u.id FROM executions_live u WHERE u.id IN "+in+" AND "+endedTwin, args...))
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: probe %d inserted executions for ended twins: %w", len(ids), err)
+		}
+		if len(found) == 0 {
+			continue
+		}
+		fin, fargs := inList(found)
+		if _, err := e.exec(ctx, "DELETE FROM executions_live WHERE id IN "+fin, fargs...); err != nil {
+			return nil, fmt.Errorf("sqlstore: delete %d twins of ended fires: %w", len(found), err)
+		}
+		for _, id := range found {
+			twin[id] = true
+		}
+	}
+	var dups []*store.Execution
+	for _, x := range es {
+		if twin[x.ID] {
+			x.ID = 0
+			dups = append(dups, x)
+		}
 	}
 	return dups, nil
 }
@@ -145,7 +211,8 @@ func executionRows(es []*store.Execution, withID bool) (string, []any, error) {
 		}
 		args = append(args, x.JobID, nullInt64(x.TriggerID), x.ScheduledAt, x.FiredAt, string(x.Cause), x.Attempt,
 			x.Node, x.ExecutorAddress, x.ShardIndex, x.ShardTotal, string(x.State), x.TriggerCode, x.TriggerMsg,
-			x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(x.AlarmState), data, x.Incarnation)
+			x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(x.AlarmState), data, x.Incarnation,
+			x.ScriptVersion, x.Params)
 		if i > 0 {
 			values = append(values, ", "...)
 		}
@@ -155,14 +222,15 @@ func executionRows(es []*store.Execution, withID bool) (string, []any, error) {
 }
 
 // executionArrays returns es as one array per column (id first), for PostgreSQL's unnest: one
-// statement text and 21 parameters for any batch size.
+// statement text and 23 parameters for any batch size.
 func executionArrays(es []*store.Execution) ([]any, error) {
 	n := len(es)
 	ids, jobs, triggers, scheduled, fired := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	attempts, shards, totals, tcodes, hcodes := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	started, finished := make([]int64, n), make([]int64, n)
+	started, finished, versions := make([]int64, n), make([]int64, n), make([]int64, n)
 	causes, nodes, addrs, states, tmsgs, hmsgs, alarms, data, incs := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	params := make([]string, n)
 	for i, x := range es {
 		d, err := encodeJSON(x.Data, x.Data == nil)
 		if err != nil {
@@ -173,9 +241,10 @@ func executionArrays(es []*store.Execution) ([]any, error) {
 		tcodes[i], hcodes[i], started[i], finished[i] = int64(x.TriggerCode), int64(x.HandleCode), x.StartedAt, x.FinishedAt
 		causes[i], nodes[i], addrs[i], states[i] = string(x.Cause), x.Node, x.ExecutorAddress, string(x.State)
 		tmsgs[i], hmsgs[i], alarms[i], data[i], incs[i] = x.TriggerMsg, x.HandleMsg, string(x.AlarmState), d, x.Incarnation
+		versions[i], params[i] = x.ScriptVersion, x.Params
 	}
 	return []any{ids, jobs, triggers, scheduled, fired, causes, attempts, nodes, addrs, shards, totals, states, tcodes,
-		tmsgs, hcodes, hmsgs, started, finished, alarms, data, incs}, nil
+		tmsgs, hcodes, hmsgs, started, finished, alarms, data, incs, versions, params}, nil
 }
 
 // pgExecutionsUnnest is the FROM clause matching executionArrays, and pgExecutionSelect the
@@ -183,10 +252,10 @@ func executionArrays(es []*store.Execution) ([]any, error) {
 const (
 	pgExecutionsUnnest = "unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[]," +
 		" ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::bigint[]," +
-		" ?::text[], ?::text[], ?::text[]) AS u(" + executionCols + ")"
+		" ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[]) AS u(" + executionCols + ")"
 	pgExecutionSelect = "u.job_id, NULLIF(u.trigger_id, 0), u.scheduled_at, u.fired_at, u.cause, u.attempt, u.node," +
 		" u.executor_address, u.shard_index, u.shard_total, u.state, u.trigger_code, u.trigger_msg, u.handle_code, u.handle_msg," +
-		" u.started_at, u.finished_at, u.alarm_state, u.data, u.incarnation"
+		" u.started_at, u.finished_at, u.alarm_state, u.data, u.incarnation, u.script_version, u.params"
 )
 
 // Duplicate fires are refused by the live table's unique key, and a fire whose twin has
@@ -437,6 +506,11 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		where += " AND job_id = ?"
 		args = append(args, f.JobID)
 	}
+	if f.App != "" {
+		// The app's jobs are few beside their executions: each one's (job_id, id) index serves.
+		where += " AND job_id IN (SELECT j.id FROM jobs j WHERE j.app = ?)"
+		args = append(args, f.App)
+	}
 	if f.State != "" {
 		switch f.State {
 		case store.ExecFailed, store.ExecTimedOut, store.ExecLost, store.ExecCanceled, store.ExecSkipped:
@@ -456,6 +530,16 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 	if f.Cause != "" {
 		where += " AND cause = ?"
 		args = append(args, string(f.Cause))
+	}
+	if f.AlarmState != "" {
+		switch f.AlarmState {
+		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:
+			// A literal, as for the ended states above: the pending and sending alarms have
+			// partial indexes that a parameter would not use.
+			where += " AND alarm_state = '" + string(f.AlarmState) + "'"
+		default:
+			return nil, fmt.Errorf("sqlstore: list executions: unknown alarm state %q", f.AlarmState)
+		}
 	}
 	if f.FiredFrom != 0 {
 		where += " AND fired_at >= ?"

@@ -36,11 +36,14 @@ func (e *executor) ExecutionsAcquire(ctx context.Context, o store.Owner, ids []i
 	return won, nil
 }
 
-// ExecutionsMarkRunning moves o's acquired executions to running. No index of the live
-// table names state or fired_at, so on PostgreSQL this is a heap-only update.
+// ExecutionsMarkRunning moves o's acquired executions to running, stamped with their job's
+// current script version (the script the run is about to be given). No index of the live
+// table names state, fired_at or script_version, so on PostgreSQL this is a heap-only update.
 func (e *executor) ExecutionsMarkRunning(ctx context.Context, o store.Owner, ids []int64, firedAt int64) ([]int64, error) {
 	owned, args := ownedBy(o)
-	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'running', fired_at = CASE WHEN scheduled_at > ? THEN scheduled_at ELSE ? END", []any{firedAt, firedAt}, owned+" AND state = 'acquired'", args)
+	won, err := e.casExecutions(ctx, "executions_live", ids, "state = 'running', fired_at = CASE WHEN scheduled_at > ? THEN scheduled_at ELSE ? END,"+
+		" script_version = COALESCE((SELECT j.script_version FROM jobs j WHERE j.id = executions_live.job_id), 0)",
+		[]any{firedAt, firedAt}, owned+" AND state = 'acquired'", args)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: mark %d executions running for %v: %w", len(ids), o, err)
 	}
@@ -73,23 +76,29 @@ func (e *executor) casExecutions(ctx context.Context, table string, ids []int64,
 			won = append(won, got...)
 			continue
 		}
-		// MySQL has no UPDATE ... RETURNING: lock the rows that match, then update those.
-		err := e.inTx(ctx, func(e *executor) error {
-			got, err := scanInt64s(e.query(ctx, "SELECT id FROM "+table+" WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
+		// MySQL has no UPDATE ... RETURNING: lock the rows that match, then update those. The
+		// rows are found through the primary key, as the UPDATE finds them: a plan through a
+		// secondary index of cond (alarm_state's, say) would lock that index's entries before
+		// the rows, the reverse of the UPDATE's order, and two claimers deadlocked that way.
+		// InnoDB may still roll one of two overlapping claims back to break a deadlock (the
+		// UPDATE moves their entries in the secondary indexes on the state columns): nothing of
+		// it was applied, and a claim that runs in its own transaction is simply made again.
+		var got []int64
+		err := e.retryDeadlock(ctx, func(e *executor) error {
+			var err error
+			got, err = scanInt64s(e.query(ctx, "SELECT id FROM "+table+" FORCE INDEX (PRIMARY) WHERE id IN "+in+" AND "+cond+" ORDER BY id"+e.d().lock(),
 				concat(idArgs, condArgs)...))
 			if err != nil || len(got) == 0 {
 				return err
 			}
 			in, idArgs := inList(got)
-			if _, err := e.exec(ctx, "UPDATE "+table+" SET "+set+" WHERE id IN "+in, concat(setArgs, idArgs)...); err != nil {
-				return err
-			}
-			won = append(won, got...)
-			return nil
+			_, err = e.exec(ctx, "UPDATE "+table+" SET "+set+" WHERE id IN "+in, concat(setArgs, idArgs)...)
+			return err
 		})
 		if err != nil {
 			return won, err
 		}
+		won = append(won, got...)
 	}
 	return won, nil
 }
@@ -299,7 +308,7 @@ func (e *executor) completePostgres(ctx context.Context, cond string, condArgs [
 		" d.attempt, d.node, d.executor_address, d.shard_index, d.shard_total, r.state, d.trigger_code, d.trigger_msg,"+
 		" r.handle_code, r.handle_msg, CASE WHEN r.started_at = 0 THEN d.started_at ELSE r.started_at END, r.finished_at,"+
 		" CASE WHEN r.alarm_state = '' THEN d.alarm_state ELSE r.alarm_state END,"+
-		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation FROM d JOIN r ON r.id = d.id RETURNING id",
+		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation, d.script_version, d.params FROM d JOIN r ON r.id = d.id RETURNING id",
 		concat([]any{ids, states, codes, msgs, started, finished, has, data, alarms, ids}, condArgs)...))
 }
 
@@ -337,8 +346,15 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 }
 
 // nodesRun is the condition that a running execution is its node's to lose: an in-process
-// run, or a remote run that no executor accepted (trigger code store.DispatchAccepted).
-const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200)"
+// run, or a remote run whose acceptance was not recorded (trigger code
+// store.DispatchAccepted) and whose executor instance is not registered. A run sent to an
+// instance that is registered may have been taken (the node died, or lost the database,
+// between the executor's answer and its record): that executor's heartbeats decide, as for a
+// run it accepted — lost if they do not list it a grace after its dispatch, or when the
+// instance goes silent or restarts. Losing it here would re-run it beside the executor's run.
+const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200 AND NOT EXISTS (SELECT 1 FROM registry r" +
+	" JOIN jobs j ON j.app = r.app WHERE j.id = executions_live.job_id AND r.address = executions_live.executor_address" +
+	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))"
 
 // ExecutionsLoseRunning marks the running executions of a dead life lost and returns them.
 func (e *executor) ExecutionsLoseRunning(ctx context.Context, o store.Owner) ([]*store.Execution, error) {

@@ -14,6 +14,10 @@ const jobCols = "id, group_name, name, description, target_kind, handler, app, p
 	"persist_data, requests_recovery, timeout_ms, max_retries, retry_backoff_ms, routing, alarm_targets, " +
 	"child_job_ids, enabled, created_at, updated_at"
 
+// jobSelectCols adds what the job's row keeps that no insert or update of the job writes:
+// script_version is ScriptVersionAdd's.
+const jobSelectCols = jobCols + ", script_version"
+
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanJob(r rowScanner) (*store.Job, error) {
@@ -21,7 +25,7 @@ func scanJob(r rowScanner) (*store.Job, error) {
 	var data, alarms, children string
 	err := r.Scan(&j.ID, &j.Group, &j.Name, &j.Description, &j.TargetKind, &j.Handler, &j.App, &j.Params,
 		&data, &j.Concurrency, &j.PersistData, &j.RequestsRecovery, &j.TimeoutMs, &j.MaxRetries,
-		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.CreatedAt, &j.UpdatedAt)
+		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +88,7 @@ func (e *executor) JobInsert(ctx context.Context, j *store.Job) error {
 
 // JobGet returns the job id.
 func (e *executor) JobGet(ctx context.Context, id int64) (*store.Job, error) {
-	j, err := scanJob(e.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+	j, err := scanJob(e.queryRow(ctx, "SELECT "+jobSelectCols+" FROM jobs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
 	}
@@ -99,7 +103,7 @@ func (e *executor) JobsGet(ctx context.Context, ids []int64) ([]*store.Job, erro
 	var out []*store.Job
 	for _, c := range chunks(len(ids)) {
 		in, args := inList(ids[c[0]:c[1]])
-		rows, err := e.query(ctx, "SELECT "+jobCols+" FROM jobs WHERE id IN "+in, args...)
+		rows, err := e.query(ctx, "SELECT "+jobSelectCols+" FROM jobs WHERE id IN "+in, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: get %d jobs: %w", len(ids), err)
 		}
@@ -120,7 +124,7 @@ func (e *executor) JobsGet(ctx context.Context, ids []int64) ([]*store.Job, erro
 
 // JobGetByKey returns the job named group/name.
 func (e *executor) JobGetByKey(ctx context.Context, group, name string) (*store.Job, error) {
-	j, err := scanJob(e.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE group_name = ? AND name = ?", group, name))
+	j, err := scanJob(e.queryRow(ctx, "SELECT "+jobSelectCols+" FROM jobs WHERE group_name = ? AND name = ?", group, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("job %q/%q: %w", group, name, store.ErrNotFound)
 	}
@@ -132,7 +136,7 @@ func (e *executor) JobGetByKey(ctx context.Context, group, name string) (*store.
 
 // JobList lists jobs by id.
 func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job, error) {
-	q := "SELECT " + jobCols + " FROM jobs WHERE id > ?"
+	q := "SELECT " + jobSelectCols + " FROM jobs WHERE id > ?"
 	args := []any{f.AfterID}
 	if f.Group != "" {
 		q += " AND group_name = ?"

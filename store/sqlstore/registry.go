@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
@@ -208,8 +209,8 @@ func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) (
 // ExecutionsSetDispatch records the dispatch of a running execution of o.
 func (e *executor) ExecutionsSetDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error) {
 	owned, args := ownedBy(o)
-	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, executor_instance = ?, shard_index = ?, shard_total = ?, trigger_msg = ?"+
-		" WHERE id = ? AND state = 'running' AND "+owned, concat([]any{address, instance, shardIndex, shardTotal, msg, id}, args)...)
+	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, executor_instance = ?, shard_index = ?, shard_total = ?, trigger_msg = ?,"+
+		" dispatched_at = "+e.d().nowMillis()+" WHERE id = ? AND state = 'running' AND "+owned, concat([]any{address, instance, shardIndex, shardTotal, msg, id}, args)...)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: record the dispatch of execution %d to %q: %w", id, address, err)
 	}
@@ -240,7 +241,7 @@ func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address st
 // ExecutionsRunningOnExecutor lists the instance's running executions (a scan of the small
 // live table, as for ExecutionsLoseOnExecutor).
 func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]store.ExecutorRun, error) {
-	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at FROM executions_live WHERE executor_address = ?"+
+	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at, dispatched_at FROM executions_live WHERE executor_address = ?"+
 		" AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?) ORDER BY id", address, app)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
@@ -249,7 +250,7 @@ func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address
 	var out []store.ExecutorRun
 	for rows.Next() {
 		var r store.ExecutorRun
-		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt); err != nil {
+		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt, &r.DispatchedAt); err != nil {
 			return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
 		}
 		out = append(out, r)
@@ -287,11 +288,25 @@ func (e *executor) ExecutionLostTo(ctx context.Context, id int64) (*store.Dispat
 }
 
 // ExecutionsLoseOnExecutorIDs ends the given executions as lost if they still run on address.
-func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, ids []int64) ([]*store.Execution, error) {
-	if len(ids) == 0 {
-		return nil, nil
+func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, runs []store.ExecutorRun) ([]*store.Execution, error) {
+	var lost []*store.Execution
+	for _, c := range chunks(len(runs)) {
+		part := runs[c[0]:c[1]]
+		ids := make([]int64, len(part))
+		same := make([]string, len(part))
+		args := []any{address}
+		for i, r := range part {
+			ids[i] = r.ID
+			same[i] = "(id = ? AND executor_instance = ? AND dispatched_at = ?)"
+			args = append(args, r.ID, r.Instance, r.DispatchedAt)
+		}
+		xs, err := e.loseIDsWhere(ctx, ids, "executor_address = ? AND state = 'running' AND ("+strings.Join(same, " OR ")+")", args)
+		if err != nil {
+			return lost, err
+		}
+		lost = append(lost, xs...)
 	}
-	return e.loseIDsWhere(ctx, ids, "executor_address = ? AND state = 'running'", []any{address})
+	return lost, nil
 }
 
 // ExecutionsCompleteLate updates lost executions in the history one by one: late results

@@ -19,8 +19,8 @@ func scanScriptVersion(r rowScanner) (*store.ScriptVersion, error) {
 	return &v, nil
 }
 
-// ScriptVersionAdd numbers the version after the job's newest and prunes the oldest beyond
-// the kept count, in one transaction. Two saves racing for the same number meet the unique
+// ScriptVersionAdd numbers the version after the job's newest, makes it the job's current
+// version and prunes the oldest beyond the kept count, in one transaction. Two saves racing for the same number meet the unique
 // key, and the loser fails with ErrConflict rather than overwriting the winner.
 func (e *executor) ScriptVersionAdd(ctx context.Context, v *store.ScriptVersion) error {
 	return e.inTx(ctx, func(e *executor) error {
@@ -36,6 +36,10 @@ func (e *executor) ScriptVersionAdd(ctx context.Context, v *store.ScriptVersion)
 				return fmt.Errorf("script version %d of job %d: %w", next, v.JobID, store.ErrConflict)
 			}
 			return fmt.Errorf("sqlstore: insert script version of job %d: %w", v.JobID, err)
+		}
+		// The job's current version, which marking its fires running stamps on them.
+		if _, err := e.exec(ctx, "UPDATE jobs SET script_version = ? WHERE id = ?", next, v.JobID); err != nil {
+			return fmt.Errorf("sqlstore: set script version %d of job %d: %w", next, v.JobID, err)
 		}
 		if _, err := e.exec(ctx, "DELETE FROM script_versions WHERE job_id = ? AND version <= ?",
 			v.JobID, next-store.ScriptVersionsKept); err != nil {

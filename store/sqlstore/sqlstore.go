@@ -478,6 +478,26 @@ func (e *executor) inTx(ctx context.Context, fn func(e *executor) error) error {
 	return nil
 }
 
+// retryDeadlock is inTx, run again (up to 5 times in all) when the database rolled it back to
+// break a deadlock. Inside a caller's transaction it runs fn once: the deadlock rolled back
+// the caller's whole transaction, which only the caller can run again.
+func (e *executor) retryDeadlock(ctx context.Context, fn func(e *executor) error) error {
+	for attempt := 1; ; attempt++ {
+		err := e.inTx(ctx, fn)
+		if err == nil || e.tx != nil || attempt == 5 || !isDeadlock(err) || ctx.Err() != nil {
+			return err
+		}
+		// A pause of a few milliseconds, growing, lets the other transaction finish.
+		t := time.NewTimer(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
+}
+
 // insertID runs an INSERT of one row and returns the new row's id.
 func (e *executor) insertID(ctx context.Context, query string, args ...any) (int64, error) {
 	if e.d().returning {

@@ -118,6 +118,11 @@ func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*s
 		q += " AND job_id = ?"
 		args = append(args, f.JobID)
 	}
+	if len(f.JobIDs) > 0 {
+		in, idArgs := inList(f.JobIDs)
+		q += " AND job_id IN " + in
+		args = append(args, idArgs...)
+	}
 	if f.Group != "" {
 		q += " AND group_name = ?"
 		args = append(args, f.Group)

@@ -195,20 +195,29 @@ func testExecutionsAcquireRace(t *testing.T, s store.Store) {
 
 func testExecutionsList(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	var all, ofJob2, failed, inRange []int64
+	var all, ofJob2, failed, inRange, manual, job2FailedManual []int64
+	var jobs []int64
+	for _, app := range []string{"billing", "reports"} {
+		j := &store.Job{Group: "g", Name: app, TargetKind: store.TargetRemote, Handler: "h", App: app, Enabled: true}
+		noErr(t, s.JobInsert(ctx, j))
+		jobs = append(jobs, j.ID)
+	}
 	var xs []*store.Execution
 	for i := range 25 {
-		x := pending(int64(1+i%2), 0, int64(i), 0)
+		x := pending(jobs[i%2], 0, int64(i), 0)
 		x.FiredAt = int64(1000 + i)
 		if i%3 == 0 {
 			x.State = store.ExecFailed
+		}
+		if i%4 == 1 {
+			x.Cause = store.CauseManual
 		}
 		xs = append(xs, x)
 	}
 	get(s.ExecutionsInsert(ctx, xs)).ok(t)
 	for i, x := range xs {
 		all = append(all, x.ID)
-		if x.JobID == 2 {
+		if x.JobID == jobs[1] {
 			ofJob2 = append(ofJob2, x.ID)
 		}
 		if x.State == store.ExecFailed {
@@ -216,6 +225,12 @@ func testExecutionsList(t *testing.T, s store.Store) {
 		}
 		if i >= 5 && i < 15 {
 			inRange = append(inRange, x.ID)
+		}
+		if x.Cause == store.CauseManual {
+			manual = append(manual, x.ID)
+			if x.JobID == jobs[1] && x.State == store.ExecFailed {
+				job2FailedManual = append(job2FailedManual, x.ID)
+			}
 		}
 	}
 	reversed := func(v []int64) []int64 {
@@ -231,10 +246,15 @@ func testExecutionsList(t *testing.T, s store.Store) {
 	}{
 		{store.ExecutionFilter{}, all},
 		{store.ExecutionFilter{Desc: true}, reversed(all)},
-		{store.ExecutionFilter{JobID: 2}, ofJob2},
-		{store.ExecutionFilter{JobID: 2, Desc: true}, reversed(ofJob2)},
+		{store.ExecutionFilter{JobID: jobs[1]}, ofJob2},
+		{store.ExecutionFilter{JobID: jobs[1], Desc: true}, reversed(ofJob2)},
+		{store.ExecutionFilter{App: "reports"}, ofJob2},
+		{store.ExecutionFilter{App: "reports", Desc: true}, reversed(ofJob2)},
+		{store.ExecutionFilter{App: "nosuch"}, nil},
 		{store.ExecutionFilter{State: store.ExecFailed}, failed},
 		{store.ExecutionFilter{FiredFrom: 1005, FiredTo: 1015}, inRange},
+		{store.ExecutionFilter{Cause: store.CauseManual, Desc: true}, reversed(manual)},
+		{store.ExecutionFilter{App: "reports", State: store.ExecFailed, Cause: store.CauseManual}, job2FailedManual},
 	} {
 		var got []int64
 		f := tc.f
@@ -266,6 +286,22 @@ func testRecovery(t *testing.T, s store.Store) {
 		equal(t, "dispatch recorded", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(x), x.ID, "http://exec:9999", "", 0, 0, "sent")).ok(t), true)
 	}
 	equal(t, "dispatch accepted", get(s.ExecutionsDispatchAccepted(ctx, own("dead"), deadRemote.ID)).ok(t), true)
+	// Sent to a registered executor instance, its acceptance not recorded (the node died or
+	// lost the database between the answer and the record): the executor may run it, and its
+	// heartbeats decide. Sent to the instance before it (the executor restarted): lost.
+	pool := &store.Job{Group: "g", Name: "pooled", TargetKind: store.TargetRemote, App: "pool", Handler: "h", Enabled: true,
+		Concurrency: store.ConcurrencyAllow}
+	if err := s.JobInsert(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	deadTaken, deadOldInstance := mk("dead", store.ExecRunning, 8), mk("dead", store.ExecRunning, 9)
+	deadTaken.JobID, deadOldInstance.JobID = pool.ID, pool.ID
+	get(s.ExecutionsInsert(ctx, []*store.Execution{deadTaken, deadOldInstance})).ok(t)
+	if err := s.RegistryBeat(ctx, "pool", "http://exec:1", "i1", []string{"h"}); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "dispatch to i1", get(s.ExecutionsSetDispatch(ctx, own("dead"), deadTaken.ID, "http://exec:1", "i1", 0, 0, "sent")).ok(t), true)
+	equal(t, "dispatch to i0", get(s.ExecutionsSetDispatch(ctx, own("dead"), deadOldInstance.ID, "http://exec:1", "i0", 0, 0, "sent")).ok(t), true)
 
 	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, own("dead"))).ok(t), int64(1))
 	x := get(s.ExecutionGet(ctx, deadAcq.ID)).ok(t)
@@ -274,7 +310,7 @@ func testRecovery(t *testing.T, s store.Store) {
 	}
 	before := get(s.DBNow(ctx)).ok(t)
 	lost := get(s.ExecutionsLoseRunning(ctx, own("dead"))).ok(t)
-	sameIDs(t, "lost", ids(lost, executionID), []int64{deadRun.ID, deadSent.ID})
+	sameIDs(t, "lost", ids(lost, executionID), []int64{deadRun.ID, deadSent.ID, deadOldInstance.ID})
 	if lost[0].State != store.ExecLost || lost[0].FinishedAt < before-1000 {
 		t.Fatalf("lost executions: %+v", lost)
 	}
@@ -283,6 +319,7 @@ func testRecovery(t *testing.T, s store.Store) {
 	equal(t, "live running untouched", get(s.ExecutionGet(ctx, liveRun.ID)).ok(t).State, store.ExecRunning)
 	equal(t, "terminal untouched", get(s.ExecutionGet(ctx, deadDone.ID)).ok(t).State, store.ExecSucceeded)
 	equal(t, "remote run untouched", get(s.ExecutionGet(ctx, deadRemote.ID)).ok(t).State, store.ExecRunning)
+	equal(t, "run sent to a registered instance untouched", get(s.ExecutionGet(ctx, deadTaken.ID)).ok(t).State, store.ExecRunning)
 
 	// The dead node wakes up late: it can start nothing that was taken from it.
 	equal(t, "late node starts", len(get(s.ExecutionsMarkRunning(ctx, own("dead"), []int64{deadAcq.ID}, 9)).ok(t)), 0)

@@ -52,6 +52,9 @@ func testReports(t *testing.T, s store.Store) {
 	equal(t, "job 1 after retention", show(get(s.ReportsDaily(ctx, "2024-03-10", "2024-03-10", 0)).ok(t)),
 		"2024-03-10 job 0: running 2 succeeded 0 failed 0 other 0; ")
 	equal(t, "job 2 after retention", len(get(s.ReportsDaily(ctx, "2024-03-10", "2024-03-10", 2)).ok(t)), 0)
+	// A day whose executions are all gone has no rows, its total included.
+	equal(t, "rows of the day before after retention", get(s.ReportsRefresh(ctx, "2024-03-09")).ok(t), 0)
+	equal(t, "every job the day before after retention", len(get(s.ReportsDaily(ctx, "2024-03-09", "2024-03-09", 0)).ok(t)), 0)
 
 	if _, err := s.ReportsRefresh(ctx, "10/03/2024"); err == nil {
 		t.Fatal("ReportsRefresh accepted a day that is not YYYY-MM-DD")

@@ -70,3 +70,52 @@ func testScriptVersions(t *testing.T, s store.Store) {
 		t.Fatalf("deleted job keeps %d script versions", len(list))
 	}
 }
+
+// testExecutionScriptVersion checks that marking a fire running stamps it with its job's
+// current script version (the job row carries it from each save), that later saves do not
+// change a stamped run, that the history keeps the stamp and a run-now's params, and that a
+// job with no script stamps 0.
+func testExecutionScriptVersion(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	j := &store.Job{Group: "g", Name: "stamped", TargetKind: store.TargetRemote, Handler: "shell", App: "ops", Enabled: true}
+	noErr(t, s.JobInsert(ctx, j))
+	plain := &store.Job{Group: "g", Name: "plain", TargetKind: store.TargetLocal, Handler: "noop", Enabled: true}
+	noErr(t, s.JobInsert(ctx, plain))
+	equal(t, "new job's script version", get(s.JobGet(ctx, j.ID)).ok(t).ScriptVersion, int64(0))
+
+	noErr(t, s.ScriptVersionAdd(ctx, &store.ScriptVersion{JobID: j.ID, Script: "echo 1"}))
+	noErr(t, s.ScriptVersionAdd(ctx, &store.ScriptVersion{JobID: j.ID, Script: "echo 2"}))
+	equal(t, "job's script version after two saves", get(s.JobGet(ctx, j.ID)).ok(t).ScriptVersion, int64(2))
+	many := get(s.JobsGet(ctx, []int64{j.ID})).ok(t)
+	equal(t, "JobsGet script version", many[0].ScriptVersion, int64(2))
+
+	run := func(job int64, params string) *store.Execution {
+		x := &store.Execution{JobID: job, ScheduledAt: 10, Cause: store.CauseManual, State: store.ExecAcquired, Node: "n1",
+			Params: params}
+		get(s.ExecutionsInsert(ctx, []*store.Execution{x})).ok(t)
+		equal(t, "acquired execution's script version", get(s.ExecutionGet(ctx, x.ID)).ok(t).ScriptVersion, int64(0))
+		sameIDs(t, "marked running", get(s.ExecutionsMarkRunning(ctx, own("n1"), []int64{x.ID}, 20)).ok(t), []int64{x.ID})
+		return x
+	}
+	a := run(j.ID, "")
+	noErr(t, s.ScriptVersionAdd(ctx, &store.ScriptVersion{JobID: j.ID, Script: "echo 3"}))
+	b := run(j.ID, "--fast")
+	p := run(plain.ID, "")
+	equal(t, "first run's version while running", get(s.ExecutionGet(ctx, a.ID)).ok(t).ScriptVersion, int64(2))
+	equal(t, "second run's version while running", get(s.ExecutionGet(ctx, b.ID)).ok(t).ScriptVersion, int64(3))
+	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{
+		{ID: a.ID, State: store.ExecSucceeded, FinishedAt: 30}, {ID: b.ID, State: store.ExecFailed, FinishedAt: 30},
+		{ID: p.ID, State: store.ExecSucceeded, FinishedAt: 30}})).ok(t)
+	ha, hb, hp := get(s.ExecutionGet(ctx, a.ID)).ok(t), get(s.ExecutionGet(ctx, b.ID)).ok(t), get(s.ExecutionGet(ctx, p.ID)).ok(t)
+	if ha.State != store.ExecSucceeded || ha.ScriptVersion != 2 || ha.Params != "" {
+		t.Fatalf("first run in the history: state %s version %d params %q, want succeeded, 2, none", ha.State, ha.ScriptVersion, ha.Params)
+	}
+	if hb.ScriptVersion != 3 || hb.Params != "--fast" {
+		t.Fatalf("second run in the history: version %d params %q, want 3 and --fast", hb.ScriptVersion, hb.Params)
+	}
+	equal(t, "plain job's run version", hp.ScriptVersion, int64(0))
+	listed := get(s.ExecutionList(ctx, store.ExecutionFilter{JobID: j.ID, Limit: 10})).ok(t)
+	if len(listed) != 2 || listed[0].ScriptVersion != 2 || listed[1].ScriptVersion != 3 {
+		t.Fatalf("listed runs = %d, versions not 2, 3", len(listed))
+	}
+}

@@ -65,6 +65,7 @@ func testTriggers(t *testing.T, s store.Store) {
 func testTriggersPagination(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	j1, j2 := newJob(t, s, "g", "j1"), newJob(t, s, "g", "j2")
+	j3 := newJob(t, s, "g", "j3") // has no triggers
 	var all, ofJ2, inB []int64
 	for i := range 17 {
 		j, group := j1, "a"
@@ -89,6 +90,8 @@ func testTriggersPagination(t *testing.T, s store.Store) {
 	}{
 		{store.TriggerFilter{}, all},
 		{store.TriggerFilter{JobID: j2.ID}, ofJ2},
+		{store.TriggerFilter{JobIDs: []int64{j2.ID, j3.ID}}, ofJ2},
+		{store.TriggerFilter{JobIDs: []int64{j3.ID, j1.ID, j2.ID}}, all},
 		{store.TriggerFilter{Group: "b"}, inB},
 		{store.TriggerFilter{State: store.TriggerPaused}, nil},
 	} {

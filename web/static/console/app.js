@@ -15,7 +15,7 @@
 
   // Times are rendered in UTC; show them in the reader's zone, keeping UTC in the tooltip.
   var full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
-  var short = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  var short = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" });
   function localTimes(root) {
     root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (t) {
       var d = new Date(t.getAttribute("datetime"));
@@ -30,6 +30,27 @@
   document.addEventListener("submit", function (e) {
     var msg = e.target.getAttribute && e.target.getAttribute("data-confirm");
     if (msg && !window.confirm(msg)) e.preventDefault();
+  });
+
+  // A button with data-dialog opens that dialog as a modal; a dialog the server sent open
+  // (a refused run, its error at the field) becomes modal too, with its field focused.
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("[data-dialog]");
+    if (!b) return;
+    var d = document.getElementById(b.getAttribute("data-dialog"));
+    if (d && d.showModal) {
+      d.showModal();
+      var f = d.querySelector("textarea, input:not([type=hidden])");
+      if (f) f.focus();
+    }
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("dialog[data-modal][open]").forEach(function (d) {
+      d.close();
+      d.showModal();
+      var f = d.querySelector("[aria-invalid=true]");
+      if (f) f.focus();
+    });
   });
 
   // The editor shows the fields of the chosen trigger kind.

@@ -1,0 +1,115 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// An operator edits a script job's script in the console, runs it, edits it again and runs it
+// again: each execution's page names the script version it ran, linked to that version, and
+// the handler was given that version's script.
+func TestExecutionShowsItsScriptVersion(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	ctx := context.Background()
+	id, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: "rotate", Handler: "shell", Params: "echo one\n",
+		ScriptNote: "imported"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	editAndRun := func(script, note string) int64 {
+		t.Helper()
+		c.post(fmt.Sprintf("/jobs/%d/edit", id), csrf, url.Values{"group": {"default"}, "name": {"rotate"},
+			"handler": {"shell"}, "concurrency": {"allow"}, "params": {script}, "script_note": {note}}).mustStatus(t, http.StatusSeeOther)
+		run := c.post(fmt.Sprintf("/jobs/%d/run", id), csrf, nil).mustStatus(t, http.StatusSeeOther)
+		var execID int64
+		if _, err := fmt.Sscanf(run.header.Get("Location"), "/executions/%d", &execID); err != nil {
+			t.Fatalf("run now went to %q", run.header.Get("Location"))
+		}
+		got := <-h.ran
+		if got.execution != execID || got.params != script {
+			t.Fatalf("the handler ran execution %d with %q, want %d with %q", got.execution, got.params, execID, script)
+		}
+		return execID
+	}
+	first := editAndRun("echo two\n", "second save")
+	second := editAndRun("echo three\n", "third save")
+
+	c.get(fmt.Sprintf("/executions/%d", first)).mustStatus(t, http.StatusOK).mustContain(t,
+		fmt.Sprintf(`<a href="/jobs/%d/script/versions/2">version 2</a>`, id), "(the job is at version 3 now)")
+	c.get(fmt.Sprintf("/executions/%d", second)).mustContain(t, fmt.Sprintf(`<a href="/jobs/%d/script/versions/3">version 3</a>`, id))
+	c.get(fmt.Sprintf("/jobs/%d/script/versions/2", id)).mustStatus(t, http.StatusOK).mustContain(t, "echo two")
+	for want, x := range map[int64]int64{2: first, 3: second} {
+		var got struct {
+			ScriptVersion int64 `json:"script_version"`
+		}
+		apiGet(t, c, fmt.Sprintf("/api/v1/executions/%d", x), &got)
+		if got.ScriptVersion != want {
+			t.Errorf("API: execution %d script_version %d, want %d", x, got.ScriptVersion, want)
+		}
+	}
+}
+
+// Run now with parameters: the dialog's parameters reach the handler and are recorded on the
+// execution; a script job refuses them at the field and runs nothing.
+func TestRunNowWithParams(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	ctx := context.Background()
+	id, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: "report", Handler: "echo", Params: "--month=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, `<label for="params">Parameters for this run</label>`, `placeholder="--month=1"`)
+	run := c.post(fmt.Sprintf("/jobs/%d/run", id), csrf, url.Values{"params": {"--month=2 --dry-run"}}).mustStatus(t, http.StatusSeeOther)
+	got := <-h.ran
+	if got.params != "--month=2 --dry-run" {
+		t.Fatalf("the handler was given %q", got.params)
+	}
+	c.get(run.header.Get("Location")).mustContain(t, `<pre class="mono" id="exec-params">--month=2 --dry-run</pre>`)
+	if x, err := h.st.ExecutionGet(ctx, got.execution); err != nil || x.Params != "--month=2 --dry-run" {
+		t.Fatalf("stored execution params %q (%v)", x.Params, err)
+	}
+	// Without parameters the run gets the job's.
+	c.post(fmt.Sprintf("/jobs/%d/run", id), csrf, url.Values{"params": {""}}).mustStatus(t, http.StatusSeeOther)
+	if got := <-h.ran; got.params != "--month=1" {
+		t.Fatalf("a run without parameters was given %q", got.params)
+	}
+
+	script, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: "script", Handler: "shell", Params: "echo hi\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.post(fmt.Sprintf("/jobs/%d/run", script), csrf, url.Values{"params": {"rm -rf /"}}).mustStatus(t, http.StatusOK)
+	p.mustContain(t, `<dialog id="run-dialog" aria-labelledby="run-title" open data-modal="true">`, "runs its saved script")
+	xs, err := h.st.ExecutionList(ctx, store.ExecutionFilter{JobID: script, Limit: 10})
+	if err != nil || len(xs) != 0 {
+		t.Fatalf("a refused run stored %d executions (%v)", len(xs), err)
+	}
+	select {
+	case r := <-h.ran:
+		t.Fatalf("a refused run ran: %+v", r)
+	case <-time.After(0):
+	}
+}
+
+// apiGet reads an API resource with the console's session.
+func apiGet(t *testing.T, c *client, path string, out any) {
+	t.Helper()
+	p := c.get(path).mustStatus(t, http.StatusOK)
+	if err := jsonUnmarshal(p.body, out); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func jsonUnmarshal(s string, out any) error { return json.Unmarshal([]byte(s), out) }
