@@ -210,13 +210,24 @@ func (c *Client) CreateJob(ctx context.Context, req JobRequest) (*Job, error) {
 	return post[Job](ctx, c, "POST", v1+"/jobs", req)
 }
 
-// ListJobs lists jobs, of one group when group is not empty.
-func (c *Client) ListJobs(ctx context.Context, group string, o ListOptions) (*Page[Job], error) {
+// ListJobs lists the jobs f selects, by id.
+func (c *Client) ListJobs(ctx context.Context, f JobFilter, o ListOptions) (*Page[Job], error) {
 	q := o.query()
-	if group != "" {
-		q.Set("group", group)
+	for k, v := range map[string]string{"group": f.Group, "app": f.App, "handler": f.Handler, "state": f.State, "name_prefix": f.NamePrefix} {
+		if v != "" {
+			q.Set(k, v)
+		}
 	}
 	return get[Page[Job]](ctx, c, v1+"/jobs", q)
+}
+
+// JobFilter selects jobs; the zero value selects all. State is enabled, disabled, paused
+// (a trigger of the job is paused), failing (its newest ended run failed, timed out or was
+// lost), or a trigger state: waiting, complete, error.
+type JobFilter struct {
+	Group, App, Handler string
+	State               string
+	NamePrefix          string
 }
 
 // Info returns which Sundial the answering node runs.
@@ -372,6 +383,8 @@ type ExecutionFilter struct {
 	App   string
 	State string
 	Cause string
+	// Executor keeps the executions sent to the executor at this address.
+	Executor string
 	// AlarmState keeps the executions whose alarm is none, pending, sending, sent or failed:
 	// "sending" lists the alarms being delivered, or left so by a node that died (the alarm
 	// sweep sends those again).
@@ -386,7 +399,8 @@ func (c *Client) ListExecutions(ctx context.Context, f ExecutionFilter, o ListOp
 	if f.JobID != 0 {
 		q.Set("job_id", strconv.FormatInt(f.JobID, 10))
 	}
-	for k, v := range map[string]string{"app": f.App, "state": f.State, "cause": f.Cause, "alarm_state": f.AlarmState, "order": f.Order, "from": f.From, "to": f.To} {
+	for k, v := range map[string]string{"app": f.App, "state": f.State, "cause": f.Cause, "executor": f.Executor,
+		"alarm_state": f.AlarmState, "order": f.Order, "from": f.From, "to": f.To} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -418,8 +432,8 @@ func (c *Client) RetryExecution(ctx context.Context, id int64) (*Execution, erro
 // Cluster, tokens, apps, reports.
 
 // ListNodes lists the cluster's nodes.
-func (c *Client) ListNodes(ctx context.Context) (*Page[Node], error) {
-	return get[Page[Node]](ctx, c, v1+"/nodes", nil)
+func (c *Client) ListNodes(ctx context.Context, o ListOptions) (*Page[Node], error) {
+	return get[Page[Node]](ctx, c, v1+"/nodes", o.query())
 }
 
 // CreateToken creates an API token; the returned Token carries its secret, once.
@@ -437,9 +451,9 @@ func (c *Client) DeleteToken(ctx context.Context, id int64) error {
 	return c.call(ctx, "DELETE", idPath("/tokens", id, ""), nil, nil, nil)
 }
 
-// ListApps lists the apps (executor groups).
-func (c *Client) ListApps(ctx context.Context) (*Page[App], error) {
-	return get[Page[App]](ctx, c, v1+"/apps", nil)
+// ListApps lists the apps (executor groups), by name.
+func (c *Client) ListApps(ctx context.Context, o ListOptions) (*Page[App], error) {
+	return get[Page[App]](ctx, c, v1+"/apps", o.query())
 }
 
 // GetApp returns an app.
@@ -458,8 +472,8 @@ func (c *Client) DeleteApp(ctx context.Context, name string) error {
 }
 
 // ListExecutors lists the live executor instances, of one app when app is not empty.
-func (c *Client) ListExecutors(ctx context.Context, app string) (*Page[Executor], error) {
-	q := url.Values{}
+func (c *Client) ListExecutors(ctx context.Context, app string, o ListOptions) (*Page[Executor], error) {
+	q := o.query()
 	if app != "" {
 		q.Set("app", app)
 	}

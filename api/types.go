@@ -60,8 +60,8 @@ type Job struct {
 	AlarmTargets     []string       `json:"alarm_targets"`
 	ChildJobIDs      []int64        `json:"child_job_ids"`
 	Enabled          bool           `json:"enabled"`
-	// Paused is set when one job is returned: every trigger of the job is paused (a job
-	// without triggers is not paused; it only runs when run by hand).
+	// Paused: a trigger of the job is paused and none waits to fire, so it will not fire
+	// until resumed (a job without triggers is not paused; it only runs when run by hand).
 	Paused    bool `json:"paused"`
 	CreatedAt Time `json:"created_at"`
 	UpdatedAt Time `json:"updated_at"`
@@ -354,11 +354,18 @@ type App struct {
 
 // Executor is a live executor instance of an app (GET /executors).
 type Executor struct {
-	App          string   `json:"app"`
-	Address      string   `json:"address"`
+	App     string `json:"app"`
+	Address string `json:"address"`
+	// Instance is the id the executor process picked at start; Version what it runs (both
+	// empty when it does not say).
+	Instance     string   `json:"instance"`
+	Version      string   `json:"version"`
 	Handlers     []string `json:"handlers"`
 	RegisteredAt Time     `json:"registered_at"`
-	LastSeen     Time     `json:"last_seen"`
+	// LastSeen is its last heartbeat.
+	LastSeen Time `json:"last_seen"`
+	// Running counts the runs sent to it that have not ended.
+	Running int `json:"running"`
 }
 
 // ReportRow counts the executions fired on one day (or, as totals, on all the days asked).

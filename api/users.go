@@ -2,11 +2,26 @@ package api
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/url"
 )
 
 // ListUsers lists the users (admins only).
 func (c *Client) ListUsers(ctx context.Context, o ListOptions) (*Page[User], error) {
 	return get[Page[User]](ctx, c, v1+"/users", o.query())
+}
+
+// FindUser returns the user called name; a missing user is the API's 404.
+func (c *Client) FindUser(ctx context.Context, name string) (*User, error) {
+	pg, err := get[Page[User]](ctx, c, v1+"/users", url.Values{"name": {name}})
+	if err != nil {
+		return nil, err
+	}
+	if len(pg.Items) == 0 {
+		return nil, &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("user %q not found", name)}
+	}
+	return &pg.Items[0], nil
 }
 
 // CreateUser creates a user with a password that passes the strength check.

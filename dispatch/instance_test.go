@@ -18,7 +18,7 @@ func TestRunForRestartedInstance(t *testing.T) {
 	f := newRemoteFixture(t)
 	st, job, exe, peer := f.st, f.job, f.exe, f.peer
 	ex := f.running(t, store.Owner{Node: "n"})
-	if err := st.RegistryBeat(ctx, "billing", exe.Address(), "the-old-one", []string{"once"}); err != nil {
+	if err := st.RegistryBeat(ctx, "billing", exe.Address(), "the-old-one", "", []string{"once"}); err != nil {
 		t.Fatal(err)
 	}
 

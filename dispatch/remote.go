@@ -15,12 +15,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/internal/seal"
+	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/xxljob"
 )
@@ -505,6 +508,7 @@ func (r *Remote) call(ctx context.Context, addr, path, instance string, body, ou
 	if err := signer.Sign(req, path, b, instance, r.cfg.Clock.Now()); err != nil {
 		return err
 	}
+	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header)) // the fire's trace, when traced
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {
 		return err

@@ -71,7 +71,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 		updates = append(updates, upd)
 		for _, ex := range rowExecs {
 			execs = append(execs, ex)
-			fires = append(fires, &pendingFire{exec: ex, priority: row.Priority})
+			fires = append(fires, &pendingFire{exec: ex, priority: row.Priority, acquiredAt: now})
 		}
 	}
 
@@ -94,7 +94,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 			for _, p := range pending {
 				if wonSet[p.ID] {
 					p.State, p.Node, p.Incarnation = store.ExecAcquired, l.owner.Node, l.owner.Incarnation
-					f := &pendingFire{exec: p, priority: 5}
+					f := &pendingFire{exec: p, priority: 5, acquiredAt: now}
 					fires = append(fires, f)
 					if returnedFire(p) {
 						returned = append(returned, f)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -102,6 +103,15 @@ func (c *completer) flush(batch []completion) {
 		c.e.log.Error("writing results failed; giving up", "err", err, "count", len(batch))
 	default:
 		c.e.stats.Completed.Add(int64(len(batch)))
+	}
+	if c.e.cfg.Tracer != nil {
+		end := c.e.clock.Now()
+		for _, cp := range batch {
+			if cp.fire.span != nil {
+				c.e.cfg.Tracer.Complete(cp.fire.span, "", string(cp.state), cp.finished, end)
+				tracing.End(cp.fire.span, string(cp.state), err, end)
+			}
+		}
 	}
 }
 
@@ -219,6 +229,8 @@ type RemoteResult struct {
 	Started, Finished time.Time
 	Data              map[string]any
 	Logs              []string
+	// Traceparent is the run's W3C trace context, from the executor ("" for none).
+	Traceparent string
 }
 
 // CompleteRemote records results of fires whose Dispatch returned Async: the execution moves
@@ -267,9 +279,19 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 		}
 		batch[i].fire.Job = job
 	}
+	start := e.clock.Now()
 	done, err := e.writeCompletions(ctx, nil, batch)
 	if err != nil {
 		return nil, err
+	}
+	if e.cfg.Tracer != nil {
+		// The results this call wrote (a repeated one changed nothing) join their fire's trace.
+		end, wrote := e.clock.Now(), idSet(done)
+		for _, r := range results {
+			if wrote[r.ExecutionID] {
+				e.cfg.Tracer.Complete(nil, r.Traceparent, string(r.State), start, end)
+			}
+		}
 	}
 	late, err := e.completeLate(ctx, batch, done)
 	return append(done, late...), err

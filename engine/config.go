@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -21,6 +24,11 @@ type Dispatcher interface {
 type Fire struct {
 	Execution *store.Execution
 	Job       *store.Job
+
+	// acquiredAt is when this life acquired the fire; span is the fire's trace while it is
+	// traced (nil with tracing off).
+	acquiredAt time.Time
+	span       trace.Span
 }
 
 // Params are what the run's handler is given: a run-now's own parameters, or the job's.
@@ -56,6 +64,8 @@ type Config struct {
 	Store store.Store
 	// Dispatcher runs fires. Required.
 	Dispatcher Dispatcher
+	// Tracer traces each fire (internal/tracing); nil for none.
+	Tracer *tracing.Tracer
 	// NodeID names this node in the cluster; it must be unique among live nodes.
 	// Default: hostname-pid-random.
 	NodeID string

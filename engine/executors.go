@@ -13,8 +13,8 @@ import (
 // The liveness of runs handed to executors. An executor's heartbeat names the process
 // (its instance) and the runs it holds: those it runs or queues and those whose result it has
 // not delivered yet. A run the executor holds is never declared lost, whichever node handed
-// it over; a run on its address that it does not hold is lost at once when it was handed to
-// another instance (the executor restarted), and otherwise once it has gone unreported for
+// it over; a run on its address that it does not hold is lost at once when another instance
+// (the executor before a restart) had it, and otherwise once it has gone unreported for
 // longer than a grace (a /run in flight is not held yet).
 
 // ExecutorBeat is what an executor's heartbeat says about its runs.
@@ -37,7 +37,13 @@ func (e *Engine) CheckExecutorBeat(ctx context.Context, b ExecutorBeat, grace ti
 	if err != nil {
 		return LossOutcome{}, err
 	}
-	gone := unheld(runs, b, e.clock.Now().Add(-grace).UnixMilli())
+	since := int64(0)
+	if slices.ContainsFunc(runs, func(r store.ExecutorRun) bool { return r.Instance != "" && r.Instance != b.Instance }) {
+		if since, err = e.instanceSince(ctx, b); err != nil {
+			return LossOutcome{}, err
+		}
+	}
+	gone := unheld(runs, b, since, e.clock.Now().Add(-grace).UnixMilli())
 	if len(gone) == 0 {
 		return LossOutcome{}, nil
 	}
@@ -46,10 +52,28 @@ func (e *Engine) CheckExecutorBeat(ctx context.Context, b ExecutorBeat, grace ti
 	})
 }
 
+// instanceSince reads when the beat's instance took its address (by the database clock).
+func (e *Engine) instanceSince(ctx context.Context, b ExecutorBeat) (int64, error) {
+	live, err := e.store.RegistryLive(ctx, b.App, 24*time.Hour)
+	if err != nil {
+		return 0, err
+	}
+	for _, in := range live {
+		if in.Address == b.Address && in.Instance == b.Instance {
+			return in.RegisteredAt, nil
+		}
+	}
+	return 0, nil // gone meanwhile: nothing is told apart by its time
+}
+
 // unheld picks the runs the beat's executor does not hold and that are not its to report:
-// handed to another instance, or to this one (or an unknown one) fired and dispatched before
-// firedBefore.
-func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []store.ExecutorRun {
+// handed to another instance (that process is gone) which accepted it or was sent it before
+// this one took the address (since), or fired and dispatched before firedBefore. A run
+// recorded for another instance, not accepted, from the time this one came (by the
+// database's millisecond clock) may have been sent with an instance read a moment too early:
+// this executor refuses it and the dispatcher records it again for this one, so it waits
+// like a run in flight.
+func unheld(runs []store.ExecutorRun, b ExecutorBeat, since, firedBefore int64) []store.ExecutorRun {
 	held := make(map[int64]bool, len(b.Held))
 	for _, id := range b.Held {
 		held[id] = true
@@ -61,7 +85,8 @@ func unheld(runs []store.ExecutorRun, b ExecutorBeat, firedBefore int64) []store
 		}
 		// The grace runs from the dispatch, which may come long after the fire (a database
 		// that did not answer meanwhile): its /run may still be in flight.
-		if (r.Instance != "" && r.Instance != b.Instance) || max(r.FiredAt, r.DispatchedAt) < firedBefore {
+		earlier := r.Instance != "" && r.Instance != b.Instance && (r.Accepted || r.DispatchedAt < since)
+		if earlier || max(r.FiredAt, r.DispatchedAt) < firedBefore {
 			out = append(out, r)
 		}
 	}

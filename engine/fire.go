@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -123,7 +126,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			job = &store.Job{ID: pf.exec.JobID, Concurrency: store.ConcurrencyAllow}
 			pf.exec.TriggerMsg = fmt.Sprintf("job %d no longer exists", pf.exec.JobID)
 		}
-		f := &Fire{Execution: pf.exec, Job: job}
+		f := &Fire{Execution: pf.exec, Job: job, acquiredAt: pf.acquiredAt}
 		if pf.missed != "" {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
 			continue
@@ -332,10 +335,20 @@ func (e *Engine) run(l *lifecycle, f *Fire) {
 		}()
 	}
 	started := e.clock.Now()
-	res := e.dispatch(ctx, f)
+	runCtx, span := ctx, trace.Span(nil)
+	if e.cfg.Tracer != nil {
+		runCtx, f.span = e.cfg.Tracer.StartFire(ctx, traceFire(f), f.acquiredAt, started)
+		runCtx, span = e.cfg.Tracer.StartRun(runCtx, f.Job.TargetKind == store.TargetRemote)
+	}
+	res := e.dispatch(runCtx, f)
 	finished := e.clock.Now()
+	if span != nil {
+		tracing.End(span, "", res.Err, finished)
+	}
 	if res.Async && res.Err == nil {
-		// Handed over: the executor reports the outcome through CompleteRemote.
+		// Handed over: the executor reports the outcome through CompleteRemote, which traces
+		// the write under the executor's span. This node's part of the fire ends here.
+		tracing.End(f.span, "dispatched", nil, finished)
 		if next := l.conc.done(f); next != nil {
 			e.startFires(l, []*pendingFire{next})
 		}
@@ -373,4 +386,10 @@ func (e *Engine) dispatch(ctx context.Context, f *Fire) (res Result) {
 		}
 	}()
 	return e.cfg.Dispatcher.Dispatch(ctx, f)
+}
+
+// traceFire is what the fire's trace says of it.
+func traceFire(f *Fire) tracing.Fire {
+	return tracing.Fire{ExecutionID: f.Execution.ID, JobID: f.Job.ID, Job: f.Job.Group + "/" + f.Job.Name, Handler: f.Job.Handler,
+		Kind: string(f.Job.TargetKind), Attempt: f.Execution.Attempt, ScheduledAt: f.Execution.ScheduledAt}
 }

@@ -20,6 +20,8 @@ type pendingFire struct {
 	// admitted marks a fire the concurrency tracker already counts as active: one that waited
 	// while its job ran on another node.
 	admitted bool
+	// acquiredAt is when this life acquired it: where its trace begins.
+	acquiredAt time.Time
 }
 
 // fireQueue is the in-memory heap of acquired fires, earliest first and, at the same

@@ -21,10 +21,15 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
+	"github.com/sundial-scheduler/sundial/internal/version"
 )
 
 // Config configures an Executor. Server or Servers, Token and App are required.
@@ -42,6 +47,13 @@ type Config struct {
 	Token string
 	// App is the executor group this instance joins.
 	App string
+	// TracerProvider makes the span around each run, a child of the server's dispatch span
+	// (the handler's context carries it). Default: OpenTelemetry's global provider, which
+	// records nothing unless the program sets one.
+	TracerProvider trace.TracerProvider
+	// Version is what this executor reports it runs, shown by `sundial executor list`.
+	// Default: the version of the Sundial module it is built with.
+	Version string
 	// Listen is the address the executor's HTTP endpoint listens on. Default ":9999".
 	Listen string
 	// Advertise is the URL the server calls this executor on, e.g. "http://10.0.0.5:9999".
@@ -135,6 +147,12 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Token == "" || cfg.App == "" {
 		return nil, errors.New("executor: Server, Token and App are required")
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	if cfg.Version == "" {
+		cfg.Version = version.Module()
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
@@ -294,7 +312,8 @@ func (e *Executor) handlerNames() []string {
 // register sends one registration and adopts the server's heartbeat interval.
 func (e *Executor) register(ctx context.Context) error {
 	var resp RegisterResponse
-	reg := Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Handlers: e.handlerNames(), Held: e.held()}
+	reg := Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Version: e.cfg.Version,
+		Handlers: e.handlerNames(), Held: e.held()}
 	if err := e.post(ctx, PathRegister, reg, &resp); err != nil {
 		return err
 	}
@@ -433,7 +452,7 @@ func (e *Executor) cancelAll(cause error) {
 // instance (or, for the harmless beat and idle-beat, for no instance): see signed.
 func (e *Executor) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathRun, e.signed(PathRun, true, func(w http.ResponseWriter, body []byte, to string) {
+	mux.HandleFunc("POST "+PathRun, e.signed(PathRun, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
 		var req RunRequest
 		if !decode(w, body, &req) {
 			return
@@ -442,11 +461,12 @@ func (e *Executor) routes() http.Handler {
 			http.Error(w, fmt.Sprintf("the run names instance %q and its signature %q", req.Instance, to), http.StatusBadRequest)
 			return
 		}
-		resp := e.accept(req)
+		// The server sends the fire's trace context (W3C traceparent) with the run.
+		resp := e.accept(req, trace.SpanContextFromContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
 		resp.Instance = e.instance
 		writeJSON(w, resp)
 	}))
-	mux.HandleFunc("POST "+PathKill, e.signed(PathKill, true, func(w http.ResponseWriter, body []byte, to string) {
+	mux.HandleFunc("POST "+PathKill, e.signed(PathKill, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
 		var req KillRequest
 		if !decode(w, body, &req) {
 			return
@@ -459,10 +479,10 @@ func (e *Executor) routes() http.Handler {
 		}
 		writeJSON(w, KillResponse{Killed: e.kill(req.ExecutionID), Instance: e.instance})
 	}))
-	mux.HandleFunc("POST "+PathBeat, e.signed(PathBeat, false, func(w http.ResponseWriter, _ []byte, _ string) {
+	mux.HandleFunc("POST "+PathBeat, e.signed(PathBeat, false, func(w http.ResponseWriter, _ *http.Request, _ []byte, _ string) {
 		writeJSON(w, BeatResponse{Instance: e.instance})
 	}))
-	mux.HandleFunc("POST "+PathIdleBeat, e.signed(PathIdleBeat, false, func(w http.ResponseWriter, body []byte, _ string) {
+	mux.HandleFunc("POST "+PathIdleBeat, e.signed(PathIdleBeat, false, func(w http.ResponseWriter, _ *http.Request, body []byte, _ string) {
 		var req IdleBeatRequest
 		if !decode(w, body, &req) {
 			return
@@ -477,7 +497,7 @@ func (e *Executor) routes() http.Handler {
 // body. The instance it was signed for must be this one, or "" unless needInstance; a run or a kill
 // signed for another instance reaches h, which answers it as not this process's (the
 // server learns the new instance from the answer). h gets the body read and the instance.
-func (e *Executor) signed(path string, needInstance bool, h func(w http.ResponseWriter, body []byte, to string)) http.HandlerFunc {
+func (e *Executor) signed(path string, needInstance bool, h func(w http.ResponseWriter, r *http.Request, body []byte, to string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil {
@@ -501,7 +521,7 @@ func (e *Executor) signed(path string, needInstance bool, h func(w http.Response
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
-		h(w, body, to)
+		h(w, r, body, to)
 	}
 }
 

@@ -58,7 +58,9 @@ type Registration struct {
 	Address string `json:"address"`
 	// Instance is a random id the executor process picks at start: the server tells a
 	// restarted executor on the same address from the one before by it.
-	Instance string   `json:"instance,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	// Version is what the executor runs, shown to operators (at most 100 characters).
+	Version  string   `json:"version,omitempty"`
 	Handlers []string `json:"handlers,omitempty"`
 	// Held are the executions the instance holds: running or queued, or finished with a
 	// result not delivered yet. The server declares lost no run its executor holds.
@@ -105,6 +107,9 @@ type Result struct {
 	Message     string `json:"message"`
 	StartedAt   int64  `json:"started_at,omitempty"`
 	FinishedAt  int64  `json:"finished_at"`
+	// Traceparent is the W3C trace context of the run (the executor's span, or the one the
+	// /run request carried), so the server's write of the result joins the fire's trace.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // ResultsResponse is the server's answer to results: the ids whose state changed.

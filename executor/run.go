@@ -8,6 +8,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
@@ -52,7 +56,17 @@ type runState struct {
 	policy jobrun.Policy
 	h      Handler
 	cancel context.CancelCauseFunc // nil while queued
+	// parent is the server's dispatch span (invalid when the server traces nothing).
+	parent trace.SpanContext
+	// traceparent is the run's trace context, sent back with its result.
+	traceparent string
 }
+
+// traceContext is the propagation format of the protocol: W3C trace context.
+var traceContext = propagation.TraceContext{}
+
+// spanRun names the executor's span around a handler.
+const spanRun = "sundial.executor.run"
 
 // stopCause is why a run's context was canceled; it decides the reported state.
 type stopCause struct {
@@ -64,7 +78,7 @@ type stopCause struct {
 func (c *stopCause) Error() string { return c.msg }
 
 // accept applies the job's concurrency policy to a run request.
-func (e *Executor) accept(req RunRequest) RunResponse {
+func (e *Executor) accept(req RunRequest, parent trace.SpanContext) RunResponse {
 	policy, err := jobrun.ParsePolicy(req.Concurrency)
 	if err != nil {
 		return RunResponse{Message: err.Error()}
@@ -77,7 +91,7 @@ func (e *Executor) accept(req RunRequest) RunResponse {
 		// one's, lost with it.
 		return RunResponse{Message: fmt.Sprintf("the run is for executor instance %s, this is %s", req.Instance, e.instance)}
 	}
-	rs := &runState{policy: policy, run: runOf(req)}
+	rs := &runState{policy: policy, run: runOf(req), parent: parent}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -179,6 +193,19 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 			&stopCause{state: StateTimedOut, code: CodeTimeout, msg: fmt.Sprintf("timed out after %v", rs.run.Timeout)})
 		defer cancel()
 	}
+	// The handler's context carries the fire's trace: the server's dispatch span, and this
+	// executor's span under it when its TracerProvider records.
+	if rs.parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, rs.parent)
+		var span trace.Span
+		ctx, span = e.cfg.TracerProvider.Tracer("github.com/sundial-scheduler/sundial/executor").Start(ctx, spanRun,
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.Int64("sundial.execution.id", rs.run.ExecutionID),
+				attribute.String("sundial.handler", rs.run.Handler)))
+		defer span.End()
+		c := propagation.MapCarrier{}
+		traceContext.Inject(ctx, c)
+		rs.traceparent = c["traceparent"]
+	}
 	sink := newLogSink(e, rs.run.ExecutionID)
 	ctx = jobrun.WithRun(ctx, rs.run)
 	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(sink.add)))
@@ -261,6 +288,7 @@ func (e *Executor) rememberEnded(id int64) {
 // reporter. started is zero for a run that never started.
 func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 	res.ExecutionID = rs.run.ExecutionID
+	res.Traceparent = rs.traceparent
 	res.FinishedAt = e.cfg.Clock.Now().UnixMilli()
 	if !started.IsZero() {
 		res.StartedAt = started.UnixMilli()

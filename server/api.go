@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -207,6 +209,22 @@ func getByID[R, T any](w http.ResponseWriter, r *http.Request, get func(context.
 }
 
 // paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
+// pageOf pages a short list read whole (apps, nodes, executors: one row per process or
+// group, not per fire) with the same limit and after cursor as the lists the database pages:
+// the items in the order of their key, those after ?after=, cut to ?limit=.
+func pageOf[T any](r *http.Request, items []T, key func(T) string) (api.Page[T], error) {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return api.Page[T]{}, err
+	}
+	after := r.URL.Query().Get("after")
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(key(a), key(b)) })
+	if after != "" {
+		items = items[sort.Search(len(items), func(i int) bool { return key(items[i]) > after }):]
+	}
+	return paginate(items, limit, key, func(t T) T { return t }), nil
+}
+
 func paginate[R, T any](rows []R, limit int, cursor func(R) string, conv func(R) T) api.Page[T] {
 	p := api.Page[T]{Items: make([]T, 0, min(len(rows), limit))}
 	if len(rows) > limit {

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"slices"
-	"strings"
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
@@ -55,8 +53,11 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
 			out.Items = append(out.Items, registeredApp(in.App, live))
 		}
 	}
-	slices.SortFunc(out.Items, func(a, b api.App) int { return strings.Compare(a.Name, b.Name) })
-	writeJSON(w, http.StatusOK, out)
+	page, err := pageOf(r, out.Items, func(a api.App) string { return a.Name })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -133,22 +134,33 @@ func (s *Server) deleteApp(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listExecutors lists the live executor instances, of one app with ?app=.
+// listExecutors lists the live executor instances, of one app with ?app=, with the runs
+// each has now. The cursor is the app (path-escaped) and the address: the order listed.
 func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) error {
-	ins, err := s.liveExecutors(r.Context(), r.URL.Query().Get("app"))
+	app := r.URL.Query().Get("app")
+	ins, err := s.liveExecutors(r.Context(), app)
 	if err != nil {
 		return err
 	}
-	out := api.Page[api.Executor]{Items: make([]api.Executor, len(ins))}
+	running, err := s.store.ExecutionsRunningByExecutor(r.Context(), app)
+	if err != nil {
+		return err
+	}
+	items := make([]api.Executor, len(ins))
 	for i, in := range ins {
 		hs := in.Handlers
 		if hs == nil {
 			hs = []string{}
 		}
-		out.Items[i] = api.Executor{App: in.App, Address: in.Address, Handlers: hs,
-			RegisteredAt: api.Time(in.RegisteredAt), LastSeen: api.Time(in.LastSeen)}
+		items[i] = api.Executor{App: in.App, Address: in.Address, Instance: in.Instance, Version: in.Version, Handlers: hs,
+			RegisteredAt: api.Time(in.RegisteredAt), LastSeen: api.Time(in.LastSeen),
+			Running: running[store.ExecutorKey{App: in.App, Address: in.Address}]}
 	}
-	writeJSON(w, http.StatusOK, out)
+	page, err := pageOf(r, items, func(x api.Executor) string { return url.PathEscape(x.App) + "/" + x.Address })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -48,7 +48,7 @@ func TestClientJobRoundTrip(t *testing.T) {
 	if err := c.DeleteJob(ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := c.ListJobs(ctx, "", api.ListOptions{}); err != nil || len(l.Items) != 0 || l.Next != nil {
+	if l, err := c.ListJobs(ctx, api.JobFilter{}, api.ListOptions{}); err != nil || len(l.Items) != 0 || l.Next != nil {
 		t.Fatalf("list after delete: %+v, %v", l, err)
 	}
 }

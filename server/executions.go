@@ -32,7 +32,7 @@ var executionStates = map[store.ExecutionState]bool{
 }
 
 // listExecutions lists executions newest first (order=asc for oldest first), filtered by job,
-// app, state, cause and a fired-at range.
+// app, state, cause, executor address, alarm state and a fired-at range.
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	limit, err := pageLimit(r)
@@ -59,6 +59,7 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.State = store.ExecutionState(st)
 	}
+	f.ExecutorAddress = q.Get("executor")
 	if st := q.Get("alarm_state"); st != "" {
 		switch a := store.AlarmState(st); a {
 		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:
@@ -240,10 +241,14 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	self := s.sched.Engine().NodeID()
-	out := api.Page[api.Node]{Items: make([]api.Node, len(ns))}
+	items := make([]api.Node, len(ns))
 	for i, n := range ns {
-		out.Items[i] = api.Node{ID: n.ID, Name: n.Name, StartedAt: api.Time(n.StartedAt), LastSeen: api.Time(n.LastSeen),
+		items[i] = api.Node{ID: n.ID, Name: n.Name, StartedAt: api.Time(n.StartedAt), LastSeen: api.Time(n.LastSeen),
 			Leader: n.ID == leader, Self: n.ID == self}
+	}
+	out, err := pageOf(r, items, func(n api.Node) string { return n.ID })
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -21,6 +21,7 @@ type registerIn struct {
 	App      string   `json:"app"`
 	Address  string   `json:"address"`
 	Instance string   `json:"instance"`
+	Version  string   `json:"version"`
 	Handlers []string `json:"handlers"`
 	Held     []int64  `json:"held"`
 }
@@ -33,6 +34,8 @@ func (in *registerIn) validate(needHandlers bool) error {
 		return invalidField("address", "want the executor's base URL (http://host:port), got %q", in.Address)
 	case len(in.Instance) > 64:
 		return invalidField("instance", "at most 64 characters, got %d", len(in.Instance))
+	case len(in.Version) > 100:
+		return invalidField("version", "at most 100 characters, got %d", len(in.Version))
 	case needHandlers && in.Handlers == nil:
 		in.Handlers = []string{}
 	}
@@ -50,7 +53,7 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err := s.checkApp(r.Context(), in.App); err != nil {
 		return err
 	}
-	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Handlers); err != nil {
+	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Version, in.Handlers); err != nil {
 		return err
 	}
 	if err := s.checkHeld(r.Context(), in); err != nil {
@@ -125,6 +128,7 @@ type resultsIn struct {
 		Message     string `json:"message"`
 		StartedAt   int64  `json:"started_at"`
 		FinishedAt  int64  `json:"finished_at"`
+		Traceparent string `json:"traceparent"`
 	} `json:"results"`
 }
 
@@ -156,7 +160,7 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
-			Message: res.Message, Started: started, Finished: finished}
+			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent}
 	}
 	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
 	if err != nil {

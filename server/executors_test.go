@@ -212,7 +212,7 @@ func TestExecutorRegistry(t *testing.T) {
 		e.register("billing", fe, "report")
 
 		c, ctx := e.client(), context.Background()
-		list := must(c.ListExecutors(ctx, ""))(t)
+		list := must(c.ListExecutors(ctx, "", api.ListOptions{}))(t)
 		if len(list.Items) != 1 || list.Items[0].Address != fe.url || !slices.Equal(list.Items[0].Handlers, []string{"report"}) {
 			t.Fatalf("executors after register: %+v", list.Items)
 		}
@@ -221,13 +221,13 @@ func TestExecutorRegistry(t *testing.T) {
 		if _, err := c.PutApp(ctx, "x", api.AppRequest{AddressMode: "manual"}); api.StatusOf(err) != 400 {
 			t.Fatalf("manual app without addresses: %v, want 400", err)
 		}
-		apps := must(c.ListApps(ctx))(t)
+		apps := must(c.ListApps(ctx, api.ListOptions{}))(t)
 		if len(apps.Items) != 1 || apps.Items[0].Title != "Billing" || apps.Items[0].AddressMode != "auto" {
 			t.Fatalf("apps: %+v", apps.Items)
 		}
 
 		e.executor("unregister", map[string]any{"app": "billing", "address": fe.url}, 204, nil)
-		if list = must(c.ListExecutors(ctx, "billing"))(t); len(list.Items) != 0 {
+		if list = must(c.ListExecutors(ctx, "billing", api.ListOptions{}))(t); len(list.Items) != 0 {
 			t.Fatalf("executors after unregister: %+v", list.Items)
 		}
 		if err := c.DeleteApp(ctx, "billing"); err != nil {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
@@ -104,11 +106,14 @@ func jobWithTriggers(ctx context.Context, q store.Querier, id int64) (api.Job, e
 		return api.Job{}, err
 	}
 	out.Triggers = make([]api.Trigger, len(ts))
-	out.Paused = len(ts) > 0
+	var paused, waiting bool
 	for i, t := range ts {
 		out.Triggers[i] = toTriggerOut(t)
-		out.Paused = out.Paused && t.State == store.TriggerPaused
+		paused = paused || t.State == store.TriggerPaused
+		waiting = waiting || t.State == store.TriggerWaiting
 	}
+	// As store.JobFilter.Paused: it will not fire until someone resumes it.
+	out.Paused = paused && !waiting
 	return out, nil
 }
 
@@ -130,16 +135,73 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 			return err
 		case j.ID > after:
 			page.Items = append(page.Items, toJobOut(j))
+			if err := markPaused(r.Context(), s.store, store.JobFilter{AfterID: j.ID - 1}, page.Items); err != nil {
+				return err
+			}
 		}
 		writeJSON(w, http.StatusOK, page)
 		return nil
 	}
-	js, err := s.store.JobList(r.Context(), store.JobFilter{Group: q.Get("group"), AfterID: after, Limit: limit + 1})
+	f, err := jobFilter(q)
+	if err != nil {
+		return err
+	}
+	f.AfterID, f.Limit = after, limit+1
+	js, err := s.store.JobList(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	page := paginate(js, limit, func(j *store.Job) string { return strconv.FormatInt(j.ID, 10) }, toJobOut)
+	if err := markPaused(r.Context(), s.store, f, page.Items); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, inScope(principalFrom(r.Context()), page, func(j api.Job) string { return j.App }))
+	return nil
+}
+
+// jobStates are the job list's state filter: enabled (a trigger waits to fire), paused (a
+// trigger paused and none waiting: what Job.Paused says), failing (the newest ended run
+// failed), or a trigger of the job complete or in error.
+var jobStates = []string{"enabled", "paused", "failing", "complete", "error"}
+
+// jobFilter reads the job list's filters: group, app, handler, name_prefix, state.
+func jobFilter(q url.Values) (store.JobFilter, error) {
+	f := store.JobFilter{Group: q.Get("group"), App: q.Get("app"), Handler: q.Get("handler"), NamePrefix: q.Get("name_prefix")}
+	switch st := q.Get("state"); st {
+	case "":
+	case "enabled":
+		f.TriggerState = store.TriggerWaiting
+	case "paused":
+		f.Paused = true
+	case "failing":
+		f.Failing = true
+	case "complete", "error":
+		f.TriggerState = store.TriggerState(st)
+	default:
+		return f, invalidField("state", "want one of %s, got %q", strings.Join(jobStates, ", "), st)
+	}
+	return f, nil
+}
+
+// markPaused sets Paused on a page of jobs listed with f from after: the paused jobs among
+// the first len(page)+1 after it are all the paused ones the page can hold, so one query
+// answers for the page.
+func markPaused(ctx context.Context, q store.Querier, f store.JobFilter, page []api.Job) error {
+	if len(page) == 0 {
+		return nil
+	}
+	f.Paused, f.Limit = true, len(page)+1
+	ps, err := q.JobList(ctx, f)
+	if err != nil {
+		return err
+	}
+	paused := make(map[int64]bool, len(ps))
+	for _, j := range ps {
+		paused[j.ID] = true
+	}
+	for i := range page {
+		page[i].Paused = paused[page[i].ID]
+	}
 	return nil
 }
 

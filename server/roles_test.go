@@ -69,7 +69,7 @@ func TestRoles(t *testing.T) {
 		// A viewer reads but does not write.
 		_, err = viewer.CreateJob(ctx, jobReq("v-job", "billing", "http"))
 		wantStatus(t, "viewer creating a job", err, 403)
-		must(viewer.ListJobs(ctx, "", api.ListOptions{}))(t)
+		must(viewer.ListJobs(ctx, api.JobFilter{}, api.ListOptions{}))(t)
 
 		// An operator works inside its scope only.
 		job := must(op.CreateJob(ctx, jobReq("bill", "billing", "http")))(t)
@@ -84,7 +84,7 @@ func TestRoles(t *testing.T) {
 		if xs := must(admin.ListExecutions(ctx, api.ExecutionFilter{}, api.ListOptions{}))(t).Items; len(xs) == 0 || xs[0].ID != run.ID {
 			t.Fatalf("the admin's list lacks the run of the mail job: %+v", xs)
 		}
-		for _, j := range must(op.ListJobs(ctx, "", api.ListOptions{}))(t).Items {
+		for _, j := range must(op.ListJobs(ctx, api.JobFilter{}, api.ListOptions{}))(t).Items {
 			if j.App != "billing" {
 				t.Fatalf("operator of billing lists job %+v", j)
 			}

@@ -449,7 +449,7 @@ func TestCalendarsAndTriggers(t *testing.T) {
 		t.Fatalf("PUT with triggers: %+v", got)
 	}
 
-	if nodes := must(c.ListNodes(ctx))(t); len(nodes.Items) != 1 || !nodes.Items[0].Self {
+	if nodes := must(c.ListNodes(ctx, api.ListOptions{}))(t); len(nodes.Items) != 1 || !nodes.Items[0].Self {
 		t.Fatalf("nodes %+v: want this node", nodes.Items)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -98,10 +99,24 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// listUsers lists users by id; ?name= is the one user of that name, as a page of zero or one.
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) error {
 	limit, after, err := idPage(r)
 	if err != nil {
 		return err
+	}
+	if name := r.URL.Query().Get("name"); name != "" {
+		page := api.Page[api.User]{Items: []api.User{}}
+		u, err := s.store.UserGetByName(r.Context(), name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return err
+		case u.ID > after:
+			page.Items = append(page.Items, userOut(u))
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
 	}
 	us, err := s.store.UserList(r.Context(), after, limit+1)
 	if err != nil {

@@ -108,7 +108,7 @@ func testXXLGeneration(t *testing.T, e *env, gen string) {
 			t.Fatalf("registry with token %q: %d %q, want 500 The access token is wrong.", tok, code, msg)
 		}
 	}
-	if n := len(must(c.ListExecutors(ctx, app))(t).Items); n != 0 {
+	if n := len(must(c.ListExecutors(ctx, app, api.ListOptions{}))(t).Items); n != 0 {
 		t.Fatalf("%d executors listed after refused registrations", n)
 	}
 	for _, x := range execs {
@@ -117,7 +117,7 @@ func testXXLGeneration(t *testing.T, e *env, gen string) {
 		}
 	}
 	var listed []string
-	for _, in := range must(c.ListExecutors(ctx, app))(t).Items {
+	for _, in := range must(c.ListExecutors(ctx, app, api.ListOptions{}))(t).Items {
 		listed = append(listed, in.Address)
 	}
 	if !slices.Equal(listed, urls) {
@@ -339,7 +339,7 @@ func testXXLGeneration(t *testing.T, e *env, gen string) {
 		if code, msg := execs[2].registry(true, token); code != 200 {
 			t.Fatalf("registryRemove: %d %q", code, msg)
 		}
-		if n := len(must(c.ListExecutors(ctx, app))(t).Items); n != 2 {
+		if n := len(must(c.ListExecutors(ctx, app, api.ListOptions{}))(t).Items); n != 2 {
 			t.Fatalf("%d executors after one left, want 2", n)
 		}
 	})

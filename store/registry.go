@@ -50,12 +50,21 @@ type Instance struct {
 	// is a restarted executor.
 	Instance string
 	Handlers []string
+	// Version is what the executor reports it runs ("" when it reports nothing).
+	Version string
 	// LiveFor is how long the instance may stay silent before it is gone, when longer than
 	// the server's threshold (XXL-JOB executors beat every 30 s); 0 for the server's.
 	LiveFor time.Duration
-	// RegisteredAt and LastSeen come from the database clock.
+	// RegisteredAt is when this instance took the address (a new instance there starts it
+	// again); it and LastSeen come from the database clock.
 	RegisteredAt int64
 	LastSeen     int64
+}
+
+// ExecutorKey names one executor: its app and address.
+type ExecutorKey struct {
+	App     string
+	Address string
 }
 
 // ExecutorRun is a running execution handed to an executor.
@@ -67,6 +76,8 @@ type ExecutorRun struct {
 	// DispatchedAt is when the dispatch was recorded (ExecutionsSetDispatch), by the
 	// database's clock; 0 before.
 	DispatchedAt int64
+	// Accepted is set once the executor said it has the run (DispatchAccepted).
+	Accepted bool
 }
 
 // Dispatched is where a running execution was handed: the executor (app, address, instance)

@@ -175,6 +175,9 @@ type Querier interface {
 	// executor address to lost, stamping FinishedAt with the database clock, and returns them
 	// as they are after the move.
 	ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*Execution, error)
+	// ExecutionsRunningByExecutor counts the running executions sent to each executor of the
+	// app (of every app for ""), keyed by app and address; executors with none are absent.
+	ExecutionsRunningByExecutor(ctx context.Context, app string) (map[ExecutorKey]int, error)
 	// ExecutionsRunningOnExecutor lists the running executions of the app's jobs sent to the
 	// executor address, by id, with the instance each was sent to: what the executor's
 	// heartbeat is checked against.
@@ -228,11 +231,12 @@ type Querier interface {
 
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.
-	// The instance is the executor process's id ("" from executors that send none).
-	RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error
+	// The instance is the executor process's id ("" from executors that send none), version
+	// the version it reports ("" when it reports none).
+	RegistryBeat(ctx context.Context, app, address, instance, version string, handlers []string) error
 	// RegistryBeatFor is RegistryBeat for an instance that may stay silent for liveFor (when
 	// longer than the threshold RegistryLive and RegistrySweep are given): executors that
-	// beat at their own pace, as XXL-JOB's every 30 s.
+	// beat at their own pace, as XXL-JOB's every 30 s. They report no version.
 	RegistryBeatFor(ctx context.Context, app, address, instance string, handlers []string, liveFor time.Duration) error
 	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
 	RegistryLeave(ctx context.Context, app, address string) (bool, error)
@@ -363,14 +367,22 @@ type TriggerSelector struct {
 type JobFilter struct {
 	Group string // empty for all groups
 	App   string // empty for jobs of every app and none
-	// NameContains keeps jobs whose name contains it, ignoring ASCII case.
+	// NameContains keeps jobs whose name contains it, NamePrefix those whose name starts
+	// with it, both ignoring ASCII case.
 	NameContains string
+	NamePrefix   string
 	Handler      string
 	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
 	// paused).
 	TriggerState TriggerState
-	AfterID      int64
-	Limit        int // <= 0 for the implementation's default
+	// Paused keeps the paused jobs: a trigger paused and none waiting, so the job will not
+	// fire until someone resumes it.
+	Paused bool
+	// Failing keeps the jobs whose last ended execution failed, timed out or was lost: the
+	// jobs an operator has to look at now, not every job that ever failed once.
+	Failing bool
+	AfterID int64
+	Limit   int // <= 0 for the implementation's default
 }
 
 // TriggerFilter selects triggers for TriggerList.
@@ -396,6 +408,8 @@ type ExecutionFilter struct {
 	State ExecutionState
 	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
 	Cause ExecutionCause
+	// ExecutorAddress keeps the executions sent to the executor at that address.
+	ExecutorAddress string
 	// AlarmState keeps the executions whose alarm is in this state (AlarmSending: claimed
 	// for delivery and not recorded yet, or left so by a node that died); empty for all.
 	AlarmState AlarmState

@@ -159,6 +159,9 @@ const (
 	CauseChild    ExecutionCause = "child"
 )
 
+// ExecutionCauses are all the causes, in the order lists show them.
+var ExecutionCauses = []ExecutionCause{CauseSchedule, CauseManual, CauseAPI, CauseRetry, CauseMisfire, CauseRecovery, CauseChild}
+
 // ExecutionState is where an execution is in its life.
 type ExecutionState string
 

@@ -99,14 +99,17 @@ func newCalendarDeleteCmd(o *apiOptions) *cobra.Command {
 
 func newNodeCmd() *cobra.Command {
 	o := &apiOptions{}
-	list := &cobra.Command{Use: "list", Short: "List the cluster's scheduler nodes", Args: cobra.NoArgs}
-	list.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		// The server lists every node in one page: a cluster has a handful.
-		l, err := c.ListNodes(ctx)
+	var p pageOptions
+	listCmd := &cobra.Command{Use: "list", Short: "List the cluster's scheduler nodes", Args: cobra.NoArgs}
+	p.addFlags(listCmd)
+	listCmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
+		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Node], error) {
+			return c.ListNodes(ctx, lo)
+		})
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, *l, "ID NAME LEADER ANSWERED STARTED LAST-SEEN", func(n api.Node) []string {
+		return printList(cmd.OutOrStdout(), o, l, "ID NAME LEADER ANSWERED STARTED LAST-SEEN", func(n api.Node) []string {
 			return []string{n.ID, n.Name, yesNo(n.Leader), yesNo(n.Self), when(n.StartedAt), when(n.LastSeen)}
 		})
 	})
@@ -120,7 +123,7 @@ func newNodeCmd() *cobra.Command {
 			return fields(w, "Version", in.Version, "Go", in.GoVersion, "Node", in.NodeID)
 		})
 	})
-	return group("node", "Show the cluster's nodes", o, list, info)
+	return group("node", "Show the cluster's nodes", o, listCmd, info)
 }
 
 func newTokenCmd() *cobra.Command {

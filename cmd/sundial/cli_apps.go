@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -136,14 +137,17 @@ func showApp(live []api.Executor) func(io.Writer, api.App) error {
 }
 
 func newAppListCmd(o *apiOptions) *cobra.Command {
+	var p pageOptions
 	cmd := &cobra.Command{Use: "list", Short: "List apps", Args: cobra.NoArgs}
+	p.addFlags(cmd)
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		// The server lists every app in one page.
-		l, err := c.ListApps(ctx)
+		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.App], error) {
+			return c.ListApps(ctx, lo)
+		})
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, *l, "NAME TITLE PROTOCOL MODE ADDRESSES UPDATED", func(a api.App) []string {
+		return printList(cmd.OutOrStdout(), o, l, "NAME TITLE PROTOCOL MODE ADDRESSES UPDATED", func(a api.App) []string {
 			return []string{a.Name, a.Title, strings.TrimSpace(a.Protocol + " " + a.ProtocolVersion), a.AddressMode, strings.Join(a.Addresses, ","), when(a.UpdatedAt)}
 		})
 	})
@@ -160,7 +164,10 @@ func newAppGetCmd(o *apiOptions) *cobra.Command {
 		if o.machine() {
 			return o.encode(cmd.OutOrStdout(), app)
 		}
-		live, err := c.ListExecutors(ctx, args[0])
+		all := pageOptions{all: true, limit: 1000}
+		live, err := list(ctx, &all, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Executor], error) {
+			return c.ListExecutors(ctx, args[0], lo)
+		})
 		if err != nil {
 			return err
 		}
@@ -261,15 +268,16 @@ func newExecutorListCmd() *cobra.Command {
 	p.addFlags(cmd)
 	cmd.Flags().StringVar(&app, "app", "", "only this app's executors")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		l, err := list(ctx, &p, func(ctx context.Context, _ api.ListOptions) (*api.Page[api.Executor], error) {
-			return c.ListExecutors(ctx, app)
+		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Executor], error) {
+			return c.ListExecutors(ctx, app, lo)
 		})
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "APP ADDRESS HANDLERS REGISTERED LAST-SEEN",
+		return printList(cmd.OutOrStdout(), o, l, "APP ADDRESS VERSION HANDLERS RUNNING REGISTERED LAST-HEARTBEAT",
 			func(x api.Executor) []string {
-				return []string{x.App, x.Address, strings.Join(x.Handlers, ","), when(x.RegisteredAt), when(x.LastSeen)}
+				return []string{x.App, x.Address, x.Version, strings.Join(x.Handlers, ","), strconv.Itoa(x.Running),
+					when(x.RegisteredAt), when(x.LastSeen)}
 			})
 	})
 	return cmd

@@ -126,6 +126,10 @@ func TestCLIExecKillRetry(t *testing.T) {
 		x := mustJSON[api.Execution](t, s, "exec", "get", strconv.FormatInt(retry.ID, 10))
 		return x.State == "running" && x.ExecutorAddress == ex.Address()
 	})
+	// The executor list counts the run the executor has now.
+	if live := mustJSON[api.Page[api.Executor]](t, s, "executor", "list"); len(live.Items) != 1 || live.Items[0].Running != 1 {
+		t.Errorf("executor list while one run is on it: %+v, want running 1", live.Items)
+	}
 	out = s.mustCLI(t, "exec", "kill", strconv.FormatInt(retry.ID, 10))
 	if !strings.Contains(out, "canceled") {
 		t.Fatalf("kill of the retry: %q", out)
@@ -157,6 +161,14 @@ func TestCLIRegisteredAppAndExecutorList(t *testing.T) {
 		if len(live.Items) != 1 || live.Items[0].Address != ex.Address() || live.Items[0].App != "reports" {
 			t.Errorf("%v: %+v", args, live.Items)
 		}
+	}
+	// The table: address, app, version (the SDK's module version), handlers, running runs
+	// and the last heartbeat.
+	live := mustJSON[api.Page[api.Executor]](t, s, "executor", "list")
+	table := s.mustCLI(t, "executor", "list")
+	if len(live.Items) != 1 || live.Items[0].Version == "" || !strings.Contains(table, live.Items[0].Version) ||
+		!strings.Contains(table, "RUNNING") || !strings.Contains(table, "LAST-HEARTBEAT") || live.Items[0].LastSeen.IsZero() {
+		t.Errorf("executor list: %+v\n%s", live.Items, table)
 	}
 	if out := s.mustCLI(t, "executor", "list", "--app", "other"); strings.Contains(out, ex.Address()) {
 		t.Errorf("executor list --app other shows the reports executor:\n%s", out)

@@ -51,23 +51,27 @@ prints the new execution.`))
 
 func newExecListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
-	var job, app, state, cause, alarm, order, from, to string
+	var job string
+	var xf api.ExecutionFilter
 	cmd := &cobra.Command{Use: "list", Short: "List executions, newest first", Args: cobra.NoArgs,
 		Example: `  sundial exec list --job 3 --state failed --limit 20
+  sundial exec list --app billing --cause retry --from 2026-01-02T00:00:00Z
+  sundial exec list --executor http://10.0.0.5:9999 --state running
   sundial exec list --alarm sending   # alarms being delivered, or left so by a node that died`}
 	p.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&job, "job", "", "only this job's executions: its id, NAME or GROUP/NAME")
-	f.StringVar(&app, "app", "", "only the executions of this app's jobs")
-	f.StringVar(&cause, "cause", "", "only this cause: schedule, manual, api, retry, misfire, recovery, child")
-	f.StringVar(&state, "state", "", "only this state: pending, acquired, running, succeeded, failed, timed_out, lost, skipped, canceled")
-	f.StringVar(&alarm, "alarm", "", "only executions whose alarm is none, pending, sending (claimed and not recorded: being delivered, "+
+	f.StringVar(&xf.App, "app", "", "only the executions of this app's jobs")
+	f.StringVar(&xf.State, "state", "", "only this state: pending, acquired, running, succeeded, failed, timed_out, lost, skipped, canceled")
+	f.StringVar(&xf.Cause, "cause", "", "only this cause: schedule, manual, api, retry, misfire, recovery, child")
+	f.StringVar(&xf.Executor, "executor", "", "only executions sent to the executor at this address")
+	f.StringVar(&xf.AlarmState, "alarm", "", "only executions whose alarm is none, pending, sending (claimed and not recorded: being delivered, "+
 		"or left by a node that died; sent again after the resend delay), sent or failed")
-	f.StringVar(&order, "order", "", "desc (newest first, the default) or asc")
-	f.StringVar(&from, "from", "", "fired at or after this time (RFC 3339)")
-	f.StringVar(&to, "to", "", "fired before this time (RFC 3339)")
+	f.StringVar(&xf.Order, "order", "", "desc (newest first, the default) or asc")
+	f.StringVar(&xf.From, "from", "", "fired at or after this time (RFC 3339)")
+	f.StringVar(&xf.To, "to", "", "fired before this time (RFC 3339)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		f := api.ExecutionFilter{App: app, State: state, Cause: cause, AlarmState: alarm, Order: order, From: from, To: to}
+		f := xf
 		if job != "" {
 			id, err := jobRef(ctx, c, job)
 			if err != nil {

@@ -185,20 +185,29 @@ func showJob(w io.Writer, j api.Job) error {
 
 func newJobListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
-	var grp string
-	cmd := &cobra.Command{Use: "list", Short: "List jobs", Args: cobra.NoArgs}
+	var jf api.JobFilter
+	cmd := &cobra.Command{Use: "list", Short: "List jobs", Args: cobra.NoArgs,
+		Example: `  sundial job list --app billing --state failing
+  sundial job list --group nightly --name-prefix report- --limit 20`}
 	p.addFlags(cmd)
-	cmd.Flags().StringVar(&grp, "group", "", "only jobs of this group")
+	f := cmd.Flags()
+	f.StringVar(&jf.Group, "group", "", "only jobs of this group")
+	f.StringVar(&jf.App, "app", "", "only remote jobs of this app")
+	f.StringVar(&jf.Handler, "handler", "", "only jobs running this handler")
+	f.StringVar(&jf.NamePrefix, "name-prefix", "", "only jobs whose name starts with this (ignoring case)")
+	f.StringVar(&jf.State, "state", "", "only jobs that are enabled, disabled, paused, failing (the newest ended run failed), or have a trigger waiting, complete or in error")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
 		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Job], error) {
-			return c.ListJobs(ctx, grp, lo)
+			return c.ListJobs(ctx, jf, lo)
 		})
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "ID GROUP NAME HANDLER CONCURRENCY ENABLED CREATED",
+		return printList(cmd.OutOrStdout(), o, l, "ID GROUP NAME HANDLER APP CONCURRENCY STATE CREATED",
 			func(j api.Job) []string {
-				return []string{itoa(j.ID), j.Group, j.Name, j.Handler, j.Concurrency, yesNo(j.Enabled), when(j.CreatedAt)}
+				// A listed job carries no triggers: its state is the first word of jobState's.
+				st, _, _ := strings.Cut(jobState(j), " ")
+				return []string{itoa(j.ID), j.Group, j.Name, j.Handler, j.App, j.Concurrency, st, when(j.CreatedAt)}
 			})
 	})
 	return cmd
@@ -324,7 +333,7 @@ func newJobRunCmd(o *apiOptions) *cobra.Command {
 	return cmd
 }
 
-// jobState is what a job does now: paused when every trigger is paused.
+// jobState is what a job does now: paused when a trigger is paused and none waits to fire.
 func jobState(j api.Job) string {
 	switch {
 	case !j.Enabled:

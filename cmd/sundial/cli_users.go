@@ -53,22 +53,14 @@ func userID(ctx context.Context, c *api.Client, s string) (int64, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
 		return n, nil
 	}
-	opts := api.ListOptions{Limit: 1000}
-	for {
-		pg, err := c.ListUsers(ctx, opts)
-		if err != nil {
-			return 0, err
-		}
-		for _, u := range pg.Items {
-			if u.Name == s {
-				return u.ID, nil
-			}
-		}
-		if pg.Next == nil {
-			return 0, usageErrorf("user %q: no user has this id or name", s)
-		}
-		opts.After = *pg.Next
+	u, err := c.FindUser(ctx, s)
+	if api.IsNotFound(err) {
+		return 0, usageErrorf("user %q: no user has this id or name", s)
 	}
+	if err != nil {
+		return 0, err
+	}
+	return u.ID, nil
 }
 
 func showUser(w io.Writer, u api.User) error {

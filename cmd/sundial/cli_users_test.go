@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -23,6 +24,17 @@ func TestCLIUsersAndAudit(t *testing.T) {
 	var u api.User
 	if code != 0 || mustUnmarshal(out, &u) != nil || u.Role != "operator" || strings.Join(u.Scope, ",") != "billing,mail" {
 		t.Fatalf("user create: exit %d, %q %q", code, out, errOut)
+	}
+	// The API finds a user by name (GET /api/v1/users?name=), as the CLI's USER arguments do.
+	c, err := api.NewClient(s.url, s.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.FindUser(context.Background(), "ana"); err != nil || got.ID != u.ID {
+		t.Errorf("FindUser(ana): %+v, %v; want user %d", got, err, u.ID)
+	}
+	if _, err := c.FindUser(context.Background(), "nobody"); !api.IsNotFound(err) {
+		t.Errorf("FindUser(nobody): %v, want the API's 404", err)
 	}
 	if out := s.mustCLI(t, "user", "list"); !strings.Contains(out, "ana") || !strings.Contains(out, "billing,mail") {
 		t.Errorf("user list:\n%s", out)

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/internal/tracing"
 )
 
 type executorOptions struct {
@@ -26,11 +28,14 @@ type executorOptions struct {
 	tls                 tlsOptions
 	tlsCA               string
 	tokenFlag           *secretFlag
+	otelEndpoint        string
+	otelProtocol        string
 }
 
 // executorEnv names the environment variable of each flag that does not follow the
 // SUNDIAL_<FLAG> rule: the token must not be confused with the CLI's API token (SUNDIAL_TOKEN).
-var executorEnv = map[string]string{"token": "SUNDIAL_EXECUTOR_TOKEN"}
+var executorEnv = map[string]string{"token": "SUNDIAL_EXECUTOR_TOKEN",
+	"otel-endpoint": "OTEL_EXPORTER_OTLP_ENDPOINT", "otel-protocol": "OTEL_EXPORTER_OTLP_PROTOCOL"}
 
 func newExecutorCmd() *cobra.Command {
 	var o executorOptions
@@ -93,6 +98,8 @@ line wins.`,
 	f.BoolVar(&o.enableShell, "enable-shell", false, "allow the shell handler to run scripts")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.otelEndpoint, "otel-endpoint", "", "OTLP collector URL to export each run's span to, in the trace of its fire (default: no tracing)")
+	f.StringVar(&o.otelProtocol, "otel-protocol", "", "OTLP protocol: http/protobuf (the default) or grpc")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long stopping waits for running jobs")
 	cmd.AddCommand(newExecutorListCmd())
 	return cmd
@@ -122,8 +129,23 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	if ca != nil && certs == nil {
 		return usageErrorf("--tls-ca (mutual TLS) needs --tls-cert and --tls-key")
 	}
+	var tp trace.TracerProvider
+	if o.otelEndpoint != "" {
+		sdk, err := tracing.Provider(context.WithoutCancel(ctx), o.otelEndpoint, o.otelProtocol, "sundial-executor")
+		if err != nil {
+			return usageErrorf("--otel-endpoint: %v", err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := sdk.Shutdown(sctx); err != nil {
+				log.Warn("exporting the last traces failed", "err", err)
+			}
+		}()
+		tp = sdk
+	}
 	ex, err := executor.New(executor.Config{Servers: o.servers, Token: o.token, App: o.app,
-		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs, TLSCA: ca})
+		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs, TLSCA: ca, TracerProvider: tp})
 	if err != nil {
 		return usageError{err}
 	}

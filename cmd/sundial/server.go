@@ -17,7 +17,9 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
+	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -37,10 +39,16 @@ type serverOptions struct {
 	executorNetworks        string
 	minInterval             time.Duration
 	maxJobsPerApp           int
+	otelEndpoint            string
+	otelProtocol            string
 	secrets                 []*secretFlag
 	secretKey               string
 	xxlContextPath          string
 }
+
+// serverEnv names the environment variables of the server's flags that are not
+// SUNDIAL_<FLAG>: OpenTelemetry's own.
+var serverEnv = map[string]string{"otel-endpoint": "OTEL_EXPORTER_OTLP_ENDPOINT", "otel-protocol": "OTEL_EXPORTER_OTLP_PROTOCOL"}
 
 func newServerCmd() *cobra.Command {
 	var o serverOptions
@@ -55,10 +63,11 @@ and prints its password once.
 Every flag can also be set by an environment variable: SUNDIAL_ and the flag's name in upper
 case with _ for -, e.g. SUNDIAL_DB, SUNDIAL_ADDR, or in a YAML file given by --config with the
 flags' names as keys (db: …, node-id: …). A flag on the command line wins over the
-environment, which wins over the file.`,
+environment, which wins over the file. --otel-endpoint and --otel-protocol read
+OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
+			if err := flagsFromEnv(cmd.Flags(), serverEnv); err != nil {
 				return err
 			}
 			for _, s := range o.secrets {
@@ -97,6 +106,8 @@ environment, which wins over the file.`,
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
 	f.IntVar(&o.maxJobsPerApp, "max-jobs-per-app", 10000, "most jobs one app (executor group) may have (0: no limit)")
+	f.StringVar(&o.otelEndpoint, "otel-endpoint", "", "OTLP collector URL to export a trace of every fire to, e.g. http://collector:4318 (default: no tracing)")
+	f.StringVar(&o.otelProtocol, "otel-protocol", "", "OTLP protocol: http/protobuf (the default) or grpc")
 	return cmd
 }
 
@@ -218,10 +229,28 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if execCA != nil && certs == nil {
 		return usageErrorf("--executor-tls-ca (mutual TLS with executors) needs --tls-cert and --tls-key")
 	}
+	var tracer *tracing.Tracer
+	if o.otelEndpoint != "" {
+		tr, shutdown, err := tracing.Setup(ctx, o.otelEndpoint, o.otelProtocol, "sundial")
+		if err != nil {
+			return usageErrorf("--otel-endpoint: %v", err)
+		}
+		tracer = tr
+		defer func() {
+			// The spans of the last fires go out before the process ends.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := shutdown(sctx); err != nil {
+				log.Warn("exporting the last traces failed", "err", err)
+			}
+		}()
+		log.Info("tracing fires", "otlp_endpoint", o.otelEndpoint)
+	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		ExecutorTLS: execCert, ExecutorCA: execCA,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
-		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval},
+		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
+			Engine: engine.Config{Tracer: tracer}},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp},
 		SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
 	if err != nil {

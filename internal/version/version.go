@@ -32,5 +32,27 @@ func Version() string {
 	return v
 }
 
+// modulePath is Sundial's module.
+const modulePath = "github.com/sundial-scheduler/sundial"
+
+// Module is the version of the Sundial module in this binary: Version in Sundial's own
+// binary, the required module version in a program that embeds Sundial (an executor built
+// on the SDK), "(unknown)" when Go recorded neither.
+func Module() string {
+	bi, ok := debug.ReadBuildInfo()
+	if version != "" || !ok || bi.Main.Path == modulePath || bi.Main.Path == "" {
+		return Version()
+	}
+	for _, d := range bi.Deps {
+		if d.Path == modulePath {
+			if d.Replace != nil && d.Replace.Version != "" {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return "(unknown)"
+}
+
 // GoVersion is the Go release the binary was built with.
 func GoVersion() string { return runtime.Version() }

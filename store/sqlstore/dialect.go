@@ -103,24 +103,29 @@ func (d *dialect) insertIgnore() (prefix, suffix string) {
 
 // upsert returns the clause that turns an INSERT into an update of cols on a conflict on key.
 func (d *dialect) upsert(key string, cols ...string) string {
+	return d.upsertWith(key, "", cols...)
+}
+
+// upsertWith is upsert with one more assignment, first written in the dialect's own terms
+// (it comes first: MySQL applies assignments left to right, so it sees the old row).
+func (d *dialect) upsertWith(key, first string, cols ...string) string {
 	var b strings.Builder
+	sets := []string{}
+	if first != "" {
+		sets = append(sets, first)
+	}
 	if d.kind == mysqlKind {
 		b.WriteString(" ON DUPLICATE KEY UPDATE ")
-		for i, c := range cols {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%s = VALUES(%s)", c, c)
+		for _, c := range cols {
+			sets = append(sets, fmt.Sprintf("%s = VALUES(%s)", c, c))
 		}
-		return b.String()
-	}
-	fmt.Fprintf(&b, " ON CONFLICT (%s) DO UPDATE SET ", key)
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteString(", ")
+	} else {
+		fmt.Fprintf(&b, " ON CONFLICT (%s) DO UPDATE SET ", key)
+		for _, c := range cols {
+			sets = append(sets, fmt.Sprintf("%s = excluded.%s", c, c))
 		}
-		fmt.Fprintf(&b, "%s = excluded.%s", c, c)
 	}
+	b.WriteString(strings.Join(sets, ", "))
 	return b.String()
 }
 

@@ -531,6 +531,10 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		where += " AND cause = ?"
 		args = append(args, string(f.Cause))
 	}
+	if f.ExecutorAddress != "" {
+		where += " AND executor_address = ?"
+		args = append(args, f.ExecutorAddress)
+	}
 	if f.AlarmState != "" {
 		switch f.AlarmState {
 		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:

@@ -142,11 +142,15 @@ func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job
 		q += " AND group_name = ?"
 		args = append(args, f.Group)
 	}
+	// '!' escapes LIKE's wildcards the same way in every dialect ('\\' does not in MySQL).
+	likeEsc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 	if f.NameContains != "" {
-		// '!' escapes LIKE's wildcards the same way in every dialect ('\\' does not in MySQL).
 		q += " AND LOWER(name) LIKE ? ESCAPE '!'"
-		esc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(strings.ToLower(f.NameContains))
-		args = append(args, "%"+esc+"%")
+		args = append(args, "%"+likeEsc.Replace(strings.ToLower(f.NameContains))+"%")
+	}
+	if f.NamePrefix != "" {
+		q += " AND LOWER(name) LIKE ? ESCAPE '!'"
+		args = append(args, likeEsc.Replace(strings.ToLower(f.NamePrefix))+"%")
 	}
 	if f.App != "" {
 		q += " AND app = ?"
@@ -159,6 +163,16 @@ func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job
 	if f.TriggerState != "" {
 		q += " AND EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = jobs.id AND t.state = ?)"
 		args = append(args, string(f.TriggerState))
+	}
+	if f.Paused {
+		q += " AND EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = jobs.id AND t.state = 'paused')" +
+			" AND NOT EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = jobs.id AND t.state = 'waiting')"
+	}
+	if f.Failing {
+		// The job's newest ended run that ran (a skipped fire did not), one step down the
+		// history's (job_id, id) index per job.
+		q += " AND (SELECT x.state FROM executions x WHERE x.job_id = jobs.id AND x.state <> 'skipped'" +
+			" ORDER BY x.id DESC LIMIT 1) IN ('failed', 'timed_out', 'lost')"
 	}
 	q += " ORDER BY id LIMIT ?"
 	args = append(args, limitOr(f.Limit))

@@ -103,7 +103,7 @@ func (e *executor) AppDelete(ctx context.Context, name string) error {
 	return nil
 }
 
-const instanceCols = "app, address, instance, handlers, live_ms, registered_at, last_seen"
+const instanceCols = "app, address, instance, version, handlers, live_ms, registered_at, last_seen"
 
 func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 	if err != nil {
@@ -115,7 +115,7 @@ func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 		var in store.Instance
 		var hs string
 		var liveMs int64
-		if err := rows.Scan(&in.App, &in.Address, &in.Instance, &hs, &liveMs, &in.RegisteredAt, &in.LastSeen); err != nil {
+		if err := rows.Scan(&in.App, &in.Address, &in.Instance, &in.Version, &hs, &liveMs, &in.RegisteredAt, &in.LastSeen); err != nil {
 			return nil, err
 		}
 		in.LiveFor = time.Duration(liveMs) * time.Millisecond
@@ -128,19 +128,32 @@ func scanInstances(rows *sql.Rows, err error) ([]*store.Instance, error) {
 }
 
 // RegistryBeat upserts the instance with last_seen = the database's now.
-func (e *executor) RegistryBeat(ctx context.Context, app, address, instance string, handlers []string) error {
-	return e.RegistryBeatFor(ctx, app, address, instance, handlers, 0)
+func (e *executor) RegistryBeat(ctx context.Context, app, address, instance, version string, handlers []string) error {
+	return e.registryBeat(ctx, app, address, instance, version, handlers, 0)
 }
 
 // RegistryBeatFor upserts the instance with its own silence threshold.
 func (e *executor) RegistryBeatFor(ctx context.Context, app, address, instance string, handlers []string, liveFor time.Duration) error {
+	return e.registryBeat(ctx, app, address, instance, "", handlers, liveFor)
+}
+
+func (e *executor) registryBeat(ctx context.Context, app, address, instance, version string, handlers []string, liveFor time.Duration) error {
 	hs, err := encodeJSON(handlers, len(handlers) == 0)
 	if err != nil {
 		return err
 	}
 	now := e.d().nowMillis()
-	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, "+now+", "+now+")"+
-		e.d().upsert("app, address", "instance", "handlers", "live_ms", "last_seen"), app, address, instance, hs, liveFor.Milliseconds())
+	// registered_at is when the instance took the address: a new process at the address (a
+	// restarted executor) starts it again, so that the runs dispatched before it are told
+	// from those sent to it with an instance read a moment before it came.
+	since := "registered_at = CASE WHEN registry.instance = excluded.instance THEN registry.registered_at ELSE excluded.registered_at END"
+	if e.d().kind == mysqlKind {
+		// MySQL applies the assignments left to right: this one comes before instance's.
+		since = "registered_at = IF(instance <=> VALUES(instance), registered_at, VALUES(registered_at))"
+	}
+	upsert := e.d().upsertWith("app, address", since, "instance", "version", "handlers", "live_ms", "last_seen")
+	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, ?, "+now+", "+now+")"+
+		upsert, app, address, instance, version, hs, liveFor.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
 	}
@@ -241,7 +254,7 @@ func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address st
 // ExecutionsRunningOnExecutor lists the instance's running executions (a scan of the small
 // live table, as for ExecutionsLoseOnExecutor).
 func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]store.ExecutorRun, error) {
-	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at, dispatched_at FROM executions_live WHERE executor_address = ?"+
+	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at, dispatched_at, trigger_code FROM executions_live WHERE executor_address = ?"+
 		" AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?) ORDER BY id", address, app)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
@@ -250,9 +263,11 @@ func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address
 	var out []store.ExecutorRun
 	for rows.Next() {
 		var r store.ExecutorRun
-		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt, &r.DispatchedAt); err != nil {
+		var code int
+		if err := rows.Scan(&r.ID, &r.Instance, &r.FiredAt, &r.DispatchedAt, &code); err != nil {
 			return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
 		}
+		r.Accepted = code == store.DispatchAccepted
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -378,4 +393,31 @@ func (e *executor) KillRequestsTake(ctx context.Context, node string) ([]int64, 
 		return nil, fmt.Errorf("sqlstore: take the kill requests of %q: %w", node, err)
 	}
 	return ids, nil
+}
+
+// ExecutionsRunningByExecutor counts running executions per executor: a scan of the small
+// live table, joined to the jobs for their app.
+func (e *executor) ExecutionsRunningByExecutor(ctx context.Context, app string) (map[store.ExecutorKey]int, error) {
+	q := "SELECT j.app, x.executor_address, COUNT(*) FROM executions_live x JOIN jobs j ON j.id = x.job_id" +
+		" WHERE x.state = 'running' AND x.executor_address <> ''"
+	var args []any
+	if app != "" {
+		q += " AND j.app = ?"
+		args = append(args, app)
+	}
+	rows, err := e.query(ctx, q+" GROUP BY j.app, x.executor_address", args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: count runs per executor of %q: %w", app, err)
+	}
+	defer rows.Close()
+	out := map[store.ExecutorKey]int{}
+	for rows.Next() {
+		var k store.ExecutorKey
+		var n int
+		if err := rows.Scan(&k.App, &k.Address, &n); err != nil {
+			return nil, fmt.Errorf("sqlstore: count runs per executor of %q: %w", app, err)
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
 }

@@ -297,7 +297,7 @@ func testRecovery(t *testing.T, s store.Store) {
 	deadTaken, deadOldInstance := mk("dead", store.ExecRunning, 8), mk("dead", store.ExecRunning, 9)
 	deadTaken.JobID, deadOldInstance.JobID = pool.ID, pool.ID
 	get(s.ExecutionsInsert(ctx, []*store.Execution{deadTaken, deadOldInstance})).ok(t)
-	if err := s.RegistryBeat(ctx, "pool", "http://exec:1", "i1", []string{"h"}); err != nil {
+	if err := s.RegistryBeat(ctx, "pool", "http://exec:1", "i1", "", []string{"h"}); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "dispatch to i1", get(s.ExecutionsSetDispatch(ctx, own("dead"), deadTaken.ID, "http://exec:1", "i1", 0, 0, "sent")).ok(t), true)

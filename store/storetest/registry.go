@@ -60,16 +60,18 @@ func instanceAddrs(ins []*store.Instance) []string {
 func testRegistry(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	before := get(s.DBNow(ctx)).ok(t)
-	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i1", []string{"report"}))
-	noErr(t, s.RegistryBeat(ctx, "billing", "http://a:1", "", nil))
-	noErr(t, s.RegistryBeat(ctx, "other", "http://c:1", "", nil))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i1", "v1.0.0", []string{"report"}))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://a:1", "", "", nil))
+	noErr(t, s.RegistryBeat(ctx, "other", "http://c:1", "", "", nil))
 	// A beat replaces the handlers and keeps one row.
-	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i2", []string{"report", "http"}))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i2", "v1.1.0", []string{"report", "http"}))
 
 	live := get(s.RegistryLive(ctx, "billing", time.Minute)).ok(t)
 	equal(t, "live billing", fmt.Sprint(instanceAddrs(live)), "[billing@http://a:1 billing@http://b:1]")
 	equal(t, "handlers", fmt.Sprint(live[1].Handlers), "[report http]")
 	equal(t, "a beat replaces the instance", live[1].Instance, "i2")
+	equal(t, "a beat replaces the version", live[1].Version, "v1.1.0")
+	equal(t, "no version reported", live[0].Version, "")
 	if live[1].LastSeen < before-1000 || live[1].RegisteredAt > live[1].LastSeen {
 		t.Fatalf("instance times from the database clock: %+v (db now %d)", live[1], before)
 	}
@@ -83,8 +85,24 @@ func testRegistry(t *testing.T, s store.Store) {
 	noErr(t, s.RegistryBeatFor(ctx, "slow", "http://x:1", "", nil, time.Hour))
 
 	// a:1 goes silent; b:1 keeps beating. The sweep takes a:1 only.
+	took := live[1].RegisteredAt
 	time.Sleep(1200 * time.Millisecond)
-	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i2", []string{"report"}))
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i2", "v1.1.0", []string{"report"}))
+	b1 := func() *store.Instance {
+		for _, in := range get(s.RegistryLive(ctx, "billing", time.Minute)).ok(t) {
+			if in.Address == "http://b:1" {
+				return in
+			}
+		}
+		t.Fatal("b:1 is not live")
+		return nil
+	}
+	equal(t, "registered_at kept by the same instance's beat", b1().RegisteredAt, took)
+	// A new process at the address (a restarted executor) took it now: registered_at says so.
+	noErr(t, s.RegistryBeat(ctx, "billing", "http://b:1", "i3", "v1.1.0", []string{"report"}))
+	if got := b1(); got.Instance != "i3" || got.RegisteredAt < took+1000 || got.RegisteredAt > got.LastSeen {
+		t.Fatalf("after a new instance's beat: %+v, want registered_at restarted (was %d)", got, took)
+	}
 	equal(t, "live after a silence", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "billing", 600*time.Millisecond)).ok(t))),
 		"[billing@http://b:1]")
 	gone := get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)
@@ -130,6 +148,12 @@ func testExecutorExecutions(t *testing.T, s store.Store) {
 		equal(t, "set dispatch", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(x), x.ID, "http://a:1", "i1", x.ShardIndex, 2, "sent")).ok(t), true)
 	}
 	equal(t, "set dispatch of a finished one", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(done), done.ID, "http://a:1", "i1", 0, 1, "x")).ok(t), false)
+	// Running per executor: both shards at a:1 for billing; other's run is other's.
+	running := get(s.ExecutionsRunningByExecutor(ctx, "")).ok(t)
+	equal(t, "running per executor", fmt.Sprint(running),
+		fmt.Sprint(map[store.ExecutorKey]int{{App: "billing", Address: "http://a:1"}: 2, {App: "other", Address: "http://a:1"}: 1}))
+	equal(t, "running on billing's executors", fmt.Sprint(get(s.ExecutionsRunningByExecutor(ctx, "billing")).ok(t)),
+		fmt.Sprint(map[store.ExecutorKey]int{{App: "billing", Address: "http://a:1"}: 2}))
 	got := get(s.ExecutionGet(ctx, s1.ID)).ok(t)
 	if got.ExecutorAddress != "http://a:1" || got.ShardIndex != 1 || got.ShardTotal != 2 || got.TriggerMsg != "sent" {
 		t.Fatalf("dispatch not recorded: %+v", got)

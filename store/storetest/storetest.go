@@ -24,6 +24,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ExecutionScriptVersion", func(t *testing.T) { t.Parallel(); testExecutionScriptVersion(t, open(t)) })
 	t.Run("TriggersByNextFire", func(t *testing.T) { t.Parallel(); testTriggersByNextFire(t, open(t)) })
 	t.Run("ExecutionsByCause", func(t *testing.T) { t.Parallel(); testExecutionsByCause(t, open(t)) })
+	t.Run("JobsByPausedAndFailing", func(t *testing.T) { t.Parallel(); testJobsByPausedAndFailing(t, open(t)) })
+	t.Run("ExecutionsByAppAndExecutor", func(t *testing.T) { t.Parallel(); testExecutionsByAppAndExecutor(t, open(t)) })
 	t.Run("Triggers", func(t *testing.T) { t.Parallel(); testTriggers(t, open(t)) })
 	t.Run("TriggersPagination", func(t *testing.T) { t.Parallel(); testTriggersPagination(t, open(t)) })
 	t.Run("PauseResume", func(t *testing.T) { t.Parallel(); testPauseResume(t, open(t)) })
