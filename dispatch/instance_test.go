@@ -22,7 +22,7 @@ func TestRunForRestartedInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := NewRemote(Config{Store: st, Token: fixtureToken})
+	r := NewRemote(Config{Store: st})
 	if _, _, _, err := r.addresses(ctx, "billing", "once"); err != nil { // reads the registry, old instance and all
 		t.Fatal(err)
 	}

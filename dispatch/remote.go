@@ -37,10 +37,9 @@ const LiveIntervals = 3
 
 // Config configures Remote.
 type Config struct {
-	// Store is the cluster's database: apps, registry, executions.
+	// Store is the cluster's database: apps, registry, executions, and the cluster key that
+	// signs every call to an executor (keys.go). No secret is sent to an executor.
 	Store store.Store
-	// Token is the executor token sent with every call to an executor.
-	Token string
 	// HeartbeatInterval is the executors' heartbeat interval. Default DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	// Client makes the calls to executors. Default: a client with a 10 s timeout that keeps
@@ -65,6 +64,7 @@ type Remote struct {
 	cfg    Config
 	router *router
 	stats  Stats
+	keys   *keyring
 
 	// complete records results with the engine's job policy (Engine.CompleteRemote): set by
 	// RecordWith before the engine starts.
@@ -100,6 +100,9 @@ type appInstances struct {
 	manual  []string
 	live    []*store.Instance
 	fetched time.Time
+	// learned are the instances that answered a beat at manual addresses (instanceFor),
+	// for as long as the read is cached; guarded by Remote.mu.
+	learned map[string]string
 }
 
 // Stats counts the dispatches (and broadcast shards) that no executor took, by reason, for
@@ -145,7 +148,8 @@ func NewRemote(cfg Config) *Remote {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{},
-		ctx: ctx, cancel: cancel, closing: make(chan struct{})}
+		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
+		keys: &keyring{st: cfg.Store, clk: cfg.Clock, interval: cfg.HeartbeatInterval}}
 }
 
 var _ engine.Dispatcher = (*Remote)(nil)
@@ -211,7 +215,11 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	if total > 1 {
 		msg = fmt.Sprintf("shard %d/%d sent to %s", index, total, addr)
 	}
-	instance := r.instanceAt(job.App, addr)
+	instance, err := r.instanceFor(ctx, job.App, addr)
+	if err != nil {
+		r.stats.Unreachable.Add(1)
+		return engine.Result{Err: fmt.Errorf("execution %d: %w", ex.ID, err)}
+	}
 	owner := store.OwnerOf(ex)
 	ours, err := r.cfg.Store.ExecutionsSetDispatch(ctx, owner, ex.ID, addr, instance, index, total, msg)
 	if err != nil {
@@ -227,7 +235,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
 	var resp executor.RunResponse
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
-	err = r.callRepeating(sendCtx, addr, executor.PathRun, req, &resp)
+	err = r.callRepeating(sendCtx, addr, executor.PathRun, instance, req, &resp)
 	cancel()
 	if err == nil && !resp.Accepted && instance != "" && resp.Instance != "" && resp.Instance != instance {
 		err = r.resendToInstance(ctx, ex, addr, index, total, msg, &req, &resp)
@@ -273,7 +281,7 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr
 	*resp = executor.RunResponse{}
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow) // from the dispatch just recorded again
 	defer cancel()
-	return r.callRepeating(sendCtx, addr, executor.PathRun, req, resp)
+	return r.callRepeating(sendCtx, addr, executor.PathRun, req.Instance, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
@@ -364,7 +372,7 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 	if ok && now.Sub(got.fetched) < ttl {
 		return got, nil
 	}
-	got = appInstances{fetched: now}
+	got = appInstances{fetched: now, learned: map[string]string{}}
 	a, err := r.cfg.Store.AppGet(ctx, app)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -414,9 +422,9 @@ const runAttempts = 3
 // have taken the run and only its answer was lost; it answers a repeat "accepted" without
 // running it twice, where failing the fire here would have the job's retry run it again.
 // An answer with a status (a refusal, a bad token) is not repeated.
-func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out any) error {
+func (r *Remote) callRepeating(ctx context.Context, addr, path, instance string, body, out any) error {
 	return backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
-		err := r.call(ctx, addr, path, body, out)
+		err := r.call(ctx, addr, path, instance, body, out)
 		if status := (*executor.StatusError)(nil); errors.As(err, &status) {
 			return backoff.Permanent(err)
 		}
@@ -425,28 +433,65 @@ func (r *Remote) callRepeating(ctx context.Context, addr, path string, body, out
 }
 
 func (r *Remote) beat(ctx context.Context, addr string) error {
-	return r.call(ctx, addr, executor.PathBeat, struct{}{}, &struct{}{})
+	_, err := r.beatInstance(ctx, addr)
+	return err
+}
+
+// beatInstance beats the executor at addr and returns its instance id ("" from an executor
+// that does not say). The beat is signed for no instance: the caller does not know it yet.
+func (r *Remote) beatInstance(ctx context.Context, addr string) (string, error) {
+	var out executor.BeatResponse
+	err := r.call(ctx, addr, executor.PathBeat, "", struct{}{}, &out)
+	return out.Instance, err
 }
 
 func (r *Remote) idleBeat(ctx context.Context, addr string, jobID int64) (bool, error) {
 	var out struct {
 		Idle bool `json:"idle"`
 	}
-	err := r.call(ctx, addr, executor.PathIdleBeat, map[string]int64{"job_id": jobID}, &out)
+	err := r.call(ctx, addr, executor.PathIdleBeat, "", map[string]int64{"job_id": jobID}, &out)
 	return out.Idle, err
 }
 
-// Kill asks the executor at addr to stop the execution; it reports whether it did.
-func (r *Remote) Kill(ctx context.Context, addr string, executionID int64) (bool, error) {
-	var out struct {
-		Killed bool `json:"killed"`
-	}
-	err := r.call(ctx, addr, executor.PathKill, map[string]int64{"execution_id": executionID}, &out)
-	return out.Killed, err
+// Kill asks the executor instance at addr to stop the execution; it reports whether it did,
+// and which instance answered ("" from an executor that does not say): the caller takes the
+// answer only from the instance the run was handed to.
+func (r *Remote) Kill(ctx context.Context, addr, instance string, executionID int64) (killed bool, answered string, err error) {
+	var out executor.KillResponse
+	err = r.call(ctx, addr, executor.PathKill, instance, executor.KillRequest{ExecutionID: executionID}, &out)
+	return out.Killed, out.Instance, err
 }
 
-// call POSTs body as JSON to addr+path with the executor token and decodes a 200 answer.
-func (r *Remote) call(ctx context.Context, addr, path string, body, out any) error {
+// OtherInstanceError is a kill answered by another executor instance than the one the run
+// was handed to: its answer says nothing about the run.
+type OtherInstanceError struct {
+	Address, Instance, Answered string
+}
+
+func (e *OtherInstanceError) Error() string {
+	return fmt.Sprintf("the executor at %s is instance %q now, not %q the run was handed to; the run is lost with that one",
+		e.Address, e.Answered, e.Instance)
+}
+
+// killNative kills a native executor's run, signed for the instance the run was handed to,
+// and takes the answer only from that instance (*OtherInstanceError otherwise; ErrNotFound,
+// wrapped, when the run is not running any more).
+func (r *Remote) killNative(ctx context.Context, id int64) (bool, error) {
+	d, err := r.cfg.Store.ExecutionDispatchedTo(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	killed, answered, err := r.Kill(ctx, d.Address, d.Instance, id)
+	if err == nil && d.Instance != "" && answered != d.Instance {
+		return false, &OtherInstanceError{Address: d.Address, Instance: d.Instance, Answered: answered}
+	}
+	return killed, err
+}
+
+// call POSTs body as JSON to addr+path, signed with the cluster key for the executor
+// instance ("" when not known), and decodes a 200 answer. Each call is signed anew, so a
+// repeat is not taken for a replay.
+func (r *Remote) call(ctx context.Context, addr, path, instance string, body, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -456,7 +501,13 @@ func (r *Remote) call(ctx context.Context, addr, path string, body, out any) err
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+r.cfg.Token)
+	signer, err := r.keys.signer(ctx)
+	if err != nil {
+		return err
+	}
+	if err := signer.Sign(req, path, b, instance, r.cfg.Clock.Now()); err != nil {
+		return err
+	}
 	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header)) // the fire's trace, when traced
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {

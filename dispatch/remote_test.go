@@ -16,6 +16,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -53,7 +54,7 @@ func TestRunAnswerLost(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 
-	r := NewRemote(Config{Store: st, Token: fixtureToken})
+	r := NewRemote(Config{Store: st})
 	res := r.send(ctx, ex, job, proxy.URL, 0, 1, nil)
 	if !dropped.Load() {
 		t.Fatal("the proxy never dropped an answer; the test proves nothing")
@@ -88,7 +89,7 @@ func TestRunRepeatsOnTheClock(t *testing.T) {
 	}))
 	t.Cleanup(exe.Close)
 	fake := clock.NewFake(time.Unix(1732230000, 0))
-	r := NewRemote(Config{Token: "t", Clock: fake,
+	r := NewRemote(Config{Store: newTestStore(t), Clock: fake,
 		Client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
 
 	done := make(chan struct{})
@@ -96,7 +97,7 @@ func TestRunRepeatsOnTheClock(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		err = r.callRepeating(context.Background(), exe.URL, executor.PathRun, executor.RunRequest{ExecutionID: 1}, &resp)
+		err = r.callRepeating(context.Background(), exe.URL, executor.PathRun, "i1", executor.RunRequest{ExecutionID: 1, Instance: "i1"}, &resp)
 	}()
 	for i := range runAttempts - 1 {
 		pause := runRepeats.Delay(i)
@@ -127,7 +128,7 @@ func TestSendFencedOnOwner(t *testing.T) {
 	if got, err := fx.st.ExecutionsLoseRunning(ctx, frozen); err != nil || len(got) != 1 {
 		t.Fatalf("declare the run lost: %v, %v", got, err)
 	}
-	r := NewRemote(Config{Store: fx.st, Token: fixtureToken})
+	r := NewRemote(Config{Store: fx.st})
 	if res := r.send(ctx, lost, fx.job, fx.exe.Address(), 0, 1, nil); res.Err == nil || res.Async {
 		t.Fatalf("dispatch of a run declared lost: %+v, want a refusal", res)
 	}
@@ -168,7 +169,8 @@ type remoteFixture struct {
 	got  chan executor.Run
 }
 
-func newRemoteFixture(t *testing.T) *remoteFixture {
+// newTestStore opens a migrated SQLite store of the test's own.
+func newTestStore(t *testing.T) store.Store {
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
@@ -178,6 +180,25 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// clusterSigner is the store's cluster key (made on first use, as a node does), for a
+// stand-in server to give executors: then they take the calls a Remote on st signs.
+func clusterSigner(t *testing.T, st store.Store) *execsign.Signer {
+	t.Helper()
+	k := &keyring{st: st, clk: clock.Real{}, interval: time.Second}
+	s, err := k.signer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newRemoteFixture(t *testing.T) *remoteFixture {
+	ctx := context.Background()
+	st := newTestStore(t)
+	var err error
 	fx := &remoteFixture{st: st, got: make(chan executor.Run, 16)}
 	fx.job = &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "once",
 		Concurrency: store.ConcurrencyAllow}
@@ -185,6 +206,7 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 		t.Fatal(err)
 	}
 	fx.peer = executortest.NewPeer(t, fixtureToken)
+	fx.peer.Signer = clusterSigner(t, st)
 	fx.exe, err = executor.New(executor.Config{Servers: []string{fx.peer.URL}, Token: fixtureToken, App: "billing", Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -181,7 +181,7 @@ func (r *Remote) KillExecution(ctx context.Context, x *store.Execution) (bool, e
 	}
 	app, err := r.cfg.Store.AppGet(ctx, job.App)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && app.Protocol != store.ProtocolXXLJob) {
-		return r.Kill(ctx, x.ExecutorAddress, x.ID)
+		return r.killNative(ctx, x.ID)
 	}
 	if err != nil {
 		return false, err

@@ -8,7 +8,10 @@
 // the next as soon as one does not answer. It serves four calls from the server — run,
 // kill, beat and idle-beat — runs each accepted run under the job's concurrency policy and
 // timeout, streams the lines a handler logs through [Logger] to the server, and reports the
-// result. Results the server cannot take (it is down or restarting) wait in a spool
+// result. The server's calls carry no credential: each is signed with the cluster key the
+// server names in its answer to every registration, and the executor refuses one that is
+// not, is replayed, altered, stale, or meant for another instance (docs/executor-protocol.md,
+// "Signed calls"). Results the server cannot take (it is down or restarting) wait in a spool
 // directory, one file each, and are retried until delivered, also by the next executor
 // process started on that directory. The wire format is described in docs/executor-protocol.md
 // and by the types in protocol.go.

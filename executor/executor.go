@@ -3,7 +3,7 @@ package executor
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/internal/version"
@@ -39,8 +40,10 @@ type Config struct {
 	// executor registers with, heartbeats to and reports to the one it used last, and moves to
 	// the next when that one does not answer, within the same call.
 	Servers []string
-	// Token authenticates both ways: the executor sends it to the server as a bearer token
-	// and refuses calls from the server (401) that do not carry it.
+	// Token is the executor's credential (the app's, made by sundial app credential create),
+	// sent to the server as a bearer token. The server's calls to the executor carry no token:
+	// they are signed with the cluster key the server gives the executor in its answer to
+	// each registration, so the credential never travels to the executor's own address.
 	Token string
 	// App is the executor group this instance joins.
 	App string
@@ -70,8 +73,13 @@ type Config struct {
 	// HTTP bounds what one caller of the endpoint may hold: timeouts and a connection cap.
 	HTTP httpserve.Limits
 	// TLS, when set, serves the endpoint over HTTPS with its certificate (reloaded when the
-	// files change); the derived Advertise address is then https://.
+	// files change); the derived Advertise address is then https://. The default HTTPClient
+	// also presents it as the executor's client certificate when a server asks for one.
 	TLS *httpserve.CertFile
+	// TLSCA, when set, turns on mutual TLS on the executor channel (with TLS): the endpoint
+	// refuses a caller without a client certificate signed by it (the servers'), and the
+	// default HTTPClient verifies the servers' certificates against it.
+	TLSCA *x509.CertPool
 	// Clock is the time source of the heartbeat, the output flushes, the grace a canceled
 	// handler gets and the times results carry. A job's timeout stays a deadline of the run's
 	// context, which handlers read in real time. Default: clock.Real{}.
@@ -111,6 +119,9 @@ type Executor struct {
 
 	running sync.WaitGroup // handler runs in progress
 	rep     *reporter
+	// verify checks the signatures of the server's calls with the cluster keys the last
+	// registration answer named.
+	verify *execsign.Verifier
 
 	baseCtx    context.Context // parent of every run; canceled when Stop ends
 	baseCancel context.CancelFunc
@@ -166,12 +177,13 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	if cfg.TLSCA != nil && cfg.TLS == nil {
+		return nil, errors.New("executor: TLSCA (mutual TLS) needs TLS, the executor's certificate")
+	}
 	if cfg.HTTPClient == nil {
 		// Results and output go to one server: keep enough connections to it open that
 		// concurrent runs reuse them (the default transport keeps two).
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 64
-		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: t}
+		cfg.HTTPClient = httpserve.Client(10*time.Second, cfg.TLSCA, cfg.TLS)
 	}
 	e := &Executor{
 		cfg:      cfg,
@@ -183,6 +195,7 @@ func New(cfg Config) (*Executor, error) {
 		ended:    map[int64]time.Time{},
 		servers:  servers,
 		instance: newInstanceID(),
+		verify:   execsign.NewVerifier(cfg.Clock.Now),
 	}
 	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
 	return e, nil
@@ -229,6 +242,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		e.address = e.advertiseFor(ln.Addr().(*net.TCPAddr))
 	}
 	e.srv = httpserve.NewServer(e.routes(), e.cfg.HTTP, e.cfg.TLS, e.log)
+	httpserve.ClientCerts(e.srv, e.cfg.TLSCA, true) // only servers call the endpoint
 	e.srvDone = make(chan struct{})
 	go func() {
 		defer close(e.srvDone)
@@ -302,6 +316,13 @@ func (e *Executor) register(ctx context.Context) error {
 		Handlers: e.handlerNames(), Held: e.held()}
 	if err := e.post(ctx, PathRegister, reg, &resp); err != nil {
 		return err
+	}
+	if len(resp.ClusterKeys) == 0 {
+		// A server that names no key cannot sign its calls, and none would be taken.
+		return keyError{errors.New("the server's answer to register names no cluster key (a server older than the signed protocol?)")}
+	}
+	if err := e.verify.SetKeys(resp.ClusterKeys); err != nil {
+		return keyError{err}
 	}
 	interval := e.cfg.HeartbeatInterval
 	if interval <= 0 {
@@ -427,50 +448,85 @@ func (e *Executor) cancelAll(cause error) {
 	e.conc.CancelAll(cause)
 }
 
-// routes serves the server's calls. Every one needs the token.
+// routes serves the server's calls. Every one must be signed with a cluster key for this
+// instance (or, for the harmless beat and idle-beat, for no instance): see signed.
 func (e *Executor) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathRun, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+PathRun, e.signed(PathRun, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
 		var req RunRequest
-		if !decode(w, r, &req) {
+		if !decode(w, body, &req) {
+			return
+		}
+		if req.Instance != to {
+			http.Error(w, fmt.Sprintf("the run names instance %q and its signature %q", req.Instance, to), http.StatusBadRequest)
 			return
 		}
 		// The server sends the fire's trace context (W3C traceparent) with the run.
 		resp := e.accept(req, trace.SpanContextFromContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
 		resp.Instance = e.instance
 		writeJSON(w, resp)
-	})
-	mux.HandleFunc("POST "+PathKill, func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("POST "+PathKill, e.signed(PathKill, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
 		var req KillRequest
-		if !decode(w, r, &req) {
+		if !decode(w, body, &req) {
 			return
 		}
-		writeJSON(w, KillResponse{Killed: e.kill(req.ExecutionID)})
-	})
-	mux.HandleFunc("POST "+PathBeat, func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, struct{}{})
-	})
-	mux.HandleFunc("POST "+PathIdleBeat, func(w http.ResponseWriter, r *http.Request) {
+		if to != e.instance {
+			// Meant for the process that was here before: this one does not have the run, and
+			// says who it is, so that the server does not take the answer for that one's.
+			writeJSON(w, KillResponse{Killed: false, Instance: e.instance})
+			return
+		}
+		writeJSON(w, KillResponse{Killed: e.kill(req.ExecutionID), Instance: e.instance})
+	}))
+	mux.HandleFunc("POST "+PathBeat, e.signed(PathBeat, false, func(w http.ResponseWriter, _ *http.Request, _ []byte, _ string) {
+		writeJSON(w, BeatResponse{Instance: e.instance})
+	}))
+	mux.HandleFunc("POST "+PathIdleBeat, e.signed(PathIdleBeat, false, func(w http.ResponseWriter, _ *http.Request, body []byte, _ string) {
 		var req IdleBeatRequest
-		if !decode(w, r, &req) {
+		if !decode(w, body, &req) {
 			return
 		}
 		writeJSON(w, IdleBeatResponse{Idle: e.idle(req.JobID)})
-	})
-	want := []byte("Bearer " + e.cfg.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sundial-executor"`)
-			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
+	}))
+	return mux
 }
 
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(v); err != nil {
+// signed admits a call to path only with a valid cluster signature (execsign): by a key the
+// server gave at the last registration, recent, not seen before, over this method, path and
+// body. The instance it was signed for must be this one, or "" unless needInstance; a run or a kill
+// signed for another instance reaches h, which answers it as not this process's (the
+// server learns the new instance from the answer). h gets the body read and the instance.
+func (e *Executor) signed(path string, needInstance bool, h func(w http.ResponseWriter, r *http.Request, body []byte, to string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			http.Error(w, fmt.Sprintf("read the request body: %v", err), http.StatusBadRequest)
+			return
+		}
+		if len(body) > maxBody {
+			http.Error(w, "request body larger than 1 MiB", http.StatusRequestEntityTooLarge)
+			return
+		}
+		to, err := e.verify.Verify(r, path, body)
+		if err == nil && needInstance && to == "" {
+			err = fmt.Errorf("%w: %s must be signed for an executor instance", execsign.ErrRefused, path)
+		}
+		if err == nil && !needInstance && to != "" && to != e.instance {
+			err = fmt.Errorf("%w: signed for instance %s, this is %s", execsign.ErrRefused, to, e.instance)
+		}
+		if err != nil {
+			e.log.Warn("refused an unsigned or badly signed call", "path", path, "remote", r.RemoteAddr, "err", err)
+			w.Header().Set("WWW-Authenticate", `Sundial-Signature realm="sundial-executor"`)
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		h(w, r, body, to)
+	}
+}
+
+func decode(w http.ResponseWriter, body []byte, v any) bool {
+	if err := json.Unmarshal(body, v); err != nil {
 		http.Error(w, fmt.Sprintf("bad request body: %v", err), http.StatusBadRequest)
 		return false
 	}
@@ -481,6 +537,11 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// keyError is a register answer without usable cluster keys: repeating it will not help.
+type keyError struct{ error }
+
+func (k keyError) Unwrap() error { return k.error }
 
 // StatusError is an HTTP answer of the protocol with a status other than success, in either
 // direction: a refusal that repeating the same request will not change.
@@ -496,6 +557,9 @@ func (e *StatusError) Error() string {
 
 // permanent reports whether err is a refusal that repeating the same request cannot fix.
 func permanent(err error) bool {
+	if errors.As(err, new(keyError)) {
+		return true
+	}
 	var se *StatusError
 	if !errors.As(err, &se) {
 		return false

@@ -1,8 +1,11 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -184,7 +187,8 @@ func TestRegistersAndHeartbeats(t *testing.T) {
 	}
 }
 
-func TestWrongTokenBothWays(t *testing.T) {
+// TestWrongToken: a wrong credential is refused at registration.
+func TestWrongToken(t *testing.T) {
 	peer := executortest.NewPeer(t, token)
 	ex, err := executor.New(executor.Config{Server: peer.URL, Token: "wrong", App: "billing",
 		Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: testLogger(t)})
@@ -196,18 +200,90 @@ func TestWrongTokenBothWays(t *testing.T) {
 	if err := ex.Start(ctx); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("Start with a wrong token: %v, want a 401 refusal", err)
 	}
+}
 
-	s := start(t, nil)
-	for _, path := range []string{executor.PathRun, executor.PathKill, executor.PathBeat, executor.PathIdleBeat} {
-		for _, tok := range []string{"wrong", "", token + "x"} {
-			status, _, err := peer.Call(ctx, s.addr, path, tok, map[string]any{"execution_id": 1, "job_id": 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if status != http.StatusUnauthorized {
-				t.Errorf("%s with token %q: status %d, want 401", path, tok, status)
-			}
+// TestSignedCalls: the executor takes the server's calls only signed by the cluster key its
+// server named: a call with the executor's own token and no signature, a call signed by
+// another cluster's key, a replayed call, a call whose body or instance was altered, and a run
+// or kill signed for no instance are refused with 401, and the run never starts.
+func TestSignedCalls(t *testing.T) {
+	var ran atomic.Int64
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("report", func(ctx context.Context) error { r, _ := executor.RunFrom(ctx); ran.Store(r.ExecutionID); return nil })
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	self := s.peer.InstanceAt(s.addr)
+	run := func(id int64) executor.RunRequest {
+		return executor.RunRequest{ExecutionID: id, JobID: 1, Handler: "report", Concurrency: "allow", Instance: self}
+	}
+	refused := func(what string, req *http.Request) {
+		t.Helper()
+		status, body, err := executortest.Send(req)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if status != http.StatusUnauthorized {
+			t.Errorf("%s: status %d (%s), want 401", what, status, body)
+		}
+	}
+	mustReq := func(req *http.Request, err error) *http.Request {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+
+	// The executor's own credential proves nothing: the server never sends it.
+	for _, path := range []string{executor.PathRun, executor.PathKill, executor.PathBeat, executor.PathIdleBeat} {
+		req := mustReq(s.peer.Request(ctx, s.addr, path, self, run(1)))
+		req.Header.Del("Sundial-Signature")
+		req.Header.Set("Authorization", "Bearer "+token)
+		refused(path+" with the token and no signature", req)
+	}
+	other := executortest.NewPeer(t, token) // another cluster: its own key
+	refused("a run signed by another cluster's key", mustReq(other.Request(ctx, s.addr, executor.PathRun, self, run(2))))
+
+	good := mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, self, run(3)))
+	if status, body, err := executortest.Send(good); err != nil || status != http.StatusOK || !strings.Contains(string(body), `"accepted":true`) {
+		t.Fatalf("a signed run: %d %s %v", status, body, err)
+	}
+	s.peer.WaitResult(t, 3, wait)
+	refused("the same run replayed", good)
+
+	altered := mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, self, run(4)))
+	altered.GetBody = func() (io.ReadCloser, error) {
+		b, _ := json.Marshal(run(5))
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	refused("a run whose body was altered", altered)
+	moved := mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, self, run(6)))
+	moved.Header.Set("Sundial-Signature", strings.Replace(moved.Header.Get("Sundial-Signature"), "instance="+self, "instance=", 1))
+	refused("a run whose signed instance was altered", moved)
+	anyone := run(7)
+	anyone.Instance = ""
+	refused("a run signed for no instance", mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, "", anyone)))
+	refused("a kill signed for no instance", mustReq(s.peer.Request(ctx, s.addr, executor.PathKill, "", executor.KillRequest{ExecutionID: 3})))
+	if id := ran.Load(); id != 3 {
+		t.Fatalf("the last run that ran is %d, want only 3 (the one signed run)", id)
+	}
+	for _, id := range []int64{1, 2, 4, 5, 6, 7} {
+		if s.peer.HasResult(id) {
+			t.Errorf("refused run %d reported a result", id)
+		}
+	}
+
+	// A kill signed for the process that was here before is answered, not obeyed: the
+	// answer names this instance.
+	status, body, err := s.peer.Call(ctx, s.addr, executor.PathKill, "an-earlier-process", executor.KillRequest{ExecutionID: 3})
+	if err != nil || status != http.StatusOK || !strings.Contains(string(body), `"killed":false`) || !strings.Contains(string(body), self) {
+		t.Fatalf("a kill for another instance: %d %s %v; want killed false naming %s", status, body, err, self)
+	}
+	// A beat is signed for no instance, and names this one.
+	status, body, err = s.peer.Call(ctx, s.addr, executor.PathBeat, "", struct{}{})
+	if err != nil || status != http.StatusOK || !strings.Contains(string(body), self) {
+		t.Fatalf("a beat: %d %s %v; want it to name instance %s", status, body, err, self)
 	}
 }
 
@@ -616,6 +692,7 @@ func TestClockDrivesTheExecutor(t *testing.T) {
 	peer := executortest.NewPeer(t, token)
 	peer.HeartbeatMs = 1000
 	fake := clock.NewFake(time.UnixMilli(1732230000000))
+	peer.Now = fake.Now
 	stuck := make(chan struct{})
 	t.Cleanup(func() { close(stuck) })
 	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing",

@@ -6,11 +6,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 )
 
 // FuzzProtocolDecoders sends any body to each of the executor's endpoints: it answers 200
-// or 400, never a panic or a 500. No handler is registered, so no run starts.
+// or 400, never a panic or a 500 (each signed, as the server's calls are). No handler is registered, so no run starts.
 func FuzzProtocolDecoders(f *testing.F) {
 	for i, seed := range []string{
 		`{"execution_id":1,"job_id":2,"handler":"none","params":"x","timeout_ms":10,"concurrency":"serial"}`,
@@ -23,11 +26,24 @@ func FuzzProtocolDecoders(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	priv, pub, err := execsign.NewKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	signer, err := execsign.NewSigner(priv)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := ex.verify.SetKeys([]string{pub}); err != nil {
+		f.Fatal(err)
+	}
 	h := ex.routes()
 	paths := []string{PathRun, PathKill, PathBeat, PathIdleBeat}
 	f.Fuzz(func(t *testing.T, which byte, body []byte) {
 		req := httptest.NewRequest("POST", paths[int(which)%len(paths)], bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
+		if err := signer.Sign(req, req.URL.Path, body, ex.instance, time.Now()); err != nil {
+			t.Fatal(err)
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest {

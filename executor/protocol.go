@@ -18,7 +18,9 @@ const (
 	HeaderInstance = "Sundial-Executor-Instance"
 )
 
-// Paths the executor serves, under the address it registered.
+// Paths the executor serves, under the address it registered. Every call to them is signed
+// with the cluster key (package internal/execsign, header execsign.Header); the executor
+// refuses one that is not (401).
 const (
 	PathRun      = "/run"
 	PathKill     = "/kill"
@@ -68,6 +70,9 @@ type Registration struct {
 // RegisterResponse is the server's answer to register.
 type RegisterResponse struct {
 	HeartbeatIntervalMs int64 `json:"heartbeat_interval_ms"`
+	// ClusterKeys are the public keys ("ed25519:<base64>") the server's calls to the executor
+	// are signed with, newest first; each answer replaces the executor's set (a rotation).
+	ClusterKeys []string `json:"cluster_keys"`
 }
 
 // LogBatch is the body of logs: output lines of one execution. Line numbers count from 1
@@ -156,6 +161,15 @@ type KillRequest struct {
 // KillResponse is the executor's answer to kill.
 type KillResponse struct {
 	Killed bool `json:"killed"`
+	// Instance is the answering executor's instance id: the server takes the answer only
+	// from the instance the run was handed to.
+	Instance string `json:"instance,omitempty"`
+}
+
+// BeatResponse is the executor's answer to beat: its instance id, by which the server ties a
+// run sent to a manual address to the process that takes it.
+type BeatResponse struct {
+	Instance string `json:"instance,omitempty"`
 }
 
 // IdleBeatRequest is the body of idle-beat.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -83,6 +84,10 @@ func apiCredential(c *store.AppCredential) api.AppCredential {
 // registry would let anyone receive the jobs' parameters.
 func (s *Server) executorAuth(h apiHandler) apiHandler {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.cfg.ExecutorCA != nil && !httpserve.VerifiedClient(r) {
+			s.rejected.WithLabelValues(rejectNoClientCert).Inc()
+			return errNoClientCert
+		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
 			return errBadExecutorToken
@@ -115,6 +120,9 @@ func (s *Server) checkApp(ctx context.Context, app string) error {
 	}
 	return nil
 }
+
+var errNoClientCert = &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated",
+	Message: "executor endpoints need a TLS client certificate signed by the executor CA (mutual TLS is on)"}
 
 func errWrongApp(app, bound string) *apiError {
 	return &apiError{Status: http.StatusForbidden, Code: "permission_denied",

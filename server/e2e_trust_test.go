@@ -18,6 +18,12 @@ import (
 // trustEnv runs one remote job of app billing on a fake executor registered as instance i1
 // and returns the running execution's id.
 func trustEnv(t *testing.T, dialect string) (*env, int64) {
+	e, id, _ := trustEnvWith(t, dialect)
+	return e, id
+}
+
+// trustEnvWith is trustEnv that also returns the fake executor.
+func trustEnvWith(t *testing.T, dialect string) (*env, int64, *fakeExecutor) {
 	e := newExecutorEnv(t, dialect, time.Second)
 	fe := newFakeExecutor(t)
 	e.executorAs(sender{"billing", "i1"}, "register", map[string]any{"app": "billing", "address": fe.url,
@@ -29,7 +35,7 @@ func trustEnv(t *testing.T, dialect string) (*env, int64) {
 		t.Fatalf("run sent for instance %q, want i1", run.Instance)
 	}
 	eventually(t, "the dispatch to be recorded", func() bool { return e.execution(run.ExecutionID).ExecutorAddress == fe.url })
-	return e, run.ExecutionID
+	return e, run.ExecutionID, fe
 }
 
 func result(id int64, startedAt, finishedAt int64) map[string]any {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -41,7 +42,19 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 		return s.killInProcess(w, r, x)
 	}
 	killed, err := s.remote.KillExecution(ctx, x)
-	if err != nil {
+	var other *dispatch.OtherInstanceError
+	switch {
+	case errors.As(err, &other):
+		// Another process answers at the address (the executor restarted, or the address is
+		// someone else's now): its "not running it" says nothing about the run, which the
+		// heartbeat check declares lost with the instance that had it.
+		s.rejected.WithLabelValues(rejectWrongInstance).Inc()
+		s.log.Warn("refused a kill answer from another executor instance", "execution", id, "executor", x.ExecutorAddress,
+			"instance", other.Instance, "answered", other.Answered)
+		return &apiError{Status: http.StatusConflict, Code: "failed_precondition", Message: fmt.Sprintf("kill execution %d: %v", id, err)}
+	case errors.Is(err, store.ErrNotFound):
+		return conflict("execution %d has just ended", id)
+	case err != nil:
 		return &apiError{Status: http.StatusBadGateway, Code: "executor_unavailable",
 			Message: fmt.Sprintf("kill execution %d: executor %s did not answer: %v", id, x.ExecutorAddress, err)}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -58,7 +59,11 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err := s.checkHeld(r.Context(), in); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"heartbeat_interval_ms": s.cfg.ExecutorHeartbeat.Milliseconds()})
+	keys, err := s.remote.ClusterKeys(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, executor.RegisterResponse{HeartbeatIntervalMs: s.cfg.ExecutorHeartbeat.Milliseconds(), ClusterKeys: keys})
 	return nil
 }
 
@@ -140,14 +145,17 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		default:
 			return invalidField(fmt.Sprintf("results[%d].state", i), "want succeeded, failed, timed_out or canceled, got %q", res.State)
 		}
-		// A run not live any more may take a late result (engine.CompleteRemote decides);
-		// one live elsewhere may not.
+		// A run not live any more may take a late result (engine.CompleteRemote decides),
+		// from the instance it was handed to only; one live elsewhere may not.
 		var firedAt int64
 		d, err := s.checkRun(r.Context(), from, res.ExecutionID)
+		if errors.Is(err, store.ErrNotFound) {
+			err = s.checkLate(r.Context(), from, res.ExecutionID)
+		}
 		switch {
-		case err == nil:
+		case err == nil && d != nil:
 			firedAt = d.FiredAt
-		case !errors.Is(err, store.ErrNotFound):
+		case err != nil:
 			return s.refuse(err, res.ExecutionID)
 		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)

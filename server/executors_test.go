@@ -17,6 +17,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -31,13 +32,28 @@ type fakeExecutor struct {
 	mu   sync.Mutex
 	// refuse makes /run answer accepted=false.
 	refuse bool
+	// instance is what a beat and a kill answer: "" (the default) as an executor that does
+	// not name its process; a manual address's runs go only to an executor that does.
+	instance string
+	// kills are the /kill calls' signed instances and execution ids.
+	kills []killCall
+}
+
+type killCall struct {
+	instance string
+	id       int64
 }
 
 func newFakeExecutor(t *testing.T) *fakeExecutor {
 	fe := &fakeExecutor{t: t, runs: make(chan executor.RunRequest, 16)}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+execToken {
-			t.Errorf("executor called without the executor token: %q", r.Header.Get("Authorization"))
+		// The server sends no credential to an executor, only the cluster's signature (which
+		// the executor SDK's tests verify).
+		if got := r.Header.Get("Authorization"); got != "" {
+			t.Errorf("executor called with a credential: %q", got)
+		}
+		if r.Header.Get(execsign.Header) == "" {
+			t.Errorf("executor called without the cluster signature")
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -55,9 +71,25 @@ func newFakeExecutor(t *testing.T) *fakeExecutor {
 				return
 			}
 			fe.runs <- req
-			writeJSON(w, 200, map[string]any{"accepted": true})
+			writeJSON(w, 200, map[string]any{"accepted": true, "instance": req.Instance})
+		case "/kill":
+			var req executor.KillRequest
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				t.Errorf("kill body: %v", err)
+			}
+			_, signed, _ := strings.Cut(r.Header.Get(execsign.Header), "instance=")
+			signed, _, _ = strings.Cut(signed, ",")
+			fe.mu.Lock()
+			fe.kills = append(fe.kills, killCall{signed, req.ExecutionID})
+			instance := fe.instance
+			fe.mu.Unlock()
+			// It runs nothing, so it never has the run: the server ends it canceled.
+			writeJSON(w, 200, executor.KillResponse{Killed: false, Instance: instance})
 		case "/beat":
-			writeJSON(w, 200, map[string]any{})
+			fe.mu.Lock()
+			instance := fe.instance
+			fe.mu.Unlock()
+			writeJSON(w, 200, executor.BeatResponse{Instance: instance})
 		case "/idle-beat":
 			writeJSON(w, 200, map[string]any{"idle": true})
 		default:

@@ -20,17 +20,19 @@ import (
 
 // Reasons of sundial_executor_rejected_total.
 const (
-	rejectNotLive       = "not_live"       // output for a run not running: not created yet, or ended
+	rejectNotLive       = "not_live"       // a report about a run not running (not created yet, or ended) or not on an executor
 	rejectWrongApp      = "wrong_app"      // the run belongs to another app's job
 	rejectWrongInstance = "wrong_instance" // the run was handed to another instance of the app
+	rejectNoClientCert  = "no_client_cert" // mutual TLS is on and the request had no verified client certificate
 )
 
 func newRejectedCounter(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sundial_executor_rejected_total",
-		Help: "Executor reports about runs refused, by reason: not_live (output for a run not running), " +
-			"wrong_app (the run is another app's), wrong_instance (the run was handed to another executor instance)."},
+		Help: "Executor reports about runs refused, by reason: not_live (about a run not running, or not on an executor), " +
+			"wrong_app (the run is another app's), wrong_instance (the run was handed to another executor instance, " +
+			"or another instance answered its kill), no_client_cert (mutual TLS is on and the executor presented no verified certificate)."},
 		[]string{"reason"})
-	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance} {
+	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance, rejectNoClientCert} {
 		c.WithLabelValues(r) // every series from the start, so a rate alert sees 0 and not nothing
 	}
 	reg.MustRegister(c)
@@ -59,22 +61,49 @@ func senderOf(r *http.Request) sender {
 
 // checkRun tells whether from may report about execution id. A run not running is
 // store.ErrNotFound (wrapped): output for it is refused, while a result may still be late
-// (see engine.CompleteRemote). A run recorded for no instance (a manual address, an
-// executor sending no id) is open to any instance of its app.
+// (see engine.CompleteRemote, and checkLate). A run recorded for no instance (an executor
+// that sends no id) is open to any instance of its app; a manual address's run is recorded
+// for the instance that answered there (dispatch learns it by a beat before the run).
 func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Dispatched, error) {
 	d, err := s.store.ExecutionDispatchedTo(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	return d, sentTo(d, from)
+}
+
+// checkLate tells whether from may report a late result about execution id, which is not
+// running: one declared lost is the instance's it was handed to (and its app's), as a live
+// run is. One that ended otherwise takes no result anyway (engine.CompleteRemote changes
+// nothing), so a result reported twice is still answered as before.
+func (s *Server) checkLate(ctx context.Context, from sender, id int64) error {
+	d, err := s.store.ExecutionLostTo(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return sentTo(d, from)
+}
+
+// sentTo refuses from when the run d describes was not handed to it.
+func sentTo(d *store.Dispatched, from sender) error {
+	id := d.ID
 	switch {
+	case d.Address == "":
+		// A run of an in-process job (or one not sent yet: the address is recorded before
+		// the run is sent) is no executor's to report about.
+		return &errSender{rejectNotLive, &apiError{Status: http.StatusConflict, Code: "failed_precondition",
+			Message: fmt.Sprintf("execution %d was not handed to an executor", id)}}
 	case d.App != from.app:
-		return nil, &errSender{rejectWrongApp, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+		return &errSender{rejectWrongApp, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
 			Message: fmt.Sprintf("execution %d belongs to another app than %q", id, from.app)}}
 	case d.Instance != "" && d.Instance != from.instance:
-		return nil, &errSender{rejectWrongInstance, &apiError{Status: http.StatusConflict, Code: "failed_precondition",
+		return &errSender{rejectWrongInstance, &apiError{Status: http.StatusConflict, Code: "failed_precondition",
 			Message: fmt.Sprintf("execution %d was handed to another executor instance than %q", id, from.instance)}}
 	}
-	return d, nil
+	return nil
 }
 
 // refuse counts a refused report and turns it into the API's answer.

@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,8 +47,9 @@ type Config struct {
 	SessionTTL time.Duration
 	// ShutdownTimeout bounds the wait for open requests when the server stops. Default 10 s.
 	ShutdownTimeout time.Duration
-	// ExecutorToken is the shared secret executors present, and the server presents to them
-	// (docs/executor-protocol.md). Empty refuses every executor.
+	// ExecutorToken is the global secret executors of any app may present (deprecated: give
+	// each app its credential, sundial app credential create). The server never sends it:
+	// its calls to executors are signed with the cluster key (docs/executor-protocol.md).
 	ExecutorToken string
 	// ExecutorHeartbeat is the heartbeat interval announced to executors; an instance silent
 	// for three is gone. Default dispatch.DefaultHeartbeatInterval.
@@ -75,6 +77,13 @@ type Config struct {
 	HTTP httpserve.Limits
 	// TLS, when set, serves HTTPS with its certificate (reloaded when the files change).
 	TLS *httpserve.CertFile
+	// ExecutorCA, when set, turns on mutual TLS on the executor channel: the executor routes
+	// refuse a request without a client certificate signed by it (the port still serves
+	// people without one; needs TLS), and the server verifies executors' certificates
+	// against it when it calls them. ExecutorTLS is the client certificate the server
+	// presents to executors (reloaded when the files change).
+	ExecutorCA  *x509.CertPool
+	ExecutorTLS *httpserve.CertFile
 	// ExecutorNetworks, when set, are the only networks manual executor addresses may be in
 	// (sundial server --executor-networks).
 	ExecutorNetworks []netip.Prefix
@@ -182,7 +191,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: XXL-JOB context path %q: want a path starting with /", cfg.XXLContextPath)
 	}
 	cfg.XXLContextPath = strings.TrimSuffix(cfg.XXLContextPath, "/")
-	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Token: cfg.ExecutorToken,
+	if cfg.ExecutorCA != nil && cfg.TLS == nil {
+		return nil, errors.New("server: ExecutorCA (mutual TLS with executors) needs TLS, the server's own certificate")
+	}
+	var client *http.Client // dispatch's default without mutual TLS
+	if cfg.ExecutorCA != nil || cfg.ExecutorTLS != nil {
+		client = httpserve.Client(10*time.Second, cfg.ExecutorCA, cfg.ExecutorTLS)
+	}
+	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Client: client,
 		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: clk, Secrets: secrets, XXLLogInterval: cfg.XXLLogInterval})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
@@ -290,6 +306,11 @@ func (s *Server) registerBuiltins() {
 
 // Start starts the scheduler node.
 func (s *Server) Start(ctx context.Context) error {
+	// The cluster key is read (made, on a new database) now rather than by the first
+	// dispatch, whose job's timeout would pay for it.
+	if _, err := s.remote.ClusterKeys(ctx); err != nil {
+		return fmt.Errorf("server: the cluster key: %w", err)
+	}
 	if err := s.sched.Start(ctx); err != nil {
 		return fmt.Errorf("server: start node: %w", err)
 	}
@@ -319,6 +340,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	hs := httpserve.NewServer(s.handler, s.cfg.HTTP, s.cfg.TLS, s.log)
+	httpserve.ClientCerts(hs, s.cfg.ExecutorCA, false) // people on the same port have none
 	hs.RegisterOnShutdown(s.closeStreams)
 	served := make(chan error, 1)
 	go func() { served <- httpserve.Serve(hs, ln, s.cfg.HTTP) }()

@@ -86,8 +86,8 @@ type Dispatched struct {
 	ID      int64
 	App     string
 	Address string
-	// Instance is the executor process it was sent to ("" when unknown: a manual address,
-	// or an executor that sends no instance id).
+	// Instance is the executor process it was sent to ("" when unknown: an executor that
+	// sends no instance id).
 	Instance string
 	FiredAt  int64
 }
@@ -99,4 +99,13 @@ type AppCredential struct {
 	Hash      string
 	CreatedAt int64
 	RotatedAt int64 // 0 until rotated
+}
+
+// ClusterKey is one generation of the cluster's key pair that signs server → executor calls
+// (package internal/execsign; the keys in its text form).
+type ClusterKey struct {
+	Generation int64
+	PublicKey  string
+	PrivateKey string
+	CreatedAt  int64
 }

@@ -186,6 +186,10 @@ type Querier interface {
 	// its job's app, the address and instance recorded at dispatch (ErrNotFound when it is
 	// not running). The server checks what an executor reports about a run against it.
 	ExecutionDispatchedTo(ctx context.Context, id int64) (*Dispatched, error)
+	// ExecutionLostTo is ExecutionDispatchedTo for an execution declared lost: the instance
+	// it had been handed to is kept with it when it is lost (ErrNotFound when the execution is
+	// not lost; Address "" for one that ran in process). A late result is checked against it.
+	ExecutionLostTo(ctx context.Context, id int64) (*Dispatched, error)
 	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the runs given only, as they
 	// were read (ExecutionsRunningOnExecutor): those still running, sent to address, to the
 	// same instance at the same dispatch time, move to lost and are returned. A run sent again
@@ -219,6 +223,11 @@ type Querier interface {
 	AppCredentialByHash(ctx context.Context, hash string) (*AppCredential, error)
 	// AppCredentialList lists the credentials by app, hashes included.
 	AppCredentialList(ctx context.Context) ([]*AppCredential, error)
+
+	// ClusterKeyCreate stores a cluster signing key under its generation (ErrAlreadyExists
+	// when another node stored that generation first). ClusterKeys lists them newest first.
+	ClusterKeyCreate(ctx context.Context, k *ClusterKey) error
+	ClusterKeys(ctx context.Context) ([]*ClusterKey, error)
 
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.

@@ -105,3 +105,23 @@ func TestServerConfigFile(t *testing.T) {
 		t.Errorf("a list value: exit %d, %q", code, errOut)
 	}
 }
+
+// TestClusterKeyCommand: rotate adds generations (the first rotation of a database without
+// a key makes generation 1); list shows them newest first, the two newest published.
+func TestClusterKeyCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sundial.db")
+	if code, _, errOut := runCLI(t, "", "migrate", "up", "--db", db); code != 0 {
+		t.Fatalf("migrate up: %s", errOut)
+	}
+	for _, want := range []string{"generation 1", "generation 2", "generation 3"} {
+		if code, out, errOut := runCLI(t, "", "cluster-key", "rotate", "--db", db); code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("rotate: exit %d, %q %q; want %s", code, out, errOut, want)
+		}
+	}
+	code, out, errOut := runCLI(t, "", "cluster-key", "list", "--db", db)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[1], "3 ") || !strings.Contains(lines[2], "yes") ||
+		!strings.Contains(lines[3], " no ") || strings.Contains(out, "PRIVATE") {
+		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -26,6 +26,7 @@ type executorOptions struct {
 	logFormat, logLevel string
 	drainTimeout        time.Duration
 	tls                 tlsOptions
+	tlsCA               string
 	tokenFlag           *secretFlag
 	otelEndpoint        string
 	otelProtocol        string
@@ -86,8 +87,10 @@ line wins.`,
 	f := cmd.Flags()
 	f.String("config", "", "YAML file of settings: the flags' names as keys, e.g. app: billing (default $SUNDIAL_CONFIG)")
 	f.StringSliceVar(&o.servers, "server", nil, "base URL of a Sundial server node, e.g. http://sched:8080; repeat it or separate by commas for several (required)")
-	o.tokenFlag = addSecretFlag(f, &o.token, "token", "SUNDIAL_EXECUTOR_TOKEN", "executor token shared with the server (required)", minSecretLen)
+	o.tokenFlag = addSecretFlag(f, &o.token, "token", "SUNDIAL_EXECUTOR_TOKEN", "executor credential sent to the server: the app's (sundial app credential create) or the global --executor-token (required); the server never sends it back: its calls are signed", minSecretLen)
 	o.tls.add(f)
+	f.StringVar(&o.tlsCA, "tls-ca", "", "CA file (PEM) of the servers' certificates: turns on mutual TLS; the executor refuses "+
+		"callers without a client certificate it signed, verifies the servers against it, and presents --tls-cert to them (needs --tls-cert)")
 	f.StringVar(&o.app, "app", "", "app (executor group) to join (required)")
 	f.StringVar(&o.listen, "listen", ":9999", "address to listen on for the server's calls")
 	f.StringVar(&o.advertise, "advertise", "", "URL the server calls this executor on (default: derived from --listen)")
@@ -119,6 +122,13 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	if err != nil {
 		return err
 	}
+	ca, err := loadCA("tls-ca", o.tlsCA)
+	if err != nil {
+		return err
+	}
+	if ca != nil && certs == nil {
+		return usageErrorf("--tls-ca (mutual TLS) needs --tls-cert and --tls-key")
+	}
 	var tp trace.TracerProvider
 	if o.otelEndpoint != "" {
 		sdk, err := tracing.Provider(context.WithoutCancel(ctx), o.otelEndpoint, o.otelProtocol, "sundial-executor")
@@ -135,7 +145,7 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 		tp = sdk
 	}
 	ex, err := executor.New(executor.Config{Servers: o.servers, Token: o.token, App: o.app,
-		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs, TracerProvider: tp})
+		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs, TLSCA: ca, TracerProvider: tp})
 	if err != nil {
 		return usageError{err}
 	}

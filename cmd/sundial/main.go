@@ -41,7 +41,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	// A flag the command does not know is bad input, like any other.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(append([]*cobra.Command{newScheduleCmd(), newBenchCmd(), newServerCmd(), newExecutorCmd(), newMigrateCmd(), newImportCmd()}, newAPICommands()...)...)
+	root.AddCommand(append([]*cobra.Command{newScheduleCmd(), newBenchCmd(), newServerCmd(), newExecutorCmd(), newMigrateCmd(), newImportCmd(), newClusterKeyCmd()}, newAPICommands()...)...)
 	return root
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/x509"
 	"fmt"
 	"os"
 	"strings"
@@ -76,6 +77,42 @@ func (o tlsOptions) load() (*httpserve.CertFile, error) {
 		return nil, usageErrorf("--tls-cert/--tls-key: %v", err)
 	}
 	return c, nil
+}
+
+// loadCA reads the CA file of flag name, nil when path is empty.
+func loadCA(name, path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pool, err := httpserve.LoadCAFile(path)
+	if err != nil {
+		return nil, usageErrorf("--%s: %v", name, err)
+	}
+	return pool, nil
+}
+
+// executorTLSOptions are a server's flags for mutual TLS with executors.
+type executorTLSOptions struct{ cert, key, ca string }
+
+func (o *executorTLSOptions) add(f *pflag.FlagSet) {
+	f.StringVar(&o.cert, "executor-tls-cert", "", "client certificate file (PEM) the server presents to executors (mutual TLS); reloaded when it changes")
+	f.StringVar(&o.key, "executor-tls-key", "", "private key file (PEM) of --executor-tls-cert")
+	f.StringVar(&o.ca, "executor-tls-ca", "", "CA file (PEM) of the executors' certificates: turns on mutual TLS; the executor "+
+		"endpoints then refuse executors without a client certificate it signed, and executors' own certificates are verified against it (needs --tls-cert)")
+}
+
+// load returns the client certificate (nil without one) and the CA (nil without).
+func (o executorTLSOptions) load() (*httpserve.CertFile, *x509.CertPool, error) {
+	var cert *httpserve.CertFile
+	if o.cert != "" || o.key != "" {
+		c, err := httpserve.LoadCertFile(o.cert, o.key)
+		if err != nil {
+			return nil, nil, usageErrorf("--executor-tls-cert/--executor-tls-key: %v", err)
+		}
+		cert = c
+	}
+	ca, err := loadCA("executor-tls-ca", o.ca)
+	return cert, ca, err
 }
 
 func (o tlsOptions) scheme() string {

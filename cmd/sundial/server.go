@@ -35,6 +35,7 @@ type serverOptions struct {
 	noMigrate               bool
 	smtp                    alarm.SMTP
 	tls                     tlsOptions
+	executorTLS             executorTLSOptions
 	trustedProxies          string
 	executorNetworks        string
 	minInterval             time.Duration
@@ -89,7 +90,7 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 	f.BoolVar(&o.noMigrate, "no-migrate", false, "do not migrate the database on start; refuse to start if it lacks migrations (see sundial migrate)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
 	o.secrets = append(o.secrets, addSecretFlag(f, &o.executorToken, "executor-token", "SUNDIAL_EXECUTOR_TOKEN",
-		"shared secret of the executors (none: executors are refused)", minSecretLen),
+		"global secret executors of any app may present (deprecated: prefer per-app credentials, sundial app credential create; none: only those)", minSecretLen),
 		addSecretFlag(f, &o.smtp.Password, "smtp-password", "SUNDIAL_SMTP_PASSWORD", "SMTP password", 0),
 		addSecretFlag(f, &o.secretKey, "secret-key", "SUNDIAL_SECRET_KEY",
 			"key sealing the secrets the server must read back (secret job params, xxl-job apps' access tokens); the same on every node. "+
@@ -106,6 +107,7 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
 	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
 	o.tls.add(f)
+	o.executorTLS.add(f)
 	f.StringVar(&o.executorNetworks, "executor-networks", "", "CIDRs manual executor addresses must be in (comma-separated; default: anywhere)")
 	f.StringVar(&o.trustedProxies, "trusted-proxy", "", "CIDRs of TLS-terminating proxies whose X-Forwarded-Proto is believed (comma-separated)")
 	f.DurationVar(&o.minInterval, "min-interval", time.Second, "shortest time allowed between two fires of one trigger (0: no limit)")
@@ -246,6 +248,13 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			return usageErrorf("--oidc-issuer needs --oidc-client-id and --oidc-redirect-url")
 		}
 	}
+	execCert, execCA, err := o.executorTLS.load()
+	if err != nil {
+		return err
+	}
+	if execCA != nil && certs == nil {
+		return usageErrorf("--executor-tls-ca (mutual TLS with executors) needs --tls-cert and --tls-key")
+	}
 	keys, derived, err := secret.FromFlag(o.secretKey)
 	if err != nil {
 		return usageErrorf("--secret-key: %v", err)
@@ -284,6 +293,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		log.Info("tracing fires", "otlp_endpoint", o.otelEndpoint)
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
+		ExecutorTLS: execCert, ExecutorCA: execCA,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
 			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp, Tracer: tracer}},

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 )
 
 // Peer is the server side of the protocol. Its zero value is not usable; use NewPeer.
@@ -28,6 +29,12 @@ type Peer struct {
 	Token string
 	// HeartbeatMs is what register answers (default 3000).
 	HeartbeatMs int64
+	// Signer is the peer's cluster key: register answers with its public key, and every call
+	// to an executor is signed with it.
+	Signer *execsign.Signer
+	// Now is the time calls are signed at (default time.Now): set it to the executor's
+	// clock when that is a fake one.
+	Now func() time.Time
 
 	srv *httptest.Server
 
@@ -44,7 +51,15 @@ type Peer struct {
 
 // NewPeer starts a Peer that requires token; it is closed when the test ends.
 func NewPeer(t testing.TB, token string) *Peer {
-	p := &Peer{Token: token, HeartbeatMs: 3000, changed: make(chan struct{}),
+	priv, _, err := execsign.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := execsign.NewSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Peer{Token: token, HeartbeatMs: 3000, Signer: signer, Now: time.Now, changed: make(chan struct{}),
 		logs: map[int64]map[int64]executor.LogLine{}, results: map[int64]executor.Result{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+executor.PathRegister, func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +75,7 @@ func NewPeer(t testing.TB, token string) *Peer {
 		p.mu.Lock()
 		hb := p.HeartbeatMs
 		p.mu.Unlock()
-		writeJSON(w, executor.RegisterResponse{HeartbeatIntervalMs: hb})
+		writeJSON(w, executor.RegisterResponse{HeartbeatIntervalMs: hb, ClusterKeys: []string{p.Signer.Public()}})
 	})
 	mux.HandleFunc("POST "+executor.PathUnregister, func(w http.ResponseWriter, r *http.Request) {
 		var reg executor.Registration
@@ -268,18 +283,35 @@ func (p *Peer) WaitOutput(t testing.TB, id int64, substr string, timeout time.Du
 	})
 }
 
-// Call posts body to an executor's path with token and returns the status and the answer.
-func (p *Peer) Call(ctx context.Context, address, path, token string, body any) (int, []byte, error) {
+// Request makes a call of body to an executor's path, signed with the peer's key for the
+// executor instance ("" for none). Send it with Send; tests alter or repeat it.
+func (p *Peer) Request(ctx context.Context, address, path, instance string, body any) (*http.Request, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(address, "/")+path, bytes.NewReader(b))
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
+	if err := p.Signer.Sign(req, path, b, instance, p.Now()); err != nil {
+		return nil, err
+	}
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return req, nil
+}
+
+// Send sends req (again, if it was sent before) and returns the status and the answer.
+func Send(req *http.Request) (int, []byte, error) {
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return 0, nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Body = body
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -289,9 +321,31 @@ func (p *Peer) Call(ctx context.Context, address, path, token string, body any) 
 	return resp.StatusCode, out, err
 }
 
-// call posts with the peer's token and decodes a 200 answer into out.
-func (p *Peer) call(ctx context.Context, address, path string, in, out any) error {
-	status, body, err := p.Call(ctx, address, path, p.Token, in)
+// Call posts body to an executor's path, signed for instance, and returns the status and the
+// answer.
+func (p *Peer) Call(ctx context.Context, address, path, instance string, body any) (int, []byte, error) {
+	req, err := p.Request(ctx, address, path, instance, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	return Send(req)
+}
+
+// InstanceAt is the instance that registered address last, as a server's registry knows it.
+func (p *Peer) InstanceAt(address string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.registrations) - 1; i >= 0; i-- {
+		if p.registrations[i].Address == address {
+			return p.registrations[i].Instance
+		}
+	}
+	return ""
+}
+
+// call posts signed for instance and decodes a 200 answer into out.
+func (p *Peer) call(ctx context.Context, address, path, instance string, in, out any) error {
+	status, body, err := p.Call(ctx, address, path, instance, in)
 	if err != nil {
 		return err
 	}
@@ -301,30 +355,35 @@ func (p *Peer) call(ctx context.Context, address, path string, in, out any) erro
 	return json.Unmarshal(body, out)
 }
 
-// Run asks the executor at address to run req.
+// Run asks the executor at address to run req; a req naming no instance is sent for the one
+// that registered address last, as a server does.
 func (p *Peer) Run(ctx context.Context, address string, req executor.RunRequest) (executor.RunResponse, error) {
+	if req.Instance == "" {
+		req.Instance = p.InstanceAt(address)
+	}
 	var resp executor.RunResponse
-	err := p.call(ctx, address, executor.PathRun, req, &resp)
+	err := p.call(ctx, address, executor.PathRun, req.Instance, req, &resp)
 	return resp, err
 }
 
-// Kill asks the executor at address to kill an execution.
+// Kill asks the executor at address (the instance that registered it last) to kill an
+// execution.
 func (p *Peer) Kill(ctx context.Context, address string, id int64) (bool, error) {
 	var resp executor.KillResponse
-	err := p.call(ctx, address, executor.PathKill, executor.KillRequest{ExecutionID: id}, &resp)
+	err := p.call(ctx, address, executor.PathKill, p.InstanceAt(address), executor.KillRequest{ExecutionID: id}, &resp)
 	return resp.Killed, err
 }
 
 // Beat checks the executor at address is alive.
 func (p *Peer) Beat(ctx context.Context, address string) error {
-	var resp struct{}
-	return p.call(ctx, address, executor.PathBeat, struct{}{}, &resp)
+	var resp executor.BeatResponse
+	return p.call(ctx, address, executor.PathBeat, "", struct{}{}, &resp)
 }
 
 // IdleBeat asks the executor at address whether a job is idle there.
 func (p *Peer) IdleBeat(ctx context.Context, address string, jobID int64) (bool, error) {
 	var resp executor.IdleBeatResponse
-	err := p.call(ctx, address, executor.PathIdleBeat, executor.IdleBeatRequest{JobID: jobID}, &resp)
+	err := p.call(ctx, address, executor.PathIdleBeat, "", executor.IdleBeatRequest{JobID: jobID}, &resp)
 	return resp.Idle, err
 }
 

@@ -2,7 +2,9 @@ package httpserve
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -75,4 +77,60 @@ func (c *CertFile) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error
 		_ = c.reload() // keep serving the last good pair
 	}
 	return c.cert, nil
+}
+
+// GetClientCertificate is tls.Config's hook on the client side: the pair presented as a
+// client certificate (mutual TLS), reloaded as GetCertificate does.
+func (c *CertFile) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return c.GetCertificate(nil)
+}
+
+// LoadCAFile reads the PEM certificates of path into a pool: the certificate authorities a
+// peer's certificate must chain to.
+func LoadCAFile(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("TLS CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("TLS CA file %s: no PEM certificate in it", path)
+	}
+	return pool, nil
+}
+
+// ClientCerts makes hs, served over TLS (NewServer with certificates), ask each client for a
+// certificate and verify one given against pool. With require, a client without one fails
+// the handshake; without, the handler decides by the request's verified chains (a server
+// whose port also serves people, who have no certificate).
+func ClientCerts(hs *http.Server, pool *x509.CertPool, require bool) {
+	if hs.TLSConfig == nil || pool == nil {
+		return
+	}
+	hs.TLSConfig.ClientCAs = pool
+	hs.TLSConfig.ClientAuth = tls.VerifyClientCertIfGiven
+	if require {
+		hs.TLSConfig.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+}
+
+// VerifiedClient reports whether r came with a client certificate that verified (see
+// ClientCerts).
+func VerifiedClient(r *http.Request) bool {
+	return r.TLS != nil && len(r.TLS.VerifiedChains) > 0
+}
+
+// Client returns an HTTP client with the given timeout that keeps up to 64 idle connections
+// per host, verifies servers' certificates against roots (nil: the system's) and presents
+// cert when a server asks for a client certificate (nil: none).
+func Client(timeout time.Duration, roots *x509.CertPool, cert *CertFile) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	if roots != nil || cert != nil {
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+		if cert != nil {
+			t.TLSClientConfig.GetClientCertificate = cert.GetClientCertificate
+		}
+	}
+	return &http.Client{Timeout: timeout, Transport: t}
 }

@@ -80,3 +80,37 @@ func (e *executor) AppCredentialList(ctx context.Context) ([]*store.AppCredentia
 	}
 	return out, rows.Err()
 }
+
+// The cluster's signing keys (migration 00016).
+
+// ClusterKeyCreate inserts one generation; the primary key makes two nodes creating the same
+// generation at once store one of them.
+func (e *executor) ClusterKeyCreate(ctx context.Context, k *store.ClusterKey) error {
+	_, err := e.exec(ctx, "INSERT INTO cluster_keys (generation, public_key, private_key, created_at) VALUES (?, ?, ?, ?)",
+		k.Generation, k.PublicKey, k.PrivateKey, k.CreatedAt)
+	switch {
+	case isUniqueViolation(err):
+		return fmt.Errorf("sqlstore: cluster key generation %d: %w", k.Generation, store.ErrAlreadyExists)
+	case err != nil:
+		return fmt.Errorf("sqlstore: create cluster key generation %d: %w", k.Generation, err)
+	}
+	return nil
+}
+
+// ClusterKeys lists every generation, newest first.
+func (e *executor) ClusterKeys(ctx context.Context) ([]*store.ClusterKey, error) {
+	rows, err := e.query(ctx, "SELECT generation, public_key, private_key, created_at FROM cluster_keys ORDER BY generation DESC")
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list cluster keys: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.ClusterKey
+	for rows.Next() {
+		var k store.ClusterKey
+		if err := rows.Scan(&k.Generation, &k.PublicKey, &k.PrivateKey, &k.CreatedAt); err != nil {
+			return nil, fmt.Errorf("sqlstore: list cluster keys: %w", err)
+		}
+		out = append(out, &k)
+	}
+	return out, rows.Err()
+}

@@ -118,25 +118,9 @@ func concat(parts ...[]any) []any {
 func (e *executor) moveToHistory(ctx context.Context, ids []int64, cond string, condArgs []any, end func(*store.Execution)) ([]*store.Execution, error) {
 	var moved []*store.Execution
 	err := e.inTx(ctx, func(e *executor) error {
-		var wheres []string
-		var whereArgs [][]any
-		switch {
-		case ids == nil:
-			wheres, whereArgs = []string{cond}, [][]any{condArgs}
-		case e.d().kind == postgres:
-			wheres, whereArgs = []string{"id = ANY(?::bigint[])"}, [][]any{{ids}}
-		default:
-			for _, c := range chunks(len(ids)) {
-				in, idArgs := inList(ids[c[0]:c[1]])
-				wheres, whereArgs = append(wheres, "id IN "+in), append(whereArgs, idArgs)
-			}
-		}
+		wheres, whereArgs := e.liveWheres(ids, cond, condArgs)
 		for i, where := range wheres {
-			args := whereArgs[i]
-			if ids != nil && cond != "" {
-				where, args = where+" AND "+cond, concat(args, condArgs)
-			}
-			xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions_live WHERE "+where+" ORDER BY id"+e.d().lock(), args...))
+			xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions_live WHERE "+where+" ORDER BY id"+e.d().lock(), whereArgs[i]...))
 			if err != nil {
 				return err
 			}
@@ -161,6 +145,30 @@ func (e *executor) moveToHistory(ctx context.Context, ids []int64, cond string, 
 		return nil, fmt.Errorf("sqlstore: end %d executions: %w", len(moved), err)
 	}
 	return moved, nil
+}
+
+// liveWheres are the conditions (with their arguments) that select the live executions with
+// the given ids that meet cond, or all that meet cond for nil ids: one per chunk of ids.
+func (e *executor) liveWheres(ids []int64, cond string, condArgs []any) ([]string, [][]any) {
+	var wheres []string
+	var whereArgs [][]any
+	switch {
+	case ids == nil:
+		return []string{cond}, [][]any{condArgs}
+	case e.d().kind == postgres:
+		wheres, whereArgs = []string{"id = ANY(?::bigint[])"}, [][]any{{ids}}
+	default:
+		for _, c := range chunks(len(ids)) {
+			in, idArgs := inList(ids[c[0]:c[1]])
+			wheres, whereArgs = append(wheres, "id IN "+in), append(whereArgs, idArgs)
+		}
+	}
+	if cond != "" {
+		for i := range wheres {
+			wheres[i], whereArgs[i] = wheres[i]+" AND "+cond, concat(whereArgs[i], condArgs)
+		}
+	}
+	return wheres, whereArgs
 }
 
 // insertHistory writes ended executions, with their ids, to the history.
@@ -367,13 +375,66 @@ func (e *executor) loseIDsWhere(ctx context.Context, ids []int64, cond string, a
 		if err != nil {
 			return err
 		}
+		instances, err := e.liveInstances(ctx, ids, cond, args)
+		if err != nil {
+			return err
+		}
 		lost, err = e.moveToHistory(ctx, ids, cond, args, func(x *store.Execution) {
 			x.State, x.FinishedAt = store.ExecLost, now
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		return e.keepInstances(ctx, instances)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: lose executions where %s %v: %w", cond, args, err)
 	}
 	return lost, nil
+}
+
+// liveInstances reads, and locks, the executor instance of each live execution loseIDsWhere
+// is about to lose (those handed to one), by instance.
+func (e *executor) liveInstances(ctx context.Context, ids []int64, cond string, condArgs []any) (map[string][]int64, error) {
+	out := map[string][]int64{}
+	wheres, whereArgs := e.liveWheres(ids, cond, condArgs)
+	for i, where := range wheres {
+		rows, err := e.query(ctx, "SELECT id, executor_instance FROM executions_live WHERE "+where+
+			" AND executor_instance <> '' ORDER BY id"+e.d().lock(), whereArgs[i]...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			var instance string
+			if err := rows.Scan(&id, &instance); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[instance] = append(out[instance], id)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// keepInstances writes the instance lost executions had been handed to into the history, so
+// that a late result is taken from that instance only (ExecutionLostTo). Losses are rare, and
+// the runs of one lost executor usually share one instance: one statement per instance.
+func (e *executor) keepInstances(ctx context.Context, instances map[string][]int64) error {
+	for instance, ids := range instances {
+		wheres, whereArgs := e.liveWheres(ids, "", nil)
+		for i, where := range wheres {
+			if _, err := e.exec(ctx, "UPDATE executions SET executor_instance = ? WHERE "+where,
+				concat([]any{instance}, whereArgs[i])...); err != nil {
+				return fmt.Errorf("keep the executor instance of lost executions: %w", err)
+			}
+		}
+	}
+	return nil
 }

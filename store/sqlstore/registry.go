@@ -287,6 +287,21 @@ func (e *executor) ExecutionDispatchedTo(ctx context.Context, id int64) (*store.
 	return &d, nil
 }
 
+// ExecutionLostTo reads a lost execution's dispatch from the history by its primary key.
+func (e *executor) ExecutionLostTo(ctx context.Context, id int64) (*store.Dispatched, error) {
+	d := store.Dispatched{ID: id}
+	err := e.queryRow(ctx, "SELECT j.app, x.executor_address, x.executor_instance, x.fired_at FROM executions x"+
+		" JOIN jobs j ON j.id = x.job_id WHERE x.id = ? AND x.state = 'lost'", id).
+		Scan(&d.App, &d.Address, &d.Instance, &d.FiredAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlstore: lost remote execution %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: dispatch of lost execution %d: %w", id, err)
+	}
+	return &d, nil
+}
+
 // ExecutionsLoseOnExecutorIDs ends the given executions as lost if they still run on address.
 func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address string, runs []store.ExecutorRun) ([]*store.Execution, error) {
 	var lost []*store.Execution

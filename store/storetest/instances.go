@@ -59,6 +59,16 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 		t.Fatalf("dispatch of an ended execution: err = %v, want ErrNotFound", err)
 	}
 	equal(t, "lose again", len(get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", read[:1])).ok(t)), 0)
+	// The instance a lost run had been handed to stays with it, for its late result.
+	equal(t, "lost to", *get(s.ExecutionLostTo(ctx, a.ID)).ok(t), store.Dispatched{ID: a.ID, App: "pool", Address: "http://x:1", Instance: "old", FiredAt: 100})
+	if _, err := s.ExecutionLostTo(ctx, b.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("lost-to of a running execution: err = %v, want ErrNotFound", err)
+	}
+	e := mk(400)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{e})).ok(t)
+	equal(t, "dispatch e", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(e), e.ID, "http://z:1", "z1", 0, 1, "sent")).ok(t), true)
+	sameIDs(t, "lost with its executor", ids(get(s.ExecutionsLoseOnExecutor(ctx, "pool", "http://z:1")).ok(t), executionID), []int64{e.ID})
+	equal(t, "lost with its executor, to", get(s.ExecutionLostTo(ctx, e.ID)).ok(t).Instance, "z1")
 
 	// A late result: the lost one takes it, a running or a late-completed one does not.
 	late := []store.ExecutionResult{
@@ -110,4 +120,30 @@ func testAppCredentials(t *testing.T, s store.Store) {
 	list := get(s.AppCredentialList(ctx)).ok(t)
 	equal(t, "listed", len(list), 2)
 	equal(t, "first listed", *list[0], *r)
+}
+
+// testClusterKeys: generations are listed newest first; two nodes creating the same
+// generation at once store one, and the other learns ErrAlreadyExists.
+func testClusterKeys(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	equal(t, "no key yet", len(get(s.ClusterKeys(ctx)).ok(t)), 0)
+	first := store.ClusterKey{Generation: 1, PublicKey: "ed25519:p1", PrivateKey: "ed25519:s1", CreatedAt: 10}
+	errs := make(chan error, 2)
+	for _, k := range []store.ClusterKey{first, {Generation: 1, PublicKey: "ed25519:p9", PrivateKey: "ed25519:s9", CreatedAt: 11}} {
+		go func() { errs <- s.ClusterKeyCreate(ctx, &k) }()
+	}
+	var exists int
+	for range 2 {
+		if err := <-errs; errors.Is(err, store.ErrAlreadyExists) {
+			exists++
+		} else {
+			noErr(t, err)
+		}
+	}
+	equal(t, "losers of the race to create generation 1", exists, 1)
+	noErr(t, s.ClusterKeyCreate(ctx, &store.ClusterKey{Generation: 2, PublicKey: "ed25519:p2", PrivateKey: "ed25519:s2", CreatedAt: 20}))
+	keys := get(s.ClusterKeys(ctx)).ok(t)
+	equal(t, "generations", len(keys), 2)
+	equal(t, "newest first", *keys[0], store.ClusterKey{Generation: 2, PublicKey: "ed25519:p2", PrivateKey: "ed25519:s2", CreatedAt: 20})
+	equal(t, "generation 1", keys[1].Generation, int64(1))
 }
