@@ -51,9 +51,9 @@ func (s *Scheduler) sealParams(j Job, row, cur *store.Job) error {
 // errUnopened marks a secret ResealSecrets cannot open: its key is not on the ring.
 var errUnopened = errors.New("sealed under a key the ring lacks")
 
-// ResealSecrets seals again under keys' primary key every job's secret params sealed under
-// another key of the ring, and returns how many it resealed and how many it could not open
-// (sealed under a key the ring lacks). Rotating a key: put the new key on every node's ring
+// ResealSecrets seals again under keys' primary key every job's secret params and every
+// xxl-job app's access token sealed under another key of the ring, and returns how many it
+// resealed and how many it could not open (sealed under a key the ring lacks). Rotating a key: put the new key on every node's ring
 // after the old one, then first; once this ran (a server runs it at start) and reports
 // none left unopened, drop the old key.
 func ResealSecrets(ctx context.Context, st store.Store, keys *secret.Keyring) (resealed, unopened int, err error) {
@@ -100,7 +100,44 @@ func ResealSecrets(ctx context.Context, st store.Store, keys *secret.Keyring) (r
 			}
 		}
 		if len(js) < 500 {
-			return resealed, unopened, nil
+			break
 		}
 	}
+	// The xxl-job apps' access tokens are sealed with the same keys, each bound to its app.
+	apps, err := st.AppList(ctx)
+	if err != nil {
+		return resealed, unopened, fmt.Errorf("sundial: reseal secrets: %w", err)
+	}
+	for _, a := range apps {
+		if id, _ := secret.KeyID(a.XXLTokenSealed); a.XXLTokenSealed == "" || id == primary {
+			continue
+		}
+		err := store.InTx(ctx, st, func(q store.Querier) error {
+			cur, err := q.AppGet(ctx, a.Name)
+			if err != nil {
+				return err
+			}
+			if id, _ := secret.KeyID(cur.XXLTokenSealed); cur.XXLTokenSealed == "" || id == primary {
+				return nil // changed meanwhile
+			}
+			plain, err := keys.OpenFor(cur.XXLTokenSealed, cur.Name)
+			if err != nil {
+				return errUnopened
+			}
+			if cur.XXLTokenSealed, err = keys.SealFor(plain, cur.Name); err != nil {
+				return err
+			}
+			return q.AppPut(ctx, cur)
+		})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, errUnopened):
+			unopened++
+		case err != nil:
+			return resealed, unopened, fmt.Errorf("sundial: reseal the access token of app %q: %w", a.Name, err)
+		default:
+			resealed++
+		}
+	}
+	return resealed, unopened, nil
 }

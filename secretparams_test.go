@@ -111,13 +111,35 @@ func TestResealSecrets(t *testing.T) {
 	for i := range k1 {
 		k1[i], k2[i] = 7, 8
 	}
+	// An xxl-job app's access token, sealed with the same ring and bound to its app.
+	sealedToken, err := old.SealFor("xxl-token-of-legacy", "legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppPut(ctx, &store.App{Name: "legacy", Protocol: store.ProtocolXXLJob, ProtocolVersion: "3.5",
+		XXLTokenHash: "h", XXLTokenSealed: sealedToken}); err != nil {
+		t.Fatal(err)
+	}
 	rotated, err := secret.Parse("k2:" + base64.StdEncoding.EncodeToString(k2) + ",k1:" + base64.StdEncoding.EncodeToString(k1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n, unopened, err := sundial.ResealSecrets(ctx, st, rotated)
-	if err != nil || n != 1 || unopened != 0 {
-		t.Fatalf("ResealSecrets = %d, %d, %v; want 1 resealed", n, unopened, err)
+	if err != nil || n != 2 || unopened != 0 {
+		t.Fatalf("ResealSecrets = %d, %d, %v; want 2 resealed (the params and the token)", n, unopened, err)
+	}
+	a, err := st.AppGet(ctx, "legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kid, _ := secret.KeyID(a.XXLTokenSealed); kid != "k2" {
+		t.Fatalf("after reseal the token is under %q", kid)
+	}
+	if tok, err := ring(t, "k2", 8).OpenFor(a.XXLTokenSealed, "legacy"); err != nil || tok != "xxl-token-of-legacy" {
+		t.Fatalf("the new key alone opens the token as %q, %v", tok, err)
+	}
+	if _, err := ring(t, "k2", 8).OpenFor(a.XXLTokenSealed, "other"); err == nil {
+		t.Fatal("a token bound to app legacy opened for another app")
 	}
 	j, err := st.JobGet(ctx, id)
 	if err != nil {
@@ -129,7 +151,7 @@ func TestResealSecrets(t *testing.T) {
 	if p, err := ring(t, "k2", 8).Open(j.Params); err != nil || p != "pw=hunter2" {
 		t.Fatalf("the new key alone opens %q, %v", p, err)
 	}
-	if n, unopened, err := sundial.ResealSecrets(ctx, st, ring(t, "k3", 9)); err != nil || n != 0 || unopened != 1 {
-		t.Fatalf("reseal with a ring lacking k2 = %d, %d, %v; want 1 unopened", n, unopened, err)
+	if n, unopened, err := sundial.ResealSecrets(ctx, st, ring(t, "k3", 9)); err != nil || n != 0 || unopened != 2 {
+		t.Fatalf("reseal with a ring lacking k2 = %d, %d, %v; want 2 unopened", n, unopened, err)
 	}
 }

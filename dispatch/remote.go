@@ -22,8 +22,8 @@ import (
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
-	"github.com/sundial-scheduler/sundial/internal/seal"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/xxljob"
 )
@@ -53,7 +53,7 @@ type Config struct {
 	Clock clock.Clock
 	// Secrets opens the access tokens of xxl-job apps (sealed in the database with the
 	// server's secret key). Default: no key, so xxl-job apps cannot be dispatched to.
-	Secrets *seal.Box
+	Secrets *secret.Keyring
 	// XXLLogInterval is how often the output of a run on an XXL-JOB executor is pulled while
 	// it runs. Default DefaultXXLLogInterval.
 	XXLLogInterval time.Duration
@@ -139,9 +139,6 @@ func NewRemote(cfg Config) *Remote {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
-	}
-	if cfg.Secrets == nil {
-		cfg.Secrets = &seal.Box{}
 	}
 	if cfg.XXLLogInterval <= 0 {
 		cfg.XXLLogInterval = DefaultXXLLogInterval

@@ -35,7 +35,7 @@ func (r *Remote) XXLClient(app *store.App) (*xxljob.Client, error) {
 	if app.XXLTokenSealed == "" {
 		return nil, fmt.Errorf("xxl-job app %q has no access token set (sundial app update %s --xxl-token-file …)", app.Name, app.Name)
 	}
-	token, err := r.cfg.Secrets.Open(app.XXLTokenSealed, app.Name)
+	token, err := r.cfg.Secrets.OpenFor(app.XXLTokenSealed, app.Name)
 	if err != nil {
 		return nil, fmt.Errorf("xxl-job app %q: read its access token: %w", app.Name, err)
 	}

@@ -111,7 +111,11 @@ func (k *Keyring) Primary() string {
 }
 
 // Seal encrypts plain under the primary key.
-func (k *Keyring) Seal(plain string) (string, error) {
+func (k *Keyring) Seal(plain string) (string, error) { return k.SealFor(plain, "") }
+
+// SealFor is Seal bound to what the value is for (an xxl-job app's name, say): the value
+// opens only with OpenFor and the same bound, so a sealed value copied to another row does not.
+func (k *Keyring) SealFor(plain, bound string) (string, error) {
 	id := k.Primary()
 	if id == "" {
 		return "", ErrNoKey
@@ -122,7 +126,7 @@ func (k *Keyring) Seal(plain string) (string, error) {
 		return "", fmt.Errorf("secret: nonce: %w", err)
 	}
 	// The key id is authenticated data: a value relabelled with another id does not open.
-	out := gcm.Seal(nonce, nonce, []byte(plain), []byte(id))
+	out := gcm.Seal(nonce, nonce, []byte(plain), additional(id, bound))
 	return prefix + id + ":" + base64.RawStdEncoding.EncodeToString(out), nil
 }
 
@@ -136,8 +140,19 @@ func KeyID(v string) (string, bool) {
 	return id, ok
 }
 
+// additional is the authenticated data of a value: its key id, and its bound if any.
+func additional(id, bound string) []byte {
+	if bound == "" {
+		return []byte(id)
+	}
+	return []byte(id + "\x00" + bound)
+}
+
 // Open decrypts a value Seal returned, with whichever key of the ring sealed it.
-func (k *Keyring) Open(sealed string) (string, error) {
+func (k *Keyring) Open(sealed string) (string, error) { return k.OpenFor(sealed, "") }
+
+// OpenFor decrypts a value SealFor returned for the same bound.
+func (k *Keyring) OpenFor(sealed, bound string) (string, error) {
 	rest, ok := strings.CutPrefix(sealed, prefix)
 	if !ok {
 		return "", errors.New("secret: the stored value is not sealed (no sdl1: prefix)")
@@ -157,7 +172,7 @@ func (k *Keyring) Open(sealed string) (string, error) {
 	if err != nil || len(raw) < gcm.NonceSize()+gcm.Overhead() {
 		return "", fmt.Errorf("secret sealed with key %q: the stored value is damaged", id)
 	}
-	plain, err := gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], []byte(id))
+	plain, err := gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], additional(id, bound))
 	if err != nil {
 		return "", fmt.Errorf("secret sealed with key %q: it does not open with the configured key of that id (wrong key, or the value was altered)", id)
 	}

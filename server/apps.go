@@ -214,11 +214,11 @@ func (s *Server) appProtocol(ctx context.Context, a *sundial.App, token string) 
 	if err := sundial.CheckXXLToken(token); err != nil {
 		return err
 	}
-	if !s.secrets.Keyed() {
+	if s.secrets.Primary() == "" {
 		return &apiError{Status: http.StatusConflict, Code: "failed_precondition",
 			Message: "an xxl-job app's access token is presented to its executors, so the server must keep it: start the server with --secret-key (it is stored sealed with it)"}
 	}
-	sealed, err := s.secrets.Seal(token, a.Name)
+	sealed, err := s.secrets.SealFor(token, a.Name)
 	if err != nil {
 		return fmt.Errorf("app %q: seal the access token: %w", a.Name, err)
 	}

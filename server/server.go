@@ -27,7 +27,6 @@ import (
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
-	"github.com/sundial-scheduler/sundial/internal/seal"
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/secret"
@@ -132,7 +131,7 @@ type Server struct {
 	// sso signs people in with an OpenID Connect provider; nil when not configured.
 	sso *sso
 	// secrets seals and opens xxl-job apps' access tokens.
-	secrets *seal.Box
+	secrets *secret.Keyring
 
 	handlersMu sync.Mutex
 	handlers   map[string]bool // names registered through Register
@@ -175,14 +174,16 @@ func New(cfg Config) (*Server, error) {
 	if clk == nil {
 		clk = sc.Engine.Clock
 	}
-	secrets, err := seal.New(cfg.SecretKey)
-	if err != nil {
-		return nil, fmt.Errorf("server: secret key: %w", err)
-	}
 	if sc.Secrets == nil && sc.Engine.Secrets == nil && cfg.SecretKey != "" {
+		var err error
 		if sc.Secrets, _, err = secret.FromFlag(cfg.SecretKey); err != nil {
 			return nil, fmt.Errorf("server: secret key: %w", err)
 		}
+	}
+	// One keyring seals secret params and xxl-job apps' tokens.
+	secrets := sc.Secrets
+	if secrets == nil {
+		secrets = sc.Engine.Secrets
 	}
 	if cfg.XXLContextPath == "" {
 		cfg.XXLContextPath = DefaultXXLContextPath
