@@ -31,27 +31,8 @@ before it stays trusted until the next rotation. Wait that long between two rota
 --db can also be set as SUNDIAL_DB.`,
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
-	withStore := func(fn func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, _ []string) error {
-			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
-				return err
-			}
-			ctx := commandContext(cmd)
-			st, err := sqlstore.Open(ctx, db)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if n, err := pendingMigrations(ctx, st); err != nil {
-				return err
-			} else if n > 0 {
-				return fmt.Errorf("the database %s lacks %d migrations: run sundial migrate up first", sqlstore.Redact(db), n)
-			}
-			return fn(ctx, cmd, st)
-		}
-	}
 	list := &cobra.Command{Use: "list", Short: "List the key's generations, newest first (public halves only)", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
+		RunE: withStore(&db, true, func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
 			keys, err := st.ClusterKeys(ctx)
 			if err != nil {
 				return err
@@ -64,7 +45,7 @@ before it stays trusted until the next rotation. Wait that long between two rota
 			return t.flush()
 		})}
 	rotate := &cobra.Command{Use: "rotate", Short: "Add the next generation of the key", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
+		RunE: withStore(&db, true, func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
 			k, err := dispatch.RotateClusterKey(ctx, st, time.Now())
 			if err != nil {
 				return err

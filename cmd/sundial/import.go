@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/importer"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // newImportCmd is `sundial import <source>`: one subcommand per scheduler Sundial imports
@@ -48,16 +46,11 @@ func importCommand(use, short, long string, read func(ctx context.Context) (*imp
 		if err != nil {
 			return err
 		}
-		st, err := sqlstore.Open(ctx, db)
+		st, err := openStore(ctx, db, true)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		if n, err := pendingMigrations(ctx, st); err != nil {
-			return err
-		} else if n > 0 {
-			return fmt.Errorf("the database %s lacks %d migrations: start the server on it once, or run 'sundial migrate up --db …'", sqlstore.Redact(db), n)
-		}
 		s, err := sundial.New(sundial.Config{Store: st})
 		if err != nil {
 			return err

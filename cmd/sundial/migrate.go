@@ -24,23 +24,8 @@ nodes of a new version are rolled out one by one with --no-migrate.
 --db can also be set as SUNDIAL_DB.`,
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
-	// withStore runs fn on the opened database and closes it.
-	withStore := func(fn func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, _ []string) error {
-			if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
-				return err
-			}
-			ctx := commandContext(cmd)
-			st, err := sqlstore.Open(ctx, db)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			return fn(ctx, cmd, st)
-		}
-	}
 	up := &cobra.Command{Use: "up", Short: "Apply the migrations the database lacks", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
+		RunE: withStore(&db, false, func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
 			before, err := pendingMigrations(ctx, st)
 			if err != nil {
 				return err
@@ -52,7 +37,7 @@ nodes of a new version are rolled out one by one with --no-migrate.
 			return nil
 		})}
 	status := &cobra.Command{Use: "status", Short: "List the migrations and whether the database has each", Args: cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
+		RunE: withStore(&db, false, func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error {
 			ms, err := st.MigrationStatus(ctx)
 			if err != nil {
 				return err
@@ -76,6 +61,46 @@ func printMigrations(w io.Writer, ms []sqlstore.Migration) error {
 }
 
 // pendingMigrations counts the migrations the database lacks.
+// storeFunc is what a command does with the database of its --db.
+type storeFunc func(ctx context.Context, cmd *cobra.Command, st *sqlstore.Store) error
+
+// withStore runs fn on the database of *db (read when the command runs, after the
+// environment's SUNDIAL_DB), closed afterwards; migrated refuses a database that lacks
+// migrations, for commands that read or write its tables.
+func withStore(db *string, migrated bool, fn storeFunc) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := flagsFromEnv(cmd.Flags(), nil); err != nil {
+			return err
+		}
+		ctx := commandContext(cmd)
+		st, err := openStore(ctx, *db, migrated)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return fn(ctx, cmd, st)
+	}
+}
+
+// openStore opens the database db; migrated refuses one that lacks migrations.
+func openStore(ctx context.Context, db string, migrated bool) (*sqlstore.Store, error) {
+	st, err := sqlstore.Open(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if !migrated {
+		return st, nil
+	}
+	if n, err := pendingMigrations(ctx, st); err != nil {
+		st.Close()
+		return nil, err
+	} else if n > 0 {
+		st.Close()
+		return nil, fmt.Errorf("the database %s lacks %d migrations: start the server on it once, or run 'sundial migrate up --db …'", sqlstore.Redact(db), n)
+	}
+	return st, nil
+}
+
 func pendingMigrations(ctx context.Context, st *sqlstore.Store) (int, error) {
 	ms, err := st.MigrationStatus(ctx)
 	if err != nil {
