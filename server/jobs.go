@@ -164,26 +164,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// jobStates are the job list's state filter: enabled (a trigger waits to fire), paused (a
-// trigger paused and none waiting: what Job.Paused says), failing (the newest ended run
-// failed), or a trigger of the job complete or in error.
-var jobStates = []string{"enabled", "paused", "failing", "complete", "error"}
-
 // jobFilter reads the job list's filters: group, app, handler, name_prefix, state.
 func jobFilter(q url.Values) (store.JobFilter, error) {
 	f := store.JobFilter{Group: q.Get("group"), App: q.Get("app"), Handler: q.Get("handler"), NamePrefix: q.Get("name_prefix")}
-	switch st := q.Get("state"); st {
-	case "":
-	case "enabled":
-		f.TriggerState = store.TriggerWaiting
-	case "paused":
-		f.Paused = true
-	case "failing":
-		f.Failing = true
-	case "complete", "error":
-		f.TriggerState = store.TriggerState(st)
-	default:
-		return f, invalidField("state", "want one of %s, got %q", strings.Join(jobStates, ", "), st)
+	if st := q.Get("state"); st != "" && !f.WithState(st) {
+		return f, invalidField("state", "want one of %s, got %q", strings.Join(store.JobStates, ", "), st)
 	}
 	return f, nil
 }

@@ -385,6 +385,28 @@ type JobFilter struct {
 	Limit   int // <= 0 for the implementation's default
 }
 
+// JobStates are the words job lists filter by (JobFilter.WithState), in the API, the CLI and
+// the console alike.
+var JobStates = []string{"enabled", "paused", "failing", "complete", "error"}
+
+// WithState sets f for one of JobStates: enabled (a trigger waits to fire), paused (Paused),
+// failing (Failing), or a trigger complete or in error. It reports false for another word.
+func (f *JobFilter) WithState(state string) bool {
+	switch state {
+	case "enabled":
+		f.TriggerState = TriggerWaiting
+	case "paused":
+		f.Paused = true
+	case "failing":
+		f.Failing = true
+	case "complete", "error":
+		f.TriggerState = TriggerState(state)
+	default:
+		return false
+	}
+	return true
+}
+
 // TriggerFilter selects triggers for TriggerList.
 type TriggerFilter struct {
 	JobID int64 // 0 for all jobs

@@ -17,8 +17,17 @@ const executionsPageSize = 50
 
 var (
 	execStates = []string{"pending", "acquired", "running", "succeeded", "failed", "timed_out", "lost", "skipped", "canceled"}
-	execCauses = []string{"schedule", "manual", "api", "retry", "misfire", "recovery", "child"}
+	execCauses = causeNames()
 )
+
+// causeNames are store.ExecutionCauses as the filter's words.
+func causeNames() []string {
+	out := make([]string, len(store.ExecutionCauses))
+	for i, c := range store.ExecutionCauses {
+		out[i] = string(c)
+	}
+	return out
+}
 
 type executionsView struct {
 	Now    int64

@@ -60,21 +60,18 @@ type jobsView struct {
 	Next  string
 	Apps  []string
 	First bool
+	// States are the state filter's choices (store.JobStates).
+	States []string
 }
-
-// jobStates are the filter's choices: a job is listed under a state when one of its triggers
-// is in it.
-var jobStates = []string{"waiting", "paused", "complete", "error"}
 
 func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := store.JobFilter{Group: strings.TrimSpace(q.Get("group")), NameContains: strings.TrimSpace(q.Get("q")),
 		App: strings.TrimSpace(q.Get("app")), Handler: strings.TrimSpace(q.Get("handler")), Limit: jobsPageSize + 1}
 	if st := q.Get("state"); st != "" {
-		if !contains(jobStates, st) {
-			return errBadRequest(fmt.Sprintf("state: want one of %s, got %q", strings.Join(jobStates, ", "), st))
+		if !f.WithState(st) {
+			return errBadRequest(fmt.Sprintf("state: want one of %s, got %q", strings.Join(store.JobStates, ", "), st))
 		}
-		f.TriggerState = store.TriggerState(st)
 	}
 	var err error
 	if f.AfterID, err = queryInt(q, "after"); err != nil {
@@ -84,7 +81,7 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	jv := jobsView{Filter: q, First: f.AfterID == 0}
+	jv := jobsView{Filter: q, First: f.AfterID == 0, States: store.JobStates}
 	if len(js) > jobsPageSize {
 		js = js[:jobsPageSize]
 		nq := url.Values{}

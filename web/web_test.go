@@ -171,7 +171,7 @@ func TestEveryPageRenders(t *testing.T) {
 	id := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"nightly"}, "triggers[0].cron": {"0 0 2 * * ?"}}))
 	run := c.post(fmt.Sprintf("/jobs/%d/run", id), csrf, nil).mustStatus(t, http.StatusSeeOther)
 	c.post("/calendars", csrf, url.Values{"name": {"holidays"}, "spec": {"holiday:2026-12-25"}}).mustStatus(t, http.StatusSeeOther)
-	for _, path := range []string{"/", "/jobs", "/jobs?q=night&state=waiting", "/jobs/new", fmt.Sprintf("/jobs/%d", id),
+	for _, path := range []string{"/", "/jobs", "/jobs?q=night&state=enabled", "/jobs/new", fmt.Sprintf("/jobs/%d", id),
 		fmt.Sprintf("/jobs/%d/edit", id), fmt.Sprintf("/jobs/%d/copy", id), "/executions", "/executions?state=pending&cause=manual&from=2026-01-01T00:00", run.header.Get("Location"),
 		"/apps", "/nodes", "/calendars?name=holidays&month=2026-12", "/users", "/users/1", "/account"} {
 		c.get(path).mustStatus(t, http.StatusOK)
