@@ -193,7 +193,10 @@ func (w *watcher) stop() { w.cancel(); <-w.done }
 func (c *cluster) watch(ctx context.Context) *watcher {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watcher{cancel: cancel, done: make(chan struct{})}
-	held := map[*Kill]map[int64]bool{}
+	// held maps each kill to the live executions its node's life owned, by id, to that life
+	// (the incarnation): a node restarted under the same id may take the same row again once
+	// its earlier life's fires are returned, and that row is then released, held anew.
+	held := map[*Kill]map[int64]string{}
 	ownedBy := func(e *store.Execution, node string) bool {
 		return (e.State == store.ExecAcquired || e.State == store.ExecRunning) && strings.HasPrefix(e.Node, node)
 	}
@@ -217,17 +220,17 @@ func (c *cluster) watch(ctx context.Context) *watcher {
 				ids, seen := held[k]
 				switch {
 				case !seen && k.At < polled:
-					ids = map[int64]bool{}
+					ids = map[int64]string{}
 					for _, e := range live {
 						if ownedBy(e, k.NodeID) {
-							ids[e.ID] = true
+							ids[e.ID] = e.Incarnation
 						}
 					}
 					held[k], k.Held = ids, len(ids)
 				case seen && k.Held > 0 && k.Released == 0:
 					still := false
 					for _, e := range live {
-						if ids[e.ID] && ownedBy(e, k.NodeID) {
+						if life, ok := ids[e.ID]; ok && e.Incarnation == life && ownedBy(e, k.NodeID) {
 							still = true
 							break
 						}
