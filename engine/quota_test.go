@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,12 +36,15 @@ func TestAppFireRateQuota(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		st := openStore(t, dialect)
 		rec := newRecorder()
-		var mu sync.Mutex
-		startedAt := map[int64]time.Time{}
+		// Each start with its time, taken as the fire runs (the recorder's own channel gets
+		// the fire just before).
+		type start struct {
+			f  *Fire
+			at time.Time
+		}
+		starts := make(chan start, 64)
 		rec.behave = func(_ context.Context, f *Fire) Result {
-			mu.Lock()
-			startedAt[f.Execution.ID] = time.Now()
-			mu.Unlock()
+			starts <- start{f, time.Now()}
 			return Result{}
 		}
 		e := newEngine(t, st, rec, "n1", clock.Real{}, func(c *Config) { c.AppFiresPerSecond = 4 })
@@ -61,10 +63,8 @@ func TestAppFireRateQuota(t *testing.T) {
 		// machine's load, so real start times are only checked against their slots.
 		var busySlots []int64
 		var lastBusy time.Time
-		for _, f := range waitFor(t, "14 fires", rec.started, 14) {
-			mu.Lock()
-			now := startedAt[f.Execution.ID]
-			mu.Unlock()
+		for _, s := range waitFor(t, "14 fires", starts, 14) {
+			f, now := s.f, s.at
 			if f.Execution.ScheduledAt != due.UnixMilli() {
 				t.Errorf("fire %d scheduled at %d, want %d: the quota must not move the scheduled time", f.Execution.ID, f.Execution.ScheduledAt, due.UnixMilli())
 			}

@@ -296,9 +296,11 @@ func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 		res.StartedAt = started.UnixMilli()
 	}
 	// The reporter holds the result before the run is forgotten, so a heartbeat never misses
-	// the run in between (the server would declare it lost).
-	e.rep.add(res)
+	// the run in between (the server would declare it lost). Both happen under e.mu, with the
+	// job's slot freed: a run the server sends on reading the result is admitted (accept
+	// takes e.mu) only once the slot is free, and a discard job's next run is not refused.
 	e.mu.Lock()
+	e.rep.add(res)
 	delete(e.runs, rs.run.ExecutionID)
 	e.rememberEnded(rs.run.ExecutionID)
 	if rs.cancel != nil { // a queued run was never admitted as active
