@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
@@ -21,25 +23,16 @@ func toExecutionOut(x *store.Execution) api.Execution {
 		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: x.Params}
 }
 
-var executionCauses = map[store.ExecutionCause]bool{
-	store.CauseSchedule: true, store.CauseManual: true, store.CauseAPI: true, store.CauseRetry: true,
-	store.CauseMisfire: true, store.CauseRecovery: true, store.CauseChild: true,
-}
-
-var executionStates = map[store.ExecutionState]bool{
-	store.ExecPending: true, store.ExecAcquired: true, store.ExecRunning: true, store.ExecSucceeded: true,
-	store.ExecFailed: true, store.ExecTimedOut: true, store.ExecLost: true, store.ExecSkipped: true, store.ExecCanceled: true,
-}
-
 // listExecutions lists executions newest first (order=asc for oldest first), filtered by job,
-// app, state, cause, executor address, alarm state and a fired-at range.
+// app, state, cause, executor address, alarm state and a fired-at range. With a range, the
+// list is in fired-at order and holds fired executions only.
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	limit, err := pageLimit(r)
 	if err != nil {
 		return err
 	}
-	f := store.ExecutionFilter{Limit: limit + 1, Desc: true}
+	f := store.ExecutionFilter{Limit: limit + 1, Desc: true, Scope: principalFrom(r.Context()).ReadScope()}
 	if f.AfterID, err = queryID(r, "after"); err != nil {
 		return err
 	}
@@ -48,25 +41,23 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 	}
 	f.App = q.Get("app")
 	if c := q.Get("cause"); c != "" {
-		if !executionCauses[store.ExecutionCause(c)] {
-			return invalidField("cause", "want schedule, manual, api, retry, misfire, recovery or child, got %q", c)
+		if !store.ExecutionCause(c).Valid() {
+			return invalidField("cause", "want one of %s, got %q", strings.Join(store.Words(store.ExecutionCauses), ", "), c)
 		}
 		f.Cause = store.ExecutionCause(c)
 	}
 	if st := q.Get("state"); st != "" {
-		if !executionStates[store.ExecutionState(st)] {
-			return invalidField("state", "want pending, acquired, running, succeeded, failed, timed_out, lost, skipped or canceled, got %q", st)
+		if !store.ExecutionState(st).Valid() {
+			return invalidField("state", "want one of %s, got %q", strings.Join(store.Words(store.ExecutionStates), ", "), st)
 		}
 		f.State = store.ExecutionState(st)
 	}
 	f.ExecutorAddress = q.Get("executor")
 	if st := q.Get("alarm_state"); st != "" {
-		switch a := store.AlarmState(st); a {
-		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:
-			f.AlarmState = a
-		default:
-			return invalidField("alarm_state", "want none, pending, sending, sent or failed, got %q", st)
+		if !store.AlarmState(st).Valid() {
+			return invalidField("alarm_state", "want one of %s, got %q", strings.Join(store.Words(store.AlarmStates), ", "), st)
 		}
+		f.AlarmState = store.AlarmState(st)
 	}
 	switch o := q.Get("order"); o {
 	case "", "desc":
@@ -91,15 +82,13 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 		return invalidField("to", "must be after from")
 	}
 	xs, err := s.store.ExecutionList(r.Context(), f)
+	if errors.Is(err, store.ErrNotFound) && f.AfterID != 0 {
+		return invalidField("after", "execution %d is no longer stored (retention removed it): list from the start", f.AfterID)
+	}
 	if err != nil {
 		return err
 	}
-	page, err := s.executionsInScope(r.Context(), principalFrom(r.Context()),
-		paginate(xs, limit, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, paginate(xs, limit, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
 	return nil
 }
 

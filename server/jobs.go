@@ -138,7 +138,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
 			return err
-		case j.ID > after:
+		case j.ID > after && principalFrom(r.Context()).Can(ActRead, j.App):
 			page.Items = append(page.Items, toJobOut(j))
 			if err := markPaused(r.Context(), s.store, store.JobFilter{AfterID: j.ID - 1}, page.Items); err != nil {
 				return err
@@ -151,7 +151,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f.AfterID, f.Limit = after, limit+1
+	f.AfterID, f.Limit, f.Scope = after, limit+1, principalFrom(r.Context()).ReadScope()
 	js, err := s.store.JobList(r.Context(), f)
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err := markPaused(r.Context(), s.store, f, page.Items); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, inScope(principalFrom(r.Context()), page, func(j api.Job) string { return j.App }))
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/sundial-scheduler/sundial"
-	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -131,16 +130,25 @@ func newPrincipal(u *store.User, tok *store.APIToken) *Principal {
 // has it.
 func (p *Principal) InScope(app string) bool { return p.Apps == nil || (app != "" && p.Apps[app]) }
 
+// ReadScope is the scope as the store's list filters take it (store.Readable): nil for every
+// app.
+func (p *Principal) ReadScope() []string {
+	if p.Apps == nil {
+		return nil
+	}
+	return scopeList(p.Apps)
+}
+
 // Can reports whether the principal may do a on app's things. Reads of what belongs to no app
 // (app "") are open to every role; changes to it need an unscoped principal.
 func (p *Principal) Can(a Action, app string) bool {
 	if roleRank(p.Role) < a {
 		return false
 	}
-	if a == ActRead && app == "" {
-		return true
-	}
-	if a == ActRead || a == ActOperate {
+	switch a {
+	case ActRead:
+		return store.Readable(p.ReadScope(), app)
+	case ActOperate:
 		return p.InScope(app)
 	}
 	return true
@@ -311,40 +319,4 @@ func byExecution(s *Server, r *http.Request) (target, error) {
 	}
 	jt.script = false
 	return jt, err
-}
-
-// inScope drops from a page of a list the items of apps the principal may not read. The
-// cursor stays the unfiltered page's, so paging goes on past them; a page may come out short.
-func inScope[T any](p *Principal, page api.Page[T], appOf func(T) string) api.Page[T] {
-	if p.Apps == nil {
-		return page
-	}
-	kept := page.Items[:0]
-	for _, it := range page.Items {
-		if p.Can(ActRead, appOf(it)) {
-			kept = append(kept, it)
-		}
-	}
-	page.Items = kept
-	return page
-}
-
-// executionsInScope is inScope for executions, whose app is their job's.
-func (s *Server) executionsInScope(ctx context.Context, p *Principal, page api.Page[api.Execution]) (api.Page[api.Execution], error) {
-	if p.Apps == nil {
-		return page, nil
-	}
-	ids := make([]int64, len(page.Items))
-	for i, x := range page.Items {
-		ids[i] = x.JobID
-	}
-	jobs, err := s.store.JobsGet(ctx, ids)
-	if err != nil {
-		return page, err
-	}
-	apps := make(map[int64]string, len(jobs))
-	for _, j := range jobs {
-		apps[j.ID] = j.App
-	}
-	return inScope(p, page, func(x api.Execution) string { return apps[x.JobID] }), nil
 }

@@ -307,3 +307,32 @@ func TestTokenScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestScopedListsAreFullPages checks that a scoped user's lists are cut to its apps before
+// paging: a page of one is its app's newest item, not an empty page over another app's, and
+// a lookup by name does not find another app's job.
+func TestScopedListsAreFullPages(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		ctx := context.Background()
+		admin := e.client()
+		op, _ := e.userClient(api.UserRequest{Name: "otto", Role: api.RoleOperator, Scope: []string{"billing"}})
+		mail := must(admin.CreateJob(ctx, jobReq("mail", "mail", "http")))(t)
+		bill := must(admin.CreateJob(ctx, jobReq("bill", "billing", "http")))(t)
+		must(admin.CreateJob(ctx, jobReq("mail-2", "mail", "http")))(t)
+		billRun := must(admin.RunJob(ctx, bill.ID))(t)
+		must(admin.RunJob(ctx, mail.ID))(t)
+		must(admin.RunJob(ctx, mail.ID))(t)
+
+		jobs := must(op.ListJobs(ctx, api.JobFilter{}, api.ListOptions{Limit: 1}))(t)
+		if len(jobs.Items) != 1 || jobs.Items[0].ID != bill.ID || jobs.Next != nil {
+			t.Fatalf("operator of billing, jobs by one: %+v, want the bill job alone", jobs)
+		}
+		xs := must(op.ListExecutions(ctx, api.ExecutionFilter{}, api.ListOptions{Limit: 1}))(t)
+		if len(xs.Items) != 1 || xs.Items[0].ID != billRun.ID || xs.Next != nil {
+			t.Fatalf("operator of billing, executions by one: %+v, want the bill job's run alone", xs)
+		}
+		_, err := op.FindJob(ctx, "", "mail")
+		wantStatus(t, "operator looking up another app's job by name", err, 404)
+	})
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -381,8 +382,17 @@ type JobFilter struct {
 	// Failing keeps the jobs whose last ended execution failed, timed out or was lost: the
 	// jobs an operator has to look at now, not every job that ever failed once.
 	Failing bool
+	// Scope, when not nil, keeps the jobs a reader of these apps may see (Readable).
+	Scope   []string
 	AfterID int64
 	Limit   int // <= 0 for the implementation's default
+}
+
+// Readable reports whether a reader whose scope is these apps (nil: every app) may see what
+// belongs to app: one of its apps, or no app at all (jobs run on the scheduler's own nodes),
+// which every reader may see. The lists' Scope filters keep what it allows.
+func Readable(scope []string, app string) bool {
+	return scope == nil || app == "" || slices.Contains(scope, app)
 }
 
 // JobStates are the words job lists filter by (JobFilter.WithState), in the API, the CLI and
@@ -420,13 +430,17 @@ type TriggerFilter struct {
 	// ByNextFire lists by next fire time (then id) instead of by id, ignoring AfterID: the
 	// next fires across jobs, with State waiting.
 	ByNextFire bool
+	// Scope, when not nil, keeps the triggers of the jobs a reader of these apps may see.
+	Scope []string
 }
 
 // ExecutionFilter selects executions for ExecutionList.
 type ExecutionFilter struct {
 	JobID int64
 	// App keeps the executions of the app's jobs; empty for all.
-	App   string
+	App string
+	// Scope, when not nil, keeps the executions of the jobs a reader of these apps may see.
+	Scope []string
 	State ExecutionState
 	// Cause keeps the executions of one cause (manual, retry, ...); empty for all.
 	Cause ExecutionCause
@@ -435,10 +449,13 @@ type ExecutionFilter struct {
 	// AlarmState keeps the executions whose alarm is in this state (AlarmSending: claimed
 	// for delivery and not recorded yet, or left so by a node that died); empty for all.
 	AlarmState AlarmState
-	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound.
+	// FiredFrom and FiredTo bound FiredAt (inclusive, exclusive); 0 for no bound. With
+	// either, the list holds fired executions only, ordered by FiredAt, then ID.
 	FiredFrom int64
 	FiredTo   int64
-	// AfterID is the last ID seen: with Desc the list continues below it, else above it.
+	// AfterID is the last ID seen: with Desc the list continues below it, else above it
+	// (in the list's order, so with a fired range after its FiredAt, then ID). An AfterID
+	// that no longer exists ends a fired range's list with ErrNotFound.
 	AfterID int64
 	// Desc lists the newest first.
 	Desc  bool

@@ -1,5 +1,7 @@
 package store
 
+import "slices"
+
 // TargetKind says how a fire reaches code.
 type TargetKind string
 
@@ -167,6 +169,18 @@ const (
 // ExecutionCauses are all the causes, in the order lists show them.
 var ExecutionCauses = []ExecutionCause{CauseSchedule, CauseManual, CauseAPI, CauseRetry, CauseMisfire, CauseRecovery, CauseChild}
 
+// Words are xs as plain strings: the words a form offers and an error message lists.
+func Words[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// Valid reports whether c is one of ExecutionCauses.
+func (c ExecutionCause) Valid() bool { return slices.Contains(ExecutionCauses, c) }
+
 // ExecutionState is where an execution is in its life.
 type ExecutionState string
 
@@ -187,6 +201,13 @@ const (
 	ExecSkipped  ExecutionState = "skipped"
 	ExecCanceled ExecutionState = "canceled"
 )
+
+// ExecutionStates are all the states, live first, in the order lists show them.
+var ExecutionStates = []ExecutionState{ExecPending, ExecAcquired, ExecRunning, ExecSucceeded, ExecFailed,
+	ExecTimedOut, ExecLost, ExecSkipped, ExecCanceled}
+
+// Valid reports whether s is one of ExecutionStates.
+func (s ExecutionState) Valid() bool { return slices.Contains(ExecutionStates, s) }
 
 // Terminal reports whether no further transition leaves s.
 func (s ExecutionState) Terminal() bool {
@@ -212,6 +233,12 @@ const (
 	AlarmSent    AlarmState = "sent"
 	AlarmFailed  AlarmState = "failed"
 )
+
+// AlarmStates are all the alarm states, in their order.
+var AlarmStates = []AlarmState{AlarmNone, AlarmPending, AlarmSending, AlarmSent, AlarmFailed}
+
+// Valid reports whether a is one of AlarmStates.
+func (a AlarmState) Valid() bool { return slices.Contains(AlarmStates, a) }
 
 // Execution is one fire of a job: the in-flight record while it is live and the history
 // afterwards.

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // Sessions are the server's (POST /api/v1/auth/login makes them): the console only relays the
@@ -35,6 +37,34 @@ const (
 type user struct{ api.User }
 
 func (u *user) Admin() bool { return u != nil && u.Role == "admin" }
+
+// readScope is the user's scope as the store's lists take it (store.Readable): nil for every
+// app.
+func (u *user) readScope() []string {
+	if u == nil {
+		return []string{}
+	}
+	if slices.Contains(u.Scope, store.ScopeAll) {
+		return nil
+	}
+	return append([]string{}, u.Scope...)
+}
+
+// errOutOfScope is the API's answer to a read of another app's job or execution.
+var errOutOfScope = &pageError{http.StatusForbidden, "this is outside your scope of apps"}
+
+// readableJob reads job id for the signed-in user, refusing one outside their scope as the
+// API does.
+func (c *Console) readableJob(r *http.Request, id int64) (*store.Job, error) {
+	j, err := c.store.JobGet(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !store.Readable(userFrom(r.Context()).readScope(), j.App) {
+		return nil, errOutOfScope
+	}
+	return j, nil
+}
 
 type userKey struct{}
 type csrfKey struct{}

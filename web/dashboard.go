@@ -74,7 +74,9 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	now := c.clock.Now().UnixMilli()
 	dv := dashboardView{Now: now}
-	running, err := c.store.ExecutionList(ctx, store.ExecutionFilter{State: store.ExecRunning, Desc: true, Limit: dashboardRows})
+	scope := userFrom(ctx).readScope()
+	running, err := c.store.ExecutionList(ctx, store.ExecutionFilter{State: store.ExecRunning, Desc: true, Limit: dashboardRows,
+		Scope: scope})
 	if err != nil {
 		return err
 	}
@@ -83,7 +85,7 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 	since := now - 24*time.Hour.Milliseconds()
 	var failures []*store.Execution
 	for _, st := range []store.ExecutionState{store.ExecFailed, store.ExecTimedOut, store.ExecLost} {
-		xs, err := c.store.ExecutionList(ctx, store.ExecutionFilter{State: st, Desc: true, Limit: dashboardRows})
+		xs, err := c.store.ExecutionList(ctx, store.ExecutionFilter{State: st, Desc: true, Limit: dashboardRows, Scope: scope})
 		if err != nil {
 			return err
 		}
@@ -95,7 +97,8 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 	}
 	slices.SortFunc(failures, func(a, b *store.Execution) int { return int(b.ID - a.ID) })
 	failures = failures[:min(len(failures), dashboardRows)]
-	trigs, err := c.store.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: dashboardRows})
+	trigs, err := c.store.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: dashboardRows,
+		Scope: scope})
 	if err != nil {
 		return err
 	}

@@ -171,7 +171,7 @@ func (c *Console) existing(r *http.Request) (*editorView, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := c.store.JobGet(r.Context(), id)
+	j, err := c.readableJob(r, id)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,18 +17,9 @@ import (
 const executionsPageSize = 50
 
 var (
-	execStates = []string{"pending", "acquired", "running", "succeeded", "failed", "timed_out", "lost", "skipped", "canceled"}
-	execCauses = causeNames()
+	execStates = store.Words(store.ExecutionStates)
+	execCauses = store.Words(store.ExecutionCauses)
 )
-
-// causeNames are store.ExecutionCauses as the filter's words.
-func causeNames() []string {
-	out := make([]string, len(store.ExecutionCauses))
-	for i, c := range store.ExecutionCauses {
-		out[i] = string(c)
-	}
-	return out
-}
 
 type executionsView struct {
 	Now    int64
@@ -39,11 +31,11 @@ type executionsView struct {
 	Apps   []string
 }
 
-// executionsPage lists executions newest first, filtered by job, state and fired-at range,
-// a page at a time by id.
+// executionsPage lists executions newest first, filtered by job, app, state, cause and
+// fired-at range (which lists by fired time), a page at a time.
 func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := store.ExecutionFilter{Desc: true, Limit: executionsPageSize + 1}
+	f := store.ExecutionFilter{Desc: true, Limit: executionsPageSize + 1, Scope: userFrom(r.Context()).readScope()}
 	var err error
 	if f.JobID, err = queryInt(q, "job"); err != nil {
 		return err
@@ -77,6 +69,9 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	xs, err := c.store.ExecutionList(r.Context(), f)
+	if errors.Is(err, store.ErrNotFound) && f.AfterID != 0 {
+		return errBadRequest(fmt.Sprintf("after: execution %d is no longer stored (retention removed it): list from the start", f.AfterID))
+	}
 	if err != nil {
 		return err
 	}
@@ -129,8 +124,12 @@ func (c *Console) executionDetail(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	xv := executionView{Now: c.clock.Now().UnixMilli(), execRow: execRow{Execution: x}}
-	if j, err := c.store.JobGet(ctx, x.JobID); err == nil {
+	// A deleted job's executions are every reader's, as in the API: their app is unknown.
+	switch j, err := c.readableJob(r, x.JobID); {
+	case err == nil:
 		xv.Job, xv.JobName = j, j.Group+"/"+j.Name
+	case !errors.Is(err, store.ErrNotFound):
+		return err
 	}
 	if xv.Chain, err = c.attempts(r, x); err != nil {
 		return err

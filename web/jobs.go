@@ -67,7 +67,8 @@ type jobsView struct {
 func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := store.JobFilter{Group: strings.TrimSpace(q.Get("group")), NameContains: strings.TrimSpace(q.Get("q")),
-		App: strings.TrimSpace(q.Get("app")), Handler: strings.TrimSpace(q.Get("handler")), Limit: jobsPageSize + 1}
+		App: strings.TrimSpace(q.Get("app")), Handler: strings.TrimSpace(q.Get("handler")), Limit: jobsPageSize + 1,
+		Scope: userFrom(r.Context()).readScope()}
 	if st := q.Get("state"); st != "" {
 		if !f.WithState(st) {
 			return errBadRequest(fmt.Sprintf("state: want one of %s, got %q", strings.Join(store.JobStates, ", "), st))

@@ -95,7 +95,7 @@ func (c *Console) scriptVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := c.store.JobGet(r.Context(), id)
+	j, err := c.readableJob(r, id)
 	if err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func (d *dialect) valuesTable(cols []string, rows int) string {
 }
 
 // inList returns "(?, ?, ...)" for ids and the ids as arguments.
-func inList(ids []int64) (string, []any) {
+func inList[T any](ids []T) (string, []any) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
@@ -277,4 +277,14 @@ func nullInt64(v int64) any {
 		return nil
 	}
 	return v
+}
+
+// scopeCond is a Scope filter's condition on jobApp, the SQL of a job's app: the scope's apps
+// and no app (store.Readable), or nothing for a nil scope.
+func scopeCond(jobApp string, scope []string) (string, []any) {
+	if scope == nil {
+		return "", nil
+	}
+	in, args := inList(append([]string{""}, scope...))
+	return " AND " + jobApp + " IN " + in, args
 }

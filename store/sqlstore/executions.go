@@ -489,17 +489,36 @@ func (e *executor) ExecutionsGet(ctx context.Context, ids []int64) ([]*store.Exe
 // short index search instead of a scan of the whole history.
 const endedNotOK = "state IN ('failed', 'timed_out', 'lost', 'canceled', 'skipped')"
 
-// ExecutionList lists executions by id, ascending or descending: the live ones and the
-// history in one statement (one snapshot), each side cut to the limit first.
+// notScheduled is the predicate of the partial indexes executions_cause_idx (cause, id) and
+// executions_cause_fired_idx (cause, fired_at, id): the executions not fired by a schedule, a
+// small part of the history.
+const notScheduled = "cause <> 'schedule'"
+
+// ExecutionList lists executions by id, or, given a fired-time bound, by fired time then id,
+// ascending or descending: the live ones and the history in one statement (one snapshot),
+// each side cut to the limit first. A time range is listed in time order because ids and
+// fired times rise together: walking the ids down to a day weeks back filtered every row
+// since (170 ms for 1,000,000 executions on PostgreSQL), where the (fired_at, id) index starts
+// at the range.
 func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) ([]*store.Execution, error) {
+	byFired := f.FiredFrom != 0 || f.FiredTo != 0
+	op, dir := ">", ""
+	if f.Desc {
+		op, dir = "<", " DESC"
+	}
 	where := " WHERE 1 = 1"
 	var args []any
-	if f.AfterID != 0 {
-		if f.Desc {
-			where += " AND id < ?"
-		} else {
-			where += " AND id > ?"
+	switch {
+	case f.AfterID != 0 && byFired:
+		after, err := e.ExecutionGet(ctx, f.AfterID)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: list executions after %d: %w", f.AfterID, err)
 		}
+		// The bound on fired_at alone is the one an index range starts from; id breaks ties.
+		where += " AND fired_at " + op + "= ? AND (fired_at " + op + " ? OR id " + op + " ?)"
+		args = append(args, after.FiredAt, after.FiredAt, f.AfterID)
+	case f.AfterID != 0:
+		where += " AND id " + op + " ?"
 		args = append(args, f.AfterID)
 	}
 	if f.JobID != 0 {
@@ -510,6 +529,10 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		// The app's jobs are few beside their executions: each one's (job_id, id) index serves.
 		where += " AND job_id IN (SELECT j.id FROM jobs j WHERE j.app = ?)"
 		args = append(args, f.App)
+	}
+	if cond, scopeArgs := scopeCond("j.app", f.Scope); cond != "" {
+		where += " AND job_id IN (SELECT j.id FROM jobs j WHERE 1 = 1" + cond + ")"
+		args = append(args, scopeArgs...)
 	}
 	if f.State != "" {
 		switch f.State {
@@ -528,34 +551,42 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		}
 	}
 	if f.Cause != "" {
-		where += " AND cause = ?"
-		args = append(args, string(f.Cause))
+		if !f.Cause.Valid() {
+			return nil, fmt.Errorf("sqlstore: list executions: unknown cause %q", f.Cause)
+		}
+		// A literal, as for the states above, so that a rare cause (recovery, child) is a
+		// search of the partial indexes over the causes other than schedule (by id, and by
+		// fired time for a range): PostgreSQL proves from the constant that it is not
+		// 'schedule'; SQLite needs the predicate said again.
+		where += " AND cause = '" + string(f.Cause) + "'"
+		if f.Cause != store.CauseSchedule && e.d().kind == sqlite {
+			where += " AND " + notScheduled
+		}
 	}
 	if f.ExecutorAddress != "" {
 		where += " AND executor_address = ?"
 		args = append(args, f.ExecutorAddress)
 	}
 	if f.AlarmState != "" {
-		switch f.AlarmState {
-		case store.AlarmNone, store.AlarmPending, store.AlarmSending, store.AlarmSent, store.AlarmFailed:
-			// A literal, as for the ended states above: the pending and sending alarms have
-			// partial indexes that a parameter would not use.
-			where += " AND alarm_state = '" + string(f.AlarmState) + "'"
-		default:
+		if !f.AlarmState.Valid() {
 			return nil, fmt.Errorf("sqlstore: list executions: unknown alarm state %q", f.AlarmState)
 		}
+		// A literal, as for the ended states above: the pending and sending alarms have
+		// partial indexes that a parameter would not use.
+		where += " AND alarm_state = '" + string(f.AlarmState) + "'"
 	}
-	if f.FiredFrom != 0 {
+	if byFired {
+		// fired_at 0 is "not fired yet", which no range of fired times holds.
 		where += " AND fired_at >= ?"
-		args = append(args, f.FiredFrom)
+		args = append(args, max(f.FiredFrom, 1))
 	}
 	if f.FiredTo != 0 {
 		where += " AND fired_at < ?"
 		args = append(args, f.FiredTo)
 	}
-	order := " ORDER BY id LIMIT ?"
-	if f.Desc {
-		order = " ORDER BY id DESC LIMIT ?"
+	order := " ORDER BY id" + dir + " LIMIT ?"
+	if byFired {
+		order = " ORDER BY fired_at" + dir + ", id" + dir + " LIMIT ?"
 	}
 	limit := limitOr(f.Limit)
 	args = append(args, limit)

@@ -160,6 +160,10 @@ func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job
 		q += " AND handler = ?"
 		args = append(args, f.Handler)
 	}
+	if cond, scopeArgs := scopeCond("app", f.Scope); cond != "" {
+		q += cond
+		args = append(args, scopeArgs...)
+	}
 	if f.TriggerState != "" {
 		q += " AND EXISTS (SELECT 1 FROM triggers t WHERE t.job_id = jobs.id AND t.state = ?)"
 		args = append(args, string(f.TriggerState))

@@ -302,11 +302,16 @@ func redact(dsn string) string {
 }
 
 // Analyze refreshes the planner's statistics, as a bulk load should before the load runs
-// (autovacuum and auto-analyze would catch up only later).
+// (autovacuum and auto-analyze would catch up only later). On PostgreSQL it also vacuums: a
+// load passes every execution through the live table, and until autovacuum comes its dead
+// rows make each scan of that small table read hundreds of megabytes.
 func (s *Store) Analyze(ctx context.Context) error {
 	q := "ANALYZE"
-	if s.cfg.dialect.kind == mysqlKind {
+	switch s.cfg.dialect.kind {
+	case mysqlKind:
 		q = "ANALYZE TABLE jobs, triggers, executions, executions_live"
+	case postgres:
+		q = "VACUUM (ANALYZE)"
 	}
 	if _, err := s.db.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("sqlstore: analyze: %w", err)

@@ -131,6 +131,10 @@ func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*s
 		q += " AND state = ?"
 		args = append(args, string(f.State))
 	}
+	if cond, scopeArgs := scopeCond("(SELECT j.app FROM jobs j WHERE j.id = triggers.job_id)", f.Scope); cond != "" {
+		q += cond
+		args = append(args, scopeArgs...)
+	}
 	q += order
 	args = append(args, limitOr(f.Limit))
 	ts, err := scanTriggers(e.query(ctx, q, args...))

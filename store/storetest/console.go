@@ -46,6 +46,10 @@ func testJobsFilter(t *testing.T, s store.Store) {
 		{store.JobFilter{NamePrefix: "100%"}, []int64{percent.ID}},
 		{store.JobFilter{NamePrefix: "_"}, nil},
 		{store.JobFilter{NamePrefix: "invoice", NameContains: "month"}, nil},
+		// A scope keeps its apps' jobs and those of no app, which every reader sees.
+		{store.JobFilter{Scope: []string{"billing"}}, []int64{invoice.ID, report.ID, percent.ID, plain.ID}},
+		{store.JobFilter{Scope: []string{"reports"}}, []int64{percent.ID, plain.ID}},
+		{store.JobFilter{Scope: []string{"reports"}, App: "billing"}, nil},
 	} {
 		got := ids(get(s.JobList(ctx, tc.f)).ok(t), jobID)
 		equal(t, fmt.Sprintf("JobList(%+v)", tc.f), fmt.Sprint(got), fmt.Sprint(tc.want))
@@ -66,6 +70,20 @@ func testTriggersByNextFire(t *testing.T, s store.Store) {
 	equal(t, "next fires", fmt.Sprint(ids(got, triggerID)), fmt.Sprint([]int64{early.ID, late.ID, tie.ID}))
 	got = get(s.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: 1})).ok(t)
 	equal(t, "first next fire", fmt.Sprint(ids(got, triggerID)), fmt.Sprint([]int64{early.ID}))
+	billing := &store.Job{Group: "g", Name: "billing", TargetKind: store.TargetRemote, App: "billing", Handler: "h", Enabled: true}
+	noErr(t, s.JobInsert(ctx, billing))
+	first := newTrigger(t, s, billing.ID, "g", "billing-first", 100)
+	for _, tc := range []struct {
+		scope []string
+		want  []int64
+	}{
+		{nil, []int64{first.ID, early.ID}},
+		{[]string{"billing"}, []int64{first.ID, early.ID}},
+		{[]string{"reports"}, []int64{early.ID, late.ID}},
+	} {
+		got = get(s.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: 2, Scope: tc.scope})).ok(t)
+		equal(t, fmt.Sprintf("next fires in scope %q", tc.scope), fmt.Sprint(ids(got, triggerID)), fmt.Sprint(tc.want))
+	}
 }
 
 // testExecutionsByCause checks the executions list's cause filter, live and ended alike.
@@ -168,6 +186,9 @@ func testExecutionsByAppAndExecutor(t *testing.T, s store.Store) {
 		{store.ExecutionFilter{App: "none"}, nil},
 		{store.ExecutionFilter{ExecutorAddress: "http://10.0.0.1:9999"}, []int64{xs[0].ID}},
 		{store.ExecutionFilter{App: "billing", Desc: true, AfterID: xs[3].ID, Limit: 1}, []int64{xs[2].ID}},
+		{store.ExecutionFilter{Scope: []string{"billing"}}, []int64{xs[0].ID, xs[1].ID, xs[2].ID, xs[3].ID}},
+		{store.ExecutionFilter{Scope: []string{"reports"}}, []int64{xs[1].ID}},
+		{store.ExecutionFilter{Scope: []string{}, Desc: true, Limit: 1}, []int64{xs[1].ID}},
 	} {
 		got := ids(get(s.ExecutionList(ctx, tc.f)).ok(t), func(x *store.Execution) int64 { return x.ID })
 		equal(t, fmt.Sprintf("ExecutionList(%+v)", tc.f), fmt.Sprint(got), fmt.Sprint(tc.want))

@@ -1,9 +1,11 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -366,4 +368,76 @@ func testExecutionSweeps(t *testing.T, s store.Store) {
 	equal(t, "nothing left to delete", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 10)).ok(t), int64(0))
 	equal(t, "live kept", get(s.ExecutionGet(ctx, acq1.ID)).ok(t).State, store.ExecAcquired)
 	equal(t, "newer kept", get(s.ExecutionGet(ctx, run2.ID)).ok(t).State, store.ExecSucceeded)
+}
+
+// testExecutionsListByFired: a fired-time range lists by fired time, then id, whatever order
+// the ids came in, across the live table and the history, pages in that order, and never
+// holds an execution not fired yet.
+func testExecutionsListByFired(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	j := &store.Job{Group: "g", Name: "by-fired", TargetKind: store.TargetLocal, Handler: "h", Enabled: true}
+	noErr(t, s.JobInsert(ctx, j))
+	// Out of id order, with ties, running (live) and ended, one not fired (0).
+	fired := []int64{5030, 5010, 5020, 5010, 0, 5040, 5020, 4990, 5050, 5010, 5030, 5000}
+	var xs []*store.Execution
+	for i, at := range fired {
+		x := pending(j.ID, 0, int64(i), 0)
+		x.FiredAt = at
+		switch {
+		case at == 0:
+		case i%3 == 0:
+			x.State, x.Node = store.ExecRunning, "n1"
+		default:
+			x.State = store.ExecSucceeded
+		}
+		if i%4 == 1 {
+			x.Cause = store.CauseRecovery
+		}
+		xs = append(xs, x)
+	}
+	get(s.ExecutionsInsert(ctx, xs)).ok(t)
+	want := func(f store.ExecutionFilter) []int64 {
+		var in []*store.Execution
+		for _, x := range xs {
+			if x.FiredAt > 0 && x.FiredAt >= f.FiredFrom && (f.FiredTo == 0 || x.FiredAt < f.FiredTo) &&
+				(f.Cause == "" || x.Cause == f.Cause) {
+				in = append(in, x)
+			}
+		}
+		slices.SortFunc(in, func(a, b *store.Execution) int {
+			c := cmp.Or(cmp.Compare(a.FiredAt, b.FiredAt), cmp.Compare(a.ID, b.ID))
+			if f.Desc {
+				return -c
+			}
+			return c
+		})
+		return ids(in, executionID)
+	}
+	for _, f := range []store.ExecutionFilter{
+		{FiredFrom: 5000, FiredTo: 5050},
+		{FiredFrom: 5000, FiredTo: 5050, Desc: true},
+		{FiredTo: 5045, Desc: true},
+		{FiredFrom: 5010},
+		{FiredFrom: 4000, Cause: store.CauseRecovery, Desc: true},
+	} {
+		for _, limit := range []int{2, 3, 100} {
+			var got []int64
+			page := f
+			page.Limit = limit
+			for range len(xs) + 1 {
+				xs := get(s.ExecutionList(ctx, page)).ok(t)
+				if len(xs) == 0 {
+					break
+				}
+				got = append(got, ids(xs, executionID)...)
+				page.AfterID = xs[len(xs)-1].ID
+			}
+			equal(t, fmt.Sprintf("pages of %d of %+v", limit, f), fmt.Sprint(got), fmt.Sprint(want(f)))
+		}
+	}
+	_, err := s.ExecutionList(ctx, store.ExecutionFilter{FiredFrom: 4000, AfterID: xs[len(xs)-1].ID + 1000})
+	wantErr(t, err, store.ErrNotFound)
+	if _, err := s.ExecutionList(ctx, store.ExecutionFilter{Cause: "nosuch'"}); err == nil {
+		t.Fatal("an unknown cause listed executions; want an error")
+	}
 }
