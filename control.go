@@ -36,6 +36,14 @@ func (s *Scheduler) TriggerNowWith(ctx context.Context, jobID int64, params stri
 		if n := len(params); n > maxRunParams {
 			return schedule.Fieldf("params", "must be at most %d bytes, got %d", maxRunParams, n)
 		}
+		if ex.Params = params; params != "" && j.ParamsSecret {
+			// A secret job's run is as secret as the job: its params are stored sealed too.
+			sealed, err := s.secrets.Seal(params)
+			if err != nil {
+				return schedule.Fieldf("params", "the job's params are secret, and these cannot be sealed: %v", err)
+			}
+			ex.Params = sealed
+		}
 		_, err = q.ExecutionsInsert(ctx, []*store.Execution{ex})
 		return err
 	})

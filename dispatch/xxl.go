@@ -56,7 +56,7 @@ func (p xxlProber) idleBeat(ctx context.Context, addr string, jobID int64) (bool
 // its script as the glue source, stamped with its newest script version's time so the
 // executor rebuilds its script file when the script changed.
 func (r *Remote) triggerParam(ctx context.Context, ex *store.Execution, job *store.Job, index, total int) (xxljob.TriggerParam, error) {
-	p := xxljob.TriggerParam{JobID: job.ID, ExecutorHandler: job.Handler, ExecutorParams: job.Params,
+	p := xxljob.TriggerParam{JobID: job.ID, ExecutorHandler: job.Handler, ExecutorParams: paramsOf(ex, job),
 		ExecutorBlockStrategy: xxljob.BlockStrategy(string(job.Concurrency)), ExecutorTimeout: xxljob.TimeoutSeconds(job.TimeoutMs),
 		LogID: ex.ID, LogDateTime: ex.FiredAt, GlueType: xxljob.GlueType(job.Handler), BroadcastIndex: index, BroadcastTotal: total}
 	if p.GlueType == xxljob.GlueBean {

@@ -35,9 +35,11 @@ type Fire struct {
 	span       trace.Span
 }
 
-// Params are what the run's handler is given: a run-now's own parameters, or the job's.
+// Params are what the run's handler is given: a run-now's own parameters, or the job's. A
+// secret job's (Job.ParamsSecret) are in the job: the engine opens whichever of the two the
+// run takes into its copy of the job, and the execution keeps them sealed.
 func (f *Fire) Params() string {
-	if f.Execution.Params != "" {
+	if f.Execution.Params != "" && !f.Job.ParamsSecret {
 		return f.Execution.Params
 	}
 	return f.Job.Params

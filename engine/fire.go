@@ -12,6 +12,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -126,7 +127,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			job = &store.Job{ID: pf.exec.JobID, Concurrency: store.ConcurrencyAllow}
 			pf.exec.TriggerMsg = fmt.Sprintf("job %d no longer exists", pf.exec.JobID)
 		}
-		if job.ParamsSecret {
+		if job.ParamsSecret || secret.Sealed(pf.exec.Params) {
 			job = e.openParams(job, pf.exec)
 		}
 		f := &Fire{Execution: pf.exec, Job: job, notBefore: pf.notBefore, acquiredAt: pf.acquiredAt}
@@ -238,11 +239,21 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	}
 }
 
-// openParams returns a copy of a secret job with its params opened, for this fire's run
-// only: the cached job keeps them sealed. A fire whose params do not open (no key, or not
-// the key that sealed them) fails with the reason instead of running with garbage.
+// openParams returns a copy of a secret job with the params this fire runs with opened, for
+// this run only: the cached job and the execution (which retries copy) keep them sealed. They
+// are the run's own when it has some (a run-now's, sealed when given to a secret job), else
+// the job's; the copy is marked secret, which Fire.Params and the executor go by. A fire
+// whose params do not open (no key, or not the key that sealed them) fails with the reason
+// instead of running with garbage.
 func (e *Engine) openParams(job *store.Job, ex *store.Execution) *store.Job {
-	plain, err := e.cfg.Secrets.Open(job.Params)
+	params := job.Params
+	if ex.Params != "" {
+		params = ex.Params
+	}
+	plain, err := params, error(nil)
+	if secret.Sealed(params) {
+		plain, err = e.cfg.Secrets.Open(params)
+	}
 	if err != nil {
 		if ex.TriggerMsg == "" {
 			ex.TriggerMsg = fmt.Sprintf("job %d: secret params: %v", job.ID, err)
@@ -251,7 +262,7 @@ func (e *Engine) openParams(job *store.Job, ex *store.Execution) *store.Job {
 		return job
 	}
 	cp := *job
-	cp.Params = plain
+	cp.Params, cp.ParamsSecret = plain, true
 	return &cp
 }
 

@@ -140,6 +140,20 @@ func KeyID(v string) (string, bool) {
 	return id, ok
 }
 
+// Sealed reports whether v is a sealed value.
+func Sealed(v string) bool {
+	_, ok := KeyID(v)
+	return ok
+}
+
+// Shown is v as the API, the CLI and the console show it: Mask for a sealed value.
+func Shown(v string) string {
+	if Sealed(v) {
+		return Mask
+	}
+	return v
+}
+
 // additional is the authenticated data of a value: its key id, and its bound if any.
 func additional(id, bound string) []byte {
 	if bound == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -72,6 +73,10 @@ func TestSecretParams(t *testing.T) {
 				got <- sundial.ExecutionFrom(ctx).Params
 				return nil
 			})
+			s.Register("grab-failing", func(ctx context.Context) error {
+				got <- sundial.ExecutionFrom(ctx).Params
+				return errors.New("failing on purpose")
+			})
 		})
 		c := e.client()
 		ctx := context.Background()
@@ -124,6 +129,54 @@ func TestSecretParams(t *testing.T) {
 		must(c.RunJob(ctx, rj.ID))(t)
 		if run := fe.nextRun(); run.Params != secretValue || !run.ParamsSecret {
 			t.Fatalf("executor /run params %q secret %v", run.Params, run.ParamsSecret)
+		}
+
+		// A run-now's own params of a secret job are as secret: sealed in the execution (and
+		// in the retry that copies them), shown as ***, handed in clear.
+		const runSecret = "token=run-only-staple"
+		x := must(c.RunJobWith(ctx, rj.ID, api.RunRequest{Params: runSecret}))(t)
+		if x.Params != secret.Mask {
+			t.Fatalf("the run-now execution shows params %q, want %q", x.Params, secret.Mask)
+		}
+		if run := fe.nextRun(); run.Params != runSecret || !run.ParamsSecret {
+			t.Fatalf("executor /run of the run-now: params %q secret %v, want its own params in clear", run.Params, run.ParamsSecret)
+		}
+		failing := must(c.CreateJob(ctx, api.JobRequest{Name: "f", Handler: "grab-failing", Params: secretValue, ParamsSecret: true,
+			MaxRetries: 1}))(t)
+		first := must(c.RunJobWith(ctx, failing.ID, api.RunRequest{Params: runSecret}))(t)
+		for attempt := range 2 {
+			if p := <-got; p != runSecret {
+				t.Fatalf("attempt %d of a failing run-now got params %q, want %q", attempt, p, runSecret)
+			}
+		}
+		runs := must(e.st.ExecutionList(ctx, store.ExecutionFilter{JobID: failing.ID}))(t)
+		if len(runs) != 2 || runs[0].ID != first.ID {
+			t.Fatalf("executions of the failing job: %d, want the run-now and its retry", len(runs))
+		}
+		retry := e.awaitState(runs[1].ID, "failed")
+		if retry.Attempt != 1 || retry.Params != secret.Mask {
+			t.Fatalf("the retry: attempt %d params %q, want attempt 1 showing %q", retry.Attempt, retry.Params, secret.Mask)
+		}
+		rows, err := e.st.DB().Query("SELECT params FROM executions UNION ALL SELECT params FROM executions_live")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		sealed := 0
+		for rows.Next() {
+			var p string
+			if err := rows.Scan(&p); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(p, "run-only-staple") {
+				t.Fatalf("an execution row holds a run's secret params in clear: %q", p)
+			}
+			if strings.HasPrefix(p, "sdl1:k1:") {
+				sealed++
+			}
+		}
+		if sealed != 3 {
+			t.Fatalf("%d execution rows hold sealed params, want 3 (the run-now, the failing one and its retry)", sealed)
 		}
 	})
 }

@@ -172,6 +172,16 @@ func testXXLGeneration(t *testing.T, e *env, gen string) {
 		}
 	})
 
+	t.Run("run-now params", func(t *testing.T) {
+		id := job("first", "demoJobHandler", nil)
+		var x api.Execution
+		e.call("POST", "/api/v1/jobs/"+itoa(id)+"/run", api.RunRequest{Params: "p-now"}, 202, &x)
+		x = e.await(x.ID, "succeeded")
+		if p := byURL(x.ExecutorAddress).triggerOf(x.ID); p["executorParams"] != "p-now" {
+			t.Fatalf("trigger of a run with its own params: %v, want executorParams p-now", p)
+		}
+	})
+
 	t.Run("routing", func(t *testing.T) {
 		for _, c := range []struct {
 			routing string

@@ -14,6 +14,7 @@ import (
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -25,6 +26,7 @@ var funcs = template.FuncMap{
 	"ago":      func(now, at int64) string { return fmtDuration(now - at) },
 	"since":    func(now, t api.Time) string { return fmtDuration(int64(now - t)) },
 	"join":     strings.Join,
+	"shown":    secret.Shown,
 	"stateCls": stateClass,
 	"add":      func(a, b int) int { return a + b },
 	"asset":    asset,
