@@ -187,7 +187,8 @@ type Execution struct {
 // RunRequest is the optional body of POST /jobs/{id}/run.
 type RunRequest struct {
 	// Params, when not empty, are given to the run's handler in place of the job's. A script
-	// job takes none (its params are its script).
+	// job takes none (its params are its script). A secret job's (params_secret) are stored
+	// sealed like the job's, and the execution shows them as "***".
 	Params string `json:"params,omitempty"`
 }
 

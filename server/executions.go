@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -83,9 +82,6 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
 		return invalidField("to", "must be after from")
 	}
 	xs, err := s.store.ExecutionList(r.Context(), f)
-	if errors.Is(err, store.ErrNotFound) && f.AfterID != 0 {
-		return invalidField("after", "execution %d is no longer stored (retention removed it): list from the start", f.AfterID)
-	}
 	if err != nil {
 		return err
 	}

@@ -188,7 +188,7 @@ var (
 	errNeedsScripts = &apiError{Status: http.StatusForbidden, Code: "permission_denied",
 		Message: "jobs with script handlers need the scripts permission, which an admin grants"}
 	errOutOfScope = &apiError{Status: http.StatusForbidden, Code: "permission_denied",
-		Message: "this is outside your scope of apps"}
+		Message: store.ErrOutOfScope.Error()}
 )
 
 // allow checks the principal against the route's policy; nil means go ahead.

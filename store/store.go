@@ -395,6 +395,10 @@ func Readable(scope []string, app string) bool {
 	return scope == nil || app == "" || slices.Contains(scope, app)
 }
 
+// ErrOutOfScope is the refusal of what belongs to an app outside the reader's scope, in the
+// API and the console alike.
+var ErrOutOfScope = errors.New("this is outside your scope of apps")
+
 // JobStates are the words job lists filter by (JobFilter.WithState), in the API, the CLI and
 // the console alike.
 var JobStates = []string{"enabled", "paused", "failing", "complete", "error"}
@@ -454,8 +458,9 @@ type ExecutionFilter struct {
 	FiredFrom int64
 	FiredTo   int64
 	// AfterID is the last ID seen: with Desc the list continues below it, else above it
-	// (in the list's order, so with a fired range after its FiredAt, then ID). An AfterID
-	// that no longer exists ends a fired range's list with ErrNotFound.
+	// (in the list's order, so with a fired range after its FiredAt, then ID). A fired
+	// range's list after an execution no longer stored is refused with a schedule.FieldError
+	// naming "after".
 	AfterID int64
 	// Desc lists the newest first.
 	Desc  bool

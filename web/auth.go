@@ -51,7 +51,7 @@ func (u *user) readScope() []string {
 }
 
 // errOutOfScope is the API's answer to a read of another app's job or execution.
-var errOutOfScope = &pageError{http.StatusForbidden, "this is outside your scope of apps"}
+var errOutOfScope = &pageError{http.StatusForbidden, store.ErrOutOfScope.Error()}
 
 // readableJob reads job id for the signed-in user, refusing one outside their scope as the
 // API does.

@@ -69,9 +69,6 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	xs, err := c.store.ExecutionList(r.Context(), f)
-	if errors.Is(err, store.ErrNotFound) && f.AfterID != 0 {
-		return errBadRequest(fmt.Sprintf("after: execution %d is no longer stored (retention removed it): list from the start", f.AfterID))
-	}
 	if err != nil {
 		return err
 	}

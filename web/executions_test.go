@@ -84,6 +84,10 @@ func TestExecutionsFiltersPage(t *testing.T) {
 		}
 	}
 	c.get("/executions?app=billing").mustContain(t, `<option selected>billing</option>`)
+	c.get("/executions?"+rangeQ.Encode()).mustContain(t, `id="by-fired"`)
+	if strings.Contains(c.get("/executions").body, `id="by-fired"`) {
+		t.Error("the list without a time range says it is by fired time")
+	}
 }
 
 var (

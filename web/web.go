@@ -15,6 +15,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -230,11 +231,14 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	var pe *pageError
 	var ae *apiError
+	var fe *schedule.FieldError
 	switch {
 	case errors.As(err, &pe):
 		status, msg = pe.status, pe.msg
 	case errors.As(err, &ae):
 		status, msg = ae.Status, ae.Message
+	case errors.As(err, &fe):
+		status, msg = http.StatusBadRequest, fe.Error()
 	case errors.Is(err, store.ErrNotFound):
 		status, msg = http.StatusNotFound, err.Error()
 	case errors.Is(err, context.Canceled):

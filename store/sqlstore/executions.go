@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -523,6 +524,9 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 	switch {
 	case f.AfterID != 0 && byFired:
 		after, err := e.ExecutionGet(ctx, f.AfterID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, schedule.Fieldf("after", "execution %d is no longer stored (retention removed it): list from the start", f.AfterID)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: list executions after %d: %w", f.AfterID, err)
 		}

@@ -3,12 +3,14 @@ package storetest
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -436,7 +438,10 @@ func testExecutionsListByFired(t *testing.T, s store.Store) {
 		}
 	}
 	_, err := s.ExecutionList(ctx, store.ExecutionFilter{FiredFrom: 4000, AfterID: xs[len(xs)-1].ID + 1000})
-	wantErr(t, err, store.ErrNotFound)
+	var fe *schedule.FieldError
+	if !errors.As(err, &fe) || fe.Field != "after" {
+		t.Fatalf("a fired range after an execution not stored: %v, want an error naming after", err)
+	}
 	if _, err := s.ExecutionList(ctx, store.ExecutionFilter{Cause: "nosuch'"}); err == nil {
 		t.Fatal("an unknown cause listed executions; want an error")
 	}
