@@ -36,7 +36,8 @@ func (s *Scheduler) TriggerNowWith(ctx context.Context, jobID int64, params stri
 		if n := len(params); n > maxRunParams {
 			return schedule.Fieldf("params", "must be at most %d bytes, got %d", maxRunParams, n)
 		}
-		if ex.Params = params; params != "" && j.ParamsSecret {
+		ex.Params = params // again on every attempt of the transaction: sealed below at most once
+		if params != "" && j.ParamsSecret {
 			// A secret job's run is as secret as the job: its params are stored sealed too.
 			sealed, err := s.secrets.Seal(params)
 			if err != nil {

@@ -47,6 +47,7 @@ func (u *user) readScope() []string {
 	if slices.Contains(u.Scope, store.ScopeAll) {
 		return nil
 	}
+	// Never nil here: an answer without a scope reads as no app, not as every app.
 	return append([]string{}, u.Scope...)
 }
 

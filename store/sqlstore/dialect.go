@@ -279,12 +279,21 @@ func nullInt64(v int64) any {
 	return v
 }
 
-// scopeCond is a Scope filter's condition on jobApp, the SQL of a job's app: the scope's apps
-// and no app (store.Readable), or nothing for a nil scope.
-func scopeCond(jobApp string, scope []string) (string, []any) {
+// scopeCond is a Scope filter's condition on a job's app column: the scope's apps and no app
+// (store.Readable), or nothing for a nil scope.
+func scopeCond(appCol string, scope []string) (string, []any) {
 	if scope == nil {
 		return "", nil
 	}
 	in, args := inList(append([]string{""}, scope...))
-	return " AND " + jobApp + " IN " + in, args
+	return " AND " + appCol + " IN " + in, args
+}
+
+// scopedJobsCond is scopeCond for rows that name their job by job_id (executions, triggers).
+func scopedJobsCond(scope []string) (string, []any) {
+	cond, args := scopeCond("j.app", scope)
+	if cond == "" {
+		return "", nil
+	}
+	return " AND job_id IN (SELECT j.id FROM jobs j WHERE 1 = 1" + cond + ")", args
 }

@@ -546,8 +546,8 @@ func (e *executor) ExecutionList(ctx context.Context, f store.ExecutionFilter) (
 		where += " AND job_id IN (SELECT j.id FROM jobs j WHERE j.app = ?)"
 		args = append(args, f.App)
 	}
-	if cond, scopeArgs := scopeCond("j.app", f.Scope); cond != "" {
-		where += " AND job_id IN (SELECT j.id FROM jobs j WHERE 1 = 1" + cond + ")"
+	if cond, scopeArgs := scopedJobsCond(f.Scope); cond != "" {
+		where += cond
 		args = append(args, scopeArgs...)
 	}
 	if f.State != "" {

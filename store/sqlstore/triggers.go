@@ -131,7 +131,7 @@ func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*s
 		q += " AND state = ?"
 		args = append(args, string(f.State))
 	}
-	if cond, scopeArgs := scopeCond("(SELECT j.app FROM jobs j WHERE j.id = triggers.job_id)", f.Scope); cond != "" {
+	if cond, scopeArgs := scopedJobsCond(f.Scope); cond != "" {
 		q += cond
 		args = append(args, scopeArgs...)
 	}
