@@ -143,8 +143,15 @@ func (d DailyInterval) firesOn(w time.Weekday) bool {
 }
 
 // fireTimeAfter follows Quartz's DailyTimeIntervalTriggerImpl.getFireTimeAfter, which looks
-// for the slot at or after t+1s, with two deliberate differences (see nextDay and the End
-// check at the bottom).
+// for the slot at or after t+1s, with one deliberate difference (see advance).
+//
+// Like Quartz it checks the trigger's End only against the day it starts searching from
+// (advance), not against the slot it then finds in that day's window: when End falls inside
+// a window, the slot after End still fires, once. That fire is always on End's local date and
+// within its window, which is where Quartz's own getFinalFireTime puts the trigger's last
+// fire (End raised to that day's end of window); the search after it starts past End and
+// finds nothing. Sundial keeps this so that every trigger Quartz accepts is accepted and fires
+// as it did (schedule/testdata/divergences.txt gives the reasoning).
 func (d DailyInterval) fireTimeAfter(tr *Trigger, t time.Time) (time.Time, bool) {
 	if d.RepeatCount != RepeatForever && tr.TimesTriggered > d.RepeatCount {
 		return time.Time{}, false
@@ -160,7 +167,7 @@ func (d DailyInterval) fireTimeAfter(tr *Trigger, t time.Time) (time.Time, bool)
 	dayEnd := d.EndTimeOfDay.on(fire)
 	dayStart := d.StartTimeOfDay.on(fire)
 	if fire.Before(dayStart) {
-		return dayStart, d.beforeEnd(tr, dayStart)
+		return dayStart, true
 	}
 
 	// Slots are counted in whole seconds of elapsed time from the day's start.
@@ -175,19 +182,12 @@ func (d DailyInterval) fireTimeAfter(tr *Trigger, t time.Time) (time.Time, bool)
 		}
 		fire = d.StartTimeOfDay.on(fire)
 	}
-	return fire, d.beforeEnd(tr, fire)
-}
-
-// beforeEnd reports whether fire is within the trigger's life. Quartz checks the end time only
-// against the instant it starts searching from, so it can return a slot later the same day
-// past the end time and fire after the trigger ended; Sundial never does.
-func (d DailyInterval) beforeEnd(tr *Trigger, fire time.Time) bool {
-	return tr.End.IsZero() || !fire.After(tr.End)
+	return fire, true
 }
 
 // advance moves t to the start of the window on the next allowed day when force is set or t's
 // day is not allowed; otherwise it returns t. It fails when the result is past the trigger's
-// end.
+// end: the only place the trigger's End is checked.
 //
 // Quartz steps from the current day's window start with Calendar.add(DATE, 1), which carries
 // a start that a spring-forward gap had pushed forward (02:00 → 03:00) into the next day, so

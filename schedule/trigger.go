@@ -55,7 +55,10 @@ type Trigger struct {
 	// Start is the first instant the trigger may fire (inclusive; a cron trigger drops the
 	// milliseconds, so it may fire in Start's second).
 	Start time.Time
-	// End is the last instant the trigger may fire; the zero Time means no end.
+	// End ends the trigger's life; the zero Time means no end. No fire is searched for from
+	// past End, so every kind stops at End, with Quartz's two exceptions: a daily-interval
+	// trigger whose End falls inside a window fires once more, at the window's next slot, and
+	// a fire_now misfire fires now even past End.
 	End time.Time
 	// Misfire is the instruction applied by UpdateAfterMisfire; the zero value is
 	// MisfireSmart, Quartz's default.
