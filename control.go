@@ -30,20 +30,9 @@ func (s *Scheduler) TriggerNowWith(ctx context.Context, jobID int64, params stri
 		if err != nil {
 			return err
 		}
-		if params != "" && IsScriptHandler(j.Handler) {
-			return schedule.Fieldf("params", "a %s job runs its saved script: save a new version instead of running it with parameters", j.Handler)
-		}
-		if n := len(params); n > maxRunParams {
-			return schedule.Fieldf("params", "must be at most %d bytes, got %d", maxRunParams, n)
-		}
-		ex.Params = params // again on every attempt of the transaction: sealed below at most once
-		if params != "" && j.ParamsSecret {
-			// A secret job's run is as secret as the job: its params are stored sealed too.
-			sealed, err := s.secrets.Seal(params)
-			if err != nil {
-				return schedule.Fieldf("params", "the job's params are secret, and these cannot be sealed: %v", err)
-			}
-			ex.Params = sealed
+		// Again on every attempt of the transaction: sealed at most once per attempt.
+		if ex.Params, err = s.runParams(j, params); err != nil {
+			return err
 		}
 		_, err = q.ExecutionsInsert(ctx, []*store.Execution{ex})
 		return err
@@ -53,6 +42,28 @@ func (s *Scheduler) TriggerNowWith(ctx context.Context, jobID int64, params stri
 	}
 	s.engine.Wake()
 	return ex.ID, nil
+}
+
+// runParams checks params that runs of job are given in place of the job's own (a run-now's
+// or a trigger's) and returns them as they are stored: sealed when the job's params are
+// secret, since such a run is as secret as its job. A script job's params are its script,
+// which only a saved version may change, so it takes none.
+func (s *Scheduler) runParams(j *store.Job, params string) (string, error) {
+	switch {
+	case params == "":
+		return "", nil
+	case IsScriptHandler(j.Handler):
+		return "", schedule.Fieldf("params", "a %s job runs its saved script: save a new version instead of running it with parameters", j.Handler)
+	case len(params) > maxRunParams:
+		return "", schedule.Fieldf("params", "must be at most %d bytes, got %d", maxRunParams, len(params))
+	case !j.ParamsSecret:
+		return params, nil
+	}
+	sealed, err := s.secrets.Seal(params)
+	if err != nil {
+		return "", schedule.Fieldf("params", "the job's params are secret, and these cannot be sealed: %v", err)
+	}
+	return sealed, nil
 }
 
 // PauseTrigger stops a trigger from firing until it is resumed.

@@ -262,6 +262,14 @@ type Trigger struct {
 	// Misfire is applied when a fire is late by more than the misfire threshold.
 	// Default schedule.MisfireSmart.
 	Misfire schedule.MisfirePolicy
+	// Description says what the trigger is for.
+	Description string
+	// Params, when set, are given to this trigger's fires in place of the job's (stored sealed
+	// when the job's are secret; a script job takes none). Data is merged over the job's data
+	// for each of its fires, key by key, as Quartz merges a trigger's JobDataMap; a persisting
+	// run stores its data into the job without the trigger's keys.
+	Params string
+	Data   map[string]any
 }
 
 // Cron parses a Quartz cron expression in zone (an IANA name; "" means UTC), for a Trigger's
@@ -321,7 +329,7 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job
 			return 0, fmt.Errorf("sundial: job %s: %w", row.Name, schedule.Fieldf(field+".name", "trigger %q is also triggers[%d]", t.Name, j))
 		}
 		seen[key] = i
-		if rows[i], err = s.triggerRow(ctx, tx, 0, t); err != nil {
+		if rows[i], err = s.triggerRow(ctx, tx, row, t); err != nil {
 			if fe, ok := schedule.AsField(err); ok {
 				return 0, fmt.Errorf("sundial: job %s: trigger %s: %w", row.Name, t.Name, fe.In(field))
 			}
@@ -363,7 +371,7 @@ func (s *Scheduler) addTrigger(ctx context.Context, ex store.Querier, jobID int6
 // AddTriggerTx is AddTrigger inside the caller's transaction; it returns the stored trigger.
 // The caller wakes the engine (Engine().Wake) once it has committed, if it runs.
 func (s *Scheduler) AddTriggerTx(ctx context.Context, q store.Querier, jobID int64, t Trigger) (*store.Trigger, error) {
-	row, err := s.triggerRow(ctx, q, jobID, t)
+	row, err := s.TriggerRowTx(ctx, q, jobID, t)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +384,11 @@ func (s *Scheduler) AddTriggerTx(ctx context.Context, q store.Querier, jobID int
 // TriggerRowTx checks t as AddTrigger checks it (its calendar is looked up through q) and
 // returns the row AddTrigger would store for jobID, without storing it.
 func (s *Scheduler) TriggerRowTx(ctx context.Context, q store.Querier, jobID int64, t Trigger) (*store.Trigger, error) {
-	return s.triggerRow(ctx, q, jobID, t)
+	job, err := q.JobGet(ctx, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
+	return s.triggerRow(ctx, q, job, t)
 }
 
 func insertTrigger(ctx context.Context, ex store.Querier, row *store.Trigger) error {
@@ -450,9 +462,9 @@ func jobRow(j Job) (*store.Job, error) {
 	}, nil
 }
 
-// triggerRow validates t, computes its first fire time (with its calendar) and returns the
-// row to store.
-func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int64, t Trigger) (*store.Trigger, error) {
+// triggerRow validates t as a trigger of job (not stored yet when its ID is 0), computes its
+// first fire time (with its calendar) and returns the row to store.
+func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store.Job, t Trigger) (*store.Trigger, error) {
 	bad := func(err *schedule.FieldError) (*store.Trigger, error) {
 		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
 	}
@@ -508,11 +520,15 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	if t.Priority > math.MaxInt32 || t.Priority < math.MinInt32 {
 		return bad(schedule.Fieldf("priority", "want a 32-bit integer, got %d", t.Priority))
 	}
+	params, err := s.runParams(job, t.Params)
+	if err != nil {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
 	return &store.Trigger{
-		JobID: jobID, Group: t.Group, Name: t.Name, Kind: store.TriggerKind(kind), Spec: spec,
+		JobID: job.ID, Group: t.Group, Name: t.Name, Description: t.Description, Kind: store.TriggerKind(kind), Spec: spec,
 		TimeZone: t.TimeZone, StartAt: t.Start.UnixMilli(), EndAt: unixMilliOrZero(t.End),
 		CalendarName: t.Calendar, Priority: t.Priority, MisfirePolicy: t.Misfire.String(),
-		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(),
+		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(), Params: params, Data: t.Data,
 	}, nil
 }
 

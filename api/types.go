@@ -102,6 +102,12 @@ type TriggerRequest struct {
 	Calendar string `json:"calendar,omitempty"`
 	Priority int    `json:"priority,omitempty"`
 	Misfire  string `json:"misfire,omitempty"`
+	// Description says what the trigger is for. Params, when set, are given to the trigger's
+	// fires in place of the job's (sealed like the job's when those are secret; a script job
+	// takes none); Data is merged over the job's data for each of its fires.
+	Description string         `json:"description,omitempty"`
+	Params      string         `json:"params,omitempty"`
+	Data        map[string]any `json:"data,omitempty"`
 }
 
 // Trigger is a trigger as the API shows it.
@@ -124,6 +130,11 @@ type Trigger struct {
 	TimesFired   int64  `json:"times_fired"`
 	CreatedAt    Time   `json:"created_at"`
 	UpdatedAt    Time   `json:"updated_at"`
+	// Description, Params and Data are the trigger's own (see TriggerRequest); sealed params
+	// are shown as "***".
+	Description string         `json:"description,omitempty"`
+	Params      string         `json:"params,omitempty"`
+	Data        map[string]any `json:"data,omitempty"`
 	// Warnings, on the answer to adding a trigger, tell what may not work as meant, such as
 	// cron syntax Quartz reads leniently (MON/2 is MON).
 	Warnings []string `json:"warnings,omitempty"`

@@ -166,10 +166,12 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 	}
 	var execs []*store.Execution
 	for !tr.Next.IsZero() && tr.Next.UnixMilli() <= dueBefore && len(execs) < room {
-		execs = append(execs, &store.Execution{
+		ex := &store.Execution{
 			JobID: row.JobID, TriggerID: row.ID, ScheduledAt: tr.Next.UnixMilli(),
 			Cause: cause, Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
-		})
+		}
+		fromTrigger(ex, row)
+		execs = append(execs, ex)
 		cause = store.CauseSchedule
 		tr.Triggered(cal)
 	}

@@ -151,7 +151,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			msg += cp.res.Err.Error()
 		}
 		results[i] = store.ExecutionResult{ID: cp.fire.Execution.ID, State: cp.state, HandleCode: resultCode(cp),
-			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli(), Data: cp.res.Data}
+			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli()}
 		if alarms(cp.state, cp.fire.Execution, cp.fire.Job) {
 			results[i].AlarmState = store.AlarmPending
 		}
@@ -187,7 +187,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			}
 		}
 		if job.PersistData && cp.res.Data != nil && cp.state == store.ExecSucceeded {
-			if err := tx.JobSetData(ctx, job.ID, cp.res.Data); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := tx.JobSetData(ctx, job.ID, persistedData(cp.res.Data, cp.fire.jobData(), ex)); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return nil, err
 			}
 			e.jobs.forget(job.ID)

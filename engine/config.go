@@ -28,6 +28,10 @@ type Fire struct {
 	Job       *store.Job
 	// notBefore delays the start past the scheduled time (the app's fire-rate quota).
 	notBefore int64
+	// ownData is the job's own data when merged says Job.Data has the trigger's merged in
+	// (withTriggerData): what a persisting run's data is stored over.
+	ownData map[string]any
+	merged  bool
 
 	// acquiredAt is when this life acquired the fire; span is the fire's trace while it is
 	// traced (nil with tracing off).
@@ -39,10 +43,28 @@ type Fire struct {
 // secret job's (Job.ParamsSecret) are in the job: the engine opens whichever of the two the
 // run takes into its copy of the job, and the execution keeps them sealed.
 func (f *Fire) Params() string {
-	if f.Execution.Params != "" && !f.Job.ParamsSecret {
-		return f.Execution.Params
+	if f.Job.ParamsSecret {
+		return f.Job.Params
 	}
-	return f.Job.Params
+	return runParams(f.Job, f.Execution)
+}
+
+// runParams returns the params a run takes, as stored: its own (a run-now's or its trigger's)
+// when it has some, else the job's. A script job's params are its script: a run never
+// replaces them, even one whose params were given before the job became a script job.
+func runParams(job *store.Job, ex *store.Execution) string {
+	if ex.Params != "" && job.ScriptVersion == 0 {
+		return ex.Params
+	}
+	return job.Params
+}
+
+// jobData returns the job's own data, without its trigger's.
+func (f *Fire) jobData() map[string]any {
+	if f.merged {
+		return f.ownData
+	}
+	return f.Job.Data
 }
 
 // Result is the outcome of a fire.

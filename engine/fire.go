@@ -130,7 +130,10 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		if job.ParamsSecret || secret.Sealed(pf.exec.Params) {
 			job = e.openParams(job, pf.exec)
 		}
-		f := &Fire{Execution: pf.exec, Job: job, notBefore: pf.notBefore, acquiredAt: pf.acquiredAt}
+		f := &Fire{Execution: pf.exec, Job: withTriggerData(job, pf.exec), notBefore: pf.notBefore, acquiredAt: pf.acquiredAt}
+		if f.Job != job {
+			f.ownData, f.merged = job.Data, true
+		}
 		if pf.missed != "" {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
 			continue
@@ -246,10 +249,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 // whose params do not open (no key, or not the key that sealed them) fails with the reason
 // instead of running with garbage.
 func (e *Engine) openParams(job *store.Job, ex *store.Execution) *store.Job {
-	params := job.Params
-	if ex.Params != "" {
-		params = ex.Params
-	}
+	params := runParams(job, ex)
 	plain, err := params, error(nil)
 	if secret.Sealed(params) {
 		plain, err = e.cfg.Secrets.Open(params)

@@ -6,6 +6,7 @@ import (
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -29,7 +30,8 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 		zone = "UTC"
 	}
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
-		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire}, nil
+		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
+		Params: in.Params, Data: in.Data}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.
@@ -70,7 +72,12 @@ func scheduleOf(t *store.Trigger) api.Schedule {
 }
 
 func toTriggerOut(t *store.Trigger) api.Trigger {
+	params := t.Params
+	if secret.Sealed(params) {
+		params = secret.Mask // sealed because the job's are: only runs see them
+	}
 	return api.Trigger{ID: t.ID, JobID: t.JobID, Group: t.Group, Name: t.Name, Kind: string(t.Kind),
+		Description: t.Description, Params: params, Data: t.Data,
 		Schedule: scheduleOf(t), Start: api.Time(t.StartAt), End: api.Time(t.EndAt), Calendar: t.CalendarName,
 		Priority: t.Priority, Misfire: t.MisfirePolicy, State: string(t.State), ErrorMessage: t.ErrorMessage,
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,

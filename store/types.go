@@ -126,6 +126,11 @@ type Trigger struct {
 	// means DefaultPriority.
 	Priority      int
 	MisfirePolicy string
+	// Params, when not empty, are given to the trigger's fires in place of the job's; sealed
+	// (package secret) when the job's params are secret. Data is merged over the job's data for
+	// each fire (Quartz's trigger JobDataMap). Both travel with the fire on its execution.
+	Params string
+	Data   map[string]any
 
 	State        TriggerState
 	ErrorMessage string
@@ -274,7 +279,9 @@ type Execution struct {
 	StartedAt   int64
 	FinishedAt  int64
 	AlarmState  AlarmState
-	// Data is a snapshot of the job data the run saw or returned; nil when not kept.
+	// Data is the data of the fire's trigger (Trigger.Data), carried from acquisition so
+	// that the run, its retries and a recovery re-run merge the same over the job's; nil for
+	// none.
 	Data map[string]any
 	// ScriptVersion is, for a script job, the version of its script that was current when the
 	// run was marked running (the job's ScriptVersion then), carried to the history; 0 else.

@@ -182,3 +182,29 @@ func TestCLIExecListAlarm(t *testing.T) {
 		t.Errorf("exec list --alarm lost: exit %d, %q; want refused naming alarm_state", code, stderr)
 	}
 }
+
+// TestCLITriggerParamsData: trigger add takes the trigger's own description, params and data,
+// trigger get shows them, and bad data or params for a script job exit non-zero naming the
+// flag or field.
+func TestCLITriggerParamsData(t *testing.T) {
+	s := startAPIServer(t)
+	mustJSON[api.Job](t, s, "job", "create", "report", "--handler", "noop", "--data", `{"region":"us"}`)
+	tr := mustJSON[api.Trigger](t, s, "trigger", "add", "--job", "report", "--cron", "0 0 2 * * ?",
+		"--description", "the EU run", "--params", "--region eu", "--data", `{"region":"eu","batch":5}`)
+	if tr.Description != "the EU run" || tr.Params != "--region eu" || tr.Data["region"] != "eu" || tr.Data["batch"] != 5.0 {
+		t.Fatalf("trigger add answered %+v", tr)
+	}
+	out := s.mustCLI(t, "trigger", "get", itoa(tr.ID))
+	for _, want := range []string{"Description:    the EU run\n", "Params:         --region eu\n", `Data:           {"batch":5,"region":"eu"}` + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trigger get:\n%s\nwant a line %q", out, want)
+		}
+	}
+	if code, _, errOut := s.cli(t, "trigger", "add", "--job", "report", "--once", "--data", "[1]"); code != 2 || !strings.Contains(errOut, "--data") {
+		t.Errorf("trigger add --data [1]: exit %d, %q: want 2 naming --data", code, errOut)
+	}
+	s.mustCLI(t, "job", "create", "script", "--handler", "shell", "--app", "ops", "--params", "echo hi")
+	if code, _, errOut := s.cli(t, "trigger", "add", "--job", "script", "--once", "--params", "rm -rf /"); code == 0 || !strings.Contains(errOut, "params") {
+		t.Errorf("trigger add --params to a script job: exit %d, %q: want refused naming params", code, errOut)
+	}
+}

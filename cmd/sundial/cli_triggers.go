@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -50,6 +51,9 @@ type triggerFlags struct {
 	once, preserveHour, skipDay        bool
 	start, end, calendar, misfire      string
 	name, group                        string
+	// The trigger's own description, params and data: `trigger add` only (on `job create`
+	// those flags are the job's).
+	description, params, data string
 }
 
 func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
@@ -75,6 +79,11 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 	}
 	f.StringVar(&t.name, name, "", "trigger name (default JOB#N)")
 	f.StringVar(&t.group, grp, "", "trigger group (default the job's group)")
+	if !prefixed {
+		f.StringVar(&t.description, "description", "", "what the trigger is for")
+		f.StringVar(&t.params, "params", "", "params given to this trigger's fires in place of the job's (not for script jobs)")
+		f.StringVar(&t.data, "data", "", `data merged over the job's for this trigger's fires, a JSON object, e.g. '{"region":"eu"}'`)
+	}
 }
 
 // given reports whether any schedule flag is set.
@@ -100,7 +109,12 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 		forms = append(forms, "--every")
 	}
 	req := api.TriggerRequest{Group: t.group, Name: t.name, Start: t.start, End: t.end, Calendar: t.calendar,
-		Priority: t.priority, Misfire: t.misfire}
+		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params}
+	if t.data != "" {
+		if err := json.Unmarshal([]byte(t.data), &req.Data); err != nil || req.Data == nil {
+			return req, usageErrorf("--data %q: want a JSON object", t.data)
+		}
+	}
 	if len(forms) != 1 {
 		return req, usageErrorf("give exactly one schedule: --cron, --every, --once, --calendar-interval or --daily (got %s)",
 			strings.Join(forms, ", "))
@@ -191,10 +205,25 @@ func newTriggerGetCmd(o *apiOptions) *cobra.Command {
 }
 
 func showTrigger(w io.Writer, t api.Trigger) error {
-	return fields(w, "ID", itoa(t.ID), "Job", itoa(t.JobID), "Group", t.Group, "Name", t.Name,
+	kv := []string{"ID", itoa(t.ID), "Job", itoa(t.JobID), "Group", t.Group, "Name", t.Name,
 		"Schedule", scheduleSummary(t), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
 		"Misfire", t.Misfire, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
-		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired))
+		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
+	// A trigger's own description, params and data are shown only when it has them.
+	if t.Description != "" {
+		kv = append(kv, "Description", t.Description)
+	}
+	if t.Params != "" {
+		kv = append(kv, "Params", t.Params)
+	}
+	if len(t.Data) > 0 {
+		b, err := json.Marshal(t.Data)
+		if err != nil {
+			return err
+		}
+		kv = append(kv, "Data", string(b))
+	}
+	return fields(w, kv...)
 }
 
 func newTriggerAddCmd(o *apiOptions) *cobra.Command {

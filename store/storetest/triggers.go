@@ -422,3 +422,51 @@ func testPauseReturnsAcquiredFires(t *testing.T, s store.Store) {
 	equal(t, "other trigger's fire stays", get(s.ExecutionGet(ctx, otherFire.ID)).ok(t).State, store.ExecAcquired)
 	equal(t, "other trigger untouched", get(s.TriggerGet(ctx, other.ID)).ok(t).NextFireAt, int64(1000))
 }
+
+// testTriggerParamsData checks that a trigger's own params and data (Quartz's trigger
+// JobDataMap) are kept by every read the engine and the API use, and replaced by an update.
+func testTriggerParamsData(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	j := newJob(t, s, "g", "j")
+	tr := &store.Trigger{JobID: j.ID, Group: "tg", Name: "with-data", Description: "nightly, EU only",
+		Kind: store.TriggerCron, Spec: `{"expr":"0 * * * * ?"}`, MisfirePolicy: "smart", NextFireAt: 60_000,
+		Params: "--region eu", Data: map[string]any{"region": "eu", "batch": 500.0, "dry": true}}
+	noErr(t, s.TriggerInsert(ctx, tr))
+	plain := newTrigger(t, s, j.ID, "tg", "plain", 60_000)
+
+	got := get(s.TriggerGet(ctx, tr.ID)).ok(t)
+	if !reflect.DeepEqual(got, tr) {
+		t.Fatalf("TriggerGet = %+v, want %+v", got, tr)
+	}
+	listed := get(s.TriggerList(ctx, store.TriggerFilter{JobID: j.ID})).ok(t)
+	due := get(s.TriggersLockDue(ctx, 60_000, 10)).ok(t)
+	for what, ts := range map[string][]*store.Trigger{"TriggerList": listed, "TriggersLockDue": due} {
+		if len(ts) != 2 {
+			t.Fatalf("%s: %d triggers, want 2", what, len(ts))
+		}
+		for _, x := range ts {
+			switch x.ID {
+			case tr.ID:
+				if x.Params != tr.Params || !reflect.DeepEqual(x.Data, tr.Data) || x.Description != tr.Description {
+					t.Errorf("%s: params %q data %v description %q, want %q %v %q", what, x.Params, x.Data, x.Description, tr.Params, tr.Data, tr.Description)
+				}
+			case plain.ID:
+				if x.Params != "" || x.Data != nil {
+					t.Errorf("%s: a trigger without params or data reads back %q %v", what, x.Params, x.Data)
+				}
+			}
+		}
+	}
+
+	got.Params, got.Data = "", map[string]any{"region": "us"}
+	noErr(t, s.TriggerUpdate(ctx, got))
+	again := get(s.TriggerGet(ctx, tr.ID)).ok(t)
+	if again.Params != "" || !reflect.DeepEqual(again.Data, map[string]any{"region": "us"}) {
+		t.Fatalf("after TriggerUpdate: params %q data %v", again.Params, again.Data)
+	}
+	again.Data = nil
+	noErr(t, s.TriggerUpdate(ctx, again))
+	if x := get(s.TriggerGet(ctx, tr.ID)).ok(t); x.Data != nil {
+		t.Fatalf("data cleared by TriggerUpdate reads back %v", x.Data)
+	}
+}
