@@ -180,6 +180,12 @@ func triggerDetail(t *Trigger) string {
 		}
 		parts = append(parts, "next "+t.Next.In(loc).Format("2006-01-02 15:04:05 MST"))
 	}
+	if t.Description != "" {
+		parts = append(parts, fmt.Sprintf("description %q", t.Description))
+	}
+	if len(t.Data) > 0 {
+		parts = append(parts, "data "+jsonOf(t.Data))
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -321,7 +321,8 @@ func (r *run) trigger(ctx context.Context, j *Job, t *Trigger) error {
 	}
 	t.Changes = diff("description", cur.Description, want.Description, "schedule", string(cur.Kind)+cur.Spec, string(want.Kind)+want.Spec,
 		"time_zone", cur.TimeZone, want.TimeZone, "end", cur.EndAt, want.EndAt, "calendar", cur.CalendarName, want.CalendarName,
-		"priority", cur.Priority, want.Priority, "misfire", cur.MisfirePolicy, want.MisfirePolicy)
+		"priority", cur.Priority, want.Priority, "misfire", cur.MisfirePolicy, want.MisfirePolicy,
+		"data", jsonOf(cur.Data), jsonOf(want.Data))
 	if t.Action = Unchanged; len(t.Changes) == 0 {
 		return nil
 	}

@@ -72,12 +72,8 @@ func scheduleOf(t *store.Trigger) api.Schedule {
 }
 
 func toTriggerOut(t *store.Trigger) api.Trigger {
-	params := t.Params
-	if secret.Sealed(params) {
-		params = secret.Mask // sealed because the job's are: only runs see them
-	}
 	return api.Trigger{ID: t.ID, JobID: t.JobID, Group: t.Group, Name: t.Name, Kind: string(t.Kind),
-		Description: t.Description, Params: params, Data: t.Data,
+		Description: t.Description, Params: secret.Shown(t.Params), Data: t.Data,
 		Schedule: scheduleOf(t), Start: api.Time(t.StartAt), End: api.Time(t.EndAt), Calendar: t.CalendarName,
 		Priority: t.Priority, Misfire: t.MisfirePolicy, State: string(t.State), ErrorMessage: t.ErrorMessage,
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,

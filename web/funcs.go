@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -27,6 +28,7 @@ var funcs = template.FuncMap{
 	"since":    func(now, t api.Time) string { return fmtDuration(int64(now - t)) },
 	"join":     strings.Join,
 	"shown":    secret.Shown,
+	"jsonLine": func(v map[string]any) string { b, _ := json.Marshal(v); return string(b) },
 	"stateCls": stateClass,
 	"add":      func(a, b int) int { return a + b },
 	"asset":    asset,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -113,3 +114,20 @@ func apiGet(t *testing.T, c *client, path string, out any) {
 }
 
 func jsonUnmarshal(s string, out any) error { return json.Unmarshal([]byte(s), out) }
+
+// TestJobPageShowsTriggerData: the job page lists each trigger's own description, params
+// and data under its name (a secret job's trigger params as ***).
+func TestJobPageShowsTriggerData(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	c.login()
+	ctx := context.Background()
+	id, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: "report", Handler: "echo"},
+		sundial.Trigger{Name: "eu", Schedule: schedule.Simple{Interval: time.Hour, RepeatCount: -1},
+			Description: "the EU run", Params: "--region eu", Data: map[string]any{"region": "eu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, `<td>eu<div class="muted">the EU run</div>`,
+		`<div class="muted mono">params --region eu</div>`, `<div class="muted mono">data {&#34;region&#34;:&#34;eu&#34;}</div>`)
+}

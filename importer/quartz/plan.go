@@ -256,9 +256,6 @@ func (m *mapper) trigger(t *triggerRow, jobs map[[2]string]*importer.Job) {
 		m.unmapped(item+": priority 0", "Sundial reads priority 0 as its default, 5: imported with 5, "+
 			"so among triggers due at the same millisecond it no longer comes after those of priority 1 to 4")
 	}
-	if t.description != "" {
-		m.unmapped(item+": description", "Sundial triggers have no description (%q)", t.description)
-	}
 	j.Triggers = append(j.Triggers, tr)
 }
 
@@ -270,19 +267,18 @@ func (m *mapper) mapTrigger(t *triggerRow) (*importer.Trigger, error) {
 	case "ERROR":
 		return nil, fmt.Errorf("it is in Quartz's ERROR state (its job could not be run): fix the job and reset it in Quartz first")
 	}
-	if data, err := decodeJobData(t.data); err != nil {
+	// A trigger's own job data is merged over its job's at each fire, by Sundial as by Quartz.
+	data, err := decodeJobData(t.data)
+	if err != nil {
 		return nil, fmt.Errorf("trigger job data: %v", err)
-	} else if len(data) > 0 {
-		return nil, fmt.Errorf("it has job data of its own (%s), which Quartz merges over its job's at each fire; Sundial triggers carry no data", keys(data))
 	}
-	tr := &importer.Trigger{Trigger: sundial.Trigger{Group: t.group, Name: t.name, Calendar: t.calendar, Priority: t.priority,
-		Start: time.UnixMilli(t.start)}}
+	tr := &importer.Trigger{Trigger: sundial.Trigger{Group: t.group, Name: t.name, Description: t.description,
+		Calendar: t.calendar, Priority: t.priority, Start: time.UnixMilli(t.start), Data: data}}
 	if t.end > 0 {
 		tr.End = time.UnixMilli(t.end)
 	}
 	var loc *time.Location
 	var zoneName string
-	var err error
 	switch t.kind {
 	case "CRON":
 		if loc, zoneName, err = m.zone(t.cronZone); err != nil {

@@ -52,9 +52,8 @@ func printed(t *testing.T, p *importer.Plan, applied bool) string {
 // notImported are the MAIN scheduler's triggers the import must leave out, with the start
 // of the reason it must give.
 var notImported = map[string]string{
-	"ops/odd-days":  "its calendar odd-days is not imported",
-	"ops/tagged":    "a BLOB trigger",
-	"ops/with-data": "it has job data of its own (mode)",
+	"ops/odd-days": "its calendar odd-days is not imported",
+	"ops/tagged":   "a BLOB trigger",
 }
 
 // TestImportQuartz imports the store the real Quartz 2.3.2 wrote into PostgreSQL and into
@@ -98,11 +97,13 @@ func testImportQuartz(t *testing.T, dialect string) {
 		"Paused trigger groups: billing, later",
 		`create    job reports/nightly-report: "the nightly report", handler Gen$ReportJob, allow`,
 		"create    job billing/ledger: handler Gen$SerialJob, serial",
-		`create    trigger reports/weekday-halfhours: cron "0 0/30 9-17 ? * MON-FRI" Europe/Paris, calendar holidays, priority 7, misfire do_nothing, next 2027-01-04 09:00:00 CET`,
+		`create    trigger reports/weekday-halfhours: cron "0 0/30 9-17 ? * MON-FRI" Europe/Paris, calendar holidays, priority 7, misfire do_nothing, next 2027-01-04 09:00:00 CET, description "every half hour"`,
+		// A trigger's own job data is kept, to be merged over its job's at each fire.
+		`create    trigger ops/with-data: cron "0 0 3 * * ?" Europe/Paris, misfire smart, next 2027-01-05 03:00:00 CET, data {"mode":"full"}`,
 		"create    trigger billing/every-90-min: every 1h30m0s, calendar weekends, priority 9, misfire reschedule_next_remaining, paused, next 2027-01-04 13:30:00 CET",
 		"calendar odd-days: class Gen$OddDaysCalendar is not one of Quartz's own calendars",
 		"trigger ops.two-hourly: priority 0: Sundial reads priority 0 as its default, 5",
-		"Summary: calendars: 10 create; jobs: 4 create; triggers: 19 create; not imported: 6",
+		"Summary: calendars: 10 create; jobs: 4 create; triggers: 20 create; not imported: 4",
 		"Note: 4 triggers and calendars without a zone of their own are read in Europe/Paris (--zone)",
 	} {
 		if !strings.Contains(out, want) {
@@ -159,8 +160,8 @@ func testImportQuartz(t *testing.T, dialect string) {
 		}
 		checked++
 	}
-	if checked != 19 {
-		t.Errorf("compared %d triggers with Quartz, want 19", checked)
+	if checked != 20 {
+		t.Errorf("compared %d triggers with Quartz, want 20", checked)
 	}
 	before := snapshot(t, st)
 
@@ -168,7 +169,7 @@ func testImportQuartz(t *testing.T, dialect string) {
 	if err := importer.Run(ctx, s, p, true); err != nil {
 		t.Fatal(err)
 	}
-	if out := printed(t, p, true); !strings.Contains(out, "Summary: calendars: 10 unchanged; jobs: 4 unchanged; triggers: 19 unchanged;") {
+	if out := printed(t, p, true); !strings.Contains(out, "Summary: calendars: 10 unchanged; jobs: 4 unchanged; triggers: 20 unchanged;") {
 		t.Errorf("the second apply printed\n%s\nwant everything unchanged", out)
 	}
 	if after := snapshot(t, st); after != before {
@@ -209,6 +210,12 @@ func checkJobs(t *testing.T, st store.Store) {
 	}
 	if _, err := st.JobGetByKey(ctx, "DEFAULT", "manual-export"); err != nil {
 		t.Errorf("the durable job without triggers: %v", err)
+	}
+	if tr, err := st.TriggerGetByKey(ctx, "ops", "with-data"); err != nil || fmt.Sprint(tr.Data) != "map[mode:full]" {
+		t.Errorf("the trigger with job data of its own: %+v, %v; want its data kept", tr, err)
+	}
+	if tr, err := st.TriggerGetByKey(ctx, "reports", "weekday-halfhours"); err != nil || tr.Description != "every half hour" {
+		t.Errorf("the trigger with a description: %+v, %v; want it kept", tr, err)
 	}
 	for key, want := range map[string]string{
 		// times fired, previous fire (ms, as Quartz stored it), priority, misfire
