@@ -329,9 +329,18 @@ func (c *Client) GetTrigger(ctx context.Context, id int64) (*Trigger, error) {
 // TriggerNext previews a stored trigger's next n fire times (the server's default, 10, when
 // n is 0).
 func (c *Client) TriggerNext(ctx context.Context, id int64, n int) (*TriggerNext, error) {
-	var q url.Values
+	return c.TriggerNextAfter(ctx, id, time.Time{}, n)
+}
+
+// TriggerNextAfter lists a stored trigger's n fire times strictly after the instant (from
+// now, as TriggerNext, when it is zero).
+func (c *Client) TriggerNextAfter(ctx context.Context, id int64, after time.Time, n int) (*TriggerNext, error) {
+	q := url.Values{}
 	if n != 0 {
-		q = url.Values{"n": {strconv.Itoa(n)}}
+		q.Set("n", strconv.Itoa(n))
+	}
+	if !after.IsZero() {
+		q.Set("after", after.Format(time.RFC3339Nano))
 	}
 	return get[TriggerNext](ctx, c, idPath("/triggers", id, "/next"), q)
 }

@@ -427,7 +427,8 @@ func SplitJobKey(group, name string) (string, string) {
 }
 
 // TriggerNext is GET /triggers/{id}/next: a stored trigger's next fire times as the scheduler
-// will fire them, with its calendar and its misfire policy applied.
+// will fire them, with its calendar and its misfire policy applied, or (?after=) the times
+// after a given instant.
 type TriggerNext struct {
 	TriggerID int64  `json:"trigger_id"`
 	TimeZone  string `json:"time_zone"`
@@ -437,6 +438,10 @@ type TriggerNext struct {
 	// Misfired is set when the pending fire is already later than the misfire threshold: the
 	// times are those after the misfire policy.
 	Misfired bool `json:"misfired"`
+	// After is the instant asked for (?after=): then Fires are the times the trigger's
+	// schedule and calendar give strictly after it, whatever its state; empty for a preview
+	// from now.
+	After string `json:"after,omitempty"`
 	// Fires are RFC 3339 times with milliseconds in the trigger's zone.
 	Fires []string `json:"fires"`
 }

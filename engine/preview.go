@@ -40,6 +40,37 @@ func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now tim
 	return p, nil
 }
 
+// PreviewTriggerAfter lists a stored trigger's n fire times strictly after the instant, as
+// its schedule and calendar give them from its start to its end: each the trigger's first
+// included fire time after the one before (Quartz's getFireTimeAfter, stepped past what the
+// calendar excludes), so an imported trigger can be held against Quartz's own listing of it.
+// Its state plays no part (no misfire, paused or not); its times fired do, as in Quartz,
+// where they bound a repeat count.
+func (e *Engine) PreviewTriggerAfter(ctx context.Context, row *store.Trigger, after time.Time, n int) (Preview, error) {
+	tr, cal, err := e.buildTrigger(ctx, e.store, row)
+	if err != nil {
+		return Preview{}, fmt.Errorf("preview trigger %d: %w", row.ID, err)
+	}
+	loc, err := loadZoneCached(row.TimeZone)
+	if err != nil {
+		return Preview{}, fmt.Errorf("preview trigger %d: %w", row.ID, err)
+	}
+	var p Preview
+	for t := after; len(p.Fires) < n; t = tr.Next {
+		next, ok := tr.FireTimeAfter(t)
+		if !ok {
+			break
+		}
+		tr.Next = next
+		tr.SkipExcluded(cal)
+		if tr.Next.IsZero() {
+			break
+		}
+		p.Fires = append(p.Fires, tr.Next.In(loc))
+	}
+	return p, nil
+}
+
 // applyMisfire applies the trigger's misfire policy when its pending fire is later than
 // threshold at now, and reports whether it did: the one place acquisition, previews and
 // resumes decide a misfire.

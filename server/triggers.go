@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -142,6 +144,7 @@ func (s *Server) triggerAction(w http.ResponseWriter, r *http.Request, action st
 
 // triggerNext previews a stored trigger's next fire times as the scheduler will fire them:
 // its calendar and, when its pending fire is already too late, its misfire policy applied.
+// With ?after= it lists the times its schedule and calendar give after that instant instead.
 func (s *Server) triggerNext(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id")
 	if err != nil {
@@ -153,16 +156,30 @@ func (s *Server) triggerNext(w http.ResponseWriter, r *http.Request) error {
 			return invalidField("n", "want an integer from 1 to %d, got %q", maxPageSize, v)
 		}
 	}
+	var after time.Time
+	if v := r.URL.Query().Get("after"); v != "" {
+		if after, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return invalidField("after", "want an RFC 3339 time, got %q", v)
+		}
+	}
 	t, err := s.store.TriggerGet(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	p, err := s.sched.Engine().PreviewTrigger(r.Context(), t, s.clock.Now(), n)
+	var p engine.Preview
+	if after.IsZero() {
+		p, err = s.sched.Engine().PreviewTrigger(r.Context(), t, s.clock.Now(), n)
+	} else {
+		p, err = s.sched.Engine().PreviewTriggerAfter(r.Context(), t, after, n)
+	}
 	if err != nil {
 		return err
 	}
 	out := api.TriggerNext{TriggerID: t.ID, TimeZone: t.TimeZone, State: string(t.State), Misfired: p.Misfired,
 		Fires: make([]string, len(p.Fires))}
+	if !after.IsZero() {
+		out.After = api.FormatZoned(after)
+	}
 	for i, f := range p.Fires {
 		out.Fires[i] = api.FormatZoned(f)
 	}

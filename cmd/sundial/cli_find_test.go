@@ -138,6 +138,18 @@ func TestCLITriggerNext(t *testing.T) {
 	if code, _, errOut := s.cli(t, "trigger", "next", id, "-n", "0"); code != 2 || !strings.Contains(errOut, "--count") {
 		t.Errorf("trigger next -n 0: exit %d, %q: want 2 naming --count", code, errOut)
 	}
+	// From a given instant: strictly after it, the holiday and the gap day skipped alike.
+	want = "2030-03-11T02:30:00.000-04:00  Mon\n2030-03-12T02:30:00.000-04:00  Tue\n"
+	if out := s.mustCLI(t, "trigger", "next", id, "--after", "2030-03-08T02:30:00-05:00", "-n", "2"); out != want {
+		t.Errorf("trigger next --after:\n%s\nwant\n%s", out, want)
+	}
+	after := mustJSON[api.TriggerNext](t, s, "trigger", "next", id, "--after", "2030-03-11T07:30:00Z", "-n", "1")
+	if after.After != "2030-03-11T07:30:00.000Z" || len(after.Fires) != 1 || after.Fires[0] != "2030-03-12T02:30:00.000-04:00" {
+		t.Errorf("the API's preview after an instant: %+v", after)
+	}
+	if code, _, errOut := s.cli(t, "trigger", "next", id, "--after", "tomorrow"); code != 2 || !strings.Contains(errOut, "--after") {
+		t.Errorf("trigger next --after tomorrow: exit %d, %q: want 2 naming --after", code, errOut)
+	}
 }
 
 // TestCLILenientCronWarns: cron syntax Quartz reads leniently is stored as Quartz reads it,

@@ -302,17 +302,24 @@ func newTriggerActionCmd(o *apiOptions, action, short, done string) *cobra.Comma
 
 func newTriggerNextCmd(o *apiOptions) *cobra.Command {
 	var n int
+	var afterFlag string
 	cmd := &cobra.Command{
-		Use:   "next ID [-n N]",
+		Use:   "next ID [-n N] [--after TIME]",
 		Short: "Show a stored trigger's next fire times",
 		Long: `Show a stored trigger's next fire times as the scheduler will fire them: its calendar
 skipped and, when its pending fire is already later than the misfire threshold, its misfire
 policy applied (said on standard error), in the trigger's time zone. A paused trigger shows
-the times it would have if resumed now.`,
-		Example: `  sundial trigger next 7 -n 10`,
-		Args:    cobra.ExactArgs(1),
+the times it would have if resumed now.
+
+With --after, show instead the times its schedule and calendar give strictly after that
+instant (RFC 3339), from its start to its end, whatever its state: what Quartz's
+getFireTimeAfter lists for the same trigger, to check an imported store against Quartz.`,
+		Example: `  sundial trigger next 7 -n 10
+  sundial trigger next 7 --after 2027-01-04T00:00:00+01:00 -n 5`,
+		Args: cobra.ExactArgs(1),
 	}
 	cmd.Flags().IntVarP(&n, "count", "n", 10, "how many fire times (1..1000)")
+	cmd.Flags().StringVar(&afterFlag, "after", "", "list the times strictly after this instant (RFC 3339) instead of from now")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("trigger", args[0])
 		if err != nil {
@@ -321,7 +328,13 @@ the times it would have if resumed now.`,
 		if n < 1 || n > 1000 {
 			return usageErrorf("--count %d: want 1..1000", n)
 		}
-		next, err := c.TriggerNext(ctx, id, n)
+		var after time.Time
+		if afterFlag != "" {
+			if after, err = time.Parse(time.RFC3339Nano, afterFlag); err != nil {
+				return usageErrorf("--after %q: want an RFC 3339 time, e.g. 2027-01-04T00:00:00Z", afterFlag)
+			}
+		}
+		next, err := c.TriggerNextAfter(ctx, id, after, n)
 		if err != nil {
 			return err
 		}
