@@ -21,7 +21,7 @@ func TestImportQuartzCLI(t *testing.T) {
 			teststore.OpenDSN(t, dsn) // migrated, as a server leaves it
 			args := []string{"import", "quartz", "--from", from, "--sched-name", "MAIN", "--zone", quartztest.Zone, "--db", dsn}
 			code, out, errOut := runCLI(t, "", args...)
-			if code != 0 || !strings.Contains(out, "Summary: calendars: 10 create; jobs: 4 create; triggers: 20 create; not imported: 4") ||
+			if code != 0 || !strings.Contains(out, "Summary: calendars: 12 create; jobs: 4 create; triggers: 21 create; not imported: 4") ||
 				!strings.Contains(out, "Dry run: nothing was written.") {
 				t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
 			}
@@ -30,7 +30,7 @@ func TestImportQuartzCLI(t *testing.T) {
 				t.Fatalf("--apply: exit %d\n%s%s", code, out, errOut)
 			}
 			code, out, errOut = runCLI(t, "", append(args, "--apply")...)
-			if code != 0 || !strings.Contains(out, "Summary: calendars: 10 unchanged; jobs: 4 unchanged; triggers: 20 unchanged;") {
+			if code != 0 || !strings.Contains(out, "Summary: calendars: 12 unchanged; jobs: 4 unchanged; triggers: 21 unchanged;") {
 				t.Fatalf("second --apply: exit %d\n%s%s", code, out, errOut)
 			}
 		})

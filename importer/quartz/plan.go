@@ -185,34 +185,67 @@ func (m *mapper) calendar(name string) {
 		fail("%v", err)
 		return
 	}
-	var loc *time.Location
-	var zoneName string
-	specs := make([]string, len(c.members))
-	for i, mem := range c.members {
+	// Each calendar of a Quartz chain is read in its own zone. Consecutive members in one zone
+	// make one Sundial calendar; where the zone changes, the rest of the chain becomes the
+	// calendar's base, named after it ("NAME~2", ...), whose links are read each in its own
+	// zone (schedule.BuildCalendarChain), as Quartz reads them.
+	type segment struct {
+		loc      *time.Location
+		zoneName string
+		specs    []string
+	}
+	var segs []*segment
+	for _, mem := range c.members {
 		l, n, err := m.zone(mem.zone)
 		if err != nil {
 			fail("%s: %v", mem.class, err)
 			return
 		}
-		if loc == nil {
-			loc, zoneName = l, n
-		} else if l.String() != loc.String() {
-			fail("its chain mixes the zones %s and %s; a Sundial calendar chain is read in one zone", zoneName, n)
+		if len(segs) == 0 || segs[len(segs)-1].loc.String() != l.String() {
+			segs = append(segs, &segment{loc: l, zoneName: n})
+		}
+		last := segs[len(segs)-1]
+		last.specs = append(last.specs, mem.spec(l))
+	}
+	if len(segs) == 0 {
+		fail("it is an empty chain")
+		return
+	}
+	names := make([]string, len(segs))
+	for i := range segs {
+		names[i] = name
+		if i > 0 {
+			names[i] = fmt.Sprintf("%s~%d", name, i+1)
+			if _, taken := m.st.calendars[names[i]]; taken {
+				fail("its chain mixes zones, and %s, the name its base in another zone would take, is a calendar of its own", names[i])
+				return
+			}
+		}
+	}
+	cals := make([]*importer.Calendar, len(segs))
+	for i, sg := range segs {
+		spec := strings.Join(sg.specs, "+")
+		if _, err := schedule.ParseCalendarSpec(spec, sg.loc); err != nil {
+			fail("%v", err)
 			return
 		}
-		specs[i] = mem.spec(l)
-	}
-	spec := strings.Join(specs, "+")
-	if _, err := schedule.ParseCalendarSpec(spec, loc); err != nil {
-		fail("%v", err)
-		return
+		cal := sundial.Calendar{Name: names[i], Spec: spec, Zone: sg.loc.String()}
+		source := fmt.Sprintf("%s (%s, zone %s)", item, shortClasses(c), sg.zoneName)
+		if i > 0 {
+			cal.Description = fmt.Sprintf("the calendars of %s's chain in %s", name, sg.zoneName)
+			source = fmt.Sprintf("%s, its base calendars in %s", item, sg.zoneName)
+		} else {
+			cal.Description = c.description
+		}
+		if i+1 < len(segs) {
+			cal.Base = names[i+1]
+		}
+		cals[i] = &importer.Calendar{Calendar: cal, Source: source}
 	}
 	// The calendar keeps its zone (its own TimeZone, or the JVM's default when it has none):
 	// Quartz reads a calendar in its zone whatever the zone of the trigger it modifies.
-	m.calZone[name] = loc.String()
-	m.p.Calendars = append(m.p.Calendars, &importer.Calendar{
-		Calendar: sundial.Calendar{Name: name, Description: c.description, Spec: spec, Zone: loc.String()},
-		Source:   fmt.Sprintf("%s (%s, zone %s)", item, shortClasses(c), zoneName)})
+	m.calZone[name] = segs[0].loc.String()
+	m.p.Calendars = append(m.p.Calendars, cals...)
 }
 
 func shortClasses(c *calendar) string {

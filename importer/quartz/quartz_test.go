@@ -91,6 +91,10 @@ func testImportQuartz(t *testing.T, dialect string) {
 		"create    calendar weekends: weekly:1,7, zone Europe/Paris",
 		`create    trigger ops/zone-clash: cron "0 0 9 * * ?" Europe/Paris, calendar ny-weekends`,
 		"create    calendar lunch: daily:12:00:00:000-13:30:00:500",
+		// A chain across zones: each zone's part of the chain is a calendar of its own, the
+		// base of the one before, read in its zone (the trigger's fires match Quartz's below).
+		"create    calendar ny-lunch-tokyo-weekend: daily:12:00:00:000-14:00:00:000, base ny-lunch-tokyo-weekend~2, zone America/New_York",
+		"create    calendar ny-lunch-tokyo-weekend~2: weekly:1,7, zone Asia/Tokyo",
 		"create    calendar office-hours: daily!:08:00:00:000-18:00:00:000",
 		"create    calendar month-ends: monthly:1,15,31",
 		"create    calendar nights: cron:* * 0-6 ? * *",
@@ -103,7 +107,7 @@ func testImportQuartz(t *testing.T, dialect string) {
 		"create    trigger billing/every-90-min: every 1h30m0s, calendar weekends, priority 9, misfire reschedule_next_remaining, paused, next 2027-01-04 13:30:00 CET",
 		"calendar odd-days: class Gen$OddDaysCalendar is not one of Quartz's own calendars",
 		"trigger ops.two-hourly: priority 0: Sundial reads priority 0 as its default, 5",
-		"Summary: calendars: 10 create; jobs: 4 create; triggers: 20 create; not imported: 4",
+		"Summary: calendars: 12 create; jobs: 4 create; triggers: 21 create; not imported: 4",
 		"Note: 4 triggers and calendars without a zone of their own are read in Europe/Paris (--zone)",
 	} {
 		if !strings.Contains(out, want) {
@@ -160,8 +164,8 @@ func testImportQuartz(t *testing.T, dialect string) {
 		}
 		checked++
 	}
-	if checked != 20 {
-		t.Errorf("compared %d triggers with Quartz, want 20", checked)
+	if checked != 21 {
+		t.Errorf("compared %d triggers with Quartz, want 21", checked)
 	}
 	before := snapshot(t, st)
 
@@ -169,7 +173,7 @@ func testImportQuartz(t *testing.T, dialect string) {
 	if err := importer.Run(ctx, s, p, true); err != nil {
 		t.Fatal(err)
 	}
-	if out := printed(t, p, true); !strings.Contains(out, "Summary: calendars: 10 unchanged; jobs: 4 unchanged; triggers: 20 unchanged;") {
+	if out := printed(t, p, true); !strings.Contains(out, "Summary: calendars: 12 unchanged; jobs: 4 unchanged; triggers: 21 unchanged;") {
 		t.Errorf("the second apply printed\n%s\nwant everything unchanged", out)
 	}
 	if after := snapshot(t, st); after != before {

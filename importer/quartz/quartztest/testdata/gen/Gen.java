@@ -161,6 +161,14 @@ public class Gen {
         chainTop.addExcludedDate(paris(2027, 1, 7, 0, 0));
         s.addCalendar("business-days", chainTop, false, false);
 
+        // A chain across zones: New York's 12:00-14:00 on top of Tokyo's weekend. Each calendar
+        // of a Quartz chain is read in its own zone.
+        WeeklyCalendar tokyoWeekend = new WeeklyCalendar(); // Saturday and Sunday
+        tokyoWeekend.setTimeZone(TimeZone.getTimeZone("Asia/Tokyo"));
+        DailyCalendar nyLunch = new DailyCalendar(tokyoWeekend, "12:00", "14:00");
+        nyLunch.setTimeZone(NY_TZ);
+        s.addCalendar("ny-lunch-tokyo-weekend", nyLunch, false, false);
+
         s.addCalendar("odd-days", new OddDaysCalendar(), false, false);
         s.addCalendar("ny-weekends", new WeeklyCalendar(NY_TZ), false, false);
 
@@ -200,6 +208,10 @@ public class Gen {
         s.scheduleJob(newTrigger().withIdentity("no-wednesday", "ops").forJob(report.getKey()).startAt(start)
             .withSchedule(CronScheduleBuilder.cronSchedule("0 30 8 ? * *").inTimeZone(PARIS_TZ))
             .modifiedByCalendar("no-wednesday").build());
+        s.scheduleJob(newTrigger().withIdentity("zones-chain", "ops").forJob(report.getKey())
+            .startAt(paris(2027, 1, 8, 9, 0)) // a Friday: Tokyo's Saturday starts at 16:00 in Paris
+            .withSchedule(CronScheduleBuilder.cronSchedule("0 0 * * * ?").inTimeZone(PARIS_TZ))
+            .modifiedByCalendar("ny-lunch-tokyo-weekend").build());
         s.scheduleJob(newTrigger().withIdentity("paused-cron", "ops").forJob(report.getKey()).startAt(start)
             .withSchedule(CronScheduleBuilder.cronSchedule("0 0 12 ? * MON#1").inTimeZone(PARIS_TZ)).build());
 
