@@ -132,8 +132,8 @@ type Config struct {
 	// Default 10,000.
 	MaxRunning int
 	// AppFiresPerSecond is the most fires of one app (executor group; in-process jobs are
-	// the app "") this node starts in any one second. Fires over it are delayed, never
-	// dropped: see quota.go. 0: no quota.
+	// the app "") the cluster starts in any one second. Fires over it are delayed, never
+	// dropped: see quota.go. 0: no quota. Every node of a cluster should have the same.
 	AppFiresPerSecond int
 	// MaxHeld is the most fires the node holds acquired and not yet started; at the limit it
 	// acquires no more until the starter catches up (other nodes take the work meanwhile).

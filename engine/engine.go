@@ -26,8 +26,6 @@ type Engine struct {
 	log   *slog.Logger
 
 	jobs *jobCache
-	// rate is the apps' fire-rate quota; nil without one.
-	rate *fireRate
 	cals *calendarCache
 
 	lifeMu  sync.Mutex // serialises Start, Stop and rejoining
@@ -103,9 +101,6 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: c, store: c.Store, clock: c.Clock, log: c.Logger.With("node", c.NodeID), leadership: newLeadership()}
 	e.jobs = newJobCache(e.store, e.clock)
 	e.cals = newCalendarCache(e.store)
-	if c.AppFiresPerSecond > 0 {
-		e.rate = newFireRate(c.AppFiresPerSecond)
-	}
 	return e, nil
 }
 

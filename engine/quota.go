@@ -4,13 +4,14 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
+	"strconv"
+	"strings"
 	"time"
 )
 
 // The fire-rate quota of an app: at most AppFiresPerSecond of its fires start in any one
-// second on this node. It is applied here, once, when fires are acquired: a fire over the
-// quota is held back (its start is delayed to the first millisecond the quota allows),
+// second, across the cluster. It is applied here, once, when fires are acquired: a fire over
+// the quota is held back (its start is delayed to the first millisecond the quota allows),
 // never dropped or skipped, and keeps its scheduled time, so its misfire policy does not
 // apply to the delay and its idempotency key does not change. Delayed fires wait in the
 // node's fire queue like any acquired fire, so a backlog counts against MaxHeld. The quota
@@ -18,51 +19,85 @@ import (
 // manual run acquired after it was due waits for its claim's round trip) starts that much
 // after it, so measured start times may sit a few milliseconds closer than a second.
 //
-// In-process jobs (no app) share the quota of the app "". The quota is per node: a cluster
-// of N nodes may start up to N times the rate for one app, as each node limits the fires it
-// acquired.
+// The starts an app was given in the last second are kept in the database (one row per app,
+// store.FireQuotaTake), and every node takes its fires' slots under that row's lock, so the
+// quota holds for the cluster, not for each node: one round trip per acquisition round that
+// acquired fires, and none without a quota. In-process jobs share the quota of the app "".
+// Nodes compare their clocks' milliseconds here, as they do for every fire time.
 
 // rateWindow is the span the quota counts fires in.
 const rateWindow = time.Second
 
-// fireRate holds, per app, the start times the quota gave its latest fires.
-type fireRate struct {
-	per int // fires per rateWindow; <= 0: no quota
-	mu  sync.Mutex
-	// apps[app] is a ring of the last per start times (ms), oldest at next.
-	apps map[string]*startRing
+// quotaStarts is how many starts an app was given at one millisecond.
+type quotaStarts struct {
+	at int64
+	n  int
 }
 
-type startRing struct {
-	at   []int64
-	next int
-	last int64 // the latest start given: starts never go back in time
-}
+// quotaState is an app's starts within the window before its latest, oldest first: all
+// that bounds the next start, since starts are given in order. It holds at most one entry
+// per millisecond of the window, however high the quota.
+type quotaState []quotaStarts
 
-func newFireRate(per int) *fireRate {
-	return &fireRate{per: per, apps: map[string]*startRing{}}
-}
-
-// slot returns the earliest millisecond at or after due at which a fire of app may start
-// without a window holding more than per starts of the app, and takes it. Starts are given
-// in order, so the per-th start before this one is the one that bounds it.
-func (r *fireRate) slot(app string, due int64) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ring := r.apps[app]
-	if ring == nil {
-		ring = &startRing{at: make([]int64, 0, r.per)}
-		r.apps[app] = ring
+// parseQuotaState reads a state as String writes it. Text it cannot read is taken as no
+// starts: a garbled row costs one window's accuracy, never a node that cannot fire.
+func parseQuotaState(s string) quotaState {
+	var q quotaState
+	for part := range strings.SplitSeq(s, ",") {
+		at, n, ok := strings.Cut(part, ":")
+		a, err1 := strconv.ParseInt(at, 10, 64)
+		c, err2 := strconv.Atoi(n)
+		if !ok || err1 != nil || err2 != nil || c < 1 || (len(q) > 0 && a <= q[len(q)-1].at) {
+			return nil
+		}
+		q = append(q, quotaStarts{a, c})
 	}
-	start := max(due, ring.last)
-	if len(ring.at) == r.per {
-		start = max(start, ring.at[ring.next]+rateWindow.Milliseconds())
-		ring.at[ring.next] = start
-		ring.next = (ring.next + 1) % r.per
+	return q
+}
+
+// String writes the state as "ms:count,…".
+func (q quotaState) String() string {
+	var b strings.Builder
+	for i, s := range q {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(s.at, 10))
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(s.n))
+	}
+	return b.String()
+}
+
+// slot returns the earliest millisecond at or after due at which one more start leaves no
+// window of rateWindow holding more than per starts, and takes it. Starts never go back in
+// time: a fire due before the latest start starts with it or after.
+func (q *quotaState) slot(per int, due int64) int64 {
+	window := rateWindow.Milliseconds()
+	start := due
+	if n := len(*q); n > 0 {
+		start = max(start, (*q)[n-1].at)
+	}
+	for {
+		drop := 0
+		for drop < len(*q) && (*q)[drop].at <= start-window {
+			drop++
+		}
+		*q = (*q)[drop:]
+		count := 0
+		for _, s := range *q {
+			count += s.n
+		}
+		if count < per {
+			break
+		}
+		start = (*q)[0].at + window // when the oldest starts leave the window
+	}
+	if n := len(*q); n > 0 && (*q)[n-1].at == start {
+		(*q)[n-1].n++
 	} else {
-		ring.at = append(ring.at, start)
+		*q = append(*q, quotaStarts{start, 1})
 	}
-	ring.last = start
 	return start
 }
 
@@ -70,7 +105,8 @@ func (r *fireRate) slot(app string, due int64) int64 {
 // (by priority at the same millisecond). Fires that will not run (a misfire skip) take no
 // part of the quota.
 func (e *Engine) applyFireRate(ctx context.Context, fires []*pendingFire) {
-	if e.rate == nil || len(fires) == 0 {
+	per := e.cfg.AppFiresPerSecond
+	if per <= 0 || len(fires) == 0 {
 		return
 	}
 	ids := make([]int64, len(fires))
@@ -91,10 +127,7 @@ func (e *Engine) applyFireRate(ctx context.Context, fires []*pendingFire) {
 		}
 		return cmp.Compare(b.priority, a.priority)
 	})
-	// A fire already due (a manual run, a retry) starts now at the earliest: its slot is
-	// counted from now, not from its past due time, so the late start does not crowd the
-	// next fires' window.
-	now := e.clock.Now().UnixMilli()
+	byApp := map[string][]*pendingFire{}
 	for _, f := range ordered {
 		if f.missed != "" {
 			continue
@@ -103,7 +136,39 @@ func (e *Engine) applyFireRate(ctx context.Context, fires []*pendingFire) {
 		if j := jobs[f.exec.JobID]; j != nil {
 			app = j.App
 		}
-		if start := e.rate.slot(app, max(f.exec.ScheduledAt, now)); start > max(f.exec.ScheduledAt, now) {
+		byApp[app] = append(byApp[app], f)
+	}
+	if len(byApp) == 0 {
+		return
+	}
+	apps := make([]string, 0, len(byApp))
+	for app := range byApp {
+		apps = append(apps, app)
+	}
+	// A fire already due (a manual run, a retry) starts now at the earliest: its slot is
+	// counted from now, not from its past due time, so the late start does not crowd the
+	// next fires' window.
+	now := e.clock.Now().UnixMilli()
+	var slots map[*pendingFire]int64
+	err = e.store.FireQuotaTake(ctx, apps, func(states map[string]string) map[string]string {
+		slots = make(map[*pendingFire]int64, len(ordered)) // again if the take is run again
+		out := make(map[string]string, len(byApp))
+		for app, fs := range byApp {
+			q := parseQuotaState(states[app])
+			for _, f := range fs {
+				slots[f] = q.slot(per, max(f.exec.ScheduledAt, now))
+			}
+			out[app] = q.String()
+		}
+		return out
+	})
+	if err != nil {
+		// The fires go out on time rather than late or never; the quota misses this round.
+		e.log.Warn("take the fire-rate quota's slots; not applied to this round", "err", err, "fires", len(ordered))
+		return
+	}
+	for f, start := range slots {
+		if start > max(f.exec.ScheduledAt, now) {
 			f.notBefore = start
 			e.stats.QuotaDelayed.Add(1)
 		}

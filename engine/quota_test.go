@@ -12,21 +12,76 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-// TestFireRateSlots: the quota gives at most per starts in any window, in order, and never
-// moves a start earlier than due.
+// TestFireRateSlots: the quota gives at most per starts in any window, in order, never moves
+// a start earlier than due, and its state survives the text the database keeps.
 func TestFireRateSlots(t *testing.T) {
-	r := newFireRate(2)
+	var q quotaState
 	var got []int64
 	for _, due := range []int64{0, 0, 0, 0, 0, 3500, 3600, 3700} {
-		got = append(got, r.slot("a", due))
+		got = append(got, q.slot(2, due))
+		q = parseQuotaState(q.String()) // as the next round reads it back
 	}
 	want := []int64{0, 0, 1000, 1000, 2000, 3500, 3600, 4500}
 	if !slices.Equal(got, want) {
 		t.Fatalf("slots %v, want %v", got, want)
 	}
-	if s := r.slot("b", 0); s != 0 {
-		t.Fatalf("another app's first slot is %d: apps share a quota", s)
+	if s := q.String(); s != "3600:1,4500:1" {
+		t.Fatalf("state %q, want only the starts of the last second", s)
 	}
+	for _, bad := range []string{"", "x", "5:1,4:1", "5:0", "5"} {
+		if q := parseQuotaState(bad); len(q) != 0 {
+			t.Errorf("parseQuotaState(%q) = %v, want no starts", bad, q)
+		}
+	}
+}
+
+// TestAppFireRateQuotaCluster: two nodes acquiring fires of one app at once share its quota
+// through the database: of 16 fires due at the same millisecond, 8 taken by each node under
+// a quota of 4 per second, at most 4 start in any second across both, none earlier than due,
+// and 12 are delayed (a quota per node would let 8 start at once).
+func TestAppFireRateQuotaCluster(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		tune := func(c *Config) { c.AppFiresPerSecond = 4 }
+		nodes := []*Engine{newEngine(t, st, newRecorder(), "n1", clock.NewFake(t0), tune),
+			newEngine(t, st, newRecorder(), "n2", clock.NewFake(t0), tune)}
+		busy := insertJob(t, st, "busy", func(j *store.Job) { j.TargetKind, j.App = store.TargetRemote, "busy" })
+		due := t0.Add(time.Second).UnixMilli()
+		var all []*pendingFire
+		done := make(chan struct{})
+		for _, e := range nodes {
+			fires := make([]*pendingFire, 8)
+			for i := range fires {
+				fires[i] = &pendingFire{exec: &store.Execution{JobID: busy.ID, ScheduledAt: due}, priority: 5}
+			}
+			all = append(all, fires...)
+			go func() {
+				defer func() { done <- struct{}{} }()
+				e.applyFireRate(context.Background(), fires)
+			}()
+		}
+		<-done
+		<-done
+		slots := make([]int64, len(all))
+		for i, f := range all {
+			slots[i] = max(f.exec.ScheduledAt, f.notBefore)
+			if slots[i] < due {
+				t.Errorf("fire %d starts at %d, before it is due (%d)", i, slots[i], due)
+			}
+		}
+		slices.Sort(slots)
+		for i := 4; i < len(slots); i++ {
+			if gap := slots[i] - slots[i-4]; gap < rateWindow.Milliseconds() {
+				t.Errorf("slots %v: %d and %d are %d ms apart, 5 starts in one second across the cluster under a quota of 4", slots, i-4, i, gap)
+			}
+		}
+		if delayed := nodes[0].Stats().QuotaDelayed.Load() + nodes[1].Stats().QuotaDelayed.Load(); delayed != 12 {
+			t.Errorf("%d fires delayed, want 12 (16 fires, 4 on time)", delayed)
+		}
+		if last := slots[len(slots)-1]; last != due+3000 {
+			t.Errorf("the last slot is %d ms after due, want 3000", last-due)
+		}
+	})
 }
 
 // TestAppFireRateQuota: 12 fires of one app due at the same millisecond under a quota of 4

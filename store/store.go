@@ -278,6 +278,12 @@ type Querier interface {
 	// in the transaction that recovers the node's work, so a node that beat meanwhile stays.
 	NodeDeleteStale(ctx context.Context, o Owner, olderThan time.Duration) (bool, error)
 
+	// FireQuotaTake runs take on the cluster's fire-rate state of each app (see
+	// engine/quota.go; "" for an app that has none yet) under a lock that serializes every
+	// node's takes, and stores the states take returns, in one transaction. take may run more
+	// than once (the transaction is run again when the database broke a deadlock).
+	FireQuotaTake(ctx context.Context, apps []string, take func(states map[string]string) map[string]string) error
+
 	// LeaseAcquire takes the lease for holder if it is free or expired by the database clock,
 	// or renews it if holder holds it, for ttl. It reports the lease as it is afterwards and
 	// whether holder holds it.

@@ -119,7 +119,7 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 	f.StringVar(&o.oidc.RedirectURL, "oidc-redirect-url", "", "this server's sign-in callback as registered at the provider: https://HOST/api/v1/auth/sso/callback")
 	f.StringVar(&o.oidc.GroupsClaim, "oidc-groups-claim", "groups", "ID token claim that lists the user's groups")
 	f.StringVar(&o.oidcRoleMap, "oidc-role-map", "", "provider groups to role and app scope: 'ops=operator:app1,app2;admins=admin;staff=viewer' (a user in no mapped group is refused)")
-	f.IntVar(&o.maxFiresPerApp, "max-fires-per-app", 0, "most fires of one app this node starts per second; more are delayed, never dropped (0: no limit)")
+	f.IntVar(&o.maxFiresPerApp, "max-fires-per-app", 0, "most fires of one app the cluster starts per second (give every node the same); more are delayed, never dropped (0: no limit)")
 	f.StringVar(&o.otelEndpoint, "otel-endpoint", "", "OTLP collector URL to export a trace of every fire to, e.g. http://collector:4318 (default: no tracing)")
 	f.StringVar(&o.otelProtocol, "otel-protocol", "", "OTLP protocol: http/protobuf (the default) or grpc")
 	return cmd

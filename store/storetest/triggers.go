@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -469,4 +470,52 @@ func testTriggerParamsData(t *testing.T, s store.Store) {
 	if x := get(s.TriggerGet(ctx, tr.ID)).ok(t); x.Data != nil {
 		t.Fatalf("data cleared by TriggerUpdate reads back %v", x.Data)
 	}
+}
+
+// testFireQuota: an app's fire-rate state starts empty, and workers that each lock it, read
+// it and write it back in one transaction never lose one another's writes (the lock
+// serializes them across connections, as across nodes).
+func testFireQuota(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	noErr(t, s.FireQuotaTake(ctx, []string{"b", "a", "b", ""}, func(got map[string]string) map[string]string {
+		if len(got) != 3 || got["a"] != "" || got["b"] != "" || got[""] != "" {
+			t.Errorf("fresh quota states %q, want a, b and \"\" empty", got)
+		}
+		return nil
+	}))
+	const workers, rounds = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				err := s.FireQuotaTake(ctx, []string{"b", "a"}, func(st map[string]string) map[string]string {
+					next := map[string]string{}
+					for _, app := range []string{"a", "b"} {
+						n, _ := strconv.Atoi(st[app]) // "" is 0
+						next[app] = strconv.Itoa(n + 1)
+					}
+					return next
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		noErr(t, err)
+	}
+	want := strconv.Itoa(workers * rounds)
+	noErr(t, s.FireQuotaTake(ctx, []string{"a", "b"}, func(got map[string]string) map[string]string {
+		if got["a"] != want || got["b"] != want {
+			t.Errorf("after %d locked increments: states %q, want %s each (a lost update)", workers*rounds, got, want)
+		}
+		return nil
+	}))
 }

@@ -5,6 +5,15 @@
 ALTER TABLE triggers ADD COLUMN params text NOT NULL DEFAULT '';
 ALTER TABLE triggers ADD COLUMN data text NOT NULL DEFAULT '';
 
+-- One app's fire-rate quota across the cluster (engine/quota.go): the starts the nodes gave its
+-- fires within the last second, as the engine encodes them; every node takes its fires' start
+-- slots under this row's lock, so the quota holds for the cluster, not per node.
+CREATE TABLE fire_quota (
+    app   text PRIMARY KEY,
+    state text NOT NULL DEFAULT ''
+);
+
 -- +goose Down
+DROP TABLE fire_quota;
 ALTER TABLE triggers DROP COLUMN data;
 ALTER TABLE triggers DROP COLUMN params;
