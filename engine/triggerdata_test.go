@@ -80,3 +80,24 @@ func TestTriggerDataMergedAtFire(t *testing.T) {
 		}
 	})
 }
+
+// TestRunParamsNeverReplaceAScript: a run's own params (a trigger's, a run-now's) replace the
+// job's, except a script job's, whose params are its script: params given before the job
+// became a script job must not run as its script.
+func TestRunParamsNeverReplaceAScript(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		job  store.Job
+		run  string
+		want string
+	}{
+		{"plain job, run params", store.Job{Params: "--region us"}, "--region eu", "--region eu"},
+		{"plain job, none", store.Job{Params: "--region us"}, "", "--region us"},
+		{"script job", store.Job{Params: "echo hi", ScriptVersion: 3}, "rm -rf /", "echo hi"},
+	} {
+		f := &Fire{Job: &tc.job, Execution: &store.Execution{TriggerID: 1, Params: tc.run}}
+		if got := f.Params(); got != tc.want {
+			t.Errorf("%s: params %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
