@@ -22,13 +22,9 @@ type Preview struct {
 // will: its calendar skipped, its misfire policy applied when its pending fire is already too
 // late, in its zone. It writes nothing; a paused trigger is previewed as if resumed now.
 func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now time.Time, n int) (Preview, error) {
-	tr, cal, err := e.buildTrigger(ctx, e.store, row)
+	tr, cal, loc, err := e.previewed(ctx, row)
 	if err != nil {
-		return Preview{}, fmt.Errorf("preview trigger %d: %w", row.ID, err)
-	}
-	loc, err := loadZoneCached(row.TimeZone)
-	if err != nil {
-		return Preview{}, fmt.Errorf("preview trigger %d: %w", row.ID, err)
+		return Preview{}, err
 	}
 	tr.SkipExcluded(cal)
 	var p Preview
@@ -47,13 +43,9 @@ func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now tim
 // Its state plays no part (no misfire, paused or not); its times fired do, as in Quartz,
 // where they bound a repeat count.
 func (e *Engine) PreviewTriggerAfter(ctx context.Context, row *store.Trigger, after time.Time, n int) (Preview, error) {
-	tr, cal, err := e.buildTrigger(ctx, e.store, row)
+	tr, cal, loc, err := e.previewed(ctx, row)
 	if err != nil {
-		return Preview{}, fmt.Errorf("preview trigger %d: %w", row.ID, err)
-	}
-	loc, err := loadZoneCached(row.TimeZone)
-	if err != nil {
-		return Preview{}, fmt.Errorf("preview trigger %d: %w", row.ID, err)
+		return Preview{}, err
 	}
 	var p Preview
 	for t := after; len(p.Fires) < n; t = tr.Next {
@@ -69,6 +61,19 @@ func (e *Engine) PreviewTriggerAfter(ctx context.Context, row *store.Trigger, af
 		p.Fires = append(p.Fires, tr.Next.In(loc))
 	}
 	return p, nil
+}
+
+// previewed rebuilds a stored trigger for a preview, with its calendar and its zone.
+func (e *Engine) previewed(ctx context.Context, row *store.Trigger) (*schedule.Trigger, schedule.Calendar, *time.Location, error) {
+	tr, cal, err := e.buildTrigger(ctx, e.store, row)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("preview trigger %d: %w", row.ID, err)
+	}
+	loc, err := loadZoneCached(row.TimeZone)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("preview trigger %d: %w", row.ID, err)
+	}
+	return tr, cal, loc, nil
 }
 
 // applyMisfire applies the trigger's misfire policy when its pending fire is later than

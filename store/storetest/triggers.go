@@ -484,14 +484,12 @@ func testFireQuota(t *testing.T, s store.Store) {
 		return nil
 	}))
 	const workers, rounds = 4, 10
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	// Each worker's takes, one after another; the workers at once.
+	takes := make(chan error, workers*rounds)
 	for range workers {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			for range rounds {
-				err := s.FireQuotaTake(ctx, []string{"b", "a"}, func(st map[string]string) map[string]string {
+				takes <- s.FireQuotaTake(ctx, []string{"b", "a"}, func(st map[string]string) map[string]string {
 					next := map[string]string{}
 					for _, app := range []string{"a", "b"} {
 						n, _ := strconv.Atoi(st[app]) // "" is 0
@@ -499,17 +497,11 @@ func testFireQuota(t *testing.T, s store.Store) {
 					}
 					return next
 				})
-				if err != nil {
-					errs <- err
-					return
-				}
 			}
 		}()
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		noErr(t, err)
+	for range workers * rounds {
+		noErr(t, <-takes)
 	}
 	want := strconv.Itoa(workers * rounds)
 	noErr(t, s.FireQuotaTake(ctx, []string{"a", "b"}, func(got map[string]string) map[string]string {
