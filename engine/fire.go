@@ -163,17 +163,24 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			plain = append(plain, a.fire.Execution.ID)
 		}
 	}
-	// A stop must not cut the claim short: a statement canceled after the database applied it
-	// would leave fires running that no handler runs. A claim that times out is retried as
-	// unsure, like one whose answer was lost.
-	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	// A stop does not cut the claim short at once (see Stop). A claim that times out is
+	// retried as unsure, like one whose answer was lost.
+	claimCtx, cancelClaim := context.WithTimeout(l.claimCtx, storeTimeout)
+	e.signals.claimSent(len(batch))
 	c, err := e.claimFires(claimCtx, l.owner, plain, alone, now.UnixMilli())
 	cancelClaim()
+	if err != nil && ctx.Err() != nil {
+		// Stopping: if the claim was applied, its fires are running under this life with no
+		// handler, and are recorded canceled; if not, they are released with the others.
+		for _, a := range batch {
+			l.completer.add(completion{fire: a.fire, state: store.ExecCanceled, started: now, finished: now,
+				res: Result{Err: fmt.Errorf("%w before its claim was answered: %w", errStopping, err)}})
+		}
+		return
+	}
 	if err != nil {
 		// Nothing ran and the fires are still acquired by this node: try again shortly.
-		if ctx.Err() == nil {
-			e.log.Error("mark fires running; retrying", "err", err, "count", len(batch))
-		}
+		e.log.Error("mark fires running; retrying", "err", err, "count", len(batch))
 		retry := make([]*pendingFire, 0, len(batch))
 		for _, a := range batch {
 			if !a.skip {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -72,7 +73,7 @@ type cluster struct {
 	bin     string
 	dir     string
 	db      DBServer
-	proxy   *Proxy
+	proxy   *testdb.Proxy
 	st      *sqlstore.Store // direct to the database, not through the proxy
 	nodes   []*process
 	execs   []*process
@@ -148,7 +149,7 @@ func (c *cluster) setUp(ctx context.Context) error {
 	if err := c.db.Start(ctx); err != nil {
 		return err
 	}
-	if c.proxy, err = NewProxy(c.db.Addr()); err != nil {
+	if c.proxy, err = testdb.NewProxy(c.db.Addr()); err != nil {
 		return err
 	}
 	if c.st, err = sqlstore.Open(ctx, c.db.DSN(c.db.Addr())); err != nil {
