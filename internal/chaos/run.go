@@ -93,11 +93,19 @@ func (c *cluster) logf(format string, args ...any) {
 		append([]any{c.o.Dialect, time.Since(c.start).Seconds()}, args...)...)
 }
 
-func (c *cluster) fault(format string, args ...any) {
-	what := fmt.Sprintf(format, args...)
+// fault records a fault that took effect (err nil) or did not.
+func (c *cluster) fault(what string, err error) {
+	f := Fault{At: time.Now().UnixMilli(), What: what}
+	if err != nil {
+		f.Err = err.Error()
+	}
 	c.mu.Lock()
-	c.faults = append(c.faults, Fault{At: time.Now().UnixMilli(), What: what})
+	c.faults = append(c.faults, f)
 	c.mu.Unlock()
+	if err != nil {
+		c.logf("fault did not take effect: %s: %v", what, err)
+		return
+	}
 	c.logf("fault: %s", what)
 }
 
@@ -373,8 +381,8 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 
 func (c *cluster) close() {
 	for _, p := range append(append([]*process{}, c.execs...), c.nodes...) {
-		p.signal(syscall.SIGCONT)
-		p.signal(syscall.SIGKILL)
+		_ = p.signal(syscall.SIGCONT)
+		_ = p.signal(syscall.SIGKILL)
 	}
 	if c.st != nil {
 		c.st.Close()
