@@ -96,6 +96,9 @@ type Stats struct {
 	Killed atomic.Int64
 	// QuotaDelayed counts fires started later than scheduled by their app's fire-rate quota.
 	QuotaDelayed atomic.Int64
+	// LateMs is how late (ms past its scheduled time) the first fire of the last batch the
+	// node started was: under overload the node keeps firing, late, and says so here.
+	LateMs atomic.Int64
 }
 
 // New validates cfg and returns a stopped engine.
@@ -121,6 +124,25 @@ func (e *Engine) Stats() *Stats { return &e.stats }
 
 // IsLeader reports whether the node holds the leader lease.
 func (e *Engine) IsLeader() bool { return e.leadership.IsLeader() }
+
+// HeartbeatAge is how long ago the node sent its last heartbeat that succeeded, and false
+// when it has none (stopped, or the last one failed).
+func (e *Engine) HeartbeatAge() (time.Duration, bool) {
+	last := e.lastBeat.Load()
+	if last == 0 {
+		return 0, false
+	}
+	return e.clock.Now().Sub(time.UnixMilli(last)), true
+}
+
+// Backlog is how many acquired fires the node holds in memory, not yet started.
+func (e *Engine) Backlog() int {
+	l := e.waking.Load()
+	if l == nil {
+		return 0
+	}
+	return l.fires.heldNow()
+}
 
 // HeartbeatInterval is how often the node heartbeats; the leader's duties keep its pace.
 func (e *Engine) HeartbeatInterval() time.Duration { return e.cfg.HeartbeatInterval }

@@ -96,7 +96,9 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	if !ok {
 		return
 	}
-	e.log.Debug("started", "fires", len(c.won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", now.Sub(time.UnixMilli(due[0].exec.ScheduledAt)))
+	late := now.Sub(time.UnixMilli(due[0].exec.ScheduledAt))
+	e.stats.LateMs.Store(max(late.Milliseconds(), 0))
+	e.log.Debug("started", "fires", len(c.won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", late)
 	e.recoverUnsure(l, batch, c)
 	e.startClaimed(l, batch, c, now)
 }
