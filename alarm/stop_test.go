@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -27,8 +26,7 @@ func TestSenderStopBounded(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				dsn, proxy := testdb.Proxied(t, dialect)
-				st := teststore.OpenDSN(t, dsn)
+				st, proxy := teststore.OpenProxied(t, dialect)
 				arrived := make(chan struct{}, 16)
 				hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					_, _ = io.Copy(io.Discard, r.Body) // then the server sees the client leave
@@ -36,19 +34,7 @@ func TestSenderStopBounded(t *testing.T) {
 					<-r.Context().Done()
 				}))
 				defer hook.Close()
-				job := &store.Job{Group: "g", Name: "j", TargetKind: store.TargetLocal, Handler: "h", Enabled: true,
-					Concurrency: store.ConcurrencyAllow, AlarmTargets: []string{hook.URL}}
-				if err := st.JobInsert(ctx, job); err != nil {
-					t.Fatal(err)
-				}
-				var xs []*store.Execution
-				for i := range 2 * parallel {
-					xs = append(xs, &store.Execution{JobID: job.ID, TriggerID: 1, ScheduledAt: int64(i + 1), FiredAt: 1,
-						Cause: store.CauseSchedule, State: store.ExecFailed, AlarmState: store.AlarmPending})
-				}
-				if _, err := st.ExecutionsInsert(ctx, xs); err != nil {
-					t.Fatal(err)
-				}
+				xs := failedWithAlarms(t, st, hook.URL, 2*parallel)
 				s, err := New(Config{Store: st, Interval: time.Hour, Timeout: time.Hour, HTTPClient: &http.Client{}})
 				if err != nil {
 					t.Fatal(err)

@@ -73,8 +73,7 @@ func TestStopBoundedWhileClaimHangs(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			dsn, proxy := testdb.Proxied(t, dialect)
-			st := teststore.OpenDSN(t, dsn)
+			st, proxy := teststore.OpenProxied(t, dialect)
 			rec := newRecorder()
 			const drain, leave = time.Second, time.Second
 			e := newEngine(t, st, rec, "node", clock.Real{}, func(c *Config) {
