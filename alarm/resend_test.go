@@ -30,19 +30,7 @@ func TestResendAbandoned(t *testing.T) {
 				keys = append(keys, r.Header.Get("Idempotency-Key"))
 			}))
 			defer hook.Close()
-			job := &store.Job{Group: "g", Name: "j", TargetKind: store.TargetLocal, Handler: "h", Enabled: true,
-				Concurrency: store.ConcurrencyAllow, AlarmTargets: []string{hook.URL}}
-			if err := st.JobInsert(ctx, job); err != nil {
-				t.Fatal(err)
-			}
-			var xs []*store.Execution
-			for i := range 2 {
-				xs = append(xs, &store.Execution{JobID: job.ID, TriggerID: 1, ScheduledAt: int64(i + 1), FiredAt: 1,
-					Cause: store.CauseSchedule, State: store.ExecFailed, AlarmState: store.AlarmPending})
-			}
-			if _, err := st.ExecutionsInsert(ctx, xs); err != nil {
-				t.Fatal(err)
-			}
+			xs := failedWithAlarms(t, st, hook.URL, 2)
 			abandoned, fresh := xs[0], xs[1]
 			if won, err := st.ExecutionsSetAlarm(ctx, []int64{abandoned.ID, fresh.ID}, store.AlarmPending, store.AlarmSending); err != nil || len(won) != 2 {
 				t.Fatalf("claim the alarms: %v, %v", won, err)
@@ -72,6 +60,27 @@ func TestResendAbandoned(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failedWithAlarms stores a job alarming target and n failed executions of it, their alarms
+// pending.
+func failedWithAlarms(t *testing.T, st store.Store, target string, n int) []*store.Execution {
+	t.Helper()
+	ctx := context.Background()
+	job := &store.Job{Group: "g", Name: "j", TargetKind: store.TargetLocal, Handler: "h", Enabled: true,
+		Concurrency: store.ConcurrencyAllow, AlarmTargets: []string{target}}
+	if err := st.JobInsert(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	var xs []*store.Execution
+	for i := range n {
+		xs = append(xs, &store.Execution{JobID: job.ID, TriggerID: 1, ScheduledAt: int64(i + 1), FiredAt: 1,
+			Cause: store.CauseSchedule, State: store.ExecFailed, AlarmState: store.AlarmPending})
+	}
+	if _, err := st.ExecutionsInsert(ctx, xs); err != nil {
+		t.Fatal(err)
+	}
+	return xs
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

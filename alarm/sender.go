@@ -11,7 +11,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
-	"github.com/sundial-scheduler/sundial/internal/startstop"
+	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -61,12 +61,20 @@ type Config struct {
 //
 // A delivery that fails is retried Attempts times with a growing pause, per target, inside
 // the claim (so targets already told are not told again); then the alarm is marked failed.
+//
+// Stop is bounded: deliveries end when it cancels them, and what they leave to record (an
+// alarm put back to pending, an outcome the canceled sweep could not write) is written in
+// one statement per state within recordTimeout, database or not.
 type Sender struct {
-	startstop.Base
-	cfg  Config
-	log  *slog.Logger
-	wake chan struct{}
+	*maintenance.Periodic
+	cfg Config
+	log *slog.Logger
 }
+
+// recordTimeout bounds the writes a stopped sweep still owes: the outcomes of its alarms.
+// An alarm whose outcome is not written stays sending, and a later sweep sends it again
+// after ResendAfter.
+const recordTimeout = 2 * time.Second
 
 // New returns a Sender; it does nothing until Start.
 func New(cfg Config) (*Sender, error) {
@@ -100,39 +108,12 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Sender{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}, nil
-}
-
-// Start runs the sweep loop until Stop (startstop.Base), and returns once the loop runs. On
-// Stop, alarms being delivered are put back to pending unless a target was told already.
-func (s *Sender) Start(ctx context.Context) error {
-	s.StartFunc(ctx, s.loop)
-	return nil
-}
-
-// Wake makes the loop sweep now rather than at its next tick.
-func (s *Sender) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (s *Sender) loop(ctx context.Context) {
-	t := s.cfg.Clock.NewTimer(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			t.Reset(s.cfg.Interval)
-		case <-s.wake:
-		}
-		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("delivering alarms", "err", err)
-		}
-	}
+	s := &Sender{cfg: cfg, log: cfg.Logger}
+	s.Periodic = maintenance.NewPeriodic("alarm delivery", cfg.Interval, cfg.Clock, cfg.Logger, func(ctx context.Context) error {
+		_, err := s.Sweep(ctx)
+		return err
+	})
+	return s, nil
 }
 
 // Result counts what a sweep did with the alarms it claimed.
@@ -210,7 +191,11 @@ func (s *Sender) deliverAll(ctx context.Context, claimed []*store.Execution, res
 	}
 	js, err := s.cfg.Store.JobsGet(ctx, jobIDs)
 	if err != nil {
-		s.release(claimed)
+		owed := map[store.AlarmState][]int64{}
+		for _, x := range claimed {
+			owed[store.AlarmPending] = append(owed[store.AlarmPending], x.ID)
+		}
+		s.recordOwed(ctx, owed) // the sweep cannot go on: the alarms go back to pending
 		return fmt.Errorf("jobs of %d alarms: %w", len(claimed), err)
 	}
 	jobs := make(map[int64]*store.Job, len(js))
@@ -218,6 +203,7 @@ func (s *Sender) deliverAll(ctx context.Context, claimed []*store.Execution, res
 		jobs[j.ID] = j
 	}
 	var mu sync.Mutex
+	owed := map[store.AlarmState][]int64{} // outcomes not written: stopped, or the database failed
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for _, x := range claimed {
@@ -226,8 +212,12 @@ func (s *Sender) deliverAll(ctx context.Context, claimed []*store.Execution, res
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			to := s.deliver(ctx, x, jobs[x.JobID])
+			err := s.record(ctx, []int64{x.ID}, to)
 			mu.Lock()
 			defer mu.Unlock()
+			if err != nil {
+				owed[to] = append(owed[to], x.ID)
+			}
 			switch to {
 			case store.AlarmSent:
 				res.Sent++
@@ -239,31 +229,36 @@ func (s *Sender) deliverAll(ctx context.Context, claimed []*store.Execution, res
 		}()
 	}
 	wg.Wait()
+	s.recordOwed(ctx, owed)
 	return ctx.Err()
 }
 
-// release hands claimed alarms back to pending (the sweep could not go on).
-func (s *Sender) release(xs []*store.Execution) {
-	for _, x := range xs {
-		s.record(x.ID, store.AlarmPending)
+// recordOwed writes the outcomes a sweep could not record as they came, one statement per
+// state, within recordTimeout of now whether or not the sweep was stopped: what was
+// delivered must be recorded, and a stop must not wait for a database that does not answer.
+func (s *Sender) recordOwed(ctx context.Context, owed map[store.AlarmState][]int64) {
+	if len(owed) == 0 {
+		return
 	}
-}
-
-// record moves a claimed alarm on from sending. It runs even when the sweep was stopped:
-// what was delivered must be recorded.
-func (s *Sender) record(id int64, to store.AlarmState) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if _, err := s.cfg.Store.ExecutionsSetAlarm(ctx, []int64{id}, store.AlarmSending, to); err != nil {
-		s.log.Error("recording an alarm", "execution", id, "state", to, "err", err)
+	for to, ids := range owed {
+		if err := s.record(ctx, ids, to); err != nil {
+			s.log.Error("recording alarms; they are sent again after the resend delay", "executions", ids, "state", to, "err", err)
+		}
 	}
 }
 
-// deliver tells every target of the job about x and records the outcome, which it returns.
+// record moves claimed alarms on from sending.
+func (s *Sender) record(ctx context.Context, ids []int64, to store.AlarmState) error {
+	_, err := s.cfg.Store.ExecutionsSetAlarm(ctx, ids, store.AlarmSending, to)
+	return err
+}
+
+// deliver tells every target of the job about x and returns the outcome to record.
 func (s *Sender) deliver(ctx context.Context, x *store.Execution, job *store.Job) store.AlarmState {
 	if job == nil || len(job.AlarmTargets) == 0 {
 		// The job was deleted, or its targets removed, since it failed: nobody to tell.
-		s.record(x.ID, store.AlarmNone)
 		return store.AlarmNone
 	}
 	ev := eventOf(job, x)
@@ -279,19 +274,16 @@ func (s *Sender) deliver(ctx context.Context, x *store.Execution, job *store.Job
 			s.log.Info("alarm sent", "execution", x.ID, "job", job.ID, "target", raw)
 		case ctx.Err() != nil && told == 0:
 			// Stopped before anyone heard: the next leader sends it.
-			s.record(x.ID, store.AlarmPending)
 			return store.AlarmPending
 		default:
 			failed++
 			s.log.Error("alarm not delivered", "execution", x.ID, "job", job.ID, "target", raw, "err", err)
 		}
 	}
-	to := store.AlarmSent
 	if failed > 0 {
-		to = store.AlarmFailed
+		return store.AlarmFailed
 	}
-	s.record(x.ID, to)
-	return to
+	return store.AlarmSent
 }
 
 // attempt delivers to one target, retrying with a doubling pause.

@@ -51,11 +51,6 @@ func TestSenderRetriesOnItsClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-
 	done := make(chan Result, 1)
 	go func() {
 		res, err := s.Sweep(ctx)
@@ -65,7 +60,7 @@ func TestSenderRetriesOnItsClock(t *testing.T) {
 		done <- res
 	}()
 	for _, d := range []time.Duration{time.Second, 2 * time.Second} {
-		clk.WaitForTimers(2, nil) // the loop's interval, and the pause before the next try
+		clk.WaitForTimers(1, nil) // the pause before the next try
 		clk.Advance(d)
 	}
 	if res := <-done; res != (Result{Sent: 1}) {
@@ -79,6 +74,9 @@ func TestSenderRetriesOnItsClock(t *testing.T) {
 	got, err := st.ExecutionGet(ctx, x.ID)
 	if err != nil || got.AlarmState != store.AlarmSent {
 		t.Errorf("alarm state %v (%v), want sent", got.AlarmState, err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
 	}
 	s.Stop()
 	s.Stop()

@@ -57,7 +57,19 @@ type Config struct {
 	// XXLLogInterval is how often the output of a run on an XXL-JOB executor is pulled while
 	// it runs. Default DefaultXXLLogInterval.
 	XXLLogInterval time.Duration
+	// ExecutorWait is how long a fire that finds no executor of its app online waits for one
+	// (reading the registry again every heartbeat interval) before it fails. Default
+	// DefaultExecutorWait.
+	ExecutorWait time.Duration
 }
+
+// DefaultExecutorWait is the default Config.ExecutorWait: the engine's default misfire
+// threshold, beyond which a fire is late enough for its trigger's misfire policy anyway.
+const DefaultExecutorWait = 60 * time.Second
+
+// everRegistered is the silence within which RegistryLive counts every instance the registry
+// still holds.
+const everRegistered = 100 * 365 * 24 * time.Hour
 
 // Remote dispatches fires of remote jobs to executors (docs/executor-protocol.md).
 type Remote struct {
@@ -69,6 +81,9 @@ type Remote struct {
 	// complete records results with the engine's job policy (Engine.CompleteRemote): set by
 	// RecordWith before the engine starts.
 	complete func(context.Context, []engine.RemoteResult) ([]int64, error)
+	// seesDatabaseFor is the node's view of the database (Engine.SeesDatabaseFor): set by
+	// SeesDatabaseWith; nil counts as always seeing it.
+	seesDatabaseFor func(time.Duration) bool
 
 	// instances caches each app's executors for a moment (see addresses).
 	mu        sync.Mutex
@@ -143,6 +158,9 @@ func NewRemote(cfg Config) *Remote {
 	if cfg.XXLLogInterval <= 0 {
 		cfg.XXLLogInterval = DefaultXXLLogInterval
 	}
+	if cfg.ExecutorWait <= 0 {
+		cfg.ExecutorWait = DefaultExecutorWait
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{},
 		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
@@ -160,6 +178,9 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		return engine.Result{Err: fmt.Errorf("job %d: %w", job.ID, err)}
 	}
 	addrs, online, app, err := r.addresses(ctx, job.App, job.Handler)
+	if err == nil && len(addrs) == 0 && online == 0 {
+		addrs, online, app, err = r.awaitExecutor(ctx, job)
+	}
 	if err != nil {
 		return engine.Result{Err: err}
 	}
@@ -259,6 +280,39 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 // with the dispatcher, so it cannot be given in Config).
 func (r *Remote) RecordWith(complete func(context.Context, []engine.RemoteResult) ([]int64, error)) {
 	r.complete = complete
+}
+
+// SeesDatabaseWith gives the dispatcher the node's view of the database
+// (Engine.SeesDatabaseFor), before the engine starts: an executor is not offline because the
+// database could not record its beats.
+func (r *Remote) SeesDatabaseWith(sees func(time.Duration) bool) { r.seesDatabaseFor = sees }
+
+// awaitExecutor reads the app's executors again every heartbeat interval until one is
+// online, or ExecutorWait has passed, or ctx ends: a fire that finds none (the executors
+// restarting, or their beats not yet recorded after an outage) waits for one before it
+// fails. It returns what it read last; a read that failed is tried again at the next beat.
+func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job) ([]string, int, *store.App, error) {
+	deadline := r.cfg.Clock.Now().Add(r.cfg.ExecutorWait)
+	for {
+		wait := min(r.cfg.HeartbeatInterval, deadline.Sub(r.cfg.Clock.Now()))
+		if wait <= 0 {
+			return nil, 0, nil, nil
+		}
+		t := r.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, nil, nil
+		case <-t.C():
+		}
+		addrs, online, app, err := r.addresses(ctx, job.App, job.Handler)
+		if err == nil && (len(addrs) > 0 || online > 0) {
+			return addrs, online, app, nil
+		}
+		if err != nil && r.cfg.Clock.Now().After(deadline) {
+			return nil, 0, nil, err
+		}
+	}
 }
 
 // resendToInstance sends a run again to the executor instance that answered at addr, when
@@ -386,7 +440,15 @@ func (r *Remote) appInstances(ctx context.Context, app string) (appInstances, er
 		slices.Sort(got.manual)
 	}
 	if got.manual == nil {
-		if got.live, err = r.cfg.Store.RegistryLive(ctx, app, LiveIntervals*r.cfg.HeartbeatInterval); err != nil {
+		silence := LiveIntervals * r.cfg.HeartbeatInterval
+		if r.seesDatabaseFor != nil && !r.seesDatabaseFor(silence) {
+			// The executor sweep's rule: while this node has not seen the database for as
+			// long as an instance may stay silent, the beats executors sent meanwhile may not
+			// have been recorded, and every instance the registry still holds counts (the
+			// sweep forgets one only once the leader has seen the database that long).
+			silence = everRegistered
+		}
+		if got.live, err = r.cfg.Store.RegistryLive(ctx, app, silence); err != nil {
 			return got, err
 		}
 	}

@@ -195,9 +195,10 @@ func clusterSigner(t *testing.T, st store.Store) *execsign.Signer {
 	return s
 }
 
-func newRemoteFixture(t *testing.T) *remoteFixture {
+func newRemoteFixture(t *testing.T) *remoteFixture { return newRemoteFixtureOn(t, newTestStore(t)) }
+
+func newRemoteFixtureOn(t *testing.T, st store.Store) *remoteFixture {
 	ctx := context.Background()
-	st := newTestStore(t)
 	var err error
 	fx := &remoteFixture{st: st, got: make(chan executor.Run, 16)}
 	fx.job = &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "once",

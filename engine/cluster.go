@@ -21,8 +21,32 @@ func (e *Engine) clusterLoop(l *lifecycle) {
 			go e.rejoin(l) // it ends this loop, and waits for it
 			return
 		}
-		if !e.sleep(l.ctx, e.cfg.HeartbeatInterval, nil) {
+		if !e.pause(l) {
 			return
+		}
+	}
+}
+
+// pause waits one heartbeat interval, or reports false when the life ends first. A
+// resignation asked for meanwhile (Leadership.Resign) is carried out at once, and the wait
+// starts again: the node contends for the lease a whole heartbeat after giving it up.
+func (e *Engine) pause(l *lifecycle) bool {
+	for {
+		t := e.clock.NewTimer(e.cfg.HeartbeatInterval)
+		select {
+		case <-l.ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C():
+			return true
+		case term := <-e.leadership.resign:
+			t.Stop()
+			if e.leadership.stepDown(term, e.clock.Now()) {
+				e.log.Warn("resigned leadership: a leader duty could not start", "term", term)
+				if _, err := e.store.LeaseRelease(l.ctx, leaderLease, e.cfg.NodeID); err != nil && l.ctx.Err() == nil {
+					e.log.Error("release the leader lease on resigning; it expires by itself", "err", err)
+				}
+			}
 		}
 	}
 }

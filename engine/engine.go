@@ -58,6 +58,10 @@ type lifecycle struct {
 	// (at the end of the drain, or when the node is abandoned).
 	runCtx    context.Context
 	runCancel context.CancelFunc
+	// claimCtx is the parent of every claim's context: a stop lets a claim in flight finish
+	// within the drain's budget (its winners run in the drain), then cancels it.
+	claimCtx    context.Context
+	claimCancel context.CancelFunc
 	// writeCtx bounds the result writer's retries: canceled when the stop's leave budget is
 	// spent or the node is abandoned, so a database that does not answer cannot hold Stop.
 	writeCtx    context.Context
@@ -90,6 +94,9 @@ type Stats struct {
 	Killed atomic.Int64
 	// QuotaDelayed counts fires started later than scheduled by their app's fire-rate quota.
 	QuotaDelayed atomic.Int64
+	// LateMs is how late (ms past its scheduled time) the first fire of the last batch the
+	// node started was: under overload the node keeps firing, late, and says so here.
+	LateMs atomic.Int64
 }
 
 // New validates cfg and returns a stopped engine.
@@ -112,6 +119,25 @@ func (e *Engine) Stats() *Stats { return &e.stats }
 
 // IsLeader reports whether the node holds the leader lease.
 func (e *Engine) IsLeader() bool { return e.leadership.IsLeader() }
+
+// HeartbeatAge is how long ago the node sent its last heartbeat that succeeded, and false
+// when it has none (stopped, or the last one failed).
+func (e *Engine) HeartbeatAge() (time.Duration, bool) {
+	last := e.lastBeat.Load()
+	if last == 0 {
+		return 0, false
+	}
+	return e.clock.Now().Sub(time.UnixMilli(last)), true
+}
+
+// Backlog is how many acquired fires the node holds in memory, not yet started.
+func (e *Engine) Backlog() int {
+	l := e.waking.Load()
+	if l == nil {
+		return 0
+	}
+	return l.fires.heldNow()
+}
 
 // HeartbeatInterval is how often the node heartbeats; the leader's duties keep its pace.
 func (e *Engine) HeartbeatInterval() time.Duration { return e.cfg.HeartbeatInterval }
@@ -158,6 +184,7 @@ func (e *Engine) startLife(ctx context.Context) error {
 		due: make(chan []*pendingFire, 1024)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.runCtx, l.runCancel = context.WithCancel(context.Background())
+	l.claimCtx, l.claimCancel = context.WithCancel(context.Background())
 	l.writeCtx, l.writeCancel = context.WithCancel(context.Background())
 	l.fires = newFireQueue(e.cfg.MaxHeld)
 	l.conc = newConcurrency()
@@ -182,6 +209,13 @@ func (e *Engine) startLife(ctx context.Context) error {
 // leaves the cluster. Writing the results and leaving take at most LeaveTimeout together,
 // whatever ctx says and whether or not the database answers, so Stop returns within
 // DrainTimeout + LeaveTimeout of handlers that end when canceled. It is idempotent.
+//
+// A claim (acquired → running) in flight when Stop begins is not cut short, since a
+// statement canceled after the database applied it would leave runs that no handler runs:
+// it has the drain's budget (DrainTimeout, or until ctx ends) to answer, and its winners run
+// in the drain. A claim still unanswered then is canceled, and its fires are recorded
+// canceled if the database applied it (the result write is a compare-and-set from running
+// under this life), or released with the node's other acquired fires if it did not.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.lifeMu.Lock()
 	defer e.lifeMu.Unlock()
@@ -195,22 +229,36 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return nil // declared dead, and not joined again: nothing of the dead life is ours
 	}
 
-	// No new work: the loops end before the drain, so no handler starts after it began.
+	// No new work: the loops end before the drain, so no handler starts after it began. The
+	// drain's budget starts now: a claim in flight spends it too.
 	l.cancel()
-	l.loops.Wait()
+	drainTimer := e.clock.NewTimer(e.cfg.DrainTimeout)
+	defer drainTimer.Stop()
+	spent := false
+	within := func(done <-chan struct{}) {
+		if spent {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-drainTimer.C():
+			e.log.Warn("drain timeout: canceling claims and running handlers")
+		case <-ctx.Done():
+			e.log.Warn("stop canceled: canceling claims and running handlers")
+		}
+		spent = true
+	}
+	loopsDone := make(chan struct{})
+	go func() { l.loops.Wait(); close(loopsDone) }()
+	within(loopsDone)
+	l.claimCancel()
+	<-loopsDone
 	l.fires.close()
 	l.conc.dropQueued()
 	drained := make(chan struct{})
 	go func() { l.handlers.Wait(); close(drained) }()
-	drainTimer := e.clock.NewTimer(e.cfg.DrainTimeout)
-	select {
-	case <-drained:
-	case <-drainTimer.C():
-		e.log.Warn("drain timeout: canceling running handlers")
-	case <-ctx.Done():
-		e.log.Warn("stop canceled: canceling running handlers")
-	}
-	drainTimer.Stop()
+	within(drained)
 	l.runCancel()
 	<-drained
 
@@ -287,6 +335,7 @@ func (e *Engine) drop(l *lifecycle) {
 	l.abandoned.Store(true)
 	l.writeCancel()
 	l.cancel()
+	l.claimCancel()
 	l.loops.Wait()
 	l.fires.close()
 	l.conc.dropQueued()

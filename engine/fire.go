@@ -88,13 +88,34 @@ func (e *Engine) startLoop(l *lifecycle) {
 // startFires applies each job's concurrency policy, wins the fires with one
 // acquired → running compare-and-set, and starts the winners' handlers.
 func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
-	ctx := l.ctx
-	type admitted struct {
-		fire   *Fire
-		skip   bool
-		why    string // why a skipped fire was skipped, when not for the discard policy
-		unsure bool   // an earlier claim of it failed, and may have been applied all the same
+	batch, now := e.admitFires(l, due)
+	if len(batch) == 0 {
+		return
 	}
+	c, ok := e.claimAdmitted(l, batch, now)
+	if !ok {
+		return
+	}
+	late := now.Sub(time.UnixMilli(due[0].exec.ScheduledAt))
+	e.stats.LateMs.Store(max(late.Milliseconds(), 0))
+	e.log.Debug("started", "fires", len(c.won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", late)
+	e.recoverUnsure(l, batch, c)
+	e.startClaimed(l, batch, c, now)
+}
+
+// admitted is a fire that passed its job's concurrency policy, to be claimed.
+type admitted struct {
+	fire   *Fire
+	skip   bool
+	why    string // why a skipped fire was skipped, when not for the discard policy
+	unsure bool   // an earlier claim of it failed, and may have been applied all the same
+}
+
+// admitFires reads the fires' jobs and applies each job's concurrency policy: it returns the
+// fires to claim (to run, or to record skipped) and the instant they are claimed at. Fires
+// not due yet under a policy, queued or held behind a running fire are kept aside.
+func (e *Engine) admitFires(l *lifecycle, due []*pendingFire) ([]admitted, time.Time) {
+	ctx := l.ctx
 	jobIDs := make([]int64, len(due))
 	for i, pf := range due {
 		jobIDs[i] = pf.exec.JobID
@@ -106,7 +127,7 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			e.log.Error("read the jobs of due fires; retrying", "err", err, "count", len(due))
 			e.retryLater(l, due)
 		}
-		return
+		return nil, time.Time{}
 	}
 	var batch []admitted
 	now := e.clock.Now()
@@ -152,9 +173,13 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 		case admitHeld:
 		}
 	}
-	if len(batch) == 0 {
-		return
-	}
+	return batch, now
+}
+
+// claimAdmitted wins the admitted fires (acquired → running) in one statement. When the
+// claim fails it reports false, having disposed of the fires: retried as unsure shortly, or,
+// when the node is stopping, recorded canceled in case the claim was applied after all.
+func (e *Engine) claimAdmitted(l *lifecycle, batch []admitted, now time.Time) (claim, bool) {
 	var (
 		plain []int64
 		alone []*Fire
@@ -166,32 +191,54 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 			plain = append(plain, a.fire.Execution.ID)
 		}
 	}
-	// A stop must not cut the claim short: a statement canceled after the database applied it
-	// would leave fires running that no handler runs. A claim that times out is retried as
-	// unsure, like one whose answer was lost.
-	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	// A stop does not cut the claim short at once (see Stop). A claim that times out is
+	// retried as unsure, like one whose answer was lost.
+	claimCtx, cancelClaim := context.WithTimeout(l.claimCtx, storeTimeout)
+	e.signals.claimSent(len(batch))
 	c, err := e.claimFires(claimCtx, l.owner, plain, alone, now.UnixMilli())
 	cancelClaim()
-	if err != nil {
-		// Nothing ran and the fires are still acquired by this node: try again shortly.
-		if ctx.Err() == nil {
-			e.log.Error("mark fires running; retrying", "err", err, "count", len(batch))
-		}
-		retry := make([]*pendingFire, 0, len(batch))
-		for _, a := range batch {
-			if !a.skip {
-				// The fires queued behind this one are retried with it, not forgotten.
-				if next := l.conc.done(a.fire); next != nil {
-					retry = append(retry, next)
-				}
-			}
-			retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5, unsure: true, missed: a.why})
-		}
-		e.retryLater(l, retry)
-		return
+	if err == nil {
+		return c, true
 	}
-	e.log.Debug("started", "fires", len(c.won), "of", len(batch), "took", e.clock.Now().Sub(now), "late", now.Sub(time.UnixMilli(due[0].exec.ScheduledAt)))
-	wonSet := c.won
+	if l.ctx.Err() != nil {
+		// Stopping: if the claim was applied, its fires are running under this life with no
+		// handler, and are recorded canceled; if not, they are released with the others.
+		for _, a := range batch {
+			l.completer.add(completion{fire: a.fire, state: store.ExecCanceled, started: now, finished: now,
+				res: Result{Err: fmt.Errorf("%w before its claim was answered: %w", errStopping, err)}})
+		}
+		return c, false
+	}
+	// Nothing ran and the fires are still acquired by this node: try again shortly.
+	e.log.Error("mark fires running; retrying", "err", err, "count", len(batch))
+	retry := make([]*pendingFire, 0, len(batch))
+	for _, a := range batch {
+		if !a.skip {
+			// The fires queued behind this one are retried with it, not forgotten.
+			if next := l.conc.done(a.fire); next != nil {
+				retry = append(retry, next)
+			}
+		}
+		retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5, unsure: true, missed: a.why})
+	}
+	e.retryLater(l, retry)
+	return c, false
+}
+
+// recoverUnsure counts as won the unsure fires this claim did not win that an earlier claim
+// of this life won after all (its answer was lost).
+func (e *Engine) recoverUnsure(l *lifecycle, batch []admitted, c claim) {
+	for _, a := range batch {
+		if id := a.fire.Execution.ID; !c.won[id] && a.unsure && e.claimedEarlier(l.ctx, l.owner, id) {
+			c.won[id] = true
+		}
+	}
+}
+
+// startClaimed starts what the claim won: a handler per fire to run, a skipped or failed
+// result for the others. A fire it lost waits for its job's run on another node, or is
+// dropped as another node's; the queued fires whose turn came are started after.
+func (e *Engine) startClaimed(l *lifecycle, batch []admitted, c claim, now time.Time) {
 	var next []*pendingFire // queued fires whose turn came in this batch
 	defer func() {
 		if len(next) > 0 {
@@ -200,14 +247,11 @@ func (e *Engine) startFires(l *lifecycle, due []*pendingFire) {
 	}()
 	for _, a := range batch {
 		ex := a.fire.Execution
-		if !wonSet[ex.ID] && a.unsure && e.claimedEarlier(ctx, l.owner, ex.ID) {
-			wonSet[ex.ID] = true
-		}
-		if !wonSet[ex.ID] && c.busy[ex.ID] {
+		if !c.won[ex.ID] && c.busy[ex.ID] {
 			e.waitBusy(l, a.fire) // its job runs on another node: its turn comes when that run ends
 			continue
 		}
-		if !wonSet[ex.ID] {
+		if !c.won[ex.ID] {
 			// Another node took this fire (we were presumed dead): running it would be a
 			// duplicate.
 			e.stats.LostRaces.Add(1)

@@ -52,6 +52,13 @@ func newFireQueue(limit int) *fireQueue {
 }
 
 // full reports whether the queue holds its limit of fires.
+// heldNow returns how many fires are held.
+func (q *fireQueue) heldNow() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.held
+}
+
 func (q *fireQueue) full() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -10,6 +10,7 @@ type testSignals struct {
 	recovered chan string      // every dead node the leader recovered
 	lostRace  chan int64       // every fire this node acquired but another node ran
 	claimed   chan int64       // every fire this node won (acquired -> running)
+	claiming  chan int         // before every claim statement: fires it claims
 	queued    chan int64       // every fire queued behind a running one (concurrency serial)
 	rejoined  chan store.Owner // every new life the node began after it was declared dead
 	busy      chan int64       // every fire left waiting while its job ran on another node
@@ -23,6 +24,7 @@ func newTestSignals() *testSignals {
 		recovered: make(chan string, buffer),
 		lostRace:  make(chan int64, buffer),
 		claimed:   make(chan int64, buffer),
+		claiming:  make(chan int, buffer),
 		queued:    make(chan int64, buffer),
 		rejoined:  make(chan store.Owner, buffer),
 		busy:      make(chan int64, buffer),
@@ -50,6 +52,12 @@ func (s *testSignals) nodeRecovered(node string) {
 func (s *testSignals) fireClaimed(id int64) {
 	if s != nil {
 		trySend(s.claimed, id)
+	}
+}
+
+func (s *testSignals) claimSent(n int) {
+	if s != nil {
+		trySend(s.claiming, n)
 	}
 }
 

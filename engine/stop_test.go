@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -60,6 +61,53 @@ func TestStopWithDatabaseGone(t *testing.T) {
 			t.Fatalf("Stop took %v with the database gone, want at most %v", took, limit)
 		}
 	})
+}
+
+// TestStopBoundedWhileClaimHangs: the node claims an acquired fire whose row another
+// transaction holds locked, so the claim hangs; then the database is cut off (every byte
+// dropped, nothing closed). Stop waits for the claim only within the drain's budget, and
+// returns within DrainTimeout + LeaveTimeout. The claim used to run on a context nothing
+// canceled, for up to 15 s, before the drain began.
+func TestStopBoundedWhileClaimHangs(t *testing.T) {
+	for _, dialect := range []string{"postgres", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st, proxy := teststore.OpenProxied(t, dialect)
+			rec := newRecorder()
+			const drain, leave = time.Second, time.Second
+			e := newEngine(t, st, rec, "node", clock.Real{}, func(c *Config) {
+				c.DrainTimeout, c.LeaveTimeout = drain, leave
+				// No acquisition and no heartbeat after the first: the cut finds only the claim
+				// in flight (a commit on a connection whose bytes are dropped has no context).
+				c.PollInterval, c.HeartbeatInterval, c.NodeTimeout = time.Hour, time.Hour, 3*time.Hour
+			})
+			job := insertJob(t, st, "job", nil)
+			insertTrigger(t, st, job, "once", schedule.Simple{}, time.Now().Add(300*time.Millisecond), nil) // inside the first look-ahead
+			startEngine(t, e)
+			for n := 0; n == 0; {
+				n = waitFor(t, "an acquisition", e.signals.acquired, 1)[0]
+			}
+			tx, err := st.DB().BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("SELECT id FROM executions WHERE job_id = %d FOR UPDATE", job.ID)); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the claim", e.signals.claiming, 1)
+			if err := proxy.Cut(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_ = e.Stop(ctx)
+			if took, limit := time.Since(start), drain+leave+500*time.Millisecond; took > limit {
+				t.Fatalf("Stop took %v with a claim hanging, want at most %v", took, limit)
+			}
+			proxy.Close()
+			_ = tx.Rollback()
+		})
+	}
 }
 
 // proxied returns dsn rewritten to reach its server through a TCP proxy on localhost, and a

@@ -112,6 +112,17 @@ func (r *reporter) add(res Result) {
 
 func (r *reporter) loop() {
 	defer close(r.done)
+	// A send in flight ends when the reporter is closed: close sends what is left within
+	// Stop's context, so Stop does not wait out a server that does not answer.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var retry <-chan time.Time
 	for {
 		select {
@@ -125,7 +136,10 @@ func (r *reporter) loop() {
 			}
 		case <-retry:
 		}
-		if err := r.deliver(context.Background()); err != nil {
+		if err := r.deliver(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			d := r.backoff.Next()
 			r.e.log.Warn("delivering results failed; spooled, retrying", "in", d, "err", err)
 			retry = r.e.cfg.Clock.NewTimer(d).C()

@@ -10,8 +10,11 @@ import (
 )
 
 // Manager runs the leader's services while the node leads: it listens to the node's
-// leadership, starts every service when the node becomes leader and stops them all when it
-// stops leading, and when the Manager itself stops.
+// leadership, starts every service when a leadership term begins and stops them all when it
+// ends, and when the Manager itself stops. A term it did not see begin (the lease lost and
+// won again before it read the change) restarts the services: another node may have led in
+// between. A service that cannot start ends the term: the Manager stops the others and asks
+// the node to resign, so the cluster does not keep a leader that runs only part of its duties.
 type Manager struct {
 	startstop.Base
 	leadership *engine.Leadership
@@ -20,6 +23,7 @@ type Manager struct {
 	mu       sync.Mutex
 	services []Service
 	leading  bool
+	term     uint64    // the term the services run for, while leading
 	changed  chan bool // tests: every role the services were moved to (nil outside tests)
 }
 
@@ -50,42 +54,53 @@ func (m *Manager) Start(ctx context.Context) error {
 
 func (m *Manager) loop(ctx context.Context, sub *engine.Subscription) {
 	defer sub.Stop()
-	defer m.lead(ctx, false)
+	defer m.lead(ctx, engine.Transition{})
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case tr := <-sub.C():
-			m.lead(ctx, tr.Leader)
+			m.lead(ctx, tr)
 		}
 	}
 }
 
 // lead starts or stops the services for the node's role.
-func (m *Manager) lead(ctx context.Context, leader bool) {
+func (m *Manager) lead(ctx context.Context, tr engine.Transition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if leader == m.leading {
+	if tr.Leader == m.leading && (!tr.Leader || tr.Term == m.term) {
 		return
 	}
-	m.leading = leader
-	if leader {
-		m.log.Info("leading: starting the leader's duties", "services", len(m.services))
-		for _, s := range m.services {
+	if m.leading {
+		m.log.Info("leadership term over: stopping the leader's duties", "term", m.term)
+		m.stop(m.services)
+		m.leading = false
+	}
+	if tr.Leader {
+		m.log.Info("leading: starting the leader's duties", "term", tr.Term, "services", len(m.services))
+		m.leading, m.term = true, tr.Term
+		for i, s := range m.services {
 			if err := s.Start(ctx); err != nil {
-				m.log.Error("start a leader duty", "err", err)
+				m.log.Error("a leader duty did not start: resigning leadership", "term", tr.Term, "err", err)
+				m.stop(m.services[:i])
+				m.leading = false
+				m.leadership.Resign(tr.Term)
+				break
 			}
 		}
-	} else {
-		m.log.Info("not leading: stopping the leader's duties")
-		var wg sync.WaitGroup
-		for _, s := range m.services {
-			wg.Add(1)
-			go func() { defer wg.Done(); s.Stop() }()
-		}
-		wg.Wait()
 	}
 	if m.changed != nil {
-		m.changed <- leader
+		m.changed <- m.leading
 	}
+}
+
+// stop stops the services side by side and waits for them all.
+func (m *Manager) stop(services []Service) {
+	var wg sync.WaitGroup
+	for _, s := range services {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.Stop() }()
+	}
+	wg.Wait()
 }

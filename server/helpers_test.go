@@ -81,7 +81,8 @@ func openDSN(t *testing.T, dsn string) *sqlstore.Store {
 func newEnvOn(t *testing.T, st *sqlstore.Store, tune func(*Config), setup func(*Server)) *env {
 	t.Helper()
 	ctx := context.Background()
-	cfg := Config{Store: st, Logger: slog.New(slog.DiscardHandler),
+	// A fire with no executor online fails after half a second, not the default minute.
+	cfg := Config{Store: st, Logger: slog.New(slog.DiscardHandler), ExecutorWait: 500 * time.Millisecond,
 		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}}
 	if tune != nil {
 		tune(&cfg)

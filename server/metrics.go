@@ -81,6 +81,22 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 				}
 				return 0
 			}),
+		// Under overload a node keeps firing, late: these say how late, how much waits, and
+		// whether its heartbeats (its fence) keep up.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_fire_late_seconds",
+			Help: "How late past its scheduled time the last batch of fires this node started was."},
+			func() float64 { return float64(st.LateMs.Load()) / 1000 }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_fires_backlog",
+			Help: "Fires this node acquired and holds, not yet started."},
+			func() float64 { return float64(e.Backlog()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_heartbeat_age_seconds",
+			Help: "How long ago this node's last heartbeat that succeeded was sent; -1 when it has none (its fence lapses a node timeout after it)."},
+			func() float64 {
+				if age, ok := e.HeartbeatAge(); ok {
+					return age.Seconds()
+				}
+				return -1
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_build_info", Help: "1, labelled with the version and Go release of this node's binary.",
 			ConstLabels: prometheus.Labels{"version": version.Version(), "goversion": version.GoVersion()}}, func() float64 { return 1 }),
 		m.runs, m.lateness, m.requests, m.duration,

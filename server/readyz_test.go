@@ -2,37 +2,11 @@ package server
 
 import (
 	"encoding/json"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/sundial-scheduler/sundial/internal/chaos"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 )
-
-// viaProxy returns dsn rewritten to reach its server through a new proxy, closed when t ends.
-func viaProxy(t *testing.T, dialect, dsn string) (string, *chaos.Proxy) {
-	t.Helper()
-	var hostport string
-	switch dialect {
-	case "postgres":
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hostport = u.Host
-	case "mysql":
-		_, rest, _ := strings.Cut(dsn, "tcp(")
-		hostport, _, _ = strings.Cut(rest, ")")
-	}
-	p, err := chaos.NewProxy(hostport)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return strings.Replace(dsn, hostport, p.Addr(), 1), p
-}
 
 type readyOut struct {
 	Status string            `json:"status"`
@@ -57,7 +31,7 @@ func TestReadyzDatabaseCut(t *testing.T) {
 	for _, dialect := range []string{"postgres", "mysql"} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			dsn, proxy := viaProxy(t, dialect, testdb.DSN(t, dialect))
+			dsn, proxy := testdb.Proxied(t, dialect)
 			e := newEnvOn(t, openDSN(t, dsn), nil, nil)
 			if code, out := e.ready(); code != 200 || out.Checks["database"] != "ok" {
 				t.Fatalf("readyz before the cut: %d %+v", code, out)

@@ -53,6 +53,10 @@ type Config struct {
 	// ExecutorHeartbeat is the heartbeat interval announced to executors; an instance silent
 	// for three is gone. Default dispatch.DefaultHeartbeatInterval.
 	ExecutorHeartbeat time.Duration
+	// ExecutorWait is how long a fire that finds no executor of its app online waits for one
+	// before it fails. Default dispatch.DefaultExecutorWait (a minute, the default misfire
+	// threshold).
+	ExecutorWait time.Duration
 	// Retention is how long finished executions and their output are kept; the leader
 	// deletes older ones. Default 30 days.
 	Retention time.Duration
@@ -200,13 +204,15 @@ func New(cfg Config) (*Server, error) {
 		client = httpserve.Client(10*time.Second, cfg.ExecutorCA, cfg.ExecutorTLS)
 	}
 	remote := dispatch.NewRemote(dispatch.Config{Store: cfg.Store, Client: client,
-		HeartbeatInterval: cfg.ExecutorHeartbeat, Logger: cfg.Logger, Clock: clk, Secrets: secrets, XXLLogInterval: cfg.XXLLogInterval})
+		HeartbeatInterval: cfg.ExecutorHeartbeat, ExecutorWait: cfg.ExecutorWait, Logger: cfg.Logger, Clock: clk, Secrets: secrets,
+		XXLLogInterval: cfg.XXLLogInterval})
 	sc.Dispatcher = func(local engine.Dispatcher) engine.Dispatcher { return dispatch.ByTarget(local, remote) }
 	sched, err := sundial.New(sc)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	remote.RecordWith(sched.Engine().CompleteRemote)
+	remote.SeesDatabaseWith(sched.Engine().SeesDatabaseFor)
 	clk = sched.Clock() // given in Config.Scheduler or its Engine
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
 		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote, secrets: secrets}

@@ -285,7 +285,8 @@ func TestJobFiresEndToEnd(t *testing.T) {
 		// The metrics saw the noop run.
 		resp = e.raw("GET", "/metrics", e.token, nil, nil)
 		body, _ := io.ReadAll(resp.Body)
-		for _, want := range []string{`sundial_executions_total{state="succeeded"}`, "sundial_fires_total", "sundial_fire_lateness_seconds_count"} {
+		for _, want := range []string{`sundial_executions_total{state="succeeded"}`, "sundial_fires_total", "sundial_fire_lateness_seconds_count",
+			"sundial_fire_late_seconds", "sundial_fires_backlog 0", "sundial_heartbeat_age_seconds"} {
 			if !strings.Contains(string(body), want) {
 				t.Errorf("metrics lack %s", want)
 			}

@@ -41,7 +41,8 @@ func startAPIServer(t *testing.T) *apiServer {
 	}
 	// A short poll makes a one-shot trigger fire within milliseconds of its creation.
 	srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), ExecutorToken: cliExecutorToken, SecretKey: "cli-test-secret-key-0123456789",
-		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
+		ExecutorWait: 100 * time.Millisecond,
+		Scheduler:    sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
+	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
@@ -30,6 +31,7 @@ type serverOptions struct {
 	executorToken           string
 	logFormat, logLevel     string
 	drainTimeout            time.Duration
+	executorWait            time.Duration
 	retention               time.Duration
 	auditRetention          time.Duration
 	noMigrate               bool
@@ -101,6 +103,7 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long shutdown waits for running handlers")
+	f.DurationVar(&o.executorWait, "executor-wait", dispatch.DefaultExecutorWait, "how long a fire with no executor of its app online waits for one before it fails")
 	f.DurationVar(&o.retention, "retention", 30*24*time.Hour, "how long finished executions and their output are kept")
 	f.DurationVar(&o.auditRetention, "audit-retention", 365*24*time.Hour, "how long audit log entries are kept (apart from --retention)")
 	f.StringVar(&o.smtp.Addr, "smtp-addr", "", "SMTP server (host:port) for e-mail alarms (none: e-mail alarms fail; webhooks work)")
@@ -293,7 +296,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		log.Info("tracing fires", "otlp_endpoint", o.otelEndpoint)
 	}
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
-		ExecutorTLS: execCert, ExecutorCA: execCA,
+		ExecutorWait: o.executorWait, ExecutorTLS: execCert, ExecutorCA: execCA,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
 			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp, Tracer: tracer}},

@@ -92,6 +92,7 @@ type Kill struct {
 type Fault struct {
 	At   int64 // Unix ms
 	What string
+	Err  string `json:",omitempty"` // why it did not take effect; "" when it did
 }
 
 // Input is everything Check looks at.
@@ -149,10 +150,15 @@ type Report struct {
 	Start                     int64
 }
 
-// Failed lists the targets the run missed: 0 double, zombie, missing and stuck, no
-// unexpected run and no overlap of a serial job.
+// Failed lists the targets the run missed: every fault of the plan took effect, 0 double,
+// zombie, missing and stuck, no unexpected run and no overlap of a serial job.
 func (r *Report) Failed() []string {
 	var out []string
+	for _, f := range r.Faults {
+		if f.Err != "" {
+			out = append(out, fmt.Sprintf("fault %q did not take effect: %s", f.What, f.Err))
+		}
+	}
 	for _, c := range []Class{Double, Zombie, Missing, Stuck} {
 		if r.Counts[c] > 0 {
 			out = append(out, fmt.Sprintf("%d %s", r.Counts[c], c))

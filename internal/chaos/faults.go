@@ -73,6 +73,10 @@ func (c *cluster) runFaults(ctx context.Context, loadEnd time.Time) {
 	}
 }
 
+// A fault is recorded once it took effect, or with the reason it did not: a run whose fault
+// did not happen tested nothing, and fails (Report.Failed). So does a fault whose undoing
+// failed (a node not restarted, a network not healed): what followed was not the plan.
+
 // killNode kills node i with SIGKILL and starts it again after down, under the same node id
 // or a new one.
 func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Duration) {
@@ -82,21 +86,25 @@ func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Dur
 		restart = "new id"
 	}
 	name, id := p.life.Name, p.nodeID
-	p.signal(syscall.SIGKILL)
+	what := fmt.Sprintf("SIGKILL %s (%s), restart in %s with %s", p.label, id, down, restart)
+	if err := p.signal(syscall.SIGKILL); err != nil {
+		c.fault(what, err)
+		return
+	}
 	now := time.Now().UnixMilli()
 	k := &Kill{At: now, Proc: name, NodeID: id, Restart: restart, Held: -1}
 	c.mu.Lock()
 	p.life.Killed = now
 	c.kills = append(c.kills, k)
 	c.mu.Unlock()
-	c.fault("SIGKILL %s (%s), restart in %s with %s", p.label, id, down, restart)
+	c.fault(what, nil)
 	time.Sleep(down)
 	if newID {
 		c.nodeGen[i]++
 		p.nodeID = fmt.Sprintf("n%d.%d", i+1, c.nodeGen[i])
 	}
 	if err := c.startProc(ctx, p, true); err != nil {
-		c.logf("restart %s: %v", p.label, err)
+		c.fault("restart "+p.label, err)
 		return
 	}
 	c.mu.Lock()
@@ -107,16 +115,25 @@ func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Dur
 // freezeNode stops node i with SIGSTOP for d, then lets it go on.
 func (c *cluster) freezeNode(i int, d time.Duration) {
 	p := c.nodes[i]
-	p.signal(syscall.SIGSTOP)
+	what := fmt.Sprintf("SIGSTOP %s (%s) for %s (node timeout %s)", p.label, p.nodeID, d, 3*c.o.Heartbeat)
 	// A signal takes effect when the kernel next schedules the process's threads, which on a
 	// loaded machine may be a while after kill(2) returns; a run begun meanwhile was begun
 	// before the freeze. The freeze counts from when every thread is seen stopped.
-	p.waitStopped()
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		c.fault(what, err)
+		return
+	}
+	err := p.waitStopped()
 	frozen := time.Now().UnixMilli()
-	c.fault("SIGSTOP %s (%s) for %s (node timeout %s)", p.label, p.nodeID, d, 3*c.o.Heartbeat)
-	time.Sleep(d)
+	c.fault(what, err)
+	if err == nil {
+		time.Sleep(d)
+	}
 	thawed := time.Now().UnixMilli() // before SIGCONT: nothing the process begins precedes it
-	p.signal(syscall.SIGCONT)
+	if err := p.signal(syscall.SIGCONT); err != nil {
+		c.fault("SIGCONT "+p.label, err)
+		return
+	}
 	if d > 3*c.o.Heartbeat {
 		c.mu.Lock()
 		p.life.Frozen, p.life.Thawed = frozen, thawed
@@ -128,27 +145,33 @@ func (c *cluster) freezeNode(i int, d time.Duration) {
 // restartExecutor kills executor i and starts it again on the same address after down.
 func (c *cluster) restartExecutor(ctx context.Context, i int, down time.Duration) {
 	p := c.execs[i]
-	p.signal(syscall.SIGKILL)
+	what := fmt.Sprintf("SIGKILL %s, restart on %s in %s", p.label, p.addr, down)
+	if err := p.signal(syscall.SIGKILL); err != nil {
+		c.fault(what, err)
+		return
+	}
 	c.mu.Lock()
 	p.life.Killed = time.Now().UnixMilli()
 	c.mu.Unlock()
-	c.fault("SIGKILL %s, restart on %s in %s", p.label, p.addr, down)
+	c.fault(what, nil)
 	time.Sleep(down)
 	if err := c.startProc(ctx, p, false); err != nil {
-		c.logf("restart %s: %v", p.label, err)
+		c.fault("restart "+p.label, err)
 	}
 }
 
 // restartDB crashes the database server and starts it again after down.
 func (c *cluster) restartDB(ctx context.Context, down time.Duration) {
-	c.fault("database crash, restart in %s", down)
+	what := fmt.Sprintf("database crash, restart in %s", down)
 	if err := c.db.Crash(ctx); err != nil {
-		c.logf("crash database: %v", err)
+		c.fault(what, err)
+		return
 	}
+	c.fault(what, nil)
 	time.Sleep(down)
 	t := time.Now()
 	if err := c.db.Start(ctx); err != nil {
-		c.logf("restart database: %v", err)
+		c.fault("restart the database", err)
 		return
 	}
 	c.logf("database back after %s of recovery", time.Since(t).Round(100*time.Millisecond))
@@ -156,28 +179,31 @@ func (c *cluster) restartDB(ctx context.Context, down time.Duration) {
 
 // cut partitions the database from the nodes for d.
 func (c *cluster) cut(d time.Duration) {
-	c.fault("network to the database cut for %s", d)
+	what := fmt.Sprintf("network to the database cut for %s", d)
 	if err := c.proxy.Cut(); err != nil {
-		c.logf("%v", err)
+		c.fault(what, err)
 		return
 	}
+	c.fault(what, nil)
 	time.Sleep(d)
 	if err := c.proxy.Heal(); err != nil {
-		c.logf("%v", err)
+		c.fault("heal the network to the database", err)
+		return
 	}
 	c.logf("network healed")
 }
 
 // latency adds ms ± jitter each way between the nodes and the database for d.
 func (c *cluster) latency(ms, jitter int, d time.Duration) {
-	c.fault("latency %d±%d ms to the database for %s", ms, jitter, d)
+	what := fmt.Sprintf("latency %d±%d ms to the database for %s", ms, jitter, d)
 	if err := c.proxy.Latency(ms, jitter); err != nil {
-		c.logf("%v", err)
+		c.fault(what, err)
 		return
 	}
+	c.fault(what, nil)
 	time.Sleep(d)
 	if err := c.proxy.Latency(0, 0); err != nil {
-		c.logf("%v", err)
+		c.fault("remove the latency to the database", err)
 	}
 }
 

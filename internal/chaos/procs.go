@@ -90,28 +90,31 @@ func (p *process) waitUp(ctx context.Context, node bool) error {
 }
 
 // signal sends sig; SIGKILL also waits for the exit.
-func (p *process) signal(sig syscall.Signal) {
+func (p *process) signal(sig syscall.Signal) error {
 	if p.cmd == nil {
-		return
+		return fmt.Errorf("%s is not running", p.label)
 	}
-	_ = p.cmd.Process.Signal(sig)
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("%v to %s: %w", sig, p.label, err)
+	}
 	if sig == syscall.SIGKILL {
 		<-p.exited
 		p.cmd = nil
 	}
+	return nil
 }
 
 // waitStopped waits until every thread of the process is stopped (state T in
-// /proc/PID/task/*/stat), up to 5 s: after it returns the process begins nothing more.
-func (p *process) waitStopped() {
+// /proc/PID/task/*/stat), up to 5 s: after it returns nil the process begins nothing more.
+func (p *process) waitStopped() error {
 	if p.cmd == nil {
-		return
+		return fmt.Errorf("%s is not running", p.label)
 	}
 	dir := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		tasks, err := os.ReadDir(dir)
 		if err != nil {
-			return // not Linux, or gone
+			return fmt.Errorf("%s: threads: %w", p.label, err)
 		}
 		stopped := true
 		for _, t := range tasks {
@@ -126,9 +129,10 @@ func (p *process) waitStopped() {
 			}
 		}
 		if stopped {
-			return
+			return nil
 		}
 	}
+	return fmt.Errorf("%s: not every thread stopped within 5 s", p.label)
 }
 
 // stop ends the process with SIGTERM (SIGKILL after grace).
@@ -142,7 +146,7 @@ func (p *process) stop(grace time.Duration) {
 	case <-p.exited:
 		p.cmd = nil
 	case <-time.After(grace):
-		p.signal(syscall.SIGKILL)
+		_ = p.signal(syscall.SIGKILL)
 	}
 }
 

@@ -28,6 +28,9 @@ func (r *Report) String() string {
 		b.WriteString("faults:\n")
 		for _, f := range r.Faults {
 			fmt.Fprintf(&b, "  +%6.1fs %s\n", float64(f.At-r.Start)/1000, f.What)
+			if f.Err != "" {
+				fmt.Fprintf(&b, "           DID NOT TAKE EFFECT: %s\n", f.Err)
+			}
 		}
 	}
 	if len(r.Kills) > 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -72,7 +73,7 @@ type cluster struct {
 	bin     string
 	dir     string
 	db      DBServer
-	proxy   *Proxy
+	proxy   *testdb.Proxy
 	st      *sqlstore.Store // direct to the database, not through the proxy
 	nodes   []*process
 	execs   []*process
@@ -92,11 +93,19 @@ func (c *cluster) logf(format string, args ...any) {
 		append([]any{c.o.Dialect, time.Since(c.start).Seconds()}, args...)...)
 }
 
-func (c *cluster) fault(format string, args ...any) {
-	what := fmt.Sprintf(format, args...)
+// fault records a fault that took effect (err nil) or did not.
+func (c *cluster) fault(what string, err error) {
+	f := Fault{At: time.Now().UnixMilli(), What: what}
+	if err != nil {
+		f.Err = err.Error()
+	}
 	c.mu.Lock()
-	c.faults = append(c.faults, Fault{At: time.Now().UnixMilli(), What: what})
+	c.faults = append(c.faults, f)
 	c.mu.Unlock()
+	if err != nil {
+		c.logf("fault did not take effect: %s: %v", what, err)
+		return
+	}
 	c.logf("fault: %s", what)
 }
 
@@ -148,7 +157,7 @@ func (c *cluster) setUp(ctx context.Context) error {
 	if err := c.db.Start(ctx); err != nil {
 		return err
 	}
-	if c.proxy, err = NewProxy(c.db.Addr()); err != nil {
+	if c.proxy, err = testdb.NewProxy(c.db.Addr()); err != nil {
 		return err
 	}
 	if c.st, err = sqlstore.Open(ctx, c.db.DSN(c.db.Addr())); err != nil {
@@ -372,8 +381,8 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 
 func (c *cluster) close() {
 	for _, p := range append(append([]*process{}, c.execs...), c.nodes...) {
-		p.signal(syscall.SIGCONT)
-		p.signal(syscall.SIGKILL)
+		_ = p.signal(syscall.SIGCONT)
+		_ = p.signal(syscall.SIGKILL)
 	}
 	if c.st != nil {
 		c.st.Close()

@@ -16,6 +16,14 @@ func Open(t testing.TB, dialect string) *sqlstore.Store {
 	return OpenDSN(t, testdb.DSN(t, dialect))
 }
 
+// OpenProxied opens a fresh, migrated database of the dialect (postgres or mysql) reached
+// through a proxy the test can cut (testdb.Proxied), closed when t ends.
+func OpenProxied(t testing.TB, dialect string) (*sqlstore.Store, *testdb.Proxy) {
+	t.Helper()
+	dsn, proxy := testdb.Proxied(t, dialect)
+	return OpenDSN(t, dsn), proxy
+}
+
 // OpenDSN opens and migrates the database at dsn, closed when t ends.
 func OpenDSN(t testing.TB, dsn string) *sqlstore.Store {
 	t.Helper()

@@ -32,16 +32,37 @@ func scanNodes(rows *sql.Rows, err error) ([]*store.Node, error) {
 	return out, rows.Err()
 }
 
-// NodeRegister inserts the node's row for the life o, replacing an earlier life's.
+// NodeRegister inserts the node's row for the life o, replacing an earlier life's. The life
+// row (node_lives, which acquisitions hold) changes hands first: that waits for the earlier
+// life's acquisitions in flight, and any it begins after finds its life gone. InnoDB queues
+// new holds behind the waiting writer, so back-to-back acquisitions of a life still running
+// cannot starve the new one; PostgreSQL does not, hence its two steps (below).
 func (e *executor) NodeRegister(ctx context.Context, o store.Owner, name string) (*store.Node, error) {
-	// The clock is read once, in a derived table: PostgreSQL's clock_timestamp() written twice
-	// in the row gives two instants, and a node's started_at and last_seen must be one.
-	// (WHERE 1 = 1 lets SQLite tell the upsert clause from a join constraint.)
-	_, err := e.exec(ctx, "INSERT INTO nodes ("+nodeCols+") SELECT ?, ?, ?, t.now_ms, t.now_ms FROM (SELECT "+
-		e.d().nowMillis()+" AS now_ms) t WHERE 1 = 1"+e.d().upsert("id", "incarnation", "name", "started_at", "last_seen"),
-		o.Node, o.Incarnation, name)
+	err := e.inTx(ctx, func(e *executor) error {
+		if _, err := e.exec(ctx, "INSERT INTO node_lives (id, incarnation) VALUES (?, ?)"+e.d().upsert("id", "incarnation"),
+			o.Node, o.Incarnation); err != nil {
+			return err
+		}
+		// The clock is read once, in a derived table: PostgreSQL's clock_timestamp() written
+		// twice in the row gives two instants, and a node's started_at and last_seen must be
+		// one. (WHERE 1 = 1 lets SQLite tell the upsert clause from a join constraint.)
+		_, err := e.exec(ctx, "INSERT INTO nodes ("+nodeCols+") SELECT ?, ?, ?, t.now_ms, t.now_ms FROM (SELECT "+
+			e.d().nowMillis()+" AS now_ms) t WHERE 1 = 1"+e.d().upsert("id", "incarnation", "name", "started_at", "last_seen"),
+			o.Node, o.Incarnation, name)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: register node %v: %w", o, err)
+	}
+	if e.d().kind == postgres {
+		// On PostgreSQL acquisitions hold the life's row FOR KEY SHARE, which the change of
+		// incarnation above (not a key) did not wait for, and new shares jump a waiting
+		// writer. Now that no acquisition of an earlier life can begin, wait for those in
+		// flight: this lock can only wait for them, never starve behind new ones.
+		var one int
+		if err := e.queryRow(ctx, "SELECT 1 FROM node_lives WHERE id = ? FOR UPDATE", o.Node).Scan(&one); err != nil {
+			return nil, fmt.Errorf("sqlstore: register node %v: wait for the acquisitions of its earlier life: %w", o, err)
+		}
 	}
 	return e.nodeGet(ctx, o)
 }
@@ -62,18 +83,19 @@ func (e *executor) NodeHeartbeat(ctx context.Context, o store.Owner, name string
 	return e.nodeGet(ctx, o)
 }
 
-// NodeHold takes a shared lock on the life's row (SQLite's transactions hold the whole
-// database's write lock already).
+// NodeHold takes a shared lock on the life's row in node_lives (SQLite's transactions hold
+// the whole database's write lock already). The heartbeat writes the nodes row, not this
+// one, so it never waits for an acquisition.
 func (e *executor) NodeHold(ctx context.Context, o store.Owner) error {
 	lock := ""
 	switch e.d().kind {
 	case postgres:
-		lock = " FOR SHARE"
+		lock = " FOR KEY SHARE" // see NodeRegister
 	case mysqlKind:
 		lock = " LOCK IN SHARE MODE"
 	}
 	var one int
-	err := e.queryRow(ctx, "SELECT 1 FROM nodes WHERE id = ? AND incarnation = ?"+lock, o.Node, o.Incarnation).Scan(&one)
+	err := e.queryRow(ctx, "SELECT 1 FROM node_lives WHERE id = ? AND incarnation = ?"+lock, o.Node, o.Incarnation).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("node %v: %w", o, store.ErrNotFound)
 	}
@@ -117,28 +139,52 @@ func (e *executor) NodesStale(ctx context.Context, olderThan time.Duration) ([]*
 
 // NodeDelete forgets the life o.
 func (e *executor) NodeDelete(ctx context.Context, o store.Owner) error {
-	res, err := e.exec(ctx, "DELETE FROM nodes WHERE id = ? AND incarnation = ?", o.Node, o.Incarnation)
+	var n int64
+	err := e.inTx(ctx, func(e *executor) error {
+		res, err := e.exec(ctx, "DELETE FROM nodes WHERE id = ? AND incarnation = ?", o.Node, o.Incarnation)
+		if err != nil {
+			return err
+		}
+		if n, err = affected(res); err != nil || n == 0 {
+			return err
+		}
+		return e.dropLife(ctx, o)
+	})
 	if err != nil {
 		return fmt.Errorf("sqlstore: delete node %v: %w", o, err)
 	}
-	if n, err := affected(res); err != nil {
-		return err
-	} else if n == 0 {
+	if n == 0 {
 		return fmt.Errorf("node %v: %w", o, store.ErrNotFound)
 	}
 	return nil
 }
 
-// NodeDeleteStale forgets the life o if it is still silent. The DELETE locks the row, so a
-// heartbeat racing it either lands first (and the node stays) or finds the row gone.
+// NodeDeleteStale forgets the life o if it is still silent. The DELETE locks the nodes row, so
+// a heartbeat racing it either lands first (and the node stays) or finds the row gone; then
+// the life's row goes, once the life's acquisitions in flight are over.
 func (e *executor) NodeDeleteStale(ctx context.Context, o store.Owner, olderThan time.Duration) (bool, error) {
-	res, err := e.exec(ctx, "DELETE FROM nodes WHERE id = ? AND incarnation = ? AND last_seen < "+e.d().nowMillis()+" - ?",
-		o.Node, o.Incarnation, olderThan.Milliseconds())
+	var n int64
+	err := e.inTx(ctx, func(e *executor) error {
+		res, err := e.exec(ctx, "DELETE FROM nodes WHERE id = ? AND incarnation = ? AND last_seen < "+e.d().nowMillis()+" - ?",
+			o.Node, o.Incarnation, olderThan.Milliseconds())
+		if err != nil {
+			return err
+		}
+		if n, err = affected(res); err != nil || n == 0 {
+			return err
+		}
+		return e.dropLife(ctx, o)
+	})
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: delete stale node %v: %w", o, err)
 	}
-	n, err := affected(res)
-	return n > 0, err
+	return n > 0, nil
+}
+
+// dropLife deletes the life's row in node_lives, waiting for the acquisitions that hold it.
+func (e *executor) dropLife(ctx context.Context, o store.Owner) error {
+	_, err := e.exec(ctx, "DELETE FROM node_lives WHERE id = ? AND incarnation = ?", o.Node, o.Incarnation)
+	return err
 }
 
 // LeaseAcquire takes, renews or fails to take the lease. The three statements run in one

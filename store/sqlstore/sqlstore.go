@@ -377,6 +377,11 @@ func (s *Store) MigrationStatus(ctx context.Context) ([]Migration, error) {
 // DB returns the underlying pool (for tools and tests).
 func (s *Store) DB() *sql.DB { return s.db }
 
+// SkipsLocked reports whether an acquisition skips the rows another transaction holds
+// locked (PostgreSQL, MySQL: FOR UPDATE SKIP LOCKED) rather than wait for them (SQLite, whose
+// transactions take the database's write lock at once).
+func (s *Store) SkipsLocked() bool { return s.d().kind != sqlite }
+
 // Close closes the pool.
 func (s *Store) Close() error { return s.db.Close() }
 

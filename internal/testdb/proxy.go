@@ -1,16 +1,19 @@
-package chaos
+package testdb
 
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
+	"testing"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 )
 
 // Proxy is a TCP proxy between the nodes and the database (toxiproxy, in this process), for
-// partitions and latency.
+// partitions and latency: the chaos suite's and every test's that needs a database made
+// unreachable.
 type Proxy struct {
 	p *toxiproxy.Proxy
 }
@@ -20,7 +23,7 @@ func NewProxy(upstream string) (*Proxy, error) {
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	p := toxiproxy.NewProxy(srv, "db", "127.0.0.1:0", upstream)
 	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("chaos: start proxy to %s: %w", upstream, err)
+		return nil, fmt.Errorf("testdb: start proxy to %s: %w", upstream, err)
 	}
 	return &Proxy{p: p}, nil
 }
@@ -34,7 +37,7 @@ func (p *Proxy) Cut() error {
 	for _, dir := range []string{"upstream", "downstream"} {
 		js := fmt.Sprintf(`{"name":"cut_%s","type":"timeout","stream":%q,"attributes":{"timeout":0}}`, dir, dir)
 		if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
-			return fmt.Errorf("chaos: cut %s: %w", dir, err)
+			return fmt.Errorf("testdb: cut %s: %w", dir, err)
 		}
 	}
 	return nil
@@ -45,7 +48,7 @@ func (p *Proxy) Cut() error {
 func (p *Proxy) Heal() error {
 	for _, dir := range []string{"upstream", "downstream"} {
 		if err := p.p.Toxics.RemoveToxic(context.Background(), "cut_"+dir); err != nil {
-			return fmt.Errorf("chaos: heal %s: %w", dir, err)
+			return fmt.Errorf("testdb: heal %s: %w", dir, err)
 		}
 	}
 	return nil
@@ -65,7 +68,7 @@ func (p *Proxy) Latency(ms, jitterMs int) error {
 		}
 		js := fmt.Sprintf(`{"name":%q,"type":"latency","stream":%q,"attributes":{"latency":%d,"jitter":%d}}`, name, dir, ms, jitterMs)
 		if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
-			return fmt.Errorf("chaos: latency %s: %w", dir, err)
+			return fmt.Errorf("testdb: latency %s: %w", dir, err)
 		}
 	}
 	return nil
@@ -79,3 +82,30 @@ func (p *Proxy) Accept() error { return p.p.Start() }
 
 // Close stops the proxy for good.
 func (p *Proxy) Close() { p.p.Stop() }
+
+// Proxied returns the DSN of a fresh database of the dialect (postgres or mysql) reached
+// through a new Proxy, closed when t ends.
+func Proxied(t testing.TB, dialect string) (string, *Proxy) {
+	t.Helper()
+	dsn := DSN(t, dialect)
+	var hostport string
+	switch dialect {
+	case "postgres":
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hostport = u.Host
+	case "mysql":
+		_, rest, _ := strings.Cut(dsn, "tcp(")
+		hostport, _, _ = strings.Cut(rest, ")")
+	default:
+		t.Fatalf("testdb: no proxy for dialect %q", dialect)
+	}
+	p, err := NewProxy(hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return strings.Replace(dsn, hostport, p.Addr(), 1), p
+}

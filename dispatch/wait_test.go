@@ -1,0 +1,97 @@
+package dispatch
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+type noDispatch struct{}
+
+func (noDispatch) Dispatch(context.Context, *engine.Fire) engine.Result { return engine.Result{} }
+
+// TestDispatchWaitsForAnExecutor: a fire that finds no executor of its app online waits for
+// one, reading the registry every heartbeat, and goes to the first that registers; with none
+// it fails once ExecutorWait has passed, on the dispatcher's clock.
+func TestDispatchWaitsForAnExecutor(t *testing.T) {
+	ctx := context.Background()
+	fx := newRemoteFixture(t)
+	clk := clock.NewFake(time.Now())
+	r := NewRemote(Config{Store: fx.st, Clock: clk, HeartbeatInterval: time.Second, ExecutorWait: 10 * time.Second})
+	dispatched, returned := make(chan engine.Result, 1), make(chan struct{})
+	ex := fx.running(t, store.Owner{Node: "n"})
+	go func() {
+		dispatched <- r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job})
+		close(returned)
+	}()
+	if !clk.WaitForTimers(1, returned) { // it found none, and waits
+		t.Fatalf("dispatch with no executor online returned at once: %+v", <-dispatched)
+	}
+	if err := fx.st.RegistryBeat(ctx, "billing", fx.exe.Address(), fx.exe.Instance(), "", []string{"once"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if res := <-dispatched; !res.Async || res.Err != nil {
+		t.Fatalf("dispatch once an executor registered: %+v, want the run handed over", res)
+	}
+
+	fx.job.App = "nobody"
+	ex = fx.running(t, store.Owner{Node: "n"})
+	go func() { dispatched <- r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job}) }()
+	for range 10 {
+		clk.WaitForTimers(1, nil)
+		clk.Advance(time.Second)
+	}
+	if res := <-dispatched; res.Err == nil || !strings.Contains(res.Err.Error(), `no executor of app "nobody" is online`) {
+		t.Fatalf("dispatch with no executor for ExecutorWait: %+v, want the failure", res)
+	}
+}
+
+// TestExecutorNotOfflineAfterOutage: the database is cut off for longer than an executor may
+// stay silent, so its registry row is stale when the database is back although the executor
+// never stopped. While the node has not seen the database for that long again, the
+// executor counts as online (the executor sweep's rule), and the fire goes to it instead of
+// failing for want of an executor.
+func TestExecutorNotOfflineAfterOutage(t *testing.T) {
+	for _, dialect := range []string{"postgres", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st, proxy := teststore.OpenProxied(t, dialect)
+			fx := newRemoteFixtureOn(t, st)
+			e, err := engine.New(engine.Config{Store: st, Dispatcher: noDispatch{}, NodeID: "n1",
+				HeartbeatInterval: 200 * time.Millisecond, NodeTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.Stop(ctx) })
+			const heartbeat = time.Second // executors'; silent for 3 s, one is gone
+			r := NewRemote(Config{Store: st, HeartbeatInterval: heartbeat, ExecutorWait: time.Millisecond})
+			r.SeesDatabaseWith(e.SeesDatabaseFor)
+			if err := st.RegistryBeat(ctx, "billing", fx.exe.Address(), fx.exe.Instance(), "", []string{"once"}); err != nil {
+				t.Fatal(err)
+			}
+			ex := fx.running(t, store.Owner{Node: "n"})
+
+			if err := proxy.Cut(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(LiveIntervals*heartbeat + 500*time.Millisecond) // the outage: no beat is recorded
+			if err := proxy.Heal(); err != nil {
+				t.Fatal(err)
+			}
+			if res := r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job}); !res.Async || res.Err != nil {
+				t.Fatalf("dispatch after the outage: %+v, want the run handed to the executor", res)
+			}
+		})
+	}
+}

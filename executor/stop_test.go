@@ -1,0 +1,62 @@
+package executor_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/executortest"
+)
+
+// TestStopBoundedWhileServerHangs: the server takes a result call and never answers. Stop
+// returns within its context, the result spooled for the next start; the reporter's send
+// used to run on a context nothing canceled, and Stop waited out its 10 s timeout.
+func TestStopBoundedWhileServerHangs(t *testing.T) {
+	peer := executortest.NewPeer(t, token)
+	target, err := url.Parse(peer.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(target)
+	hung := make(chan struct{}, 1)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != executor.PathResults {
+			forward.ServeHTTP(w, r)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body) // then the server sees the client leave
+		hung <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer front.Close()
+	dir := t.TempDir()
+	ex, err := executor.New(executor.Config{Server: front.URL, Token: token, App: "billing",
+		Listen: "127.0.0.1:0", SpoolDir: dir, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex.Handle("ok", func(context.Context) error { return nil })
+	if err := ex.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := &setup{peer: peer, ex: ex, addr: ex.Address(), dir: dir}
+	s.mustRun(t, executor.RunRequest{ExecutionID: 7, JobID: 1, Handler: "ok"})
+	<-hung
+	const bound = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	began := time.Now()
+	_ = ex.Stop(ctx)
+	if took := time.Since(began); took > bound+500*time.Millisecond {
+		t.Fatalf("Stop took %v with the server hanging, want at most %v", took, bound)
+	}
+	if got := spooled(t, dir); len(got) != 1 {
+		t.Errorf("spooled %v after Stop, want the one result", got)
+	}
+}
