@@ -18,6 +18,7 @@ import (
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/dsn"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/secret"
@@ -218,7 +219,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		if n, err := pendingMigrations(ctx, st); err != nil {
 			return err
 		} else if n > 0 {
-			return fmt.Errorf("the database %s lacks %d migrations of this version: run 'sundial migrate up' (or start without --no-migrate)", sqlstore.Redact(o.db), n)
+			return fmt.Errorf("the database %s lacks %d migrations of this version: run 'sundial migrate up' (or start without --no-migrate)", dsn.Redact(o.db), n)
 		}
 	} else if err := st.Migrate(ctx); err != nil {
 		return err
@@ -312,7 +313,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s)\n", o.tls.scheme(), ln.Addr(), sqlstore.Redact(o.db))
+	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s)\n", o.tls.scheme(), ln.Addr(), dsn.Redact(o.db))
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
 	}
