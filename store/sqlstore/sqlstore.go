@@ -25,6 +25,8 @@ import (
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/dsn"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -410,24 +412,20 @@ func (e *executor) inTx(ctx context.Context, fn func(e *executor) error) error {
 	return nil
 }
 
+// deadlockBackoff pauses a few milliseconds, growing, so the other transaction can finish.
+var deadlockBackoff = backoff.Policy{Initial: 5 * time.Millisecond, Max: 80 * time.Millisecond, Jitter: 0.5}
+
 // retryDeadlock is inTx, run again (up to 5 times in all) when the database rolled it back to
 // break a deadlock. Inside a caller's transaction it runs fn once: the deadlock rolled back
 // the caller's whole transaction, which only the caller can run again.
 func (e *executor) retryDeadlock(ctx context.Context, fn func(e *executor) error) error {
-	for attempt := 1; ; attempt++ {
+	return backoff.Retry(ctx, clock.Real{}, deadlockBackoff, 5, func(ctx context.Context) error {
 		err := e.inTx(ctx, fn)
-		if err == nil || e.tx != nil || attempt == 5 || !isDeadlock(err) || ctx.Err() != nil {
-			return err
+		if err != nil && (e.tx != nil || !isDeadlock(err)) {
+			return backoff.Permanent(err)
 		}
-		// A pause of a few milliseconds, growing, lets the other transaction finish.
-		t := time.NewTimer(time.Duration(attempt*attempt) * 5 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // insertID runs an INSERT of one row and returns the new row's id.
