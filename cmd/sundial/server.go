@@ -14,13 +14,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/dsn"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
-	"github.com/sundial-scheduler/sundial/internal/tracing"
+	"github.com/sundial-scheduler/sundial/internal/tracing/otlp"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -276,18 +277,18 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			log.Warn("some secret params are sealed under a key --secret-key lacks: their fires fail until it is given", "jobs", unopened)
 		}
 	}
-	var tracer *tracing.Tracer
+	var tracer trace.TracerProvider
 	if o.otelEndpoint != "" {
-		tr, shutdown, err := tracing.Setup(ctx, o.otelEndpoint, o.otelProtocol, "sundial")
+		tp, err := otlp.Provider(ctx, o.otelEndpoint, o.otelProtocol, "sundial")
 		if err != nil {
 			return usageErrorf("--otel-endpoint: %v", err)
 		}
-		tracer = tr
+		tracer = tp
 		defer func() {
 			// The spans of the last fires go out before the process ends.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := shutdown(sctx); err != nil {
+			if err := tp.Shutdown(sctx); err != nil {
 				log.Warn("exporting the last traces failed", "err", err)
 			}
 		}()
@@ -297,7 +298,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		ExecutorTLS: execCert, ExecutorCA: execCA,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
-			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp, Tracer: tracer}},
+			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp, TracerProvider: tracer}},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp},
 		OIDC: oidcCfg, SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
 	if err != nil {
