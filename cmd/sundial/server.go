@@ -29,6 +29,7 @@ import (
 
 type serverOptions struct {
 	addr, db, nodeID, admin string
+	dbMaxConns              int
 	executorToken           string
 	logFormat, logLevel     string
 	drainTimeout            time.Duration
@@ -88,6 +89,8 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 	f.String("config", "", "YAML file of settings: the flags' names as keys, e.g. db: postgres://… (default $SUNDIAL_CONFIG)")
 	f.StringVar(&o.addr, "addr", ":8080", "address to listen on")
 	f.StringVar(&o.db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
+	f.IntVar(&o.dbMaxConns, "db-max-conns", sqlstore.DefaultMaxConns,
+		"connections this node opens to a PostgreSQL or MySQL database at most (SQLite uses one); a node's loops use about six, the rest serve the API")
 	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
 	f.BoolVar(&o.noMigrate, "no-migrate", false, "do not migrate the database on start; refuse to start if it lacks migrations (see sundial migrate)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
@@ -209,7 +212,10 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	st, err := sqlstore.Open(ctx, o.db)
+	if o.dbMaxConns < 1 {
+		return usageErrorf("--db-max-conns %d: want at least 1", o.dbMaxConns)
+	}
+	st, err := sqlstore.Open(ctx, o.db, sqlstore.WithMaxConns(o.dbMaxConns))
 	if err != nil {
 		return err
 	}
@@ -314,7 +320,11 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s)\n", o.tls.scheme(), ln.Addr(), dsn.Redact(o.db))
+	pool := ""
+	if n := st.DB().Stats().MaxOpenConnections; n > 1 {
+		pool = fmt.Sprintf(", at most %d connections", n)
+	}
+	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s%s)\n", o.tls.scheme(), ln.Addr(), dsn.Redact(o.db), pool)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
 	}
