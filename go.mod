@@ -1,8 +1,6 @@
 module github.com/sundial-scheduler/sundial
 
-go 1.26.8
-
-toolchain go1.26.10
+go 1.26.11
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -106,17 +107,17 @@ func (s *Schedule) Build() (schedule.Schedule, error) {
 		if s.Repeat != nil {
 			repeat = *s.Repeat
 		}
-		if repeat < schedule.RepeatForever {
-			return nil, schedule.Fieldf("repeat", "want -1 (forever) or a count of repeats, got %d", repeat)
-		}
 		var every int64
 		if s.EveryMs != nil {
 			every = *s.EveryMs
 		}
-		if every < 1 && repeat != 0 {
-			return nil, schedule.Fieldf("every_ms", "want at least 1 ms for a trigger that repeats, got %d", every)
+		simple := schedule.Simple{Interval: time.Duration(every) * time.Millisecond, RepeatCount: repeat}
+		var fe *schedule.FieldError
+		if err := simple.Check(); errors.As(err, &fe) {
+			field := map[string]string{"RepeatCount": "repeat", "Interval": "every_ms"}[fe.Field]
+			return nil, &schedule.FieldError{Field: field, Err: fe.Err}
 		}
-		return schedule.Simple{Interval: time.Duration(every) * time.Millisecond, RepeatCount: repeat}, nil
+		return simple, nil
 	case "once":
 		return schedule.Simple{}, nil
 	case "calendar_interval":

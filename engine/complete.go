@@ -104,11 +104,11 @@ func (c *completer) flush(batch []completion) {
 	default:
 		c.e.stats.Completed.Add(int64(len(batch)))
 	}
-	if c.e.cfg.Tracer != nil {
+	if c.e.cfg.tracer != nil {
 		end := c.e.clock.Now()
 		for _, cp := range batch {
 			if cp.fire.span != nil {
-				c.e.cfg.Tracer.Complete(cp.fire.span, "", string(cp.state), cp.finished, end)
+				c.e.cfg.tracer.Complete(cp.fire.span, "", string(cp.state), cp.finished, end)
 				tracing.End(cp.fire.span, string(cp.state), err, end)
 			}
 		}
@@ -284,12 +284,12 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 	if err != nil {
 		return nil, err
 	}
-	if e.cfg.Tracer != nil {
+	if e.cfg.tracer != nil {
 		// The results this call wrote (a repeated one changed nothing) join their fire's trace.
 		end, wrote := e.clock.Now(), idSet(done)
 		for _, r := range results {
 			if wrote[r.ExecutionID] {
-				e.cfg.Tracer.Complete(nil, r.Traceparent, string(r.State), start, end)
+				e.cfg.tracer.Complete(nil, r.Traceparent, string(r.State), start, end)
 			}
 		}
 	}

@@ -92,8 +92,11 @@ type Config struct {
 	Store store.Store
 	// Dispatcher runs fires. Required.
 	Dispatcher Dispatcher
-	// Tracer traces each fire (internal/tracing); nil for none.
-	Tracer *tracing.Tracer
+	// TracerProvider traces each fire (one trace per fire, internal/tracing); nil for none.
+	// The engine uses the OpenTelemetry API only: the caller wires the SDK and its exporter.
+	TracerProvider trace.TracerProvider
+	// tracer is TracerProvider's, nil for none.
+	tracer *tracing.Tracer
 	// NodeID names this node in the cluster; it must be unique among live nodes.
 	// Default: hostname-pid-random.
 	NodeID string
@@ -178,6 +181,7 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
+	out.tracer = tracing.New(out.TracerProvider)
 	setDefault(&out.BatchSize, 1000)
 	setDefault(&out.Acquirers, 2)
 	setDefault(&out.LookAhead, 2*time.Second)

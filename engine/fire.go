@@ -411,9 +411,9 @@ func (e *Engine) run(l *lifecycle, f *Fire) {
 	}
 	started := e.clock.Now()
 	runCtx, span := ctx, trace.Span(nil)
-	if e.cfg.Tracer != nil {
-		runCtx, f.span = e.cfg.Tracer.StartFire(ctx, traceFire(f), f.acquiredAt, started)
-		runCtx, span = e.cfg.Tracer.StartRun(runCtx, f.Job.TargetKind == store.TargetRemote)
+	if e.cfg.tracer != nil {
+		runCtx, f.span = e.cfg.tracer.StartFire(ctx, traceFire(f), f.acquiredAt, started)
+		runCtx, span = e.cfg.tracer.StartRun(runCtx, f.Job.TargetKind == store.TargetRemote)
 	}
 	res := e.dispatch(runCtx, f)
 	finished := e.clock.Now()

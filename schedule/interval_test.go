@@ -141,9 +141,9 @@ func TestIntervalValidate(t *testing.T) {
 	}{
 		{"one-shot simple", Simple{}, nil},
 		{"simple forever", Simple{Interval: time.Minute, RepeatCount: RepeatForever}, nil},
-		{"simple zero interval", Simple{RepeatCount: 5}, []string{"Interval", "shorter than 1ms"}},
+		{"simple zero interval", Simple{RepeatCount: 5}, []string{"Interval", "at least 1 ms"}},
 		{"simple negative interval", Simple{Interval: -time.Second}, []string{"Interval", "negative"}},
-		{"simple repeat count", Simple{Interval: time.Second, RepeatCount: -2}, []string{"RepeatCount", "negative"}},
+		{"simple repeat count", Simple{Interval: time.Second, RepeatCount: -2}, []string{"RepeatCount", "count of repeats"}},
 		{"calint ok", CalendarInterval{Interval: 1, Unit: Month}, nil},
 		{"calint zero interval", CalendarInterval{Unit: Day}, []string{"Interval", "at least 1"}},
 		{"calint negative interval", CalendarInterval{Interval: -1, Unit: Day}, []string{"Interval", "at least 1"}},

@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -25,15 +24,18 @@ type Simple struct {
 // Kind returns KindSimple.
 func (Simple) Kind() Kind { return KindSimple }
 
-func (s Simple) validate(*Trigger) error {
-	if s.RepeatCount < RepeatForever {
-		return fmt.Errorf("simple schedule: RepeatCount %d is negative (use RepeatForever, -1, to repeat until the end time)", s.RepeatCount)
-	}
-	if s.Interval < 0 {
-		return fmt.Errorf("simple schedule: Interval %v is negative", s.Interval)
-	}
-	if s.RepeatCount != 0 && s.Interval < time.Millisecond {
-		return fmt.Errorf("simple schedule: Interval %v is shorter than 1ms but RepeatCount is %d", s.Interval, s.RepeatCount)
+func (s Simple) validate(*Trigger) error { return s.Check() }
+
+// Check is the rule of a simple schedule, for the callers that build one (the API, the CLI)
+// to report before there is a trigger: a *FieldError naming RepeatCount or Interval.
+func (s Simple) Check() error {
+	switch {
+	case s.RepeatCount < RepeatForever:
+		return Fieldf("RepeatCount", "want -1 (forever) or a count of repeats, got %d", s.RepeatCount)
+	case s.Interval < 0:
+		return Fieldf("Interval", "want no negative interval, got %v", s.Interval)
+	case s.RepeatCount != 0 && s.Interval < time.Millisecond:
+		return Fieldf("Interval", "want at least 1 ms for a schedule that repeats, got %v", s.Interval)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -74,6 +75,7 @@ type authStore interface {
 type authenticator struct {
 	store      authStore
 	sessionTTL time.Duration
+	clock      clock.Clock
 	log        *slog.Logger
 	// cost is bcrypt's work factor for new passwords; dummy, of the same cost, stands in
 	// for the hash of a user name that does not exist. It is made on the first login, not
@@ -111,7 +113,7 @@ const tokenTouchInterval = int64(time.Minute / time.Millisecond)
 // credential which does not work is not authenticated, even if it has another; nor is a
 // disabled user's.
 func (a *authenticator) authenticate(r *http.Request) (*Principal, error) {
-	now := time.Now().UnixMilli()
+	now := a.clock.Now().UnixMilli()
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, secret, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, tokenPrefix) {
@@ -297,7 +299,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 // startSession opens a console session for u and sets its cookie; the session and the
 // audit entry of the login (action) are written in one transaction.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u *store.User, action string) error {
-	now := time.Now()
+	now := s.clock.Now()
 	if _, err := s.store.SessionsDeleteExpired(r.Context(), now.UnixMilli()); err != nil {
 		s.log.Warn("delete expired sessions", "err", err)
 	}

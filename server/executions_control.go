@@ -59,7 +59,7 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 			Message: fmt.Sprintf("kill execution %d: executor %s did not answer: %v", id, x.ExecutorAddress, err)}
 	}
 	if !killed {
-		now := time.Now()
+		now := s.clock.Now()
 		if _, err := s.sched.Engine().CompleteRemote(ctx, []engine.RemoteResult{{ExecutionID: id, State: store.ExecCanceled,
 			Message: "killed (the executor " + x.ExecutorAddress + " was not running it)", Started: now, Finished: now}}); err != nil {
 			return fmt.Errorf("kill execution %d: %w", id, err)

@@ -39,7 +39,7 @@ func (s *Server) dailyReport(w http.ResponseWriter, r *http.Request) error {
 		}
 		return t, nil
 	}
-	now := time.Now().UTC()
+	now := s.clock.Now().UTC()
 	to, err := day("to", time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		return err

@@ -224,7 +224,7 @@ func New(cfg Config) (*Server, error) {
 	if s.sso, err = newSSO(cfg.OIDC); err != nil {
 		return nil, err
 	}
-	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, log: cfg.Logger, cost: cfg.Login.PasswordCost}
+	s.auth = &authenticator{store: cfg.Store, sessionTTL: cfg.SessionTTL, clock: clk, log: cfg.Logger, cost: cfg.Login.PasswordCost}
 	s.metrics = newMetrics(sched.Engine(), remote.Stats())
 	s.rejected = newRejectedCounter(s.metrics.reg)
 	s.logins = newLoginLimiter(cfg.Login, clk.Now, s.metrics.reg)

@@ -62,7 +62,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if !t.After(time.Now()) {
+		if !t.After(s.clock.Now()) {
 			return invalidField("expires_at", "%s is in the past", req.ExpiresAt)
 		}
 		exp = t.UnixMilli()

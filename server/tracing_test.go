@@ -15,6 +15,7 @@ import (
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
+	"github.com/sundial-scheduler/sundial/internal/tracing/otlp"
 )
 
 // spansOf returns the spans of one trace the exporter holds, by name.
@@ -50,10 +51,10 @@ func checkChild(t *testing.T, spans map[string]tracetest.SpanStub, child, parent
 // acquire, run, complete) and the handler's context carries the run's span.
 func TestTraceInProcessFire(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	tp := tracing.NewProvider(sdktrace.NewSimpleSpanProcessor(exp), "sundial-test")
+	tp := otlp.NewProvider(sdktrace.NewSimpleSpanProcessor(exp), "sundial-test")
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	handlerSpan := make(chan trace.SpanContext, 1)
-	e := newEnvOn(t, openStore(t, "sqlite"), func(c *Config) { c.Scheduler.Engine.Tracer = tracing.New(tp) }, func(s *Server) {
+	e := newEnvOn(t, openStore(t, "sqlite"), func(c *Config) { c.Scheduler.Engine.TracerProvider = tp }, func(s *Server) {
 		s.Register("traced", func(ctx context.Context) error {
 			handlerSpan <- trace.SpanContextFromContext(ctx)
 			return nil
@@ -104,13 +105,13 @@ func TestTraceInProcessFire(t *testing.T) {
 // handler's context carries it, and the write of the result joins the same trace.
 func TestTraceRemoteFire(t *testing.T) {
 	serverExp, execExp := tracetest.NewInMemoryExporter(), tracetest.NewInMemoryExporter()
-	serverTP := tracing.NewProvider(sdktrace.NewSimpleSpanProcessor(serverExp), "sundial-test")
-	execTP := tracing.NewProvider(sdktrace.NewSimpleSpanProcessor(execExp), "executor-test")
+	serverTP := otlp.NewProvider(sdktrace.NewSimpleSpanProcessor(serverExp), "sundial-test")
+	execTP := otlp.NewProvider(sdktrace.NewSimpleSpanProcessor(execExp), "executor-test")
 	t.Cleanup(func() { _ = serverTP.Shutdown(context.Background()); _ = execTP.Shutdown(context.Background()) })
 	e := newEnvWith(t, "sqlite", func(c *Config) {
 		c.ExecutorToken = execToken
 		c.ExecutorHeartbeat = time.Second
-		c.Scheduler.Engine.Tracer = tracing.New(serverTP)
+		c.Scheduler.Engine.TracerProvider = serverTP
 	})
 	ex, err := executor.New(executor.Config{Server: e.url, Token: execToken, App: "billing", Listen: "127.0.0.1:0",
 		SpoolDir: t.TempDir(), TracerProvider: execTP})

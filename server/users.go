@@ -205,7 +205,7 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	secret, hash := newSecret("sdr_")
-	exp := time.Now().Add(resetTTL)
+	exp := s.clock.Now().Add(resetTTL)
 	ctx := s.audited(r, "user.reset_password", "user", strconv.FormatInt(id, 10), userSnapshot(id))
 	err = store.InTx(ctx, s.store, func(q store.Querier) error {
 		u, err := q.UserGet(ctx, id)
@@ -234,7 +234,7 @@ func (s *Server) redeemReset(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	u, err := s.store.UserGetByResetHash(r.Context(), hashSecret(in.Token))
-	if err != nil || u.ResetExpiresAt <= time.Now().UnixMilli() || u.Disabled {
+	if err != nil || u.ResetExpiresAt <= s.clock.Now().UnixMilli() || u.Disabled {
 		if err := ignoreNotFound(err); err != nil {
 			return err
 		}

@@ -1,13 +1,15 @@
 package web
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/schedule"
 )
 
@@ -85,7 +87,7 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 	if kind == "cron" && get("cron") == "" {
 		return previewView{Blank: true}
 	}
-	field, sched, perr := buildSchedule(kind, get, loc)
+	field, sched, perr := buildSchedule(q, prefix)
 	if perr != "" {
 		return fail(field, "%s", perr)
 	}
@@ -144,82 +146,31 @@ func kindField(kind string) string {
 	return "cron"
 }
 
-// buildSchedule reads the editor's schedule fields; on error it names the field.
-func buildSchedule(kind string, get func(string) string, loc *time.Location) (field string, s schedule.Schedule, msg string) {
-	num := func(name string, def int) (int, string) {
-		v := get(name)
-		if v == "" {
-			return def, ""
+// buildSchedule reads the editor's schedule fields as the API reads a trigger's
+// (api.Schedule.Build); on error it names the field.
+func buildSchedule(q url.Values, prefix string) (field string, s schedule.Schedule, msg string) {
+	var as api.Schedule
+	obj, err := triggerJSON(q, prefix)
+	if err == nil {
+		var b []byte
+		if b, err = json.Marshal(obj); err == nil {
+			err = json.Unmarshal(b, &as)
 		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, fmt.Sprintf("want a whole number, got %q", v)
-		}
-		return n, ""
 	}
-	switch kind {
-	case "cron":
-		c, err := schedule.ParseCron(get("cron"), loc)
-		if err != nil {
-			return "cron", nil, err.Error()
-		}
-		return "", c, ""
-	case "once":
-		return "", schedule.Simple{}, ""
-	case "simple":
-		every, m := num("every_ms", 0)
-		if m != "" {
-			return "every_ms", nil, m
-		}
-		repeat, m := num("repeat", schedule.RepeatForever)
-		if m != "" {
-			return "repeat", nil, m
-		}
-		return "", schedule.Simple{Interval: time.Duration(every) * time.Millisecond, RepeatCount: repeat}, ""
-	case "calendar_interval":
-		n, m := num("calendar_interval.interval", 0)
-		if m != "" {
-			return "calendar_interval.interval", nil, m
-		}
-		unit, err := schedule.ParseIntervalUnit(get("calendar_interval.unit"))
-		if err != nil {
-			return "calendar_interval.unit", nil, err.Error()
-		}
-		return "", schedule.CalendarInterval{Interval: n, Unit: unit, Location: loc,
-			PreserveHourOfDay:         get("calendar_interval.preserve_hour") == "true",
-			SkipDayIfHourDoesNotExist: get("calendar_interval.skip_day") == "true"}, ""
-	case "daily_interval":
-		var di schedule.DailyInterval
-		var err error
-		for _, p := range []struct {
-			name string
-			dst  *schedule.TimeOfDay
-		}{{"daily_interval.from", &di.StartTimeOfDay}, {"daily_interval.to", &di.EndTimeOfDay}} {
-			v := get(p.name)
-			if strings.Count(v, ":") == 1 {
-				v += ":00"
-			}
-			if *p.dst, err = schedule.ParseTimeOfDay(v); err != nil {
-				return p.name, nil, err.Error()
-			}
-		}
-		var m string
-		if di.Interval, m = num("daily_interval.interval", 0); m != "" {
-			return "daily_interval.interval", nil, m
-		}
-		if di.Unit, err = schedule.ParseIntervalUnit(get("daily_interval.unit")); err != nil {
-			return "daily_interval.unit", nil, err.Error()
-		}
-		if di.Days, err = schedule.ParseDays(get("daily_interval.days")); err != nil {
-			return "daily_interval.days", nil, err.Error()
-		}
-		if di.RepeatCount, m = num("daily_interval.repeat", schedule.RepeatForever); m != "" {
-			return "daily_interval.repeat", nil, m
-		}
-		di.Location = loc
-		return "", di, ""
+	if err == nil {
+		s, err = as.Build()
 	}
-	return "kind", nil, fmt.Sprintf("unknown trigger kind %q", kind)
+	var fe *formError
+	var se *schedule.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return strings.TrimPrefix(fe.field, prefix), nil, fe.msg
+	case errors.As(err, &se):
+		return se.Field, nil, se.Err.Error()
+	case err != nil:
+		return "kind", nil, err.Error()
+	}
+	return "", s, ""
 }
 
 // dstNote tells when a fire falls where the zone's clocks change: a wall time the clocks

@@ -157,6 +157,12 @@ func TestPreviewShowsTimesAndErrors(t *testing.T) {
 	// A bad expression is shown at the field, out of band.
 	q.Set("triggers[0].cron", "0 0 25 * * ?")
 	c.do("GET", "/preview?"+q.Encode(), nil, nil).mustContain(t, `id="err-triggers-0-cron" role="alert" hx-swap-oob="true">cron expression`)
+	// A simple schedule is checked as the API checks it: the error is at the field the API names.
+	q.Set("triggers[0].kind", "simple")
+	q.Set("triggers[0].every_ms", "1000")
+	q.Set("triggers[0].repeat", "-2")
+	c.do("GET", "/preview?"+q.Encode(), nil, nil).mustContain(t, `id="err-triggers-0-repeat" role="alert" hx-swap-oob="true">want -1 (forever) or a count of repeats, got -2`)
+	q.Set("triggers[0].kind", "cron")
 	// Quartz's lenient reading is told.
 	q.Set("triggers[0].cron", "0 0 12 ? * MON/2")
 	if p := c.do("GET", "/preview?"+q.Encode(), nil, nil); !strings.Contains(p.body, "Quartz reads this as") {

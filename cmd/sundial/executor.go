@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sundial-scheduler/sundial/executor"
-	"github.com/sundial-scheduler/sundial/internal/tracing"
+	"github.com/sundial-scheduler/sundial/internal/tracing/otlp"
 )
 
 type executorOptions struct {
@@ -131,7 +131,7 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	}
 	var tp trace.TracerProvider
 	if o.otelEndpoint != "" {
-		sdk, err := tracing.Provider(context.WithoutCancel(ctx), o.otelEndpoint, o.otelProtocol, "sundial-executor")
+		sdk, err := otlp.Provider(context.WithoutCancel(ctx), o.otelEndpoint, o.otelProtocol, "sundial-executor")
 		if err != nil {
 			return usageErrorf("--otel-endpoint: %v", err)
 		}

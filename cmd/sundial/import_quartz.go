@@ -7,7 +7,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/importer"
 	"github.com/sundial-scheduler/sundial/importer/quartz"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
+	"github.com/sundial-scheduler/sundial/internal/dsn"
 )
 
 // newImportQuartzCmd is `sundial import quartz --from postgres://…|mysql://…`.
@@ -33,7 +33,7 @@ not strings are listed with the reason.`,
 				return nil, usageError{err}
 			}
 			defer db.Close()
-			return quartz.Read(ctx, db, quartz.Options{Prefix: prefix, SchedName: schedName, Zone: zone, Source: sqlstore.Redact(from)})
+			return quartz.Read(ctx, db, quartz.Options{Prefix: prefix, SchedName: schedName, Zone: zone, Source: dsn.Redact(from)})
 		})
 	f := cmd.Flags()
 	f.StringVar(&from, "from", "", "the Quartz database: postgres://user:pass@host/quartz or mysql://user:pass@tcp(host:3306)/quartz")

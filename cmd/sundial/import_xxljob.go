@@ -7,7 +7,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/importer"
 	"github.com/sundial-scheduler/sundial/importer/xxljob"
-	"github.com/sundial-scheduler/sundial/store/sqlstore"
+	"github.com/sundial-scheduler/sundial/internal/dsn"
 )
 
 // newImportXXLJobCmd is `sundial import xxl-job --from mysql://…`.
@@ -30,7 +30,7 @@ mapped is listed with the reason.`,
 				return nil, usageError{err}
 			}
 			defer db.Close()
-			return xxljob.Read(ctx, db, xxljob.Options{Zone: zone, Generation: generation, Source: sqlstore.Redact(from)})
+			return xxljob.Read(ctx, db, xxljob.Options{Zone: zone, Generation: generation, Source: dsn.Redact(from)})
 		})
 	f := cmd.Flags()
 	f.StringVar(&from, "from", "", "the XXL-JOB admin's MySQL database: mysql://user:pass@tcp(host:3306)/xxl_job or mysql://user:pass@host:3306/xxl_job")

@@ -76,6 +76,8 @@ func TestScheduleNextBadInput(t *testing.T) {
 		{[]string{"--daily", "09:00-17:00", "--every", "1h", "--days", "MON-XYZ"}, "--days"},
 		{[]string{"--cron", "0 0 12 * * ?", "--calendar", "monthly:32"}, "--calendar"},
 		{[]string{"--calendar-interval", "1 FORTNIGHT"}, "--calendar-interval"},
+		{[]string{"--every", "1s", "--repeat", "-2"}, "--repeat: want -1 (forever) or a count of repeats, got -2"},
+		{[]string{"--daily", "9-17", "--every", "1h"}, "--daily"},
 		{[]string{"--cron", "0 0 12 * * ?", "--from", "2024-01-02T00:00:00", "--end", "2024-01-01T00:00:00"}, "sundial: end time"},
 		{[]string{"--bogus"}, "--bogus"},
 	} {

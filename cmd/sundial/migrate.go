@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sundial-scheduler/sundial/internal/dsn"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
@@ -33,7 +34,7 @@ nodes of a new version are rolled out one by one with --no-migrate.
 			if err := st.Migrate(ctx); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Applied %d migrations; the database %s is up to date\n", before, sqlstore.Redact(db))
+			fmt.Fprintf(cmd.OutOrStdout(), "Applied %d migrations; the database %s is up to date\n", before, dsn.Redact(db))
 			return nil
 		})}
 	status := &cobra.Command{Use: "status", Short: "List the migrations and whether the database has each", Args: cobra.NoArgs,
@@ -96,7 +97,7 @@ func openStore(ctx context.Context, db string, migrated bool) (*sqlstore.Store, 
 		return nil, err
 	} else if n > 0 {
 		st.Close()
-		return nil, fmt.Errorf("the database %s lacks %d migrations: start the server on it once, or run 'sundial migrate up --db …'", sqlstore.Redact(db), n)
+		return nil, fmt.Errorf("the database %s lacks %d migrations: start the server on it once, or run 'sundial migrate up --db …'", dsn.Redact(db), n)
 	}
 	return st, nil
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sundial-scheduler/sundial/internal/oraclecase"
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -114,7 +116,7 @@ func (o *nextOptions) run(cmd *cobra.Command, now time.Time) error {
 			return err
 		}
 	}
-	if tr.Schedule, err = o.buildSchedule(loc); err != nil {
+	if tr.Schedule, err = o.buildSchedule(cmd.Flags()); err != nil {
 		return err
 	}
 	var cal schedule.Calendar
@@ -150,68 +152,29 @@ func (o *nextOptions) run(cmd *cobra.Command, now time.Time) error {
 	return nil
 }
 
-// buildSchedule turns the schedule flags into exactly one schedule.
-func (o *nextOptions) buildSchedule(loc *time.Location) (schedule.Schedule, error) {
-	given := 0
-	for _, set := range []bool{o.cron != "", o.calInterval != "", o.daily != "", o.every != 0 && o.daily == ""} {
-		if set {
-			given++
-		}
-	}
-	if given != 1 {
-		return nil, usageErrorf("give exactly one schedule: --cron, --every, --calendar-interval or --daily")
-	}
-	switch {
-	case o.cron != "":
-		c, err := schedule.ParseCron(o.cron, loc)
-		if err != nil {
-			return nil, usageErrorf("--cron: %v", err)
-		}
-		return c, nil
-	case o.calInterval != "":
-		n, unit, ok := strings.Cut(strings.TrimSpace(o.calInterval), " ")
-		interval, err := strconv.Atoi(n)
-		if !ok || err != nil {
-			return nil, usageErrorf(`--calendar-interval %q: want "N UNIT", e.g. "1 MONTH"`, o.calInterval)
-		}
-		u, err := schedule.ParseIntervalUnit(strings.TrimSpace(unit))
-		if err != nil {
-			return nil, usageErrorf("--calendar-interval: %v", err)
-		}
-		return schedule.CalendarInterval{Interval: interval, Unit: u, Location: loc,
-			PreserveHourOfDay: o.preserveHour, SkipDayIfHourDoesNotExist: o.skipDay}, nil
-	case o.daily != "":
-		return o.buildDaily(loc)
-	}
-	if o.every <= 0 || o.every%time.Millisecond != 0 {
-		return nil, usageErrorf("--every %s: must be a positive whole number of milliseconds", o.every)
-	}
-	return schedule.Simple{Interval: o.every, RepeatCount: o.repeat}, nil
-}
-
-func (o *nextOptions) buildDaily(loc *time.Location) (schedule.Schedule, error) {
-	fromS, toS, ok := strings.Cut(o.daily, "-")
-	if !ok {
-		return nil, usageErrorf("--daily %q: want FROM-TO, e.g. 09:00-17:00", o.daily)
-	}
-	from, err := schedule.ParseTimeOfDay(withSeconds(fromS))
-	if err != nil {
-		return nil, usageErrorf("--daily: %v", err)
-	}
-	to, err := schedule.ParseTimeOfDay(withSeconds(toS))
-	if err != nil {
-		return nil, usageErrorf("--daily: %v", err)
-	}
-	interval, unit, err := dailyInterval(o.every)
+// buildSchedule turns the schedule flags into exactly one schedule: read as `trigger add`
+// reads them, built and checked as the API builds a trigger's (api.Schedule.Build).
+func (o *nextOptions) buildSchedule(f *pflag.FlagSet) (schedule.Schedule, error) {
+	t := triggerFlags{cron: o.cron, tz: o.tz, calInterval: o.calInterval, daily: o.daily, days: o.days,
+		every: o.every, repeat: o.repeat, preserveHour: o.preserveHour, skipDay: o.skipDay}
+	req, err := t.request(f)
 	if err != nil {
 		return nil, err
 	}
-	days, err := schedule.ParseDays(o.days)
-	if err != nil {
-		return nil, usageErrorf("--days: %v", err)
+	s, err := req.Schedule.Build()
+	var fe *schedule.FieldError
+	if errors.As(err, &fe) {
+		return nil, usageErrorf("%s: %v", scheduleFlags[fe.Field], fe.Err)
 	}
-	return schedule.DailyInterval{StartTimeOfDay: from, EndTimeOfDay: to, Days: days,
-		Interval: interval, Unit: unit, RepeatCount: o.repeat, Location: loc}, nil
+	return s, err
+}
+
+// scheduleFlags are the flags that give the API's schedule fields.
+var scheduleFlags = map[string]string{
+	"time_zone": "--tz", "cron": "--cron", "every_ms": "--every", "repeat": "--repeat",
+	"calendar_interval.interval": "--calendar-interval", "calendar_interval.unit": "--calendar-interval",
+	"daily_interval.from": "--daily", "daily_interval.to": "--daily", "daily_interval.interval": "--every",
+	"daily_interval.unit": "--every", "daily_interval.days": "--days", "daily_interval.repeat": "--repeat",
 }
 
 // dailyInterval expresses d in the largest of hours, minutes or seconds that divides it.
@@ -225,13 +188,6 @@ func dailyInterval(d time.Duration) (int, schedule.IntervalUnit, error) {
 		return int(d / time.Minute), schedule.Minute, nil
 	}
 	return int(d / time.Second), schedule.Second, nil
-}
-
-func withSeconds(s string) string {
-	if strings.Count(s, ":") == 1 {
-		return s + ":00"
-	}
-	return s
 }
 
 // parseTime reads a flag's time: "now", epoch milliseconds, RFC 3339, or a wall time in loc.

@@ -14,13 +14,15 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/dsn"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
-	"github.com/sundial-scheduler/sundial/internal/tracing"
+	"github.com/sundial-scheduler/sundial/internal/tracing/otlp"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -28,6 +30,7 @@ import (
 
 type serverOptions struct {
 	addr, db, nodeID, admin string
+	dbMaxConns              int
 	executorToken           string
 	logFormat, logLevel     string
 	drainTimeout            time.Duration
@@ -88,6 +91,8 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 	f.String("config", "", "YAML file of settings: the flags' names as keys, e.g. db: postgres://… (default $SUNDIAL_CONFIG)")
 	f.StringVar(&o.addr, "addr", ":8080", "address to listen on")
 	f.StringVar(&o.db, "db", "sundial.db", "database: a SQLite path, postgres://… or mysql://user@tcp(host:3306)/db")
+	f.IntVar(&o.dbMaxConns, "db-max-conns", sqlstore.DefaultMaxConns,
+		"connections this node opens to a PostgreSQL or MySQL database at most (SQLite uses one); a node's loops use about six, the rest serve the API")
 	f.StringVar(&o.nodeID, "node-id", "", "this node's name in the cluster (default: hostname-pid-random)")
 	f.BoolVar(&o.noMigrate, "no-migrate", false, "do not migrate the database on start; refuse to start if it lacks migrations (see sundial migrate)")
 	f.StringVar(&o.admin, "admin", "admin", "name of the admin user created on the first start")
@@ -210,7 +215,10 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	st, err := sqlstore.Open(ctx, o.db)
+	if o.dbMaxConns < 1 {
+		return usageErrorf("--db-max-conns %d: want at least 1", o.dbMaxConns)
+	}
+	st, err := sqlstore.Open(ctx, o.db, sqlstore.WithMaxConns(o.dbMaxConns))
 	if err != nil {
 		return err
 	}
@@ -221,7 +229,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		if n, err := pendingMigrations(ctx, st); err != nil {
 			return err
 		} else if n > 0 {
-			return fmt.Errorf("the database %s lacks %d migrations of this version: run 'sundial migrate up' (or start without --no-migrate)", sqlstore.Redact(o.db), n)
+			return fmt.Errorf("the database %s lacks %d migrations of this version: run 'sundial migrate up' (or start without --no-migrate)", dsn.Redact(o.db), n)
 		}
 	} else if err := st.Migrate(ctx); err != nil {
 		return err
@@ -278,18 +286,18 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 			log.Warn("some secret params are sealed under a key --secret-key lacks: their fires fail until it is given", "jobs", unopened)
 		}
 	}
-	var tracer *tracing.Tracer
+	var tracer trace.TracerProvider
 	if o.otelEndpoint != "" {
-		tr, shutdown, err := tracing.Setup(ctx, o.otelEndpoint, o.otelProtocol, "sundial")
+		tp, err := otlp.Provider(ctx, o.otelEndpoint, o.otelProtocol, "sundial")
 		if err != nil {
 			return usageErrorf("--otel-endpoint: %v", err)
 		}
-		tracer = tr
+		tracer = tp
 		defer func() {
 			// The spans of the last fires go out before the process ends.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := shutdown(sctx); err != nil {
+			if err := tp.Shutdown(sctx); err != nil {
 				log.Warn("exporting the last traces failed", "err", err)
 			}
 		}()
@@ -299,7 +307,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		ExecutorWait: o.executorWait, ExecutorTLS: execCert, ExecutorCA: execCA,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
 		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
-			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp, Tracer: tracer}},
+			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp, TracerProvider: tracer}},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp},
 		OIDC: oidcCfg, SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
 	if err != nil {
@@ -315,7 +323,11 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s)\n", o.tls.scheme(), ln.Addr(), sqlstore.Redact(o.db))
+	pool := ""
+	if n := st.DB().Stats().MaxOpenConnections; n > 1 {
+		pool = fmt.Sprintf(", at most %d connections", n)
+	}
+	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s%s)\n", o.tls.scheme(), ln.Addr(), dsn.Redact(o.db), pool)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"net/http"
 	"os"
 	"os/exec"
@@ -169,5 +170,21 @@ func TestServerSMTPNeedsFrom(t *testing.T) {
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("the database was created (%v)", err)
+	}
+}
+
+// TestServerPoolSize: --db-max-conns sizes the node's pool on PostgreSQL and MySQL (the
+// banner says the pool's real bound), and a pool of no connection is refused.
+func TestServerPoolSize(t *testing.T) {
+	if code, _, errOut := runCLI(t, "", "server", "--db", filepath.Join(t.TempDir(), "never.db"), "--db-max-conns", "0"); code != 2 || !strings.Contains(errOut, "--db-max-conns 0") {
+		t.Errorf("--db-max-conns 0: exit %d, %s", code, errOut)
+	}
+	dir := t.TempDir()
+	bin := buildBinary(t, dir)
+	for _, dialect := range []string{"postgres", "mysql"} {
+		p := startServer(t, bin, dir, "--db="+testdb.DSN(t, dialect), "--db-max-conns=5")
+		if !strings.Contains(p.banner, ", at most 5 connections)") {
+			t.Errorf("%s: the banner does not say the pool of 5:\n%s", dialect, p.banner)
+		}
 	}
 }

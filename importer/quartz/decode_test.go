@@ -67,7 +67,7 @@ func TestOpenForms(t *testing.T) {
 		db.Close()
 	}
 	for dsn, want := range map[string]string{
-		"oracle://q:pw@db/quartz": `"oracle://q:xxxxx@db/quartz": want postgres://`,
+		"oracle://q:pw@db/quartz": `oracle://q:xxxxx@db/quartz: unknown database scheme "oracle://": want postgres://`,
 		"mysql://q:pw@db:3306":    "no database name",
 	} {
 		if _, err := Open(dsn); err == nil || !strings.Contains(err.Error(), want) {

@@ -16,7 +16,9 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
+
+	dsnpkg "github.com/sundial-scheduler/sundial/internal/dsn"
 )
 
 // DB is an open Quartz database and the dialect of its SQL.
@@ -30,54 +32,18 @@ type DB struct {
 // then either the go-sql-driver DSN (user:pass@tcp(host:3306)/quartz) or a URL's rest
 // (user:pass@host:3306/quartz).
 func Open(dsn string) (*DB, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		db, err := sql.Open("pgx", dsn)
-		if err != nil {
-			return nil, fmt.Errorf("quartz: --from %s: %w", redact(dsn), err)
-		}
-		return &DB{DB: db, Postgres: true}, nil
-	}
-	rest, ok := strings.CutPrefix(dsn, "mysql://")
-	if !ok {
-		return nil, fmt.Errorf("quartz: --from %q: want postgres://… or mysql://user:pass@tcp(host:3306)/quartz", redact(dsn))
-	}
-	if !strings.Contains(rest, "(") {
-		// user:pass@host:3306/db, as a URL writes it: the driver wants tcp(host:3306).
-		at := strings.LastIndex(rest, "@")
-		slash := strings.Index(rest[at+1:], "/")
-		if slash < 0 {
-			return nil, fmt.Errorf("quartz: --from %q: no database name", redact(dsn))
-		}
-		rest = rest[:at+1] + "tcp(" + rest[at+1:at+1+slash] + ")" + rest[at+1+slash:]
-	}
-	cfg, err := mysql.ParseDSN(rest)
+	d, err := dsnpkg.Parse(dsn, dsnpkg.Postgres, dsnpkg.MySQL)
 	if err != nil {
-		return nil, fmt.Errorf("quartz: --from %q: %w", redact(dsn), err)
+		return nil, fmt.Errorf("quartz: --from %s: %w", dsnpkg.Redact(dsn), err)
 	}
-	if cfg.DBName == "" {
-		return nil, fmt.Errorf("quartz: --from %q: no database name", redact(dsn))
+	if d.Kind == dsnpkg.Postgres {
+		return &DB{DB: stdlib.OpenDB(*d.Postgres), Postgres: true}, nil
 	}
-	conn, err := mysql.NewConnector(cfg)
+	conn, err := mysql.NewConnector(d.MySQL)
 	if err != nil {
-		return nil, fmt.Errorf("quartz: --from %q: %w", redact(dsn), err)
+		return nil, fmt.Errorf("quartz: --from %s: %w", dsnpkg.Redact(dsn), err)
 	}
 	return &DB{DB: sql.OpenDB(conn)}, nil
-}
-
-// redact hides a DSN's password.
-func redact(dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	if at < 0 {
-		return dsn
-	}
-	start := 0
-	if s := strings.Index(dsn, "://"); s >= 0 {
-		start = s + 3
-	}
-	if c := strings.Index(dsn[start:at], ":"); c >= 0 {
-		return dsn[:start+c] + ":xxxxx" + dsn[at:]
-	}
-	return dsn
 }
 
 // validPrefix is what a table prefix may hold: it is put into SQL unquoted, as Quartz does.

@@ -9,60 +9,28 @@ package xxljob
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/go-sql-driver/mysql"
 
+	dsnpkg "github.com/sundial-scheduler/sundial/internal/dsn"
 	xxlproto "github.com/sundial-scheduler/sundial/xxljob"
 )
 
 // Open opens the XXL-JOB database at dsn: mysql:// and then either the go-sql-driver DSN
 // (user:pass@tcp(host:3306)/xxl_job) or a URL's rest (user:pass@host:3306/xxl_job).
 func Open(dsn string) (*sql.DB, error) {
-	rest, ok := strings.CutPrefix(dsn, "mysql://")
-	if !ok {
-		return nil, fmt.Errorf("xxljob: --from %q: want mysql://user:pass@tcp(host:3306)/xxl_job (XXL-JOB keeps its jobs in MySQL)", redact(dsn))
-	}
-	if !strings.Contains(rest, "(") {
-		// user:pass@host:3306/db, as a URL writes it: the driver wants tcp(host:3306).
-		at := strings.LastIndex(rest, "@")
-		slash := strings.Index(rest[at+1:], "/")
-		if slash < 0 {
-			return nil, fmt.Errorf("xxljob: --from %q: no database name", redact(dsn))
+	// XXL-JOB keeps its jobs in MySQL.
+	d, err := dsnpkg.Parse(dsn, dsnpkg.MySQL)
+	if err == nil {
+		var conn driver.Connector
+		if conn, err = mysql.NewConnector(d.MySQL); err == nil {
+			return sql.OpenDB(conn), nil
 		}
-		rest = rest[:at+1] + "tcp(" + rest[at+1:at+1+slash] + ")" + rest[at+1+slash:]
 	}
-	cfg, err := mysql.ParseDSN(rest)
-	if err != nil {
-		return nil, fmt.Errorf("xxljob: --from %q: %w", redact(dsn), err)
-	}
-	if cfg.DBName == "" {
-		return nil, fmt.Errorf("xxljob: --from %q: no database name", redact(dsn))
-	}
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("xxljob: --from %q: %w", redact(dsn), err)
-	}
-	return sql.OpenDB(conn), nil
-}
-
-// redact hides a DSN's password.
-func redact(dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	scheme := strings.Index(dsn, "://")
-	if at < 0 {
-		return dsn
-	}
-	start := 0
-	if scheme >= 0 {
-		start = scheme + 3
-	}
-	if c := strings.Index(dsn[start:at], ":"); c >= 0 {
-		return dsn[:start+c] + ":xxxxx" + dsn[at:]
-	}
-	return dsn
+	return nil, fmt.Errorf("xxljob: --from %s: %w", dsnpkg.Redact(dsn), err)
 }
 
 // schema is what the database's columns say about its XXL-JOB version.

@@ -8,24 +8,18 @@
 // (dispatch injects it, the executor SDK extracts it into the handler's context) and back
 // with the executor's result, so the result's write joins the fire's trace on whichever node
 // the executor reports to.
+//
+// It uses the OpenTelemetry API only: the SDK and the OTLP exporters are wired by the binary
+// (cmd/sundial), so the engine and every embedder of it link neither.
 package tracing
 
 import (
 	"context"
-	"fmt"
-	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -151,50 +145,4 @@ func Traceparent(ctx context.Context) string {
 // Extract returns ctx carrying the remote span context a traceparent value names.
 func Extract(ctx context.Context, traceparent string) context.Context {
 	return Propagator.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
-}
-
-// Setup makes a Tracer that exports by OTLP to endpoint, over HTTP (protocol "http/protobuf",
-// the default, as OpenTelemetry's own) or gRPC ("grpc"); protocol "" reads
-// OTEL_EXPORTER_OTLP_PROTOCOL. The endpoint is a URL (http://collector:4318 for HTTP, whose
-// /v1/traces receives the spans; http://collector:4317 for gRPC; https for TLS). Shutdown flushes the spans not yet sent.
-func Setup(ctx context.Context, endpoint, protocol, service string) (*Tracer, func(context.Context) error, error) {
-	tp, err := Provider(ctx, endpoint, protocol, service)
-	if err != nil {
-		return nil, nil, err
-	}
-	return New(tp), tp.Shutdown, nil
-}
-
-// Provider is Setup's tracer provider, for an executor's own spans.
-func Provider(ctx context.Context, endpoint, protocol, service string) (*sdktrace.TracerProvider, error) {
-	if protocol == "" {
-		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	var exp sdktrace.SpanExporter
-	var err error
-	switch strings.ToLower(protocol) {
-	case "", "http/protobuf", "http":
-		// As OTEL_EXPORTER_OTLP_ENDPOINT: the base URL of the collector, the traces go to
-		// its /v1/traces (a URL with a path of its own is taken as it is).
-		if u, perr := url.Parse(endpoint); perr == nil && strings.Trim(u.Path, "/") == "" {
-			u.Path = "/v1/traces"
-			endpoint = u.String()
-		}
-		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
-	case "grpc":
-		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint))
-	default:
-		return nil, fmt.Errorf("tracing: OTLP protocol %q: want http/protobuf or grpc", protocol)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tracing: OTLP exporter to %q: %w", endpoint, err)
-	}
-	return NewProvider(sdktrace.NewBatchSpanProcessor(exp), service), nil
-}
-
-// NewProvider is the SDK's tracer provider with sp, naming the service (tests pass a
-// processor over tracetest's in-memory exporter).
-func NewProvider(sp sdktrace.SpanProcessor, service string) *sdktrace.TracerProvider {
-	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service))
-	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithResource(res))
 }

@@ -25,6 +25,9 @@ import (
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/dsn"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -87,45 +90,35 @@ func (s *Store) Stats() Stats {
 	return Stats{Statements: s.cfg.statements.Load(), Transactions: s.cfg.transactions.Load()}
 }
 
-// Open connects to the database named by dsn and picks the dialect from it:
+// Open connects to the database named by dsnStr and picks the dialect from it:
 //
 //	postgres://user@host:5432/db?sslmode=disable   (also postgresql://)
 //	mysql://user:pass@tcp(host:3306)/db             (the go-sql-driver DSN after the scheme)
+//	mysql://user:pass@host:3306/db                  (the same as a URL writes it)
 //	sqlite://path/to/file.db, file:path.db or a bare path
 //
-// It does not migrate; call Migrate.
-func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+// (internal/dsn reads them.) It does not migrate; call Migrate.
+func Open(ctx context.Context, dsnStr string, opts ...Option) (*Store, error) {
 	cfg := &config{logLineCap: DefaultLogLineCap, maxConns: DefaultMaxConns, now: func() int64 { return time.Now().UnixMilli() }}
 	for _, o := range opts {
 		o(cfg)
 	}
-	var err error
-	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		cfg.dialect = dialect{kind: postgres, returning: true}
-		cfg.db, err = openPostgres(dsn)
-	case strings.HasPrefix(dsn, "mysql://"):
-		cfg.dialect = dialect{kind: mysqlKind}
-		cfg.db, err = openMySQL(strings.TrimPrefix(dsn, "mysql://"))
-	default:
-		cfg.dialect = dialect{kind: sqlite, returning: true}
-		var sdsn string
-		sdsn, err = sqliteDSN(dsn)
-		if err == nil {
-			err = createPrivate(sdsn)
-		}
-		if err == nil {
-			cfg.db, err = sql.Open("sqlite", sdsn)
-		}
-		if err == nil {
-			// SQLite has one writer. With one connection the process's writers queue in the
-			// pool instead of failing with SQLITE_BUSY when a transaction holds the lock longer
-			// than the busy timeout; callers must not use the store while they hold a Tx.
-			cfg.db.SetMaxOpenConns(1)
+	d, err := dsn.Parse(dsnStr)
+	if err == nil {
+		switch d.Kind {
+		case dsn.Postgres:
+			cfg.dialect = dialect{kind: postgres, returning: true}
+			cfg.db = openPostgres(d.Postgres)
+		case dsn.MySQL:
+			cfg.dialect = dialect{kind: mysqlKind}
+			cfg.db, err = openMySQL(d.MySQL)
+		default:
+			cfg.dialect = dialect{kind: sqlite, returning: true}
+			cfg.db, err = openSQLite(d.SQLite)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: open %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("sqlstore: open %s: %w", dsn.Redact(dsnStr), err)
 	}
 	if cfg.dialect.kind != sqlite {
 		cfg.db.SetMaxOpenConns(cfg.maxConns)
@@ -134,7 +127,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	if err := cfg.db.PingContext(ctx); err != nil {
 		cfg.db.Close()
-		return nil, fmt.Errorf("sqlstore: connect to %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("sqlstore: connect to %s: %w", dsn.Redact(dsnStr), err)
 	}
 	if cfg.dialect.kind == mysqlKind {
 		// MariaDB has INSERT ... RETURNING since 10.5; MySQL 8 has none.
@@ -148,11 +141,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return &Store{executor: executor{cfg: cfg, q: cfg.db}, db: cfg.db}, nil
 }
 
-func openPostgres(dsn string) (*sql.DB, error) {
-	pc, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, err
-	}
+func openPostgres(pc *pgx.ConnConfig) *sql.DB {
 	// pgx prepares every statement once per connection, and after five executions PostgreSQL
 	// may settle on a generic plan. The executions tables grow from nothing to millions of
 	// rows between two ANALYZE runs, and a plan settled while one was empty kept scanning it
@@ -161,14 +150,10 @@ func openPostgres(dsn string) (*sql.DB, error) {
 	if _, ok := pc.RuntimeParams["plan_cache_mode"]; !ok {
 		pc.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	}
-	return stdlib.OpenDB(*pc), nil
+	return stdlib.OpenDB(*pc)
 }
 
-func openMySQL(dsn string) (*sql.DB, error) {
-	mc, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
+func openMySQL(mc *mysql.Config) (*sql.DB, error) {
 	// Counts must mean "rows matched": an update that rewrites a row with equal values is
 	// still a hit for ErrNotFound checks.
 	mc.ClientFoundRows = true
@@ -194,24 +179,15 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	return sql.OpenDB(conn), nil
 }
 
-// sqliteDSN turns a path into a modernc DSN with WAL, a busy timeout, foreign keys, and
-// BEGIN IMMEDIATE for every transaction: SQLite has one writer, and a transaction that starts
-// as a reader and later writes can fail with SQLITE_BUSY where an immediate one would wait.
-func sqliteDSN(dsn string) (string, error) {
-	if err := notAPath(dsn); err != nil {
-		return "", err
-	}
-	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite://"), "file:")
-	query := ""
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path, query = path[:i], path[i+1:]
-	}
-	if path == "" {
-		return "", errors.New("empty SQLite path")
-	}
+// openSQLite opens the SQLite file at path (with its ?query) with WAL, a busy timeout,
+// foreign keys, and BEGIN IMMEDIATE for every transaction: SQLite has one writer, and a
+// transaction that starts as a reader and later writes can fail with SQLITE_BUSY where an
+// immediate one would wait.
+func openSQLite(path string) (*sql.DB, error) {
+	path, query, _ := strings.Cut(path, "?")
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	pragmas := strings.Join(q["_pragma"], ",")
 	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
@@ -223,34 +199,25 @@ func sqliteDSN(dsn string) (string, error) {
 	if q.Get("_txlock") == "" {
 		q.Set("_txlock", "immediate")
 	}
-	return "file:" + path + "?" + q.Encode(), nil
-}
-
-// notAPath refuses what was meant as a database URL but is none Open knows (a typo in the
-// scheme, a libpq keyword string, a go-sql-driver DSN without mysql://): taken as a SQLite
-// path it would silently become a new, empty database file.
-func notAPath(dsn string) error {
-	switch {
-	case strings.HasPrefix(dsn, "sqlite://"), strings.HasPrefix(dsn, "file:"):
-		return nil
-	case strings.Contains(dsn, "://"):
-		scheme, _, _ := strings.Cut(dsn, "://")
-		return fmt.Errorf("unknown database scheme %q: want postgres://, postgresql://, mysql://, sqlite:// or a file path", scheme+"://")
-	case strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix("):
-		return errors.New("a MySQL DSN needs the mysql:// prefix")
-	case strings.Contains(dsn, "=") && strings.Contains(dsn, " "):
-		return errors.New("a keyword=value connection string is not supported: give a postgres:// URL")
+	if err := createPrivate(path, q); err != nil {
+		return nil, err
 	}
-	return nil
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	// SQLite has one writer. With one connection the process's writers queue in the pool
+	// instead of failing with SQLITE_BUSY when a transaction holds the lock longer than the
+	// busy timeout; callers must not use the store while they hold a Tx.
+	db.SetMaxOpenConns(1)
+	return db, nil
 }
 
 // createPrivate creates a new SQLite file readable by its owner only, before the driver
 // creates it with the umask's mode; SQLite gives its WAL and shared-memory files the
 // database file's mode.
-func createPrivate(sdsn string) error {
-	path := strings.TrimPrefix(sdsn, "file:")
-	path, query, _ := strings.Cut(path, "?")
-	if path == ":memory:" || strings.Contains(query, "mode=memory") {
+func createPrivate(path string, q url.Values) error {
+	if path == ":memory:" || q.Get("mode") == "memory" {
 		return nil
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -261,44 +228,6 @@ func createPrivate(sdsn string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// secretParams are query parameters of a DSN that carry a password.
-var secretParams = []string{"password", "pass", "passwd", "pwd", "sslpassword"}
-
-// Redact hides the passwords of a DSN, for printing it.
-func Redact(dsn string) string { return redact(dsn) }
-
-// redact hides a password in a DSN for error messages: the user's and any in the query.
-func redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.User != nil || u.RawQuery != "") {
-		changed := false
-		if u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				u.User = url.UserPassword(u.User.Username(), "xxxxx")
-				changed = true
-			}
-		}
-		q := u.Query()
-		for _, k := range secretParams {
-			if q.Has(k) {
-				q.Set(k, "xxxxx")
-				changed = true
-			}
-		}
-		if changed {
-			u.RawQuery = q.Encode()
-			return u.String()
-		}
-	}
-	if at := strings.LastIndex(dsn, "@"); at >= 0 {
-		if c := strings.Index(dsn, ":"); c >= 0 && c < at && strings.HasPrefix(dsn, "mysql://") {
-			if c2 := strings.Index(dsn[len("mysql://"):], ":"); c2 >= 0 && len("mysql://")+c2 < at {
-				return dsn[:len("mysql://")+c2] + ":xxxxx" + dsn[at:]
-			}
-		}
-	}
-	return dsn
 }
 
 // Analyze refreshes the planner's statistics, as a bulk load should before the load runs
@@ -488,24 +417,20 @@ func (e *executor) inTx(ctx context.Context, fn func(e *executor) error) error {
 	return nil
 }
 
+// deadlockBackoff pauses a few milliseconds, growing, so the other transaction can finish.
+var deadlockBackoff = backoff.Policy{Initial: 5 * time.Millisecond, Max: 80 * time.Millisecond, Jitter: 0.5}
+
 // retryDeadlock is inTx, run again (up to 5 times in all) when the database rolled it back to
 // break a deadlock. Inside a caller's transaction it runs fn once: the deadlock rolled back
 // the caller's whole transaction, which only the caller can run again.
 func (e *executor) retryDeadlock(ctx context.Context, fn func(e *executor) error) error {
-	for attempt := 1; ; attempt++ {
+	return backoff.Retry(ctx, clock.Real{}, deadlockBackoff, 5, func(ctx context.Context) error {
 		err := e.inTx(ctx, fn)
-		if err == nil || e.tx != nil || attempt == 5 || !isDeadlock(err) || ctx.Err() != nil {
-			return err
+		if err != nil && (e.tx != nil || !isDeadlock(err)) {
+			return backoff.Permanent(err)
 		}
-		// A pause of a few milliseconds, growing, lets the other transaction finish.
-		t := time.NewTimer(time.Duration(attempt*attempt) * 5 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // insertID runs an INSERT of one row and returns the new row's id.
