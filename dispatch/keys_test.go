@@ -58,7 +58,7 @@ func TestClusterKeySharedAcrossNodes(t *testing.T) {
 					t.Fatal(err)
 				}
 				req := httptest.NewRequest(http.MethodPost, "/beat", nil)
-				if err := s.Sign(req, executor.PathBeat, nil, "", time.Now()); err != nil {
+				if err := s.Sign(req, executor.PathBeat, nil, execsign.Target{App: "billing"}, time.Now()); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := v.Verify(req, executor.PathBeat, nil); err != nil {

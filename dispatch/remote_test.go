@@ -97,7 +97,7 @@ func TestRunRepeatsOnTheClock(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		err = r.callRepeating(context.Background(), exe.URL, executor.PathRun, "i1", executor.RunRequest{ExecutionID: 1, Instance: "i1"}, &resp)
+		err = r.callRepeating(context.Background(), "billing", exe.URL, executor.PathRun, "i1", executor.RunRequest{ExecutionID: 1, Instance: "i1"}, &resp)
 	}()
 	for i := range runAttempts - 1 {
 		pause := runRepeats.Delay(i)

@@ -122,6 +122,8 @@ type Executor struct {
 	// verify checks the signatures of the server's calls with the cluster keys the last
 	// registration answer named.
 	verify *execsign.Verifier
+	// key proves this process's instance on its requests to the server; instance is its id.
+	key *execsign.InstanceKey
 
 	baseCtx    context.Context // parent of every run; canceled when Stop ends
 	baseCancel context.CancelFunc
@@ -180,6 +182,10 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.TLSCA != nil && cfg.TLS == nil {
 		return nil, errors.New("executor: TLSCA (mutual TLS) needs TLS, the executor's certificate")
 	}
+	key, err := execsign.NewInstanceKey()
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
 	if cfg.HTTPClient == nil {
 		// Results and output go to one server: keep enough connections to it open that
 		// concurrent runs reuse them (the default transport keeps two).
@@ -194,7 +200,8 @@ func New(cfg Config) (*Executor, error) {
 		runs:     map[int64]*runState{},
 		ended:    map[int64]time.Time{},
 		servers:  servers,
-		instance: newInstanceID(),
+		instance: key.ID(),
+		key:      key,
 		verify:   execsign.NewVerifier(cfg.Clock.Now),
 	}
 	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
@@ -448,8 +455,8 @@ func (e *Executor) cancelAll(cause error) {
 	e.conc.CancelAll(cause)
 }
 
-// routes serves the server's calls. Every one must be signed with a cluster key for this
-// instance (or, for the harmless beat and idle-beat, for no instance): see signed.
+// routes serves the server's calls. Every one must be signed with a cluster key for this app
+// and this instance (or, for the harmless beat and idle-beat, for this address): see signed.
 func (e *Executor) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathRun, e.signed(PathRun, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
@@ -466,15 +473,9 @@ func (e *Executor) routes() http.Handler {
 		resp.Instance = e.instance
 		writeJSON(w, resp)
 	}))
-	mux.HandleFunc("POST "+PathKill, e.signed(PathKill, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
+	mux.HandleFunc("POST "+PathKill, e.signed(PathKill, true, func(w http.ResponseWriter, r *http.Request, body []byte, _ string) {
 		var req KillRequest
 		if !decode(w, body, &req) {
-			return
-		}
-		if to != e.instance {
-			// Meant for the process that was here before: this one does not have the run, and
-			// says who it is, so that the server does not take the answer for that one's.
-			writeJSON(w, KillResponse{Killed: false, Instance: e.instance})
 			return
 		}
 		writeJSON(w, KillResponse{Killed: e.kill(req.ExecutionID), Instance: e.instance})
@@ -494,9 +495,11 @@ func (e *Executor) routes() http.Handler {
 
 // signed admits a call to path only with a valid cluster signature (execsign): by a key the
 // server gave at the last registration, recent, not seen before, over this method, path and
-// body. The instance it was signed for must be this one, or "" unless needInstance; a run or a kill
-// signed for another instance reaches h, which answers it as not this process's (the
-// server learns the new instance from the answer). h gets the body read and the instance.
+// body, and meant for this executor: this app, and this instance (a run and a kill must name
+// one) or, naming none, this address. A call meant for another executor is answered
+// StatusMisdirected and does nothing: whatever address the server was told, an executor
+// takes only its own app's calls, so another app's credential cannot steer its work here.
+// h gets the body read and the instance signed for.
 func (e *Executor) signed(path string, needInstance bool, h func(w http.ResponseWriter, r *http.Request, body []byte, to string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
@@ -509,11 +512,8 @@ func (e *Executor) signed(path string, needInstance bool, h func(w http.Response
 			return
 		}
 		to, err := e.verify.Verify(r, path, body)
-		if err == nil && needInstance && to == "" {
+		if err == nil && needInstance && to.Instance == "" {
 			err = fmt.Errorf("%w: %s must be signed for an executor instance", execsign.ErrRefused, path)
-		}
-		if err == nil && !needInstance && to != "" && to != e.instance {
-			err = fmt.Errorf("%w: signed for instance %s, this is %s", execsign.ErrRefused, to, e.instance)
 		}
 		if err != nil {
 			e.log.Warn("refused an unsigned or badly signed call", "path", path, "remote", r.RemoteAddr, "err", err)
@@ -521,8 +521,31 @@ func (e *Executor) signed(path string, needInstance bool, h func(w http.Response
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
-		h(w, r, body, to)
+		if m := e.misdirected(to); m != nil {
+			e.log.Warn("refused a call meant for another executor", "path", path, "remote", r.RemoteAddr, "reason", m.Reason, "err", m.Message)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(StatusMisdirected)
+			_ = json.NewEncoder(w).Encode(m)
+			return
+		}
+		h(w, r, body, to.Instance)
 	}
+}
+
+// misdirected tells why a call signed for to is not this executor's, or nil when it is.
+func (e *Executor) misdirected(to execsign.Target) *Misdirected {
+	m := &Misdirected{App: e.cfg.App, Instance: e.instance}
+	switch {
+	case to.App != e.cfg.App:
+		m.Reason, m.Message = MisdirectedApp, fmt.Sprintf("the call is for an executor of app %q, this is app %q's", to.App, e.cfg.App)
+	case to.Instance != "" && to.Instance != e.instance:
+		m.Reason, m.Message = MisdirectedInstance, fmt.Sprintf("the call is for executor instance %s, this is %s", to.Instance, e.instance)
+	case to.Instance == "" && strings.TrimRight(to.Address, "/") != e.address:
+		m.Reason, m.Message = MisdirectedAddress, fmt.Sprintf("the call is for the executor at %q, this is %q", to.Address, e.address)
+	default:
+		return nil
+	}
+	return m
 }
 
 func decode(w http.ResponseWriter, body []byte, v any) bool {
@@ -582,6 +605,7 @@ func (e *Executor) postTo(ctx context.Context, base, path string, body []byte, o
 	req.Header.Set("Authorization", "Bearer "+e.cfg.Token)
 	req.Header.Set(HeaderApp, e.cfg.App)
 	req.Header.Set(HeaderInstance, e.instance)
+	e.key.Prove(req, path, body, e.cfg.App, e.cfg.Clock.Now())
 	resp, err := e.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)

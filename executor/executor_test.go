@@ -19,6 +19,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 )
 
 const (
@@ -243,7 +244,8 @@ func TestSignedCalls(t *testing.T) {
 		refused(path+" with the token and no signature", req)
 	}
 	other := executortest.NewPeer(t, token) // another cluster: its own key
-	refused("a run signed by another cluster's key", mustReq(other.Request(ctx, s.addr, executor.PathRun, self, run(2))))
+	refused("a run signed by another cluster's key", mustReq(other.RequestFor(ctx, s.addr, executor.PathRun,
+		execsign.Target{App: s.peer.Registrations()[0].App, Instance: self, Address: s.addr}, run(2))))
 
 	good := mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, self, run(3)))
 	if status, body, err := executortest.Send(good); err != nil || status != http.StatusOK || !strings.Contains(string(body), `"accepted":true`) {
@@ -274,16 +276,81 @@ func TestSignedCalls(t *testing.T) {
 		}
 	}
 
-	// A kill signed for the process that was here before is answered, not obeyed: the
-	// answer names this instance.
-	status, body, err := s.peer.Call(ctx, s.addr, executor.PathKill, "an-earlier-process", executor.KillRequest{ExecutionID: 3})
-	if err != nil || status != http.StatusOK || !strings.Contains(string(body), `"killed":false`) || !strings.Contains(string(body), self) {
-		t.Fatalf("a kill for another instance: %d %s %v; want killed false naming %s", status, body, err, self)
-	}
-	// A beat is signed for no instance, and names this one.
-	status, body, err = s.peer.Call(ctx, s.addr, executor.PathBeat, "", struct{}{})
+	// A beat is signed for this address (it names no instance), and names this instance.
+	status, body, err := s.peer.Call(ctx, s.addr, executor.PathBeat, "", struct{}{})
 	if err != nil || status != http.StatusOK || !strings.Contains(string(body), self) {
 		t.Fatalf("a beat: %d %s %v; want it to name instance %s", status, body, err, self)
+	}
+}
+
+// TestMisdirectedCalls: a well-signed call meant for another app, another instance (the
+// process that was here before) or, naming no instance, another address is refused with
+// StatusMisdirected saying why and who answered, and does nothing: an executor runs only its
+// own app's runs whatever address the server was told (issue 20, item 1), and a beat cannot
+// be replayed to another executor (item 10).
+func TestMisdirectedCalls(t *testing.T) {
+	var ran atomic.Int64
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("report", func(ctx context.Context) error { r, _ := executor.RunFrom(ctx); ran.Store(r.ExecutionID); return nil })
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	self := s.peer.InstanceAt(s.addr)
+	app := s.peer.Registrations()[0].App
+	run := func(id int64, instance string) executor.RunRequest {
+		return executor.RunRequest{ExecutionID: id, JobID: 1, Handler: "report", Concurrency: "allow", Instance: instance}
+	}
+	misdirected := func(what, path string, to execsign.Target, body any, reason string) {
+		t.Helper()
+		req, err := s.peer.RequestFor(ctx, s.addr, path, to, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, answer, err := executortest.Send(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m executor.Misdirected
+		if status != executor.StatusMisdirected || json.Unmarshal(answer, &m) != nil || m.Reason != reason || m.App != app || m.Instance != self {
+			t.Errorf("%s: %d %s; want %d %s naming app %s, instance %s", what, status, answer, executor.StatusMisdirected, reason, app, self)
+		}
+	}
+	here := strings.TrimRight(s.addr, "/")
+	misdirected("another app's run, signed for this instance", executor.PathRun,
+		execsign.Target{App: "beta", Instance: self, Address: here}, run(1, self), executor.MisdirectedApp)
+	misdirected("another app's kill", executor.PathKill, execsign.Target{App: "beta", Instance: self, Address: here},
+		executor.KillRequest{ExecutionID: 1}, executor.MisdirectedApp)
+	misdirected("another app's beat", executor.PathBeat, execsign.Target{App: "beta", Address: here}, struct{}{}, executor.MisdirectedApp)
+	misdirected("a run for the process before", executor.PathRun,
+		execsign.Target{App: app, Instance: "an-earlier-process", Address: here}, run(2, "an-earlier-process"), executor.MisdirectedInstance)
+	misdirected("a kill for the process before", executor.PathKill,
+		execsign.Target{App: app, Instance: "an-earlier-process", Address: here}, executor.KillRequest{ExecutionID: 2}, executor.MisdirectedInstance)
+	misdirected("a beat for another executor's address", executor.PathBeat,
+		execsign.Target{App: app, Address: "http://10.9.9.9:9999"}, struct{}{}, executor.MisdirectedAddress)
+	misdirected("an idle-beat for another executor's address", executor.PathIdleBeat,
+		execsign.Target{App: app, Address: "http://10.9.9.9:9999"}, executor.IdleBeatRequest{JobID: 1}, executor.MisdirectedAddress)
+	misdirected("a beat for another instance", executor.PathBeat,
+		execsign.Target{App: app, Instance: "an-earlier-process", Address: here}, struct{}{}, executor.MisdirectedInstance)
+
+	// A beat for this instance, at any address the server knows it by, is answered.
+	req, err := s.peer.RequestFor(ctx, s.addr, executor.PathBeat, execsign.Target{App: app, Instance: self, Address: "http://lb.example"}, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body, err := executortest.Send(req); err != nil || status != http.StatusOK || !strings.Contains(string(body), self) {
+		t.Fatalf("a beat for this instance: %d %s %v", status, body, err)
+	}
+	if resp, err := s.peer.Run(ctx, s.addr, run(3, self)); err != nil || !resp.Accepted {
+		t.Fatalf("this app's run for this instance: %+v, %v", resp, err)
+	}
+	s.peer.WaitResult(t, 3, wait)
+	if id := ran.Load(); id != 3 {
+		t.Fatalf("the last run that ran is %d, want only 3: a misdirected run ran", id)
+	}
+	for _, id := range []int64{1, 2} {
+		if s.peer.HasResult(id) {
+			t.Errorf("misdirected run %d reported a result", id)
+		}
 	}
 }
 

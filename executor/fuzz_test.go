@@ -41,7 +41,7 @@ func FuzzProtocolDecoders(f *testing.F) {
 	paths := []string{PathRun, PathKill, PathBeat, PathIdleBeat}
 	f.Fuzz(func(t *testing.T, which byte, body []byte) {
 		req := httptest.NewRequest("POST", paths[int(which)%len(paths)], bytes.NewReader(body))
-		if err := signer.Sign(req, req.URL.Path, body, ex.instance, time.Now()); err != nil {
+		if err := signer.Sign(req, req.URL.Path, body, execsign.Target{App: "fuzz", Instance: ex.instance}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()

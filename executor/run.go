@@ -88,11 +88,6 @@ func (e *Executor) accept(req RunRequest, parent trace.SpanContext) RunResponse 
 	if req.ExecutionID <= 0 {
 		return RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}
 	}
-	if req.Instance != "" && req.Instance != e.instance {
-		// Sent to the process that was here before: the server would count this run as that
-		// one's, lost with it.
-		return RunResponse{Message: fmt.Sprintf("the run is for executor instance %s, this is %s", req.Instance, e.instance)}
-	}
 	rs := &runState{policy: policy, run: runOf(req), parent: parent}
 
 	e.mu.Lock()

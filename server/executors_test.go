@@ -119,7 +119,37 @@ func (e *env) executor(path string, body any, wantStatus int, out any) {
 	e.executorAs(sender{}, path, body, wantStatus, out)
 }
 
-// executorAs sends a protocol request naming its sender as the SDK does.
+// testInstances are the keys of the executor instances tests name, by instance id.
+var testInstances = struct {
+	sync.Mutex
+	byName map[string]*execsign.InstanceKey
+	byID   map[string]*execsign.InstanceKey
+}{byName: map[string]*execsign.InstanceKey{}, byID: map[string]*execsign.InstanceKey{}}
+
+// inst is the id of the executor instance a test calls name (the same in every test), whose
+// key executorAs proves it with.
+func inst(name string) string {
+	testInstances.Lock()
+	defer testInstances.Unlock()
+	k := testInstances.byName[name]
+	if k == nil {
+		var err error
+		if k, err = execsign.NewInstanceKey(); err != nil {
+			panic(err)
+		}
+		testInstances.byName[name], testInstances.byID[k.ID()] = k, k
+	}
+	return k.ID()
+}
+
+func instanceKey(id string) *execsign.InstanceKey {
+	testInstances.Lock()
+	defer testInstances.Unlock()
+	return testInstances.byID[id]
+}
+
+// executorAs sends a protocol request naming its sender as the SDK does, proving the
+// instance (one inst made) with its key.
 func (e *env) executorAs(from sender, path string, body any, wantStatus int, out any) {
 	e.t.Helper()
 	e.executorWith(execToken, from, path, body, wantStatus, out)
@@ -139,6 +169,9 @@ func (e *env) executorWith(token string, from sender, path string, body any, wan
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set(executor.HeaderApp, from.app)
 	req.Header.Set(executor.HeaderInstance, from.instance)
+	if k := instanceKey(from.instance); k != nil {
+		k.Prove(req, req.URL.Path, b, from.app, time.Now())
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)

@@ -15,8 +15,9 @@ import (
 
 // What an executor reports about a run is taken only from the executor the run was handed
 // to: the executor token alone would let any holder finish, or write the output of, any
-// app's runs. The sender names itself (executor.HeaderApp, executor.HeaderInstance) and must
-// match the app of the run's job and the instance recorded at dispatch.
+// app's runs. The sender names itself (executor.HeaderApp, executor.HeaderInstance, the
+// instance proven by its key: checkProof) and must match the app of the run's job and the
+// instance recorded at dispatch.
 
 // Reasons of sundial_executor_rejected_total.
 const (
@@ -24,15 +25,19 @@ const (
 	rejectWrongApp      = "wrong_app"      // the run belongs to another app's job
 	rejectWrongInstance = "wrong_instance" // the run was handed to another instance of the app
 	rejectNoClientCert  = "no_client_cert" // mutual TLS is on and the request had no verified client certificate
+	rejectNoProof       = "no_proof"       // the request names an instance without the proof of its key
+	rejectAddressTaken  = "address_taken"  // a registration of an address another app's live executor holds, or outside --executor-networks
 )
 
 func newRejectedCounter(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sundial_executor_rejected_total",
 		Help: "Executor reports about runs refused, by reason: not_live (about a run not running, or not on an executor), " +
 			"wrong_app (the run is another app's), wrong_instance (the run was handed to another executor instance, " +
-			"or another instance answered its kill), no_client_cert (mutual TLS is on and the executor presented no verified certificate)."},
+			"or another instance answered its kill), no_client_cert (mutual TLS is on and the executor presented no verified certificate), " +
+			"no_proof (a request naming an executor instance without the proof of its key), " +
+			"address_taken (a registration of an address another app's live executor holds, or outside --executor-networks)."},
 		[]string{"reason"})
-	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance, rejectNoClientCert} {
+	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance, rejectNoClientCert, rejectNoProof, rejectAddressTaken} {
 		c.WithLabelValues(r) // every series from the start, so a rate alert sees 0 and not nothing
 	}
 	reg.MustRegister(c)

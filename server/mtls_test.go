@@ -155,7 +155,7 @@ func TestMutualTLS(t *testing.T) {
 	if !strings.HasPrefix(ex.Address(), "https://") {
 		t.Fatalf("executor address %s, want https", ex.Address())
 	}
-	killed, answered, err := srv.remote.Kill(sctx, ex.Address(), ex.Instance(), 12345)
+	killed, answered, err := srv.remote.Kill(sctx, "billing", ex.Address(), ex.Instance(), 12345)
 	if err != nil || killed || answered != ex.Instance() {
 		t.Fatalf("the server's call over mutual TLS: killed %v, answered by %q, %v; want an answer from %s", killed, answered, err, ex.Instance())
 	}

@@ -244,6 +244,9 @@ type Querier interface {
 	// RegistryLive lists the instances of app (of every app for "") seen within olderThan by
 	// the database clock, by app and address.
 	RegistryLive(ctx context.Context, app string, olderThan time.Duration) ([]*Instance, error)
+	// RegistryAt lists the instances of every app at address seen within olderThan by the
+	// database clock (as RegistryLive), by app.
+	RegistryAt(ctx context.Context, address string, olderThan time.Duration) ([]*Instance, error)
 	// RegistrySweep deletes the instances silent for longer than olderThan by the database
 	// clock and returns them. An instance that beats meanwhile stays.
 	RegistrySweep(ctx context.Context, olderThan time.Duration) ([]*Instance, error)

@@ -146,6 +146,16 @@ func NewPeer(t testing.TB, token string) *Peer {
 			http.Error(w, "wrong token", http.StatusUnauthorized)
 			return
 		}
+		// As a server does: the instance a request names must be proven by its key.
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = execsign.VerifyProof(r, r.URL.Path, body, r.Header.Get(executor.HeaderApp), r.Header.Get(executor.HeaderInstance), p.Now())
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		mux.ServeHTTP(w, r)
 	}))
 	p.URL = p.srv.URL
@@ -284,8 +294,16 @@ func (p *Peer) WaitOutput(t testing.TB, id int64, substr string, timeout time.Du
 }
 
 // Request makes a call of body to an executor's path, signed with the peer's key for the
-// executor instance ("" for none). Send it with Send; tests alter or repeat it.
+// executor instance ("" for none) of the app that registered address last, at address.
+// Send it with Send; tests alter or repeat it.
 func (p *Peer) Request(ctx context.Context, address, path, instance string, body any) (*http.Request, error) {
+	return p.RequestFor(ctx, address, path, execsign.Target{App: p.registered(address).App, Instance: instance,
+		Address: strings.TrimRight(address, "/")}, body)
+}
+
+// RequestFor is Request signed for the target to, which tests may point elsewhere than
+// address.
+func (p *Peer) RequestFor(ctx context.Context, address, path string, to execsign.Target, body any) (*http.Request, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -295,7 +313,7 @@ func (p *Peer) Request(ctx context.Context, address, path, instance string, body
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := p.Signer.Sign(req, path, b, instance, p.Now()); err != nil {
+	if err := p.Signer.Sign(req, path, b, to, p.Now()); err != nil {
 		return nil, err
 	}
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
@@ -332,15 +350,18 @@ func (p *Peer) Call(ctx context.Context, address, path, instance string, body an
 }
 
 // InstanceAt is the instance that registered address last, as a server's registry knows it.
-func (p *Peer) InstanceAt(address string) string {
+func (p *Peer) InstanceAt(address string) string { return p.registered(address).Instance }
+
+// registered is the last registration of address.
+func (p *Peer) registered(address string) executor.Registration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := len(p.registrations) - 1; i >= 0; i-- {
-		if p.registrations[i].Address == address {
-			return p.registrations[i].Instance
+		if p.registrations[i].Address == strings.TrimRight(address, "/") {
+			return p.registrations[i]
 		}
 	}
-	return ""
+	return executor.Registration{}
 }
 
 // call posts signed for instance and decodes a 200 answer into out.

@@ -189,6 +189,16 @@ func (e *executor) RegistryLive(ctx context.Context, app string, olderThan time.
 	return ins, nil
 }
 
+// RegistryAt lists the instances live at address, served by registry_address_idx.
+func (e *executor) RegistryAt(ctx context.Context, address string, olderThan time.Duration) ([]*store.Instance, error) {
+	ins, err := scanInstances(e.query(ctx, "SELECT "+instanceCols+" FROM registry WHERE address = ? AND last_seen >= "+
+		e.d().nowMillis()+" - "+silence+" ORDER BY app", address, olderThan.Milliseconds(), olderThan.Milliseconds()))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: live instances at %q: %w", address, err)
+	}
+	return ins, nil
+}
+
 // RegistrySweep selects the silent instances, then deletes each with the same condition: one
 // that beat between the two statements is not deleted and not returned.
 func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) ([]*store.Instance, error) {
