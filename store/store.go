@@ -376,6 +376,8 @@ type JobFilter struct {
 	NameContains string
 	NamePrefix   string
 	Handler      string
+	// ParamsSecret keeps the jobs whose params are secret.
+	ParamsSecret bool
 	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
 	// paused).
 	TriggerState TriggerState
