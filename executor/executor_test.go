@@ -203,18 +203,24 @@ func TestWrongToken(t *testing.T) {
 	}
 }
 
+// startReporter starts an executor whose handler "report" records the id of the last run
+// it ran, and returns it with that record and its instance id.
+func startReporter(t *testing.T) (*setup, *atomic.Int64, string) {
+	ran := new(atomic.Int64)
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("report", func(ctx context.Context) error { r, _ := executor.RunFrom(ctx); ran.Store(r.ExecutionID); return nil })
+	})
+	return s, ran, s.peer.InstanceAt(s.addr)
+}
+
 // TestSignedCalls: the executor takes the server's calls only signed by the cluster key its
 // server named: a call with the executor's own token and no signature, a call signed by
 // another cluster's key, a replayed call, a call whose body or instance was altered, and a run
 // or kill signed for no instance are refused with 401, and the run never starts.
 func TestSignedCalls(t *testing.T) {
-	var ran atomic.Int64
-	s := start(t, func(ex *executor.Executor) {
-		ex.Handle("report", func(ctx context.Context) error { r, _ := executor.RunFrom(ctx); ran.Store(r.ExecutionID); return nil })
-	})
+	s, ran, self := startReporter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	self := s.peer.InstanceAt(s.addr)
 	run := func(id int64) executor.RunRequest {
 		return executor.RunRequest{ExecutionID: id, JobID: 1, Handler: "report", Concurrency: "allow", Instance: self}
 	}
@@ -289,13 +295,9 @@ func TestSignedCalls(t *testing.T) {
 // own app's runs whatever address the server was told (issue 20, item 1), and a beat cannot
 // be replayed to another executor (item 10).
 func TestMisdirectedCalls(t *testing.T) {
-	var ran atomic.Int64
-	s := start(t, func(ex *executor.Executor) {
-		ex.Handle("report", func(ctx context.Context) error { r, _ := executor.RunFrom(ctx); ran.Store(r.ExecutionID); return nil })
-	})
+	s, ran, self := startReporter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	self := s.peer.InstanceAt(s.addr)
 	app := s.peer.Registrations()[0].App
 	run := func(id int64, instance string) executor.RunRequest {
 		return executor.RunRequest{ExecutionID: id, JobID: 1, Handler: "report", Concurrency: "allow", Instance: instance}
