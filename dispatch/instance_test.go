@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"io"
 	"net/http"
 	"net/url"
@@ -41,7 +42,7 @@ func TestRunForRestartedInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := peer.WaitResult(t, ex.ID, 10*time.Second); got.State != executor.StateSucceeded {
+	if got := peer.WaitResult(t, ex.ID, 10*time.Second); got.State != wire.StateSucceeded {
 		t.Fatalf("result %+v, want succeeded", got)
 	}
 	if len(runs) != 1 || runs[0].Instance != exe.Instance() {
@@ -49,8 +50,8 @@ func TestRunForRestartedInstance(t *testing.T) {
 	}
 
 	// An executor refuses outright a run for another instance.
-	resp, err := peer.Run(ctx, exe.Address(), executor.RunRequest{ExecutionID: 99, JobID: 1, Handler: "once", Instance: "the-old-one"})
-	if err == nil || resp.Accepted || !strings.Contains(err.Error(), executor.MisdirectedInstance) || !strings.Contains(err.Error(), exe.Instance()) {
+	resp, err := peer.Run(ctx, exe.Address(), wire.RunRequest{ExecutionID: 99, JobID: 1, Handler: "once", Instance: "the-old-one"})
+	if err == nil || resp.Accepted || !strings.Contains(err.Error(), wire.MisdirectedInstance) || !strings.Contains(err.Error(), exe.Instance()) {
 		t.Fatalf("run for another instance: %+v %v, want refused naming this instance", resp, err)
 	}
 }
@@ -92,22 +93,22 @@ func TestBeatNotReplayable(t *testing.T) {
 	}
 	t.Cleanup(func() { other.Stop(context.Background()) })
 
-	wire := &recorder{}
-	r := NewRemote(Config{Store: f.st, Client: &http.Client{Transport: wire, Timeout: 10 * time.Second}})
+	tap := &recorder{}
+	r := NewRemote(Config{Store: f.st, Client: &http.Client{Transport: tap, Timeout: 10 * time.Second}})
 	instance, err := r.beatInstance(ctx, "billing", f.exe.Address())
 	if err != nil || instance != f.exe.Instance() {
 		t.Fatalf("beat: instance %q, %v; want %s", instance, err, f.exe.Instance())
 	}
-	if len(wire.reqs) != 1 || !strings.Contains(wire.reqs[0].Header.Get(execsign.Header), "instance=,") {
-		t.Fatalf("want one beat signed for no instance, got %d requests", len(wire.reqs))
+	if len(tap.reqs) != 1 || !strings.Contains(tap.reqs[0].Header.Get(execsign.Header), "instance=,") {
+		t.Fatalf("want one beat signed for no instance, got %d requests", len(tap.reqs))
 	}
-	captured := wire.reqs[0]
+	captured := tap.reqs[0]
 	replayed := captured.Clone(ctx)
-	replayed.URL, _ = url.Parse(other.Address() + executor.PathBeat)
+	replayed.URL, _ = url.Parse(other.Address() + wire.PathBeat)
 	replayed.Host = ""
 	status, body, err := executortest.Send(replayed)
-	if err != nil || status != executor.StatusMisdirected || !strings.Contains(string(body), executor.MisdirectedAddress) {
-		t.Fatalf("the beat replayed to another executor: %d %s %v; want %d %s", status, body, err, executor.StatusMisdirected, executor.MisdirectedAddress)
+	if err != nil || status != wire.StatusMisdirected || !strings.Contains(string(body), wire.MisdirectedAddress) {
+		t.Fatalf("the beat replayed to another executor: %d %s %v; want %d %s", status, body, err, wire.StatusMisdirected, wire.MisdirectedAddress)
 	}
 	if status, body, err := executortest.Send(captured); err != nil || status != http.StatusUnauthorized {
 		t.Fatalf("the beat replayed to its executor: %d %s %v; want 401", status, body, err)

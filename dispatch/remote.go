@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
-	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
@@ -227,15 +227,15 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		r.stats.NotOwned.Add(1)
 		return engine.Result{Err: fmt.Errorf("execution %d is no longer running for node %s (incarnation %s): not sent", ex.ID, owner.Node, owner.Incarnation)}
 	}
-	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job), ParamsSecret: job.ParamsSecret,
+	req := wire.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job), ParamsSecret: job.ParamsSecret,
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
-	var resp executor.RunResponse
+	var resp wire.RunResponse
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
-	err = r.callRepeating(sendCtx, job.App, addr, executor.PathRun, instance, req, &resp)
+	err = r.callRepeating(sendCtx, job.App, addr, wire.PathRun, instance, req, &resp)
 	cancel()
-	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == executor.MisdirectedInstance && m.Instance != "" {
+	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == wire.MisdirectedInstance && m.Instance != "" {
 		err = r.resendToInstance(ctx, ex, job.App, addr, index, total, msg, &req, &resp, m.Instance)
 	}
 	if err != nil {
@@ -269,7 +269,7 @@ func (r *Remote) RecordWith(complete func(context.Context, []engine.RemoteResult
 // run's app (it said wrong_instance, which it says only to a call signed for its app), and
 // the call is signed for that app again: an executor of another app never takes it.
 func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, app, addr string, index, total int, msg string,
-	req *executor.RunRequest, resp *executor.RunResponse, answered string) error {
+	req *wire.RunRequest, resp *wire.RunResponse, answered string) error {
 	ok, err := r.cfg.Store.ExecutionsSetDispatch(ctx, store.OwnerOf(ex), ex.ID, addr, answered, index, total, msg)
 	if err != nil {
 		return err
@@ -278,10 +278,10 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, app,
 		return fmt.Errorf("execution %d ended while it was sent to the executor's new instance %s", ex.ID, answered)
 	}
 	req.Instance = answered
-	*resp = executor.RunResponse{}
+	*resp = wire.RunResponse{}
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow) // from the dispatch just recorded again
 	defer cancel()
-	return r.callRepeating(sendCtx, app, addr, executor.PathRun, req.Instance, req, resp)
+	return r.callRepeating(sendCtx, app, addr, wire.PathRun, req.Instance, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
@@ -425,7 +425,7 @@ const runAttempts = 3
 func (r *Remote) callRepeating(ctx context.Context, app, addr, path, instance string, body, out any) error {
 	return backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
 		err := r.call(ctx, app, addr, path, instance, body, out)
-		if status, m := (*executor.StatusError)(nil), (*MisdirectedError)(nil); errors.As(err, &status) || errors.As(err, &m) {
+		if status, m := (*wire.StatusError)(nil), (*MisdirectedError)(nil); errors.As(err, &status) || errors.As(err, &m) {
 			return backoff.Permanent(err)
 		}
 		return err
@@ -444,16 +444,16 @@ func (p nativeProber) beat(ctx context.Context, addr string) error {
 }
 
 func (p nativeProber) idleBeat(ctx context.Context, addr string, jobID int64) (bool, error) {
-	var out executor.IdleBeatResponse
-	_, err := p.r.probe(ctx, p.app, addr, executor.PathIdleBeat, executor.IdleBeatRequest{JobID: jobID}, &out)
+	var out wire.IdleBeatResponse
+	_, err := p.r.probe(ctx, p.app, addr, wire.PathIdleBeat, wire.IdleBeatRequest{JobID: jobID}, &out)
 	return out.Idle, err
 }
 
 // beatInstance beats the executor of app at addr and returns its instance id ("" from an
 // executor that does not say).
 func (r *Remote) beatInstance(ctx context.Context, app, addr string) (string, error) {
-	var out executor.BeatResponse
-	if _, err := r.probe(ctx, app, addr, executor.PathBeat, struct{}{}, &out); err != nil {
+	var out wire.BeatResponse
+	if _, err := r.probe(ctx, app, addr, wire.PathBeat, struct{}{}, &out); err != nil {
 		return "", err
 	}
 	return out.Instance, nil
@@ -468,7 +468,7 @@ func (r *Remote) beatInstance(ctx context.Context, app, addr string) (string, er
 func (r *Remote) probe(ctx context.Context, app, addr, path string, body, out any) (string, error) {
 	instance := r.knownInstance(app, addr)
 	err := r.call(ctx, app, addr, path, instance, body, out)
-	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason != executor.MisdirectedApp && m.Instance != "" && m.Instance != instance {
+	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason != wire.MisdirectedApp && m.Instance != "" && m.Instance != instance {
 		instance = m.Instance
 		err = r.call(ctx, app, addr, path, instance, body, out)
 	}
@@ -479,9 +479,9 @@ func (r *Remote) probe(ctx context.Context, app, addr, path string, body, out an
 // it did, and which instance answered: the caller takes the answer only from the instance
 // the run was handed to. Another instance refuses the call (*MisdirectedError).
 func (r *Remote) Kill(ctx context.Context, app, addr, instance string, executionID int64) (killed bool, answered string, err error) {
-	var out executor.KillResponse
-	err = r.call(ctx, app, addr, executor.PathKill, instance, executor.KillRequest{ExecutionID: executionID}, &out)
-	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == executor.MisdirectedInstance {
+	var out wire.KillResponse
+	err = r.call(ctx, app, addr, wire.PathKill, instance, wire.KillRequest{ExecutionID: executionID}, &out)
+	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == wire.MisdirectedInstance {
 		return false, m.Instance, nil
 	}
 	return out.Killed, out.Instance, err
@@ -502,7 +502,7 @@ func (e *OtherInstanceError) Error() string {
 // app, another instance, or another address): the call did nothing.
 type MisdirectedError struct {
 	Address string
-	executor.Misdirected
+	wire.Misdirected
 }
 
 func (e *MisdirectedError) Error() string {
@@ -551,7 +551,7 @@ func (r *Remote) call(ctx context.Context, app, addr, path, instance string, bod
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == executor.StatusMisdirected {
+	if resp.StatusCode == wire.StatusMisdirected {
 		m := &MisdirectedError{Address: addr}
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&m.Misdirected); err != nil {
 			return fmt.Errorf("POST %s: a %d answer without its reason: %w", path, resp.StatusCode, err)
@@ -560,7 +560,7 @@ func (r *Remote) call(ctx context.Context, app, addr, path, instance string, bod
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return &executor.StatusError{Path: path, Status: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
+		return &wire.StatusError{Path: path, Status: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("POST %s: decode the answer: %w", path, err)

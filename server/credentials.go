@@ -6,12 +6,12 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
-	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
@@ -124,7 +124,7 @@ func (s *Server) executorAuth(h apiHandler) apiHandler {
 // report as the instance a run was handed to. A request naming no instance proves nothing
 // and is taken for no instance's run.
 func (s *Server) checkProof(r *http.Request) error {
-	instance := r.Header.Get(executor.HeaderInstance)
+	instance := r.Header.Get(wire.HeaderInstance)
 	if instance == "" {
 		return nil
 	}
@@ -133,7 +133,7 @@ func (s *Server) checkProof(r *http.Request) error {
 		return invalidField("", "request body: %v", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err := execsign.VerifyProof(r, r.URL.Path, body, r.Header.Get(executor.HeaderApp), instance, s.clock.Now()); err != nil {
+	if err := execsign.VerifyProof(r, r.URL.Path, body, r.Header.Get(wire.HeaderApp), instance, s.clock.Now()); err != nil {
 		s.rejected.WithLabelValues(rejectNoProof).Inc()
 		s.log.Warn("refused an executor request without the proof of its instance", "instance", instance, "remote", r.RemoteAddr, "err", err)
 		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: err.Error()}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
-	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -29,24 +29,24 @@ type listener struct {
 	mu     sync.Mutex
 	reqs   []*http.Request
 	bodies [][]byte
-	runs   chan executor.RunRequest
+	runs   chan wire.RunRequest
 }
 
 func newListener(t *testing.T) *listener {
-	l := &listener{runs: make(chan executor.RunRequest, 4)}
+	l := &listener{runs: make(chan wire.RunRequest, 4)}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		l.mu.Lock()
 		l.reqs, l.bodies = append(l.reqs, r.Clone(context.Background())), append(l.bodies, body)
 		l.mu.Unlock()
 		switch r.URL.Path {
-		case executor.PathRun:
-			var req executor.RunRequest
+		case wire.PathRun:
+			var req wire.RunRequest
 			_ = json.Unmarshal(body, &req)
-			writeJSON(w, 200, executor.RunResponse{Accepted: true, Instance: inst("rec-1")})
+			writeJSON(w, 200, wire.RunResponse{Accepted: true, Instance: inst("rec-1")})
 			l.runs <- req
 		default:
-			writeJSON(w, 200, executor.BeatResponse{Instance: inst("rec-1")})
+			writeJSON(w, 200, wire.BeatResponse{Instance: inst("rec-1")})
 		}
 	}))
 	t.Cleanup(hs.Close)
@@ -55,7 +55,7 @@ func newListener(t *testing.T) *listener {
 }
 
 // manualRun points app billing at l, runs a remote job of it, and returns the run l got.
-func (e *env) manualRun(l *listener) executor.RunRequest {
+func (e *env) manualRun(l *listener) wire.RunRequest {
 	e.t.Helper()
 	e.call("PUT", "/api/v1/apps/billing", map[string]any{"address_mode": "manual", "addresses": []string{l.url}}, 200, nil)
 	job := e.remoteJob("billing", "first", nil)
@@ -66,7 +66,7 @@ func (e *env) manualRun(l *listener) executor.RunRequest {
 		return run
 	case <-time.After(15 * time.Second):
 		e.t.Fatal("the manual address received no run")
-		return executor.RunRequest{}
+		return wire.RunRequest{}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"log/slog"
 	"net/http"
 	"os"
@@ -104,8 +105,8 @@ func TestAppCredentialCannotSteerAnotherAppsExecutor(t *testing.T) {
 			xs := e.jobExecutions(job)
 			return len(xs) == 1 && xs[0].State == "failed"
 		})
-		if x := e.jobExecutions(job)[0]; !strings.Contains(x.TriggerMsg+x.HandleMsg, executor.MisdirectedApp) {
-			t.Fatalf("alpha's run on beta's executor: %+v, want it failed as %s", x, executor.MisdirectedApp)
+		if x := e.jobExecutions(job)[0]; !strings.Contains(x.TriggerMsg+x.HandleMsg, wire.MisdirectedApp) {
+			t.Fatalf("alpha's run on beta's executor: %+v, want it failed as %s", x, wire.MisdirectedApp)
 		}
 		if err := e.st.RegistryBeat(ctx, "alpha", beta.Address(), inst("aaaa"), "", nil); err != nil {
 			t.Fatal(err)
@@ -121,8 +122,8 @@ func TestAppCredentialCannotSteerAnotherAppsExecutor(t *testing.T) {
 			xs := e.jobExecutions(job)
 			return len(xs) == 2 && xs[1].State == "failed"
 		})
-		if x := e.jobExecutions(job)[1]; !strings.Contains(x.TriggerMsg+x.HandleMsg, executor.MisdirectedApp) {
-			t.Fatalf("alpha's run at a manual address of beta's executor: %+v, want it failed as %s", x, executor.MisdirectedApp)
+		if x := e.jobExecutions(job)[1]; !strings.Contains(x.TriggerMsg+x.HandleMsg, wire.MisdirectedApp) {
+			t.Fatalf("alpha's run at a manual address of beta's executor: %+v, want it failed as %s", x, wire.MisdirectedApp)
 		}
 		if b, err := os.ReadFile(betaLedger); err == nil {
 			t.Fatalf("beta's executor ran %q", b)
@@ -230,8 +231,8 @@ func (e *env) forgeProof(credential, app, instance, path string, body any, statu
 		e.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+credential)
-	req.Header.Set(executor.HeaderApp, app)
-	req.Header.Set(executor.HeaderInstance, instance)
+	req.Header.Set(wire.HeaderApp, app)
+	req.Header.Set(wire.HeaderInstance, instance)
 	instanceKey(inst("attacker")).Prove(req, req.URL.Path, b, app, time.Now())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

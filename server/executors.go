@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"net/http"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
-	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -19,16 +19,8 @@ import (
 var errBadExecutorToken = &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated",
 	Message: "executor endpoints need Authorization: Bearer <the app's executor credential> (sundial app credential create)"}
 
-type registerIn struct {
-	App      string   `json:"app"`
-	Address  string   `json:"address"`
-	Instance string   `json:"instance"`
-	Version  string   `json:"version"`
-	Handlers []string `json:"handlers"`
-	Held     []int64  `json:"held"`
-}
-
-func (in *registerIn) validate(needHandlers bool) error {
+// validRegistration checks a register (with needHandlers) or unregister body.
+func validRegistration(in *wire.Registration, needHandlers bool) error {
 	switch {
 	case in.App == "":
 		return invalidField("app", "must not be empty")
@@ -45,18 +37,18 @@ func (in *registerIn) validate(needHandlers bool) error {
 }
 
 func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error {
-	var in registerIn
+	var in wire.Registration
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if err := in.validate(true); err != nil {
+	if err := validRegistration(&in, true); err != nil {
 		return err
 	}
 	if err := s.checkApp(r.Context(), in.App); err != nil {
 		return err
 	}
 	if in.Instance != senderOf(r).instance {
-		return invalidField("instance", "%q is not the instance the request proves (the %s header): a registration names its own instance", in.Instance, executor.HeaderInstance)
+		return invalidField("instance", "%q is not the instance the request proves (the %s header): a registration names its own instance", in.Instance, wire.HeaderInstance)
 	}
 	if err := s.checkRegistration(r, in.App, in.Address); err != nil {
 		return err
@@ -71,7 +63,7 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, executor.RegisterResponse{HeartbeatIntervalMs: s.cfg.ExecutorHeartbeat.Milliseconds(), ClusterKeys: keys})
+	writeJSON(w, http.StatusOK, wire.RegisterResponse{HeartbeatIntervalMs: s.cfg.ExecutorHeartbeat.Milliseconds(), ClusterKeys: keys})
 	return nil
 }
 
@@ -111,11 +103,11 @@ func (s *Server) checkRegistration(r *http.Request, app, address string) error {
 }
 
 func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) error {
-	var in registerIn
+	var in wire.Registration
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if err := in.validate(false); err != nil {
+	if err := validRegistration(&in, false); err != nil {
 		return err
 	}
 	if err := s.checkApp(r.Context(), in.App); err != nil {
@@ -129,17 +121,8 @@ func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-type logsIn struct {
-	ExecutionID int64 `json:"execution_id"`
-	Lines       []struct {
-		Line    int64  `json:"line"`
-		At      int64  `json:"at"`
-		Message string `json:"message"`
-	} `json:"lines"`
-}
-
 func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
-	var in logsIn
+	var in wire.LogBatch
 	if err := decode(r, &in); err != nil {
 		return err
 	}
@@ -163,20 +146,8 @@ func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type resultsIn struct {
-	Results []struct {
-		ExecutionID int64  `json:"execution_id"`
-		State       string `json:"state"`
-		Code        int    `json:"code"`
-		Message     string `json:"message"`
-		StartedAt   int64  `json:"started_at"`
-		FinishedAt  int64  `json:"finished_at"`
-		Traceparent string `json:"traceparent"`
-	} `json:"results"`
-}
-
 func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
-	var in resultsIn
+	var in wire.ResultBatch
 	if err := decode(r, &in); err != nil {
 		return err
 	}
@@ -212,6 +183,6 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	if done == nil {
 		done = []int64{}
 	}
-	writeJSON(w, http.StatusOK, map[string][]int64{"completed": done})
+	writeJSON(w, http.StatusOK, wire.ResultsResponse{Completed: done})
 	return nil
 }

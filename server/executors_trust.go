@@ -4,18 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
 // What an executor reports about a run is taken only from the executor the run was handed
 // to: the executor token alone would let any holder finish, or write the output of, any
-// app's runs. The sender names itself (executor.HeaderApp, executor.HeaderInstance, the
+// app's runs. The sender names itself (wire.HeaderApp, wire.HeaderInstance, the
 // instance proven by its key: checkProof) and must match the app of the run's job and the
 // instance recorded at dispatch.
 
@@ -57,7 +57,7 @@ type sender struct{ app, instance string }
 
 // senderOf reads the sender from the headers; an app credential decides the app.
 func senderOf(r *http.Request) sender {
-	from := sender{app: r.Header.Get(executor.HeaderApp), instance: r.Header.Get(executor.HeaderInstance)}
+	from := sender{app: r.Header.Get(wire.HeaderApp), instance: r.Header.Get(wire.HeaderInstance)}
 	if bound := appBound(r.Context()); bound != "" {
 		from.app = bound
 	}

@@ -1,7 +1,10 @@
-package executor
+// Package wire holds the wire types of the native executor protocol
+// (docs/executor-protocol.md): the one definition the executor SDK, the server's executor
+// endpoints and the dispatcher speak, so that neither server side imports the SDK for them.
+// Times are Unix milliseconds.
+package wire
 
-// The wire types of the native executor protocol (docs/executor-protocol.md). Times are Unix
-// milliseconds. They are exported so that the server side and tests speak the same shapes.
+import "fmt"
 
 // Paths of the server's executor endpoints, under the server's base URL.
 const (
@@ -205,4 +208,16 @@ type IdleBeatRequest struct {
 // progress or queued.
 type IdleBeatResponse struct {
 	Idle bool `json:"idle"`
+}
+
+// StatusError is an HTTP answer of the protocol with a status other than success, in either
+// direction: a refusal that repeating the same request will not change.
+type StatusError struct {
+	Path   string
+	Status int
+	Body   string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("POST %s: status %d: %s", e.Path, e.Status, e.Body)
 }
