@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/sundial-scheduler/sundial/executor/wire"
 	"net/http"
@@ -151,26 +150,37 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	rs := make([]engine.RemoteResult, len(in.Results))
-	from, now := senderOf(r), s.clock.Now()
+	ids := make([]int64, len(in.Results))
 	for i, res := range in.Results {
 		switch st := store.ExecutionState(res.State); st {
 		case store.ExecSucceeded, store.ExecFailed, store.ExecTimedOut, store.ExecCanceled:
 		default:
 			return invalidField(fmt.Sprintf("results[%d].state", i), "want succeeded, failed, timed_out or canceled, got %q", res.State)
 		}
+		ids[i] = res.ExecutionID
+	}
+	live, lost, err := s.dispatchesOf(r.Context(), ids)
+	if err != nil {
+		return err
+	}
+	rs := make([]engine.RemoteResult, len(in.Results))
+	from, now := senderOf(r), s.clock.Now()
+	for i, res := range in.Results {
 		// A run not live any more may take a late result (engine.CompleteRemote decides),
-		// from the instance it was handed to only; one live elsewhere may not.
+		// from the instance it was handed to only when it was declared lost; one live
+		// elsewhere may not. One that ended otherwise takes no result anyway (CompleteRemote
+		// changes nothing), so a result reported twice is still answered as before.
 		var firedAt int64
-		d, err := s.checkRun(r.Context(), from, res.ExecutionID)
-		if errors.Is(err, store.ErrNotFound) {
-			err = s.checkLate(r.Context(), from, res.ExecutionID)
-		}
-		switch {
-		case err == nil && d != nil:
+		d := live[res.ExecutionID]
+		if d != nil {
 			firedAt = d.FiredAt
-		case err != nil:
-			return s.refuse(err, res.ExecutionID)
+		} else {
+			d = lost[res.ExecutionID]
+		}
+		if d != nil {
+			if err := sentTo(d, from); err != nil {
+				return s.refuse(err, res.ExecutionID)
+			}
 		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,

@@ -64,11 +64,10 @@ func senderOf(r *http.Request) sender {
 	return from
 }
 
-// checkRun tells whether from may report about execution id. A run not running is
-// store.ErrNotFound (wrapped): output for it is refused, while a result may still be late
-// (see engine.CompleteRemote, and checkLate). A run recorded for no instance (an executor
-// that sends no id) is open to any instance of its app; a manual address's run is recorded
-// for the instance that answered there (dispatch learns it by a beat before the run).
+// checkRun tells whether from may report output about execution id. A run not running is
+// store.ErrNotFound (wrapped). A run recorded for no instance (an executor that sends no id)
+// is open to any instance of its app; a manual address's run is recorded for the instance
+// that answered there (dispatch learns it by a beat before the run).
 func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Dispatched, error) {
 	d, err := s.store.ExecutionDispatchedTo(ctx, id)
 	if err != nil {
@@ -77,19 +76,25 @@ func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Di
 	return d, sentTo(d, from)
 }
 
-// checkLate tells whether from may report a late result about execution id, which is not
-// running: one declared lost is the instance's it was handed to (and its app's), as a live
-// run is. One that ended otherwise takes no result anyway (engine.CompleteRemote changes
-// nothing), so a result reported twice is still answered as before.
-func (s *Server) checkLate(ctx context.Context, from sender, id int64) error {
-	d, err := s.store.ExecutionLostTo(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
+// dispatchesOf reads whom the executions ids were handed to, in two reads for a whole batch
+// of results: those running, and of the others those declared lost (a late result is taken
+// from the instance a lost run had been handed to, as a live run's is).
+func (s *Server) dispatchesOf(ctx context.Context, ids []int64) (live, lost map[int64]*store.Dispatched, err error) {
+	if live, err = s.store.ExecutionsDispatchedTo(ctx, ids); err != nil {
+		return nil, nil, err
 	}
-	if err != nil {
-		return err
+	var rest []int64
+	for _, id := range ids {
+		if live[id] == nil {
+			rest = append(rest, id)
+		}
 	}
-	return sentTo(d, from)
+	if len(rest) > 0 {
+		if lost, err = s.store.ExecutionsLostTo(ctx, rest); err != nil {
+			return nil, nil, err
+		}
+	}
+	return live, lost, nil
 }
 
 // sentTo refuses from when the run d describes was not handed to it.

@@ -191,6 +191,11 @@ type Querier interface {
 	// it had been handed to is kept with it when it is lost (ErrNotFound when the execution is
 	// not lost; Address "" for one that ran in process). A late result is checked against it.
 	ExecutionLostTo(ctx context.Context, id int64) (*Dispatched, error)
+	// ExecutionsDispatchedTo and ExecutionsLostTo are the two above for many executions in one
+	// read (a batch of results): the ones found, by id; an id absent is not running (not
+	// lost).
+	ExecutionsDispatchedTo(ctx context.Context, ids []int64) (map[int64]*Dispatched, error)
+	ExecutionsLostTo(ctx context.Context, ids []int64) (map[int64]*Dispatched, error)
 	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the runs given only, as they
 	// were read (ExecutionsRunningOnExecutor): those still running, sent to address, to the
 	// same instance at the same dispatch time, move to lost and are returned. A run sent again
