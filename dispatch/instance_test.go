@@ -3,7 +3,6 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"github.com/sundial-scheduler/sundial/executor/wire"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/store"
 )

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"bytes"
-	"github.com/sundial-scheduler/sundial/executor/wire"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 )
 

@@ -2,11 +2,12 @@ package executor
 
 import (
 	"context"
-	"github.com/sundial-scheduler/sundial/executor/wire"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sundial-scheduler/sundial/executor/wire"
 )
 
 const (

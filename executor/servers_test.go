@@ -2,13 +2,13 @@ package executor_test
 
 import (
 	"context"
-	"github.com/sundial-scheduler/sundial/executor/wire"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 )
 
 // TestFailover: an executor given two servers registers with the first and, when it stops,

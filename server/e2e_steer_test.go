@@ -1,10 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"github.com/sundial-scheduler/sundial/executor/wire"
 	"log/slog"
 	"net/http"
 	"os"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -189,7 +187,7 @@ func TestForgedResultWithVisibleInstance(t *testing.T) {
 			}
 			// The visible id alone, and the id proven by a key that is not the instance's.
 			e.executorWith(alphaCred, sender{"alpha", seen}, path, body, http.StatusUnauthorized, nil)
-			e.forgeProof(alphaCred, "alpha", seen, path, body, http.StatusUnauthorized)
+			e.executorProven(alphaCred, sender{"alpha", seen}, instanceKey(inst("attacker")), path, body, http.StatusUnauthorized, nil)
 		}
 		if n := e.rejected(rejectNoProof); n != 4 {
 			t.Fatalf("rejected no_proof = %v, want 4", n)
@@ -216,30 +214,4 @@ func TestForgedResultWithVisibleInstance(t *testing.T) {
 			t.Fatalf("output %+v, want the real executor's line", lines)
 		}
 	})
-}
-
-// forgeProof sends body to an executor endpoint naming instance, proven by a key of the
-// attacker's own (whose id is not instance), and wants status.
-func (e *env) forgeProof(credential, app, instance, path string, body any, status int) {
-	e.t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req, err := http.NewRequest("POST", e.url+"/api/v1/executor/"+path, bytes.NewReader(b))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+credential)
-	req.Header.Set(wire.HeaderApp, app)
-	req.Header.Set(wire.HeaderInstance, instance)
-	instanceKey(inst("attacker")).Prove(req, req.URL.Path, b, app, time.Now())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != status {
-		e.t.Fatalf("forged %s with another key's proof: status %d, want %d", path, resp.StatusCode, status)
-	}
 }

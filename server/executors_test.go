@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sundial-scheduler/sundial/executor/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -158,6 +158,13 @@ func (e *env) executorAs(from sender, path string, body any, wantStatus int, out
 // executorWith is executorAs with another credential than the executor token.
 func (e *env) executorWith(token string, from sender, path string, body any, wantStatus int, out any) {
 	e.t.Helper()
+	e.executorProven(token, from, instanceKey(from.instance), path, body, wantStatus, out)
+}
+
+// executorProven is executorWith proving the sender's instance with key (none when nil),
+// which an attacker picks.
+func (e *env) executorProven(token string, from sender, key *execsign.InstanceKey, path string, body any, wantStatus int, out any) {
+	e.t.Helper()
 	b, err := json.Marshal(body)
 	if err != nil {
 		e.t.Fatal(err)
@@ -169,8 +176,8 @@ func (e *env) executorWith(token string, from sender, path string, body any, wan
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set(wire.HeaderApp, from.app)
 	req.Header.Set(wire.HeaderInstance, from.instance)
-	if k := instanceKey(from.instance); k != nil {
-		k.Prove(req, req.URL.Path, b, from.app, time.Now())
+	if key != nil {
+		key.Prove(req, req.URL.Path, b, from.app, time.Now())
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
