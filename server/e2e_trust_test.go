@@ -173,11 +173,21 @@ func TestAppCredentials(t *testing.T) {
 }
 
 // TestExecutorNetworks: with --executor-networks set, a manual address outside them, or named
-// by a host name, is refused: the server would send runs and their parameters there.
+// by a host name, is refused: the server would send runs and their parameters there. So is a
+// registered one (issue 20, item 1: registrations were taken from anywhere).
 func TestExecutorNetworks(t *testing.T) {
 	e := newEnvWith(t, "sqlite", func(c *Config) {
 		c.ExecutorNetworks = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+		c.ExecutorToken = execToken
 	})
+	register := func(addr string, want int) {
+		t.Helper()
+		e.executorAs(sender{"billing", inst("net")}, "register", map[string]any{"app": "billing", "address": addr,
+			"instance": inst("net"), "handlers": []string{"report"}}, want, nil)
+	}
+	register("http://203.0.113.7:9999", 400)
+	register("http://attacker.example:9999", 400)
+	register("http://10.1.2.3:9999", 200)
 	put := func(addr string, want int) {
 		t.Helper()
 		e.call("PUT", "/api/v1/apps/legacy", map[string]any{"address_mode": "manual", "addresses": []string{addr}}, want, nil)
