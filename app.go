@@ -65,6 +65,33 @@ func (s *Scheduler) PutAppTx(ctx context.Context, q store.Querier, a App) (*stor
 	return row, nil
 }
 
+// ClearSecretsWarning warns when the secret params of app's jobs would travel in clear: a
+// manual address over http:// receives them with every /run (the signature protects the
+// call from being altered or replayed, not from being read). It returns "" when none would.
+func ClearSecretsWarning(ctx context.Context, q store.Querier, app *store.App) (string, error) {
+	if app == nil || app.AddressMode != store.AddressManual {
+		return "", nil
+	}
+	var plain []string
+	for _, a := range app.Addresses {
+		if strings.HasPrefix(strings.ToLower(a), "http://") {
+			plain = append(plain, a)
+		}
+	}
+	if len(plain) == 0 {
+		return "", nil
+	}
+	jobs, err := q.JobList(ctx, store.JobFilter{App: app.Name, ParamsSecret: true, Limit: 1})
+	if err != nil {
+		return "", fmt.Errorf("sundial: app %s: jobs with secret params: %w", app.Name, err)
+	}
+	if len(jobs) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("app %s has jobs with secret params (%s, ...) and manual addresses without TLS (%s): "+
+		"their params travel in clear to these addresses; use https:// addresses", app.Name, jobs[0].Name, strings.Join(plain, ", ")), nil
+}
+
 // AppRow validates a and returns the row PutApp stores: every caller that makes apps (the
 // REST API, the console, an import) checks them here. A server's own limits on addresses
 // (--executor-networks) are the server's to add.

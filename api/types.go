@@ -370,6 +370,9 @@ type App struct {
 	XXLAccessTokenSet bool `json:"xxl_access_token_set,omitempty"`
 	CreatedAt         Time `json:"created_at"`
 	UpdatedAt         Time `json:"updated_at"`
+	// Warnings, on the answers to reading and putting one app, tell what may not work as
+	// meant, such as secret params sent to an address without TLS.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Executor is a live executor instance of an app (GET /executors).

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
-	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/internal/teststore"
@@ -58,10 +58,10 @@ func TestClusterKeySharedAcrossNodes(t *testing.T) {
 					t.Fatal(err)
 				}
 				req := httptest.NewRequest(http.MethodPost, "/beat", nil)
-				if err := s.Sign(req, executor.PathBeat, nil, "", time.Now()); err != nil {
+				if err := s.Sign(req, wire.PathBeat, nil, execsign.Target{App: "billing"}, time.Now()); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := v.Verify(req, executor.PathBeat, nil); err != nil {
+				if _, err := v.Verify(req, wire.PathBeat, nil); err != nil {
 					t.Fatalf("node %d's call: %v", i, err)
 				}
 			}
@@ -131,7 +131,7 @@ func TestManualAddressTiedToInstance(t *testing.T) {
 
 	var runs atomic.Int32
 	nameless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == executor.PathRun {
+		if r.URL.Path == wire.PathRun {
 			runs.Add(1)
 		}
 		w.Write([]byte(`{"accepted":true}`)) // names no instance

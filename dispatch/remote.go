@@ -19,8 +19,9 @@ import (
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
-	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/secret"
@@ -185,7 +186,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		return engine.Result{Err: err}
 	}
 	var xc *xxljob.Client
-	var p prober = r
+	var p prober = nativeProber{r, job.App}
 	if app != nil && app.Protocol == store.ProtocolXXLJob {
 		if xc, err = r.XXLClient(app); err != nil {
 			return engine.Result{Err: err}
@@ -247,16 +248,16 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		r.stats.NotOwned.Add(1)
 		return engine.Result{Err: fmt.Errorf("execution %d is no longer running for node %s (incarnation %s): not sent", ex.ID, owner.Node, owner.Incarnation)}
 	}
-	req := executor.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job), ParamsSecret: job.ParamsSecret,
+	req := wire.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job), ParamsSecret: job.ParamsSecret,
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
-	var resp executor.RunResponse
+	var resp wire.RunResponse
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
-	err = r.callRepeating(sendCtx, addr, executor.PathRun, instance, req, &resp)
+	err = r.callRepeating(sendCtx, job.App, addr, wire.PathRun, instance, req, &resp)
 	cancel()
-	if err == nil && !resp.Accepted && instance != "" && resp.Instance != "" && resp.Instance != instance {
-		err = r.resendToInstance(ctx, ex, addr, index, total, msg, &req, &resp)
+	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == wire.MisdirectedInstance && m.Instance != "" {
+		err = r.resendToInstance(ctx, ex, job.App, addr, index, total, msg, &req, &resp, m.Instance)
 	}
 	if err != nil {
 		r.stats.Unreachable.Add(1)
@@ -318,21 +319,23 @@ func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job) ([]string, i
 // resendToInstance sends a run again to the executor instance that answered at addr, when
 // the run had been recorded for another (the executor restarted since the instances were
 // read): the run is recorded for the new instance first, so that the server never counts a
-// run as held by an instance that does not have it.
-func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, addr string, index, total int, msg string,
-	req *executor.RunRequest, resp *executor.RunResponse) error {
-	ok, err := r.cfg.Store.ExecutionsSetDispatch(ctx, store.OwnerOf(ex), ex.ID, addr, resp.Instance, index, total, msg)
+// run as held by an instance that does not have it. The executor that answered is of the
+// run's app (it said wrong_instance, which it says only to a call signed for its app), and
+// the call is signed for that app again: an executor of another app never takes it.
+func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, app, addr string, index, total int, msg string,
+	req *wire.RunRequest, resp *wire.RunResponse, answered string) error {
+	ok, err := r.cfg.Store.ExecutionsSetDispatch(ctx, store.OwnerOf(ex), ex.ID, addr, answered, index, total, msg)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("execution %d ended while it was sent to the executor's new instance %s", ex.ID, resp.Instance)
+		return fmt.Errorf("execution %d ended while it was sent to the executor's new instance %s", ex.ID, answered)
 	}
-	req.Instance = resp.Instance
-	*resp = executor.RunResponse{}
+	req.Instance = answered
+	*resp = wire.RunResponse{}
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow) // from the dispatch just recorded again
 	defer cancel()
-	return r.callRepeating(sendCtx, addr, executor.PathRun, req.Instance, req, resp)
+	return r.callRepeating(sendCtx, app, addr, wire.PathRun, req.Instance, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards
@@ -481,43 +484,68 @@ const runAttempts = 3
 // have taken the run and only its answer was lost; it answers a repeat "accepted" without
 // running it twice, where failing the fire here would have the job's retry run it again.
 // An answer with a status (a refusal, a bad token) is not repeated.
-func (r *Remote) callRepeating(ctx context.Context, addr, path, instance string, body, out any) error {
+func (r *Remote) callRepeating(ctx context.Context, app, addr, path, instance string, body, out any) error {
 	return backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
-		err := r.call(ctx, addr, path, instance, body, out)
-		if status := (*executor.StatusError)(nil); errors.As(err, &status) {
+		err := r.call(ctx, app, addr, path, instance, body, out)
+		if status, m := (*wire.StatusError)(nil), (*MisdirectedError)(nil); errors.As(err, &status) || errors.As(err, &m) {
 			return backoff.Permanent(err)
 		}
 		return err
 	})
 }
 
-func (r *Remote) beat(ctx context.Context, addr string) error {
-	_, err := r.beatInstance(ctx, addr)
+// nativeProber beats an app's native executors for the routing strategies.
+type nativeProber struct {
+	r   *Remote
+	app string
+}
+
+func (p nativeProber) beat(ctx context.Context, addr string) error {
+	_, err := p.r.beatInstance(ctx, p.app, addr)
 	return err
 }
 
-// beatInstance beats the executor at addr and returns its instance id ("" from an executor
-// that does not say). The beat is signed for no instance: the caller does not know it yet.
-func (r *Remote) beatInstance(ctx context.Context, addr string) (string, error) {
-	var out executor.BeatResponse
-	err := r.call(ctx, addr, executor.PathBeat, "", struct{}{}, &out)
-	return out.Instance, err
-}
-
-func (r *Remote) idleBeat(ctx context.Context, addr string, jobID int64) (bool, error) {
-	var out struct {
-		Idle bool `json:"idle"`
-	}
-	err := r.call(ctx, addr, executor.PathIdleBeat, "", map[string]int64{"job_id": jobID}, &out)
+func (p nativeProber) idleBeat(ctx context.Context, addr string, jobID int64) (bool, error) {
+	var out wire.IdleBeatResponse
+	_, err := p.r.probe(ctx, p.app, addr, wire.PathIdleBeat, wire.IdleBeatRequest{JobID: jobID}, &out)
 	return out.Idle, err
 }
 
-// Kill asks the executor instance at addr to stop the execution; it reports whether it did,
-// and which instance answered ("" from an executor that does not say): the caller takes the
-// answer only from the instance the run was handed to.
-func (r *Remote) Kill(ctx context.Context, addr, instance string, executionID int64) (killed bool, answered string, err error) {
-	var out executor.KillResponse
-	err = r.call(ctx, addr, executor.PathKill, instance, executor.KillRequest{ExecutionID: executionID}, &out)
+// beatInstance beats the executor of app at addr and returns its instance id ("" from an
+// executor that does not say).
+func (r *Remote) beatInstance(ctx context.Context, app, addr string) (string, error) {
+	var out wire.BeatResponse
+	if _, err := r.probe(ctx, app, addr, wire.PathBeat, struct{}{}, &out); err != nil {
+		return "", err
+	}
+	return out.Instance, nil
+}
+
+// probe makes a harmless call (beat, idle-beat) to the executor of app at addr, signed for
+// the instance known there or, none known, for the address: only the executor meant takes
+// it, so a captured call cannot be replayed to another. An executor of the app that is
+// another instance (it restarted) or knows itself by another address (a proxy in front of
+// it) names itself in its refusal, and is asked again, signed for it; it returns the
+// instance the call was last signed for.
+func (r *Remote) probe(ctx context.Context, app, addr, path string, body, out any) (string, error) {
+	instance := r.knownInstance(app, addr)
+	err := r.call(ctx, app, addr, path, instance, body, out)
+	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason != wire.MisdirectedApp && m.Instance != "" && m.Instance != instance {
+		instance = m.Instance
+		err = r.call(ctx, app, addr, path, instance, body, out)
+	}
+	return instance, err
+}
+
+// Kill asks the executor instance of app at addr to stop the execution; it reports whether
+// it did, and which instance answered: the caller takes the answer only from the instance
+// the run was handed to. Another instance refuses the call (*MisdirectedError).
+func (r *Remote) Kill(ctx context.Context, app, addr, instance string, executionID int64) (killed bool, answered string, err error) {
+	var out wire.KillResponse
+	err = r.call(ctx, app, addr, wire.PathKill, instance, wire.KillRequest{ExecutionID: executionID}, &out)
+	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == wire.MisdirectedInstance {
+		return false, m.Instance, nil
+	}
 	return out.Killed, out.Instance, err
 }
 
@@ -532,30 +560,42 @@ func (e *OtherInstanceError) Error() string {
 		e.Address, e.Answered, e.Instance)
 }
 
-// killNative kills a native executor's run, signed for the instance the run was handed to,
-// and takes the answer only from that instance (*OtherInstanceError otherwise; ErrNotFound,
-// wrapped, when the run is not running any more).
+// MisdirectedError is an executor's refusal of a call meant for another executor (another
+// app, another instance, or another address): the call did nothing.
+type MisdirectedError struct {
+	Address string
+	wire.Misdirected
+}
+
+func (e *MisdirectedError) Error() string {
+	return fmt.Sprintf("the executor at %s refused the call as not its own (%s): %s", e.Address, e.Reason, e.Message)
+}
+
+// killNative kills a native executor's run, signed for the app and instance the run was
+// handed to, and takes the answer only from that instance (*OtherInstanceError otherwise;
+// ErrNotFound, wrapped, when the run is not running any more).
 func (r *Remote) killNative(ctx context.Context, id int64) (bool, error) {
 	d, err := r.cfg.Store.ExecutionDispatchedTo(ctx, id)
 	if err != nil {
 		return false, err
 	}
-	killed, answered, err := r.Kill(ctx, d.Address, d.Instance, id)
+	killed, answered, err := r.Kill(ctx, d.App, d.Address, d.Instance, id)
 	if err == nil && d.Instance != "" && answered != d.Instance {
 		return false, &OtherInstanceError{Address: d.Address, Instance: d.Instance, Answered: answered}
 	}
 	return killed, err
 }
 
-// call POSTs body as JSON to addr+path, signed with the cluster key for the executor
-// instance ("" when not known), and decodes a 200 answer. Each call is signed anew, so a
-// repeat is not taken for a replay.
-func (r *Remote) call(ctx context.Context, addr, path, instance string, body, out any) error {
+// call POSTs body as JSON to addr+path, signed with the cluster key for the executor of app
+// at addr with instance ("" when not known: the address then binds it), and decodes a 200
+// answer. Each call is signed anew, so a repeat is not taken for a replay.
+func (r *Remote) call(ctx context.Context, app, addr, path, instance string, body, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(addr, "/")+path, bytes.NewReader(b))
+	addr = strings.TrimSuffix(addr, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, addr+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
@@ -564,7 +604,7 @@ func (r *Remote) call(ctx context.Context, addr, path, instance string, body, ou
 	if err != nil {
 		return err
 	}
-	if err := signer.Sign(req, path, b, instance, r.cfg.Clock.Now()); err != nil {
+	if err := signer.Sign(req, path, b, execsign.Target{App: app, Instance: instance, Address: addr}, r.cfg.Clock.Now()); err != nil {
 		return err
 	}
 	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header)) // the fire's trace, when traced
@@ -573,9 +613,16 @@ func (r *Remote) call(ctx context.Context, addr, path, instance string, body, ou
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == wire.StatusMisdirected {
+		m := &MisdirectedError{Address: addr}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&m.Misdirected); err != nil {
+			return fmt.Errorf("POST %s: a %d answer without its reason: %w", path, resp.StatusCode, err)
+		}
+		return m
+	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return &executor.StatusError{Path: path, Status: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
+		return &wire.StatusError{Path: path, Status: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("POST %s: decode the answer: %w", path, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/store"
@@ -39,9 +40,9 @@ func TestRunAnswerLost(t *testing.T) {
 	forward := httputil.NewSingleHostReverseProxy(target)
 	var dropped atomic.Bool
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == executor.PathRun && dropped.CompareAndSwap(false, true) {
+		if r.URL.Path == wire.PathRun && dropped.CompareAndSwap(false, true) {
 			body, _ := io.ReadAll(r.Body)
-			req, _ := http.NewRequest(http.MethodPost, exe.Address()+executor.PathRun, bytes.NewReader(body))
+			req, _ := http.NewRequest(http.MethodPost, exe.Address()+wire.PathRun, bytes.NewReader(body))
 			req.Header = r.Header.Clone()
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
@@ -62,7 +63,7 @@ func TestRunAnswerLost(t *testing.T) {
 	if !res.Async || res.Err != nil {
 		t.Fatalf("dispatch after a lost answer: %+v, want the run handed over", res)
 	}
-	if got := peer.WaitResult(t, ex.ID, 10*time.Second); got.State != executor.StateSucceeded {
+	if got := peer.WaitResult(t, ex.ID, 10*time.Second); got.State != wire.StateSucceeded {
 		t.Fatalf("result %+v, want succeeded", got)
 	}
 	if n := runs.Load(); n != 1 {
@@ -93,11 +94,11 @@ func TestRunRepeatsOnTheClock(t *testing.T) {
 		Client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
 
 	done := make(chan struct{})
-	var resp executor.RunResponse
+	var resp wire.RunResponse
 	var err error
 	go func() {
 		defer close(done)
-		err = r.callRepeating(context.Background(), exe.URL, executor.PathRun, "i1", executor.RunRequest{ExecutionID: 1, Instance: "i1"}, &resp)
+		err = r.callRepeating(context.Background(), "billing", exe.URL, wire.PathRun, "i1", wire.RunRequest{ExecutionID: 1, Instance: "i1"}, &resp)
 	}()
 	for i := range runAttempts - 1 {
 		pause := runRepeats.Delay(i)
@@ -148,7 +149,7 @@ func TestSendFencedOnOwner(t *testing.T) {
 	if got.TriggerCode != store.DispatchAccepted {
 		t.Errorf("trigger code %d after the executor accepted, want %d", got.TriggerCode, store.DispatchAccepted)
 	}
-	if res := fx.peer.WaitResult(t, ex.ID, 10*time.Second); res.State != executor.StateSucceeded {
+	if res := fx.peer.WaitResult(t, ex.ID, 10*time.Second); res.State != wire.StateSucceeded {
 		t.Fatalf("result %+v, want succeeded", res)
 	}
 	if n := fx.runs.Load(); n != 1 {

@@ -192,47 +192,41 @@ func hash64(s string) uint64 {
 	return x
 }
 
-// instanceAt is the executor instance registered at addr in the app's last read of live
-// instances, recorded with a dispatch so that the executor's restart can be told from it; ""
-// for a manual address.
 // instanceFor is the executor instance a run sent to addr is recorded and signed for: the
 // one registered there, or else (a manual address, whose executor the registry may not know,
 // or an address read from no registry) the one that answers a beat there, so that every run
 // is tied to one process (its results are taken from that process only). A manual address
 // whose executor names no instance gets no run.
 func (r *Remote) instanceFor(ctx context.Context, app, addr string) (string, error) {
-	if instance := r.instanceAt(app, addr); instance != "" {
+	if instance := r.knownInstance(app, addr); instance != "" {
 		return instance, nil
 	}
-	r.mu.Lock()
-	got := r.instances[app]
-	learned, known := got.learned[addr]
-	r.mu.Unlock()
-	if known {
-		return learned, nil
-	}
-	instance, err := r.beatInstance(ctx, addr)
+	instance, err := r.beatInstance(ctx, app, addr)
 	if err != nil {
 		return "", fmt.Errorf("learn the executor instance at %s: %w", addr, err)
 	}
-	if instance == "" && got.manual != nil {
-		return "", fmt.Errorf("the executor at manual address %s names no instance in its beat answer, so its runs could not be tied to it", addr)
-	}
 	r.mu.Lock()
-	if got.learned != nil {
+	got := r.instances[app]
+	if instance != "" && got.learned != nil {
 		got.learned[addr] = instance
 	}
 	r.mu.Unlock()
+	if instance == "" && got.manual != nil {
+		return "", fmt.Errorf("the executor at manual address %s names no instance in its beat answer, so its runs could not be tied to it", addr)
+	}
 	return instance, nil
 }
 
-func (r *Remote) instanceAt(app, addr string) string {
+// knownInstance is the executor instance at addr in the app's last read: the one registered
+// there, or the one that answered a beat at a manual address; "" when not known.
+func (r *Remote) knownInstance(app, addr string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, in := range r.instances[app].live {
+	got := r.instances[app]
+	for _, in := range got.live {
 		if in.Address == addr {
 			return in.Instance
 		}
 	}
-	return ""
+	return got.learned[addr]
 }

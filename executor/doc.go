@@ -10,11 +10,12 @@
 // timeout, streams the lines a handler logs through [Logger] to the server, and reports the
 // result. The server's calls carry no credential: each is signed with the cluster key the
 // server names in its answer to every registration, and the executor refuses one that is
-// not, is replayed, altered, stale, or meant for another instance (docs/executor-protocol.md,
-// "Signed calls"). Results the server cannot take (it is down or restarting) wait in a spool
+// not, is replayed, altered, stale, or meant for another app, instance or address
+// (docs/executor-protocol.md, "Signed calls"); each of its own requests carries the proof of
+// its instance, a signature by a key the process makes at start ("Instance proof"). Results the server cannot take (it is down or restarting) wait in a spool
 // directory, one file each, and are retried until delivered, also by the next executor
 // process started on that directory. The wire format is described in docs/executor-protocol.md
-// and by the types in protocol.go.
+// and by the types of package [github.com/sundial-scheduler/sundial/executor/wire].
 //
 //	ex, err := executor.New(executor.Config{Server: "http://sched:8080", Token: token, App: "billing"})
 //	ex.Handle("report", func(ctx context.Context) error {

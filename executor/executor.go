@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
@@ -122,6 +123,8 @@ type Executor struct {
 	// verify checks the signatures of the server's calls with the cluster keys the last
 	// registration answer named.
 	verify *execsign.Verifier
+	// key proves this process's instance on its requests to the server; instance is its id.
+	key *execsign.InstanceKey
 
 	baseCtx    context.Context // parent of every run; canceled when Stop ends
 	baseCancel context.CancelFunc
@@ -180,6 +183,10 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.TLSCA != nil && cfg.TLS == nil {
 		return nil, errors.New("executor: TLSCA (mutual TLS) needs TLS, the executor's certificate")
 	}
+	key, err := execsign.NewInstanceKey()
+	if err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
 	if cfg.HTTPClient == nil {
 		// Results and output go to one server: keep enough connections to it open that
 		// concurrent runs reuse them (the default transport keeps two).
@@ -194,7 +201,8 @@ func New(cfg Config) (*Executor, error) {
 		runs:     map[int64]*runState{},
 		ended:    map[int64]time.Time{},
 		servers:  servers,
-		instance: newInstanceID(),
+		instance: key.ID(),
+		key:      key,
 		verify:   execsign.NewVerifier(cfg.Clock.Now),
 	}
 	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
@@ -311,10 +319,10 @@ func (e *Executor) handlerNames() []string {
 
 // register sends one registration and adopts the server's heartbeat interval.
 func (e *Executor) register(ctx context.Context) error {
-	var resp RegisterResponse
-	reg := Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Version: e.cfg.Version,
+	var resp wire.RegisterResponse
+	reg := wire.Registration{App: e.cfg.App, Address: e.address, Instance: e.instance, Version: e.cfg.Version,
 		Handlers: e.handlerNames(), Held: e.held()}
-	if err := e.post(ctx, PathRegister, reg, &resp); err != nil {
+	if err := e.post(ctx, wire.PathRegister, reg, &resp); err != nil {
 		return err
 	}
 	if len(resp.ClusterKeys) == 0 {
@@ -411,12 +419,12 @@ func (e *Executor) stop(ctx context.Context) error {
 		return nil
 	}
 	for _, rs := range queued {
-		e.finish(rs, Result{State: StateCanceled, Code: CodeFailed, Message: "executor stopped before the run started"}, time.Time{})
+		e.finish(rs, wire.Result{State: wire.StateCanceled, Code: wire.CodeFailed, Message: "executor stopped before the run started"}, time.Time{})
 	}
 	e.hbCancel()
 	<-e.hbDone
 	var errs []error
-	if err := e.post(ctx, PathUnregister, Registration{App: e.cfg.App, Address: e.address, Instance: e.instance}, nil); err != nil {
+	if err := e.post(ctx, wire.PathUnregister, wire.Registration{App: e.cfg.App, Address: e.address, Instance: e.instance}, nil); err != nil {
 		errs = append(errs, fmt.Errorf("unregister: %w", err))
 	}
 
@@ -426,7 +434,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	case <-drained:
 	case <-ctx.Done():
 		e.log.Warn("stop: canceling running handlers", "err", ctx.Err())
-		e.cancelAll(&stopCause{state: StateCanceled, code: CodeFailed, msg: "executor stopped"})
+		e.cancelAll(&stopCause{state: wire.StateCanceled, code: wire.CodeFailed, msg: "executor stopped"})
 		<-drained // each run reports within abandonGrace of its cancellation
 	}
 
@@ -448,12 +456,12 @@ func (e *Executor) cancelAll(cause error) {
 	e.conc.CancelAll(cause)
 }
 
-// routes serves the server's calls. Every one must be signed with a cluster key for this
-// instance (or, for the harmless beat and idle-beat, for no instance): see signed.
+// routes serves the server's calls. Every one must be signed with a cluster key for this app
+// and this instance (or, for the harmless beat and idle-beat, for this address): see signed.
 func (e *Executor) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathRun, e.signed(PathRun, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
-		var req RunRequest
+	mux.HandleFunc("POST "+wire.PathRun, e.signed(wire.PathRun, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
+		var req wire.RunRequest
 		if !decode(w, body, &req) {
 			return
 		}
@@ -466,37 +474,33 @@ func (e *Executor) routes() http.Handler {
 		resp.Instance = e.instance
 		writeJSON(w, resp)
 	}))
-	mux.HandleFunc("POST "+PathKill, e.signed(PathKill, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
-		var req KillRequest
+	mux.HandleFunc("POST "+wire.PathKill, e.signed(wire.PathKill, true, func(w http.ResponseWriter, r *http.Request, body []byte, _ string) {
+		var req wire.KillRequest
 		if !decode(w, body, &req) {
 			return
 		}
-		if to != e.instance {
-			// Meant for the process that was here before: this one does not have the run, and
-			// says who it is, so that the server does not take the answer for that one's.
-			writeJSON(w, KillResponse{Killed: false, Instance: e.instance})
-			return
-		}
-		writeJSON(w, KillResponse{Killed: e.kill(req.ExecutionID), Instance: e.instance})
+		writeJSON(w, wire.KillResponse{Killed: e.kill(req.ExecutionID), Instance: e.instance})
 	}))
-	mux.HandleFunc("POST "+PathBeat, e.signed(PathBeat, false, func(w http.ResponseWriter, _ *http.Request, _ []byte, _ string) {
-		writeJSON(w, BeatResponse{Instance: e.instance})
+	mux.HandleFunc("POST "+wire.PathBeat, e.signed(wire.PathBeat, false, func(w http.ResponseWriter, _ *http.Request, _ []byte, _ string) {
+		writeJSON(w, wire.BeatResponse{Instance: e.instance})
 	}))
-	mux.HandleFunc("POST "+PathIdleBeat, e.signed(PathIdleBeat, false, func(w http.ResponseWriter, _ *http.Request, body []byte, _ string) {
-		var req IdleBeatRequest
+	mux.HandleFunc("POST "+wire.PathIdleBeat, e.signed(wire.PathIdleBeat, false, func(w http.ResponseWriter, _ *http.Request, body []byte, _ string) {
+		var req wire.IdleBeatRequest
 		if !decode(w, body, &req) {
 			return
 		}
-		writeJSON(w, IdleBeatResponse{Idle: e.idle(req.JobID)})
+		writeJSON(w, wire.IdleBeatResponse{Idle: e.idle(req.JobID)})
 	}))
 	return mux
 }
 
 // signed admits a call to path only with a valid cluster signature (execsign): by a key the
 // server gave at the last registration, recent, not seen before, over this method, path and
-// body. The instance it was signed for must be this one, or "" unless needInstance; a run or a kill
-// signed for another instance reaches h, which answers it as not this process's (the
-// server learns the new instance from the answer). h gets the body read and the instance.
+// body, and meant for this executor: this app, and this instance (a run and a kill must name
+// one) or, naming none, this address. A call meant for another executor is answered
+// wire.StatusMisdirected and does nothing: whatever address the server was told, an executor
+// takes only its own app's calls, so another app's credential cannot steer its work here.
+// h gets the body read and the instance signed for.
 func (e *Executor) signed(path string, needInstance bool, h func(w http.ResponseWriter, r *http.Request, body []byte, to string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
@@ -509,11 +513,8 @@ func (e *Executor) signed(path string, needInstance bool, h func(w http.Response
 			return
 		}
 		to, err := e.verify.Verify(r, path, body)
-		if err == nil && needInstance && to == "" {
+		if err == nil && needInstance && to.Instance == "" {
 			err = fmt.Errorf("%w: %s must be signed for an executor instance", execsign.ErrRefused, path)
-		}
-		if err == nil && !needInstance && to != "" && to != e.instance {
-			err = fmt.Errorf("%w: signed for instance %s, this is %s", execsign.ErrRefused, to, e.instance)
 		}
 		if err != nil {
 			e.log.Warn("refused an unsigned or badly signed call", "path", path, "remote", r.RemoteAddr, "err", err)
@@ -521,8 +522,31 @@ func (e *Executor) signed(path string, needInstance bool, h func(w http.Response
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
-		h(w, r, body, to)
+		if m := e.misdirected(to); m != nil {
+			e.log.Warn("refused a call meant for another executor", "path", path, "remote", r.RemoteAddr, "reason", m.Reason, "err", m.Message)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(wire.StatusMisdirected)
+			_ = json.NewEncoder(w).Encode(m)
+			return
+		}
+		h(w, r, body, to.Instance)
 	}
+}
+
+// misdirected tells why a call signed for to is not this executor's, or nil when it is.
+func (e *Executor) misdirected(to execsign.Target) *wire.Misdirected {
+	m := &wire.Misdirected{App: e.cfg.App, Instance: e.instance}
+	switch {
+	case to.App != e.cfg.App:
+		m.Reason, m.Message = wire.MisdirectedApp, fmt.Sprintf("the call is for an executor of app %q, this is app %q's", to.App, e.cfg.App)
+	case to.Instance != "" && to.Instance != e.instance:
+		m.Reason, m.Message = wire.MisdirectedInstance, fmt.Sprintf("the call is for executor instance %s, this is %s", to.Instance, e.instance)
+	case to.Instance == "" && strings.TrimRight(to.Address, "/") != e.address:
+		m.Reason, m.Message = wire.MisdirectedAddress, fmt.Sprintf("the call is for the executor at %q, this is %q", to.Address, e.address)
+	default:
+		return nil
+	}
+	return m
 }
 
 func decode(w http.ResponseWriter, body []byte, v any) bool {
@@ -543,24 +567,12 @@ type keyError struct{ error }
 
 func (k keyError) Unwrap() error { return k.error }
 
-// StatusError is an HTTP answer of the protocol with a status other than success, in either
-// direction: a refusal that repeating the same request will not change.
-type StatusError struct {
-	Path   string
-	Status int
-	Body   string
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("POST %s: status %d: %s", e.Path, e.Status, e.Body)
-}
-
 // permanent reports whether err is a refusal that repeating the same request cannot fix.
 func permanent(err error) bool {
 	if errors.As(err, new(keyError)) {
 		return true
 	}
-	var se *StatusError
+	var se *wire.StatusError
 	if !errors.As(err, &se) {
 		return false
 	}
@@ -580,8 +592,9 @@ func (e *Executor) postTo(ctx context.Context, base, path string, body []byte, o
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+e.cfg.Token)
-	req.Header.Set(HeaderApp, e.cfg.App)
-	req.Header.Set(HeaderInstance, e.instance)
+	req.Header.Set(wire.HeaderApp, e.cfg.App)
+	req.Header.Set(wire.HeaderInstance, e.instance)
+	e.key.Prove(req, path, body, e.cfg.App, e.cfg.Clock.Now())
 	resp, err := e.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
@@ -589,7 +602,7 @@ func (e *Executor) postTo(ctx context.Context, base, path string, body []byte, o
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return &StatusError{Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(string(msg))}
+		return &wire.StatusError{Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(string(msg))}
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))

@@ -19,6 +19,8 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/executor/wire"
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 )
 
 const (
@@ -75,7 +77,7 @@ func startOn(t *testing.T, peer *executortest.Peer, dir string, add func(*execut
 	return &setup{peer: peer, ex: ex, addr: ex.Address(), dir: dir}
 }
 
-func (s *setup) run(t *testing.T, req executor.RunRequest) executor.RunResponse {
+func (s *setup) run(t *testing.T, req wire.RunRequest) wire.RunResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -86,7 +88,7 @@ func (s *setup) run(t *testing.T, req executor.RunRequest) executor.RunResponse 
 	return resp
 }
 
-func (s *setup) mustRun(t *testing.T, req executor.RunRequest) {
+func (s *setup) mustRun(t *testing.T, req wire.RunRequest) {
 	t.Helper()
 	if resp := s.run(t, req); !resp.Accepted {
 		t.Fatalf("run %d refused: %s", req.ExecutionID, resp.Message)
@@ -202,20 +204,26 @@ func TestWrongToken(t *testing.T) {
 	}
 }
 
+// startReporter starts an executor whose handler "report" records the id of the last run
+// it ran, and returns it with that record and its instance id.
+func startReporter(t *testing.T) (*setup, *atomic.Int64, string) {
+	ran := new(atomic.Int64)
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("report", func(ctx context.Context) error { r, _ := executor.RunFrom(ctx); ran.Store(r.ExecutionID); return nil })
+	})
+	return s, ran, s.peer.InstanceAt(s.addr)
+}
+
 // TestSignedCalls: the executor takes the server's calls only signed by the cluster key its
 // server named: a call with the executor's own token and no signature, a call signed by
 // another cluster's key, a replayed call, a call whose body or instance was altered, and a run
 // or kill signed for no instance are refused with 401, and the run never starts.
 func TestSignedCalls(t *testing.T) {
-	var ran atomic.Int64
-	s := start(t, func(ex *executor.Executor) {
-		ex.Handle("report", func(ctx context.Context) error { r, _ := executor.RunFrom(ctx); ran.Store(r.ExecutionID); return nil })
-	})
+	s, ran, self := startReporter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	self := s.peer.InstanceAt(s.addr)
-	run := func(id int64) executor.RunRequest {
-		return executor.RunRequest{ExecutionID: id, JobID: 1, Handler: "report", Concurrency: "allow", Instance: self}
+	run := func(id int64) wire.RunRequest {
+		return wire.RunRequest{ExecutionID: id, JobID: 1, Handler: "report", Concurrency: "allow", Instance: self}
 	}
 	refused := func(what string, req *http.Request) {
 		t.Helper()
@@ -236,35 +244,36 @@ func TestSignedCalls(t *testing.T) {
 	}
 
 	// The executor's own credential proves nothing: the server never sends it.
-	for _, path := range []string{executor.PathRun, executor.PathKill, executor.PathBeat, executor.PathIdleBeat} {
+	for _, path := range []string{wire.PathRun, wire.PathKill, wire.PathBeat, wire.PathIdleBeat} {
 		req := mustReq(s.peer.Request(ctx, s.addr, path, self, run(1)))
 		req.Header.Del("Sundial-Signature")
 		req.Header.Set("Authorization", "Bearer "+token)
 		refused(path+" with the token and no signature", req)
 	}
 	other := executortest.NewPeer(t, token) // another cluster: its own key
-	refused("a run signed by another cluster's key", mustReq(other.Request(ctx, s.addr, executor.PathRun, self, run(2))))
+	refused("a run signed by another cluster's key", mustReq(other.RequestFor(ctx, s.addr, wire.PathRun,
+		execsign.Target{App: s.peer.Registrations()[0].App, Instance: self, Address: s.addr}, run(2))))
 
-	good := mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, self, run(3)))
+	good := mustReq(s.peer.Request(ctx, s.addr, wire.PathRun, self, run(3)))
 	if status, body, err := executortest.Send(good); err != nil || status != http.StatusOK || !strings.Contains(string(body), `"accepted":true`) {
 		t.Fatalf("a signed run: %d %s %v", status, body, err)
 	}
 	s.peer.WaitResult(t, 3, wait)
 	refused("the same run replayed", good)
 
-	altered := mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, self, run(4)))
+	altered := mustReq(s.peer.Request(ctx, s.addr, wire.PathRun, self, run(4)))
 	altered.GetBody = func() (io.ReadCloser, error) {
 		b, _ := json.Marshal(run(5))
 		return io.NopCloser(bytes.NewReader(b)), nil
 	}
 	refused("a run whose body was altered", altered)
-	moved := mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, self, run(6)))
+	moved := mustReq(s.peer.Request(ctx, s.addr, wire.PathRun, self, run(6)))
 	moved.Header.Set("Sundial-Signature", strings.Replace(moved.Header.Get("Sundial-Signature"), "instance="+self, "instance=", 1))
 	refused("a run whose signed instance was altered", moved)
 	anyone := run(7)
 	anyone.Instance = ""
-	refused("a run signed for no instance", mustReq(s.peer.Request(ctx, s.addr, executor.PathRun, "", anyone)))
-	refused("a kill signed for no instance", mustReq(s.peer.Request(ctx, s.addr, executor.PathKill, "", executor.KillRequest{ExecutionID: 3})))
+	refused("a run signed for no instance", mustReq(s.peer.Request(ctx, s.addr, wire.PathRun, "", anyone)))
+	refused("a kill signed for no instance", mustReq(s.peer.Request(ctx, s.addr, wire.PathKill, "", wire.KillRequest{ExecutionID: 3})))
 	if id := ran.Load(); id != 3 {
 		t.Fatalf("the last run that ran is %d, want only 3 (the one signed run)", id)
 	}
@@ -274,16 +283,77 @@ func TestSignedCalls(t *testing.T) {
 		}
 	}
 
-	// A kill signed for the process that was here before is answered, not obeyed: the
-	// answer names this instance.
-	status, body, err := s.peer.Call(ctx, s.addr, executor.PathKill, "an-earlier-process", executor.KillRequest{ExecutionID: 3})
-	if err != nil || status != http.StatusOK || !strings.Contains(string(body), `"killed":false`) || !strings.Contains(string(body), self) {
-		t.Fatalf("a kill for another instance: %d %s %v; want killed false naming %s", status, body, err, self)
-	}
-	// A beat is signed for no instance, and names this one.
-	status, body, err = s.peer.Call(ctx, s.addr, executor.PathBeat, "", struct{}{})
+	// A beat is signed for this address (it names no instance), and names this instance.
+	status, body, err := s.peer.Call(ctx, s.addr, wire.PathBeat, "", struct{}{})
 	if err != nil || status != http.StatusOK || !strings.Contains(string(body), self) {
 		t.Fatalf("a beat: %d %s %v; want it to name instance %s", status, body, err, self)
+	}
+}
+
+// TestMisdirectedCalls: a well-signed call meant for another app, another instance (the
+// process that was here before) or, naming no instance, another address is refused with
+// StatusMisdirected saying why and who answered, and does nothing: an executor runs only its
+// own app's runs whatever address the server was told (issue 20, item 1), and a beat cannot
+// be replayed to another executor (item 10).
+func TestMisdirectedCalls(t *testing.T) {
+	s, ran, self := startReporter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	app := s.peer.Registrations()[0].App
+	run := func(id int64, instance string) wire.RunRequest {
+		return wire.RunRequest{ExecutionID: id, JobID: 1, Handler: "report", Concurrency: "allow", Instance: instance}
+	}
+	misdirected := func(what, path string, to execsign.Target, body any, reason string) {
+		t.Helper()
+		req, err := s.peer.RequestFor(ctx, s.addr, path, to, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, answer, err := executortest.Send(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m wire.Misdirected
+		if status != wire.StatusMisdirected || json.Unmarshal(answer, &m) != nil || m.Reason != reason || m.App != app || m.Instance != self {
+			t.Errorf("%s: %d %s; want %d %s naming app %s, instance %s", what, status, answer, wire.StatusMisdirected, reason, app, self)
+		}
+	}
+	here := strings.TrimRight(s.addr, "/")
+	misdirected("another app's run, signed for this instance", wire.PathRun,
+		execsign.Target{App: "beta", Instance: self, Address: here}, run(1, self), wire.MisdirectedApp)
+	misdirected("another app's kill", wire.PathKill, execsign.Target{App: "beta", Instance: self, Address: here},
+		wire.KillRequest{ExecutionID: 1}, wire.MisdirectedApp)
+	misdirected("another app's beat", wire.PathBeat, execsign.Target{App: "beta", Address: here}, struct{}{}, wire.MisdirectedApp)
+	misdirected("a run for the process before", wire.PathRun,
+		execsign.Target{App: app, Instance: "an-earlier-process", Address: here}, run(2, "an-earlier-process"), wire.MisdirectedInstance)
+	misdirected("a kill for the process before", wire.PathKill,
+		execsign.Target{App: app, Instance: "an-earlier-process", Address: here}, wire.KillRequest{ExecutionID: 2}, wire.MisdirectedInstance)
+	misdirected("a beat for another executor's address", wire.PathBeat,
+		execsign.Target{App: app, Address: "http://10.9.9.9:9999"}, struct{}{}, wire.MisdirectedAddress)
+	misdirected("an idle-beat for another executor's address", wire.PathIdleBeat,
+		execsign.Target{App: app, Address: "http://10.9.9.9:9999"}, wire.IdleBeatRequest{JobID: 1}, wire.MisdirectedAddress)
+	misdirected("a beat for another instance", wire.PathBeat,
+		execsign.Target{App: app, Instance: "an-earlier-process", Address: here}, struct{}{}, wire.MisdirectedInstance)
+
+	// A beat for this instance, at any address the server knows it by, is answered.
+	req, err := s.peer.RequestFor(ctx, s.addr, wire.PathBeat, execsign.Target{App: app, Instance: self, Address: "http://lb.example"}, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body, err := executortest.Send(req); err != nil || status != http.StatusOK || !strings.Contains(string(body), self) {
+		t.Fatalf("a beat for this instance: %d %s %v", status, body, err)
+	}
+	if resp, err := s.peer.Run(ctx, s.addr, run(3, self)); err != nil || !resp.Accepted {
+		t.Fatalf("this app's run for this instance: %+v, %v", resp, err)
+	}
+	s.peer.WaitResult(t, 3, wait)
+	if id := ran.Load(); id != 3 {
+		t.Fatalf("the last run that ran is %d, want only 3: a misdirected run ran", id)
+	}
+	for _, id := range []int64{1, 2} {
+		if s.peer.HasResult(id) {
+			t.Errorf("misdirected run %d reported a result", id)
+		}
 	}
 }
 
@@ -303,11 +373,11 @@ func TestRunStreamsLogsAndReportsResult(t *testing.T) {
 	})
 	sched, fired := time.UnixMilli(1732230000000), time.UnixMilli(1732230000250)
 	// No idempotency key, as from a server older than the field: the executor makes the same one.
-	s.mustRun(t, executor.RunRequest{ExecutionID: 42, JobID: 7, Handler: "report", Params: "p=1",
+	s.mustRun(t, wire.RunRequest{ExecutionID: 42, JobID: 7, Handler: "report", Params: "p=1",
 		Concurrency: "allow", ShardIndex: 1, ShardTotal: 3, ScheduledAt: sched.UnixMilli(), Attempt: 2,
 		TriggerID: 9, FiredAt: fired.UnixMilli()})
 	res := s.peer.WaitResult(t, 42, wait)
-	if res.State != executor.StateSucceeded || res.Code != 200 || res.StartedAt == 0 || res.FinishedAt < res.StartedAt {
+	if res.State != wire.StateSucceeded || res.Code != 200 || res.StartedAt == 0 || res.FinishedAt < res.StartedAt {
 		t.Errorf("result %+v: want succeeded, 200, started <= finished", res)
 	}
 	want := executor.Run{ExecutionID: 42, JobID: 7, TriggerID: 9, Handler: "report", Params: "p=1", ShardIndex: 1,
@@ -343,7 +413,7 @@ func TestLogsStreamWhileRunning(t *testing.T) {
 			return g.handler(ctx)
 		})
 	})
-	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "slow"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 1, JobID: 1, Handler: "slow"})
 	g.waitStart(t)
 	// The flusher sends within ~200 ms; the run is still blocked here.
 	s.peer.WaitOutput(t, 1, "working", wait)
@@ -351,7 +421,7 @@ func TestLogsStreamWhileRunning(t *testing.T) {
 		t.Fatal("result before the run ended")
 	}
 	g.open(1)
-	if res := s.peer.WaitResult(t, 1, wait); res.State != executor.StateSucceeded {
+	if res := s.peer.WaitResult(t, 1, wait); res.State != wire.StateSucceeded {
 		t.Errorf("result %+v", res)
 	}
 }
@@ -361,21 +431,21 @@ func TestFailuresAndRefusals(t *testing.T) {
 		ex.Handle("fail", func(context.Context) error { return errors.New("disk full") })
 		ex.Handle("panic", func(context.Context) error { panic("boom") })
 	})
-	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "fail"})
-	s.mustRun(t, executor.RunRequest{ExecutionID: 2, JobID: 2, Handler: "panic"})
-	if res := s.peer.WaitResult(t, 1, wait); res.State != executor.StateFailed || res.Code != 500 || res.Message != "disk full" {
+	s.mustRun(t, wire.RunRequest{ExecutionID: 1, JobID: 1, Handler: "fail"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 2, JobID: 2, Handler: "panic"})
+	if res := s.peer.WaitResult(t, 1, wait); res.State != wire.StateFailed || res.Code != 500 || res.Message != "disk full" {
 		t.Errorf("failing handler: %+v", res)
 	}
-	if res := s.peer.WaitResult(t, 2, wait); res.State != executor.StateFailed || !strings.Contains(res.Message, "boom") {
+	if res := s.peer.WaitResult(t, 2, wait); res.State != wire.StateFailed || !strings.Contains(res.Message, "boom") {
 		t.Errorf("panicking handler: %+v", res)
 	}
 	if !strings.Contains(s.peer.Output(1), "ERROR disk full") {
 		t.Errorf("output %q: want the error as the last line", s.peer.Output(1))
 	}
-	if resp := s.run(t, executor.RunRequest{ExecutionID: 3, JobID: 3, Handler: "nope"}); resp.Accepted || !strings.Contains(resp.Message, `unknown handler "nope"`) {
+	if resp := s.run(t, wire.RunRequest{ExecutionID: 3, JobID: 3, Handler: "nope"}); resp.Accepted || !strings.Contains(resp.Message, `unknown handler "nope"`) {
 		t.Errorf("unknown handler: %+v", resp)
 	}
-	if resp := s.run(t, executor.RunRequest{ExecutionID: 4, JobID: 3, Handler: "fail", Concurrency: "sometimes"}); resp.Accepted {
+	if resp := s.run(t, wire.RunRequest{ExecutionID: 4, JobID: 3, Handler: "fail", Concurrency: "sometimes"}); resp.Accepted {
 		t.Errorf("unknown policy accepted: %+v", resp)
 	}
 }
@@ -387,10 +457,10 @@ func TestSerialRunsOneAtATimeInOrder(t *testing.T) {
 		t.Fatal("job 5 not idle before any run")
 	}
 	for id := int64(1); id <= 3; id++ {
-		s.mustRun(t, executor.RunRequest{ExecutionID: id, JobID: 5, Handler: "g", Concurrency: "serial"})
+		s.mustRun(t, wire.RunRequest{ExecutionID: id, JobID: 5, Handler: "g", Concurrency: "serial"})
 	}
 	// A run of another job is not held up by job 5.
-	s.mustRun(t, executor.RunRequest{ExecutionID: 10, JobID: 6, Handler: "g", Concurrency: "serial"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 10, JobID: 6, Handler: "g", Concurrency: "serial"})
 	first, other := g.waitStart(t), g.waitStart(t)
 	if first == 10 {
 		first, other = other, first
@@ -425,7 +495,7 @@ func TestSerialRunsOneAtATimeInOrder(t *testing.T) {
 	}
 }
 
-func mustResult(t *testing.T, p *executortest.Peer, id int64) executor.Result {
+func mustResult(t *testing.T, p *executortest.Peer, id int64) wire.Result {
 	t.Helper()
 	r, ok := p.Result(id)
 	if !ok {
@@ -437,15 +507,15 @@ func mustResult(t *testing.T, p *executortest.Peer, id int64) executor.Result {
 func TestDiscardRefusesWhileOneRuns(t *testing.T) {
 	g := newGate()
 	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
-	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "discard"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "discard"})
 	g.waitStart(t)
-	resp := s.run(t, executor.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "discard"})
+	resp := s.run(t, wire.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "discard"})
 	if resp.Accepted || !strings.Contains(resp.Message, "discard") {
 		t.Errorf("second run while one runs: %+v, want refused", resp)
 	}
 	g.open(1)
 	s.peer.WaitResult(t, 1, wait)
-	s.mustRun(t, executor.RunRequest{ExecutionID: 3, JobID: 5, Handler: "g", Concurrency: "discard"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 3, JobID: 5, Handler: "g", Concurrency: "discard"})
 	if id := g.waitStart(t); id != 3 {
 		t.Errorf("started %d, want 3", id)
 	}
@@ -459,18 +529,18 @@ func TestDiscardRefusesWhileOneRuns(t *testing.T) {
 func TestReplaceCancelsTheRunningOne(t *testing.T) {
 	g := newGate()
 	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
-	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "replace"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "replace"})
 	g.waitStart(t)
-	s.mustRun(t, executor.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "replace"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "replace"})
 	res := s.peer.WaitResult(t, 1, wait)
-	if res.State != executor.StateCanceled || !strings.Contains(res.Message, "replaced by execution 2") {
+	if res.State != wire.StateCanceled || !strings.Contains(res.Message, "replaced by execution 2") {
 		t.Errorf("replaced run: %+v, want canceled by 2", res)
 	}
 	if id := g.waitStart(t); id != 2 {
 		t.Fatalf("started %d, want 2", id)
 	}
 	g.open(2)
-	if res := s.peer.WaitResult(t, 2, wait); res.State != executor.StateSucceeded {
+	if res := s.peer.WaitResult(t, 2, wait); res.State != wire.StateSucceeded {
 		t.Errorf("replacing run: %+v", res)
 	}
 }
@@ -485,9 +555,9 @@ func TestTimeout(t *testing.T) {
 		})
 	})
 	before := time.Now()
-	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", TimeoutMs: 50})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", TimeoutMs: 50})
 	res := s.peer.WaitResult(t, 1, wait)
-	if res.State != executor.StateTimedOut || res.Code != 502 {
+	if res.State != wire.StateTimedOut || res.Code != 502 {
 		t.Errorf("result %+v, want timed_out 502", res)
 	}
 	if d := deadline.Sub(before); d <= 0 || d > time.Second {
@@ -499,19 +569,19 @@ func TestKill(t *testing.T) {
 	g := newGate()
 	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
 	ctx := context.Background()
-	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "serial"})
-	s.mustRun(t, executor.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "serial"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "serial"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "serial"})
 	g.waitStart(t)
 	if killed, err := s.peer.Kill(ctx, s.addr, 2); err != nil || !killed {
 		t.Fatalf("kill queued: %v %v", killed, err)
 	}
-	if res := s.peer.WaitResult(t, 2, wait); res.State != executor.StateCanceled || res.StartedAt != 0 {
+	if res := s.peer.WaitResult(t, 2, wait); res.State != wire.StateCanceled || res.StartedAt != 0 {
 		t.Errorf("killed queued run: %+v, want canceled, never started", res)
 	}
 	if killed, err := s.peer.Kill(ctx, s.addr, 1); err != nil || !killed {
 		t.Fatalf("kill running: %v %v", killed, err)
 	}
-	if res := s.peer.WaitResult(t, 1, wait); res.State != executor.StateCanceled || res.Message != "killed" {
+	if res := s.peer.WaitResult(t, 1, wait); res.State != wire.StateCanceled || res.Message != "killed" {
 		t.Errorf("killed run: %+v, want canceled killed", res)
 	}
 	if killed, err := s.peer.Kill(ctx, s.addr, 99); err != nil || killed {
@@ -525,13 +595,13 @@ func TestKill(t *testing.T) {
 func TestStopWaitsForRunningHandlers(t *testing.T) {
 	g := newGate()
 	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
-	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "serial"})
-	s.mustRun(t, executor.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "serial"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g", Concurrency: "serial"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 2, JobID: 5, Handler: "g", Concurrency: "serial"})
 	g.waitStart(t)
 	stopped := make(chan error)
 	go func() { stopped <- s.ex.Stop(context.Background()) }()
 	s.peer.Wait(t, wait, "the queued run canceled", func() bool { return s.peer.HasResult(2) })
-	if r := mustResult(t, s.peer, 2); r.State != executor.StateCanceled {
+	if r := mustResult(t, s.peer, 2); r.State != wire.StateCanceled {
 		t.Errorf("queued run at stop: %+v", r)
 	}
 	select {
@@ -543,7 +613,7 @@ func TestStopWaitsForRunningHandlers(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
-	if r := mustResult(t, s.peer, 1); r.State != executor.StateSucceeded {
+	if r := mustResult(t, s.peer, 1); r.State != wire.StateSucceeded {
 		t.Errorf("run finished during stop: %+v", r)
 	}
 }
@@ -551,13 +621,13 @@ func TestStopWaitsForRunningHandlers(t *testing.T) {
 func TestStopCancelsHandlersWhenItsContextEnds(t *testing.T) {
 	g := newGate()
 	s := start(t, func(ex *executor.Executor) { ex.Handle("g", g.handler) })
-	s.mustRun(t, executor.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 1, JobID: 5, Handler: "g"})
 	g.waitStart(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = s.ex.Stop(ctx)
 	// The result could not be sent within the expired context: it is spooled, or it was sent.
-	if r, ok := s.peer.Result(1); ok && r.State != executor.StateCanceled {
+	if r, ok := s.peer.Result(1); ok && r.State != wire.StateCanceled {
 		t.Errorf("result %+v, want canceled", r)
 	}
 	if _, ok := s.peer.Result(1); !ok && len(spooled(t, s.dir)) != 1 {
@@ -593,7 +663,7 @@ func TestResultsSpooledWhileServerFailsThenDelivered(t *testing.T) {
 		ex.Handle("ok", func(context.Context) error { return nil })
 	})
 	peer.FailResults(http.StatusServiceUnavailable)
-	s.mustRun(t, executor.RunRequest{ExecutionID: 7, JobID: 1, Handler: "ok"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 7, JobID: 1, Handler: "ok"})
 	peer.Wait(t, wait, "a refused results call", func() bool { return peer.RefusedResultCalls() >= 1 })
 	eventually(t, "the result in the spool", func() bool { return len(spooled(t, dir)) == 1 })
 	b, err := os.ReadFile(filepath.Join(dir, "result-7.json"))
@@ -601,7 +671,7 @@ func TestResultsSpooledWhileServerFailsThenDelivered(t *testing.T) {
 		t.Fatalf("spool file: %s %v", b, err)
 	}
 	peer.FailResults(0)
-	if res := peer.WaitResult(t, 7, wait); res.State != executor.StateSucceeded {
+	if res := peer.WaitResult(t, 7, wait); res.State != wire.StateSucceeded {
 		t.Errorf("delivered %+v", res)
 	}
 	eventually(t, "an empty spool", func() bool { return len(spooled(t, dir)) == 0 })
@@ -615,7 +685,7 @@ func TestSpooledResultsSurviveARestart(t *testing.T) {
 		ex.Handle("ok", func(context.Context) error { return nil })
 	})
 	for id := int64(1); id <= 3; id++ {
-		first.mustRun(t, executor.RunRequest{ExecutionID: id, JobID: id, Handler: "ok"})
+		first.mustRun(t, wire.RunRequest{ExecutionID: id, JobID: id, Handler: "ok"})
 	}
 	eventually(t, "three spooled results", func() bool { return len(spooled(t, dir)) == 3 })
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -630,7 +700,7 @@ func TestSpooledResultsSurviveARestart(t *testing.T) {
 	peer.FailResults(0)
 	startOn(t, peer, dir, nil) // a new process on the same spool
 	for id := int64(1); id <= 3; id++ {
-		if res := peer.WaitResult(t, id, wait); res.State != executor.StateSucceeded {
+		if res := peer.WaitResult(t, id, wait); res.State != wire.StateSucceeded {
 			t.Errorf("result %d after restart: %+v", id, res)
 		}
 	}
@@ -670,7 +740,7 @@ func TestRepeatedRunRunsOnce(t *testing.T) {
 			return nil
 		})
 	})
-	req := executor.RunRequest{ExecutionID: 77, JobID: 7, Handler: "once", Concurrency: "serial"}
+	req := wire.RunRequest{ExecutionID: 77, JobID: 7, Handler: "once", Concurrency: "serial"}
 	s.mustRun(t, req)
 	if resp := s.run(t, req); !resp.Accepted {
 		t.Fatalf("a repeat while the run goes on was refused: %s", resp.Message)
@@ -719,7 +789,7 @@ func TestClockDrivesTheExecutor(t *testing.T) {
 	fake.Advance(time.Second)
 	peer.Wait(t, wait, "the heartbeat after one interval", func() bool { return len(peer.Registrations()) == 2 })
 
-	resp, err := peer.Run(context.Background(), ex.Address(), executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "stuck"})
+	resp, err := peer.Run(context.Background(), ex.Address(), wire.RunRequest{ExecutionID: 1, JobID: 1, Handler: "stuck"})
 	if err != nil || !resp.Accepted {
 		t.Fatal(resp, err)
 	}
@@ -733,7 +803,7 @@ func TestClockDrivesTheExecutor(t *testing.T) {
 	}
 	fake.Advance(5 * time.Second)
 	res := peer.WaitResult(t, 1, wait)
-	if res.State != executor.StateCanceled || res.FinishedAt != fake.Now().UnixMilli() {
+	if res.State != wire.StateCanceled || res.FinishedAt != fake.Now().UnixMilli() {
 		t.Errorf("result %+v: want canceled, finished at the clock's %d", res, fake.Now().UnixMilli())
 	}
 }

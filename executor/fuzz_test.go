@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 )
 
@@ -38,10 +39,10 @@ func FuzzProtocolDecoders(f *testing.F) {
 		f.Fatal(err)
 	}
 	h := ex.routes()
-	paths := []string{PathRun, PathKill, PathBeat, PathIdleBeat}
+	paths := []string{wire.PathRun, wire.PathKill, wire.PathBeat, wire.PathIdleBeat}
 	f.Fuzz(func(t *testing.T, which byte, body []byte) {
 		req := httptest.NewRequest("POST", paths[int(which)%len(paths)], bytes.NewReader(body))
-		if err := signer.Sign(req, req.URL.Path, body, ex.instance, time.Now()); err != nil {
+		if err := signer.Sign(req, req.URL.Path, body, execsign.Target{App: "fuzz", Instance: ex.instance}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()
@@ -53,13 +54,13 @@ func FuzzProtocolDecoders(f *testing.F) {
 }
 
 func TestStorableLine(t *testing.T) {
-	long := strings.Repeat("é", MaxLineBytes) // two bytes each: cut inside a character
+	long := strings.Repeat("é", wire.MaxLineBytes) // two bytes each: cut inside a character
 	for in, want := range map[string]string{"plain": "plain", "a\x00b": "a\uFFFDb", "bad \xff": "bad \uFFFD"} {
 		if got := storableLine(in); got != want {
 			t.Errorf("storableLine(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := storableLine(long); len(got) > MaxLineBytes || !utf8.ValidString(got) {
+	if got := storableLine(long); len(got) > wire.MaxLineBytes || !utf8.ValidString(got) {
 		t.Errorf("a long line became %d bytes (valid UTF-8: %v)", len(got), utf8.ValidString(got))
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sundial-scheduler/sundial/executor/wire"
 )
 
 const (
@@ -25,7 +27,7 @@ type logSink struct {
 
 	mu     sync.Mutex
 	last   int64 // last line number given out
-	buf    []LogLine
+	buf    []wire.LogLine
 	closed bool
 
 	full chan struct{} // a batch is ready
@@ -50,7 +52,7 @@ func (s *logSink) add(at time.Time, msg string) {
 		return // a handler that outlived its run: its lines have no execution to go to
 	}
 	s.last++
-	s.buf = append(s.buf, LogLine{Line: s.last, At: at.UnixMilli(), Message: storableLine(msg)})
+	s.buf = append(s.buf, wire.LogLine{Line: s.last, At: at.UnixMilli(), Message: storableLine(msg)})
 	if over := len(s.buf) - logMaxBuffered; over > 0 {
 		s.buf = append(s.buf[:0], s.buf[over:]...)
 	}
@@ -84,13 +86,13 @@ func (s *logSink) flush() {
 	for {
 		s.mu.Lock()
 		n := min(len(s.buf), logBatchLines)
-		batch := append([]LogLine(nil), s.buf[:n]...)
+		batch := append([]wire.LogLine(nil), s.buf[:n]...)
 		s.mu.Unlock()
 		if n == 0 {
 			return
 		}
 		ctx, cancel := context.WithTimeout(s.e.baseCtx, logSendTimeout)
-		err := s.e.post(ctx, PathLogs, LogBatch{ExecutionID: s.id, Lines: batch}, nil)
+		err := s.e.post(ctx, wire.PathLogs, wire.LogBatch{ExecutionID: s.id, Lines: batch}, nil)
 		cancel()
 		if err != nil {
 			s.e.log.Debug("sending output lines failed; keeping them", "execution_id", s.id, "err", err)
@@ -123,13 +125,13 @@ func (s *logSink) close() {
 }
 
 // storableLine makes an output line one the server stores on every database: valid UTF-8,
-// no NUL (PostgreSQL refuses it, and the server answers 400), at most MaxLineBytes. Binary
+// no NUL (PostgreSQL refuses it, and the server answers 400), at most wire.MaxLineBytes. Binary
 // output is kept readable instead of failing the whole batch.
 func storableLine(msg string) string {
 	msg = strings.ToValidUTF8(msg, "\uFFFD")
 	msg = strings.ReplaceAll(msg, "\x00", "\uFFFD")
-	if len(msg) > MaxLineBytes {
-		cut := MaxLineBytes
+	if len(msg) > wire.MaxLineBytes {
+		cut := wire.MaxLineBytes
 		for cut > 0 && !utf8.RuneStart(msg[cut]) {
 			cut--
 		}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 )
 
@@ -42,7 +43,7 @@ type reporter struct {
 }
 
 type pendingResult struct {
-	res     Result
+	res     wire.Result
 	spooled bool
 }
 
@@ -78,7 +79,7 @@ func (r *reporter) load() error {
 			continue
 		}
 		b, err := os.ReadFile(path)
-		var res Result
+		var res wire.Result
 		if err == nil {
 			err = json.Unmarshal(b, &res)
 		}
@@ -103,7 +104,7 @@ func (r *reporter) poke() {
 	}
 }
 
-func (r *reporter) add(res Result) {
+func (r *reporter) add(res wire.Result) {
 	r.mu.Lock()
 	r.pending[res.ExecutionID] = &pendingResult{res: res}
 	r.mu.Unlock()
@@ -154,12 +155,12 @@ func (r *reporter) loop() {
 // spooled before deliver returns the error.
 func (r *reporter) deliver(ctx context.Context) error {
 	r.mu.Lock()
-	batch := make([]Result, 0, len(r.pending))
+	batch := make([]wire.Result, 0, len(r.pending))
 	for _, p := range r.pending {
 		batch = append(batch, p.res)
 	}
 	r.mu.Unlock()
-	slices.SortFunc(batch, func(a, b Result) int { return int(a.ExecutionID - b.ExecutionID) })
+	slices.SortFunc(batch, func(a, b wire.Result) int { return int(a.ExecutionID - b.ExecutionID) })
 	var errs []error
 	for len(batch) > 0 {
 		n := min(len(batch), resultBatch)
@@ -177,9 +178,9 @@ func (r *reporter) deliver(ctx context.Context) error {
 // send delivers one batch. A batch the server refuses outright (4xx) is sent again one by
 // one, so one result it cannot take does not hold the others; a single refused result is
 // dropped, since sending it again would be refused again.
-func (r *reporter) send(ctx context.Context, batch []Result) error {
+func (r *reporter) send(ctx context.Context, batch []wire.Result) error {
 	sendCtx, cancel := context.WithTimeout(ctx, resultSendTimeout)
-	err := r.e.post(sendCtx, PathResults, ResultBatch{Results: batch}, &ResultsResponse{})
+	err := r.e.post(sendCtx, wire.PathResults, wire.ResultBatch{Results: batch}, &wire.ResultsResponse{})
 	cancel()
 	switch {
 	case err == nil:
@@ -199,7 +200,7 @@ func (r *reporter) send(ctx context.Context, batch []Result) error {
 	return err
 }
 
-func (r *reporter) delivered(batch []Result) {
+func (r *reporter) delivered(batch []wire.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, res := range batch {
@@ -237,7 +238,7 @@ func (r *reporter) spoolAll() {
 }
 
 // write stores res atomically: a temporary file, synced, renamed into place.
-func (r *reporter) write(res Result) error {
+func (r *reporter) write(res wire.Result) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 )
 
@@ -80,63 +81,58 @@ type stopCause struct {
 func (c *stopCause) Error() string { return c.msg }
 
 // accept applies the job's concurrency policy to a run request.
-func (e *Executor) accept(req RunRequest, parent trace.SpanContext) RunResponse {
+func (e *Executor) accept(req wire.RunRequest, parent trace.SpanContext) wire.RunResponse {
 	policy, err := jobrun.ParsePolicy(req.Concurrency)
 	if err != nil {
-		return RunResponse{Message: err.Error()}
+		return wire.RunResponse{Message: err.Error()}
 	}
 	if req.ExecutionID <= 0 {
-		return RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}
-	}
-	if req.Instance != "" && req.Instance != e.instance {
-		// Sent to the process that was here before: the server would count this run as that
-		// one's, lost with it.
-		return RunResponse{Message: fmt.Sprintf("the run is for executor instance %s, this is %s", req.Instance, e.instance)}
+		return wire.RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}
 	}
 	rs := &runState{policy: policy, run: runOf(req), parent: parent}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopping {
-		return RunResponse{Message: "executor is stopping"}
+		return wire.RunResponse{Message: "executor is stopping"}
 	}
 	h := e.handlers[req.Handler]
 	if h == nil {
-		return RunResponse{Message: fmt.Sprintf("unknown handler %q", req.Handler)}
+		return wire.RunResponse{Message: fmt.Sprintf("unknown handler %q", req.Handler)}
 	}
 	rs.h = h
 	if _, dup := e.runs[req.ExecutionID]; dup {
 		// The server repeated a call whose answer it lost: the run is already ours.
-		return RunResponse{Accepted: true, Message: "already accepted"}
+		return wire.RunResponse{Accepted: true, Message: "already accepted"}
 	}
 	if _, done := e.ended[req.ExecutionID]; done {
 		// The same, for a run that has finished since: its result is reported or spooled.
-		return RunResponse{Accepted: true, Message: "already ran"}
+		return wire.RunResponse{Accepted: true, Message: "already ran"}
 	}
-	cause := &stopCause{state: StateCanceled, code: CodeFailed, msg: fmt.Sprintf("replaced by execution %d", req.ExecutionID)}
+	cause := &stopCause{state: wire.StateCanceled, code: wire.CodeFailed, msg: fmt.Sprintf("replaced by execution %d", req.ExecutionID)}
 	if policy == jobrun.Replace {
 		// Runs queued under the job's earlier serial policy go with the ones it replaces.
 		for _, old := range e.conc.TakeQueued(req.JobID) {
-			go e.finish(old, Result{State: StateCanceled, Code: CodeFailed, Message: cause.msg + " before it started"}, time.Time{})
+			go e.finish(old, wire.Result{State: wire.StateCanceled, Code: wire.CodeFailed, Message: cause.msg + " before it started"}, time.Time{})
 		}
 	}
 	switch e.conc.Admit(req.JobID, req.ExecutionID, policy, rs, cause) {
 	case jobrun.Queued:
 		e.runs[req.ExecutionID] = rs
 		active, queued := e.conc.Load(req.JobID)
-		return RunResponse{Accepted: true, Message: fmt.Sprintf("queued behind %d run(s)", active+queued-1)}
+		return wire.RunResponse{Accepted: true, Message: fmt.Sprintf("queued behind %d run(s)", active+queued-1)}
 	case jobrun.Skip:
 		active, queued := e.conc.Load(req.JobID)
-		return RunResponse{Message: fmt.Sprintf("discarded: job %d has %d run(s) in progress", req.JobID, active+queued)}
+		return wire.RunResponse{Message: fmt.Sprintf("discarded: job %d has %d run(s) in progress", req.JobID, active+queued)}
 	}
 	e.runs[req.ExecutionID] = rs
 	e.startLocked(rs)
-	return RunResponse{Accepted: true}
+	return wire.RunResponse{Accepted: true}
 }
 
 // runOf is the run a request describes. A server that sends no idempotency key gets the one
 // it would have sent.
-func runOf(req RunRequest) Run {
+func runOf(req wire.RunRequest) Run {
 	r := Run{
 		ExecutionID: req.ExecutionID, JobID: req.JobID, TriggerID: req.TriggerID, Handler: req.Handler,
 		Params: req.Params, ParamsSecret: req.ParamsSecret, ShardIndex: req.ShardIndex, ShardTotal: req.ShardTotal, Attempt: req.Attempt,
@@ -170,13 +166,13 @@ func (e *Executor) kill(id int64) bool {
 		return false
 	}
 	if rs.cancel != nil {
-		rs.cancel(&stopCause{state: StateCanceled, code: CodeFailed, msg: "killed"})
+		rs.cancel(&stopCause{state: wire.StateCanceled, code: wire.CodeFailed, msg: "killed"})
 		e.mu.Unlock()
 		return true
 	}
 	e.conc.Unqueue(rs.run.JobID, id)
 	e.mu.Unlock()
-	e.finish(rs, Result{State: StateCanceled, Code: CodeFailed, Message: "killed before it started"}, time.Time{})
+	e.finish(rs, wire.Result{State: wire.StateCanceled, Code: wire.CodeFailed, Message: "killed before it started"}, time.Time{})
 	return true
 }
 
@@ -192,7 +188,7 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 	if rs.run.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, rs.run.Timeout,
-			&stopCause{state: StateTimedOut, code: CodeTimeout, msg: fmt.Sprintf("timed out after %v", rs.run.Timeout)})
+			&stopCause{state: wire.StateTimedOut, code: wire.CodeTimeout, msg: fmt.Sprintf("timed out after %v", rs.run.Timeout)})
 		defer cancel()
 	}
 	// The handler's context carries the fire's trace: the server's dispatch span, and this
@@ -238,7 +234,7 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 		}
 	}
 	res := outcome(ctx, err)
-	if res.State != StateSucceeded {
+	if res.State != wire.StateSucceeded {
 		Logger(ctx).Error(res.Message)
 	}
 	// Output first: whoever reads the result should find the lines that led to it.
@@ -248,18 +244,18 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 
 // outcome turns a handler's return into a result. A cancellation wins over what the
 // handler returned: a run that was killed or timed out did not finish its work.
-func outcome(ctx context.Context, err error) Result {
+func outcome(ctx context.Context, err error) wire.Result {
 	var sc *stopCause
 	if ctx.Err() != nil && errors.As(context.Cause(ctx), &sc) {
-		return Result{State: sc.state, Code: sc.code, Message: sc.msg}
+		return wire.Result{State: sc.state, Code: sc.code, Message: sc.msg}
 	}
 	if ctx.Err() != nil && err == nil {
 		err = context.Cause(ctx)
 	}
 	if err == nil {
-		return Result{State: StateSucceeded, Code: CodeOK, Message: "ok"}
+		return wire.Result{State: wire.StateSucceeded, Code: wire.CodeOK, Message: "ok"}
 	}
-	return Result{State: StateFailed, Code: CodeFailed, Message: truncate(err.Error(), 16<<10)}
+	return wire.Result{State: wire.StateFailed, Code: wire.CodeFailed, Message: truncate(err.Error(), 16<<10)}
 }
 
 func truncate(s string, n int) string {
@@ -288,7 +284,7 @@ func (e *Executor) rememberEnded(id int64) {
 
 // finish forgets rs, starts the next queued run of its job, and hands the result to the
 // reporter. started is zero for a run that never started.
-func (e *Executor) finish(rs *runState, res Result, started time.Time) {
+func (e *Executor) finish(rs *runState, res wire.Result, started time.Time) {
 	res.ExecutionID = rs.run.ExecutionID
 	res.Traceparent = rs.traceparent
 	res.FinishedAt = e.cfg.Clock.Now().UnixMilli()
@@ -306,7 +302,7 @@ func (e *Executor) finish(rs *runState, res Result, started time.Time) {
 	if rs.cancel != nil { // a queued run was never admitted as active
 		if next, ok := e.conc.Done(rs.run.JobID, rs.run.ExecutionID); ok {
 			if e.stopping {
-				go e.finish(next, Result{State: StateCanceled, Code: CodeFailed, Message: "executor stopped before the run started"}, time.Time{})
+				go e.finish(next, wire.Result{State: wire.StateCanceled, Code: wire.CodeFailed, Message: "executor stopped before the run started"}, time.Time{})
 			} else {
 				// Nothing of the job is active now, so the next queued run is admitted to run.
 				e.conc.Admit(next.run.JobID, next.run.ExecutionID, next.policy, next, nil)

@@ -2,8 +2,6 @@ package executor
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,14 +37,8 @@ func serverList(server string, servers []string) ([]string, error) {
 	return out, nil
 }
 
-// newInstanceID returns a random id for this process.
-func newInstanceID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// Instance is the id this executor process registers with; a restarted executor has a new one.
+// Instance is the id this executor process registers with: the digest of the key it proves
+// itself with, made at New; a restarted executor has a new one.
 func (e *Executor) Instance() string { return e.instance }
 
 // Servers are the base URLs of the server nodes the executor uses.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 )
 
 // TestFailover: an executor given two servers registers with the first and, when it stops,
@@ -34,7 +35,7 @@ func TestFailover(t *testing.T) {
 	if n := len(first.Registrations()); n == 0 {
 		t.Fatal("no registration with the first server")
 	}
-	if resp, err := first.Run(ctx, ex.Address(), executor.RunRequest{ExecutionID: 7, JobID: 1, Handler: "work"}); err != nil || !resp.Accepted {
+	if resp, err := first.Run(ctx, ex.Address(), wire.RunRequest{ExecutionID: 7, JobID: 1, Handler: "work"}); err != nil || !resp.Accepted {
 		t.Fatalf("run: %+v %v", resp, err)
 	}
 	first.Close()
@@ -44,7 +45,7 @@ func TestFailover(t *testing.T) {
 		return len(regs) > 0 && slices.Contains(regs[len(regs)-1].Held, 7) && regs[len(regs)-1].Instance == ex.Instance()
 	})
 	close(release)
-	if res := second.WaitResult(t, 7, wait); res.State != executor.StateSucceeded {
+	if res := second.WaitResult(t, 7, wait); res.State != wire.StateSucceeded {
 		t.Fatalf("result through the second server: %+v", res)
 	}
 	second.WaitOutput(t, 7, "working", wait)

@@ -93,8 +93,36 @@ func (s *Server) getApp(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toAppOut(a))
+	return s.writeApp(w, r, a)
+}
+
+// writeApp answers with app a and its warnings.
+func (s *Server) writeApp(w http.ResponseWriter, r *http.Request, a *store.App) error {
+	out := toAppOut(a)
+	var err error
+	if out.Warnings, err = s.clearSecrets(r.Context(), a.Name); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// clearSecrets is the warning of sundial.ClearSecretsWarning about app (none for "").
+func (s *Server) clearSecrets(ctx context.Context, app string) ([]string, error) {
+	if app == "" {
+		return nil, nil
+	}
+	a, err := s.store.AppGet(ctx, app)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	warning, err := sundial.ClearSecretsWarning(ctx, s.store, a)
+	if warning == "" || err != nil {
+		return nil, err
+	}
+	return []string{warning}, nil
 }
 
 // putApp creates or replaces an app.
@@ -120,8 +148,7 @@ func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toAppOut(a))
-	return nil
+	return s.writeApp(w, r, a)
 }
 
 func (s *Server) deleteApp(w http.ResponseWriter, r *http.Request) error {

@@ -1,14 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/executor/wire"
+	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -103,13 +107,38 @@ func (s *Server) executorAuth(h apiHandler) apiHandler {
 				s.rejected.WithLabelValues(rejectWrongApp).Inc()
 				return errWrongApp(from.app, c.App)
 			}
-			return h(w, r.WithContext(context.WithValue(r.Context(), appBoundKey{}, c.App)))
-		}
-		if s.cfg.ExecutorToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.ExecutorToken)) != 1 {
+			r = r.WithContext(context.WithValue(r.Context(), appBoundKey{}, c.App))
+		} else if s.cfg.ExecutorToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.ExecutorToken)) != 1 {
 			return errBadExecutorToken
+		}
+		if err := s.checkProof(r); err != nil {
+			return err
 		}
 		return h(w, r)
 	}
+}
+
+// checkProof admits a request naming an executor instance only with the proof of that
+// instance's key (execsign.VerifyProof): instance ids are listed to every viewer, and the
+// credential is the whole app's, so without the proof any holder of the credential could
+// report as the instance a run was handed to. A request naming no instance proves nothing
+// and is taken for no instance's run.
+func (s *Server) checkProof(r *http.Request) error {
+	instance := r.Header.Get(wire.HeaderInstance)
+	if instance == "" {
+		return nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return invalidField("", "request body: %v", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := execsign.VerifyProof(r, r.URL.Path, body, r.Header.Get(wire.HeaderApp), instance, s.clock.Now()); err != nil {
+		s.rejected.WithLabelValues(rejectNoProof).Inc()
+		s.log.Warn("refused an executor request without the proof of its instance", "instance", instance, "remote", r.RemoteAddr, "err", err)
+		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: err.Error()}
+	}
+	return nil
 }
 
 // checkApp refuses a registration for another app than the credential's.

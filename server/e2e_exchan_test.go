@@ -13,7 +13,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
-	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -23,30 +23,30 @@ import (
 // the executor instance the run was handed to.
 
 // listener stands at an app's manual address (anyone's URL) and records what the server
-// sends there, answering as an executor whose instance is "rec-1".
+// sends there, answering as an executor whose instance is inst("rec-1").
 type listener struct {
 	url    string
 	mu     sync.Mutex
 	reqs   []*http.Request
 	bodies [][]byte
-	runs   chan executor.RunRequest
+	runs   chan wire.RunRequest
 }
 
 func newListener(t *testing.T) *listener {
-	l := &listener{runs: make(chan executor.RunRequest, 4)}
+	l := &listener{runs: make(chan wire.RunRequest, 4)}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		l.mu.Lock()
 		l.reqs, l.bodies = append(l.reqs, r.Clone(context.Background())), append(l.bodies, body)
 		l.mu.Unlock()
 		switch r.URL.Path {
-		case executor.PathRun:
-			var req executor.RunRequest
+		case wire.PathRun:
+			var req wire.RunRequest
 			_ = json.Unmarshal(body, &req)
-			writeJSON(w, 200, executor.RunResponse{Accepted: true, Instance: "rec-1"})
+			writeJSON(w, 200, wire.RunResponse{Accepted: true, Instance: inst("rec-1")})
 			l.runs <- req
 		default:
-			writeJSON(w, 200, executor.BeatResponse{Instance: "rec-1"})
+			writeJSON(w, 200, wire.BeatResponse{Instance: inst("rec-1")})
 		}
 	}))
 	t.Cleanup(hs.Close)
@@ -55,7 +55,7 @@ func newListener(t *testing.T) *listener {
 }
 
 // manualRun points app billing at l, runs a remote job of it, and returns the run l got.
-func (e *env) manualRun(l *listener) executor.RunRequest {
+func (e *env) manualRun(l *listener) wire.RunRequest {
 	e.t.Helper()
 	e.call("PUT", "/api/v1/apps/billing", map[string]any{"address_mode": "manual", "addresses": []string{l.url}}, 200, nil)
 	job := e.remoteJob("billing", "first", nil)
@@ -66,7 +66,7 @@ func (e *env) manualRun(l *listener) executor.RunRequest {
 		return run
 	case <-time.After(15 * time.Second):
 		e.t.Fatal("the manual address received no run")
-		return executor.RunRequest{}
+		return wire.RunRequest{}
 	}
 }
 
@@ -120,7 +120,7 @@ func TestNoSecretToManualAddress(t *testing.T) {
 			}
 		}
 		// The run is signed for the instance that answered the beat.
-		if last := l.reqs[len(l.reqs)-1]; run.Instance != "rec-1" || !strings.Contains(last.Header.Get(execsign.Header), "instance=rec-1,") {
+		if last := l.reqs[len(l.reqs)-1]; run.Instance != inst("rec-1") || !strings.Contains(last.Header.Get(execsign.Header), "instance="+inst("rec-1")+",") {
 			t.Fatalf("the run names instance %q, signature %q; want rec-1", run.Instance, last.Header.Get(execsign.Header))
 		}
 	})
@@ -134,14 +134,14 @@ func TestManualRunTiedToInstance(t *testing.T) {
 		e := newExecutorEnv(t, dialect, time.Second)
 		run := e.manualRun(newListener(t))
 		now := time.Now().UnixMilli()
-		e.executorAs(sender{"billing", "someone-else"}, "results", result(run.ExecutionID, now, now), 409, nil)
+		e.executorAs(sender{"billing", inst("someone-else")}, "results", result(run.ExecutionID, now, now), 409, nil)
 		if n := e.rejected(rejectWrongInstance); n != 1 {
 			t.Fatalf("wrong_instance refusals %v, want 1", n)
 		}
 		if x := e.execution(run.ExecutionID); x.State != "running" {
 			t.Fatalf("another instance finished the manual address's run: %+v", x)
 		}
-		e.executorAs(sender{"billing", "rec-1"}, "results", result(run.ExecutionID, now, now), 200, nil)
+		e.executorAs(sender{"billing", inst("rec-1")}, "results", result(run.ExecutionID, now, now), 200, nil)
 		if x := e.execution(run.ExecutionID); x.State != "succeeded" {
 			t.Fatalf("the instance that took the run could not finish it: %+v", x)
 		}
@@ -156,21 +156,21 @@ func TestLateResultFromAnotherInstance(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e, id := trustEnv(t, dialect)
 		fe := e.execution(id).ExecutorAddress
-		e.executorAs(sender{"billing", "i2"}, "register", map[string]any{"app": "billing", "address": fe,
-			"instance": "i2", "handlers": []string{"report"}}, 200, nil)
+		e.executorAs(sender{"billing", inst("i2")}, "register", map[string]any{"app": "billing", "address": fe,
+			"instance": inst("i2"), "handlers": []string{"report"}}, 200, nil)
 		if x := e.execution(id); x.State != "lost" {
 			t.Fatalf("after the executor restarted the run is %s, want lost", x.State)
 		}
 		now := time.Now().UnixMilli()
-		e.executorAs(sender{"billing", "i2"}, "results", result(id, now, now), 409, nil)
-		e.executorAs(sender{"payroll", "i1"}, "results", result(id, now, now), 403, nil)
+		e.executorAs(sender{"billing", inst("i2")}, "results", result(id, now, now), 409, nil)
+		e.executorAs(sender{"payroll", inst("i1")}, "results", result(id, now, now), 403, nil)
 		if a, i := e.rejected(rejectWrongApp), e.rejected(rejectWrongInstance); a != 1 || i != 1 {
 			t.Fatalf("rejected wrong_app %v, wrong_instance %v; want 1 and 1", a, i)
 		}
 		if x := e.execution(id); x.State != "lost" {
 			t.Fatalf("a late result from another instance was recorded: %+v", x)
 		}
-		e.executorAs(sender{"billing", "i1"}, "results", result(id, now, now), 200, nil)
+		e.executorAs(sender{"billing", inst("i1")}, "results", result(id, now, now), 200, nil)
 		if x := e.execution(id); x.State != "succeeded" || !strings.HasSuffix(x.HandleMsg, engine.LateSuffix) {
 			t.Fatalf("the late result of the run's own instance: %+v, want succeeded, marked late", x)
 		}
@@ -184,7 +184,7 @@ func TestKillAnswerFromAnotherInstance(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e, id, fe := trustEnvWith(t, dialect)
 		fe.mu.Lock()
-		fe.instance = "i9" // the executor at the address restarted
+		fe.instance = inst("i9") // the executor at the address restarted
 		fe.mu.Unlock()
 		e.call("POST", "/api/v1/executions/"+itoa(id)+"/kill", nil, 409, nil)
 		if n := e.rejected(rejectWrongInstance); n != 1 {
@@ -194,10 +194,10 @@ func TestKillAnswerFromAnotherInstance(t *testing.T) {
 			t.Fatalf("another instance's kill answer ended the run: %+v", x)
 		}
 		fe.mu.Lock()
-		fe.instance = "i1"
+		fe.instance = inst("i1")
 		kills := fe.kills
 		fe.mu.Unlock()
-		if len(kills) != 1 || kills[0] != (killCall{"i1", id}) {
+		if len(kills) != 1 || kills[0] != (killCall{inst("i1"), id}) {
 			t.Fatalf("kill calls %+v, want one signed for i1", kills)
 		}
 		var x api.Execution

@@ -26,12 +26,12 @@ func trustEnv(t *testing.T, dialect string) (*env, int64) {
 func trustEnvWith(t *testing.T, dialect string) (*env, int64, *fakeExecutor) {
 	e := newExecutorEnv(t, dialect, time.Second)
 	fe := newFakeExecutor(t)
-	e.executorAs(sender{"billing", "i1"}, "register", map[string]any{"app": "billing", "address": fe.url,
-		"instance": "i1", "handlers": []string{"report"}}, 200, nil)
+	e.executorAs(sender{"billing", inst("i1")}, "register", map[string]any{"app": "billing", "address": fe.url,
+		"instance": inst("i1"), "handlers": []string{"report"}}, 200, nil)
 	job := e.remoteJob("billing", "first", nil)
 	e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, nil)
 	run := fe.nextRun()
-	if run.Instance != "i1" {
+	if run.Instance != inst("i1") {
 		t.Fatalf("run sent for instance %q, want i1", run.Instance)
 	}
 	eventually(t, "the dispatch to be recorded", func() bool { return e.execution(run.ExecutionID).ExecutorAddress == fe.url })
@@ -53,9 +53,9 @@ func TestForgedResults(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e, id := trustEnv(t, dialect)
 		now := time.Now().UnixMilli()
-		e.executorAs(sender{"payroll", "i1"}, "results", result(id, now, now), 403, nil)
-		e.executorAs(sender{"billing", "i2"}, "results", result(id, now, now), 409, nil)
-		e.executorAs(sender{"billing", "i2"}, "logs", map[string]any{"execution_id": id,
+		e.executorAs(sender{"payroll", inst("i1")}, "results", result(id, now, now), 403, nil)
+		e.executorAs(sender{"billing", inst("i2")}, "results", result(id, now, now), 409, nil)
+		e.executorAs(sender{"billing", inst("i2")}, "logs", map[string]any{"execution_id": id,
 			"lines": []map[string]any{{"line": 1, "at": now, "message": "planted"}}}, 409, nil)
 		if x := e.execution(id); x.State != "running" {
 			t.Fatalf("a forged result changed the run: %+v", x)
@@ -63,7 +63,7 @@ func TestForgedResults(t *testing.T) {
 		if a, i := e.rejected(rejectWrongApp), e.rejected(rejectWrongInstance); a != 1 || i != 2 {
 			t.Fatalf("rejected wrong_app %v, wrong_instance %v; want 1 and 2", a, i)
 		}
-		e.executorAs(sender{"billing", "i1"}, "results", result(id, now, now), 200, nil)
+		e.executorAs(sender{"billing", inst("i1")}, "results", result(id, now, now), 200, nil)
 		if x := e.execution(id); x.State != "succeeded" {
 			t.Fatalf("the real instance's result was not taken: %+v", x)
 		}
@@ -75,7 +75,7 @@ func TestForgedResults(t *testing.T) {
 func TestPlantedOutput(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e, id := trustEnv(t, dialect)
-		billing := sender{"billing", "i1"}
+		billing := sender{"billing", inst("i1")}
 		line := func(id int64, msg string) map[string]any {
 			return map[string]any{"execution_id": id, "lines": []map[string]any{{"line": 1, "at": 1, "message": msg}}}
 		}
@@ -104,7 +104,7 @@ func TestResultTimesAreTheServers(t *testing.T) {
 		e, id := trustEnv(t, dialect)
 		before := time.Now().UnixMilli()
 		const year1199BC = -99_999_999_999_999
-		e.executorAs(sender{"billing", "i1"}, "results", result(id, year1199BC, year1199BC), 200, nil)
+		e.executorAs(sender{"billing", inst("i1")}, "results", result(id, year1199BC, year1199BC), 200, nil)
 		after := time.Now().UnixMilli()
 		x := e.execution(id)
 		fin, started, fired := x.FinishedAt.Time().UnixMilli(), x.StartedAt.Time().UnixMilli(), x.FiredAt.Time().UnixMilli()
@@ -138,9 +138,9 @@ func TestAppCredentials(t *testing.T) {
 
 		// Cross-app registration: payroll's credential cannot join billing.
 		reg := func(app string) map[string]any {
-			return map[string]any{"app": app, "address": "http://127.0.0.1:1", "instance": "evil", "handlers": []string{"report"}}
+			return map[string]any{"app": app, "address": "http://127.0.0.1:1", "instance": inst("evil"), "handlers": []string{"report"}}
 		}
-		e.executorWith(payroll.Secret, sender{"billing", "evil"}, "register", reg("billing"), 403, nil)
+		e.executorWith(payroll.Secret, sender{"billing", inst("evil")}, "register", reg("billing"), 403, nil)
 		e.executorWith(payroll.Secret, sender{}, "register", reg("billing"), 403, nil)
 		var live api.Page[api.Executor]
 		e.call("GET", "/api/v1/executors", nil, 200, &live)
@@ -151,7 +151,7 @@ func TestAppCredentials(t *testing.T) {
 		}
 		// Forged result with another app's credential, whatever app it names.
 		now := time.Now().UnixMilli()
-		e.executorWith(payroll.Secret, sender{"payroll", "i1"}, "results", result(id, now, now), 403, nil)
+		e.executorWith(payroll.Secret, sender{"payroll", inst("i1")}, "results", result(id, now, now), 403, nil)
 		e.executorWith(payroll.Secret, sender{}, "results", result(id, now, now), 403, nil)
 		if x := e.execution(id); x.State != "running" {
 			t.Fatalf("another app's credential finished the run: %+v", x)
@@ -163,8 +163,8 @@ func TestAppCredentials(t *testing.T) {
 		if rotated.Secret == billing.Secret || rotated.RotatedAt.IsZero() {
 			t.Fatalf("rotated %+v", rotated)
 		}
-		e.executorWith(billing.Secret, sender{"billing", "i1"}, "results", result(id, now, now), 401, nil)
-		e.executorWith(rotated.Secret, sender{"", "i1"}, "results", result(id, now, now), 200, nil)
+		e.executorWith(billing.Secret, sender{"billing", inst("i1")}, "results", result(id, now, now), 401, nil)
+		e.executorWith(rotated.Secret, sender{"", inst("i1")}, "results", result(id, now, now), 200, nil)
 		if x := e.execution(id); x.State != "succeeded" {
 			t.Fatalf("the app's own credential did not finish the run: %+v", x)
 		}
@@ -173,11 +173,21 @@ func TestAppCredentials(t *testing.T) {
 }
 
 // TestExecutorNetworks: with --executor-networks set, a manual address outside them, or named
-// by a host name, is refused: the server would send runs and their parameters there.
+// by a host name, is refused: the server would send runs and their parameters there. So is a
+// registered one (issue 20, item 1: registrations were taken from anywhere).
 func TestExecutorNetworks(t *testing.T) {
 	e := newEnvWith(t, "sqlite", func(c *Config) {
 		c.ExecutorNetworks = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+		c.ExecutorToken = execToken
 	})
+	register := func(addr string, want int) {
+		t.Helper()
+		e.executorAs(sender{"billing", inst("net")}, "register", map[string]any{"app": "billing", "address": addr,
+			"instance": inst("net"), "handlers": []string{"report"}}, want, nil)
+	}
+	register("http://203.0.113.7:9999", 400)
+	register("http://attacker.example:9999", 400)
+	register("http://10.1.2.3:9999", 200)
 	put := func(addr string, want int) {
 		t.Helper()
 		e.call("PUT", "/api/v1/apps/legacy", map[string]any{"address_mode": "manual", "addresses": []string{addr}}, want, nil)

@@ -1,13 +1,14 @@
 package server
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
-	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -17,16 +18,8 @@ import (
 var errBadExecutorToken = &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated",
 	Message: "executor endpoints need Authorization: Bearer <the app's executor credential> (sundial app credential create)"}
 
-type registerIn struct {
-	App      string   `json:"app"`
-	Address  string   `json:"address"`
-	Instance string   `json:"instance"`
-	Version  string   `json:"version"`
-	Handlers []string `json:"handlers"`
-	Held     []int64  `json:"held"`
-}
-
-func (in *registerIn) validate(needHandlers bool) error {
+// validRegistration checks a register (with needHandlers) or unregister body.
+func validRegistration(in *wire.Registration, needHandlers bool) error {
 	switch {
 	case in.App == "":
 		return invalidField("app", "must not be empty")
@@ -43,14 +36,20 @@ func (in *registerIn) validate(needHandlers bool) error {
 }
 
 func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error {
-	var in registerIn
+	var in wire.Registration
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if err := in.validate(true); err != nil {
+	if err := validRegistration(&in, true); err != nil {
 		return err
 	}
 	if err := s.checkApp(r.Context(), in.App); err != nil {
+		return err
+	}
+	if in.Instance != senderOf(r).instance {
+		return invalidField("instance", "%q is not the instance the request proves (the %s header): a registration names its own instance", in.Instance, wire.HeaderInstance)
+	}
+	if err := s.checkRegistration(r, in.App, in.Address); err != nil {
 		return err
 	}
 	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Version, in.Handlers); err != nil {
@@ -63,16 +62,51 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, executor.RegisterResponse{HeartbeatIntervalMs: s.cfg.ExecutorHeartbeat.Milliseconds(), ClusterKeys: keys})
+	writeJSON(w, http.StatusOK, wire.RegisterResponse{HeartbeatIntervalMs: s.cfg.ExecutorHeartbeat.Milliseconds(), ClusterKeys: keys})
+	return nil
+}
+
+// checkRegistration refuses to register app's executor at address when the server may not
+// call it there: outside --executor-networks (as a manual address), or held by a live
+// executor of another app. Runs, with their parameters, would go to the address; and a
+// credential of one app naming another app's executor would steer that executor's work
+// (which its executor refuses anyway, since every call is signed for the app). A refusal of
+// the second kind is written to the audit log: it is what an attacker would try.
+func (s *Server) checkRegistration(r *http.Request, app, address string) error {
+	if err := s.allowedAddress(address); err != nil {
+		s.rejected.WithLabelValues(rejectAddressTaken).Inc()
+		return invalidField("address", "%v", err)
+	}
+	ctx := r.Context()
+	live, err := s.store.RegistryAt(ctx, address, dispatch.LiveIntervals*s.cfg.ExecutorHeartbeat)
+	if err != nil {
+		return err
+	}
+	for _, in := range live {
+		if in.App == app {
+			continue
+		}
+		s.rejected.WithLabelValues(rejectAddressTaken).Inc()
+		s.log.Warn("refused an executor registration at another app's executor address", "app", app, "address", address,
+			"held_by", in.App, "remote", r.RemoteAddr)
+		held, _ := json.Marshal(map[string]string{"held_by_app": in.App})
+		entry := &store.AuditEntry{Actor: "executor of " + app, Source: r.RemoteAddr, Action: "executor.register_refused",
+			TargetKind: "executor", Target: address, App: app, After: string(held)}
+		if err := s.store.AuditInsert(ctx, entry); err != nil {
+			return fmt.Errorf("audit the refused registration of %s at %s: %w", app, address, err)
+		}
+		return &apiError{Status: http.StatusConflict, Code: "already_exists",
+			Message: fmt.Sprintf("address %s is held by a live executor of another app: an executor address belongs to one app", address)}
+	}
 	return nil
 }
 
 func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) error {
-	var in registerIn
+	var in wire.Registration
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if err := in.validate(false); err != nil {
+	if err := validRegistration(&in, false); err != nil {
 		return err
 	}
 	if err := s.checkApp(r.Context(), in.App); err != nil {
@@ -86,17 +120,8 @@ func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-type logsIn struct {
-	ExecutionID int64 `json:"execution_id"`
-	Lines       []struct {
-		Line    int64  `json:"line"`
-		At      int64  `json:"at"`
-		Message string `json:"message"`
-	} `json:"lines"`
-}
-
 func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
-	var in logsIn
+	var in wire.LogBatch
 	if err := decode(r, &in); err != nil {
 		return err
 	}
@@ -120,43 +145,42 @@ func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type resultsIn struct {
-	Results []struct {
-		ExecutionID int64  `json:"execution_id"`
-		State       string `json:"state"`
-		Code        int    `json:"code"`
-		Message     string `json:"message"`
-		StartedAt   int64  `json:"started_at"`
-		FinishedAt  int64  `json:"finished_at"`
-		Traceparent string `json:"traceparent"`
-	} `json:"results"`
-}
-
 func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
-	var in resultsIn
+	var in wire.ResultBatch
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	rs := make([]engine.RemoteResult, len(in.Results))
-	from, now := senderOf(r), s.clock.Now()
+	ids := make([]int64, len(in.Results))
 	for i, res := range in.Results {
 		switch st := store.ExecutionState(res.State); st {
 		case store.ExecSucceeded, store.ExecFailed, store.ExecTimedOut, store.ExecCanceled:
 		default:
 			return invalidField(fmt.Sprintf("results[%d].state", i), "want succeeded, failed, timed_out or canceled, got %q", res.State)
 		}
+		ids[i] = res.ExecutionID
+	}
+	live, lost, err := s.dispatchesOf(r.Context(), ids)
+	if err != nil {
+		return err
+	}
+	rs := make([]engine.RemoteResult, len(in.Results))
+	from, now := senderOf(r), s.clock.Now()
+	for i, res := range in.Results {
 		// A run not live any more may take a late result (engine.CompleteRemote decides),
-		// from the instance it was handed to only; one live elsewhere may not.
+		// from the instance it was handed to only when it was declared lost; one live
+		// elsewhere may not. One that ended otherwise takes no result anyway (CompleteRemote
+		// changes nothing), so a result reported twice is still answered as before.
 		var firedAt int64
-		d, err := s.checkRun(r.Context(), from, res.ExecutionID)
-		if errors.Is(err, store.ErrNotFound) {
-			err = s.checkLate(r.Context(), from, res.ExecutionID)
-		}
-		switch {
-		case err == nil && d != nil:
+		d := live[res.ExecutionID]
+		if d != nil {
 			firedAt = d.FiredAt
-		case err != nil:
-			return s.refuse(err, res.ExecutionID)
+		} else {
+			d = lost[res.ExecutionID]
+		}
+		if d != nil {
+			if err := sentTo(d, from); err != nil {
+				return s.refuse(err, res.ExecutionID)
+			}
 		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
@@ -169,6 +193,6 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	if done == nil {
 		done = []int64{}
 	}
-	writeJSON(w, http.StatusOK, map[string][]int64{"completed": done})
+	writeJSON(w, http.StatusOK, wire.ResultsResponse{Completed: done})
 	return nil
 }

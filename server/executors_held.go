@@ -7,6 +7,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 )
 
 // dispatchSlack is how long a /run may take after its dispatch is recorded (the dispatcher's
@@ -23,7 +24,7 @@ func (s *Server) heldGrace() time.Duration {
 // checkHeld declares lost the runs on the beating executor's address that it does not hold:
 // at once those handed to an earlier instance (the executor restarted), after heldGrace the
 // rest. Executors that send no instance are not checked.
-func (s *Server) checkHeld(ctx context.Context, in registerIn) error {
+func (s *Server) checkHeld(ctx context.Context, in wire.Registration) error {
 	out, err := s.sched.Engine().CheckExecutorBeat(ctx, engine.ExecutorBeat{App: in.App, Address: in.Address,
 		Instance: in.Instance, Held: in.Held}, s.heldGrace())
 	if err != nil {

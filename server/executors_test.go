@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
-	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -28,7 +28,7 @@ const execToken = "executor-secret"
 type fakeExecutor struct {
 	t    *testing.T
 	url  string
-	runs chan executor.RunRequest
+	runs chan wire.RunRequest
 	mu   sync.Mutex
 	// refuse makes /run answer accepted=false.
 	refuse bool
@@ -45,7 +45,7 @@ type killCall struct {
 }
 
 func newFakeExecutor(t *testing.T) *fakeExecutor {
-	fe := &fakeExecutor{t: t, runs: make(chan executor.RunRequest, 16)}
+	fe := &fakeExecutor{t: t, runs: make(chan wire.RunRequest, 16)}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The server sends no credential to an executor, only the cluster's signature (which
 		// the executor SDK's tests verify).
@@ -59,7 +59,7 @@ func newFakeExecutor(t *testing.T) *fakeExecutor {
 		}
 		switch r.URL.Path {
 		case "/run":
-			var req executor.RunRequest
+			var req wire.RunRequest
 			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 				t.Errorf("run body: %v", err)
 			}
@@ -73,7 +73,7 @@ func newFakeExecutor(t *testing.T) *fakeExecutor {
 			fe.runs <- req
 			writeJSON(w, 200, map[string]any{"accepted": true, "instance": req.Instance})
 		case "/kill":
-			var req executor.KillRequest
+			var req wire.KillRequest
 			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 				t.Errorf("kill body: %v", err)
 			}
@@ -84,12 +84,12 @@ func newFakeExecutor(t *testing.T) *fakeExecutor {
 			instance := fe.instance
 			fe.mu.Unlock()
 			// It runs nothing, so it never has the run: the server ends it canceled.
-			writeJSON(w, 200, executor.KillResponse{Killed: false, Instance: instance})
+			writeJSON(w, 200, wire.KillResponse{Killed: false, Instance: instance})
 		case "/beat":
 			fe.mu.Lock()
 			instance := fe.instance
 			fe.mu.Unlock()
-			writeJSON(w, 200, executor.BeatResponse{Instance: instance})
+			writeJSON(w, 200, wire.BeatResponse{Instance: instance})
 		case "/idle-beat":
 			writeJSON(w, 200, map[string]any{"idle": true})
 		default:
@@ -102,14 +102,14 @@ func newFakeExecutor(t *testing.T) *fakeExecutor {
 }
 
 // nextRun waits (bounded) for the next run the executor receives.
-func (fe *fakeExecutor) nextRun() executor.RunRequest {
+func (fe *fakeExecutor) nextRun() wire.RunRequest {
 	fe.t.Helper()
 	select {
 	case r := <-fe.runs:
 		return r
 	case <-time.After(15 * time.Second):
 		fe.t.Fatalf("executor %s received no run", fe.url)
-		return executor.RunRequest{}
+		return wire.RunRequest{}
 	}
 }
 
@@ -119,7 +119,37 @@ func (e *env) executor(path string, body any, wantStatus int, out any) {
 	e.executorAs(sender{}, path, body, wantStatus, out)
 }
 
-// executorAs sends a protocol request naming its sender as the SDK does.
+// testInstances are the keys of the executor instances tests name, by instance id.
+var testInstances = struct {
+	sync.Mutex
+	byName map[string]*execsign.InstanceKey
+	byID   map[string]*execsign.InstanceKey
+}{byName: map[string]*execsign.InstanceKey{}, byID: map[string]*execsign.InstanceKey{}}
+
+// inst is the id of the executor instance a test calls name (the same in every test), whose
+// key executorAs proves it with.
+func inst(name string) string {
+	testInstances.Lock()
+	defer testInstances.Unlock()
+	k := testInstances.byName[name]
+	if k == nil {
+		var err error
+		if k, err = execsign.NewInstanceKey(); err != nil {
+			panic(err)
+		}
+		testInstances.byName[name], testInstances.byID[k.ID()] = k, k
+	}
+	return k.ID()
+}
+
+func instanceKey(id string) *execsign.InstanceKey {
+	testInstances.Lock()
+	defer testInstances.Unlock()
+	return testInstances.byID[id]
+}
+
+// executorAs sends a protocol request naming its sender as the SDK does, proving the
+// instance (one inst made) with its key.
 func (e *env) executorAs(from sender, path string, body any, wantStatus int, out any) {
 	e.t.Helper()
 	e.executorWith(execToken, from, path, body, wantStatus, out)
@@ -127,6 +157,13 @@ func (e *env) executorAs(from sender, path string, body any, wantStatus int, out
 
 // executorWith is executorAs with another credential than the executor token.
 func (e *env) executorWith(token string, from sender, path string, body any, wantStatus int, out any) {
+	e.t.Helper()
+	e.executorProven(token, from, instanceKey(from.instance), path, body, wantStatus, out)
+}
+
+// executorProven is executorWith proving the sender's instance with key (none when nil),
+// which an attacker picks.
+func (e *env) executorProven(token string, from sender, key *execsign.InstanceKey, path string, body any, wantStatus int, out any) {
 	e.t.Helper()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -137,8 +174,11 @@ func (e *env) executorWith(token string, from sender, path string, body any, wan
 		e.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set(executor.HeaderApp, from.app)
-	req.Header.Set(executor.HeaderInstance, from.instance)
+	req.Header.Set(wire.HeaderApp, from.app)
+	req.Header.Set(wire.HeaderInstance, from.instance)
+	if key != nil {
+		key.Prove(req, req.URL.Path, b, from.app, time.Now())
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)

@@ -9,14 +9,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
 // What an executor reports about a run is taken only from the executor the run was handed
 // to: the executor token alone would let any holder finish, or write the output of, any
-// app's runs. The sender names itself (executor.HeaderApp, executor.HeaderInstance) and must
-// match the app of the run's job and the instance recorded at dispatch.
+// app's runs. The sender names itself (wire.HeaderApp, wire.HeaderInstance, the
+// instance proven by its key: checkProof) and must match the app of the run's job and the
+// instance recorded at dispatch.
 
 // Reasons of sundial_executor_rejected_total.
 const (
@@ -24,15 +25,19 @@ const (
 	rejectWrongApp      = "wrong_app"      // the run belongs to another app's job
 	rejectWrongInstance = "wrong_instance" // the run was handed to another instance of the app
 	rejectNoClientCert  = "no_client_cert" // mutual TLS is on and the request had no verified client certificate
+	rejectNoProof       = "no_proof"       // the request names an instance without the proof of its key
+	rejectAddressTaken  = "address_taken"  // a registration of an address another app's live executor holds, or outside --executor-networks
 )
 
 func newRejectedCounter(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sundial_executor_rejected_total",
 		Help: "Executor reports about runs refused, by reason: not_live (about a run not running, or not on an executor), " +
 			"wrong_app (the run is another app's), wrong_instance (the run was handed to another executor instance, " +
-			"or another instance answered its kill), no_client_cert (mutual TLS is on and the executor presented no verified certificate)."},
+			"or another instance answered its kill), no_client_cert (mutual TLS is on and the executor presented no verified certificate), " +
+			"no_proof (a request naming an executor instance without the proof of its key), " +
+			"address_taken (a registration of an address another app's live executor holds, or outside --executor-networks)."},
 		[]string{"reason"})
-	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance, rejectNoClientCert} {
+	for _, r := range []string{rejectNotLive, rejectWrongApp, rejectWrongInstance, rejectNoClientCert, rejectNoProof, rejectAddressTaken} {
 		c.WithLabelValues(r) // every series from the start, so a rate alert sees 0 and not nothing
 	}
 	reg.MustRegister(c)
@@ -52,18 +57,17 @@ type sender struct{ app, instance string }
 
 // senderOf reads the sender from the headers; an app credential decides the app.
 func senderOf(r *http.Request) sender {
-	from := sender{app: r.Header.Get(executor.HeaderApp), instance: r.Header.Get(executor.HeaderInstance)}
+	from := sender{app: r.Header.Get(wire.HeaderApp), instance: r.Header.Get(wire.HeaderInstance)}
 	if bound := appBound(r.Context()); bound != "" {
 		from.app = bound
 	}
 	return from
 }
 
-// checkRun tells whether from may report about execution id. A run not running is
-// store.ErrNotFound (wrapped): output for it is refused, while a result may still be late
-// (see engine.CompleteRemote, and checkLate). A run recorded for no instance (an executor
-// that sends no id) is open to any instance of its app; a manual address's run is recorded
-// for the instance that answered there (dispatch learns it by a beat before the run).
+// checkRun tells whether from may report output about execution id. A run not running is
+// store.ErrNotFound (wrapped). A run recorded for no instance (an executor that sends no id)
+// is open to any instance of its app; a manual address's run is recorded for the instance
+// that answered there (dispatch learns it by a beat before the run).
 func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Dispatched, error) {
 	d, err := s.store.ExecutionDispatchedTo(ctx, id)
 	if err != nil {
@@ -72,19 +76,25 @@ func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Di
 	return d, sentTo(d, from)
 }
 
-// checkLate tells whether from may report a late result about execution id, which is not
-// running: one declared lost is the instance's it was handed to (and its app's), as a live
-// run is. One that ended otherwise takes no result anyway (engine.CompleteRemote changes
-// nothing), so a result reported twice is still answered as before.
-func (s *Server) checkLate(ctx context.Context, from sender, id int64) error {
-	d, err := s.store.ExecutionLostTo(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
+// dispatchesOf reads whom the executions ids were handed to, in two reads for a whole batch
+// of results: those running, and of the others those declared lost (a late result is taken
+// from the instance a lost run had been handed to, as a live run's is).
+func (s *Server) dispatchesOf(ctx context.Context, ids []int64) (live, lost map[int64]*store.Dispatched, err error) {
+	if live, err = s.store.ExecutionsDispatchedTo(ctx, ids); err != nil {
+		return nil, nil, err
 	}
-	if err != nil {
-		return err
+	var rest []int64
+	for _, id := range ids {
+		if live[id] == nil {
+			rest = append(rest, id)
+		}
 	}
-	return sentTo(d, from)
+	if len(rest) > 0 {
+		if lost, err = s.store.ExecutionsLostTo(ctx, rest); err != nil {
+			return nil, nil, err
+		}
+	}
+	return live, lost, nil
 }
 
 // sentTo refuses from when the run d describes was not handed to it.

@@ -149,7 +149,7 @@ func TestExecutorList(t *testing.T) {
 			fe      *fakeExecutor
 			version string
 		}{{"billing", a, "v1.4.0"}, {"billing", b, ""}, {"other", other, "v2.0.0"}} {
-			e.executor("register", map[string]any{"app": r.app, "address": r.fe.url, "instance": "i-" + r.app,
+			e.executorAs(sender{r.app, inst("i-" + r.app)}, "register", map[string]any{"app": r.app, "address": r.fe.url, "instance": inst("i-" + r.app),
 				"version": r.version, "handlers": []string{"report"}}, http.StatusOK, nil)
 		}
 		job := e.remoteJob("billing", "round_robin", nil)
@@ -169,7 +169,7 @@ func TestExecutorList(t *testing.T) {
 				t.Errorf("executor %s: no last heartbeat", x.Address)
 			}
 		}
-		want := map[string]string{a.url: "billing v1.4.0 2 i-billing", b.url: "billing  1 i-billing", other.url: "other v2.0.0 0 i-other"}
+		want := map[string]string{a.url: "billing v1.4.0 2 " + inst("i-billing"), b.url: "billing  1 " + inst("i-billing"), other.url: "other v2.0.0 0 " + inst("i-other")}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("executors: %v, want %v", got, want)
 		}

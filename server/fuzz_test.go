@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/schedule"
 )
 
@@ -18,8 +19,8 @@ var requestTypes = []func() any{
 	func() any { return new(api.JobRequest) }, func() any { return new(api.TriggerRequest) },
 	func() any { return new(api.CalendarRequest) }, func() any { return new(api.AppRequest) },
 	func() any { return new(api.TokenRequest) }, func() any { return new(api.LoginRequest) },
-	func() any { return new(api.PasswordRequest) }, func() any { return new(registerIn) }, func() any { return new(logsIn) },
-	func() any { return new(resultsIn) },
+	func() any { return new(api.PasswordRequest) }, func() any { return new(wire.Registration) }, func() any { return new(wire.LogBatch) },
+	func() any { return new(wire.ResultBatch) },
 }
 
 // want400 fails unless err is nil or the API's 400: anything else would answer 500.
@@ -65,8 +66,8 @@ func FuzzRequestDecoders(f *testing.F) {
 				}
 				err = nil
 			}
-		case *registerIn:
-			err = in.validate(true)
+		case *wire.Registration:
+			err = validRegistration(in, true)
 		}
 		want400(t, err)
 	})

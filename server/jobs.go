@@ -86,7 +86,11 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) error {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
 			"unless a node that registers it fires them (built in: noop)", job.Handler))
 	}
-	out.Warnings = append(out.Warnings, s.alarmWarnings(job.AlarmTargets)...)
+	warn, err := s.jobWarnings(r.Context(), job)
+	if err != nil {
+		return err
+	}
+	out.Warnings = append(out.Warnings, warn...)
 	for i, t := range trigs {
 		out.Warnings = append(out.Warnings, cronWarnings(fmt.Sprintf("triggers[%d].cron", i), t.Schedule)...)
 	}
@@ -239,9 +243,24 @@ func (s *Server) updateJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out.Warnings = append(out.Warnings, s.alarmWarnings(job.AlarmTargets)...)
+	warn, err := s.jobWarnings(r.Context(), job)
+	if err != nil {
+		return err
+	}
+	out.Warnings = append(out.Warnings, warn...)
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// jobWarnings are the warnings about a job its create and update answer with: alarm targets
+// that cannot be reached, secret params that would travel in clear.
+func (s *Server) jobWarnings(ctx context.Context, job sundial.Job) ([]string, error) {
+	warn := s.alarmWarnings(job.AlarmTargets)
+	if !job.ParamsSecret {
+		return warn, nil
+	}
+	clearText, err := s.clearSecrets(ctx, job.App)
+	return append(warn, clearText...), err
 }
 
 // alarmWarnings warns of e-mail targets when this node has no mail server: the leader may

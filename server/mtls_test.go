@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/teststore"
 )
@@ -120,7 +121,7 @@ func TestMutualTLS(t *testing.T) {
 
 	// No client certificate: the right token is not enough.
 	noCert := httpserve.Client(10*time.Second, ca.pool, nil)
-	req, _ := http.NewRequest(http.MethodPost, base+executor.PathRegister,
+	req, _ := http.NewRequest(http.MethodPost, base+wire.PathRegister,
 		strings.NewReader(`{"app":"billing","address":"https://127.0.0.1:1","instance":"x"}`))
 	req.Header.Set("Authorization", "Bearer "+execToken)
 	resp, err := noCert.Do(req)
@@ -155,20 +156,20 @@ func TestMutualTLS(t *testing.T) {
 	if !strings.HasPrefix(ex.Address(), "https://") {
 		t.Fatalf("executor address %s, want https", ex.Address())
 	}
-	killed, answered, err := srv.remote.Kill(sctx, ex.Address(), ex.Instance(), 12345)
+	killed, answered, err := srv.remote.Kill(sctx, "billing", ex.Address(), ex.Instance(), 12345)
 	if err != nil || killed || answered != ex.Instance() {
 		t.Fatalf("the server's call over mutual TLS: killed %v, answered by %q, %v; want an answer from %s", killed, answered, err, ex.Instance())
 	}
 
 	// The executor's endpoint requires a client certificate at the handshake.
-	if resp, err := noCert.Post(ex.Address()+executor.PathBeat, "application/json", strings.NewReader("{}")); err == nil {
+	if resp, err := noCert.Post(ex.Address()+wire.PathBeat, "application/json", strings.NewReader("{}")); err == nil {
 		resp.Body.Close()
 		t.Fatalf("a call to the executor without a client certificate got status %d, want a failed handshake", resp.StatusCode)
 	}
 	// A certificate from another CA is refused too.
 	other := newTestCA(t)
 	foreign := httpserve.Client(10*time.Second, ca.pool, other.issue("intruder", 4))
-	if resp, err := foreign.Post(ex.Address()+executor.PathBeat, "application/json", strings.NewReader("{}")); err == nil {
+	if resp, err := foreign.Post(ex.Address()+wire.PathBeat, "application/json", strings.NewReader("{}")); err == nil {
 		resp.Body.Close()
 		t.Fatalf("a call with another CA's certificate got status %d, want a failed handshake", resp.StatusCode)
 	}

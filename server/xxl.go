@@ -160,6 +160,13 @@ func (s *Server) xxlRegistry(remove bool) apiHandler {
 			xxlReply(w, gen, xxljob.CodeFail, "Illegal Argument.")
 			return nil
 		}
+		if !remove {
+			if err := s.checkRegistration(r, name, addr); err != nil {
+				s.log.Warn("XXL-JOB executor registration refused", "app", name, "address", addr, "err", err)
+				xxlReply(w, gen, xxljob.CodeFail, "Illegal Argument.")
+				return nil
+			}
+		}
 		if remove {
 			if _, err := s.store.RegistryLeave(ctx, name, addr); err != nil {
 				return err

@@ -191,6 +191,11 @@ type Querier interface {
 	// it had been handed to is kept with it when it is lost (ErrNotFound when the execution is
 	// not lost; Address "" for one that ran in process). A late result is checked against it.
 	ExecutionLostTo(ctx context.Context, id int64) (*Dispatched, error)
+	// ExecutionsDispatchedTo and ExecutionsLostTo are the two above for many executions in one
+	// read (a batch of results): the ones found, by id; an id absent is not running (not
+	// lost).
+	ExecutionsDispatchedTo(ctx context.Context, ids []int64) (map[int64]*Dispatched, error)
+	ExecutionsLostTo(ctx context.Context, ids []int64) (map[int64]*Dispatched, error)
 	// ExecutionsLoseOnExecutorIDs is ExecutionsLoseOnExecutor for the runs given only, as they
 	// were read (ExecutionsRunningOnExecutor): those still running, sent to address, to the
 	// same instance at the same dispatch time, move to lost and are returned. A run sent again
@@ -244,6 +249,9 @@ type Querier interface {
 	// RegistryLive lists the instances of app (of every app for "") seen within olderThan by
 	// the database clock, by app and address.
 	RegistryLive(ctx context.Context, app string, olderThan time.Duration) ([]*Instance, error)
+	// RegistryAt lists the instances of every app at address seen within olderThan by the
+	// database clock (as RegistryLive), by app.
+	RegistryAt(ctx context.Context, address string, olderThan time.Duration) ([]*Instance, error)
 	// RegistrySweep deletes the instances silent for longer than olderThan by the database
 	// clock and returns them. An instance that beats meanwhile stays.
 	RegistrySweep(ctx context.Context, olderThan time.Duration) ([]*Instance, error)
@@ -379,6 +387,8 @@ type JobFilter struct {
 	NameContains string
 	NamePrefix   string
 	Handler      string
+	// ParamsSecret keeps the jobs whose params are secret.
+	ParamsSecret bool
 	// TriggerState keeps jobs with at least one trigger in that state (paused: jobs someone
 	// paused).
 	TriggerState TriggerState

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
@@ -15,6 +16,8 @@ type appRow struct {
 	*store.App
 	Instances []instanceInfo
 	Running   int
+	// Warning says the secret params of the app's jobs travel in clear (sundial.ClearSecretsWarning).
+	Warning string
 }
 
 type appsView struct {
@@ -37,7 +40,11 @@ func (c *Console) appsPage(w http.ResponseWriter, r *http.Request) error {
 	av := appsView{Now: api.TimeOf(c.clock.Now())}
 	byApp := map[string]*appRow{}
 	for _, a := range apps {
-		av.Apps = append(av.Apps, appRow{App: a})
+		warning, err := sundial.ClearSecretsWarning(r.Context(), c.store, a)
+		if err != nil {
+			return err
+		}
+		av.Apps = append(av.Apps, appRow{App: a, Warning: warning})
 	}
 	for i := range av.Apps {
 		byApp[av.Apps[i].Name] = &av.Apps[i]

@@ -264,3 +264,26 @@ func TestEditJobAndTriggers(t *testing.T) {
 		t.Fatal("the job survived its delete")
 	}
 }
+
+// TestAppsPageWarnsOfClearSecrets (issue 20, item 13): the apps page warns at a manual app
+// with secret-param jobs and an http:// address, and not at one whose addresses use TLS.
+func TestAppsPageWarnsOfClearSecrets(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	ctx := context.Background()
+	for name, addr := range map[string]string{"plain": "http://10.0.0.5:9999", "tls": "https://10.0.0.6:9999"} {
+		if err := h.st.AppPut(ctx, &store.App{Name: name, AddressMode: store.AddressManual, Addresses: []string{addr}}); err != nil {
+			t.Fatal(err)
+		}
+		j := &store.Job{Group: "g", Name: name + "-backup", TargetKind: store.TargetRemote, App: name, Handler: "backup",
+			Params: "sealed", ParamsSecret: true, Concurrency: store.ConcurrencyAllow, Enabled: true}
+		if err := h.st.JobInsert(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := h.client()
+	c.login()
+	p := c.get("/apps").mustStatus(t, http.StatusOK).mustContain(t, `class="alert warn"`, "app plain has jobs with secret params", "http://10.0.0.5:9999")
+	if strings.Count(p.body, `class="alert warn"`) != 1 {
+		t.Fatalf("want one warning, at the plain app:\n%s", p.body)
+	}
+}

@@ -109,6 +109,7 @@ are the --address list. Executors may register before the app exists (it is then
 		if err != nil {
 			return err
 		}
+		printWarnings(cmd, app.Warnings)
 		return printOne(cmd.OutOrStdout(), o, app, showApp(nil))
 	})
 	return cmd
@@ -208,6 +209,7 @@ func newAppUpdateCmd(o *apiOptions) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		printWarnings(cmd, app.Warnings)
 		return printOne(cmd.OutOrStdout(), o, app, showApp(nil))
 	})
 	return cmd

@@ -195,3 +195,18 @@ func TestCLIAppCredential(t *testing.T) {
 		t.Fatalf("credential list:\n%s", out)
 	}
 }
+
+// TestCLIClearSecretsWarning (issue 20, item 13): pointing an app with secret-param jobs at
+// an http:// address prints a warning on standard error (and succeeds); https:// does not.
+func TestCLIClearSecretsWarning(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "app", "create", "legacy", "--mode", "manual", "--address", "https://10.0.0.5:9999")
+	s.mustCLI(t, "job", "create", "backup", "--handler", "backup", "--app", "legacy", "--params", "pw=hunter2", "--params-secret")
+	code, _, errOut := s.cli(t, "app", "update", "legacy", "--address", "http://10.0.0.5:9999")
+	if code != 0 || !strings.Contains(errOut, "warning: ") || !strings.Contains(errOut, "in clear") || !strings.Contains(errOut, "http://10.0.0.5:9999") {
+		t.Errorf("app update to an http address: exit %d, stderr %q: want 0 and the warning", code, errOut)
+	}
+	if code, _, errOut := s.cli(t, "app", "update", "legacy", "--address", "https://10.0.0.5:9999"); code != 0 || errOut != "" {
+		t.Errorf("app update to an https address: exit %d, stderr %q: want 0 and no warning", code, errOut)
+	}
+}

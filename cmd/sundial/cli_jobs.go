@@ -178,10 +178,15 @@ func newJobCreateCmd(o *apiOptions) *cobra.Command {
 
 // printJob prints a returned job, and its warnings on standard error.
 func printJob(cmd *cobra.Command, o *apiOptions, j *api.Job) error {
-	for _, w := range j.Warnings {
+	printWarnings(cmd, j.Warnings)
+	return printOne(cmd.OutOrStdout(), o, j, showJob)
+}
+
+// printWarnings prints an answer's warnings on standard error, one a line.
+func printWarnings(cmd *cobra.Command, warnings []string) {
+	for _, w := range warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", termSafe(w))
 	}
-	return printOne(cmd.OutOrStdout(), o, j, showJob)
 }
 
 // paramsShown is the params line of a job: secret params come masked from the server.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 )
 
 const (
@@ -65,7 +65,7 @@ func startExecutorCmd(t *testing.T, enableShell bool) (*executortest.Peer, strin
 	return peer, addr
 }
 
-func runOn(t *testing.T, peer *executortest.Peer, addr string, req executor.RunRequest) executor.Result {
+func runOn(t *testing.T, peer *executortest.Peer, addr string, req wire.RunRequest) wire.Result {
 	t.Helper()
 	resp, err := peer.Run(context.Background(), addr, req)
 	if err != nil || !resp.Accepted {
@@ -109,9 +109,9 @@ func TestExecutorCmdHTTPHandler(t *testing.T) {
 	peer, addr := startExecutorCmd(t, false)
 
 	params := fmt.Sprintf(`{"method":"POST","url":%q,"headers":{"X-Job":"nightly"},"body":"hi"}`, target.URL+"/ok")
-	res := runOn(t, peer, addr, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "http", Params: params,
+	res := runOn(t, peer, addr, wire.RunRequest{ExecutionID: 1, JobID: 1, Handler: "http", Params: params,
 		TriggerID: 5, ScheduledAt: 1732230000000, FiredAt: 1732230000042, Attempt: 1, IdempotencyKey: "j1-t5-1732230000000-s0"})
-	if res.State != executor.StateSucceeded {
+	if res.State != wire.StateSucceeded {
 		t.Errorf("2xx: %+v", res)
 	}
 	out := peer.Output(1)
@@ -122,17 +122,17 @@ func TestExecutorCmdHTTPHandler(t *testing.T) {
 		}
 	}
 
-	res = runOn(t, peer, addr, executor.RunRequest{ExecutionID: 2, JobID: 1, Handler: "http",
+	res = runOn(t, peer, addr, wire.RunRequest{ExecutionID: 2, JobID: 1, Handler: "http",
 		Params: fmt.Sprintf(`{"url":%q}`, target.URL+"/fail")})
-	if res.State != executor.StateFailed || !strings.Contains(res.Message, "500") {
+	if res.State != wire.StateFailed || !strings.Contains(res.Message, "500") {
 		t.Errorf("500: %+v, want failed naming the status", res)
 	}
 	if out := peer.Output(2); !strings.Contains(out, "broken today") {
 		t.Errorf("output %q: want the body", out)
 	}
 
-	res = runOn(t, peer, addr, executor.RunRequest{ExecutionID: 3, JobID: 1, Handler: "http", Params: `{"url":"ftp://x"}`})
-	if res.State != executor.StateFailed || !strings.Contains(res.Message, "ftp://x") {
+	res = runOn(t, peer, addr, wire.RunRequest{ExecutionID: 3, JobID: 1, Handler: "http", Params: `{"url":"ftp://x"}`})
+	if res.State != wire.StateFailed || !strings.Contains(res.Message, "ftp://x") {
 		t.Errorf("bad url: %+v", res)
 	}
 }
@@ -140,8 +140,8 @@ func TestExecutorCmdHTTPHandler(t *testing.T) {
 func TestExecutorCmdShellRefusedUnlessEnabled(t *testing.T) {
 	peer, addr := startExecutorCmd(t, false)
 	marker := t.TempDir() + "/ran"
-	res := runOn(t, peer, addr, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "shell", Params: "touch " + marker})
-	if res.State != executor.StateFailed || !strings.Contains(res.Message, "--enable-shell") {
+	res := runOn(t, peer, addr, wire.RunRequest{ExecutionID: 1, JobID: 1, Handler: "shell", Params: "touch " + marker})
+	if res.State != wire.StateFailed || !strings.Contains(res.Message, "--enable-shell") {
 		t.Errorf("shell without --enable-shell: %+v, want failed naming the flag", res)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -151,11 +151,11 @@ func TestExecutorCmdShellRefusedUnlessEnabled(t *testing.T) {
 
 func TestExecutorCmdShell(t *testing.T) {
 	peer, addr := startExecutorCmd(t, true)
-	res := runOn(t, peer, addr, executor.RunRequest{ExecutionID: 1, JobID: 1, Handler: "shell", ShardIndex: 2, ShardTotal: 4,
+	res := runOn(t, peer, addr, wire.RunRequest{ExecutionID: 1, JobID: 1, Handler: "shell", ShardIndex: 2, ShardTotal: 4,
 		TriggerID: 5, ScheduledAt: 1732230000000, FiredAt: 1732230000042,
 		Params: "echo one; echo two >&2; echo shard=$SUNDIAL_SHARD_INDEX/$SUNDIAL_SHARD_TOTAL id=$SUNDIAL_EXECUTION_ID; " +
 			"echo trigger=$SUNDIAL_TRIGGER_ID at=$SUNDIAL_SCHEDULED_AT fired=$SUNDIAL_FIRED_AT key=$SUNDIAL_IDEMPOTENCY_KEY"})
-	if res.State != executor.StateSucceeded {
+	if res.State != wire.StateSucceeded {
 		t.Errorf("script: %+v", res)
 	}
 	// The key is the executor's own (the request has none): trigger, scheduled time and shard.
@@ -164,16 +164,16 @@ func TestExecutorCmdShell(t *testing.T) {
 		t.Errorf("output %q, want %q", out, want)
 	}
 
-	res = runOn(t, peer, addr, executor.RunRequest{ExecutionID: 2, JobID: 1, Handler: "shell", Params: "echo bad; exit 3"})
-	if res.State != executor.StateFailed || !strings.Contains(res.Message, "status 3") {
+	res = runOn(t, peer, addr, wire.RunRequest{ExecutionID: 2, JobID: 1, Handler: "shell", Params: "echo bad; exit 3"})
+	if res.State != wire.StateFailed || !strings.Contains(res.Message, "status 3") {
 		t.Errorf("exit 3: %+v", res)
 	}
 
 	// On timeout the whole process group dies, including a child the script started.
 	start := time.Now()
-	res = runOn(t, peer, addr, executor.RunRequest{ExecutionID: 3, JobID: 1, Handler: "shell", TimeoutMs: 300,
+	res = runOn(t, peer, addr, wire.RunRequest{ExecutionID: 3, JobID: 1, Handler: "shell", TimeoutMs: 300,
 		Params: "sleep 60 & echo child=$!; wait"})
-	if res.State != executor.StateTimedOut {
+	if res.State != wire.StateTimedOut {
 		t.Errorf("timeout: %+v", res)
 	}
 	if d := time.Since(start); d > 4*time.Second {
@@ -193,7 +193,7 @@ func TestExecutorCmdShell(t *testing.T) {
 	}
 
 	// Kill works the same way.
-	resp, err := peer.Run(context.Background(), addr, executor.RunRequest{ExecutionID: 4, JobID: 2, Handler: "shell", Params: "echo started; sleep 60"})
+	resp, err := peer.Run(context.Background(), addr, wire.RunRequest{ExecutionID: 4, JobID: 2, Handler: "shell", Params: "echo started; sleep 60"})
 	if err != nil || !resp.Accepted {
 		t.Fatal(resp, err)
 	}
@@ -201,7 +201,7 @@ func TestExecutorCmdShell(t *testing.T) {
 	if killed, err := peer.Kill(context.Background(), addr, 4); !killed || err != nil {
 		t.Fatalf("kill: %v %v", killed, err)
 	}
-	if res := peer.WaitResult(t, 4, execWait); res.State != executor.StateCanceled || res.Message != "killed" {
+	if res := peer.WaitResult(t, 4, execWait); res.State != wire.StateCanceled || res.Message != "killed" {
 		t.Errorf("killed: %+v", res)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 )
 
@@ -40,10 +40,10 @@ type Peer struct {
 
 	mu            sync.Mutex
 	changed       chan struct{} // closed and replaced whenever something is recorded
-	registrations []executor.Registration
-	unregs        []executor.Registration
-	logs          map[int64]map[int64]executor.LogLine
-	results       map[int64]executor.Result
+	registrations []wire.Registration
+	unregs        []wire.Registration
+	logs          map[int64]map[int64]wire.LogLine
+	results       map[int64]wire.Result
 	resultCalls   int
 	refusedCalls  int
 	failResults   int // HTTP status to answer results with, 0 = take them
@@ -60,10 +60,10 @@ func NewPeer(t testing.TB, token string) *Peer {
 		t.Fatal(err)
 	}
 	p := &Peer{Token: token, HeartbeatMs: 3000, Signer: signer, Now: time.Now, changed: make(chan struct{}),
-		logs: map[int64]map[int64]executor.LogLine{}, results: map[int64]executor.Result{}}
+		logs: map[int64]map[int64]wire.LogLine{}, results: map[int64]wire.Result{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+executor.PathRegister, func(w http.ResponseWriter, r *http.Request) {
-		var reg executor.Registration
+	mux.HandleFunc("POST "+wire.PathRegister, func(w http.ResponseWriter, r *http.Request) {
+		var reg wire.Registration
 		if !p.decode(w, r, &reg) {
 			return
 		}
@@ -75,18 +75,18 @@ func NewPeer(t testing.TB, token string) *Peer {
 		p.mu.Lock()
 		hb := p.HeartbeatMs
 		p.mu.Unlock()
-		writeJSON(w, executor.RegisterResponse{HeartbeatIntervalMs: hb, ClusterKeys: []string{p.Signer.Public()}})
+		writeJSON(w, wire.RegisterResponse{HeartbeatIntervalMs: hb, ClusterKeys: []string{p.Signer.Public()}})
 	})
-	mux.HandleFunc("POST "+executor.PathUnregister, func(w http.ResponseWriter, r *http.Request) {
-		var reg executor.Registration
+	mux.HandleFunc("POST "+wire.PathUnregister, func(w http.ResponseWriter, r *http.Request) {
+		var reg wire.Registration
 		if !p.decode(w, r, &reg) {
 			return
 		}
 		p.record(func() { p.unregs = append(p.unregs, reg) })
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST "+executor.PathLogs, func(w http.ResponseWriter, r *http.Request) {
-		var b executor.LogBatch
+	mux.HandleFunc("POST "+wire.PathLogs, func(w http.ResponseWriter, r *http.Request) {
+		var b wire.LogBatch
 		if !p.decode(w, r, &b) {
 			return
 		}
@@ -97,7 +97,7 @@ func NewPeer(t testing.TB, token string) *Peer {
 		p.record(func() {
 			m := p.logs[b.ExecutionID]
 			if m == nil {
-				m = map[int64]executor.LogLine{}
+				m = map[int64]wire.LogLine{}
 				p.logs[b.ExecutionID] = m
 			}
 			for _, l := range b.Lines {
@@ -106,8 +106,8 @@ func NewPeer(t testing.TB, token string) *Peer {
 		})
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST "+executor.PathResults, func(w http.ResponseWriter, r *http.Request) {
-		var b executor.ResultBatch
+	mux.HandleFunc("POST "+wire.PathResults, func(w http.ResponseWriter, r *http.Request) {
+		var b wire.ResultBatch
 		if !p.decode(w, r, &b) {
 			return
 		}
@@ -121,7 +121,7 @@ func NewPeer(t testing.TB, token string) *Peer {
 		}
 		for _, res := range b.Results {
 			switch res.State {
-			case executor.StateSucceeded, executor.StateFailed, executor.StateTimedOut, executor.StateCanceled:
+			case wire.StateSucceeded, wire.StateFailed, wire.StateTimedOut, wire.StateCanceled:
 			default:
 				http.Error(w, fmt.Sprintf("state %q is not a final state", res.State), http.StatusBadRequest)
 				return
@@ -138,7 +138,7 @@ func NewPeer(t testing.TB, token string) *Peer {
 				completed = append(completed, res.ExecutionID)
 			}
 		})
-		writeJSON(w, executor.ResultsResponse{Completed: completed})
+		writeJSON(w, wire.ResultsResponse{Completed: completed})
 	})
 	want := []byte("Bearer " + token)
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -146,6 +146,16 @@ func NewPeer(t testing.TB, token string) *Peer {
 			http.Error(w, "wrong token", http.StatusUnauthorized)
 			return
 		}
+		// As a server does: the instance a request names must be proven by its key.
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = execsign.VerifyProof(r, r.URL.Path, body, r.Header.Get(wire.HeaderApp), r.Header.Get(wire.HeaderInstance), p.Now())
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		mux.ServeHTTP(w, r)
 	}))
 	p.URL = p.srv.URL
@@ -202,14 +212,14 @@ func (p *Peer) Wait(t testing.TB, timeout time.Duration, what string, cond func(
 }
 
 // Registrations returns the registrations received so far.
-func (p *Peer) Registrations() []executor.Registration {
+func (p *Peer) Registrations() []wire.Registration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.registrations)
 }
 
 // Unregistrations returns the unregistrations received so far.
-func (p *Peer) Unregistrations() []executor.Registration {
+func (p *Peer) Unregistrations() []wire.Registration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.unregs)
@@ -230,7 +240,7 @@ func (p *Peer) ResultCalls() int {
 }
 
 // Result returns the result recorded for id.
-func (p *Peer) Result(id int64) (executor.Result, bool) {
+func (p *Peer) Result(id int64) (wire.Result, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, ok := p.results[id]
@@ -241,7 +251,7 @@ func (p *Peer) Result(id int64) (executor.Result, bool) {
 func (p *Peer) HasResult(id int64) bool { _, ok := p.Result(id); return ok }
 
 // WaitResult waits for the result of id.
-func (p *Peer) WaitResult(t testing.TB, id int64, timeout time.Duration) executor.Result {
+func (p *Peer) WaitResult(t testing.TB, id int64, timeout time.Duration) wire.Result {
 	t.Helper()
 	p.Wait(t, timeout, fmt.Sprintf("the result of execution %d", id), func() bool { return p.HasResult(id) })
 	r, _ := p.Result(id)
@@ -249,14 +259,14 @@ func (p *Peer) WaitResult(t testing.TB, id int64, timeout time.Duration) executo
 }
 
 // Lines returns the output lines of id in line order.
-func (p *Peer) Lines(id int64) []executor.LogLine {
+func (p *Peer) Lines(id int64) []wire.LogLine {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []executor.LogLine
+	var out []wire.LogLine
 	for _, l := range p.logs[id] {
 		out = append(out, l)
 	}
-	slices.SortFunc(out, func(a, b executor.LogLine) int { return int(a.Line - b.Line) })
+	slices.SortFunc(out, func(a, b wire.LogLine) int { return int(a.Line - b.Line) })
 	return out
 }
 
@@ -284,8 +294,16 @@ func (p *Peer) WaitOutput(t testing.TB, id int64, substr string, timeout time.Du
 }
 
 // Request makes a call of body to an executor's path, signed with the peer's key for the
-// executor instance ("" for none). Send it with Send; tests alter or repeat it.
+// executor instance ("" for none) of the app that registered address last, at address.
+// Send it with Send; tests alter or repeat it.
 func (p *Peer) Request(ctx context.Context, address, path, instance string, body any) (*http.Request, error) {
+	return p.RequestFor(ctx, address, path, execsign.Target{App: p.registered(address).App, Instance: instance,
+		Address: strings.TrimRight(address, "/")}, body)
+}
+
+// RequestFor is Request signed for the target to, which tests may point elsewhere than
+// address.
+func (p *Peer) RequestFor(ctx context.Context, address, path string, to execsign.Target, body any) (*http.Request, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -295,7 +313,7 @@ func (p *Peer) Request(ctx context.Context, address, path, instance string, body
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := p.Signer.Sign(req, path, b, instance, p.Now()); err != nil {
+	if err := p.Signer.Sign(req, path, b, to, p.Now()); err != nil {
 		return nil, err
 	}
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
@@ -332,15 +350,18 @@ func (p *Peer) Call(ctx context.Context, address, path, instance string, body an
 }
 
 // InstanceAt is the instance that registered address last, as a server's registry knows it.
-func (p *Peer) InstanceAt(address string) string {
+func (p *Peer) InstanceAt(address string) string { return p.registered(address).Instance }
+
+// registered is the last registration of address.
+func (p *Peer) registered(address string) wire.Registration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := len(p.registrations) - 1; i >= 0; i-- {
-		if p.registrations[i].Address == address {
-			return p.registrations[i].Instance
+		if p.registrations[i].Address == strings.TrimRight(address, "/") {
+			return p.registrations[i]
 		}
 	}
-	return ""
+	return wire.Registration{}
 }
 
 // call posts signed for instance and decodes a 200 answer into out.
@@ -357,33 +378,33 @@ func (p *Peer) call(ctx context.Context, address, path, instance string, in, out
 
 // Run asks the executor at address to run req; a req naming no instance is sent for the one
 // that registered address last, as a server does.
-func (p *Peer) Run(ctx context.Context, address string, req executor.RunRequest) (executor.RunResponse, error) {
+func (p *Peer) Run(ctx context.Context, address string, req wire.RunRequest) (wire.RunResponse, error) {
 	if req.Instance == "" {
 		req.Instance = p.InstanceAt(address)
 	}
-	var resp executor.RunResponse
-	err := p.call(ctx, address, executor.PathRun, req.Instance, req, &resp)
+	var resp wire.RunResponse
+	err := p.call(ctx, address, wire.PathRun, req.Instance, req, &resp)
 	return resp, err
 }
 
 // Kill asks the executor at address (the instance that registered it last) to kill an
 // execution.
 func (p *Peer) Kill(ctx context.Context, address string, id int64) (bool, error) {
-	var resp executor.KillResponse
-	err := p.call(ctx, address, executor.PathKill, p.InstanceAt(address), executor.KillRequest{ExecutionID: id}, &resp)
+	var resp wire.KillResponse
+	err := p.call(ctx, address, wire.PathKill, p.InstanceAt(address), wire.KillRequest{ExecutionID: id}, &resp)
 	return resp.Killed, err
 }
 
 // Beat checks the executor at address is alive.
 func (p *Peer) Beat(ctx context.Context, address string) error {
-	var resp executor.BeatResponse
-	return p.call(ctx, address, executor.PathBeat, "", struct{}{}, &resp)
+	var resp wire.BeatResponse
+	return p.call(ctx, address, wire.PathBeat, "", struct{}{}, &resp)
 }
 
 // IdleBeat asks the executor at address whether a job is idle there.
 func (p *Peer) IdleBeat(ctx context.Context, address string, jobID int64) (bool, error) {
-	var resp executor.IdleBeatResponse
-	err := p.call(ctx, address, executor.PathIdleBeat, "", executor.IdleBeatRequest{JobID: jobID}, &resp)
+	var resp wire.IdleBeatResponse
+	err := p.call(ctx, address, wire.PathIdleBeat, "", wire.IdleBeatRequest{JobID: jobID}, &resp)
 	return resp.Idle, err
 }
 

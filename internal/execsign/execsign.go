@@ -1,14 +1,16 @@
-// Package execsign signs the server's calls to executors (/run, /kill, /beat, /idle-beat) with
-// the cluster's Ed25519 key, and verifies them on the executor. It is the one implementation
-// of the scheme in docs/executor-protocol.md ("Signed calls"), used by dispatch (signing) and
-// the executor SDK (verifying).
+// Package execsign signs the executor channel in both directions. The server's calls to
+// executors (/run, /kill, /beat, /idle-beat) are signed with the cluster's Ed25519 key and
+// verified on the executor; an executor instance's requests to the server are signed with the
+// instance's own key (instance.go), whose digest is the instance's id. It is the one
+// implementation of the schemes in docs/executor-protocol.md ("Signed calls", "Instance
+// proof"), used by dispatch and the server, and by the executor SDK.
 //
-// The two directions of the executor channel use different credentials on purpose: an
-// executor proves itself to the server with its bearer credential, and the server proves
-// itself to the executor with a signature. No secret of either side travels with a call to an
-// executor, so an executor address pointed at someone else's listener learns nothing it could
-// use: a signature covers one method, path, body, time, nonce and target instance, and the
-// executor takes each nonce once within the replay window.
+// The two directions use different credentials on purpose: an executor proves its app with
+// its bearer credential and its instance with its key, and the server proves itself to the
+// executor with a signature. No secret of either side travels with a call to an executor, so
+// an executor address pointed at someone else's listener learns nothing it could use: a
+// signature covers one method, path, body, time, nonce and target (app, instance, and address
+// when no instance is named), and the executor takes each nonce once within the replay window.
 package execsign
 
 import (
@@ -20,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +31,9 @@ import (
 
 // Header carries the signature of a server → executor call:
 //
-//	Sundial-Signature: v1 key=<key id>,ts=<unix ms>,nonce=<32 hex>,instance=<target instance>,sig=<base64>
+//	Sundial-Signature: v2 key=<key id>,ts=<unix ms>,nonce=<32 hex>,app=<app>,instance=<instance>,to=<address>,sig=<base64>
+//
+// app, instance and to are query-escaped (no comma or line break is left in them).
 const Header = "Sundial-Signature"
 
 // Window is how far a call's timestamp may be from the executor's clock, either way. A call
@@ -36,8 +41,8 @@ const Header = "Sundial-Signature"
 const Window = 60 * time.Second
 
 const (
-	version   = "v1"
-	domain    = "sundial-executor-call-v1"
+	version   = "v2"
+	domain    = "sundial-executor-call-v2"
 	keyPrefix = "ed25519:"
 )
 
@@ -85,31 +90,40 @@ func NewSigner(private string) (*Signer, error) {
 // Public is the signer's public key, as executors receive it.
 func (s *Signer) Public() string { return s.public }
 
-// Sign sets the signature header of req, a call to the executor instance (its id; "" when
-// the caller does not know it) on path (the protocol path, e.g. /run: not the address's
-// prefix, which a proxy in front of the executor may strip) with body, at now. Every call
-// needs its own Sign: a repeat with the same nonce is refused as a replay.
-func (s *Signer) Sign(req *http.Request, path string, body []byte, instance string, now time.Time) error {
-	if strings.ContainsAny(instance, ",\r\n") {
-		return fmt.Errorf("execsign: instance id %q: a comma or line break cannot be signed", instance)
+// Target is what a call is meant for, inside its signature: the app whose executor is to
+// take it, the executor instance (its id; "" when the caller does not know it yet), and the
+// address the call is sent to (the executor's base URL, without a trailing slash), by which
+// an executor takes a call that names no instance only when it is sent to it.
+type Target struct {
+	App, Instance, Address string
+}
+
+// Sign sets the signature header of req, a call to target on path (the protocol path, e.g.
+// /run: not the address's prefix, which a proxy in front of the executor may strip) with
+// body, at now. Every call needs its own Sign: a repeat with the same nonce is refused as a
+// replay.
+func (s *Signer) Sign(req *http.Request, path string, body []byte, to Target, now time.Time) error {
+	if to.App == "" {
+		return errors.New("execsign: a call must name the app it is meant for")
 	}
 	var n [16]byte
 	if _, err := rand.Read(n[:]); err != nil {
 		return fmt.Errorf("execsign: nonce: %w", err)
 	}
 	nonce, ts := hex.EncodeToString(n[:]), now.UnixMilli()
-	sig := ed25519.Sign(s.priv, message(req.Method, path, body, ts, nonce, instance))
-	req.Header.Set(Header, fmt.Sprintf("%s key=%s,ts=%d,nonce=%s,instance=%s,sig=%s",
-		version, s.id, ts, nonce, instance, base64.StdEncoding.EncodeToString(sig)))
+	app, inst, addr := url.QueryEscape(to.App), url.QueryEscape(to.Instance), url.QueryEscape(to.Address)
+	sig := ed25519.Sign(s.priv, message(req.Method, path, body, ts, nonce, app, inst, addr))
+	req.Header.Set(Header, fmt.Sprintf("%s key=%s,ts=%d,nonce=%s,app=%s,instance=%s,to=%s,sig=%s",
+		version, s.id, ts, nonce, app, inst, addr, base64.StdEncoding.EncodeToString(sig)))
 	return nil
 }
 
 // message is what a signature covers. The body enters by its digest, so the message has a
-// fixed shape whatever the body holds; instance ids and nonces carry no newline (checked).
-func message(method, path string, body []byte, ts int64, nonce, instance string) []byte {
+// fixed shape whatever the body holds; the target's fields enter escaped, so no line break.
+func message(method, path string, body []byte, ts int64, nonce string, target ...string) []byte {
 	digest := sha256.Sum256(body)
-	return []byte(strings.Join([]string{domain, method, path, hex.EncodeToString(digest[:]),
-		strconv.FormatInt(ts, 10), nonce, instance}, "\n"))
+	return []byte(strings.Join(append([]string{domain, method, path, hex.EncodeToString(digest[:]),
+		strconv.FormatInt(ts, 10), nonce}, target...), "\n"))
 }
 
 // Verifier checks calls on the executor: a signature by one of the cluster's public keys
@@ -154,28 +168,28 @@ func (v *Verifier) HasKeys() bool {
 }
 
 // Verify checks the signature of req, received on the protocol path with body, and returns
-// the instance it was signed for ("" when the server did not name one); the caller decides
-// whether that instance may make this call. Every error wraps ErrRefused.
-func (v *Verifier) Verify(req *http.Request, path string, body []byte) (instance string, err error) {
+// the target it was signed for; the caller decides whether it is the one meant (see
+// Target). Every error wraps ErrRefused.
+func (v *Verifier) Verify(req *http.Request, path string, body []byte) (Target, error) {
 	f, err := parse(req.Header.Get(Header))
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrRefused, err)
+		return Target{}, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	now := v.now().UnixMilli()
 	if d := now - f.ts; d > Window.Milliseconds() || d < -Window.Milliseconds() {
-		return "", fmt.Errorf("%w: timestamp %d is %d ms away from the executor's clock (at most %v)", ErrRefused, f.ts, d, Window)
+		return Target{}, fmt.Errorf("%w: timestamp %d is %d ms away from the executor's clock (at most %v)", ErrRefused, f.ts, d, Window)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	pub, ok := v.keys[f.key]
 	if !ok {
-		return "", fmt.Errorf("%w: key %s is not a cluster key this executor was given", ErrRefused, f.key)
+		return Target{}, fmt.Errorf("%w: key %s is not a cluster key this executor was given", ErrRefused, f.key)
 	}
-	if !ed25519.Verify(pub, message(req.Method, path, body, f.ts, f.nonce, f.instance), f.sig) {
-		return "", fmt.Errorf("%w: the signature does not match the call", ErrRefused)
+	if !ed25519.Verify(pub, message(req.Method, path, body, f.ts, f.nonce, f.app, f.instance, f.to), f.sig) {
+		return Target{}, fmt.Errorf("%w: the signature does not match the call", ErrRefused)
 	}
 	if _, seen := v.nonces[f.nonce]; seen {
-		return "", fmt.Errorf("%w: nonce %s was used before (a replayed call)", ErrRefused, f.nonce)
+		return Target{}, fmt.Errorf("%w: nonce %s was used before (a replayed call)", ErrRefused, f.nonce)
 	}
 	v.nonces[f.nonce] = f.ts + Window.Milliseconds()
 	if len(v.nonces) >= v.nextPrune {
@@ -187,13 +201,22 @@ func (v *Verifier) Verify(req *http.Request, path string, body []byte) (instance
 		}
 		v.nextPrune = max(1024, 2*len(v.nonces))
 	}
-	return f.instance, nil
+	var t Target
+	for _, p := range []struct {
+		to  *string
+		esc string
+	}{{&t.App, f.app}, {&t.Instance, f.instance}, {&t.Address, f.to}} {
+		if *p.to, err = url.QueryUnescape(p.esc); err != nil {
+			return Target{}, fmt.Errorf("%w: target %q: %w", ErrRefused, p.esc, err)
+		}
+	}
+	return t, nil
 }
 
 type fields struct {
-	key, nonce, instance string
-	ts                   int64
-	sig                  []byte
+	key, nonce, app, instance, to string
+	ts                            int64
+	sig                           []byte
 }
 
 func parse(h string) (fields, error) {
@@ -223,8 +246,12 @@ func parse(h string) (fields, error) {
 				err = errors.New("want 32 hex digits")
 			}
 			f.nonce = val
+		case "app":
+			f.app = val
 		case "instance":
 			f.instance = val
+		case "to":
+			f.to = val
 		case "sig":
 			f.sig, err = base64.StdEncoding.DecodeString(val)
 		default:
@@ -234,7 +261,7 @@ func parse(h string) (fields, error) {
 			return f, fmt.Errorf("signature field %q: %w", k, err)
 		}
 	}
-	for _, k := range []string{"key", "ts", "nonce", "instance", "sig"} {
+	for _, k := range []string{"key", "ts", "nonce", "app", "instance", "to", "sig"} {
 		if !seen[k] {
 			return f, fmt.Errorf("signature field %q missing", k)
 		}

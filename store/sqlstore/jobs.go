@@ -160,6 +160,10 @@ func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job
 		q += " AND handler = ?"
 		args = append(args, f.Handler)
 	}
+	if f.ParamsSecret {
+		q += " AND params_secret = ?"
+		args = append(args, true)
+	}
 	if cond, scopeArgs := scopeCond("app", f.Scope); cond != "" {
 		q += cond
 		args = append(args, scopeArgs...)

@@ -189,6 +189,16 @@ func (e *executor) RegistryLive(ctx context.Context, app string, olderThan time.
 	return ins, nil
 }
 
+// RegistryAt lists the instances live at address, served by registry_address_idx.
+func (e *executor) RegistryAt(ctx context.Context, address string, olderThan time.Duration) ([]*store.Instance, error) {
+	ins, err := scanInstances(e.query(ctx, "SELECT "+instanceCols+" FROM registry WHERE address = ? AND last_seen >= "+
+		e.d().nowMillis()+" - "+silence+" ORDER BY app", address, olderThan.Milliseconds(), olderThan.Milliseconds()))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: live instances at %q: %w", address, err)
+	}
+	return ins, nil
+}
+
 // RegistrySweep selects the silent instances, then deletes each with the same condition: one
 // that beat between the two statements is not deleted and not returned.
 func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) ([]*store.Instance, error) {
@@ -273,33 +283,61 @@ func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address
 	return out, rows.Err()
 }
 
-// ExecutionDispatchedTo reads one running execution's dispatch by its primary key.
+// ExecutionDispatchedTo reads a running execution's dispatch (ExecutionsDispatchedTo).
 func (e *executor) ExecutionDispatchedTo(ctx context.Context, id int64) (*store.Dispatched, error) {
-	d := store.Dispatched{ID: id}
-	err := e.queryRow(ctx, "SELECT j.app, l.executor_address, l.executor_instance, l.fired_at FROM executions_live l"+
-		" JOIN jobs j ON j.id = l.job_id WHERE l.id = ? AND l.state = 'running'", id).Scan(&d.App, &d.Address, &d.Instance, &d.FiredAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sqlstore: running execution %d: %w", id, store.ErrNotFound)
+	got, err := e.ExecutionsDispatchedTo(ctx, []int64{id})
+	if err == nil && got[id] == nil {
+		err = fmt.Errorf("sqlstore: running execution %d: %w", id, store.ErrNotFound)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: dispatch of execution %d: %w", id, err)
-	}
-	return &d, nil
+	return got[id], err
 }
 
-// ExecutionLostTo reads a lost execution's dispatch from the history by its primary key.
+// ExecutionLostTo reads a lost execution's dispatch (ExecutionsLostTo).
 func (e *executor) ExecutionLostTo(ctx context.Context, id int64) (*store.Dispatched, error) {
-	d := store.Dispatched{ID: id}
-	err := e.queryRow(ctx, "SELECT j.app, x.executor_address, x.executor_instance, x.fired_at FROM executions x"+
-		" JOIN jobs j ON j.id = x.job_id WHERE x.id = ? AND x.state = 'lost'", id).
-		Scan(&d.App, &d.Address, &d.Instance, &d.FiredAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sqlstore: lost remote execution %d: %w", id, store.ErrNotFound)
+	got, err := e.ExecutionsLostTo(ctx, []int64{id})
+	if err == nil && got[id] == nil {
+		err = fmt.Errorf("sqlstore: lost remote execution %d: %w", id, store.ErrNotFound)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: dispatch of lost execution %d: %w", id, err)
+	return got[id], err
+}
+
+// ExecutionsDispatchedTo reads the running executions' dispatches from the live table by
+// their primary keys.
+func (e *executor) ExecutionsDispatchedTo(ctx context.Context, ids []int64) (map[int64]*store.Dispatched, error) {
+	return e.dispatches(ctx, "executions_live", "running", ids)
+}
+
+// ExecutionsLostTo reads the lost executions' dispatches from the history by their primary
+// keys.
+func (e *executor) ExecutionsLostTo(ctx context.Context, ids []int64) (map[int64]*store.Dispatched, error) {
+	return e.dispatches(ctx, "executions", "lost", ids)
+}
+
+func (e *executor) dispatches(ctx context.Context, table, state string, ids []int64) (map[int64]*store.Dispatched, error) {
+	out := make(map[int64]*store.Dispatched, len(ids))
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		rows, err := e.query(ctx, "SELECT x.id, j.app, x.executor_address, x.executor_instance, x.fired_at FROM "+table+" x"+
+			" JOIN jobs j ON j.id = x.job_id WHERE x.id IN "+in+" AND x.state = '"+state+"'", args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: dispatches of %s executions %v: %w", state, ids, err)
+		}
+		for rows.Next() {
+			var d store.Dispatched
+			if err := rows.Scan(&d.ID, &d.App, &d.Address, &d.Instance, &d.FiredAt); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlstore: dispatches of %s executions: %w", state, err)
+			}
+			out[d.ID] = &d
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlstore: dispatches of %s executions: %w", state, err)
+		}
 	}
-	return &d, nil
+	return out, nil
 }
 
 // ExecutionsLoseOnExecutorIDs ends the given executions as lost if they still run on address.

@@ -64,6 +64,15 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 	if _, err := s.ExecutionLostTo(ctx, b.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("lost-to of a running execution: err = %v, want ErrNotFound", err)
 	}
+	// Many at once: each in its own state, the others absent.
+	running := get(s.ExecutionsDispatchedTo(ctx, []int64{a.ID, b.ID, c.ID, c.ID + 1000})).ok(t)
+	equal(t, "running of many", len(running), 2)
+	equal(t, "b running", *running[b.ID], store.Dispatched{ID: b.ID, App: "pool", Address: "http://x:1", Instance: "newer", FiredAt: 200})
+	equal(t, "c running", running[c.ID] != nil, true)
+	lostOf := get(s.ExecutionsLostTo(ctx, []int64{a.ID, b.ID, c.ID + 1000})).ok(t)
+	equal(t, "lost of many", len(lostOf), 1)
+	equal(t, "a lost", *lostOf[a.ID], store.Dispatched{ID: a.ID, App: "pool", Address: "http://x:1", Instance: "old", FiredAt: 100})
+	equal(t, "none asked", len(get(s.ExecutionsDispatchedTo(ctx, nil)).ok(t)), 0)
 	e := mk(400)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{e})).ok(t)
 	equal(t, "dispatch e", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(e), e.ID, "http://z:1", "z1", 0, 1, "sent")).ok(t), true)

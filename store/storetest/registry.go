@@ -76,6 +76,12 @@ func testRegistry(t *testing.T, s store.Store) {
 		t.Fatalf("instance times from the database clock: %+v (db now %d)", live[1], before)
 	}
 	equal(t, "every app", len(get(s.RegistryLive(ctx, "", time.Minute)).ok(t)), 3)
+	// Two apps at one address (the server refuses the second; the store keeps both).
+	noErr(t, s.RegistryBeat(ctx, "squatter", "http://b:1", "i9", "", nil))
+	equal(t, "at an address", fmt.Sprint(instanceAddrs(get(s.RegistryAt(ctx, "http://b:1", time.Minute)).ok(t))),
+		"[billing@http://b:1 squatter@http://b:1]")
+	equal(t, "at no executor's address", len(get(s.RegistryAt(ctx, "http://nobody:1", time.Minute)).ok(t)), 0)
+	equal(t, "squatter leaves", get(s.RegistryLeave(ctx, "squatter", "http://b:1")).ok(t), true)
 
 	equal(t, "leave", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), true)
 	equal(t, "leave twice", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), false)

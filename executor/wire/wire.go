@@ -1,7 +1,10 @@
-package executor
+// Package wire holds the wire types of the native executor protocol
+// (docs/executor-protocol.md): the one definition the executor SDK, the server's executor
+// endpoints and the dispatcher speak, so that neither server side imports the SDK for them.
+// Times are Unix milliseconds.
+package wire
 
-// The wire types of the native executor protocol (docs/executor-protocol.md). Times are Unix
-// milliseconds. They are exported so that the server side and tests speak the same shapes.
+import "fmt"
 
 // Paths of the server's executor endpoints, under the server's base URL.
 const (
@@ -12,21 +15,44 @@ const (
 )
 
 // Headers on every executor → server request naming the sender: the server accepts output
-// and results about a run only from the app and instance the run was dispatched to.
+// and results about a run only from the app and instance the run was dispatched to. The
+// instance is proven by the instance's key (header execsign.ProofHeader): an instance id is
+// the digest of its public key, so naming one proves nothing without that key.
 const (
 	HeaderApp      = "Sundial-Executor-App"
 	HeaderInstance = "Sundial-Executor-Instance"
 )
 
 // Paths the executor serves, under the address it registered. Every call to them is signed
-// with the cluster key (package internal/execsign, header execsign.Header); the executor
-// refuses one that is not (401).
+// with the cluster key (package internal/execsign, header execsign.Header) for the app and
+// the instance (or, for beat and idle-beat that name none, the address) it is meant for; the
+// executor refuses one that is not signed (401), and answers StatusMisdirected to one signed
+// for another app, instance or address.
 const (
 	PathRun      = "/run"
 	PathKill     = "/kill"
 	PathBeat     = "/beat"
 	PathIdleBeat = "/idle-beat"
 )
+
+// StatusMisdirected (421 Misdirected Request) is the executor's answer to a well-signed call
+// meant for another executor: its body is a Misdirected. The call did nothing.
+const StatusMisdirected = 421
+
+// Reasons of a Misdirected answer.
+const (
+	MisdirectedApp      = "wrong_app"      // the call is for an executor of another app
+	MisdirectedInstance = "wrong_instance" // the call is for another instance (the process before this one)
+	MisdirectedAddress  = "wrong_address"  // the call names no instance and another address
+)
+
+// Misdirected is the body of a StatusMisdirected answer: why, and who answered.
+type Misdirected struct {
+	Reason   string `json:"reason"`
+	Message  string `json:"message"`
+	App      string `json:"app"`
+	Instance string `json:"instance"`
+}
 
 // Concurrency policies a run request may carry.
 const (
@@ -140,8 +166,9 @@ type RunRequest struct {
 	// not echo them into output, messages or logs.
 	ParamsSecret bool `json:"params_secret,omitempty"`
 	// Instance is the executor instance the server recorded the run for (the one registered
-	// at the address); an executor with another instance id refuses the run, so a run is
-	// only ever held by the instance the server believes holds it. "" for any instance.
+	// at the address), as its signature names it; an executor with another instance id
+	// refuses the run (StatusMisdirected), so a run is only ever held by the instance the
+	// server believes holds it.
 	Instance string `json:"instance,omitempty"`
 }
 
@@ -181,4 +208,16 @@ type IdleBeatRequest struct {
 // progress or queued.
 type IdleBeatResponse struct {
 	Idle bool `json:"idle"`
+}
+
+// StatusError is an HTTP answer of the protocol with a status other than success, in either
+// direction: a refusal that repeating the same request will not change.
+type StatusError struct {
+	Path   string
+	Status int
+	Body   string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("POST %s: status %d: %s", e.Path, e.Status, e.Body)
 }
