@@ -236,7 +236,8 @@ type Job struct {
 	// delivers them; an embedding program only records them.
 	AlarmTargets []string
 	// ChildJobIDs are the jobs fired when a run of this one succeeds. Each must be an
-	// existing job other than this one (FieldError child_job_ids[i]).
+	// existing job other than this one (FieldError child_job_ids[i]) that the caller may run
+	// (WithMayRun).
 	ChildJobIDs []int64
 }
 
@@ -328,7 +329,7 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job
 			return 0, err
 		}
 	}
-	if err := checkChildJobs(ctx, tx, 0, row); err != nil {
+	if err := checkChildJobs(ctx, tx, 0, row, nil); err != nil {
 		return 0, err
 	}
 	if err := tx.JobInsert(ctx, row); err != nil {

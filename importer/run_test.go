@@ -217,3 +217,42 @@ func testRunDryApplyAgain(t *testing.T, dialect string) {
 		t.Errorf("after a changed script: %d versions, newest %q", len(vs3), vs3[0].Note)
 	}
 }
+
+// TestRunChildScope: an import goes through the scheduler's child-job check, scope included:
+// run for a caller who may run only alpha's jobs, a planned alpha job's child that is a
+// stored job of beta is left out (and said so), its child in alpha is set.
+func TestRunChildScope(t *testing.T) {
+	for _, d := range testdb.Dialects {
+		t.Run(d, func(t *testing.T) {
+			ctx := context.Background()
+			st := teststore.Open(t, d)
+			s, err := sundial.New(sundial.Config{Store: st, Clock: clock.NewFake(now)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ScheduleJob(ctx, sundial.Job{Group: "beta", Name: "pay", Handler: "h", App: "beta"}); err != nil {
+				t.Fatal(err)
+			}
+			p := &importer.Plan{Source: "test", Jobs: []*importer.Job{
+				{Job: sundial.Job{Group: "alpha", Name: "report", Handler: "h", App: "alpha"}, Source: "job 1",
+					Children: []importer.Key{{Group: "alpha", Name: "mail"}, {Group: "beta", Name: "pay"}}},
+				{Job: sundial.Job{Group: "alpha", Name: "mail", Handler: "h", App: "alpha"}, Source: "job 2"},
+			}}
+			alphaOnly := sundial.WithMayRun(ctx, func(app string) bool { return app == "alpha" })
+			if err := importer.Run(alphaOnly, s, p, true); err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Unmapped) != 1 || p.Unmapped[0].Item != "job 1: child jobs" ||
+				!strings.Contains(p.Unmapped[0].Reason, store.ErrOutOfScope.Error()) {
+				t.Fatalf("unmapped %+v, want job 1's children refused as out of scope", p.Unmapped)
+			}
+			report, err := st.JobGetByKey(ctx, "alpha", "report")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(report.ChildJobIDs) != 0 {
+				t.Fatalf("report's children %v, want none stored", report.ChildJobIDs)
+			}
+		})
+	}
+}

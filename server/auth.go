@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
@@ -208,7 +209,11 @@ func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+			ctx := context.WithValue(r.Context(), principalKey{}, p)
+			// What the scheduler checks beyond the route's own target (a job's child jobs)
+			// is checked against the same policy.
+			ctx = sundial.WithMayRun(ctx, func(app string) bool { return p.Can(ActOperate, app) })
+			r = r.WithContext(ctx)
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
