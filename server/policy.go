@@ -241,6 +241,17 @@ func byJob(s *Server, r *http.Request) (target, error) {
 	return t, err
 }
 
+// byJobQuery is the job of the query's job_id, when there is one (one job's report).
+func byJobQuery(s *Server, r *http.Request) (target, error) {
+	id, err := queryID(r, "job_id")
+	if err != nil || id == 0 {
+		return target{}, err
+	}
+	t, err := jobTarget(r.Context(), s.store, id)
+	t.script = false
+	return t, err
+}
+
 // jobBody is the part of a job request the policy reads.
 type jobBody struct {
 	App     string `json:"app"`
