@@ -137,6 +137,7 @@ func (e *env) executorWith(token string, from sender, path string, body any, wan
 		e.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(executor.HeaderApp, from.app)
 	req.Header.Set(executor.HeaderInstance, from.instance)
 	resp, err := http.DefaultClient.Do(req)
@@ -345,6 +346,7 @@ func TestRemoteExecutorLost(t *testing.T) {
 				}
 				req, _ := http.NewRequest("POST", e.url+"/api/v1/executor/register", strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+execToken)
+				req.Header.Set("Content-Type", "application/json")
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					resp.Body.Close()
 				}
