@@ -213,6 +213,8 @@ type Querier interface {
 	AppGet(ctx context.Context, name string) (*App, error)
 	// AppList lists apps by name.
 	AppList(ctx context.Context) ([]*App, error)
+	// AppDelete deletes an app's row, its executor credential and its registered instances
+	// (ErrNotFound when it has none of them); its jobs stay, naming it.
 	AppDelete(ctx context.Context, name string) error
 
 	// AppCredentialCreate stores an app's first executor credential (ErrAlreadyExists when it

@@ -214,7 +214,10 @@ func newAppUpdateCmd(o *apiOptions) *cobra.Command {
 }
 
 func newAppDeleteCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "delete NAME", Short: "Delete an app", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "delete NAME", Short: "Delete an app", Args: cobra.ExactArgs(1),
+		Long: `Delete an app: its settings, its executor credential (its executors can no longer
+register) and its registered instances. Its jobs stay, naming the app, and fail to dispatch
+until the app is made again.`}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		if err := c.DeleteApp(ctx, args[0]); err != nil {
 			return err
