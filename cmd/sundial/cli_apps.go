@@ -35,7 +35,7 @@ func (a *appFlags) add(f *pflag.FlagSet) {
 	f.StringSliceVar(&a.addresses, "address", nil, "an executor's base URL for manual mode (repeat, or comma-separate)")
 	f.StringVar(&a.protocol, "protocol", "", "what the executors speak: sundial (the default) or xxl-job (XXL-JOB executors, unchanged)")
 	f.StringVar(&a.xxlVersion, "xxl-version", "", "the XXL-JOB executors' generation: 2.x, 3.3 or 3.5 (or their release, e.g. 2.4.2)")
-	f.StringVar(&a.xxlTokenFile, "xxl-token-file", "", "file holding the XXL-JOB executors' access token, xxl.job.accessToken (first line; default $SUNDIAL_XXL_TOKEN)")
+	f.StringVar(&a.xxlTokenFile, "xxl-token-file", "", "file holding the XXL-JOB executors' access token, xxl.job.accessToken (first line; default $SUNDIAL_XXL_TOKEN): at least 16 characters, and no other app's")
 }
 
 // apply copies the flags that were given onto req.
