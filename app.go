@@ -95,7 +95,10 @@ func AppRow(a App) (*store.App, error) {
 	bad := func(field, format string, args ...any) (*store.App, error) {
 		return nil, fmt.Errorf("sundial: app %s: %w", a.Name, schedule.Fieldf(field, format, args...))
 	}
-	if a.Name == "" || len(a.Name) > 190 {
+	if err := CheckName("name", a.Name); err != nil {
+		return nil, fmt.Errorf("sundial: app %s: %w", a.Name, err)
+	}
+	if len(a.Name) > 190 {
 		return bad("name", "want 1 to 190 characters, got %d", len(a.Name))
 	}
 	mode := a.AddressMode

@@ -224,9 +224,10 @@ func (s *Scheduler) PutCalendarTx(ctx context.Context, q store.Querier, c Calend
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("sundial: calendar %s: %w", c.Name, schedule.Fieldf(field, format, args...))
 	}
+	if err := CheckName("name", c.Name); err != nil {
+		return fmt.Errorf("sundial: calendar %s: %w", c.Name, err)
+	}
 	switch {
-	case c.Name == "":
-		return bad("name", "must not be empty")
 	case c.Spec == "":
 		return bad("spec", "must not be empty (e.g. holiday:2024-12-25 or weekly:1,7)")
 	}

@@ -398,9 +398,15 @@ func jobRow(j Job) (*store.Job, error) {
 	bad := func(field, format string, args ...any) (*store.Job, error) {
 		return nil, fmt.Errorf("sundial: job %s: %w", j.Name, schedule.Fieldf(field, format, args...))
 	}
+	if err := CheckName("name", j.Name); err != nil {
+		return nil, fmt.Errorf("sundial: job %s: %w", j.Name, err)
+	}
+	if j.Group != "" {
+		if err := CheckName("group", j.Group); err != nil {
+			return nil, fmt.Errorf("sundial: job %s: %w", j.Name, err)
+		}
+	}
 	switch {
-	case j.Name == "":
-		return bad("name", "must not be empty")
 	case j.Handler == "":
 		return bad("handler", "must not be empty: name the handler that runs the job (e.g. noop)")
 	case j.Timeout < 0:
@@ -462,6 +468,11 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, jobID int6
 	}
 	if t.Group == "" {
 		t.Group = "default"
+	}
+	for _, f := range []struct{ field, name string }{{"name", t.Name}, {"group", t.Group}} {
+		if err := CheckName(f.field, f.name); err != nil {
+			return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		}
 	}
 	if t.TimeZone == "" {
 		t.TimeZone = "UTC"

@@ -256,3 +256,43 @@ func TestRunChildScope(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRefusesBadNames: an import is held to the scheduler's one name rule: a blank job
+// name, an app name with a zero-width space and a calendar name with a bidi control are
+// refused (naming the field), the rest is imported.
+func TestRunRefusesBadNames(t *testing.T) {
+	for _, d := range testdb.Dialects {
+		t.Run(d, func(t *testing.T) {
+			ctx := context.Background()
+			st := teststore.Open(t, d)
+			s, err := sundial.New(sundial.Config{Store: st, Clock: clock.NewFake(now)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &importer.Plan{Source: "test",
+				Apps:      []*importer.App{{App: sundial.App{Name: "bill\u200bing"}, Source: "app 1"}},
+				Calendars: []*importer.Calendar{{Calendar: sundial.Calendar{Name: "xmas\u202e", Spec: "holiday:2026-12-25"}, Source: "cal 1"}},
+				Jobs: []*importer.Job{
+					{Job: sundial.Job{Group: "g", Name: "   ", Handler: "h"}, Source: "job 1"},
+					{Job: sundial.Job{Group: "g", Name: "fine", Handler: "h"}, Source: "job 2"},
+				}}
+			if err := importer.Run(ctx, s, p, true); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []struct {
+				what string
+				out  importer.Outcome
+			}{{"app", p.Apps[0].Outcome}, {"calendar", p.Calendars[0].Outcome}, {"blank job", p.Jobs[0].Outcome}} {
+				if o.out.Action != importer.Refused || !strings.Contains(o.out.Reason, "name: must not") {
+					t.Errorf("%s: %+v, want refused naming name", o.what, o.out)
+				}
+			}
+			if p.Jobs[1].Action != importer.Create {
+				t.Errorf("the good job: %+v", p.Jobs[1].Outcome)
+			}
+			if js, _ := st.JobList(ctx, store.JobFilter{Limit: 10}); len(js) != 1 || js[0].Name != "fine" {
+				t.Fatalf("stored jobs %+v, want the good one only", js)
+			}
+		})
+	}
+}
