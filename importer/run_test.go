@@ -218,6 +218,17 @@ func testRunDryApplyAgain(t *testing.T, dialect string) {
 	}
 }
 
+// newScheduler is a scheduler (not started) on a fresh database of the dialect.
+func newScheduler(t *testing.T, dialect string) (*sundial.Scheduler, store.Store) {
+	t.Helper()
+	st := teststore.Open(t, dialect)
+	s, err := sundial.New(sundial.Config{Store: st, Clock: clock.NewFake(now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, st
+}
+
 // TestRunChildScope: an import goes through the scheduler's child-job check, scope included:
 // run for a caller who may run only alpha's jobs, a planned alpha job's child that is a
 // stored job of beta is left out (and said so), its child in alpha is set.
@@ -225,11 +236,7 @@ func TestRunChildScope(t *testing.T) {
 	for _, d := range testdb.Dialects {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
-			st := teststore.Open(t, d)
-			s, err := sundial.New(sundial.Config{Store: st, Clock: clock.NewFake(now)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, st := newScheduler(t, d)
 			if _, err := s.ScheduleJob(ctx, sundial.Job{Group: "beta", Name: "pay", Handler: "h", App: "beta"}); err != nil {
 				t.Fatal(err)
 			}
@@ -264,11 +271,7 @@ func TestRunRefusesBadNames(t *testing.T) {
 	for _, d := range testdb.Dialects {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
-			st := teststore.Open(t, d)
-			s, err := sundial.New(sundial.Config{Store: st, Clock: clock.NewFake(now)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, st := newScheduler(t, d)
 			p := &importer.Plan{Source: "test",
 				Apps:      []*importer.App{{App: sundial.App{Name: "bill\u200bing"}, Source: "app 1"}},
 				Calendars: []*importer.Calendar{{Calendar: sundial.Calendar{Name: "xmas\u202e", Spec: "holiday:2026-12-25"}, Source: "cal 1"}},
