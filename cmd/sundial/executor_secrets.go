@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"slices"
@@ -26,6 +27,11 @@ func builtin(h executor.Handler) executor.Handler {
 			return h(ctx)
 		}
 		r := secretReplacer(run.Params)
+		defer func() {
+			if p := recover(); p != nil {
+				panic(r.Replace(fmt.Sprint(p))) // the executor reports a panic's value as the message
+			}
+		}()
 		ctx = jobrun.WithLogger(ctx, slog.New(&scrubHandler{inner: executor.Logger(ctx).Handler(), r: r}))
 		if err := h(ctx); err != nil {
 			return &scrubbedError{err: err, msg: r.Replace(err.Error())}
