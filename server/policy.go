@@ -173,10 +173,14 @@ type policy struct {
 	act Action
 	// of finds the apps the request acts on; nil for a route about no app.
 	of resolver
+	// foreign marks a public route of another scheduler's protocol (XXL-JOB's admin API),
+	// whose bodies are what its programs send: they need not say JSON (checkPublicWrite).
+	foreign bool
 }
 
 var (
 	publicRoute = policy{act: ActPublic}
+	xxlRoute    = policy{act: ActPublic, foreign: true}
 	selfRoute   = policy{act: ActSelf}
 	adminRoute  = policy{act: ActAdmin}
 )

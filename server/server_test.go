@@ -558,8 +558,16 @@ func TestLoginCSRF(t *testing.T) {
 				t.Errorf("%s: status %d, session cookie %v; want %d", tc.what, resp.StatusCode, cookie, tc.status)
 			}
 		}
+		// XXL-JOB's admin API takes its executors' bodies as they are, but not from another site.
+		req, _ := http.NewRequest("POST", e.url+"/xxl-job-admin/api/registry", strings.NewReader(`{}`))
+		req.Header.Set("Origin", "https://evil.example")
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("XXL-JOB registry from another origin: %v %v, want 403", resp, err)
+		} else {
+			resp.Body.Close()
+		}
 		// The password reset is public too.
-		req, _ := http.NewRequest("POST", e.url+"/api/v1/auth/reset", strings.NewReader(`{"token":"x","password":"y"}`))
+		req, _ = http.NewRequest("POST", e.url+"/api/v1/auth/reset", strings.NewReader(`{"token":"x","password":"y"}`))
 		req.Header.Set("Content-Type", "text/plain")
 		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
 			t.Errorf("reset as text/plain: %v %v, want 415", resp, err)
