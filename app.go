@@ -2,6 +2,7 @@ package sundial
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,6 +60,11 @@ func (s *Scheduler) PutAppTx(ctx context.Context, q store.Querier, a App) (*stor
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("sundial: app %s: %w", a.Name, err)
 	}
+	if a.XXLTokenHash != "" {
+		if err := tokenUnshared(ctx, q, a.Name, a.XXLTokenHash); err != nil {
+			return nil, err
+		}
+	}
 	if err := q.AppPut(ctx, row); err != nil {
 		return nil, fmt.Errorf("sundial: app %s: %w", a.Name, err)
 	}
@@ -92,6 +98,23 @@ func ClearSecretsWarning(ctx context.Context, q store.Querier, app *store.App) (
 		"their params travel in clear to these addresses; use https:// addresses", app.Name, jobs[0].Name, strings.Join(plain, ", ")), nil
 }
 
+// tokenUnshared refuses an access token another app has: a token names its app to the server
+// (an XXL-JOB callback is taken for the app whose token it carries), and a shared one would let
+// one app's executors act as the other's.
+func tokenUnshared(ctx context.Context, q store.Querier, name, hash string) error {
+	apps, err := q.AppList(ctx)
+	if err != nil {
+		return fmt.Errorf("sundial: app %s: %w", name, err)
+	}
+	for _, other := range apps {
+		if other.Name != name && subtle.ConstantTimeCompare([]byte(other.XXLTokenHash), []byte(hash)) == 1 {
+			return fmt.Errorf("sundial: app %s: %w", name,
+				schedule.Fieldf("xxl_access_token", "app %s has this access token: give each app's executors a token of their own", other.Name))
+		}
+	}
+	return nil
+}
+
 // AppRow validates a and returns the row PutApp stores: every caller that makes apps (the
 // REST API, the console, an import) checks them here. A server's own limits on addresses
 // (--executor-networks) are the server's to add.
@@ -99,7 +122,10 @@ func AppRow(a App) (*store.App, error) {
 	bad := func(field, format string, args ...any) (*store.App, error) {
 		return nil, fmt.Errorf("sundial: app %s: %w", a.Name, schedule.Fieldf(field, format, args...))
 	}
-	if a.Name == "" || len(a.Name) > 190 {
+	if err := CheckName("name", a.Name); err != nil {
+		return nil, fmt.Errorf("sundial: app %s: %w", a.Name, err)
+	}
+	if len(a.Name) > 190 {
 		return bad("name", "want 1 to 190 characters, got %d", len(a.Name))
 	}
 	mode := a.AddressMode
@@ -150,19 +176,26 @@ func AppProtocol(protocol, version string) (string, string, error) {
 	return "", "", schedule.Fieldf("protocol", "want sundial or xxl-job, got %q", protocol)
 }
 
+// MinTokenLen is the shortest secret an executor may present, the global executor token and
+// an xxl-job app's access token alike: shorter ones are guessed.
+const MinTokenLen = 16
+
 // XXLDefaultToken is XXL-JOB's shipped access token, scanned for on the internet: Sundial
 // never takes it.
 const XXLDefaultToken = "default_token"
 
 // CheckXXLToken checks an xxl-job app's access token as it is set: it must be given (there
-// is no default, and none is made up: the executors already have theirs) and must not be
-// XXL-JOB's public default. A bad one is a *FieldError naming xxl_access_token.
+// is no default, and none is made up: the executors already have theirs), must not be
+// XXL-JOB's public default, and must have MinTokenLen characters. A bad one is a *FieldError
+// naming xxl_access_token. (That no other app has it is PutAppTx's check.)
 func CheckXXLToken(token string) error {
 	switch {
 	case token == "":
 		return schedule.Fieldf("xxl_access_token", "an xxl-job app needs its access token (the executors' xxl.job.accessToken) set explicitly: there is no default")
 	case token == XXLDefaultToken:
 		return schedule.Fieldf("xxl_access_token", "%q is XXL-JOB's public default token, which is scanned for: set a secret token on the executors and here", XXLDefaultToken)
+	case len(token) < MinTokenLen:
+		return schedule.Fieldf("xxl_access_token", "at least %d characters, as every executor token, got %d", MinTokenLen, len(token))
 	case len(token) > 255:
 		return schedule.Fieldf("xxl_access_token", "at most 255 characters (XXL-JOB's column), got %d", len(token))
 	}

@@ -193,7 +193,7 @@ func (s *Scheduler) UpdateJobTx(ctx context.Context, q store.Querier, jobID int6
 	if err := s.sealParams(job, row, cur); err != nil {
 		return err
 	}
-	if err := checkChildJobs(ctx, q, jobID, row); err != nil {
+	if err := checkChildJobs(ctx, q, jobID, row, cur.ChildJobIDs); err != nil {
 		return err
 	}
 	if err := q.JobUpdate(ctx, row); err != nil {
@@ -235,9 +235,10 @@ func (s *Scheduler) PutCalendarTx(ctx context.Context, q store.Querier, c Calend
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("sundial: calendar %s: %w", c.Name, schedule.Fieldf(field, format, args...))
 	}
+	if err := CheckName("name", c.Name); err != nil {
+		return fmt.Errorf("sundial: calendar %s: %w", c.Name, err)
+	}
 	switch {
-	case c.Name == "":
-		return bad("name", "must not be empty")
 	case c.Spec == "":
 		return bad("spec", "must not be empty (e.g. holiday:2024-12-25 or weekly:1,7)")
 	}

@@ -236,7 +236,8 @@ type Job struct {
 	// delivers them; an embedding program only records them.
 	AlarmTargets []string
 	// ChildJobIDs are the jobs fired when a run of this one succeeds. Each must be an
-	// existing job other than this one (FieldError child_job_ids[i]).
+	// existing job other than this one (FieldError child_job_ids[i]) that the caller may run
+	// (WithMayRun).
 	ChildJobIDs []int64
 }
 
@@ -336,7 +337,7 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job
 			return 0, err
 		}
 	}
-	if err := checkChildJobs(ctx, tx, 0, row); err != nil {
+	if err := checkChildJobs(ctx, tx, 0, row, nil); err != nil {
 		return 0, err
 	}
 	if err := tx.JobInsert(ctx, row); err != nil {
@@ -409,9 +410,15 @@ func jobRow(j Job) (*store.Job, error) {
 	bad := func(field, format string, args ...any) (*store.Job, error) {
 		return nil, fmt.Errorf("sundial: job %s: %w", j.Name, schedule.Fieldf(field, format, args...))
 	}
+	if err := CheckName("name", j.Name); err != nil {
+		return nil, fmt.Errorf("sundial: job %s: %w", j.Name, err)
+	}
+	if j.Group != "" {
+		if err := CheckName("group", j.Group); err != nil {
+			return nil, fmt.Errorf("sundial: job %s: %w", j.Name, err)
+		}
+	}
 	switch {
-	case j.Name == "":
-		return bad("name", "must not be empty")
 	case j.Handler == "":
 		return bad("handler", "must not be empty: name the handler that runs the job (e.g. noop)")
 	case j.Timeout < 0:
@@ -473,6 +480,11 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 	}
 	if t.Group == "" {
 		t.Group = "default"
+	}
+	for _, f := range []struct{ field, name string }{{"name", t.Name}, {"group", t.Group}} {
+		if err := CheckName(f.field, f.name); err != nil {
+			return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+		}
 	}
 	if t.TimeZone == "" {
 		t.TimeZone = "UTC"

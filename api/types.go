@@ -37,7 +37,8 @@ type JobRequest struct {
 	MaxRetries       int            `json:"max_retries,omitempty"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms,omitempty"`
 	AlarmTargets     []string       `json:"alarm_targets,omitempty"`
-	// ChildJobIDs are fired when a run succeeds; each must be another existing job.
+	// ChildJobIDs are fired when a run succeeds; each must be another existing job the caller
+	// may run.
 	ChildJobIDs []int64          `json:"child_job_ids,omitempty"`
 	Triggers    []TriggerRequest `json:"triggers,omitempty"`
 }

@@ -217,3 +217,85 @@ func testRunDryApplyAgain(t *testing.T, dialect string) {
 		t.Errorf("after a changed script: %d versions, newest %q", len(vs3), vs3[0].Note)
 	}
 }
+
+// newScheduler is a scheduler (not started) on a fresh database of the dialect.
+func newScheduler(t *testing.T, dialect string) (*sundial.Scheduler, store.Store) {
+	t.Helper()
+	st := teststore.Open(t, dialect)
+	s, err := sundial.New(sundial.Config{Store: st, Clock: clock.NewFake(now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, st
+}
+
+// TestRunChildScope: an import goes through the scheduler's child-job check, scope included:
+// run for a caller who may run only alpha's jobs, a planned alpha job's child that is a
+// stored job of beta is left out (and said so), its child in alpha is set.
+func TestRunChildScope(t *testing.T) {
+	for _, d := range testdb.Dialects {
+		t.Run(d, func(t *testing.T) {
+			ctx := context.Background()
+			s, st := newScheduler(t, d)
+			if _, err := s.ScheduleJob(ctx, sundial.Job{Group: "beta", Name: "pay", Handler: "h", App: "beta"}); err != nil {
+				t.Fatal(err)
+			}
+			p := &importer.Plan{Source: "test", Jobs: []*importer.Job{
+				{Job: sundial.Job{Group: "alpha", Name: "report", Handler: "h", App: "alpha"}, Source: "job 1",
+					Children: []importer.Key{{Group: "alpha", Name: "mail"}, {Group: "beta", Name: "pay"}}},
+				{Job: sundial.Job{Group: "alpha", Name: "mail", Handler: "h", App: "alpha"}, Source: "job 2"},
+			}}
+			alphaOnly := sundial.WithMayRun(ctx, func(app string) bool { return app == "alpha" })
+			if err := importer.Run(alphaOnly, s, p, true); err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Unmapped) != 1 || p.Unmapped[0].Item != "job 1: child jobs" ||
+				!strings.Contains(p.Unmapped[0].Reason, store.ErrOutOfScope.Error()) {
+				t.Fatalf("unmapped %+v, want job 1's children refused as out of scope", p.Unmapped)
+			}
+			report, err := st.JobGetByKey(ctx, "alpha", "report")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(report.ChildJobIDs) != 0 {
+				t.Fatalf("report's children %v, want none stored", report.ChildJobIDs)
+			}
+		})
+	}
+}
+
+// TestRunRefusesBadNames: an import is held to the scheduler's one name rule: a blank job
+// name, an app name with a zero-width space and a calendar name with a bidi control are
+// refused (naming the field), the rest is imported.
+func TestRunRefusesBadNames(t *testing.T) {
+	for _, d := range testdb.Dialects {
+		t.Run(d, func(t *testing.T) {
+			ctx := context.Background()
+			s, st := newScheduler(t, d)
+			p := &importer.Plan{Source: "test",
+				Apps:      []*importer.App{{App: sundial.App{Name: "bill\u200bing"}, Source: "app 1"}},
+				Calendars: []*importer.Calendar{{Calendar: sundial.Calendar{Name: "xmas\u202e", Spec: "holiday:2026-12-25"}, Source: "cal 1"}},
+				Jobs: []*importer.Job{
+					{Job: sundial.Job{Group: "g", Name: "   ", Handler: "h"}, Source: "job 1"},
+					{Job: sundial.Job{Group: "g", Name: "fine", Handler: "h"}, Source: "job 2"},
+				}}
+			if err := importer.Run(ctx, s, p, true); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []struct {
+				what string
+				out  importer.Outcome
+			}{{"app", p.Apps[0].Outcome}, {"calendar", p.Calendars[0].Outcome}, {"blank job", p.Jobs[0].Outcome}} {
+				if o.out.Action != importer.Refused || !strings.Contains(o.out.Reason, "name: must not") {
+					t.Errorf("%s: %+v, want refused naming name", o.what, o.out)
+				}
+			}
+			if p.Jobs[1].Action != importer.Create {
+				t.Errorf("the good job: %+v", p.Jobs[1].Outcome)
+			}
+			if js, _ := st.JobList(ctx, store.JobFilter{Limit: 10}); len(js) != 1 || js[0].Name != "fine" {
+				t.Fatalf("stored jobs %+v, want the good one only", js)
+			}
+		})
+	}
+}

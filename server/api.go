@@ -46,6 +46,9 @@ func toAPIError(err error) (*apiError, bool) {
 	case errors.As(err, &fe):
 		// The scheduler's checks name the field as the API does; its message is the cause
 		// alone, as the field is reported beside it.
+		if errors.Is(fe, store.ErrOutOfScope) {
+			return &apiError{Status: http.StatusForbidden, Code: "permission_denied", Field: fe.Field, Message: fe.Err.Error()}, true
+		}
 		return &apiError{Status: http.StatusBadRequest, Code: api.CodeInvalidArgument, Field: fe.Field, Message: fe.Err.Error()}, true
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}, true

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
@@ -184,6 +186,35 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+var errCrossOrigin = &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+	Message: "cross-origin request: this route takes requests from this server's own pages or from programs only"}
+
+// checkPublicWrite guards the public routes that change something (login, password reset, the
+// executor protocol) against requests a page of another site makes the browser send: a form
+// posting a login as text/plain would sign the browser in to the attacker's account (login
+// CSRF). They must come from this origin (or a program, which sends no Origin) and, when
+// json is set, be JSON, which a cross-site form cannot send and a cross-site script cannot
+// without a CORS preflight this server never grants. (XXL-JOB's admin API is exempt from the
+// JSON rule: its executors' bodies are what they are, and each call carries the app's access
+// token in a header, which no cross-site page can set either.)
+func checkPublicWrite(r *http.Request, json bool) error {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return nil
+	}
+	if !sameOrigin(r) {
+		return errCrossOrigin
+	}
+	if !json {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return &apiError{Status: http.StatusUnsupportedMediaType, Code: api.CodeInvalidArgument, Field: "Content-Type",
+			Message: fmt.Sprintf("want application/json, got %q", r.Header.Get("Content-Type"))}
+	}
+	return nil
+}
+
 // guard wraps a route's handler with its policy: the one place access is decided.
 func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -191,7 +222,12 @@ func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		if pol.act != ActPublic {
+		if pol.act == ActPublic {
+			if err := checkPublicWrite(r, !pol.foreign); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		} else {
 			p, err := s.auth.authenticate(r)
 			if err != nil {
 				s.writeError(w, r, fmt.Errorf("authenticate: %w", err))
@@ -202,15 +238,18 @@ func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 				return
 			}
 			if p.Via == "session" && !sameOrigin(r) {
-				s.writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
-					Message: "cross-origin request with a session cookie"})
+				s.writeError(w, r, errCrossOrigin)
 				return
 			}
 			if err := s.allow(p, pol, r); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+			ctx := context.WithValue(r.Context(), principalKey{}, p)
+			// What the scheduler checks beyond the route's own target (a job's child jobs)
+			// is checked against the same policy.
+			ctx = sundial.WithMayRun(ctx, func(app string) bool { return p.Can(ActOperate, app) })
+			r = r.WithContext(ctx)
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
@@ -313,6 +352,12 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u *store.U
 		return fmt.Errorf("login %q: %w", u.Name, err)
 	}
 	httpserve.NoStore(w)
+	// Lax, not Strict: Strict would leave the cookie off every request of a navigation that
+	// started on another site, so a single sign-on (the provider redirects to ssoCallback,
+	// which sets this cookie and redirects on to the console: one cross-site chain) and a
+	// link from an alarm e-mail would land on a signed-out console. Lax sends it on top-level
+	// GETs only, which change nothing; every other request a session carries must come from
+	// this origin (guard), and the console's forms carry a CSRF token besides.
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: exp,
 		MaxAge: int(s.cfg.SessionTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteLaxMode})
 	return nil

@@ -58,3 +58,47 @@ func TestChildJobsAPI(t *testing.T) {
 		}
 	})
 }
+
+// Child jobs name only jobs the caller may run: an operator of alpha cannot chain a job of
+// beta (or of no app) to an alpha job on create or update, 403 naming child_job_ids[i];
+// children an admin set stay when the operator edits the job otherwise.
+func TestChildJobsScope(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		ctx := context.Background()
+		admin := e.client()
+		op, _ := e.userClient(api.UserRequest{Name: "otto", Role: api.RoleOperator, Scope: []string{"alpha"}})
+		beta := must(admin.CreateJob(ctx, jobReq("beta-job", "beta", "http")))(t)
+		local := must(admin.CreateJob(ctx, jobReq("local-job", "", "noop")))(t)
+		sibling := must(op.CreateJob(ctx, jobReq("sibling", "alpha", "http")))(t)
+		wantScope := func(what string, err error, field string) {
+			t.Helper()
+			if ae := wantStatus(t, what, err, http.StatusForbidden); ae.Field != field {
+				t.Fatalf("%s: field %q, want %s", what, ae.Field, field)
+			}
+		}
+		req := jobReq("alpha-job", "alpha", "http")
+		req.ChildJobIDs = []int64{sibling.ID, beta.ID}
+		_, err := op.CreateJob(ctx, req)
+		wantScope("create with another app's child", err, "child_job_ids[1]")
+		req.ChildJobIDs = []int64{local.ID}
+		_, err = op.CreateJob(ctx, req)
+		wantScope("create with a child of no app", err, "child_job_ids[0]")
+
+		req.ChildJobIDs = []int64{sibling.ID}
+		job := must(op.CreateJob(ctx, req))(t)
+		req.ChildJobIDs = []int64{sibling.ID, beta.ID}
+		_, err = op.UpdateJob(ctx, job.ID, req)
+		wantScope("update adding another app's child", err, "child_job_ids[1]")
+		if got := must(op.GetJob(ctx, job.ID))(t); len(got.ChildJobIDs) != 1 {
+			t.Fatalf("the refused update stored children %v", got.ChildJobIDs)
+		}
+
+		// An admin may chain across apps; the operator keeps that chain when editing.
+		must(admin.UpdateJob(ctx, job.ID, req))(t)
+		req.TimeoutMs = 5000
+		if got, err := op.UpdateJob(ctx, job.ID, req); err != nil || len(got.ChildJobIDs) != 2 {
+			t.Fatalf("operator editing a job that keeps an admin's children: %+v, %v", got, err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -195,4 +196,36 @@ func TestExecutorNetworks(t *testing.T) {
 	put("http://10.1.2.3:9999", 200)
 	put("http://203.0.113.7:9999", 400)
 	put("http://attacker.example:9999", 400)
+}
+
+// TestDeleteAppRevokesCredentials: deleting an app revokes its executor credential, so its
+// executor can no longer register the app back; the app's jobs stay, naming it, as they did
+// before (an admin who makes the app again issues a new credential).
+func TestDeleteAppRevokesCredentials(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Minute)
+		var cred api.AppCredential
+		e.call("POST", "/api/v1/apps/billing/credentials", nil, 201, &cred)
+		reg := map[string]any{"app": "billing", "address": "http://127.0.0.1:1", "instance": "i1", "handlers": []string{"report"}}
+		e.executorWith(cred.Secret, sender{"billing", "i1"}, "register", reg, 200, nil)
+		job := e.remoteJob("billing", "round_robin", nil)
+		e.call("PUT", "/api/v1/apps/billing", map[string]any{"title": "Billing"}, 200, nil)
+
+		e.call("DELETE", "/api/v1/apps/billing", nil, 204, nil)
+		e.executorWith(cred.Secret, sender{"billing", "i1"}, "register", reg, 401, nil)
+		e.call("GET", "/api/v1/apps/billing", nil, 404, nil)
+		var creds []api.AppCredential
+		e.call("GET", "/api/v1/apps/billing/credentials", nil, 200, &creds)
+		if len(creds) != 0 {
+			t.Fatalf("credentials of the deleted app: %+v", creds)
+		}
+		var j api.Job
+		e.call("GET", fmt.Sprintf("/api/v1/jobs/%d", job), nil, 200, &j)
+		if j.App != "billing" {
+			t.Fatalf("the deleted app's job: %+v, want it kept naming billing", j)
+		}
+		var again api.AppCredential
+		e.call("POST", "/api/v1/apps/billing/credentials", nil, 201, &again)
+		e.executorWith(again.Secret, sender{"billing", "i2"}, "register", reg, 200, nil)
+	})
 }

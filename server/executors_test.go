@@ -174,6 +174,7 @@ func (e *env) executorProven(token string, from sender, key *execsign.InstanceKe
 		e.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(wire.HeaderApp, from.app)
 	req.Header.Set(wire.HeaderInstance, from.instance)
 	if key != nil {
@@ -385,6 +386,7 @@ func TestRemoteExecutorLost(t *testing.T) {
 				}
 				req, _ := http.NewRequest("POST", e.url+"/api/v1/executor/register", strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+execToken)
+				req.Header.Set("Content-Type", "application/json")
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					resp.Body.Close()
 				}

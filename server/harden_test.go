@@ -218,6 +218,7 @@ func TestTrustedProxyTLS(t *testing.T) {
 		body := strings.NewReader(`{"username":"admin","password":"` + e.pw + `"}`)
 		req, _ := http.NewRequest("POST", e.url+"/api/v1/auth/login", body)
 		req.Header.Set("X-Forwarded-Proto", "https")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -195,6 +195,9 @@ func (e *env) raw(method, path, token string, cookie *http.Cookie, body any) *ht
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -145,26 +146,40 @@ func lastField(path string) string {
 	return path
 }
 
-// checkText checks one string: valid UTF-8 without NUL; a name also without any control
-// character and at most maxNameLen characters, other text at most maxTextLen bytes.
+// checkText checks one string: valid UTF-8 without NUL; a name also printable as itself
+// (sundial.CheckNameText: no control nor invisible format character) and at most
+// maxNameLen characters, other text at most maxTextLen bytes.
 func checkText(field, s string, name bool) error {
+	if name {
+		if err := checkLookup(field, s); err != nil {
+			return err
+		}
+		return sundial.CheckNameText(field, s)
+	}
 	if !utf8.ValidString(s) {
 		return invalidField(field, "must be valid UTF-8")
-	}
-	if name {
-		if n := utf8.RuneCountInString(s); n > maxNameLen {
-			return invalidField(field, "must have at most %d characters, got %d", maxNameLen, n)
-		}
-		if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
-			return invalidField(field, "must not contain control characters (found %q at byte %d)", s[i:i+1], i)
-		}
-		return nil
 	}
 	if len(s) > maxTextLen {
 		return invalidField(field, "must have at most %d bytes, got %d", maxTextLen, len(s))
 	}
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		return invalidField(field, "must not contain NUL bytes (found one at byte %d)", i)
+	}
+	return nil
+}
+
+// checkLookup checks a name something is looked up by: valid UTF-8, at most maxNameLen
+// characters, no control character. Invisible format characters pass, so that a name stored
+// before CheckNameText refused them can still be found, renamed or deleted.
+func checkLookup(field, s string) error {
+	if !utf8.ValidString(s) {
+		return invalidField(field, "must be valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(s); n > maxNameLen {
+		return invalidField(field, "must have at most %d characters, got %d", maxNameLen, n)
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		return invalidField(field, "must not contain control characters (found %q at byte %d)", s[i:i+1], i)
 	}
 	return nil
 }
@@ -182,7 +197,7 @@ func checkRequestText(r *http.Request) error {
 	}
 	for k, vs := range r.URL.Query() {
 		for _, v := range vs {
-			if err := checkText(k, v, true); err != nil {
+			if err := checkLookup(k, v); err != nil {
 				return err
 			}
 		}

@@ -124,6 +124,7 @@ func TestMutualTLS(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, base+wire.PathRegister,
 		strings.NewReader(`{"app":"billing","address":"https://127.0.0.1:1","instance":"x"}`))
 	req.Header.Set("Authorization", "Bearer "+execToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := noCert.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -173,10 +173,14 @@ type policy struct {
 	act Action
 	// of finds the apps the request acts on; nil for a route about no app.
 	of resolver
+	// foreign marks a public route of another scheduler's protocol (XXL-JOB's admin API),
+	// whose bodies are what its programs send: they need not say JSON (checkPublicWrite).
+	foreign bool
 }
 
 var (
 	publicRoute = policy{act: ActPublic}
+	xxlRoute    = policy{act: ActPublic, foreign: true}
 	selfRoute   = policy{act: ActSelf}
 	adminRoute  = policy{act: ActAdmin}
 )
@@ -238,6 +242,17 @@ func byJob(s *Server, r *http.Request) (target, error) {
 	}
 	t, err := jobTarget(r.Context(), s.store, id)
 	t.script = false // running or pausing a script job changes no script
+	return t, err
+}
+
+// byJobQuery is the job of the query's job_id, when there is one (one job's report).
+func byJobQuery(s *Server, r *http.Request) (target, error) {
+	id, err := queryID(r, "job_id")
+	if err != nil || id == 0 {
+		return target{}, err
+	}
+	t, err := jobTarget(r.Context(), s.store, id)
+	t.script = false
 	return t, err
 }
 

@@ -25,7 +25,8 @@ func addDay(r *api.ReportRow, d *store.ReportDay) {
 }
 
 // dailyReport serves the dashboard's chart: one row per day from..to, days without
-// executions as zeros (as XXL-JOB's chartInfo), and the totals.
+// executions as zeros (as XXL-JOB's chartInfo), and the totals, of the jobs the caller may
+// read (another app's job_id answers 403 before this runs).
 func (s *Server) dailyReport(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	day := func(name string, def time.Time) (time.Time, error) {
@@ -58,7 +59,8 @@ func (s *Server) dailyReport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.store.ReportsDaily(r.Context(), from.Format(dayLayout), to.Format(dayLayout), jobID)
+	rows, err := s.store.ReportsDaily(r.Context(), from.Format(dayLayout), to.Format(dayLayout), jobID,
+		principalFrom(r.Context()).ReadScope())
 	if err != nil {
 		return fmt.Errorf("daily report: %w", err)
 	}

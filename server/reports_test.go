@@ -94,3 +94,41 @@ func TestDailyReport(t *testing.T) {
 		}
 	})
 }
+
+// TestDailyReportScope: a viewer of alpha reads the report of alpha's jobs and jobs of no
+// app only: totals leave beta's out, and beta's job by job_id is 403.
+func TestDailyReportScope(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		c, ctx := e.client(), context.Background()
+		alpha := must(c.CreateJob(ctx, jobReq("a", "alpha", "http")))(t)
+		beta := must(c.CreateJob(ctx, jobReq("b", "beta", "http")))(t)
+		now := time.Now().UTC()
+		day := now.Format(dayLayout)
+		var xs []*store.Execution
+		for job, states := range map[int64][]store.ExecutionState{alpha.ID: {store.ExecSucceeded},
+			beta.ID: {store.ExecFailed, store.ExecFailed, store.ExecSucceeded}} {
+			for _, st := range states {
+				xs = append(xs, &store.Execution{JobID: job, ScheduledAt: now.UnixMilli(), FiredAt: now.UnixMilli(), Cause: store.CauseAPI, State: st})
+			}
+		}
+		must(e.st.ExecutionsInsert(ctx, xs))(t)
+		must(e.st.ReportsRefresh(ctx, day))(t)
+		viewer, _ := e.userClient(api.UserRequest{Name: "vera", Role: api.RoleViewer, Scope: []string{"alpha"}})
+		f := api.ReportFilter{From: day, To: day}
+		if got := must(c.DailyReport(ctx, f))(t).Totals; got.Succeeded != 2 || got.Failed != 2 {
+			t.Fatalf("the admin's totals %+v, want 2 succeeded and 2 failed", got)
+		}
+		if got := must(viewer.DailyReport(ctx, f))(t); got.Totals.Succeeded != 1 || got.Totals.Failed != 0 || got.Totals.Total != 1 ||
+			len(got.Items) != 1 || got.Items[0].Total != 1 {
+			t.Fatalf("alpha's viewer reads %+v, want alpha's one success only", got)
+		}
+		f.JobID = beta.ID
+		_, err := viewer.DailyReport(ctx, f)
+		wantStatus(t, "alpha's viewer reading beta's job report", err, 403)
+		f.JobID = alpha.ID
+		if got := must(viewer.DailyReport(ctx, f))(t).Totals; got.Total != 1 {
+			t.Fatalf("alpha's viewer reads alpha's job report %+v, want 1 run", got)
+		}
+	})
+}

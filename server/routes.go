@@ -86,7 +86,7 @@ func (s *Server) routeTable() []route {
 
 		{"GET", v1 + "/nodes", read(nil), s.listNodes},
 
-		{"GET", v1 + "/reports/daily", read(nil), s.dailyReport},
+		{"GET", v1 + "/reports/daily", read(byJobQuery), s.dailyReport},
 
 		{"GET", v1 + "/apps", read(nil), s.listApps},
 		{"GET", v1 + "/apps/{name}", read(nil), s.getApp},

@@ -507,3 +507,73 @@ func TestConfigSettingsHaveOneValue(t *testing.T) {
 		t.Errorf("scheduler dispatcher: %v, want an error naming it", err)
 	}
 }
+
+// TestLoginCSRF: the public routes that change something take only same-origin JSON: a
+// cross-site page can neither post a login as text/plain (a form's encoding) nor send one
+// with its Origin or Sec-Fetch-Site, and no session cookie is set; a same-origin JSON login
+// and a program's (no Origin) work.
+func TestLoginCSRF(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		creds := `{"username":"admin","password":"` + e.pw + `"}`
+		login := func(contentType string, header ...string) *http.Response {
+			t.Helper()
+			req, err := http.NewRequest("POST", e.url+"/api/v1/auth/login", strings.NewReader(creds))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if contentType != "" {
+				req.Header.Set("Content-Type", contentType)
+			}
+			for i := 0; i < len(header); i += 2 {
+				req.Header.Set(header[i], header[i+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			return resp
+		}
+		for _, tc := range []struct {
+			what        string
+			contentType string
+			header      []string
+			status      int
+		}{
+			{"a cross-site form's text/plain", "text/plain", []string{"Origin", "https://evil.example"}, http.StatusForbidden},
+			{"text/plain without an Origin", "text/plain", nil, http.StatusUnsupportedMediaType},
+			{"a form encoding", "application/x-www-form-urlencoded", nil, http.StatusUnsupportedMediaType},
+			{"no content type", "", nil, http.StatusUnsupportedMediaType},
+			{"JSON from another origin", "application/json", []string{"Origin", "https://evil.example"}, http.StatusForbidden},
+			{"JSON from another site", "application/json", []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+			{"same-origin JSON", "application/json; charset=utf-8", []string{"Origin", e.url, "Sec-Fetch-Site", "same-origin"}, http.StatusOK},
+			{"a program's JSON", "application/json", nil, http.StatusOK},
+		} {
+			resp := login(tc.contentType, tc.header...)
+			var cookie bool
+			for _, c := range resp.Cookies() {
+				cookie = cookie || c.Name == sessionCookie
+			}
+			if resp.StatusCode != tc.status || cookie != (tc.status == http.StatusOK) {
+				t.Errorf("%s: status %d, session cookie %v; want %d", tc.what, resp.StatusCode, cookie, tc.status)
+			}
+		}
+		// XXL-JOB's admin API takes its executors' bodies as they are, but not from another site.
+		req, _ := http.NewRequest("POST", e.url+"/xxl-job-admin/api/registry", strings.NewReader(`{}`))
+		req.Header.Set("Origin", "https://evil.example")
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("XXL-JOB registry from another origin: %v %v, want 403", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		// The password reset is public too.
+		req, _ = http.NewRequest("POST", e.url+"/api/v1/auth/reset", strings.NewReader(`{"token":"x","password":"y"}`))
+		req.Header.Set("Content-Type", "text/plain")
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
+			t.Errorf("reset as text/plain: %v %v, want 415", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -67,8 +68,8 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if in.Name == "" {
-		return invalidField("name", "must not be empty")
+	if err := sundial.CheckName("name", in.Name); err != nil {
+		return err
 	}
 	role, err := checkRole("role", in.Role)
 	if err != nil {

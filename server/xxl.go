@@ -41,9 +41,9 @@ func (s *Server) xxlRoutes() {
 		prefixes = append(prefixes, s.cfg.XXLContextPath)
 	}
 	for _, p := range prefixes {
-		s.mux.Handle("POST "+p+xxljob.PathRegistry, s.guard(publicRoute, s.xxlRegistry(false)))
-		s.mux.Handle("POST "+p+xxljob.PathRegistryRemove, s.guard(publicRoute, s.xxlRegistry(true)))
-		s.mux.Handle("POST "+p+xxljob.PathCallback, s.guard(publicRoute, s.xxlCallback))
+		s.mux.Handle("POST "+p+xxljob.PathRegistry, s.guard(xxlRoute, s.xxlRegistry(false)))
+		s.mux.Handle("POST "+p+xxljob.PathRegistryRemove, s.guard(xxlRoute, s.xxlRegistry(true)))
+		s.mux.Handle("POST "+p+xxljob.PathCallback, s.guard(xxlRoute, s.xxlCallback))
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
@@ -387,4 +389,47 @@ func TestXXLAppNeedsSecretKey(t *testing.T) {
 			t.Errorf("POST %s: %d %.80s; want the XXL-JOB admin API there: %v", path, resp.StatusCode, b, served)
 		}
 	}
+}
+
+// TestXXLTokenRules: an xxl-job app's access token has the native executor token's minimum
+// length, and no two apps share one (a callback is taken for the app whose token it carries):
+// both refused with 400 naming xxl_access_token; an app keeps or re-sets its own.
+func TestXXLTokenRules(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newXXLEnv(t, dialect)
+		c, ctx := e.client(), context.Background()
+		put := func(app, token string) error {
+			_, err := c.PutApp(ctx, app, api.AppRequest{Protocol: "xxl-job", ProtocolVersion: "3.3", XXLAccessToken: token})
+			return err
+		}
+		wantField := func(what string, err error) *api.Error {
+			t.Helper()
+			ae := wantStatus(t, what, err, http.StatusBadRequest)
+			if ae.Field != "xxl_access_token" {
+				t.Fatalf("%s: field %q, want xxl_access_token", what, ae.Field)
+			}
+			return ae
+		}
+		wantField("a 1-character token", put("alpha", "x"))
+		wantField("a 15-character token", put("alpha", strings.Repeat("x", sundial.MinTokenLen-1)))
+		shared := "the-alpha-executors-token"
+		if err := put("alpha", shared); err != nil {
+			t.Fatal(err)
+		}
+		if ae := wantField("beta taking alpha's token", put("beta", shared)); !strings.Contains(ae.Message, "alpha") {
+			t.Fatalf("beta taking alpha's token: %q, want it to name alpha", ae.Message)
+		}
+		if _, err := c.GetApp(ctx, "beta"); !api.IsNotFound(err) {
+			t.Fatalf("the refused app was stored: %v", err)
+		}
+		if err := put("alpha", shared); err != nil {
+			t.Fatalf("alpha setting its own token again: %v", err)
+		}
+		if err := put("alpha", ""); err != nil {
+			t.Fatalf("alpha keeping its token: %v", err)
+		}
+		if err := put("beta", "the-beta-executors-token"); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -146,9 +146,9 @@ type Querier interface {
 	// none any more. It returns how many rows the day has.
 	ReportsRefresh(ctx context.Context, day string) (int, error)
 	// ReportsDaily returns the report rows of the days from to to (inclusive, YYYY-MM-DD) of
-	// one job, or summed over every job for jobID 0, by day. Days without executions are
-	// absent.
-	ReportsDaily(ctx context.Context, from, to string, jobID int64) ([]*ReportDay, error)
+	// one job, or summed over every job for jobID 0, by day, cut to the jobs a reader of
+	// scope may see (Readable; nil: every job). Days without executions are absent.
+	ReportsDaily(ctx context.Context, from, to string, jobID int64, scope []string) ([]*ReportDay, error)
 
 	// ExecutionsDeleteFiredBefore deletes up to limit terminal executions fired before
 	// firedBefore, oldest first, with their log lines, and returns how many it deleted: the
@@ -218,6 +218,8 @@ type Querier interface {
 	AppGet(ctx context.Context, name string) (*App, error)
 	// AppList lists apps by name.
 	AppList(ctx context.Context) ([]*App, error)
+	// AppDelete deletes an app's row, its executor credential and its registered instances
+	// (ErrNotFound when it has none of them); its jobs stay, naming it.
 	AppDelete(ctx context.Context, name string) error
 
 	// AppCredentialCreate stores an app's first executor credential (ErrAlreadyExists when it

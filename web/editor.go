@@ -153,8 +153,9 @@ func showAtField(err error, errs map[string]string) bool {
 	if !errors.As(err, &ae) {
 		return false
 	}
-	switch ae.Status {
-	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
+	switch {
+	case ae.Status == http.StatusBadRequest, ae.Status == http.StatusConflict, ae.Status == http.StatusUnprocessableEntity,
+		ae.Status == http.StatusForbidden && ae.Field != "": // a value the user may not name (a child job)
 		field := fieldPath(ae.Field)
 		if field == "" && ae.Code == "already_exists" {
 			field = "name" // a job's group and name are taken

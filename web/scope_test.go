@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestScopeLimitsPages(t *testing.T) {
 
 	admin, otto := h.client(), h.client()
 	admin.login()
-	otto.loginAs("otto", "otto's long password")
+	csrf := otto.loginAs("otto", "otto's long password")
 	for _, p := range []string{"/", "/jobs", "/executions", "/executions?state=failed"} {
 		// The admin's page has both jobs, so the operator's lacking one is the scope at work.
 		admin.get(p).mustStatus(t, http.StatusOK).mustContain(t, "billing-run", "mail-secret-job")
@@ -63,4 +64,11 @@ func TestScopeLimitsPages(t *testing.T) {
 	}
 	otto.get("/executions/"+itoa(runs[0].ID)).mustStatus(t, http.StatusOK).mustContain(t, "billing-run", "boom")
 	otto.get("/jobs/"+itoa(bill.ID)).mustStatus(t, http.StatusOK)
+
+	// A child job is one the user may run: the editor shows the refusal at the field.
+	p := otto.createJob(csrf, url.Values{"name": {"chained"}, "app": {"billing"}, "child_job_ids": {itoa(mail.ID)},
+		"triggers[0].cron": {"0 0 * * * ?"}}).mustStatus(t, http.StatusOK)
+	if i := strings.Index(p.body, `id="err-child_job_ids"`); i < 0 || !strings.Contains(p.body[i:min(len(p.body), i+400)], "outside your scope") {
+		t.Fatalf("a child job of another app: no refusal at child_job_ids:\n%s", p.body)
+	}
 }

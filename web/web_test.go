@@ -103,6 +103,8 @@ func TestJobFormErrorsAtFieldStoreNothing(t *testing.T) {
 		{url.Values{"name": {"alarm"}, "alarm_targets": {"ops@example.com\nnot a target"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-alarm_targets", "not a target"},
 		{url.Values{"name": {"kids"}, "child_job_ids": {"1, x"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-child_job_ids", "want job ids"},
 		{url.Values{"name": {"kids"}, "child_job_ids": {"424242"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-child_job_ids", "no job 424242"},
+		{url.Values{"name": {"   "}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-name", "must not be"},
+		{url.Values{"name": {"gnp\u202eexe"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-name", "invisible format characters"},
 	} {
 		p := c.createJob(csrf, tc.form).mustStatus(t, http.StatusOK)
 		i := strings.Index(p.body, `id="`+tc.field+`"`)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 )
 
@@ -236,11 +237,14 @@ func when(t api.Time) string {
 	return t.Time().Local().Format("2006-01-02 15:04:05")
 }
 
-// termSafe escapes control characters (and invalid UTF-8) in text from the server before
-// it reaches a terminal: names and output are other people's input, and an escape
-// sequence in them could rewrite the screen, the title or the clipboard.
+// termSafe escapes control characters, invisible format characters (Unicode Cf: bidi
+// controls, zero-width spaces) and invalid UTF-8 in text from the server before it reaches
+// a terminal: names and output are other people's input, an escape sequence in them could
+// rewrite the screen, the title or the clipboard, and a bidi control makes text print as
+// other text. The server refuses such names now (sundial.CheckName); this shows the ones
+// stored before, and output, as they are.
 func termSafe(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) && utf8.ValidString(s) {
+	if !strings.ContainsFunc(s, sundial.Unprintable) && utf8.ValidString(s) {
 		return s
 	}
 	var b strings.Builder
@@ -250,7 +254,7 @@ func termSafe(s string) string {
 			fmt.Fprintf(&b, "\\x%02x", s[i])
 		case unicode.IsControl(r) && r < 0x80:
 			fmt.Fprintf(&b, "\\x%02x", r)
-		case unicode.IsControl(r):
+		case sundial.Unprintable(r):
 			fmt.Fprintf(&b, "\\u%04x", r)
 		default:
 			b.WriteRune(r)

@@ -35,7 +35,7 @@ func (a *appFlags) add(f *pflag.FlagSet) {
 	f.StringSliceVar(&a.addresses, "address", nil, "an executor's base URL for manual mode (repeat, or comma-separate)")
 	f.StringVar(&a.protocol, "protocol", "", "what the executors speak: sundial (the default) or xxl-job (XXL-JOB executors, unchanged)")
 	f.StringVar(&a.xxlVersion, "xxl-version", "", "the XXL-JOB executors' generation: 2.x, 3.3 or 3.5 (or their release, e.g. 2.4.2)")
-	f.StringVar(&a.xxlTokenFile, "xxl-token-file", "", "file holding the XXL-JOB executors' access token, xxl.job.accessToken (first line; default $SUNDIAL_XXL_TOKEN)")
+	f.StringVar(&a.xxlTokenFile, "xxl-token-file", "", "file holding the XXL-JOB executors' access token, xxl.job.accessToken (first line; default $SUNDIAL_XXL_TOKEN): at least 16 characters, and no other app's")
 }
 
 // apply copies the flags that were given onto req.
@@ -216,7 +216,10 @@ func newAppUpdateCmd(o *apiOptions) *cobra.Command {
 }
 
 func newAppDeleteCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "delete NAME", Short: "Delete an app", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "delete NAME", Short: "Delete an app", Args: cobra.ExactArgs(1),
+		Long: `Delete an app: its settings, its executor credential (its executors can no longer
+register) and its registered instances. Its jobs stay, naming the app, and fail to dispatch
+until the app is made again.`}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		if err := c.DeleteApp(ctx, args[0]); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/server"
+	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
@@ -403,8 +404,9 @@ func TestCLIAlarms(t *testing.T) {
 	}
 }
 
-// TestTermSafe: escape sequences and other control characters from the server are shown
-// escaped, never sent to the terminal.
+// TestTermSafe: escape sequences, other control characters and invisible format characters
+// (bidi controls, zero-width spaces) from the server are shown escaped, never sent to the
+// terminal.
 func TestTermSafe(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain name":         "plain name",
@@ -413,9 +415,36 @@ func TestTermSafe(t *testing.T) {
 		"bell\a and \r back": `bell\x07 and \x0d back`,
 		"bad \xff utf8":      `bad \xff utf8`,
 		"kept \uFFFD and é":  "kept \uFFFD and é",
+		"bidi \u202egnp.exe": `bidi \u202egnp.exe`,
+		"zero\u200bwidth":    `zero\u200bwidth`,
+		"bom\ufeff":          `bom\ufeff`,
 	} {
 		if got := termSafe(in); got != want {
 			t.Errorf("termSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCLINames: a blank name or one with a bidi control is refused (exit 2, one line naming
+// the field), and a name stored before that rule is printed with its invisible characters
+// escaped, in lists, details and errors alike.
+func TestCLINames(t *testing.T) {
+	s := startAPIServer(t)
+	for _, name := range []string{"   ", "gnp\u202eexe"} {
+		code, _, errOut := s.cli(t, "job", "create", name, "--handler", "noop")
+		if code != 2 || !strings.Contains(errOut, "name") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 ||
+			strings.ContainsRune(errOut, '\u202e') {
+			t.Errorf("job create %q: exit %d, stderr %q: want 2, one line naming name, escaped", name, code, errOut)
+		}
+	}
+	legacy := &store.Job{Group: "default", Name: "old\u202eexe.png", TargetKind: store.TargetLocal, Handler: "no\u200bop", Enabled: true}
+	if err := s.st.JobInsert(context.Background(), legacy); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"job", "list"}, {"job", "get", itoa(legacy.ID)}} {
+		out := s.mustCLI(t, args...)
+		if strings.ContainsAny(out, "\u202e\u200b") || !strings.Contains(out, `old\u202eexe.png`) || !strings.Contains(out, `no\u200bop`) {
+			t.Errorf("%v printed %q: want the invisible characters escaped", args, out)
 		}
 	}
 }

@@ -252,7 +252,7 @@ func newTriggerAddCmd(o *apiOptions) *cobra.Command {
 			return err
 		}
 		for _, w := range t.Warnings {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", termSafe(w))
 		}
 		return printOne(cmd.OutOrStdout(), o, t, showTrigger)
 	})

@@ -149,8 +149,8 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	if err != nil {
 		return usageError{err}
 	}
-	ex.Handle("http", httpHandler(nil))
-	ex.Handle("shell", shellHandler(o.enableShell))
+	ex.Handle("http", builtin(httpHandler(nil)))
+	ex.Handle("shell", builtin(shellHandler(o.enableShell)))
 
 	if ctx == nil {
 		ctx = context.Background()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -250,5 +251,47 @@ func TestExecutorTokenFromFileAndLength(t *testing.T) {
 	code, _, errOut = runCLI(t, "", "executor", "--token-file", file, "--token", "a-long-executor-token", "--server", "http://localhost:1")
 	if code != 2 || !strings.Contains(errOut, "give one") {
 		t.Errorf("token and token file: exit %d, %q: want 2", code, errOut)
+	}
+}
+
+// A secret job's params never reach what the built-in handlers write: the URL's user info,
+// its query values, the headers' values and the body are masked in the output lines (the
+// handler's own and the server's answer echoing them) and in the result's message, on a
+// first run and on a retry alike.
+func TestExecutorCmdHTTPHandlerSecretParams(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		pw, _ := r.URL.User.Password()
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		fmt.Fprintf(w, "query=%s auth=%s body=%s user=%s\n", r.URL.RawQuery, r.Header.Get("Authorization"), b, pw)
+	}))
+	defer target.Close()
+	peer, addr := startExecutorCmd(t, false)
+	secrets := []string{"UserInfoSecret", "QuerySecret", "Bearer HeaderSecret", "BodySecret", "Run Now/Secret"}
+	u := strings.Replace(target.URL, "http://", "http://admin:UserInfoSecret@", 1)
+	for i, path := range []string{"/ok", "/fail"} {
+		params := fmt.Sprintf(`{"method":"POST","url":%q,"headers":{"Authorization":"Bearer HeaderSecret"},"body":"BodySecret"}`,
+			u+path+"?pw=QuerySecret&note="+url.QueryEscape("Run Now/Secret"))
+		for attempt := range 2 {
+			id := int64(10 + 2*i + attempt)
+			res := runOn(t, peer, addr, executor.RunRequest{ExecutionID: id, JobID: 1, Handler: "http", Params: params,
+				ParamsSecret: true, Attempt: attempt})
+			out := peer.Output(id)
+			if (path == "/fail") != (res.State == executor.StateFailed) {
+				t.Errorf("run %d of %s: %+v", id, path, res)
+			}
+			if !strings.Contains(out, "POST http://***@127.0.0.1") || !strings.Contains(out, "pw=***") {
+				t.Errorf("run %d output %q: want the URL with its user info and query masked", id, out)
+			}
+			for _, s := range secrets {
+				for _, form := range []string{s, url.QueryEscape(s)} {
+					if strings.Contains(out, form) || strings.Contains(res.Message, form) {
+						t.Errorf("run %d (%s, attempt %d) shows %q: output %q, message %q", id, path, attempt, form, out, res.Message)
+					}
+				}
+			}
+		}
 	}
 }

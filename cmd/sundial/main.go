@@ -54,7 +54,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "sundial: %v\n", err)
+	fmt.Fprintf(stderr, "sundial: %s\n", termSafe(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsageError(err) {
 		return 2

@@ -8,11 +8,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 )
 
 // minSecretLen is the shortest secret a credential flag takes: shorter ones are guessable.
-const minSecretLen = 16
+const minSecretLen = sundial.MinTokenLen
 
 // secretFlag is a credential flag: its value comes from the flag (visible in ps), its
 // SUNDIAL_ variable, or the file named by its -file twin (one line, as a secret manager or

@@ -91,16 +91,27 @@ func (e *executor) AppList(ctx context.Context) ([]*store.App, error) {
 // AppDelete deletes the app; its registered instances stay until they stop beating, so an
 // app deleted by mistake reappears in the registry list.
 func (e *executor) AppDelete(ctx context.Context, name string) error {
-	res, err := e.exec(ctx, "DELETE FROM apps WHERE name = ?", name)
-	if err != nil {
-		return fmt.Errorf("sqlstore: delete app %q: %w", name, err)
-	}
-	if n, err := affected(res); err != nil {
-		return err
-	} else if n == 0 {
-		return fmt.Errorf("app %q: %w", name, store.ErrNotFound)
-	}
-	return nil
+	return e.inTx(ctx, func(e *executor) error {
+		// The app's row, its executor credential (left behind, it would let its executor
+		// register the app back) and its registered instances (an app without a row is
+		// listed while one is live).
+		var n int64
+		for _, table := range []string{"apps WHERE name", "app_credentials WHERE app", "registry WHERE app"} {
+			res, err := e.exec(ctx, "DELETE FROM "+table+" = ?", name)
+			if err != nil {
+				return fmt.Errorf("sqlstore: delete app %q: %w", name, err)
+			}
+			k, err := affected(res)
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		if n == 0 {
+			return fmt.Errorf("app %q: %w", name, store.ErrNotFound)
+		}
+		return nil
+	})
 }
 
 const instanceCols = "app, address, instance, version, handlers, live_ms, registered_at, last_seen"

@@ -138,15 +138,26 @@ func (e *executor) ReportsRefresh(ctx context.Context, day string) (int, error) 
 const allJobs = 0
 
 // ReportsDaily reads a range of days: the days' total rows, or one job's rows, a row per day
-// through the index on (job_id, day) (migration 00015).
-func (e *executor) ReportsDaily(ctx context.Context, from, to string, jobID int64) ([]*store.ReportDay, error) {
+// through the index on (job_id, day) (migration 00015). A day's total row counts every app's
+// jobs, so a scoped reader's totals are summed from the rows of the jobs it may see.
+func (e *executor) ReportsDaily(ctx context.Context, from, to string, jobID int64, scope []string) ([]*store.ReportDay, error) {
 	for _, d := range []string{from, to} {
 		if _, _, err := dayBounds(d); err != nil {
 			return nil, err
 		}
 	}
-	rs, err := e.query(ctx, "SELECT day, running_count, succeeded_count, failed_count, other_count"+
-		" FROM daily_reports WHERE job_id = ? AND day >= ? AND day <= ? ORDER BY day", jobID, from, to)
+	q := "SELECT day, running_count, succeeded_count, failed_count, other_count FROM daily_reports WHERE job_id = ?"
+	args := []any{jobID}
+	cond, scopeArgs := scopedJobsCond(scope)
+	if cond != "" && jobID == allJobs {
+		q = "SELECT day, SUM(running_count), SUM(succeeded_count), SUM(failed_count), SUM(other_count) FROM daily_reports WHERE job_id <> ?"
+	}
+	q += " AND day >= ? AND day <= ?" + cond
+	args = append(append(args, from, to), scopeArgs...)
+	if cond != "" && jobID == allJobs {
+		q += " GROUP BY day"
+	}
+	rs, err := e.query(ctx, q+" ORDER BY day", args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: report from %s to %s: %w", from, to, err)
 	}

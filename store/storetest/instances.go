@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -129,6 +130,26 @@ func testAppCredentials(t *testing.T, s store.Store) {
 	list := get(s.AppCredentialList(ctx)).ok(t)
 	equal(t, "listed", len(list), 2)
 	equal(t, "first listed", *list[0], *r)
+
+	// Deleting an app revokes its credential and forgets its instances; another app's stay.
+	noErr(t, s.AppPut(ctx, &store.App{Name: "payroll", AddressMode: store.AddressAuto}))
+	for _, app := range []string{"payroll", "billing"} {
+		noErr(t, s.RegistryBeat(ctx, app, "http://"+app+":1", "i-"+app, "", nil))
+	}
+	noErr(t, s.AppDelete(ctx, "payroll"))
+	if _, err := s.AppCredentialByHash(ctx, "h2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the credential of a deleted app: err = %v, want ErrNotFound", err)
+	}
+	equal(t, "another app's credential", get(s.AppCredentialByHash(ctx, "h3")).ok(t).App, "billing")
+	live := get(s.RegistryLive(ctx, "", time.Hour)).ok(t)
+	equal(t, "instances left", len(live), 1)
+	equal(t, "instance left", live[0].App, "billing")
+	// An app of only a credential or only instances is deleted too; one of nothing is not found.
+	noErr(t, s.AppDelete(ctx, "billing"))
+	equal(t, "instances after", len(get(s.RegistryLive(ctx, "", time.Hour)).ok(t)), 0)
+	if err := s.AppDelete(ctx, "billing"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleting an app of nothing: err = %v, want ErrNotFound", err)
+	}
 }
 
 // testClusterKeys: generations are listed newest first; two nodes creating the same

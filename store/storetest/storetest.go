@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ExecutionsListByFired", func(t *testing.T) { t.Parallel(); testExecutionsListByFired(t, open(t)) })
 	t.Run("ExecutionSweeps", func(t *testing.T) { t.Parallel(); testExecutionSweeps(t, open(t)) })
 	t.Run("Reports", func(t *testing.T) { t.Parallel(); testReports(t, open(t)) })
+	t.Run("ReportsScope", func(t *testing.T) { t.Parallel(); testReportsScope(t, open(t)) })
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); testRecovery(t, open(t)) })
 	t.Run("Logs", func(t *testing.T) { t.Parallel(); testLogs(t, open(t)) })
 	t.Run("Nodes", func(t *testing.T) { t.Parallel(); testNodes(t, open(t)) })
