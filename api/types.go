@@ -182,6 +182,9 @@ type Execution struct {
 	// Params are a run-now's own params, given in place of the job's; empty when the run got
 	// the job's.
 	Params string `json:"params,omitempty"`
+	// OutputLost counts the run's output lines that never reached the server (the executor
+	// gave up sending them): when not 0, the output shown is cut.
+	OutputLost int64 `json:"output_lost,omitempty"`
 }
 
 // RunRequest is the optional body of POST /jobs/{id}/run.

@@ -356,6 +356,28 @@ func TestLogsStreamWhileRunning(t *testing.T) {
 	}
 }
 
+// TestResultCountsLinesLost: output the server never took is counted in the run's result,
+// so the run shows its output was cut instead of looking complete.
+func TestResultCountsLinesLost(t *testing.T) {
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("chatty", func(ctx context.Context) error {
+			for i := range 3 {
+				executor.Logger(ctx).Info("line", "n", i)
+			}
+			return nil
+		})
+	})
+	s.peer.FailLogs(http.StatusConflict)
+	s.mustRun(t, executor.RunRequest{ExecutionID: 5, JobID: 1, Handler: "chatty"})
+	res := s.peer.WaitResult(t, 5, wait)
+	if res.State != executor.StateSucceeded || res.LinesLost != 3 {
+		t.Errorf("result %+v: want succeeded with 3 lines lost", res)
+	}
+	if ls := s.peer.Lines(5); len(ls) != 0 {
+		t.Errorf("the peer took %d lines while refusing them", len(ls))
+	}
+}
+
 func TestFailuresAndRefusals(t *testing.T) {
 	s := start(t, func(ex *executor.Executor) {
 		ex.Handle("fail", func(context.Context) error { return errors.New("disk full") })

@@ -20,7 +20,8 @@ func toExecutionOut(x *store.Execution) api.Execution {
 		FiredAt: api.Time(x.FiredAt), Cause: string(x.Cause), Attempt: x.Attempt, Node: x.Node, State: string(x.State),
 		HandleCode: x.HandleCode, HandleMsg: x.HandleMsg, TriggerMsg: x.TriggerMsg, StartedAt: api.Time(x.StartedAt),
 		FinishedAt: api.Time(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal,
-		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: secret.Shown(x.Params)}
+		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: secret.Shown(x.Params),
+		OutputLost: x.OutputLost}
 }
 
 // listExecutions lists executions newest first (order=asc for oldest first), filtered by job,

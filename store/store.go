@@ -496,4 +496,6 @@ type ExecutionResult struct {
 	// AlarmState replaces the alarm state when non-empty (AlarmPending for a failure that
 	// must be reported).
 	AlarmState AlarmState
+	// OutputLost counts the output lines the executor could not deliver.
+	OutputLost int64
 }

@@ -301,13 +301,17 @@ Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'
 }
 
 func newJobDeleteCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "delete ID|NAME|GROUP/NAME", Short: "Delete a job and its triggers", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "delete ID|NAME|GROUP/NAME", Short: "Delete a job and its triggers", Args: cobra.ExactArgs(1),
+		Long: "Delete a job and its triggers; its executions stay. A job with runs in progress is refused\n" +
+			"unless --force: they then finish, and their results and output are kept."}
+	var force bool
+	cmd.Flags().BoolVar(&force, "force", false, "delete even though runs are in progress (they finish and keep their output)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
-		if err := c.DeleteJob(ctx, id); err != nil {
+		if err := c.DeleteJob(ctx, id, force); err != nil {
 			return err
 		}
 		if !o.machine() {

@@ -27,8 +27,14 @@ type apiServer struct {
 
 func startAPIServer(t *testing.T) *apiServer {
 	t.Helper()
+	return startAPIServerOn(t, filepath.Join(t.TempDir(), "sundial.db"))
+}
+
+// startAPIServerOn is startAPIServer on the database dsn (testdb.DSN for each dialect).
+func startAPIServerOn(t *testing.T, dsn string) *apiServer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "sundial.db"))
+	st, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
