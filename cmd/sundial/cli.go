@@ -283,22 +283,3 @@ func jobFlag(ctx context.Context, c *api.Client, ref string) (int64, error) {
 	}
 	return jobRef(ctx, c, ref)
 }
-
-// jobRef resolves the way a user names a job: its id, its name in the default group, or
-// GROUP/NAME. A name that is all digits is read as an id; write default/123 for a job named so.
-func jobRef(ctx context.Context, c *api.Client, ref string) (int64, error) {
-	if ref == "" {
-		return 0, usageErrorf("give the job's id, NAME or GROUP/NAME")
-	}
-	if n, err := strconv.ParseInt(ref, 10, 64); err == nil {
-		if n <= 0 {
-			return 0, usageErrorf("job id %q: want a positive integer", ref)
-		}
-		return n, nil
-	}
-	j, err := c.FindJob(ctx, "", ref)
-	if err != nil {
-		return 0, err
-	}
-	return j.ID, nil
-}

@@ -133,11 +133,14 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 
 func newJobCmd() *cobra.Command {
 	o := &apiOptions{}
-	return group("job", "Create, inspect and control jobs", o,
+	cmd := group("job", "Create, inspect and control jobs", o,
 		newJobCreateCmd(o), newJobListCmd(o), newJobGetCmd(o), newJobUpdateCmd(o), newJobDeleteCmd(o),
 		newJobActionCmd(o, "pause", "Pause a job: its triggers stop firing", "Paused"),
 		newJobActionCmd(o, "resume", "Resume a paused job", "Resumed"),
 		newJobRunCmd(o))
+	cmd.Long = "Create, inspect and control jobs. A job is given by its id, NAME (in group default) or GROUP/NAME;\n" +
+		"GROUP/NAME is never read as an id (a job named \"123\" is default/123)."
+	return cmd
 }
 
 func newJobCreateCmd(o *apiOptions) *cobra.Command {
