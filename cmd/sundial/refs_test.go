@@ -53,3 +53,24 @@ func TestCLINamesThatLookLikeIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestCLITriggerTakesTheJobAsArgument: `trigger add JOB` and `trigger list JOB` take the job
+// as `job get` does; --job still works, and the job given twice, differently, is refused.
+func TestCLITriggerTakesTheJobAsArgument(t *testing.T) {
+	s := startAPIServer(t)
+	job := mustJSON[api.Job](t, s, "job", "create", "nightly-export", "--handler", "noop", "--cron", "0 0 2 * * ?")
+	added := mustJSON[api.Trigger](t, s, "trigger", "add", "nightly-export", "--cron", "0 0 3 * * ?")
+	viaFlag := mustJSON[api.Trigger](t, s, "trigger", "add", "--job", "nightly-export", "--cron", "0 0 4 * * ?")
+	if added.JobID != job.ID || viaFlag.JobID != job.ID {
+		t.Errorf("triggers added to jobs %d and %d, want %d", added.JobID, viaFlag.JobID, job.ID)
+	}
+	for _, args := range [][]string{{"trigger", "list", "nightly-export"}, {"trigger", "list", "--job", "nightly-export"}} {
+		if l := mustJSON[api.Page[api.Trigger]](t, s, args...); len(l.Items) != 3 {
+			t.Errorf("%v: %d triggers, want 3", args, len(l.Items))
+		}
+	}
+	code, _, errOut := s.cli(t, "trigger", "list", "nightly-export", "--job", "other")
+	if code == 0 || !strings.Contains(errOut, "given twice") {
+		t.Errorf("job given twice: exit %d, %q", code, errOut)
+	}
+}
