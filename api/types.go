@@ -209,8 +209,11 @@ type Node struct {
 	StartedAt Time   `json:"started_at"`
 	LastSeen  Time   `json:"last_seen"`
 	Leader    bool   `json:"leader"`
-	// Self marks the node that answered.
+	// Self marks the node that answered the request (not its health: see Live).
 	Self bool `json:"self"`
+	// Live is false for a node that has missed its heartbeats for longer than the cluster
+	// allows: it is counted dead, and its runs are recovered.
+	Live bool `json:"live"`
 }
 
 // LoginRequest is the body of POST /auth/login.
