@@ -60,6 +60,9 @@ type ListOptions struct {
 	After string
 }
 
+// HasToken reports whether the client sends an API token.
+func (c *Client) HasToken() bool { return c.token != "" }
+
 func (o ListOptions) query() url.Values {
 	q := url.Values{}
 	if o.Limit != 0 {

@@ -224,7 +224,7 @@ func TestCLIErrors(t *testing.T) {
 		// The server refuses the cron with a 400 naming the field.
 		{"bad cron", []string{"job", "create", "x", "--handler", "noop", "--cron", "0 0 25 * * ?"}, s.token, 2, "triggers[0].cron"},
 		{"no token", []string{"job", "list"}, "", 1, "not authenticated: set --token or SUNDIAL_TOKEN"},
-		{"bad token", []string{"job", "list"}, "sdl_wrong", 1, "not authenticated: set --token or SUNDIAL_TOKEN"},
+		{"bad token", []string{"job", "list"}, "sdl_wrong", 1, "the server refused the API token (expired, revoked or unknown)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SUNDIAL_TOKEN", "")
@@ -338,7 +338,7 @@ func TestCLICalendarNodeToken(t *testing.T) {
 	}
 	s.mustCLI(t, "token", "delete", strconv.FormatInt(tok.ID, 10))
 	if code, _, errOut := runCLI(t, "", "node", "list", "--server", s.url, "--token", tok.Token); code != 1 ||
-		!strings.Contains(errOut, "not authenticated") {
+		!strings.Contains(errOut, "refused the API token (expired, revoked or unknown)") {
 		t.Errorf("a deleted token still works: exit %d %q", code, errOut)
 	}
 	// A calendar a trigger uses cannot go; once its job is gone, it can.
