@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"net"
 	"strings"
 	"testing"
 
 	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/server"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // TestCLINodeListSaysHealthAndWhoAnswered: node list shows each node's role and health in
@@ -44,6 +48,39 @@ func TestCLIDuplicateNameInOneClause(t *testing.T) {
 				if code, _, errOut := s.cli(t, tc.args...); code != 1 || errOut != tc.want {
 					t.Errorf("%v: exit %d, %q; want 1 and %q", tc.args, code, errOut, tc.want)
 				}
+			}
+		})
+	}
+}
+
+// TestServerBindsBeforeTheAdmin: `sundial server` on a busy port fails before it touches the
+// database, so it shows no admin password for a server that never started, and the next
+// start still creates (and shows) the admin — on every database.
+func TestServerBindsBeforeTheAdmin(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() }) // after the parallel subtests, which run once this function returns
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			dsn := testdb.DSN(t, dialect)
+			code, out, errOut := runCLI(t, "", "server", "--db", dsn, "--addr", busy.Addr().String())
+			if code == 0 || !strings.Contains(errOut, "listen on "+busy.Addr().String()) || strings.Contains(out, "password") {
+				t.Fatalf("server on a busy port: exit %d, stdout %q, stderr %q; want a failure to listen and no password", code, out, errOut)
+			}
+			ctx := context.Background()
+			st, err := sqlstore.Open(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, created, err := server.EnsureAdmin(ctx, st, "admin"); err != nil || !created {
+				t.Errorf("an admin existed after the failed start (created %v, %v): its password was shown for nothing", created, err)
 			}
 		})
 	}

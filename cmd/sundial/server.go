@@ -207,6 +207,13 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	// The port first: a server that cannot bind must not have created its database, nor shown
+	// an admin password for a server that never started.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	defer ln.Close() // on an early return; Serve closes it otherwise
 	st, err := sqlstore.Open(ctx, o.db)
 	if err != nil {
 		return err
@@ -302,14 +309,9 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.addr, err)
-	}
 	// The node starts before the banner, and a signal during its start waits for it: whoever
 	// reads "listening" may stop the server at once.
 	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
-		ln.Close()
 		return err
 	}
 	fmt.Fprintf(stdout, "Sundial is listening on %s://%s (database %s)\n", o.tls.scheme(), ln.Addr(), sqlstore.Redact(o.db))
