@@ -19,13 +19,8 @@ import (
 func TestDeleteJobWithLiveRun(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newExecutorEnv(t, dialect, time.Second)
-		ex, err := executor.New(executor.Config{Server: e.url, Token: execToken, App: "billing",
-			Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
 		started, release := make(chan struct{}), make(chan struct{})
-		ex.Handle("slow", func(ctx context.Context) error {
+		e.sdkExecutor("billing", "slow", func(ctx context.Context) error {
 			log := executor.Logger(ctx)
 			for i := 1; i <= 20; i++ {
 				log.Info(fmt.Sprintf("line %d", i))
@@ -37,10 +32,6 @@ func TestDeleteJobWithLiveRun(t *testing.T) {
 			}
 			return nil
 		})
-		if err := ex.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ex.Stop(context.Background()) })
 
 		var job api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "slow-shell", "handler": "slow", "app": "billing",
@@ -60,15 +51,7 @@ func TestDeleteJobWithLiveRun(t *testing.T) {
 		e.call("GET", path, nil, http.StatusNotFound, nil)
 		close(release)
 
-		var run api.Execution
-		eventually(t, "the run of the deleted job to succeed", func() bool {
-			var page api.Page[api.Execution]
-			e.call("GET", "/api/v1/executions?job_id="+itoa(job.ID), nil, 200, &page)
-			if len(page.Items) == 1 {
-				run = page.Items[0]
-			}
-			return run.State == "succeeded"
-		})
+		run := e.onlyRunSucceeded(job.ID)
 		var out api.Page[api.LogLine]
 		e.call("GET", "/api/v1/executions/"+itoa(run.ID)+"/output?limit=100", nil, 200, &out)
 		if len(out.Items) != 40 || out.Items[39].Message != "line 40" {

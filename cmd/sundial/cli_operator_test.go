@@ -33,24 +33,20 @@ func TestCLINodeListSaysHealthAndWhoAnswered(t *testing.T) {
 // TestCLIDuplicateNameInOneClause: a name taken is said once, in one clause, for a job and
 // a trigger alike — on every database (each maps its own unique violation).
 func TestCLIDuplicateNameInOneClause(t *testing.T) {
-	for _, dialect := range testdb.Dialects {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			s := startAPIServerOn(t, testdb.DSN(t, dialect))
-			s.mustCLI(t, "job", "create", "tick", "--handler", "noop", "--cron", "0 0 2 * * ?")
-			for _, tc := range []struct {
-				args []string
-				want string
-			}{
-				{[]string{"job", "create", "tick", "--handler", "noop"}, "sundial: job default/tick already exists\n"},
-				{[]string{"trigger", "add", "tick", "--name", "tick#1", "--cron", "0 0 3 * * ?"}, "sundial: trigger default/tick#1 already exists\n"},
-			} {
-				if code, _, errOut := s.cli(t, tc.args...); code != 1 || errOut != tc.want {
-					t.Errorf("%v: exit %d, %q; want 1 and %q", tc.args, code, errOut, tc.want)
-				}
+	onEveryDatabase(t, func(t *testing.T, s *apiServer) {
+		s.mustCLI(t, "job", "create", "tick", "--handler", "noop", "--cron", "0 0 2 * * ?")
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"job", "create", "tick", "--handler", "noop"}, "sundial: job default/tick already exists\n"},
+			{[]string{"trigger", "add", "tick", "--name", "tick#1", "--cron", "0 0 3 * * ?"}, "sundial: trigger default/tick#1 already exists\n"},
+		} {
+			if code, _, errOut := s.cli(t, tc.args...); code != 1 || errOut != tc.want {
+				t.Errorf("%v: exit %d, %q; want 1 and %q", tc.args, code, errOut, tc.want)
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestServerBindsBeforeTheAdmin: `sundial server` on a busy port fails before it touches the

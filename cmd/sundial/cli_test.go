@@ -14,6 +14,7 @@ import (
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -28,6 +29,17 @@ type apiServer struct {
 func startAPIServer(t *testing.T) *apiServer {
 	t.Helper()
 	return startAPIServerOn(t, filepath.Join(t.TempDir(), "sundial.db"))
+}
+
+// onEveryDatabase runs fn, in parallel, against a server of its own on SQLite, PostgreSQL
+// and MariaDB.
+func onEveryDatabase(t *testing.T, fn func(t *testing.T, s *apiServer)) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			fn(t, startAPIServerOn(t, testdb.DSN(t, dialect)))
+		})
+	}
 }
 
 // startAPIServerOn is startAPIServer on the database dsn (testdb.DSN for each dialect).

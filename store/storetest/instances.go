@@ -9,18 +9,24 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
+// remoteJob stores a remote job of app "pool" and returns it with a maker of its running
+// executions (fired at the given time).
+func remoteJob(t *testing.T, s store.Store, name string) (*store.Job, func(at int64) *store.Execution) {
+	job := newJob(t, s, "g", name)
+	job.App, job.TargetKind = "pool", store.TargetRemote
+	noErr(t, s.JobUpdate(context.Background(), job))
+	return job, func(at int64) *store.Execution {
+		return &store.Execution{JobID: job.ID, TriggerID: 7, ScheduledAt: at, FiredAt: at, Cause: store.CauseSchedule,
+			Node: "n", State: store.ExecRunning}
+	}
+}
+
 // testExecutorInstances covers what an executor's heartbeat is checked against: the running
 // executions on an address with the instance each went to, losing some of them by id, and a
 // result that arrives for a lost one.
 func testExecutorInstances(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	job := newJob(t, s, "g", "pool-job")
-	job.App, job.TargetKind = "pool", store.TargetRemote
-	noErr(t, s.JobUpdate(ctx, job))
-	mk := func(at int64) *store.Execution {
-		return &store.Execution{JobID: job.ID, TriggerID: 7, ScheduledAt: at, FiredAt: at, Cause: store.CauseSchedule,
-			Node: "n", State: store.ExecRunning}
-	}
+	_, mk := remoteJob(t, s, "pool-job")
 	a, b, c := mk(100), mk(200), mk(300)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{a, b, c})).ok(t)
 	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(a), a.ID, "http://x:1", "old", 0, 1, "sent")).ok(t), true)
@@ -153,13 +159,7 @@ func testClusterKeys(t *testing.T, s store.Store) {
 // many output lines the executor could not deliver.
 func testRunOutlivesItsJob(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	job := newJob(t, s, "g", "doomed")
-	job.App, job.TargetKind = "pool", store.TargetRemote
-	noErr(t, s.JobUpdate(ctx, job))
-	mk := func(at int64) *store.Execution {
-		return &store.Execution{JobID: job.ID, TriggerID: 7, ScheduledAt: at, FiredAt: at, Cause: store.CauseSchedule,
-			Node: "n", State: store.ExecRunning}
-	}
+	job, mk := remoteJob(t, s, "doomed")
 	a, b := mk(100), mk(200)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{a, b})).ok(t)
 	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(a), a.ID, "http://x:1", "i1", 0, 1, "sent")).ok(t), true)
