@@ -161,9 +161,31 @@ func (s *Scheduler) catchUp(ctx context.Context, sel store.TriggerSelector) erro
 	return nil
 }
 
-// DeleteJob deletes a job and its triggers; its executions stay as history.
-func (s *Scheduler) DeleteJob(ctx context.Context, jobID int64) error {
-	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.JobDelete(ctx, jobID) }); err != nil {
+// DeleteJobOpts tune DeleteJob.
+type DeleteJobOpts struct {
+	// Force deletes a job whose runs are in progress: they finish, and their results and
+	// output are kept as the history of the deleted job.
+	Force bool
+}
+
+// DeleteJob deletes a job and its triggers; its executions stay as history. A job with runs
+// in progress is refused (store.ErrInUse) unless opts.Force: deleting it silently would
+// look as if it stopped them.
+func (s *Scheduler) DeleteJob(ctx context.Context, jobID int64, opts DeleteJobOpts) error {
+	err := store.InTx(ctx, s.store, func(q store.Querier) error {
+		if !opts.Force {
+			live, err := q.ExecutionsCountLive(ctx, []int64{jobID})
+			if err != nil {
+				return err
+			}
+			if n := live[jobID]; n > 0 {
+				return fmt.Errorf("job %d has %d run(s) in progress; delete it with force (sundial job delete --force, API ?force=true)"+
+					" to let them finish and keep their results and output: %w", jobID, n, store.ErrInUse)
+			}
+		}
+		return q.JobDelete(ctx, jobID)
+	})
+	if err != nil {
 		return fmt.Errorf("sundial: delete job %d: %w", jobID, err)
 	}
 	return nil

@@ -341,7 +341,7 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job
 		return 0, err
 	}
 	if err := tx.JobInsert(ctx, row); err != nil {
-		return 0, fmt.Errorf("sundial: job %s/%s: %w", row.Group, row.Name, err)
+		return 0, err // it names the job (store.ExistsError when the name is taken)
 	}
 	if err := recordScript(ctx, tx, row, "", job.ScriptNote, "created"); err != nil {
 		return 0, err

@@ -60,6 +60,9 @@ type ListOptions struct {
 	After string
 }
 
+// HasToken reports whether the client sends an API token.
+func (c *Client) HasToken() bool { return c.token != "" }
+
 func (o ListOptions) query() url.Values {
 	q := url.Values{}
 	if o.Limit != 0 {
@@ -284,9 +287,14 @@ func (c *Client) RestoreScriptVersion(ctx context.Context, jobID, version int64)
 	return post[ScriptVersion](ctx, c, "POST", idPath("/jobs", jobID, "/script/versions/"+strconv.FormatInt(version, 10)+"/restore"), nil)
 }
 
-// DeleteJob deletes a job and its triggers.
-func (c *Client) DeleteJob(ctx context.Context, id int64) error {
-	return c.call(ctx, "DELETE", idPath("/jobs", id, ""), nil, nil, nil)
+// DeleteJob deletes a job and its triggers. A job with runs in progress is refused unless
+// force: they then finish, and their results and output are kept.
+func (c *Client) DeleteJob(ctx context.Context, id int64, force bool) error {
+	path := idPath("/jobs", id, "")
+	if force {
+		path += "?force=true"
+	}
+	return c.call(ctx, "DELETE", path, nil, nil, nil)
 }
 
 // PauseJob pauses every trigger of the job and returns the job.

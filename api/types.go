@@ -194,6 +194,9 @@ type Execution struct {
 	// Params are a run-now's own params, given in place of the job's; empty when the run got
 	// the job's.
 	Params string `json:"params,omitempty"`
+	// OutputLost counts the run's output lines that never reached the server (the executor
+	// gave up sending them): when not 0, the output shown is cut.
+	OutputLost int64 `json:"output_lost,omitempty"`
 }
 
 // RunRequest is the optional body of POST /jobs/{id}/run.
@@ -218,8 +221,11 @@ type Node struct {
 	StartedAt Time   `json:"started_at"`
 	LastSeen  Time   `json:"last_seen"`
 	Leader    bool   `json:"leader"`
-	// Self marks the node that answered.
+	// Self marks the node that answered the request (not its health: see Live).
 	Self bool `json:"self"`
+	// Live is false for a node that has missed its heartbeats for longer than the cluster
+	// allows: it is counted dead, and its runs are recovered.
+	Live bool `json:"live"`
 }
 
 // LoginRequest is the body of POST /auth/login.

@@ -350,7 +350,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 	for i := 1; i < total; i++ {
 		shards = append(shards, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: ex.ScheduledAt,
 			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, Incarnation: ex.Incarnation, ExecutorAddress: addrs[i],
-			ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt,
+			ExecutorApp: job.App, ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt,
 			Params: ex.Params, ScriptVersion: job.ScriptVersion})
 	}
 	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)

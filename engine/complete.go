@@ -17,6 +17,7 @@ type completion struct {
 	state             store.ExecutionState
 	res               Result
 	started, finished time.Time
+	outputLost        int64 // output lines the executor could not deliver
 }
 
 // maxRetryBackoff caps the exponential retry backoff.
@@ -151,7 +152,8 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			msg += cp.res.Err.Error()
 		}
 		results[i] = store.ExecutionResult{ID: cp.fire.Execution.ID, State: cp.state, HandleCode: resultCode(cp),
-			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli()}
+			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli(),
+			OutputLost: cp.outputLost}
 		if alarms(cp.state, cp.fire.Execution, cp.fire.Job) {
 			results[i].AlarmState = store.AlarmPending
 		}
@@ -231,6 +233,8 @@ type RemoteResult struct {
 	Logs              []string
 	// Traceparent is the run's W3C trace context, from the executor ("" for none).
 	Traceparent string
+	// OutputLost counts the run's output lines the executor could not deliver.
+	OutputLost int64
 }
 
 // CompleteRemote records results of fires whose Dispatch returned Async: the execution moves
@@ -265,7 +269,8 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 			continue // gone (retention, a deleted job): nothing to complete, and no reason to fail the rest
 		}
 		res := Result{Code: r.Code, Message: r.Message, Data: r.Data, Logs: r.Logs}
-		batch = append(batch, completion{fire: &Fire{Execution: ex}, state: r.State, res: res, started: r.Started, finished: r.Finished})
+		batch = append(batch, completion{fire: &Fire{Execution: ex}, state: r.State, res: res, started: r.Started, finished: r.Finished,
+			outputLost: r.OutputLost})
 		jobIDs = append(jobIDs, ex.JobID)
 	}
 	jobs, err := e.jobs.getMany(ctx, jobIDs)

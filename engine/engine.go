@@ -114,6 +114,9 @@ func New(cfg Config) (*Engine, error) {
 // NodeID returns the node's name in the cluster.
 func (e *Engine) NodeID() string { return e.cfg.NodeID }
 
+// NodeTimeout returns how long a node may miss heartbeats before the cluster counts it dead.
+func (e *Engine) NodeTimeout() time.Duration { return e.cfg.NodeTimeout }
+
 // Stats returns the node's counters.
 func (e *Engine) Stats() *Stats { return &e.stats }
 

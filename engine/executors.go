@@ -111,7 +111,7 @@ func (e *Engine) completeLate(ctx context.Context, batch []completion, done []in
 		}
 		msg := strings.TrimSuffix(cp.res.Message, LateSuffix) + LateSuffix
 		late = append(late, store.ExecutionResult{ID: ex.ID, State: cp.state, HandleCode: resultCode(cp),
-			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli()})
+			HandleMsg: msg, StartedAt: cp.started.UnixMilli(), FinishedAt: cp.finished.UnixMilli(), OutputLost: cp.outputLost})
 	}
 	if len(late) == 0 {
 		return nil, nil

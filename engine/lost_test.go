@@ -29,7 +29,7 @@ func TestLoseOnExecutor(t *testing.T) {
 		const dead, alive = "http://10.0.0.1:9999", "http://10.0.0.2:9999"
 		mk := func(job *store.Job, address string, attempt, shard int) *store.Execution {
 			return &store.Execution{JobID: job.ID, TriggerID: 7, ScheduledAt: ms(t0), FiredAt: ms(t0), Cause: store.CauseAPI,
-				State: store.ExecRunning, ExecutorAddress: address, Attempt: attempt, ShardIndex: shard, ShardTotal: 3}
+				State: store.ExecRunning, ExecutorAddress: address, ExecutorApp: job.App, Attempt: attempt, ShardIndex: shard, ShardTotal: 3}
 		}
 		xf, xr, other := mk(final, dead, 0, 0), mk(retried, dead, 1, 2), mk(final, alive, 0, 1)
 		if _, err := st.ExecutionsInsert(ctx, []*store.Execution{xf, xr, other}); err != nil {

@@ -428,6 +428,7 @@ func (e *Executor) stop(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("unregister: %w", err))
 	}
 
+	e.logDrain(ctx)
 	drained := make(chan struct{})
 	go func() { e.running.Wait(); close(drained) }()
 	select {
@@ -450,6 +451,26 @@ func (e *Executor) stop(ctx context.Context) error {
 	}
 	e.log.Info("executor stopped", "address", e.address)
 	return errors.Join(errs...)
+}
+
+// logDrain says which runs stop waits for, and how long it waits before canceling them:
+// a Ctrl-C that seems to hang is explained.
+func (e *Executor) logDrain(ctx context.Context) {
+	e.mu.Lock()
+	ids := make([]int64, 0, len(e.runs))
+	for id := range e.runs {
+		ids = append(ids, id)
+	}
+	e.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	slices.Sort(ids)
+	wait := "until they end"
+	if d, ok := ctx.Deadline(); ok {
+		wait = time.Until(d).Round(100 * time.Millisecond).String()
+	}
+	e.log.Info("stopping: waiting for running jobs to finish; those still running after the wait are canceled", "execution_ids", ids, "wait", wait)
 }
 
 func (e *Executor) cancelAll(cause error) {

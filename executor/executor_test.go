@@ -426,6 +426,28 @@ func TestLogsStreamWhileRunning(t *testing.T) {
 	}
 }
 
+// TestResultCountsLinesLost: output the server never took is counted in the run's result,
+// so the run shows its output was cut instead of looking complete.
+func TestResultCountsLinesLost(t *testing.T) {
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("chatty", func(ctx context.Context) error {
+			for i := range 3 {
+				executor.Logger(ctx).Info("line", "n", i)
+			}
+			return nil
+		})
+	})
+	s.peer.FailLogs(http.StatusConflict)
+	s.mustRun(t, wire.RunRequest{ExecutionID: 5, JobID: 1, Handler: "chatty"})
+	res := s.peer.WaitResult(t, 5, wait)
+	if res.State != wire.StateSucceeded || res.LinesLost != 3 {
+		t.Errorf("result %+v: want succeeded with 3 lines lost", res)
+	}
+	if ls := s.peer.Lines(5); len(ls) != 0 {
+		t.Errorf("the peer took %d lines while refusing them", len(ls))
+	}
+}
+
 func TestFailuresAndRefusals(t *testing.T) {
 	s := start(t, func(ex *executor.Executor) {
 		ex.Handle("fail", func(context.Context) error { return errors.New("disk full") })
@@ -805,5 +827,60 @@ func TestClockDrivesTheExecutor(t *testing.T) {
 	res := peer.WaitResult(t, 1, wait)
 	if res.State != wire.StateCanceled || res.FinishedAt != fake.Now().UnixMilli() {
 		t.Errorf("result %+v: want canceled, finished at the clock's %d", res, fake.Now().UnixMilli())
+	}
+}
+
+// records is a slog.Handler that hands each record to a channel.
+type records chan slog.Record
+
+func (r records) Enabled(context.Context, slog.Level) bool { return true }
+func (r records) Handle(_ context.Context, rec slog.Record) error {
+	r <- rec
+	return nil
+}
+func (r records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r records) WithGroup(string) slog.Handler      { return r }
+
+// TestStopSaysWhatItWaitsFor: stopping with a run in progress logs which runs it waits for
+// and how long, instead of draining silently.
+func TestStopSaysWhatItWaitsFor(t *testing.T) {
+	g := newGate()
+	peer := executortest.NewPeer(t, token)
+	logs := make(records, 100)
+	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing",
+		Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex.Handle("g", g.handler)
+	if err := ex.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := &setup{peer: peer, ex: ex, addr: ex.Address()}
+	s.mustRun(t, wire.RunRequest{ExecutionID: 7, JobID: 5, Handler: "g"})
+	g.waitStart(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- ex.Stop(ctx) }()
+	for {
+		select {
+		case rec := <-logs:
+			if !strings.HasPrefix(rec.Message, "stopping: waiting for running jobs") {
+				continue
+			}
+			got := map[string]string{}
+			rec.Attrs(func(a slog.Attr) bool { got[a.Key] = a.Value.String(); return true })
+			if d, err := time.ParseDuration(got["wait"]); got["execution_ids"] != "[7]" || err != nil || d <= 0 || d > time.Minute {
+				t.Errorf("drain log %q %v: want execution_ids [7] and a wait of at most 1m0s", rec.Message, got)
+			}
+			g.open(7)
+			if err := <-stopped; err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-time.After(wait):
+			t.Fatal("Stop logged nothing about the run it waits for")
+		}
 	}
 }

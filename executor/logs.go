@@ -25,10 +25,11 @@ type logSink struct {
 	e  *Executor
 	id int64
 
-	mu     sync.Mutex
-	last   int64 // last line number given out
-	buf    []wire.LogLine
-	closed bool
+	mu      sync.Mutex
+	last    int64 // last line number given out
+	buf     []wire.LogLine
+	dropped int64 // lines dropped for logMaxBuffered
+	closed  bool
 
 	full chan struct{} // a batch is ready
 	stop chan struct{}
@@ -55,6 +56,7 @@ func (s *logSink) add(at time.Time, msg string) {
 	s.buf = append(s.buf, wire.LogLine{Line: s.last, At: at.UnixMilli(), Message: storableLine(msg)})
 	if over := len(s.buf) - logMaxBuffered; over > 0 {
 		s.buf = append(s.buf[:0], s.buf[over:]...)
+		s.dropped += int64(over)
 	}
 	if len(s.buf) >= logBatchLines {
 		select {
@@ -109,8 +111,9 @@ func (s *logSink) flush() {
 	}
 }
 
-// close stops streaming and sends the rest once.
-func (s *logSink) close() {
+// close stops streaming and sends the rest once. It returns how many of the run's lines
+// never reached the server, which the result reports so the run shows its output was cut.
+func (s *logSink) close() int64 {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
@@ -118,10 +121,11 @@ func (s *logSink) close() {
 	s.mu.Unlock()
 	s.flush()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.buf) > 0 {
 		s.e.log.Warn("output lines lost: the server did not take them", "execution_id", s.id, "lines", len(s.buf))
 	}
-	s.mu.Unlock()
+	return s.dropped + int64(len(s.buf))
 }
 
 // storableLine makes an output line one the server stores on every database: valid UTF-8,

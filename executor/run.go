@@ -238,7 +238,7 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 		Logger(ctx).Error(res.Message)
 	}
 	// Output first: whoever reads the result should find the lines that led to it.
-	sink.close()
+	res.LinesLost = sink.close()
 	e.finish(rs, res, started)
 }
 

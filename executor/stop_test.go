@@ -12,6 +12,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 )
 
 // TestStopBoundedWhileServerHangs: the server takes a result call and never answers. Stop
@@ -26,7 +27,7 @@ func TestStopBoundedWhileServerHangs(t *testing.T) {
 	forward := httputil.NewSingleHostReverseProxy(target)
 	hung := make(chan struct{}, 1)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != executor.PathResults {
+		if r.URL.Path != wire.PathResults {
 			forward.ServeHTTP(w, r)
 			return
 		}
@@ -46,7 +47,7 @@ func TestStopBoundedWhileServerHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &setup{peer: peer, ex: ex, addr: ex.Address(), dir: dir}
-	s.mustRun(t, executor.RunRequest{ExecutionID: 7, JobID: 1, Handler: "ok"})
+	s.mustRun(t, wire.RunRequest{ExecutionID: 7, JobID: 1, Handler: "ok"})
 	<-hung
 	const bound = time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), bound)

@@ -451,7 +451,7 @@ func TestLostExecutionAlarms(t *testing.T) {
 		}
 		mk := func(job int64) *store.Execution {
 			return &store.Execution{JobID: job, ScheduledAt: 1, FiredAt: 1, Cause: store.CauseAPI, State: store.ExecRunning,
-				ExecutorAddress: "http://10.0.0.1:9999"}
+				ExecutorAddress: "http://10.0.0.1:9999", ExecutorApp: "billing"}
 		}
 		xf, xr := mk(final.ID), mk(retried.ID)
 		if _, err := e.st.ExecutionsInsert(ctx, []*store.Execution{xf, xr}); err != nil {

@@ -40,9 +40,13 @@ var (
 func toAPIError(err error) (*apiError, bool) {
 	var ae *apiError
 	var fe *schedule.FieldError
+	var ee *store.ExistsError
 	switch {
 	case errors.As(err, &ae):
 		return ae, true
+	case errors.As(err, &ee):
+		// Its own message: the clauses the callers wrapped it in repeat its name.
+		return &apiError{Status: http.StatusConflict, Code: "already_exists", Message: ee.Error()}, true
 	case errors.As(err, &fe):
 		// The scheduler's checks name the field as the API does; its message is the cause
 		// alone, as the field is reported beside it.

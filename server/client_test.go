@@ -45,7 +45,7 @@ func TestClientJobRoundTrip(t *testing.T) {
 	if _, err := c.GetJob(ctx, 99999); !api.IsNotFound(err) {
 		t.Fatalf("missing job: %v, want not found", err)
 	}
-	if err := c.DeleteJob(ctx, j.ID); err != nil {
+	if err := c.DeleteJob(ctx, j.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := c.ListJobs(ctx, api.JobFilter{}, api.ListOptions{}); err != nil || len(l.Items) != 0 || l.Next != nil {

@@ -17,34 +17,17 @@ import (
 func TestExecutorEndToEnd(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newExecutorEnv(t, dialect, time.Second)
-		ex, err := executor.New(executor.Config{Server: e.url, Token: execToken, App: "billing",
-			Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ex.Handle("report", func(ctx context.Context) error {
+		ex := e.sdkExecutor("billing", "report", func(ctx context.Context) error {
 			run, _ := executor.RunFrom(ctx)
 			executor.Logger(ctx).Info("building the report", "params", run.Params)
 			return nil
 		})
-		if err := ex.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ex.Stop(context.Background()) })
 
 		var job api.Job
 		e.call("POST", "/api/v1/jobs", map[string]any{"name": "report", "handler": "report", "app": "billing",
 			"routing": "round_robin", "params": "month=11", "triggers": []any{map[string]any{"once": true}}},
 			http.StatusCreated, &job)
-		var run api.Execution
-		eventually(t, "the remote run to succeed", func() bool {
-			var page api.Page[api.Execution]
-			e.call("GET", "/api/v1/executions?job_id="+itoa(job.ID), nil, 200, &page)
-			if len(page.Items) == 1 {
-				run = page.Items[0]
-			}
-			return run.State == "succeeded"
-		})
+		run := e.onlyRunSucceeded(job.ID)
 		if x := e.execution(run.ID); x.ExecutorAddress != ex.Address() {
 			t.Errorf("ran on %q, want the executor %q", x.ExecutorAddress, ex.Address())
 		}
@@ -61,4 +44,35 @@ func TestExecutorEndToEnd(t *testing.T) {
 			t.Errorf("output %+v", out.Lines)
 		}
 	})
+}
+
+// sdkExecutor starts a real executor of app, built with the SDK, that runs handler as name.
+func (e *env) sdkExecutor(app, name string, handler func(context.Context) error) *executor.Executor {
+	e.t.Helper()
+	ex, err := executor.New(executor.Config{Server: e.url, Token: execToken, App: app,
+		Listen: "127.0.0.1:0", SpoolDir: e.t.TempDir()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ex.Handle(name, handler)
+	if err := ex.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = ex.Stop(context.Background()) })
+	return ex
+}
+
+// onlyRunSucceeded waits for the one execution of job to succeed and returns it.
+func (e *env) onlyRunSucceeded(job int64) api.Execution {
+	e.t.Helper()
+	var run api.Execution
+	eventually(e.t, "the run to succeed", func() bool {
+		var page api.Page[api.Execution]
+		e.call("GET", "/api/v1/executions?job_id="+itoa(job), nil, 200, &page)
+		if len(page.Items) == 1 {
+			run = page.Items[0]
+		}
+		return run.State == "succeeded"
+	})
+	return run
 }

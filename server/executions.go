@@ -20,7 +20,8 @@ func toExecutionOut(x *store.Execution) api.Execution {
 		FiredAt: api.Time(x.FiredAt), Cause: string(x.Cause), Attempt: x.Attempt, Node: x.Node, State: string(x.State),
 		HandleCode: x.HandleCode, HandleMsg: x.HandleMsg, TriggerMsg: x.TriggerMsg, StartedAt: api.Time(x.StartedAt),
 		FinishedAt: api.Time(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal,
-		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: secret.Shown(x.Params)}
+		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: secret.Shown(x.Params),
+		OutputLost: x.OutputLost}
 }
 
 // listExecutions lists executions newest first (order=asc for oldest first), filtered by job,
@@ -220,17 +221,21 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	leader := ""
-	if l, err := s.store.LeaseGet(r.Context(), "leader"); err == nil {
-		if now, err := s.store.DBNow(r.Context()); err == nil && l.ExpiresAt > now {
-			leader = l.Holder
-		}
+	// Heartbeats and the leader's lease are stamped by the database's clock: judged by it too.
+	now, err := s.store.DBNow(r.Context())
+	if err != nil {
+		return err
 	}
-	self := s.sched.Engine().NodeID()
+	leader := ""
+	if l, err := s.store.LeaseGet(r.Context(), "leader"); err == nil && l.ExpiresAt > now {
+		leader = l.Holder
+	}
+	eng := s.sched.Engine()
+	self, timeout := eng.NodeID(), eng.NodeTimeout().Milliseconds()
 	items := make([]api.Node, len(ns))
 	for i, n := range ns {
 		items[i] = api.Node{ID: n.ID, Name: n.Name, StartedAt: api.Time(n.StartedAt), LastSeen: api.Time(n.LastSeen),
-			Leader: n.ID == leader, Self: n.ID == self}
+			Leader: n.ID == leader, Self: n.ID == self, Live: now-n.LastSeen < timeout}
 	}
 	out, err := pageOf(r, items, func(n api.Node) string { return n.ID })
 	if err != nil {

@@ -182,9 +182,12 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 				return s.refuse(err, res.ExecutionID)
 			}
 		}
+		if res.LinesLost < 0 {
+			return invalidField(fmt.Sprintf("results[%d].lines_lost", i), "must not be negative, got %d", res.LinesLost)
+		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
-			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent}
+			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent, OutputLost: res.LinesLost}
 	}
 	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
 	if err != nil {

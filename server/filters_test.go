@@ -156,7 +156,7 @@ func TestExecutorList(t *testing.T) {
 		now := time.Now().UnixMilli()
 		running := func(at int64, addr string) *store.Execution {
 			return &store.Execution{JobID: job, ScheduledAt: at, FiredAt: at, Cause: store.CauseManual, State: store.ExecRunning,
-				Node: "gone", ExecutorAddress: addr, TriggerCode: store.DispatchAccepted}
+				Node: "gone", ExecutorAddress: addr, ExecutorApp: "billing", TriggerCode: store.DispatchAccepted}
 		}
 		if _, err := e.st.ExecutionsInsert(ctx, []*store.Execution{running(now, a.url), running(now+1, a.url), running(now+2, b.url)}); err != nil {
 			t.Fatal(err)

@@ -282,8 +282,14 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	var opts sundial.DeleteJobOpts
+	if v := r.URL.Query().Get("force"); v != "" {
+		if opts.Force, err = strconv.ParseBool(v); err != nil {
+			return invalidField("force", "want true or false, got %q", v)
+		}
+	}
 	ctx := s.audited(r, "job.delete", "job", strconv.FormatInt(id, 10), jobSnapshot(id))
-	if err := s.sched.DeleteJob(ctx, id); err != nil {
+	if err := s.sched.DeleteJob(ctx, id, opts); err != nil {
 		return err
 	}
 	s.log.Info("job deleted", "job", id, "by", principalFrom(r.Context()).User.Name)

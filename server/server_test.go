@@ -292,7 +292,7 @@ func TestJobFiresEndToEnd(t *testing.T) {
 			}
 		}
 
-		if err := c.DeleteJob(ctx, job.ID); err != nil {
+		if err := c.DeleteJob(ctx, job.ID, false); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.GetJob(ctx, job.ID); !api.IsNotFound(err) {

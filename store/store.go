@@ -22,6 +22,19 @@ var (
 	ErrConflict = errors.New("version conflict")
 )
 
+// ExistsError is ErrAlreadyExists for a named row. Its message is the whole of what a user
+// needs ("job default/tick already exists"), so callers return it as it is rather than
+// wrapping it in clauses that repeat the name.
+type ExistsError struct {
+	Kind string // job, trigger, user, token
+	Key  string // its name: GROUP/NAME for a job or a trigger
+}
+
+func (e *ExistsError) Error() string { return e.Kind + " " + e.Key + " already exists" }
+
+// Is makes errors.Is(err, ErrAlreadyExists) hold.
+func (e *ExistsError) Is(target error) bool { return target == ErrAlreadyExists }
+
 // Querier is every store operation. It is implemented both by the Store (each call in its
 // own transaction) and by a Tx (all calls in one transaction), so code that must write several
 // rows atomically takes a Querier and is handed a Tx.
@@ -514,4 +527,6 @@ type ExecutionResult struct {
 	// AlarmState replaces the alarm state when non-empty (AlarmPending for a failure that
 	// must be reported).
 	AlarmState AlarmState
+	// OutputLost counts the output lines the executor could not deliver.
+	OutputLost int64
 }

@@ -266,9 +266,12 @@ type Execution struct {
 	Node            string
 	Incarnation     string
 	ExecutorAddress string
-	ShardIndex      int
-	ShardTotal      int
-	State           ExecutionState
+	// ExecutorApp is the app whose executor the run was handed to, recorded at dispatch: its
+	// reports are checked against it, so a run outlives the deletion of its job.
+	ExecutorApp string
+	ShardIndex  int
+	ShardTotal  int
+	State       ExecutionState
 
 	// TriggerCode is the outcome of handing the run over (XXL-JOB's trigger code):
 	// DispatchAccepted once an executor accepted it.
@@ -289,6 +292,9 @@ type Execution struct {
 	// Params, when not empty, are given to the handler in place of the job's (a run-now with
 	// parameters); its retries keep them.
 	Params string
+	// OutputLost counts the run's output lines that never reached the store (the executor
+	// gave up sending them): its output is cut when it is not 0.
+	OutputLost int64
 }
 
 // ScriptVersionsKept is how many script versions the store keeps per job.

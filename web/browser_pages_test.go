@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sundial-scheduler/sundial"
@@ -64,11 +62,7 @@ func TestBrowserEveryPage(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			b := newBrowser(t, h, mode.width, 800)
 			if mode.dark {
-				b.do("prefer dark", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-						Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
-					return err
-				}))
+				b.preferDark()
 			}
 			b.login()
 			for _, p := range pages {

@@ -91,6 +91,15 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// preferDark has the page render as for a system in dark mode.
+func (b *browser) preferDark() {
+	b.do("prefer dark", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	}))
+}
+
 func (b *browser) text(sel string) string {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)

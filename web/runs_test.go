@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,4 +131,35 @@ func TestJobPageShowsTriggerData(t *testing.T) {
 	}
 	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, `<td>eu<div class="muted">the EU run</div>`,
 		`<div class="muted mono">params --region eu</div>`, `<div class="muted mono">data {&#34;region&#34;:&#34;eu&#34;}</div>`)
+}
+
+// A run whose output was cut (its executor could not deliver some lines) says so on its
+// page, beside the output, on every database.
+func TestExecutionSaysItsOutputWasCut(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, dialect)
+			c := h.client()
+			c.login()
+			ctx := context.Background()
+			id, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: "slow-shell", Handler: "echo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now().UnixMilli()
+			cut := &store.Execution{JobID: id, ScheduledAt: at, FiredAt: at, FinishedAt: at + 1, Cause: store.CauseManual,
+				State: store.ExecSucceeded, OutputLost: 34}
+			whole := &store.Execution{JobID: id, ScheduledAt: at + 1, FiredAt: at + 1, FinishedAt: at + 2, Cause: store.CauseManual,
+				State: store.ExecSucceeded}
+			if _, err := h.st.ExecutionsInsert(ctx, []*store.Execution{cut, whole}); err != nil {
+				t.Fatal(err)
+			}
+			c.get(fmt.Sprintf("/executions/%d", cut.ID)).mustStatus(t, http.StatusOK).mustContain(t,
+				`id="output-cut">Output cut: 34 line(s) never reached the server`)
+			if body := c.get(fmt.Sprintf("/executions/%d", whole.ID)).body; strings.Contains(body, "output-cut") {
+				t.Error("a whole run's page says its output was cut")
+			}
+		})
+	}
 }

@@ -280,29 +280,15 @@ func msDuration(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).String()
 }
 
-// jobFlag resolves the value of a required --job flag.
-func jobFlag(ctx context.Context, c *api.Client, ref string) (int64, error) {
-	if ref == "" {
-		return 0, usageErrorf("--job: give the job's id, NAME or GROUP/NAME")
+// jobArg resolves the job a command takes as its argument, or (as it used to) as --job.
+func jobArg(ctx context.Context, c *api.Client, args []string, flag string) (int64, error) {
+	switch {
+	case len(args) == 1 && flag != "" && flag != args[0]:
+		return 0, usageErrorf("the job is given twice, as %q and --job %q: give it once", args[0], flag)
+	case len(args) == 1:
+		return jobRef(ctx, c, args[0])
+	case flag == "":
+		return 0, usageErrorf("give the job: its id, NAME or GROUP/NAME")
 	}
-	return jobRef(ctx, c, ref)
-}
-
-// jobRef resolves the way a user names a job: its id, its name in the default group, or
-// GROUP/NAME. A name that is all digits is read as an id; write default/123 for a job named so.
-func jobRef(ctx context.Context, c *api.Client, ref string) (int64, error) {
-	if ref == "" {
-		return 0, usageErrorf("give the job's id, NAME or GROUP/NAME")
-	}
-	if n, err := strconv.ParseInt(ref, 10, 64); err == nil {
-		if n <= 0 {
-			return 0, usageErrorf("job id %q: want a positive integer", ref)
-		}
-		return n, nil
-	}
-	j, err := c.FindJob(ctx, "", ref)
-	if err != nil {
-		return 0, err
-	}
-	return j.ID, nil
+	return jobRef(ctx, c, flag)
 }

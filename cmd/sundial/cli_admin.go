@@ -113,9 +113,25 @@ func newNodeCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return printList(cmd.OutOrStdout(), o, l, "ID NAME LEADER ANSWERED STARTED LAST-SEEN", func(n api.Node) []string {
-			return []string{n.ID, n.Name, yesNo(n.Leader), yesNo(n.Self), when(n.StartedAt), when(n.LastSeen)}
+		err = printList(cmd.OutOrStdout(), o, l, "ID NAME ROLE HEALTH LAST-SEEN STARTED", func(n api.Node) []string {
+			role, health := "member", "live"
+			if n.Leader {
+				role = "leader"
+			}
+			if !n.Live {
+				health = "dead" // missed its heartbeats: its runs are recovered
+			}
+			return []string{n.ID, n.Name, role, health, when(n.LastSeen), when(n.StartedAt)}
 		})
+		if err != nil || o.machine() {
+			return err
+		}
+		for _, n := range l.Items {
+			if n.Self {
+				fmt.Fprintf(cmd.OutOrStdout(), "Answered by node %s.\n", n.ID)
+			}
+		}
+		return nil
 	})
 	info := &cobra.Command{Use: "info", Short: "Show which Sundial the server answering runs", Args: cobra.NoArgs}
 	info.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {

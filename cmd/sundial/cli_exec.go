@@ -119,10 +119,18 @@ func newExecGetCmd(o *apiOptions) *cobra.Command {
 				"Fired", when(x.FiredAt), "Late", lateness(x), "Started", when(x.StartedAt), "Finished", when(x.FinishedAt),
 				"Duration", duration(x), "Code", strconv.Itoa(x.HandleCode), "Message", x.HandleMsg, "Trigger message", x.TriggerMsg,
 				"Executor", x.ExecutorAddress, "Shard", shard(x), "Script version", scriptVersion(x.ScriptVersion),
-				"Params", runParams(x.Params))
+				"Params", runParams(x.Params), "Output", outputCut(x.OutputLost))
 		})
 	})
 	return cmd
+}
+
+// outputCut says a run's output is cut ("" when it is whole).
+func outputCut(lost int64) string {
+	if lost == 0 {
+		return ""
+	}
+	return fmt.Sprintf("cut: %d line(s) never reached the server", lost)
 }
 
 // scriptVersion names the script version a run was given ("" for a job without a script).

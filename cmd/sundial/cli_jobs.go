@@ -133,11 +133,14 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 
 func newJobCmd() *cobra.Command {
 	o := &apiOptions{}
-	return group("job", "Create, inspect and control jobs", o,
+	cmd := group("job", "Create, inspect and control jobs", o,
 		newJobCreateCmd(o), newJobListCmd(o), newJobGetCmd(o), newJobUpdateCmd(o), newJobDeleteCmd(o),
 		newJobActionCmd(o, "pause", "Pause a job: its triggers stop firing", "Paused"),
 		newJobActionCmd(o, "resume", "Resume a paused job", "Resumed"),
 		newJobRunCmd(o))
+	cmd.Long = "Create, inspect and control jobs. A job is given by its id, NAME (in group default) or GROUP/NAME;\n" +
+		"GROUP/NAME is never read as an id (a job named \"123\" is default/123)."
+	return cmd
 }
 
 func newJobCreateCmd(o *apiOptions) *cobra.Command {
@@ -306,13 +309,17 @@ Its triggers are changed with 'sundial trigger add' and 'sundial trigger delete'
 }
 
 func newJobDeleteCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "delete ID|NAME|GROUP/NAME", Short: "Delete a job and its triggers", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "delete ID|NAME|GROUP/NAME", Short: "Delete a job and its triggers", Args: cobra.ExactArgs(1),
+		Long: "Delete a job and its triggers; its executions stay. A job with runs in progress is refused\n" +
+			"unless --force: they then finish, and their results and output are kept."}
+	var force bool
+	cmd.Flags().BoolVar(&force, "force", false, "delete even though runs are in progress (they finish and keep their output)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
-		if err := c.DeleteJob(ctx, id); err != nil {
+		if err := c.DeleteJob(ctx, id, force); err != nil {
 			return err
 		}
 		if !o.machine() {

@@ -14,6 +14,7 @@ import (
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
@@ -28,8 +29,25 @@ type apiServer struct {
 
 func startAPIServer(t *testing.T) *apiServer {
 	t.Helper()
+	return startAPIServerOn(t, filepath.Join(t.TempDir(), "sundial.db"))
+}
+
+// onEveryDatabase runs fn, in parallel, against a server of its own on SQLite, PostgreSQL
+// and MariaDB.
+func onEveryDatabase(t *testing.T, fn func(t *testing.T, s *apiServer)) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			fn(t, startAPIServerOn(t, testdb.DSN(t, dialect)))
+		})
+	}
+}
+
+// startAPIServerOn is startAPIServer on the database dsn (testdb.DSN for each dialect).
+func startAPIServerOn(t *testing.T, dsn string) *apiServer {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "sundial.db"))
+	st, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +238,7 @@ func TestCLIErrors(t *testing.T) {
 		// The server refuses the cron with a 400 naming the field.
 		{"bad cron", []string{"job", "create", "x", "--handler", "noop", "--cron", "0 0 25 * * ?"}, s.token, 2, "triggers[0].cron"},
 		{"no token", []string{"job", "list"}, "", 1, "not authenticated: set --token or SUNDIAL_TOKEN"},
-		{"bad token", []string{"job", "list"}, "sdl_wrong", 1, "not authenticated: set --token or SUNDIAL_TOKEN"},
+		{"bad token", []string{"job", "list"}, "sdl_wrong", 1, "the server refused the API token (expired, revoked or unknown)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SUNDIAL_TOKEN", "")
@@ -334,7 +352,7 @@ func TestCLICalendarNodeToken(t *testing.T) {
 	}
 	s.mustCLI(t, "token", "delete", strconv.FormatInt(tok.ID, 10))
 	if code, _, errOut := runCLI(t, "", "node", "list", "--server", s.url, "--token", tok.Token); code != 1 ||
-		!strings.Contains(errOut, "not authenticated") {
+		!strings.Contains(errOut, "refused the API token (expired, revoked or unknown)") {
 		t.Errorf("a deleted token still works: exit %d %q", code, errOut)
 	}
 	// A calendar a trigger uses cannot go; once its job is gone, it can.

@@ -169,11 +169,11 @@ func newTriggerCmd() *cobra.Command {
 func newTriggerListCmd(o *apiOptions) *cobra.Command {
 	var p pageOptions
 	var job string
-	cmd := &cobra.Command{Use: "list --job ID|NAME|GROUP/NAME", Short: "List a job's triggers", Args: cobra.NoArgs}
+	cmd := &cobra.Command{Use: "list JOB", Short: "List a job's triggers (JOB: its id, NAME or GROUP/NAME)", Args: cobra.MaximumNArgs(1)}
 	p.addFlags(cmd)
-	cmd.Flags().StringVar(&job, "job", "", "the job whose triggers to list: its id, NAME or GROUP/NAME (required)")
-	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		id, err := jobFlag(ctx, c, job)
+	cmd.Flags().StringVar(&job, "job", "", "the job, as the argument JOB gives it")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := jobArg(ctx, c, args, job)
 		if err != nil {
 			return err
 		}
@@ -230,16 +230,16 @@ func newTriggerAddCmd(o *apiOptions) *cobra.Command {
 	var tf triggerFlags
 	var job string
 	cmd := &cobra.Command{
-		Use:     "add --job ID|NAME|GROUP/NAME [schedule flags]",
-		Short:   "Add a trigger to a job",
+		Use:     "add JOB [schedule flags]",
+		Short:   "Add a trigger to a job (JOB: its id, NAME or GROUP/NAME)",
 		Long:    "Add a trigger to a job." + scheduleHelp,
-		Example: `  sundial trigger add --job 3 --daily 09:00-17:00 --every 15m --days MON-FRI --tz Europe/Berlin`,
-		Args:    cobra.NoArgs,
+		Example: `  sundial trigger add nightly-export --daily 09:00-17:00 --every 15m --days MON-FRI --tz Europe/Berlin`,
+		Args:    cobra.MaximumNArgs(1),
 	}
 	tf.add(cmd.Flags(), false)
-	cmd.Flags().StringVar(&job, "job", "", "the job to add the trigger to: its id, NAME or GROUP/NAME (required)")
-	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, _ []string) error {
-		id, err := jobFlag(ctx, c, job)
+	cmd.Flags().StringVar(&job, "job", "", "the job, as the argument JOB gives it")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := jobArg(ctx, c, args, job)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,9 +16,11 @@ import (
 
 func newUserCmd() *cobra.Command {
 	o := &apiOptions{}
-	return group("user", "Manage users, their roles and scopes (admin), and your own password", o,
+	cmd := group("user", "Manage users, their roles and scopes (admin), and your own password", o,
 		newUserCreateCmd(o), newUserListCmd(o), newUserUpdateCmd(o), newUserDisableCmd(o),
 		newUserResetCmd(o), newUserPasswdCmd(o))
+	cmd.Long = "Manage users. USER is a user's id or name; name:NAME is the name alone (a user named \"40\" is name:40)."
+	return cmd
 }
 
 // readLines reads n lines from standard input (passwords: never flags, which other users
@@ -46,21 +47,6 @@ func splitScope(s string) []string {
 		}
 	}
 	return out
-}
-
-// userID resolves a user given by id or name.
-func userID(ctx context.Context, c *api.Client, s string) (int64, error) {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
-		return n, nil
-	}
-	u, err := c.FindUser(ctx, s)
-	if api.IsNotFound(err) {
-		return 0, usageErrorf("user %q: no user has this id or name", s)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return u.ID, nil
 }
 
 func showUser(w io.Writer, u api.User) error {

@@ -22,10 +22,16 @@ func newAPIClient(server, token string) (*api.Client, error) {
 	return c, nil
 }
 
-var errNotAuthenticated = errors.New("not authenticated: set --token or SUNDIAL_TOKEN")
+var (
+	errNotAuthenticated = errors.New("not authenticated: set --token or SUNDIAL_TOKEN")
+	// The server does not say why it refused a token, so as not to tell a guesser which
+	// tokens exist.
+	errTokenRefused = errors.New("the server refused the API token (expired, revoked or unknown): " +
+		"check --token or SUNDIAL_TOKEN, or create one with sundial token create --login USER")
+)
 
 // cliError turns the client's error into the CLI's: a 400 is bad input (exit status 2) and
-// names the server's field; a 401 says how to authenticate; a refused connection says
+// names the server's field; a 401 says the token was refused, or how to authenticate; a refused connection says
 // where the CLI looked for the server.
 func cliError(c *api.Client, err error) error {
 	var ae *api.Error
@@ -41,6 +47,9 @@ func cliError(c *api.Client, err error) error {
 	case http.StatusBadRequest:
 		return usageError{ae}
 	case http.StatusUnauthorized:
+		if c.HasToken() {
+			return errTokenRefused
+		}
 		return errNotAuthenticated
 	case http.StatusForbidden:
 		return fmt.Errorf("permission denied: %s", ae.Message)

@@ -276,10 +276,10 @@ func TestExecutorCmdHTTPHandlerSecretParams(t *testing.T) {
 			u+path+"?pw=QuerySecret&note="+url.QueryEscape("Run Now/Secret"))
 		for attempt := range 2 {
 			id := int64(10 + 2*i + attempt)
-			res := runOn(t, peer, addr, executor.RunRequest{ExecutionID: id, JobID: 1, Handler: "http", Params: params,
+			res := runOn(t, peer, addr, wire.RunRequest{ExecutionID: id, JobID: 1, Handler: "http", Params: params,
 				ParamsSecret: true, Attempt: attempt})
 			out := peer.Output(id)
-			if (path == "/fail") != (res.State == executor.StateFailed) {
+			if (path == "/fail") != (res.State == wire.StateFailed) {
 				t.Errorf("run %d of %s: %+v", id, path, res)
 			}
 			if !strings.Contains(out, "POST http://***@127.0.0.1") || !strings.Contains(out, "pw=***") {

@@ -209,15 +209,22 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if o.smtp.Addr != "" && o.smtp.From == "" {
 		return usageErrorf("--smtp-addr %s needs --smtp-from (the sender address of alarms)", o.smtp.Addr)
 	}
+	if o.dbMaxConns < 1 {
+		return usageErrorf("--db-max-conns %d: want at least 1", o.dbMaxConns)
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	if o.dbMaxConns < 1 {
-		return usageErrorf("--db-max-conns %d: want at least 1", o.dbMaxConns)
+	// The port first: a server that cannot bind must not have created its database, nor shown
+	// an admin password for a server that never started.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
+	defer ln.Close() // on an early return; Serve closes it otherwise
 	st, err := sqlstore.Open(ctx, o.db, sqlstore.WithMaxConns(o.dbMaxConns))
 	if err != nil {
 		return err
@@ -313,14 +320,9 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.addr, err)
-	}
 	// The node starts before the banner, and a signal during its start waits for it: whoever
 	// reads "listening" may stop the server at once.
 	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
-		ln.Close()
 		return err
 	}
 	pool := ""

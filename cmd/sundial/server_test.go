@@ -26,6 +26,10 @@ func TestServerCommand(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
 	db := filepath.Join(dir, "sundial.db")
+	if out, err := exec.Command(bin, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "sundial version v") ||
+		strings.Contains(string(out), "devel") {
+		t.Errorf("sundial --version of a -buildvcs=false build: %q %v, want the checkout's version", out, err)
+	}
 
 	first := startServer(t, bin, dir, "--db", db)
 	if !strings.Contains(first.banner, `Created the admin user "admin" with the password`) {
@@ -152,7 +156,8 @@ func (p *serverProc) stop(t *testing.T) {
 func buildBinary(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "sundial")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	// -buildvcs=false as in many containers and CI: the binary still knows its version.
+	build := exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -47,6 +47,7 @@ type Peer struct {
 	resultCalls   int
 	refusedCalls  int
 	failResults   int // HTTP status to answer results with, 0 = take them
+	failLogs      int // HTTP status to answer output lines with, 0 = take them
 }
 
 // NewPeer starts a Peer that requires token; it is closed when the test ends.
@@ -92,6 +93,13 @@ func NewPeer(t testing.TB, token string) *Peer {
 		}
 		if b.ExecutionID <= 0 {
 			http.Error(w, "execution_id is required", http.StatusBadRequest)
+			return
+		}
+		p.mu.Lock()
+		fail := p.failLogs
+		p.mu.Unlock()
+		if fail != 0 {
+			http.Error(w, "not taken", fail)
 			return
 		}
 		p.record(func() {
@@ -187,6 +195,11 @@ func (p *Peer) record(f func()) {
 // FailResults makes results answer with status (e.g. 503) until called with 0.
 func (p *Peer) FailResults(status int) {
 	p.record(func() { p.failResults = status })
+}
+
+// FailLogs makes output lines answered with status (e.g. 409) until called with 0.
+func (p *Peer) FailLogs(status int) {
+	p.record(func() { p.failLogs = status })
 }
 
 // Wait blocks until cond, called whenever something is recorded, returns true, and fails

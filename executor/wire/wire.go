@@ -136,6 +136,9 @@ type Result struct {
 	// Traceparent is the W3C trace context of the run (the executor's span, or the one the
 	// /run request carried), so the server's write of the result joins the fire's trace.
 	Traceparent string `json:"traceparent,omitempty"`
+	// LinesLost counts the run's output lines the executor could not deliver, so the server
+	// records that the run's output was cut.
+	LinesLost int64 `json:"lines_lost,omitempty"`
 }
 
 // ResultsResponse is the server's answer to results: the ids whose state changed.

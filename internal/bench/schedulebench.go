@@ -40,7 +40,7 @@ func Schedule(ctx context.Context, opts Options, cfg ScheduleConfig) (Result, er
 	var ids []int64
 	defer func() {
 		for _, id := range ids {
-			_ = s.DeleteJob(context.Background(), id)
+			_ = s.DeleteJob(context.Background(), id, sundial.DeleteJobOpts{Force: true})
 		}
 	}()
 

@@ -3,26 +3,39 @@
 package version
 
 import (
+	_ "embed"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // version is set at release builds: go build -ldflags "-X github.com/sundial-scheduler/sundial/internal/version.version=v1.2.3".
 var version string
 
+// checkout is the version of the source tree, from the file VERSION (bumped at each release):
+// a build from a checkout knows it without ldflags, and without the VCS stamp that
+// -buildvcs=false (common in containers and CI) leaves out.
+//
+//go:embed VERSION
+var checkout string
+
 // Version is the release version, else the module version Go recorded (a tagged module
-// dependency, or "(devel)" for a build from a checkout), with the VCS revision when recorded.
+// dependency), else the checkout's VERSION; with the VCS revision when recorded.
 func Version() string {
-	if version != "" {
-		return version
-	}
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
+	return fromBuild(version, bi, ok)
+}
+
+func fromBuild(release string, bi *debug.BuildInfo, ok bool) string {
+	if release != "" {
+		return release
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
+	v := strings.TrimSpace(checkout)
+	if !ok {
+		return v
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
 	}
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {

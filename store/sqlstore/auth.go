@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -37,7 +38,7 @@ func (e *executor) UserInsert(ctx context.Context, u *store.User) error {
 		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", u.Name, u.PasswordHash, string(u.Role), u.Scope, u.Scripts, u.Disabled, u.SSOSubject, now, now)
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("user %q: %w", u.Name, store.ErrAlreadyExists)
+			return &store.ExistsError{Kind: "user", Key: strconv.Quote(u.Name)}
 		}
 		return fmt.Errorf("sqlstore: insert user %q: %w", u.Name, err)
 	}
@@ -129,7 +130,7 @@ func (e *executor) APITokenInsert(ctx context.Context, t *store.APIToken) error 
 	case isForeignKeyViolation(err):
 		return fmt.Errorf("token %q: user %d: %w", t.Name, t.UserID, store.ErrNotFound)
 	case isUniqueViolation(err):
-		return fmt.Errorf("token %q: %w", t.Name, store.ErrAlreadyExists)
+		return &store.ExistsError{Kind: "token", Key: strconv.Quote(t.Name)}
 	case err != nil:
 		return fmt.Errorf("sqlstore: insert token %q: %w", t.Name, err)
 	}

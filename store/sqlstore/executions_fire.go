@@ -281,6 +281,7 @@ func applyResult(x *store.Execution, r *store.ExecutionResult) {
 	if r.AlarmState != "" {
 		x.AlarmState = r.AlarmState
 	}
+	x.OutputLost += r.OutputLost
 }
 
 // completePostgres moves a batch in one statement: the DELETE's compare-and-set on running
@@ -289,8 +290,9 @@ func (e *executor) completePostgres(ctx context.Context, cond string, condArgs [
 	n := len(rs)
 	ids, codes, started, finished, has := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	states, msgs, data, alarms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	lost := make([]int64, n)
 	for i, r := range rs {
-		ids[i], codes[i], started[i], finished[i] = r.ID, int64(r.HandleCode), r.StartedAt, r.FinishedAt
+		ids[i], codes[i], started[i], finished[i], lost[i] = r.ID, int64(r.HandleCode), r.StartedAt, r.FinishedAt, r.OutputLost
 		states[i], msgs[i], alarms[i] = string(r.State), r.HandleMsg, string(r.AlarmState)
 		if r.Data != nil {
 			s, err := encodeJSON(r.Data, false)
@@ -302,14 +304,15 @@ func (e *executor) completePostgres(ctx context.Context, cond string, condArgs [
 	}
 	// The DELETE selects by id = ANY(ids), not by a join on r: see casExecutions.
 	return scanInt64s(e.query(ctx, "WITH r AS (SELECT * FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[],"+
-		" ?::bigint[], ?::bigint[], ?::text[], ?::text[]) AS r(id, state, handle_code, handle_msg, started_at, finished_at, has_data, data, alarm_state)),"+
+		" ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::bigint[]) AS r(id, state, handle_code, handle_msg, started_at, finished_at, has_data, data, alarm_state, output_lost)),"+
 		" d AS (DELETE FROM executions_live WHERE id = ANY(?::bigint[]) AND "+cond+" RETURNING *)"+
 		" INSERT INTO executions ("+executionCols+") SELECT d.id, d.job_id, d.trigger_id, d.scheduled_at, d.fired_at, d.cause,"+
 		" d.attempt, d.node, d.executor_address, d.shard_index, d.shard_total, r.state, d.trigger_code, d.trigger_msg,"+
 		" r.handle_code, r.handle_msg, CASE WHEN r.started_at = 0 THEN d.started_at ELSE r.started_at END, r.finished_at,"+
 		" CASE WHEN r.alarm_state = '' THEN d.alarm_state ELSE r.alarm_state END,"+
-		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation, d.script_version, d.params FROM d JOIN r ON r.id = d.id RETURNING id",
-		concat([]any{ids, states, codes, msgs, started, finished, has, data, alarms, ids}, condArgs)...))
+		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation, d.script_version, d.params,"+
+		" d.executor_app, d.output_lost + r.output_lost FROM d JOIN r ON r.id = d.id RETURNING id",
+		concat([]any{ids, states, codes, msgs, started, finished, has, data, alarms, lost, ids}, condArgs)...))
 }
 
 // ExecutionsReleaseAcquired hands o's acquired executions back to pending.
@@ -353,7 +356,7 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 // run it accepted — lost if they do not list it a grace after its dispatch, or when the
 // instance goes silent or restarts. Losing it here would re-run it beside the executor's run.
 const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200 AND NOT EXISTS (SELECT 1 FROM registry r" +
-	" JOIN jobs j ON j.app = r.app WHERE j.id = executions_live.job_id AND r.address = executions_live.executor_address" +
+	" WHERE r.app = executions_live.executor_app AND r.address = executions_live.executor_address" +
 	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))"
 
 // ExecutionsLoseRunning marks the running executions of a dead life lost and returns them.

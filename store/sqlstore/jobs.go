@@ -75,7 +75,7 @@ func (e *executor) JobInsert(ctx context.Context, j *store.Job) error {
 	id, err := e.insertID(ctx, "INSERT INTO jobs ("+jobCols[len("id, "):]+") VALUES "+placeholders(len(vals)), vals...)
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("job %q/%q: %w", j.Group, j.Name, store.ErrAlreadyExists)
+			return &store.ExistsError{Kind: "job", Key: j.Group + "/" + j.Name}
 		}
 		return fmt.Errorf("sqlstore: insert job %q/%q: %w", j.Group, j.Name, err)
 	}
@@ -214,7 +214,7 @@ func (e *executor) JobUpdate(ctx context.Context, j *store.Job) error {
 		params_secret = ?, updated_at = ? WHERE id = ?`, vals...)
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("job %q/%q: %w", j.Group, j.Name, store.ErrAlreadyExists)
+			return &store.ExistsError{Kind: "job", Key: j.Group + "/" + j.Name}
 		}
 		return fmt.Errorf("sqlstore: update job %d: %w", j.ID, err)
 	}

@@ -244,6 +244,7 @@ func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) (
 func (e *executor) ExecutionsSetDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error) {
 	owned, args := ownedBy(o)
 	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, executor_instance = ?, shard_index = ?, shard_total = ?, trigger_msg = ?,"+
+		" executor_app = COALESCE((SELECT app FROM jobs WHERE jobs.id = executions_live.job_id), ''),"+
 		" dispatched_at = "+e.d().nowMillis()+" WHERE id = ? AND state = 'running' AND "+owned, concat([]any{address, instance, shardIndex, shardTotal, msg, id}, args)...)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: record the dispatch of execution %d to %q: %w", id, address, err)
@@ -268,7 +269,7 @@ func (e *executor) ExecutionsDispatchAccepted(ctx context.Context, o store.Owner
 // executions_live_executor_idx); a result that arrives first wins, and its execution is not
 // returned.
 func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*store.Execution, error) {
-	return e.loseWhere(ctx, "executor_address = ? AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?)",
+	return e.loseWhere(ctx, "executor_address = ? AND state = 'running' AND executor_app = ?",
 		[]any{address, app})
 }
 
@@ -276,7 +277,7 @@ func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address st
 // live table, as for ExecutionsLoseOnExecutor).
 func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]store.ExecutorRun, error) {
 	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at, dispatched_at, trigger_code FROM executions_live WHERE executor_address = ?"+
-		" AND state = 'running' AND job_id IN (SELECT id FROM jobs WHERE app = ?) ORDER BY id", address, app)
+		" AND state = 'running' AND executor_app = ? ORDER BY id", address, app)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
 	}
@@ -328,8 +329,8 @@ func (e *executor) dispatches(ctx context.Context, table, state string, ids []in
 	out := make(map[int64]*store.Dispatched, len(ids))
 	for _, c := range chunks(len(ids)) {
 		in, args := inList(ids[c[0]:c[1]])
-		rows, err := e.query(ctx, "SELECT x.id, j.app, x.executor_address, x.executor_instance, x.fired_at FROM "+table+" x"+
-			" JOIN jobs j ON j.id = x.job_id WHERE x.id IN "+in+" AND x.state = '"+state+"'", args...)
+		rows, err := e.query(ctx, "SELECT x.id, x.executor_app, x.executor_address, x.executor_instance, x.fired_at FROM "+table+" x"+
+			" WHERE x.id IN "+in+" AND x.state = '"+state+"'", args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: dispatches of %s executions %v: %w", state, ids, err)
 		}
@@ -382,11 +383,11 @@ func (e *executor) ExecutionsCompleteLate(ctx context.Context, rs []store.Execut
 			if !r.State.Terminal() {
 				return fmt.Errorf("execution %d: result state %q is not terminal", r.ID, r.State)
 			}
-			set, args := "", []any{string(r.State), r.HandleCode, r.HandleMsg, r.FinishedAt}
+			set, args := "", []any{string(r.State), r.HandleCode, r.HandleMsg, r.FinishedAt, r.OutputLost}
 			if r.StartedAt != 0 {
 				set, args = ", started_at = ?", append(args, r.StartedAt)
 			}
-			res, err := e.exec(ctx, "UPDATE executions SET state = ?, handle_code = ?, handle_msg = ?, finished_at = ?"+set+
+			res, err := e.exec(ctx, "UPDATE executions SET state = ?, handle_code = ?, handle_msg = ?, finished_at = ?, output_lost = output_lost + ?"+set+
 				" WHERE id = ? AND state = 'lost'", append(args, r.ID)...)
 			if err != nil {
 				return err
@@ -445,16 +446,16 @@ func (e *executor) KillRequestsTake(ctx context.Context, node string) ([]int64, 
 }
 
 // ExecutionsRunningByExecutor counts running executions per executor: a scan of the small
-// live table, joined to the jobs for their app.
+// live table.
 func (e *executor) ExecutionsRunningByExecutor(ctx context.Context, app string) (map[store.ExecutorKey]int, error) {
-	q := "SELECT j.app, x.executor_address, COUNT(*) FROM executions_live x JOIN jobs j ON j.id = x.job_id" +
-		" WHERE x.state = 'running' AND x.executor_address <> ''"
+	q := "SELECT executor_app, executor_address, COUNT(*) FROM executions_live" +
+		" WHERE state = 'running' AND executor_address <> ''"
 	var args []any
 	if app != "" {
-		q += " AND j.app = ?"
+		q += " AND executor_app = ?"
 		args = append(args, app)
 	}
-	rows, err := e.query(ctx, q+" GROUP BY j.app, x.executor_address", args...)
+	rows, err := e.query(ctx, q+" GROUP BY executor_app, executor_address", args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: count runs per executor of %q: %w", app, err)
 	}

@@ -75,7 +75,7 @@ func (e *executor) TriggerInsert(ctx context.Context, t *store.Trigger) error {
 	if err != nil {
 		switch {
 		case isUniqueViolation(err):
-			return fmt.Errorf("trigger %q/%q: %w", t.Group, t.Name, store.ErrAlreadyExists)
+			return &store.ExistsError{Kind: "trigger", Key: t.Group + "/" + t.Name}
 		case isForeignKeyViolation(err):
 			return fmt.Errorf("trigger %q/%q: job %d or calendar %q: %w", t.Group, t.Name, t.JobID, t.CalendarName, store.ErrNotFound)
 		}
@@ -173,7 +173,7 @@ func (e *executor) TriggerUpdate(ctx context.Context, t *store.Trigger) error {
 	if err != nil {
 		switch {
 		case isUniqueViolation(err):
-			return fmt.Errorf("trigger %q/%q: %w", t.Group, t.Name, store.ErrAlreadyExists)
+			return &store.ExistsError{Kind: "trigger", Key: t.Group + "/" + t.Name}
 		case isForeignKeyViolation(err):
 			return fmt.Errorf("trigger %q/%q: job %d or calendar %q: %w", t.Group, t.Name, t.JobID, t.CalendarName, store.ErrNotFound)
 		}

@@ -10,18 +10,24 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
+// remoteJob stores a remote job of app "pool" and returns it with a maker of its running
+// executions (fired at the given time).
+func remoteJob(t *testing.T, s store.Store, name string) (*store.Job, func(at int64) *store.Execution) {
+	job := newJob(t, s, "g", name)
+	job.App, job.TargetKind = "pool", store.TargetRemote
+	noErr(t, s.JobUpdate(context.Background(), job))
+	return job, func(at int64) *store.Execution {
+		return &store.Execution{JobID: job.ID, TriggerID: 7, ScheduledAt: at, FiredAt: at, Cause: store.CauseSchedule,
+			Node: "n", State: store.ExecRunning}
+	}
+}
+
 // testExecutorInstances covers what an executor's heartbeat is checked against: the running
 // executions on an address with the instance each went to, losing some of them by id, and a
 // result that arrives for a lost one.
 func testExecutorInstances(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	job := newJob(t, s, "g", "pool-job")
-	job.App, job.TargetKind = "pool", store.TargetRemote
-	noErr(t, s.JobUpdate(ctx, job))
-	mk := func(at int64) *store.Execution {
-		return &store.Execution{JobID: job.ID, TriggerID: 7, ScheduledAt: at, FiredAt: at, Cause: store.CauseSchedule,
-			Node: "n", State: store.ExecRunning}
-	}
+	_, mk := remoteJob(t, s, "pool-job")
 	a, b, c := mk(100), mk(200), mk(300)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{a, b, c})).ok(t)
 	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(a), a.ID, "http://x:1", "old", 0, 1, "sent")).ok(t), true)
@@ -176,4 +182,34 @@ func testClusterKeys(t *testing.T, s store.Store) {
 	equal(t, "generations", len(keys), 2)
 	equal(t, "newest first", *keys[0], store.ClusterKey{Generation: 2, PublicKey: "ed25519:p2", PrivateKey: "ed25519:s2", CreatedAt: 20})
 	equal(t, "generation 1", keys[1].Generation, int64(1))
+}
+
+// testRunOutlivesItsJob: a remote run keeps the app it was handed to when its job is
+// deleted, so what its executor reports is still checked and kept; a result records how
+// many output lines the executor could not deliver.
+func testRunOutlivesItsJob(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	job, mk := remoteJob(t, s, "doomed")
+	a, b := mk(100), mk(200)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{a, b})).ok(t)
+	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(a), a.ID, "http://x:1", "i1", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch b", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(b), b.ID, "http://y:1", "i2", 0, 1, "sent")).ok(t), true)
+	noErr(t, s.JobDelete(ctx, job.ID))
+
+	equal(t, "dispatched to, job deleted", *get(s.ExecutionDispatchedTo(ctx, a.ID)).ok(t),
+		store.Dispatched{ID: a.ID, App: "pool", Address: "http://x:1", Instance: "i1", FiredAt: 100})
+	equal(t, "running on x:1", len(get(s.ExecutionsRunningOnExecutor(ctx, "pool", "http://x:1")).ok(t)), 1)
+	equal(t, "per executor", get(s.ExecutionsRunningByExecutor(ctx, "pool")).ok(t)[store.ExecutorKey{App: "pool", Address: "http://y:1"}], 1)
+	sameIDs(t, "lost with its executor", ids(get(s.ExecutionsLoseOnExecutor(ctx, "pool", "http://y:1")).ok(t), executionID), []int64{b.ID})
+	equal(t, "lost to", get(s.ExecutionLostTo(ctx, b.ID)).ok(t).App, "pool")
+
+	done := get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: a.ID, State: store.ExecSucceeded, HandleCode: 200,
+		FinishedAt: 300, OutputLost: 3}})).ok(t)
+	sameIDs(t, "completed", done, []int64{a.ID})
+	got := get(s.ExecutionGet(ctx, a.ID)).ok(t)
+	equal(t, "output lost", got.OutputLost, int64(3))
+	equal(t, "executor app", got.ExecutorApp, "pool")
+	sameIDs(t, "late", get(s.ExecutionsCompleteLate(ctx, []store.ExecutionResult{{ID: b.ID, State: store.ExecFailed,
+		HandleCode: 500, FinishedAt: 400, OutputLost: 2}})).ok(t), []int64{b.ID})
+	equal(t, "late output lost", get(s.ExecutionGet(ctx, b.ID)).ok(t).OutputLost, int64(2))
 }

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Registry", func(t *testing.T) { t.Parallel(); testRegistry(t, open(t)) })
 	t.Run("ExecutorExecutions", func(t *testing.T) { t.Parallel(); testExecutorExecutions(t, open(t)) })
 	t.Run("ExecutorInstances", func(t *testing.T) { t.Parallel(); testExecutorInstances(t, open(t)) })
+	t.Run("RunOutlivesItsJob", func(t *testing.T) { t.Parallel(); testRunOutlivesItsJob(t, open(t)) })
 	t.Run("AppCredentials", func(t *testing.T) { t.Parallel(); testAppCredentials(t, open(t)) })
 	t.Run("ClusterKeys", func(t *testing.T) { t.Parallel(); testClusterKeys(t, open(t)) })
 	t.Run("KillRequests", func(t *testing.T) { t.Parallel(); testKillRequests(t, open(t)) })
