@@ -36,8 +36,11 @@ var (
 	errForbidden = &apiError{Status: http.StatusForbidden, Code: "permission_denied", Message: "this needs an admin"}
 )
 
-// toAPIError maps store and context errors to API errors; anything else is internal.
-func toAPIError(err error) (*apiError, bool) {
+// ErrorOf is the one map of errors to the API's error shape and HTTP status, for the API's
+// answers and the console's pages alike: an *api.Error as it is, the scheduler's field errors
+// and the store's and context's errors by kind; anything else is an internal error (known is
+// false: the caller logs it, the client sees "internal error").
+func ErrorOf(err error) (e *api.Error, known bool) {
 	var ae *apiError
 	var fe *schedule.FieldError
 	switch {
@@ -62,7 +65,7 @@ func toAPIError(err error) (*apiError, bool) {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	ae, known := toAPIError(err)
+	ae, known := ErrorOf(err)
 	if !known {
 		// The client sees "internal error"; the log keeps what happened.
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -31,7 +31,12 @@ func actor(p *Principal) string {
 
 // audited returns r's context carrying the description of the change the handler makes.
 func (s *Server) audited(r *http.Request, action, kind, target string, snap snapshotFunc) context.Context {
-	return store.WithAudit(r.Context(), &store.Audit{Actor: actor(principalFrom(r.Context())), Source: r.RemoteAddr,
+	return s.auditedCtx(r.Context(), action, kind, target, snap)
+}
+
+// auditedCtx is audited for an operation, whose caller is in ctx.
+func (s *Server) auditedCtx(ctx context.Context, action, kind, target string, snap snapshotFunc) context.Context {
+	return store.WithAudit(ctx, &store.Audit{Actor: actor(principalFrom(ctx)), Source: sourceFrom(ctx),
 		Action: action, TargetKind: kind, Target: target, Snapshot: snap})
 }
 

@@ -136,6 +136,12 @@ func (a *authenticator) authenticate(r *http.Request) (*Principal, error) {
 		}
 		return newPrincipal(u, tok), nil
 	}
+	return a.authenticateSession(r)
+}
+
+// authenticateSession finds the principal of r's session cookie, or returns nil.
+func (a *authenticator) authenticateSession(r *http.Request) (*Principal, error) {
+	now := time.Now().UnixMilli()
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
 		return nil, nil
@@ -204,11 +210,13 @@ func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 					Message: "cross-origin request with a session cookie"})
 				return
 			}
-			if err := s.allow(p, pol, r); err != nil {
-				s.writeError(w, r, err)
-				return
+			if !pol.op {
+				if err := s.allow(p, pol, r); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
 			}
-			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+			r = r.WithContext(withCaller(r.Context(), p, r.RemoteAddr))
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)

@@ -173,6 +173,9 @@ type policy struct {
 	act Action
 	// of finds the apps the request acts on; nil for a route about no app.
 	of resolver
+	// op marks a route of the service layer (endpoint.go): its Execute decides access, the
+	// guard only authenticates.
+	op bool
 }
 
 var (
@@ -191,24 +194,36 @@ var (
 		Message: store.ErrOutOfScope.Error()}
 )
 
-// allow checks the principal against the route's policy; nil means go ahead.
+// allow checks the principal against a raw route's policy (one the service layer does not
+// serve); nil means go ahead.
 func (s *Server) allow(p *Principal, pol policy, r *http.Request) error {
-	if roleRank(p.Role) < pol.act {
-		return &apiError{Status: http.StatusForbidden, Code: "permission_denied",
-			Message: "this needs the " + pol.act.String() + " permission; you are " + string(p.Role)}
+	var of func(context.Context) (target, error)
+	if pol.of != nil {
+		of = func(context.Context) (target, error) { return pol.of(s, r) }
 	}
-	if pol.of == nil {
-		if pol.act == ActOperate && !p.Can(ActOperate, "") {
+	return authorize(r.Context(), p, pol.act, of)
+}
+
+// authorize is the access rule: the principal's role must reach act, and every app the
+// request acts on (found by of; nil for a request about no app) must be in its scope for
+// act; a script handler needs the scripts permission. nil means go ahead.
+func authorize(ctx context.Context, p *Principal, act Action, of func(context.Context) (target, error)) error {
+	if roleRank(p.Role) < act {
+		return &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+			Message: "this needs the " + act.String() + " permission; you are " + string(p.Role)}
+	}
+	if of == nil {
+		if act == ActOperate && !p.Can(ActOperate, "") {
 			return errOutOfScope
 		}
 		return nil
 	}
-	t, err := pol.of(s, r)
+	t, err := of(ctx)
 	if err != nil {
 		return err
 	}
 	for _, app := range t.apps {
-		if !p.Can(pol.act, app) {
+		if !p.Can(act, app) {
 			return errOutOfScope
 		}
 	}

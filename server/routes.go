@@ -3,13 +3,10 @@ package server
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/sundial-scheduler/sundial/web"
 )
 
 // apiHandler is a route's handler; an error it returns is written in the API's error shape.
@@ -133,19 +130,18 @@ func (s *Server) routes() {
 	}))
 }
 
-// mountConsole serves the web console at every path the API does not take. The console
-// makes its changes through the API, so it is handed the API's handler.
-func (s *Server) mountConsole() error {
-	cfg := web.Config{Store: s.store, Scheduler: s.sched, API: s.mux, Logger: s.log}
-	if s.sso != nil {
-		cfg.SSOLogin = "/api/v1/auth/sso/login"
+// MountConsole serves console, the web console (package web, which calls the service layer
+// in process), at every path the API does not take. Mount it before serving.
+func (s *Server) MountConsole(console http.Handler) {
+	s.mux.Handle("/", console)
+}
+
+// SSOLogin is the single sign-on start the console's login page offers, empty without SSO.
+func (s *Server) SSOLogin() string {
+	if s.sso == nil {
+		return ""
 	}
-	c, err := web.New(cfg)
-	if err != nil {
-		return fmt.Errorf("server: console: %w", err)
-	}
-	s.mux.Handle("/", c)
-	return nil
+	return "/api/v1/auth/sso/login"
 }
 
 //go:embed openapi.json
@@ -188,3 +184,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
 	return nil
 }
+
+// APIHandler is the API's routes without the server's logging and headers, for the
+// console's pages not yet moved onto the service layer.
+func (s *Server) APIHandler() http.Handler { return s.mux }

@@ -1,7 +1,8 @@
 // Package server is Sundial's HTTP face: one scheduler node together with the REST API under
 // /api/v1 (jobs, triggers, calendars, executions, nodes, tokens, apps and executors, and the
-// executor protocol), its OpenAPI document, the web console at / (package web, which makes
-// its changes through this API), Prometheus metrics and health checks.
+// executor protocol), its OpenAPI document, Prometheus metrics and health checks, over a
+// service layer of typed operations (endpoint.go, ops.go) that the web console (package web,
+// mounted with MountConsole) calls in process.
 package server
 
 import (
@@ -239,9 +240,6 @@ func New(cfg Config) (*Server, error) {
 	s.registerBuiltins()
 	s.routes()
 	s.xxlRoutes()
-	if err := s.mountConsole(); err != nil {
-		return nil, err
-	}
 	s.handler = httpserve.Headers(cfg.TrustedProxies, s.instrument(s.mux))
 	return s, nil
 }

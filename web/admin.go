@@ -121,7 +121,7 @@ func (c *Console) showCalendars(w http.ResponseWriter, r *http.Request, status i
 			}
 		}
 		cv.Zone = loc.String()
-		cal, err := c.cfg.Scheduler.Engine().Calendar(r.Context(), c.store, cv.Selected.Name, loc)
+		cal, err := c.srv.Scheduler().Engine().Calendar(r.Context(), c.store, cv.Selected.Name, loc)
 		if err != nil {
 			return err
 		}

@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -52,7 +52,7 @@ func (u *user) readScope() []string {
 }
 
 // errOutOfScope is the API's answer to a read of another app's job or execution.
-var errOutOfScope = &pageError{http.StatusForbidden, store.ErrOutOfScope.Error()}
+var errOutOfScope = errForbidden(store.ErrOutOfScope.Error())
 
 // readableJob reads job id for the signed-in user, refusing one outside their scope as the
 // API does.
@@ -125,11 +125,11 @@ func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
 			}
 		}
 		if !csrfOK(r, ck.Value) {
-			c.fail(w, r, &pageError{http.StatusForbidden, "the form's security token is missing or stale: reload the page and try again"})
+			c.fail(w, r, errForbidden("the form's security token is missing or stale: reload the page and try again"))
 			return
 		}
 		if adminOnly && !u.Admin() {
-			c.fail(w, r, &pageError{http.StatusForbidden, "this page is for admins"})
+			c.fail(w, r, errForbidden("this page is for admins"))
 			return
 		}
 		ctx := context.WithValue(r.Context(), userKey{}, &u)
@@ -164,14 +164,6 @@ func (c *Console) public(h handlerFunc) http.Handler {
 	})
 }
 
-// SafeNext keeps a post-login redirect on this site (the console's and single sign-on's).
-func SafeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/"
-	}
-	return next
-}
-
 type loginView struct {
 	Next, Username, Error string
 	// SSO is the single sign-on start for this page's next, empty without SSO.
@@ -179,12 +171,12 @@ type loginView struct {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) error {
-	return c.showLogin(w, r, http.StatusOK, loginView{Next: SafeNext(r.URL.Query().Get("next"))})
+	return c.showLogin(w, r, http.StatusOK, loginView{Next: server.SafeNext(r.URL.Query().Get("next"))})
 }
 
 func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, status int, lv loginView) error {
-	if c.cfg.SSOLogin != "" {
-		lv.SSO = c.cfg.SSOLogin + "?next=" + url.QueryEscape(lv.Next)
+	if c.sso != "" {
+		lv.SSO = c.sso + "?next=" + url.QueryEscape(lv.Next)
 	}
 	ctx := context.WithValue(r.Context(), csrfKey{}, preLoginCSRF(w, r))
 	return c.render(w, r.WithContext(ctx), status, "login", &view{Title: "Sign in", Data: lv,
@@ -212,7 +204,7 @@ func preLoginCSRFOK(r *http.Request) bool {
 }
 
 func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
-	lv := loginView{Next: SafeNext(r.PostFormValue("next")), Username: r.PostFormValue("username")}
+	lv := loginView{Next: server.SafeNext(r.PostFormValue("next")), Username: r.PostFormValue("username")}
 	if !preLoginCSRFOK(r) {
 		lv.Error = "The sign-in form expired: please try again."
 		return c.showLogin(w, r, http.StatusOK, lv)

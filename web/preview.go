@@ -110,7 +110,7 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 	}
 	var cal schedule.Calendar
 	if name := get("calendar"); name != "" {
-		if cal, err = c.cfg.Scheduler.Engine().Calendar(r.Context(), c.store, name, loc); err != nil {
+		if cal, err = c.srv.Scheduler().Engine().Calendar(r.Context(), c.store, name, loc); err != nil {
 			return fail("calendar", "%v", err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/server"
+	"github.com/sundial-scheduler/sundial/web"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
@@ -301,6 +302,9 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		OIDC: oidcCfg, SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
 	if err != nil {
 		return err
+	}
+	if err := web.Mount(srv, web.Config{Store: st, Logger: log}); err != nil {
+		return fmt.Errorf("console: %w", err)
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
