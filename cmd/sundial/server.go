@@ -22,8 +22,8 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/server"
-	"github.com/sundial-scheduler/sundial/web"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
+	"github.com/sundial-scheduler/sundial/web"
 )
 
 type serverOptions struct {
