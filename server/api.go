@@ -103,7 +103,20 @@ func decodeOptional(r *http.Request, v any) error {
 // decode reads a JSON body strictly: unknown fields and trailing data are errors that name
 // the field, so a typo ("crom") is reported instead of silently ignored.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err := decodeJSON(http.MaxBytesReader(nil, r.Body, maxBody), v); err != nil {
+		return err
+	}
+	return checkInput(v)
+}
+
+// DecodeJSON reads a request of an operation from its JSON form as the API reads a body, so
+// the console's forms (which map to the API's JSON) get the API's field errors.
+func DecodeJSON(b []byte, v any) error {
+	return decodeJSON(bytes.NewReader(b), v)
+}
+
+func decodeJSON(body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
@@ -127,7 +140,12 @@ func decode(r *http.Request, v any) error {
 	if dec.More() {
 		return invalidField("", "request body: data after the JSON object")
 	}
-	return checkInput(v)
+	return nil
+}
+
+// decodeOp reads an operation's JSON body; the operation checks its text (Execute).
+func decodeOp(r *http.Request, v any) error {
+	return decodeJSON(http.MaxBytesReader(nil, r.Body, maxBody), v)
 }
 
 // jsonPath turns encoding/json's "triggers.0.cron" into "triggers[0].cron".

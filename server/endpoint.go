@@ -26,6 +26,10 @@ type Endpoint[Req, Resp any] struct {
 // Execute runs the operation for the principal in ctx, refusing it to a caller without one
 // (errUnauthenticated) or without the permission and scope it needs.
 func (e *Endpoint[Req, Resp]) Execute(ctx context.Context, req *Req) (*Resp, error) {
+	// The request's text is checked first, whoever sent it: a NUL reaching PostgreSQL is a 500.
+	if err := checkInput(req); err != nil {
+		return nil, err
+	}
 	p := PrincipalFrom(ctx)
 	if p == nil && e.act != ActPublic {
 		return nil, errUnauthenticated
@@ -114,3 +118,6 @@ func (s *Server) SignedIn(r *http.Request) (context.Context, error) {
 	}
 	return withCaller(r.Context(), p, r.RemoteAddr), nil
 }
+
+// readBody reads a request that is the whole JSON body.
+func readBody[T any](r *http.Request, in *T) error { return decodeOp(r, in) }

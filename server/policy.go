@@ -1,16 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -256,44 +254,26 @@ func byJob(s *Server, r *http.Request) (target, error) {
 	return t, err
 }
 
-// jobBody is the part of a job request the policy reads.
-type jobBody struct {
-	App     string `json:"app"`
-	Handler string `json:"handler"`
+// jobIDTarget is the job of a request naming one (running, pausing or deleting it).
+func (s *Server) jobIDTarget(ctx context.Context, id int64) (target, error) {
+	t, err := jobTarget(ctx, s.store, id)
+	t.script = false // running or pausing a script job changes no script
+	return t, err
 }
 
-// peekJob reads the app and handler of a job request and leaves the body for the handler,
-// which decodes it strictly (and answers malformed bodies).
-func peekJob(r *http.Request) (jobBody, error) {
-	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
-	r.Body = io.NopCloser(bytes.NewReader(raw))
-	if err != nil {
-		return jobBody{}, invalidField("", "request body: larger than %d bytes", maxBody)
-	}
-	var b jobBody
-	_ = json.Unmarshal(raw, &b) // the handler reports a malformed body
-	return b, nil
+// newJob is a job request: a job created in its app.
+func newJob(_ context.Context, in *api.JobRequest) (target, error) {
+	return target{apps: []string{in.App}, script: sundial.IsScriptHandler(in.Handler)}, nil
 }
 
-// newJob is a job request's body: a job created in its app.
-func newJob(_ *Server, r *http.Request) (target, error) {
-	b, err := peekJob(r)
-	return target{apps: []string{b.App}, script: sundial.IsScriptHandler(b.Handler)}, err
-}
-
-// editJob is the job of the path's {id} and the app it moves to; a script job, before or
-// after, needs the scripts permission.
-func editJob(s *Server, r *http.Request) (target, error) {
-	id, err := pathID(r, "id")
+// editJob is the job changed and the app it moves to; a script job, before or after, needs
+// the scripts permission.
+func (s *Server) editJob(ctx context.Context, in *JobChange) (target, error) {
+	cur, err := jobTarget(ctx, s.store, in.ID)
 	if err != nil {
 		return target{}, err
 	}
-	cur, err := jobTarget(r.Context(), s.store, id)
-	if err != nil {
-		return target{}, err
-	}
-	b, err := peekJob(r)
-	return target{apps: append(cur.apps, b.App), script: cur.script || sundial.IsScriptHandler(b.Handler)}, err
+	return target{apps: append(cur.apps, in.App), script: cur.script || sundial.IsScriptHandler(in.Handler)}, nil
 }
 
 // byTrigger is the job of the trigger in the path's {id}.

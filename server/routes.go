@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sundial-scheduler/sundial/api"
 )
 
 // apiHandler is a route's handler; an error it returns is written in the API's error shape.
@@ -23,6 +25,7 @@ type route struct {
 // list exactly these; TestOpenAPIMatchesRoutes holds the two together.
 func (s *Server) routeTable() []route {
 	const v1 = "/api/v1"
+	o := s.ops
 	return []route{
 		{"GET", "/healthz", publicRoute, s.healthz},
 		{"GET", "/readyz", publicRoute, s.readyz},
@@ -50,14 +53,14 @@ func (s *Server) routeTable() []route {
 
 		{"GET", v1 + "/audit", adminRoute, s.listAudit},
 
-		{"GET", v1 + "/jobs", read(nil), s.listJobs},
-		{"POST", v1 + "/jobs", operate(newJob), s.createJob},
-		{"GET", v1 + "/jobs/{id}", read(byJob), s.getJob},
-		{"PUT", v1 + "/jobs/{id}", operate(editJob), s.updateJob},
-		{"DELETE", v1 + "/jobs/{id}", operate(byJob), s.deleteJob},
-		{"POST", v1 + "/jobs/{id}/pause", operate(byJob), s.pauseJob},
-		{"POST", v1 + "/jobs/{id}/resume", operate(byJob), s.resumeJob},
-		{"POST", v1 + "/jobs/{id}/run", operate(byJob), s.runJob},
+		opRoute("GET", v1+"/jobs", o.ListJobs, readJobQuery, writeJobPage),
+		opRoute("POST", v1+"/jobs", o.CreateJob, readBody, writeJobCreated),
+		opRoute("GET", v1+"/jobs/{id}", o.GetJob, readJobRef, writeJobDetail),
+		opRoute("PUT", v1+"/jobs/{id}", o.UpdateJob, readJobChange, jsonStatus[api.Job](http.StatusOK)),
+		opRoute("DELETE", v1+"/jobs/{id}", o.DeleteJob, readJobRef, noContent),
+		opRoute("POST", v1+"/jobs/{id}/pause", o.PauseJob, readJobRef, jsonStatus[api.Job](http.StatusOK)),
+		opRoute("POST", v1+"/jobs/{id}/resume", o.ResumeJob, readJobRef, jsonStatus[api.Job](http.StatusOK)),
+		opRoute("POST", v1+"/jobs/{id}/run", o.RunJob, readJobRun, writeRunStarted),
 		{"GET", v1 + "/jobs/{id}/script/versions", read(byJob), s.listScriptVersions},
 		{"GET", v1 + "/jobs/{id}/script/versions/{version}", read(byJob), s.getScriptVersion},
 		{"POST", v1 + "/jobs/{id}/script/versions/{version}/restore", operate(scriptOf), s.restoreScriptVersion},

@@ -133,6 +133,8 @@ type Server struct {
 	sso *sso
 	// secrets seals and opens xxl-job apps' access tokens.
 	secrets *secret.Keyring
+	// ops is the service layer the API and the console share.
+	ops *Ops
 
 	handlersMu sync.Mutex
 	handlers   map[string]bool // names registered through Register
@@ -238,6 +240,7 @@ func New(cfg Config) (*Server, error) {
 		maintenance.AuditRetention(cfg.Store, cfg.AuditRetention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
 		s.alarms)
 	s.registerBuiltins()
+	s.ops = s.newOps()
 	s.routes()
 	s.xxlRoutes()
 	s.handler = httpserve.Headers(cfg.TrustedProxies, s.instrument(s.mux))

@@ -108,6 +108,15 @@ func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
 			c.toLogin(w, r)
 			return
 		}
+		// The pages call the service layer as the session's person.
+		sctx, err := c.srv.SignedIn(r)
+		if ae, _ := server.ErrorOf(err); err != nil && ae.Status == http.StatusUnauthorized {
+			c.toLogin(w, r)
+			return
+		} else if err != nil {
+			c.fail(w, r, err)
+			return
+		}
 		var u user
 		if err := c.callJSON(r, http.MethodGet, "/api/v1/auth/me", nil, &u.User); err != nil {
 			var ae *apiError
@@ -132,7 +141,7 @@ func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
 			c.fail(w, r, errForbidden("this page is for admins"))
 			return
 		}
-		ctx := context.WithValue(r.Context(), userKey{}, &u)
+		ctx := context.WithValue(sctx, userKey{}, &u)
 		ctx = context.WithValue(ctx, csrfKey{}, csrfToken(ck.Value))
 		if err := h(w, r.WithContext(ctx)); err != nil {
 			c.fail(w, r, err)

@@ -84,6 +84,9 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
+// ops is the service layer the pages read and change through.
+func (c *Console) ops() *server.Ops { return c.srv.Ops() }
+
 // handlerFunc is a page's handler; an error it returns is shown as an error page.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
