@@ -229,7 +229,6 @@ func getByID[R, T any](w http.ResponseWriter, r *http.Request, get func(context.
 	return nil
 }
 
-// paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
 // pageOf pages a short list read whole (apps, nodes, executors: one row per process or
 // group, not per fire) with the same limit and after cursor as the lists the database pages:
 // the items in the order of their key, those after ?after=, cut to ?limit=.
@@ -245,6 +244,26 @@ func pageOf[T any](r *http.Request, items []T, key func(T) string) (api.Page[T],
 	}
 	return paginate(items, limit, key, func(t T) T { return t }), nil
 }
+
+// writePageOf is the HTTP answer of an operation that reads a short list whole: a page of it.
+func writePageOf[T any](key func(T) string) func(http.ResponseWriter, *http.Request, *[]T) error {
+	return func(w http.ResponseWriter, r *http.Request, items *[]T) error {
+		page, err := pageOf(r, *items, key)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
+	}
+}
+
+// readAllOf reads the ?app= of a whole short list.
+func readAllOf(r *http.Request, in *AllOf) error {
+	in.App = r.URL.Query().Get("app")
+	return nil
+}
+
+// paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
 
 func paginate[R, T any](rows []R, limit int, cursor func(R) string, conv func(R) T) api.Page[T] {
 	p := api.Page[T]{Items: make([]T, 0, min(len(rows), limit))}

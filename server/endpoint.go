@@ -56,8 +56,15 @@ func endpoint[Req, Resp any](s *Server, act Action, of func(context.Context, *Re
 // (path, query, body: its errors name the field), write sends the answer. The route's guard
 // has authenticated the caller; Execute decides what they may do.
 func bindHTTP[Req, Resp any](e *Endpoint[Req, Resp], read func(r *http.Request, req *Req) error,
-	write func(w http.ResponseWriter, resp *Resp) error) apiHandler {
+	write func(w http.ResponseWriter, r *http.Request, resp *Resp) error) apiHandler {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		// A caller whose role falls short is refused before the request is read, so the
+		// answer tells them nothing of its form (Execute checks the whole rule).
+		if p := PrincipalFrom(r.Context()); p != nil && e.act != ActPublic {
+			if err := roleAllows(p, e.act); err != nil {
+				return err
+			}
+		}
 		var req Req
 		if read != nil {
 			if err := read(r, &req); err != nil {
@@ -68,26 +75,26 @@ func bindHTTP[Req, Resp any](e *Endpoint[Req, Resp], read func(r *http.Request, 
 		if err != nil {
 			return err
 		}
-		return write(w, resp)
+		return write(w, r, resp)
 	}
 }
 
 // route is the route table's entry of an operation bound to HTTP.
 func opRoute[Req, Resp any](method, path string, e *Endpoint[Req, Resp], read func(*http.Request, *Req) error,
-	write func(http.ResponseWriter, *Resp) error) route {
+	write func(http.ResponseWriter, *http.Request, *Resp) error) route {
 	return route{method: method, path: path, pol: policy{act: e.act, op: true}, h: bindHTTP(e, read, write)}
 }
 
 // jsonStatus writes an answer as JSON with status.
-func jsonStatus[T any](status int) func(http.ResponseWriter, *T) error {
-	return func(w http.ResponseWriter, v *T) error {
+func jsonStatus[T any](status int) func(http.ResponseWriter, *http.Request, *T) error {
+	return func(w http.ResponseWriter, _ *http.Request, v *T) error {
 		writeJSON(w, status, v)
 		return nil
 	}
 }
 
 // noContent answers 204.
-func noContent[T any](w http.ResponseWriter, _ *T) error {
+func noContent[T any](w http.ResponseWriter, _ *http.Request, _ *T) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -121,3 +128,9 @@ func (s *Server) SignedIn(r *http.Request) (context.Context, error) {
 
 // readBody reads a request that is the whole JSON body.
 func readBody[T any](r *http.Request, in *T) error { return decodeOp(r, in) }
+
+// Anonymous returns r's context for a public operation (a password reset's redemption): no
+// principal, r's network address for the audit log.
+func Anonymous(r *http.Request) context.Context {
+	return context.WithValue(r.Context(), sourceKey{}, r.RemoteAddr)
+}

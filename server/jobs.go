@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,6 +96,31 @@ type JobPage struct {
 	Triggers map[int64][]*store.Trigger
 	// More says another page follows the last job.
 	More bool
+}
+
+// JobNamesQuery asks for the names of jobs by id.
+type JobNamesQuery struct {
+	IDs []int64 `json:"-"`
+}
+
+// jobNames reads the group/name of the jobs ids the caller may read, in one query; a deleted
+// job has none.
+func (s *Server) jobNames(ctx context.Context, in *JobNamesQuery) (*map[int64]string, error) {
+	ids := slices.Clone(in.IDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	js, err := s.store.JobsGet(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	p := principalFrom(ctx)
+	out := make(map[int64]string, len(js))
+	for _, j := range js {
+		if p.Can(ActRead, j.App) {
+			out[j.ID] = j.Group + "/" + j.Name
+		}
+	}
+	return &out, nil
 }
 
 // JobDetail is a job with its triggers.
@@ -424,7 +450,7 @@ func readJobQuery(r *http.Request, in *JobQuery) (err error) {
 	return err
 }
 
-func writeJobPage(w http.ResponseWriter, p *JobPage) error {
+func writeJobPage(w http.ResponseWriter, _ *http.Request, p *JobPage) error {
 	out := paginate(p.Jobs, len(p.Jobs), nil, toJobOut)
 	if p.More {
 		c := strconv.FormatInt(p.Jobs[len(p.Jobs)-1].ID, 10)
@@ -437,18 +463,18 @@ func writeJobPage(w http.ResponseWriter, p *JobPage) error {
 	return nil
 }
 
-func writeJobDetail(w http.ResponseWriter, d *JobDetail) error {
+func writeJobDetail(w http.ResponseWriter, _ *http.Request, d *JobDetail) error {
 	writeJSON(w, http.StatusOK, JobOut(d))
 	return nil
 }
 
-func writeJobCreated(w http.ResponseWriter, j *api.Job) error {
+func writeJobCreated(w http.ResponseWriter, _ *http.Request, j *api.Job) error {
 	w.Header().Set("Location", "/api/v1/jobs/"+strconv.FormatInt(j.ID, 10))
 	writeJSON(w, http.StatusCreated, j)
 	return nil
 }
 
-func writeRunStarted(w http.ResponseWriter, x *store.Execution) error {
+func writeRunStarted(w http.ResponseWriter, _ *http.Request, x *store.Execution) error {
 	w.Header().Set("Location", "/api/v1/executions/"+strconv.FormatInt(x.ID, 10))
 	writeJSON(w, http.StatusAccepted, toExecutionOut(x))
 	return nil

@@ -206,9 +206,8 @@ func (s *Server) allow(p *Principal, pol policy, r *http.Request) error {
 // request acts on (found by of; nil for a request about no app) must be in its scope for
 // act; a script handler needs the scripts permission. nil means go ahead.
 func authorize(ctx context.Context, p *Principal, act Action, of func(context.Context) (target, error)) error {
-	if roleRank(p.Role) < act {
-		return &apiError{Status: http.StatusForbidden, Code: "permission_denied",
-			Message: "this needs the " + act.String() + " permission; you are " + string(p.Role)}
+	if err := roleAllows(p, act); err != nil {
+		return err
 	}
 	if of == nil {
 		if act == ActOperate && !p.Can(ActOperate, "") {
@@ -231,6 +230,16 @@ func authorize(ctx context.Context, p *Principal, act Action, of func(context.Co
 	return nil
 }
 
+// roleAllows is the first part of the rule, which needs no request: the principal's role
+// must reach act.
+func roleAllows(p *Principal, act Action) error {
+	if roleRank(p.Role) < act {
+		return &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+			Message: "this needs the " + act.String() + " permission; you are " + string(p.Role)}
+	}
+	return nil
+}
+
 // jobTarget resolves a job's app and whether it has a script handler.
 func jobTarget(ctx context.Context, q store.Querier, id int64) (target, error) {
 	j, err := q.JobGet(ctx, id)
@@ -241,17 +250,6 @@ func jobTarget(ctx context.Context, q store.Querier, id int64) (target, error) {
 		return target{}, err
 	}
 	return target{apps: []string{j.App}, script: sundial.IsScriptHandler(j.Handler)}, nil
-}
-
-// byJob is the job of the path's {id}: running, pausing or deleting it.
-func byJob(s *Server, r *http.Request) (target, error) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return target{}, err
-	}
-	t, err := jobTarget(r.Context(), s.store, id)
-	t.script = false // running or pausing a script job changes no script
-	return t, err
 }
 
 // jobIDTarget is the job of a request naming one (running, pausing or deleting it).
@@ -276,39 +274,38 @@ func (s *Server) editJob(ctx context.Context, in *JobChange) (target, error) {
 	return target{apps: append(cur.apps, in.App), script: cur.script || sundial.IsScriptHandler(in.Handler)}, nil
 }
 
-// byTrigger is the job of the trigger in the path's {id}.
-func byTrigger(s *Server, r *http.Request) (target, error) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return target{}, err
-	}
-	t, err := s.store.TriggerGet(r.Context(), id)
+// triggerTarget is the job of trigger id.
+func (s *Server) triggerTarget(ctx context.Context, id int64) (target, error) {
+	t, err := s.store.TriggerGet(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return target{}, nil
 	}
 	if err != nil {
 		return target{}, err
 	}
-	jt, err := jobTarget(r.Context(), s.store, t.JobID)
-	jt.script = false
-	return jt, err
+	return s.jobIDTarget(ctx, t.JobID)
 }
 
-// byExecution is the job of the execution in the path's {id}; an execution whose job is
-// gone belongs to no app.
+// byExecution is the job of the execution in the path's {id}.
 func byExecution(s *Server, r *http.Request) (target, error) {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return target{}, err
 	}
-	x, err := s.store.ExecutionGet(r.Context(), id)
+	return s.executionTarget(r.Context(), id)
+}
+
+// executionTarget is the job of execution id; an execution whose job is gone belongs to no
+// app.
+func (s *Server) executionTarget(ctx context.Context, id int64) (target, error) {
+	x, err := s.store.ExecutionGet(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return target{}, nil
 	}
 	if err != nil {
 		return target{}, err
 	}
-	jt, err := jobTarget(r.Context(), s.store, x.JobID)
+	jt, err := jobTarget(ctx, s.store, x.JobID)
 	if err == nil && jt.apps == nil {
 		jt.apps = []string{""}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -35,21 +36,21 @@ func (s *Server) routeTable() []route {
 
 		{"POST", v1 + "/auth/login", publicRoute, s.login},
 		{"POST", v1 + "/auth/logout", selfRoute, s.logout},
-		{"GET", v1 + "/auth/me", selfRoute, s.me},
-		{"POST", v1 + "/auth/password", selfRoute, s.changePassword},
+		opRoute("GET", v1+"/auth/me", o.Me, nil, jsonStatus[api.User](http.StatusOK)),
+		opRoute("POST", v1+"/auth/password", o.ChangePassword, readBody, noContent),
 		{"GET", v1 + "/auth/sso/login", publicRoute, s.ssoLogin},
 		{"GET", v1 + "/auth/sso/callback", publicRoute, s.ssoCallback},
 
-		{"GET", v1 + "/tokens", selfRoute, s.listTokens},
-		{"POST", v1 + "/tokens", selfRoute, s.createToken},
-		{"DELETE", v1 + "/tokens/{id}", selfRoute, s.deleteToken},
+		opRoute("GET", v1+"/tokens", o.ListTokens, readTokenQuery, jsonStatus[api.Page[api.Token]](http.StatusOK)),
+		opRoute("POST", v1+"/tokens", o.CreateToken, readBody, writeSecret[api.Token](http.StatusCreated)),
+		opRoute("DELETE", v1+"/tokens/{id}", o.DeleteToken, readTokenRef, noContent),
 
-		{"GET", v1 + "/users", adminRoute, s.listUsers},
-		{"POST", v1 + "/users", adminRoute, s.createUser},
-		{"GET", v1 + "/users/{id}", adminRoute, s.getUser},
-		{"PATCH", v1 + "/users/{id}", adminRoute, s.updateUser},
-		{"POST", v1 + "/users/{id}/reset-password", adminRoute, s.resetPassword},
-		{"POST", v1 + "/auth/reset", publicRoute, s.redeemReset},
+		opRoute("GET", v1+"/users", o.ListUsers, readUserQuery, jsonStatus[api.Page[api.User]](http.StatusOK)),
+		opRoute("POST", v1+"/users", o.CreateUser, readBody, writeUserCreated),
+		opRoute("GET", v1+"/users/{id}", o.GetUser, readUserRef, jsonStatus[api.User](http.StatusOK)),
+		opRoute("PATCH", v1+"/users/{id}", o.UpdateUser, readUserChange, jsonStatus[api.User](http.StatusOK)),
+		opRoute("POST", v1+"/users/{id}/reset-password", o.ResetPassword, readUserRef, writeSecret[api.PasswordReset](http.StatusOK)),
+		opRoute("POST", v1+"/auth/reset", o.RedeemReset, readBody, noContent),
 
 		{"GET", v1 + "/audit", adminRoute, s.listAudit},
 
@@ -61,41 +62,44 @@ func (s *Server) routeTable() []route {
 		opRoute("POST", v1+"/jobs/{id}/pause", o.PauseJob, readJobRef, jsonStatus[api.Job](http.StatusOK)),
 		opRoute("POST", v1+"/jobs/{id}/resume", o.ResumeJob, readJobRef, jsonStatus[api.Job](http.StatusOK)),
 		opRoute("POST", v1+"/jobs/{id}/run", o.RunJob, readJobRun, writeRunStarted),
-		{"GET", v1 + "/jobs/{id}/script/versions", read(byJob), s.listScriptVersions},
-		{"GET", v1 + "/jobs/{id}/script/versions/{version}", read(byJob), s.getScriptVersion},
-		{"POST", v1 + "/jobs/{id}/script/versions/{version}/restore", operate(scriptOf), s.restoreScriptVersion},
-		{"GET", v1 + "/jobs/{id}/triggers", read(byJob), s.listJobTriggers},
-		{"POST", v1 + "/jobs/{id}/triggers", operate(byJob), s.addTrigger},
+		opRoute("GET", v1+"/jobs/{id}/script/versions", o.ListScriptVersions, readJobRef, writeScriptVersions),
+		opRoute("GET", v1+"/jobs/{id}/script/versions/{version}", o.GetScriptVersion, readScriptVersionRef, writeScriptVersion),
+		opRoute("POST", v1+"/jobs/{id}/script/versions/{version}/restore", o.RestoreScriptVersion, readScriptVersionRef, writeScriptVersion),
+		opRoute("GET", v1+"/jobs/{id}/triggers", o.ListJobTriggers, readJobTriggers, writeTriggerPage),
+		opRoute("POST", v1+"/jobs/{id}/triggers", o.AddTrigger, readTriggerAdd, writeTriggerAdded),
 
-		{"GET", v1 + "/triggers/{id}", read(byTrigger), s.getTrigger},
-		{"GET", v1 + "/triggers/{id}/next", read(byTrigger), s.triggerNext},
-		{"DELETE", v1 + "/triggers/{id}", operate(byTrigger), s.deleteTrigger},
-		{"POST", v1 + "/triggers/{id}/pause", operate(byTrigger), s.pauseTrigger},
-		{"POST", v1 + "/triggers/{id}/resume", operate(byTrigger), s.resumeTrigger},
+		opRoute("GET", v1+"/triggers/{id}", o.GetTrigger, readTriggerRef, writeTrigger),
+		opRoute("GET", v1+"/triggers/{id}/next", o.TriggerNext, readTriggerNext, jsonStatus[api.TriggerNext](http.StatusOK)),
+		opRoute("DELETE", v1+"/triggers/{id}", o.DeleteTrigger, readTriggerRef, noContent),
+		opRoute("POST", v1+"/triggers/{id}/pause", o.PauseTrigger, readTriggerRef, writeTrigger),
+		opRoute("POST", v1+"/triggers/{id}/resume", o.ResumeTrigger, readTriggerRef, writeTrigger),
 
-		{"GET", v1 + "/calendars", read(nil), s.listCalendars},
-		{"GET", v1 + "/calendars/{name}", read(nil), s.getCalendar},
-		{"PUT", v1 + "/calendars/{name}", operate(nil), s.putCalendar},
-		{"DELETE", v1 + "/calendars/{name}", operate(nil), s.deleteCalendar},
+		opRoute("GET", v1+"/calendars", o.ListCalendars, readCalendarQuery, writeCalendarPage),
+		opRoute("GET", v1+"/calendars/{name}", o.GetCalendar, readCalendarRef, writeCalendar),
+		opRoute("PUT", v1+"/calendars/{name}", o.PutCalendar, readCalendarPut, writeCalendar),
+		opRoute("DELETE", v1+"/calendars/{name}", o.DeleteCalendar, readCalendarRef, noContent),
 
-		{"GET", v1 + "/executions", read(nil), s.listExecutions},
-		{"GET", v1 + "/executions/{id}", read(byExecution), s.getExecution},
+		opRoute("GET", v1+"/executions", o.ListExecutions, readExecutionQuery, writeExecutionPage),
+		opRoute("GET", v1+"/executions/{id}", o.GetExecution, readExecutionRef, writeExecution),
+		// A follow of the output streams server-sent events: the route is HTTP's own, over the
+		// ExecutionOutput operation for a page of lines.
 		{"GET", v1 + "/executions/{id}/output", read(byExecution), s.executionOutput},
-		{"POST", v1 + "/executions/{id}/kill", operate(byExecution), s.killExecution},
-		{"POST", v1 + "/executions/{id}/retry", operate(byExecution), s.retryExecution},
+		opRoute("POST", v1+"/executions/{id}/kill", o.KillExecution, readExecutionRef, writeKilled),
+		opRoute("POST", v1+"/executions/{id}/retry", o.RetryExecution, readExecutionRef, writeRunStarted),
 
-		{"GET", v1 + "/nodes", read(nil), s.listNodes},
+		opRoute("GET", v1+"/nodes", o.ListNodes, nil, writePageOf(func(n api.Node) string { return n.ID })),
 
 		{"GET", v1 + "/reports/daily", read(nil), s.dailyReport},
 
-		{"GET", v1 + "/apps", read(nil), s.listApps},
+		opRoute("GET", v1+"/apps", o.ListApps, nil, writePageOf(func(a api.App) string { return a.Name })),
 		{"GET", v1 + "/apps/{name}", read(nil), s.getApp},
 		{"PUT", v1 + "/apps/{name}", adminRoute, s.putApp},
 		{"DELETE", v1 + "/apps/{name}", adminRoute, s.deleteApp},
 		{"GET", v1 + "/apps/{name}/credentials", adminRoute, s.listCredentials},
 		{"POST", v1 + "/apps/{name}/credentials", adminRoute, s.createCredential},
 		{"POST", v1 + "/apps/{name}/credentials/rotate", adminRoute, s.rotateCredential},
-		{"GET", v1 + "/executors", read(nil), s.listExecutors},
+		opRoute("GET", v1+"/executors", o.ListExecutors, readAllOf,
+			writePageOf(func(x api.Executor) string { return url.PathEscape(x.App) + "/" + x.Address })),
 
 		// The executor protocol: an app's executor credential (or the deprecated executor token),
 		// not a person's credentials.
@@ -187,7 +191,3 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
 	return nil
 }
-
-// APIHandler is the API's routes without the server's logging and headers, for the
-// console's pages not yet moved onto the service layer.
-func (s *Server) APIHandler() http.Handler { return s.mux }

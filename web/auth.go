@@ -6,14 +6,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/server"
-	"github.com/sundial-scheduler/sundial/store"
 )
 
 // Sessions are the server's (POST /api/v1/auth/login makes them): the console only relays the
@@ -37,35 +34,6 @@ const (
 type user struct{ api.User }
 
 func (u *user) Admin() bool { return u != nil && u.Role == "admin" }
-
-// readScope is the user's scope as the store's lists take it (store.Readable): nil for every
-// app.
-func (u *user) readScope() []string {
-	if u == nil {
-		return []string{}
-	}
-	if slices.Contains(u.Scope, store.ScopeAll) {
-		return nil
-	}
-	// Never nil here: an answer without a scope reads as no app, not as every app.
-	return append([]string{}, u.Scope...)
-}
-
-// errOutOfScope is the API's answer to a read of another app's job or execution.
-var errOutOfScope = errForbidden(store.ErrOutOfScope.Error())
-
-// readableJob reads job id for the signed-in user, refusing one outside their scope as the
-// API does.
-func (c *Console) readableJob(r *http.Request, id int64) (*store.Job, error) {
-	j, err := c.store.JobGet(r.Context(), id)
-	if err != nil {
-		return nil, err
-	}
-	if !store.Readable(userFrom(r.Context()).readScope(), j.App) {
-		return nil, errOutOfScope
-	}
-	return j, nil
-}
 
 type userKey struct{}
 type csrfKey struct{}
@@ -117,16 +85,12 @@ func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
 			c.fail(w, r, err)
 			return
 		}
-		var u user
-		if err := c.callJSON(r, http.MethodGet, "/api/v1/auth/me", nil, &u.User); err != nil {
-			var ae *apiError
-			if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
-				c.toLogin(w, r)
-				return
-			}
+		me, err := c.ops().Me.Execute(sctx, &struct{}{})
+		if err != nil {
 			c.fail(w, r, err)
 			return
 		}
+		u := user{*me}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
 				c.fail(w, r, errBadRequest(err.Error()))
@@ -218,19 +182,14 @@ func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
 		lv.Error = "The sign-in form expired: please try again."
 		return c.showLogin(w, r, http.StatusOK, lv)
 	}
-	res, err := c.call(r, http.MethodPost, "/api/v1/auth/login",
-		api.LoginRequest{Username: lv.Username, Password: r.PostFormValue("password")})
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status < 500 {
+	// The session cookie is the API's, with its attributes (HttpOnly, SameSite, Secure).
+	_, err := c.srv.LogIn(w, r, &api.LoginRequest{Username: lv.Username, Password: r.PostFormValue("password")})
+	if ae, _ := server.ErrorOf(err); err != nil && ae.Status < 500 {
 		lv.Error = ae.Message
 		return c.showLogin(w, r, http.StatusOK, lv)
 	}
 	if err != nil {
 		return err
-	}
-	// The session cookie is the API's, with its attributes (HttpOnly, SameSite, Secure).
-	for _, sc := range res.Header.Values("Set-Cookie") {
-		w.Header().Add("Set-Cookie", sc)
 	}
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: "/login", MaxAge: -1, HttpOnly: true})
 	http.Redirect(w, r, lv.Next, http.StatusSeeOther)
@@ -238,12 +197,8 @@ func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) error {
-	res, err := c.call(r, http.MethodPost, "/api/v1/auth/logout", nil)
-	if err != nil {
+	if err := c.srv.LogOut(w, r); err != nil {
 		return err
-	}
-	for _, sc := range res.Header.Values("Set-Cookie") {
-		w.Header().Add("Set-Cookie", sc)
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return nil
@@ -264,7 +219,7 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) error {
 		av.Errors["confirm_password"] = "does not match the new password"
 		return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av})
 	}
-	_, err := c.call(r, http.MethodPost, "/api/v1/auth/password", api.PasswordRequest{
+	_, err := c.ops().ChangePassword.Execute(r.Context(), &api.PasswordRequest{
 		CurrentPassword: r.PostFormValue("current_password"), NewPassword: r.PostFormValue("new_password")})
 	if fe, ok := fieldErrors(err); ok {
 		av.Errors = fe
@@ -280,8 +235,11 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) error {
 // fieldErrors turns the API's 400 into errors by form field (the API's field path; "" for
 // the form as a whole). ok is false for any other error.
 func fieldErrors(err error) (map[string]string, bool) {
-	var ae *apiError
-	if !errors.As(err, &ae) || ae.Status >= 500 || ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
+	if err == nil {
+		return nil, false
+	}
+	ae, _ := server.ErrorOf(err)
+	if ae.Status >= 500 || ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
 		return nil, false
 	}
 	return map[string]string{ae.Field: ae.Message}, true

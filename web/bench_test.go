@@ -46,7 +46,7 @@ func BenchmarkPages(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := web.Mount(srv, web.Config{Store: st, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			if err := web.Mount(srv, web.Config{Logger: slog.New(slog.DiscardHandler)}); err != nil {
 				b.Fatal(err)
 			}
 			start := time.Now()

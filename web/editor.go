@@ -41,19 +41,15 @@ var zones = []string{"UTC", "Europe/London", "Europe/Dublin", "Europe/Lisbon", "
 const newTriggerPrefix = "triggers[0]."
 
 func (c *Console) editor(r *http.Request, ev *editorView) (*editorView, error) {
-	cals, err := c.store.CalendarList(r.Context(), "", 1000)
+	cals, err := c.calendars(r)
 	if err != nil {
 		return nil, err
 	}
 	for _, cal := range cals {
 		ev.Calendars = append(ev.Calendars, cal.Name)
 	}
-	apps, err := c.store.AppList(r.Context())
-	if err != nil {
+	if ev.Apps, err = c.appNames(r); err != nil {
 		return nil, err
-	}
-	for _, a := range apps {
-		ev.Apps = append(ev.Apps, a.Name)
 	}
 	ev.Zones = zones
 	if ev.Errors == nil {
@@ -273,8 +269,12 @@ func (c *Console) triggerAdd(w http.ResponseWriter, r *http.Request) error {
 	}
 	ev.Add = Form{Values: r.PostForm, Errors: map[string]string{}}
 	body, err := triggerJSON(r.PostForm, "")
+	var in *api.TriggerRequest
 	if err == nil {
-		_, err = c.call(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/triggers", ev.Job.ID), body)
+		in, err = request[api.TriggerRequest](body)
+	}
+	if err == nil {
+		_, err = c.ops().AddTrigger.Execute(r.Context(), &server.TriggerAdd{JobID: ev.Job.ID, TriggerRequest: *in})
 	}
 	if showAtField(err, ev.Add.Errors) {
 		return c.showEditor(w, r, http.StatusOK, ev, "")

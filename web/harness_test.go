@@ -70,7 +70,7 @@ func newHarness(t *testing.T, dialect string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := web.Mount(srv, web.Config{Store: st, Logger: logger}); err != nil {
+	if err := web.Mount(srv, web.Config{Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, srv: srv, st: st, release: make(chan struct{}), talking: make(chan int64, 16), ran: make(chan handlerRun, 16)}

@@ -90,12 +90,8 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	for _, j := range page.Jobs {
 		jv.Jobs = append(jv.Jobs, jobRow{Job: j, Triggers: page.Triggers[j.ID]})
 	}
-	apps, err := c.store.AppList(r.Context())
-	if err != nil {
+	if jv.Apps, err = c.appNames(r); err != nil {
 		return err
-	}
-	for _, a := range apps {
-		jv.Apps = append(jv.Apps, a.Name)
 	}
 	v := &view{Title: "Jobs", Nav: "jobs", Data: jv, Flash: flashText(q.Get("done"))}
 	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Target") == "job-table" {
@@ -273,23 +269,16 @@ func (c *Console) triggerAction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.store.TriggerGet(r.Context(), id)
+	a := r.PathValue("action")
+	op := map[string]*server.Endpoint[server.TriggerRef, store.Trigger]{"pause": c.ops().PauseTrigger,
+		"resume": c.ops().ResumeTrigger, "delete": c.ops().DeleteTrigger}[a]
+	if op == nil {
+		return errNotFound("no trigger action " + a)
+	}
+	t, err := op.Execute(r.Context(), &server.TriggerRef{ID: id})
 	if err != nil {
 		return err
 	}
-	path := fmt.Sprintf("/api/v1/triggers/%d", id)
-	method := http.MethodPost
-	switch a := r.PathValue("action"); a {
-	case "pause", "resume":
-		path += "/" + a
-	case "delete":
-		method = http.MethodDelete
-	default:
-		return errNotFound("no trigger action " + a)
-	}
-	if _, err := c.call(r, method, path, nil); err != nil {
-		return err
-	}
-	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=trigger-%s", t.JobID, r.PathValue("action")), http.StatusSeeOther)
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=trigger-%s", t.JobID, a), http.StatusSeeOther)
 	return nil
 }

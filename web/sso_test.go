@@ -42,7 +42,7 @@ func TestLoginPageSSO(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := web.Mount(srv, web.Config{Store: st}); err != nil {
+		if err := web.Mount(srv, web.Config{}); err != nil {
 			t.Fatal(err)
 		}
 		hs := httptest.NewServer(srv.Handler())

@@ -16,7 +16,6 @@ import (
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/server"
-	"github.com/sundial-scheduler/sundial/store"
 )
 
 //go:embed templates/*.html
@@ -28,10 +27,8 @@ var staticFS embed.FS
 // Config configures a Console.
 type Config struct {
 	// Server is the node the console runs in: every page reads and changes through its
-	// service layer, as the signed-in person.
+	// service layer (server.Ops), as the signed-in person.
 	Server *server.Server
-	// Store is the database the pages read.
-	Store store.Store
 	// Logger receives the console's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Clock is the time source of "now" on the pages. Default: the system clock.
@@ -42,8 +39,6 @@ type Config struct {
 type Console struct {
 	cfg   Config
 	srv   *server.Server
-	store store.Store
-	api   http.Handler
 	log   *slog.Logger
 	clock clock.Clock
 	mux   *http.ServeMux
@@ -65,8 +60,8 @@ func Mount(srv *server.Server, cfg Config) error {
 
 // New returns the console; serve it at the server's root (Mount).
 func New(cfg Config) (*Console, error) {
-	if cfg.Server == nil || cfg.Store == nil {
-		return nil, errors.New("web: Config.Server and Store are required")
+	if cfg.Server == nil {
+		return nil, errors.New("web: Config.Server is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -74,7 +69,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	c := &Console{cfg: cfg, srv: cfg.Server, store: cfg.Store, api: cfg.Server.APIHandler(), log: cfg.Logger, clock: cfg.Clock,
+	c := &Console{cfg: cfg, srv: cfg.Server, log: cfg.Logger, clock: cfg.Clock,
 		mux: http.NewServeMux(), sso: cfg.Server.SSOLogin()}
 	var err error
 	if c.pages, err = parsePages(); err != nil {

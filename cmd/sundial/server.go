@@ -303,7 +303,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	if err != nil {
 		return err
 	}
-	if err := web.Mount(srv, web.Config{Store: st, Logger: log}); err != nil {
+	if err := web.Mount(srv, web.Config{Logger: log}); err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
 	ln, err := net.Listen("tcp", o.addr)
