@@ -263,6 +263,25 @@ func readAllOf(r *http.Request, in *AllOf) error {
 	return nil
 }
 
+// cut trims rows an operation read with limit+1 to a page, and says whether more follow.
+func cut[T any](rows []T, limit int) ([]T, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
+	}
+	return rows, false
+}
+
+// pageOut is a page an operation read (more: another follows) in the API's form, its cursor
+// the last row's.
+func pageOut[R, T any](rows []R, more bool, cursor func(R) string, conv func(R) T) api.Page[T] {
+	p := paginate(rows, len(rows), cursor, conv)
+	if more && len(rows) > 0 {
+		c := cursor(rows[len(rows)-1])
+		p.Next = &c
+	}
+	return p
+}
+
 // paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
 
 func paginate[R, T any](rows []R, limit int, cursor func(R) string, conv func(R) T) api.Page[T] {

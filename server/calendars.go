@@ -69,10 +69,8 @@ func (s *Server) listCalendars(ctx context.Context, in *CalendarQuery) (*Calenda
 	if err != nil {
 		return nil, err
 	}
-	page := &CalendarPage{Calendars: cs}
-	if len(cs) > limit {
-		page.Calendars, page.More = cs[:limit], true
-	}
+	page := &CalendarPage{}
+	page.Calendars, page.More = cut(cs, limit)
 	return page, nil
 }
 
@@ -113,17 +111,7 @@ func readCalendarQuery(r *http.Request, in *CalendarQuery) (err error) {
 	return err
 }
 
-func writeCalendar(w http.ResponseWriter, _ *http.Request, c *store.Calendar) error {
-	writeJSON(w, http.StatusOK, toCalendarOut(c))
-	return nil
-}
-
 func writeCalendarPage(w http.ResponseWriter, _ *http.Request, p *CalendarPage) error {
-	out := paginate(p.Calendars, len(p.Calendars), nil, toCalendarOut)
-	if p.More {
-		c := p.Calendars[len(p.Calendars)-1].Name
-		out.Next = &c
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, pageOut(p.Calendars, p.More, func(c *store.Calendar) string { return c.Name }, toCalendarOut))
 	return nil
 }

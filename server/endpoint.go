@@ -93,6 +93,14 @@ func jsonStatus[T any](status int) func(http.ResponseWriter, *http.Request, *T) 
 	}
 }
 
+// writeOK answers 200 with the answer in the API's form.
+func writeOK[T, U any](conv func(*T) U) func(http.ResponseWriter, *http.Request, *T) error {
+	return func(w http.ResponseWriter, _ *http.Request, v *T) error {
+		writeJSON(w, http.StatusOK, conv(v))
+		return nil
+	}
+}
+
 // noContent answers 204.
 func noContent[T any](w http.ResponseWriter, _ *http.Request, _ *T) error {
 	w.WriteHeader(http.StatusNoContent)

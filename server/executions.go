@@ -105,10 +105,8 @@ func (s *Server) listExecutions(ctx context.Context, in *ExecutionQuery) (*Execu
 	if err != nil {
 		return nil, err
 	}
-	page := &ExecutionPage{Executions: xs}
-	if len(xs) > limit {
-		page.Executions, page.More = xs[:limit], true
-	}
+	page := &ExecutionPage{}
+	page.Executions, page.More = cut(xs, limit)
 	return page, nil
 }
 
@@ -129,10 +127,8 @@ func (s *Server) executionLines(ctx context.Context, in *OutputQuery) (*OutputPa
 	if err != nil {
 		return nil, err
 	}
-	page := &OutputPage{Lines: lines}
-	if len(lines) > limit {
-		page.Lines, page.More = lines[:limit], true
-	}
+	page := &OutputPage{}
+	page.Lines, page.More = cut(lines, limit)
 	return page, nil
 }
 
@@ -209,17 +205,7 @@ func readExecutionRef(r *http.Request, in *ExecutionRef) (err error) {
 }
 
 func writeExecutionPage(w http.ResponseWriter, _ *http.Request, p *ExecutionPage) error {
-	out := paginate(p.Executions, len(p.Executions), nil, toExecutionOut)
-	if p.More {
-		c := strconv.FormatInt(p.Executions[len(p.Executions)-1].ID, 10)
-		out.Next = &c
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func writeExecution(w http.ResponseWriter, _ *http.Request, x *store.Execution) error {
-	writeJSON(w, http.StatusOK, toExecutionOut(x))
+	writeJSON(w, http.StatusOK, pageOut(p.Executions, p.More, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
 	return nil
 }
 
@@ -249,12 +235,7 @@ func (s *Server) executionOutput(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := paginate(p.Lines, len(p.Lines), nil, toLogLineOut)
-	if p.More {
-		c := strconv.FormatInt(p.Lines[len(p.Lines)-1].Line, 10)
-		out.Next = &c
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, pageOut(p.Lines, p.More, func(l store.LogLine) string { return strconv.FormatInt(l.Line, 10) }, toLogLineOut))
 	return nil
 }
 

@@ -251,10 +251,7 @@ func (s *Server) listJobs(ctx context.Context, in *JobQuery) (*JobPage, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(js) > limit {
-			js, page.More = js[:limit], true
-		}
-		page.Jobs = js
+		page.Jobs, page.More = cut(js, limit)
 	}
 	if page.Paused, err = pausedOf(ctx, s.store, f, page.Jobs); err != nil {
 		return nil, err
@@ -451,20 +448,11 @@ func readJobQuery(r *http.Request, in *JobQuery) (err error) {
 }
 
 func writeJobPage(w http.ResponseWriter, _ *http.Request, p *JobPage) error {
-	out := paginate(p.Jobs, len(p.Jobs), nil, toJobOut)
-	if p.More {
-		c := strconv.FormatInt(p.Jobs[len(p.Jobs)-1].ID, 10)
-		out.Next = &c
-	}
+	out := pageOut(p.Jobs, p.More, func(j *store.Job) string { return strconv.FormatInt(j.ID, 10) }, toJobOut)
 	for i := range out.Items {
 		out.Items[i].Paused = p.Paused[out.Items[i].ID]
 	}
 	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func writeJobDetail(w http.ResponseWriter, _ *http.Request, d *JobDetail) error {
-	writeJSON(w, http.StatusOK, JobOut(d))
 	return nil
 }
 

@@ -63,8 +63,3 @@ func writeScriptVersions(w http.ResponseWriter, _ *http.Request, vs *[]*store.Sc
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
-
-func writeScriptVersion(w http.ResponseWriter, _ *http.Request, v *store.ScriptVersion) error {
-	writeJSON(w, http.StatusOK, toScriptVersionOut(v))
-	return nil
-}

@@ -59,10 +59,8 @@ func (s *Server) listJobTriggers(ctx context.Context, in *JobTriggers) (*Trigger
 	if err != nil {
 		return nil, err
 	}
-	page := &TriggerPage{Triggers: ts}
-	if len(ts) > limit {
-		page.Triggers, page.More = ts[:limit], true
-	}
+	page := &TriggerPage{}
+	page.Triggers, page.More = cut(ts, limit)
 	return page, nil
 }
 
@@ -231,17 +229,7 @@ func readTriggerNext(r *http.Request, in *TriggerNextQuery) (err error) {
 }
 
 func writeTriggerPage(w http.ResponseWriter, _ *http.Request, p *TriggerPage) error {
-	out := paginate(p.Triggers, len(p.Triggers), nil, toTriggerOut)
-	if p.More {
-		c := strconv.FormatInt(p.Triggers[len(p.Triggers)-1].ID, 10)
-		out.Next = &c
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func writeTrigger(w http.ResponseWriter, _ *http.Request, t *store.Trigger) error {
-	writeJSON(w, http.StatusOK, toTriggerOut(t))
+	writeJSON(w, http.StatusOK, pageOut(p.Triggers, p.More, func(t *store.Trigger) string { return strconv.FormatInt(t.ID, 10) }, toTriggerOut))
 	return nil
 }
 
