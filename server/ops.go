@@ -10,6 +10,8 @@ import (
 // Ops are the operations of the service layer (endpoint.go) that the API's routes and the
 // console share. Each is authorized by its Execute, for the principal in the context.
 type Ops struct {
+	Info *Endpoint[struct{}, api.Info]
+
 	Me             *Endpoint[struct{}, api.User]
 	ChangePassword *Endpoint[api.PasswordRequest, struct{}]
 
@@ -62,6 +64,7 @@ type Ops struct {
 	ListTokens    *Endpoint[TokenQuery, api.Page[api.Token]]
 	CreateToken   *Endpoint[api.TokenRequest, api.Token]
 	DeleteToken   *Endpoint[TokenRef, struct{}]
+	ListAudit     *Endpoint[AuditQuery, api.Page[api.AuditEntry]]
 }
 
 // Ops returns the service layer's operations, for the console.
@@ -72,6 +75,7 @@ func (s *Server) newOps() *Ops {
 	byTrigger := func(ctx context.Context, in *TriggerRef) (target, error) { return s.triggerTarget(ctx, in.ID) }
 	byExecution := func(ctx context.Context, in *ExecutionRef) (target, error) { return s.executionTarget(ctx, in.ID) }
 	return &Ops{
+		Info:           endpoint(s, ActRead, nil, s.info),
 		Me:             endpoint(s, ActSelf, nil, s.me),
 		ChangePassword: endpoint(s, ActSelf, nil, s.changePassword),
 
@@ -141,5 +145,7 @@ func (s *Server) newOps() *Ops {
 		ListTokens:  endpoint(s, ActSelf, nil, s.listTokens),
 		CreateToken: endpoint(s, ActSelf, nil, s.createToken),
 		DeleteToken: endpoint(s, ActSelf, nil, s.deleteToken),
+
+		ListAudit: endpoint(s, ActAdmin, nil, s.listAudit),
 	}
 }

@@ -32,7 +32,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/readyz", publicRoute, s.readyz},
 		{"GET", "/metrics", read(nil), s.serveMetrics},
 		{"GET", v1 + "/openapi.json", selfRoute, serveOpenAPI},
-		{"GET", v1 + "/info", read(nil), s.info},
+		opRoute("GET", v1+"/info", o.Info, nil, jsonStatus[api.Info](http.StatusOK)),
 
 		{"POST", v1 + "/auth/login", publicRoute, s.login},
 		{"POST", v1 + "/auth/logout", selfRoute, s.logout},
@@ -52,7 +52,7 @@ func (s *Server) routeTable() []route {
 		opRoute("POST", v1+"/users/{id}/reset-password", o.ResetPassword, readUserRef, writeSecret[api.PasswordReset](http.StatusOK)),
 		opRoute("POST", v1+"/auth/reset", o.RedeemReset, readBody, noContent),
 
-		{"GET", v1 + "/audit", adminRoute, s.listAudit},
+		opRoute("GET", v1+"/audit", o.ListAudit, readAuditQuery, jsonStatus[api.Page[api.AuditEntry]](http.StatusOK)),
 
 		opRoute("GET", v1+"/jobs", o.ListJobs, readJobQuery, writeJobPage),
 		opRoute("POST", v1+"/jobs", o.CreateJob, readBody, writeJobCreated),
