@@ -36,8 +36,11 @@ var (
 	errForbidden = &apiError{Status: http.StatusForbidden, Code: "permission_denied", Message: "this needs an admin"}
 )
 
-// toAPIError maps store and context errors to API errors; anything else is internal.
-func toAPIError(err error) (*apiError, bool) {
+// ErrorOf is the one map of errors to the API's error shape and HTTP status, for the API's
+// answers and the console's pages alike: an *api.Error as it is, the scheduler's field errors
+// and the store's and context's errors by kind; anything else is an internal error (known is
+// false: the caller logs it, the client sees "internal error").
+func ErrorOf(err error) (e *api.Error, known bool) {
 	var ae *apiError
 	var fe *schedule.FieldError
 	var ee *store.ExistsError
@@ -69,7 +72,7 @@ func toAPIError(err error) (*apiError, bool) {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	ae, known := toAPIError(err)
+	ae, known := ErrorOf(err)
 	if !known {
 		// The client sees "internal error"; the log keeps what happened.
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -107,7 +110,20 @@ func decodeOptional(r *http.Request, v any) error {
 // decode reads a JSON body strictly: unknown fields and trailing data are errors that name
 // the field, so a typo ("crom") is reported instead of silently ignored.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err := decodeJSON(http.MaxBytesReader(nil, r.Body, maxBody), v); err != nil {
+		return err
+	}
+	return checkInput(v)
+}
+
+// DecodeJSON reads a request of an operation from its JSON form as the API reads a body, so
+// the console's forms (which map to the API's JSON) get the API's field errors.
+func DecodeJSON(b []byte, v any) error {
+	return decodeJSON(bytes.NewReader(b), v)
+}
+
+func decodeJSON(body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
@@ -131,7 +147,12 @@ func decode(r *http.Request, v any) error {
 	if dec.More() {
 		return invalidField("", "request body: data after the JSON object")
 	}
-	return checkInput(v)
+	return nil
+}
+
+// decodeOp reads an operation's JSON body; the operation checks its text (Execute).
+func decodeOp(r *http.Request, v any) error {
+	return decodeJSON(http.MaxBytesReader(nil, r.Body, maxBody), v)
 }
 
 // jsonPath turns encoding/json's "triggers.0.cron" into "triggers[0].cron".
@@ -215,7 +236,6 @@ func getByID[R, T any](w http.ResponseWriter, r *http.Request, get func(context.
 	return nil
 }
 
-// paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
 // pageOf pages a short list read whole (apps, nodes, executors: one row per process or
 // group, not per fire) with the same limit and after cursor as the lists the database pages:
 // the items in the order of their key, those after ?after=, cut to ?limit=.
@@ -231,6 +251,45 @@ func pageOf[T any](r *http.Request, items []T, key func(T) string) (api.Page[T],
 	}
 	return paginate(items, limit, key, func(t T) T { return t }), nil
 }
+
+// writePageOf is the HTTP answer of an operation that reads a short list whole: a page of it.
+func writePageOf[T any](key func(T) string) func(http.ResponseWriter, *http.Request, *[]T) error {
+	return func(w http.ResponseWriter, r *http.Request, items *[]T) error {
+		page, err := pageOf(r, *items, key)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
+	}
+}
+
+// readAllOf reads the ?app= of a whole short list.
+func readAllOf(r *http.Request, in *AllOf) error {
+	in.App = r.URL.Query().Get("app")
+	return nil
+}
+
+// cut trims rows an operation read with limit+1 to a page, and says whether more follow.
+func cut[T any](rows []T, limit int) ([]T, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
+	}
+	return rows, false
+}
+
+// pageOut is a page an operation read (more: another follows) in the API's form, its cursor
+// the last row's.
+func pageOut[R, T any](rows []R, more bool, cursor func(R) string, conv func(R) T) api.Page[T] {
+	p := paginate(rows, len(rows), cursor, conv)
+	if more && len(rows) > 0 {
+		c := cursor(rows[len(rows)-1])
+		p.Next = &c
+	}
+	return p
+}
+
+// paginate trims rows fetched with limit+1 to a page and sets the cursor when more follow.
 
 func paginate[R, T any](rows []R, limit int, cursor func(R) string, conv func(R) T) api.Page[T] {
 	p := api.Page[T]{Items: make([]T, 0, min(len(rows), limit))}

@@ -30,22 +30,35 @@ func toAppOut(a *store.App) api.App {
 		CreatedAt: api.Time(a.CreatedAt), UpdatedAt: api.Time(a.UpdatedAt)}
 }
 
-func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
-	as, err := s.store.AppList(r.Context())
+// AllOf asks for a whole short list (apps, nodes, executors: one row per process or group,
+// not per fire), of one app when App is set where the list has apps; the API's binding pages it.
+type AllOf struct {
+	App string `json:"app"`
+}
+
+func (s *Server) listApps(ctx context.Context, _ *AllOf) (*[]api.App, error) {
+	as, err := s.store.AppList(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := api.Page[api.App]{Items: make([]api.App, len(as))}
 	stored := map[string]bool{}
 	for i, a := range as {
 		out.Items[i] = toAppOut(a)
 		stored[a.Name] = true
+		warning, err := sundial.ClearSecretsWarning(ctx, s.store, a)
+		if err != nil {
+			return nil, err
+		}
+		if warning != "" {
+			out.Items[i].Warnings = []string{warning}
+		}
 	}
 	// An app is also made by the first executor that registers for it (auto mode) without a
 	// row of its own: it is listed like the others while an executor of it is live.
-	live, err := s.liveExecutors(r.Context(), "")
+	live, err := s.liveExecutors(ctx, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, in := range live {
 		if !stored[in.App] {
@@ -53,12 +66,7 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
 			out.Items = append(out.Items, registeredApp(in.App, live))
 		}
 	}
-	page, err := pageOf(r, out.Items, func(a api.App) string { return a.Name })
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return &out.Items, nil
 }
 
 // registeredApp is an app only its registered executors made: auto mode, known since its
@@ -163,15 +171,15 @@ func (s *Server) deleteApp(w http.ResponseWriter, r *http.Request) error {
 
 // listExecutors lists the live executor instances, of one app with ?app=, with the runs
 // each has now. The cursor is the app (path-escaped) and the address: the order listed.
-func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) error {
-	app := r.URL.Query().Get("app")
-	ins, err := s.liveExecutors(r.Context(), app)
+func (s *Server) listExecutors(ctx context.Context, in *AllOf) (*[]api.Executor, error) {
+	app := in.App
+	ins, err := s.liveExecutors(ctx, app)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	running, err := s.store.ExecutionsRunningByExecutor(r.Context(), app)
+	running, err := s.store.ExecutionsRunningByExecutor(ctx, app)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	items := make([]api.Executor, len(ins))
 	for i, in := range ins {
@@ -183,12 +191,7 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) error {
 			RegisteredAt: api.Time(in.RegisteredAt), LastSeen: api.Time(in.LastSeen),
 			Running: running[store.ExecutorKey{App: in.App, Address: in.Address}]}
 	}
-	page, err := pageOf(r, items, func(x api.Executor) string { return url.PathEscape(x.App) + "/" + x.Address })
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return &items, nil
 }
 
 // allowedAddress checks a manual executor address against --executor-networks: the server

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
@@ -31,7 +32,12 @@ func actor(p *Principal) string {
 
 // audited returns r's context carrying the description of the change the handler makes.
 func (s *Server) audited(r *http.Request, action, kind, target string, snap snapshotFunc) context.Context {
-	return store.WithAudit(r.Context(), &store.Audit{Actor: actor(principalFrom(r.Context())), Source: r.RemoteAddr,
+	return s.auditedCtx(r.Context(), action, kind, target, snap)
+}
+
+// auditedCtx is audited for an operation, whose caller is in ctx.
+func (s *Server) auditedCtx(ctx context.Context, action, kind, target string, snap snapshotFunc) context.Context {
+	return store.WithAudit(ctx, &store.Audit{Actor: actor(principalFrom(ctx)), Source: sourceFrom(ctx),
 		Action: action, TargetKind: kind, Target: target, Snapshot: snap})
 }
 
@@ -122,32 +128,49 @@ func auditOut(e *store.AuditEntry) api.AuditEntry {
 	return out
 }
 
-// listAudit lists the audit log newest first, filtered by actor, action, target and time;
-// ?after= is the last id seen.
-func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
-	limit, before, err := idPage(r)
+// AuditQuery is a page of the audit log, newest first, filtered by actor, action, target and
+// time (zero: no bound); After is the last id seen.
+type AuditQuery struct {
+	Actor      string    `json:"actor"`
+	Action     string    `json:"action"`
+	TargetKind string    `json:"target_kind"`
+	Target     string    `json:"target"`
+	From, To   time.Time `json:"-"`
+	After      int64     `json:"after"`
+	Limit      int       `json:"limit"`
+}
+
+// listAudit lists the audit log newest first.
+func (s *Server) listAudit(ctx context.Context, in *AuditQuery) (*api.Page[api.AuditEntry], error) {
+	limit, err := checkLimit(in.Limit)
 	if err != nil {
+		return nil, err
+	}
+	f := store.AuditFilter{Actor: in.Actor, Action: in.Action, TargetKind: in.TargetKind,
+		Target: in.Target, BeforeID: in.After, Limit: limit + 1}
+	if !in.From.IsZero() {
+		f.From = in.From.UnixMilli()
+	}
+	if !in.To.IsZero() {
+		f.To = in.To.UnixMilli()
+	}
+	es, err := s.store.AuditList(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	page := paginate(es, limit, func(e *store.AuditEntry) string { return strconv.FormatInt(e.ID, 10) }, auditOut)
+	return &page, nil
+}
+
+func readAuditQuery(r *http.Request, in *AuditQuery) (err error) {
+	if in.Limit, in.After, err = idPage(r); err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), TargetKind: q.Get("target_kind"),
-		Target: q.Get("target"), BeforeID: before, Limit: limit + 1}
-	for _, b := range []struct {
-		name string
-		to   *int64
-	}{{"from", &f.From}, {"to", &f.To}} {
-		if v := q.Get(b.name); v != "" {
-			t, err := parseTime(b.name, v)
-			if err != nil {
-				return err
-			}
-			*b.to = t.UnixMilli()
-		}
-	}
-	es, err := s.store.AuditList(r.Context(), f)
-	if err != nil {
+	in.Actor, in.Action, in.TargetKind, in.Target = q.Get("actor"), q.Get("action"), q.Get("target_kind"), q.Get("target")
+	if in.From, err = parseTime("from", q.Get("from")); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, paginate(es, limit, func(e *store.AuditEntry) string { return strconv.FormatInt(e.ID, 10) }, auditOut))
-	return nil
+	in.To, err = parseTime("to", q.Get("to"))
+	return err
 }

@@ -20,7 +20,6 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
@@ -140,6 +139,12 @@ func (a *authenticator) authenticate(r *http.Request) (*Principal, error) {
 		}
 		return newPrincipal(u, tok), nil
 	}
+	return a.authenticateSession(r)
+}
+
+// authenticateSession finds the principal of r's session cookie, or returns nil.
+func (a *authenticator) authenticateSession(r *http.Request) (*Principal, error) {
+	now := time.Now().UnixMilli()
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
 		return nil, nil
@@ -227,6 +232,7 @@ func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
+			r = r.WithContext(Anonymous(r))
 		} else {
 			p, err := s.auth.authenticate(r)
 			if err != nil {
@@ -241,15 +247,13 @@ func (s *Server) guard(pol policy, h apiHandler) http.Handler {
 				s.writeError(w, r, errCrossOrigin)
 				return
 			}
-			if err := s.allow(p, pol, r); err != nil {
-				s.writeError(w, r, err)
-				return
+			if !pol.op {
+				if err := s.allow(p, pol, r); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
 			}
-			ctx := context.WithValue(r.Context(), principalKey{}, p)
-			// What the scheduler checks beyond the route's own target (a job's child jobs)
-			// is checked against the same policy.
-			ctx = sundial.WithMayRun(ctx, func(app string) bool { return p.Can(ActOperate, app) })
-			r = r.WithContext(ctx)
+			r = r.WithContext(withCaller(r.Context(), p, r.RemoteAddr))
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
@@ -284,21 +288,36 @@ func EnsureAdmin(ctx context.Context, st authStore, name string) (password strin
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	var req api.LoginRequest
-	if err := decode(r, &req); err != nil {
+	if err := decodeOp(r, &req); err != nil {
 		return err
 	}
+	out, err := s.LogIn(w, r, &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// LogIn checks a user's password and opens a console session, setting its cookie on w: the
+// login of the API (POST /api/v1/auth/login) and of the console's sign-in page alike. A
+// session is HTTP's own (a cookie), so this operation takes the request and its answer.
+func (s *Server) LogIn(w http.ResponseWriter, r *http.Request, req *api.LoginRequest) (*api.User, error) {
+	if err := checkInput(req); err != nil {
+		return nil, err
+	}
 	if req.Username == "" {
-		return invalidField("username", "must not be empty")
+		return nil, invalidField("username", "must not be empty")
 	}
 	addr := sourceAddress(r)
 	if wait, by := s.logins.check(req.Username, addr); wait > 0 {
 		s.log.Warn("login limited", "user", req.Username, "remote", r.RemoteAddr, "by", by, "wait", wait)
 		retryAfter(w, wait)
-		return errLoginLimited(wait)
+		return nil, errLoginLimited(wait)
 	}
 	u, err := s.store.UserGetByName(r.Context(), req.Username)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+		return nil, err
 	}
 	// An unknown name is checked against a stand-in hash of the same cost, so that the
 	// answer's time does not tell which names exist.
@@ -313,7 +332,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		}
 		mismatch = bcrypt.CompareHashAndPassword(hash, []byte(req.Password))
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	if mismatch != nil || u == nil || u.PasswordHash == "" || u.Disabled {
 		s.logins.failed(req.Username, addr)
@@ -322,17 +341,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		if err := store.InTx(store.WithAudit(r.Context(), a), s.store, func(store.Querier) error { return nil }); err != nil {
 			s.log.Warn("audit failed login", "err", err)
 		}
-		return &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "wrong user name or password"}
+		return nil, &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "wrong user name or password"}
 	}
 	s.logins.succeeded(req.Username, addr)
 	if err := s.startSession(w, r, u, "auth.login"); err != nil {
-		return err
+		return nil, err
 	}
 	s.log.Info("login", "user", u.Name, "remote", r.RemoteAddr)
 	out := userOut(u)
 	out.Via = "session"
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return &out, nil
 }
 
 // startSession opens a console session for u and sets its cookie; the session and the
@@ -364,7 +382,20 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u *store.U
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	if err := s.LogOut(w, r); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// LogOut ends the caller's session (the principal in r's context) and clears its cookie on w:
+// the API's logout and the console's.
+func (s *Server) LogOut(w http.ResponseWriter, r *http.Request) error {
 	p := principalFrom(r.Context())
+	if p == nil {
+		return errUnauthenticated
+	}
 	if p.Via == "session" {
 		if err := s.store.SessionDelete(r.Context(), p.sessionID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -372,42 +403,35 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		Secure: s.cfg.TrustedProxies.Secure(r), SameSite: http.SameSiteLaxMode})
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
-	p := principalFrom(r.Context())
+func (s *Server) me(ctx context.Context, _ *struct{}) (*api.User, error) {
+	p := principalFrom(ctx)
 	out := userOut(p.User)
 	// What the credential allows, which for a token may be less than its user.
 	out.Role, out.Scope, out.Scripts, out.Via = string(p.Role), scopeList(p.Apps), p.CanScripts(), p.Via
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return &out, nil
 }
 
 // changePassword changes the caller's own password and ends their other sessions.
-func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) error {
-	var req api.PasswordRequest
-	if err := decode(r, &req); err != nil {
-		return err
-	}
-	p := principalFrom(r.Context())
+func (s *Server) changePassword(ctx context.Context, req *api.PasswordRequest) (*struct{}, error) {
+	p := principalFrom(ctx)
 	var mismatch error
-	if err := s.logins.hash(r.Context(), func() {
+	if err := s.logins.hash(ctx, func() {
 		mismatch = bcrypt.CompareHashAndPassword([]byte(p.User.PasswordHash), []byte(req.CurrentPassword))
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	if mismatch != nil {
-		return invalidField("current_password", "does not match")
+		return nil, invalidField("current_password", "does not match")
 	}
 	if subtle.ConstantTimeCompare([]byte(req.NewPassword), []byte(req.CurrentPassword)) == 1 {
-		return invalidField("new_password", "must differ from the current password")
+		return nil, invalidField("new_password", "must differ from the current password")
 	}
-	ctx := s.audited(r, "user.password", "user", strconv.FormatInt(p.User.ID, 10), nil)
+	ctx = s.auditedCtx(ctx, "user.password", "user", strconv.FormatInt(p.User.ID, 10), nil)
 	if err := s.setPassword(ctx, p.User, "new_password", req.NewPassword, p.sessionID); err != nil {
-		return err
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return &struct{}{}, nil
 }

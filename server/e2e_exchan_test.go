@@ -222,12 +222,14 @@ func TestInProcessRunNotAnExecutors(t *testing.T) {
 			t.Fatal(err)
 		}
 		ghost := store.Owner{Node: "ghost", Incarnation: "g1"}
-		x := &store.Execution{JobID: job.ID, ScheduledAt: 1000, FiredAt: 1000, Cause: store.CauseManual, Node: ghost.Node,
+		// Fired now: a run fired in 1970 is the retention duty's to delete once it has ended,
+		// and the duty runs when the node starts to lead, which may be after the run is lost.
+		now := time.Now().UnixMilli()
+		x := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseManual, Node: ghost.Node,
 			Incarnation: ghost.Incarnation, State: store.ExecRunning}
 		if _, err := e.st.ExecutionsInsert(ctx, []*store.Execution{x}); err != nil {
 			t.Fatal(err)
 		}
-		now := time.Now().UnixMilli()
 		e.executorAs(sender{}, "results", result(x.ID, now, now), 409, nil)
 		e.executorAs(sender{}, "logs", map[string]any{"execution_id": x.ID,
 			"lines": []map[string]any{{"line": 1, "at": now, "message": "planted"}}}, 409, nil)

@@ -24,82 +24,189 @@ func toExecutionOut(x *store.Execution) api.Execution {
 		OutputLost: x.OutputLost}
 }
 
-// listExecutions lists executions newest first (order=asc for oldest first), filtered by job,
+// ExecutionQuery is a filter and page of the execution list.
+type ExecutionQuery struct {
+	JobID      int64  `json:"job_id"`
+	App        string `json:"app"`
+	Cause      string `json:"cause"`
+	State      string `json:"state"`
+	Executor   string `json:"executor"`
+	AlarmState string `json:"alarm_state"`
+	// Asc lists oldest first.
+	Asc bool `json:"-"`
+	// From and To bound the fired time (zero: no bound); with either, the list is in fired-at
+	// order and holds fired executions only.
+	From, To time.Time `json:"-"`
+	After    int64     `json:"after"`
+	Limit    int       `json:"limit"`
+}
+
+// ExecutionPage is a page of executions; More says another follows the last.
+type ExecutionPage struct {
+	Executions []*store.Execution
+	More       bool
+}
+
+// ExecutionRef names an execution by its id.
+type ExecutionRef struct {
+	ID int64 `json:"-"`
+}
+
+// OutputQuery is a page of an execution's output lines after line After.
+type OutputQuery struct {
+	ID    int64 `json:"-"`
+	After int64 `json:"after"`
+	Limit int   `json:"limit"`
+}
+
+// OutputPage is a page of output lines; More says another follows the last.
+type OutputPage struct {
+	Lines []store.LogLine
+	More  bool
+}
+
+// listExecutions lists executions newest first (oldest first with Asc), filtered by job,
 // app, state, cause, executor address, alarm state and a fired-at range. With a range, the
 // list is in fired-at order and holds fired executions only.
-func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	limit, err := pageLimit(r)
+func (s *Server) listExecutions(ctx context.Context, in *ExecutionQuery) (*ExecutionPage, error) {
+	limit, err := checkLimit(in.Limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	f := store.ExecutionFilter{Limit: limit + 1, Desc: true, Scope: principalFrom(r.Context()).ReadScope()}
-	if f.AfterID, err = queryID(r, "after"); err != nil {
-		return err
-	}
-	if f.JobID, err = queryID(r, "job_id"); err != nil {
-		return err
-	}
-	f.App = q.Get("app")
-	if c := q.Get("cause"); c != "" {
+	f := store.ExecutionFilter{Limit: limit + 1, Desc: !in.Asc, Scope: principalFrom(ctx).ReadScope(),
+		AfterID: in.After, JobID: in.JobID, App: in.App, ExecutorAddress: in.Executor}
+	if c := in.Cause; c != "" {
 		if !store.ExecutionCause(c).Valid() {
-			return invalidField("cause", "want one of %s, got %q", strings.Join(store.Words(store.ExecutionCauses), ", "), c)
+			return nil, invalidField("cause", "want one of %s, got %q", strings.Join(store.Words(store.ExecutionCauses), ", "), c)
 		}
 		f.Cause = store.ExecutionCause(c)
 	}
-	if st := q.Get("state"); st != "" {
+	if st := in.State; st != "" {
 		if !store.ExecutionState(st).Valid() {
-			return invalidField("state", "want one of %s, got %q", strings.Join(store.Words(store.ExecutionStates), ", "), st)
+			return nil, invalidField("state", "want one of %s, got %q", strings.Join(store.Words(store.ExecutionStates), ", "), st)
 		}
 		f.State = store.ExecutionState(st)
 	}
-	f.ExecutorAddress = q.Get("executor")
-	if st := q.Get("alarm_state"); st != "" {
+	if st := in.AlarmState; st != "" {
 		if !store.AlarmState(st).Valid() {
-			return invalidField("alarm_state", "want one of %s, got %q", strings.Join(store.Words(store.AlarmStates), ", "), st)
+			return nil, invalidField("alarm_state", "want one of %s, got %q", strings.Join(store.Words(store.AlarmStates), ", "), st)
 		}
 		f.AlarmState = store.AlarmState(st)
 	}
+	if !in.From.IsZero() {
+		f.FiredFrom = in.From.UnixMilli()
+	}
+	if !in.To.IsZero() {
+		f.FiredTo = in.To.UnixMilli()
+	}
+	if f.FiredFrom != 0 && f.FiredTo != 0 && f.FiredTo <= f.FiredFrom {
+		return nil, invalidField("to", "must be after from")
+	}
+	xs, err := s.store.ExecutionList(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	page := &ExecutionPage{}
+	page.Executions, page.More = cut(xs, limit)
+	return page, nil
+}
+
+func (s *Server) getExecution(ctx context.Context, in *ExecutionRef) (*store.Execution, error) {
+	return s.store.ExecutionGet(ctx, in.ID)
+}
+
+// executionLines is a page of an execution's output.
+func (s *Server) executionLines(ctx context.Context, in *OutputQuery) (*OutputPage, error) {
+	limit, err := checkLimit(in.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.store.ExecutionGet(ctx, in.ID); err != nil {
+		return nil, err
+	}
+	lines, err := s.store.ExecutionLogList(ctx, in.ID, in.After, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	page := &OutputPage{}
+	page.Lines, page.More = cut(lines, limit)
+	return page, nil
+}
+
+// attempts finds the executions of x's fire (same job, trigger, scheduled time and shard),
+// whose attempts number them, in order: retries link to each other through these.
+func (s *Server) attempts(ctx context.Context, in *ExecutionRef) (*[]*store.Execution, error) {
+	x, err := s.store.ExecutionGet(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	// Retries are newer executions of the job, earlier attempts older ones.
+	newer, err := s.store.ExecutionList(ctx, store.ExecutionFilter{JobID: x.JobID, AfterID: x.ID, Limit: 200})
+	if err != nil {
+		return nil, err
+	}
+	var older []*store.Execution
+	if x.Attempt > 0 {
+		if older, err = s.store.ExecutionList(ctx, store.ExecutionFilter{JobID: x.JobID, AfterID: x.ID, Desc: true,
+			Limit: 200}); err != nil {
+			return nil, err
+		}
+	}
+	// No column links a retry to the run it retries: a retry is the next attempt of the same
+	// trigger and shard that comes after it (cause retry), so the chain is walked that way.
+	var chain []*store.Execution
+	cur := x
+	for _, y := range older { // newest first
+		if y.Attempt == cur.Attempt-1 && y.TriggerID == cur.TriggerID && y.ShardIndex == cur.ShardIndex {
+			chain = append([]*store.Execution{y}, chain...)
+			if cur = y; cur.Attempt == 0 {
+				break
+			}
+		}
+	}
+	chain = append(chain, x)
+	cur = x
+	for _, y := range newer { // oldest first
+		if y.Cause == store.CauseRetry && y.Attempt == cur.Attempt+1 && y.TriggerID == cur.TriggerID && y.ShardIndex == cur.ShardIndex {
+			chain = append(chain, y)
+			cur = y
+		}
+	}
+	return &chain, nil
+}
+
+// The executions' HTTP binding.
+
+func readExecutionQuery(r *http.Request, in *ExecutionQuery) (err error) {
+	q := r.URL.Query()
+	if in.Limit, in.After, err = idPage(r); err != nil {
+		return err
+	}
+	if in.JobID, err = queryID(r, "job_id"); err != nil {
+		return err
+	}
+	in.App, in.Cause, in.State, in.Executor, in.AlarmState = q.Get("app"), q.Get("cause"), q.Get("state"), q.Get("executor"), q.Get("alarm_state")
 	switch o := q.Get("order"); o {
 	case "", "desc":
 	case "asc":
-		f.Desc = false
+		in.Asc = true
 	default:
 		return invalidField("order", "want asc or desc, got %q", o)
 	}
-	for _, b := range []struct {
-		name string
-		dst  *int64
-	}{{"from", &f.FiredFrom}, {"to", &f.FiredTo}} {
-		if v := q.Get(b.name); v != "" {
-			t, err := parseTime(b.name, v)
-			if err != nil {
-				return err
-			}
-			*b.dst = t.UnixMilli()
-		}
-	}
-	if f.FiredFrom != 0 && f.FiredTo != 0 && f.FiredTo <= f.FiredFrom {
-		return invalidField("to", "must be after from")
-	}
-	xs, err := s.store.ExecutionList(r.Context(), f)
-	if err != nil {
+	if in.From, err = parseTime("from", q.Get("from")); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, paginate(xs, limit, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
-	return nil
+	in.To, err = parseTime("to", q.Get("to"))
+	return err
 }
 
-func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	x, err := s.store.ExecutionGet(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toExecutionOut(x))
+func readExecutionRef(r *http.Request, in *ExecutionRef) (err error) {
+	in.ID, err = pathID(r, "id")
+	return err
+}
+
+func writeExecutionPage(w http.ResponseWriter, _ *http.Request, p *ExecutionPage) error {
+	writeJSON(w, http.StatusOK, pageOut(p.Executions, p.More, func(x *store.Execution) string { return strconv.FormatInt(x.ID, 10) }, toExecutionOut))
 	return nil
 }
 
@@ -118,18 +225,18 @@ func (s *Server) executionOutput(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	x, err := s.store.ExecutionGet(r.Context(), id)
-	if err != nil {
-		return err
-	}
 	if f := r.URL.Query().Get("follow"); f == "true" || f == "1" {
+		x, err := s.store.ExecutionGet(r.Context(), id)
+		if err != nil {
+			return err
+		}
 		return s.followOutput(w, r, x, after)
 	}
-	lines, err := s.store.ExecutionLogList(r.Context(), id, after, limit+1)
+	p, err := s.ops.ExecutionOutput.Execute(r.Context(), &OutputQuery{ID: id, After: after, Limit: limit})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, paginate(lines, limit, func(l store.LogLine) string { return strconv.FormatInt(l.Line, 10) }, toLogLineOut))
+	writeJSON(w, http.StatusOK, pageOut(p.Lines, p.More, func(l store.LogLine) string { return strconv.FormatInt(l.Line, 10) }, toLogLineOut))
 	return nil
 }
 
@@ -216,18 +323,18 @@ func (s *Server) endStream(ctx context.Context, err error) error {
 	return nil
 }
 
-func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
-	ns, err := s.store.NodeList(r.Context())
+func (s *Server) listNodes(ctx context.Context, _ *AllOf) (*[]api.Node, error) {
+	ns, err := s.store.NodeList(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Heartbeats and the leader's lease are stamped by the database's clock: judged by it too.
-	now, err := s.store.DBNow(r.Context())
+	now, err := s.store.DBNow(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	leader := ""
-	if l, err := s.store.LeaseGet(r.Context(), "leader"); err == nil && l.ExpiresAt > now {
+	if l, err := s.store.LeaseGet(ctx, "leader"); err == nil && l.ExpiresAt > now {
 		leader = l.Holder
 	}
 	eng := s.sched.Engine()
@@ -237,10 +344,5 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
 		items[i] = api.Node{ID: n.ID, Name: n.Name, StartedAt: api.Time(n.StartedAt), LastSeen: api.Time(n.LastSeen),
 			Leader: n.ID == leader, Self: n.ID == self, Live: now-n.LastSeen < timeout}
 	}
-	out, err := pageOf(r, items, func(n api.Node) string { return n.ID })
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return &items, nil
 }

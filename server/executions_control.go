@@ -23,23 +23,19 @@ const killWait = 3 * time.Second
 // one whose result arrived meanwhile alone. An executor that does not answer is an error, not
 // a kill: the run may still be going, and the registry sweep declares it lost if the
 // executor is gone.
-func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
+func (s *Server) killExecution(ctx context.Context, in *ExecutionRef) (*store.Execution, error) {
+	id := in.ID
 	x, err := s.store.ExecutionGet(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch {
 	case x.State.Terminal():
-		return conflict("execution %d has ended already (%s)", id, x.State)
+		return nil, conflict("execution %d has ended already (%s)", id, x.State)
 	case x.State != store.ExecRunning:
-		return conflict("execution %d is %s: only a running execution can be killed", id, x.State)
+		return nil, conflict("execution %d is %s: only a running execution can be killed", id, x.State)
 	case x.ExecutorAddress == "":
-		return s.killInProcess(w, r, x)
+		return s.killInProcess(ctx, x)
 	}
 	killed, err := s.remote.KillExecution(ctx, x)
 	var other *dispatch.OtherInstanceError
@@ -51,46 +47,37 @@ func (s *Server) killExecution(w http.ResponseWriter, r *http.Request) error {
 		s.rejected.WithLabelValues(rejectWrongInstance).Inc()
 		s.log.Warn("refused a kill answer from another executor instance", "execution", id, "executor", x.ExecutorAddress,
 			"instance", other.Instance, "answered", other.Answered)
-		return &apiError{Status: http.StatusConflict, Code: "failed_precondition", Message: fmt.Sprintf("kill execution %d: %v", id, err)}
+		return nil, &apiError{Status: http.StatusConflict, Code: "failed_precondition", Message: fmt.Sprintf("kill execution %d: %v", id, err)}
 	case errors.Is(err, store.ErrNotFound):
-		return conflict("execution %d has just ended", id)
+		return nil, conflict("execution %d has just ended", id)
 	case err != nil:
-		return &apiError{Status: http.StatusBadGateway, Code: "executor_unavailable",
+		return nil, &apiError{Status: http.StatusBadGateway, Code: "executor_unavailable",
 			Message: fmt.Sprintf("kill execution %d: executor %s did not answer: %v", id, x.ExecutorAddress, err)}
 	}
 	if !killed {
 		now := s.clock.Now()
 		if _, err := s.sched.Engine().CompleteRemote(ctx, []engine.RemoteResult{{ExecutionID: id, State: store.ExecCanceled,
 			Message: "killed (the executor " + x.ExecutorAddress + " was not running it)", Started: now, Finished: now}}); err != nil {
-			return fmt.Errorf("kill execution %d: %w", id, err)
+			return nil, fmt.Errorf("kill execution %d: %w", id, err)
 		}
 	}
 	s.log.Info("execution killed", "execution", id, "executor", x.ExecutorAddress, "executor_knew", killed)
-	if err := s.auditEvent(s.audited(r, "execution.kill", "execution", strconv.FormatInt(id, 10), nil)); err != nil {
-		return fmt.Errorf("kill execution %d: %w", id, err)
+	if err := s.auditEvent(s.auditedCtx(ctx, "execution.kill", "execution", strconv.FormatInt(id, 10), nil)); err != nil {
+		return nil, fmt.Errorf("kill execution %d: %w", id, err)
 	}
-	if x, err = s.awaitEnd(ctx, id, killWait); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusAccepted, toExecutionOut(x))
-	return nil
+	return s.awaitEnd(ctx, id, killWait)
 }
 
 // killInProcess stops a run of an in-process job on whichever node runs it: this one cancels
 // its handler at once, another takes the kill request from the database within its poll
 // interval. The run ends canceled with the handler's return.
-func (s *Server) killInProcess(w http.ResponseWriter, r *http.Request, x *store.Execution) error {
-	ctx := r.Context()
+func (s *Server) killInProcess(ctx context.Context, x *store.Execution) (*store.Execution, error) {
 	here, err := s.sched.Engine().Kill(ctx, x)
 	if err != nil {
-		return fmt.Errorf("kill execution %d: %w", x.ID, err)
+		return nil, fmt.Errorf("kill execution %d: %w", x.ID, err)
 	}
 	s.log.Info("execution kill requested", "execution", x.ID, "node", x.Node, "here", here)
-	if x, err = s.awaitEnd(ctx, x.ID, killWait); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusAccepted, toExecutionOut(x))
-	return nil
+	return s.awaitEnd(ctx, x.ID, killWait)
 }
 
 // awaitEnd polls the execution until it is terminal or wait passes, and returns it as it is.
@@ -112,20 +99,16 @@ func (s *Server) awaitEnd(ctx context.Context, id int64, wait time.Duration) (*s
 }
 
 // retryExecution runs an ended execution again now, as its next attempt (engine.Retry).
-func (s *Server) retryExecution(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	out, err := s.sched.Engine().Retry(s.audited(r, "execution.retry", "execution", strconv.FormatInt(id, 10), nil), id)
+func (s *Server) retryExecution(ctx context.Context, in *ExecutionRef) (*store.Execution, error) {
+	out, err := s.sched.Engine().Retry(s.auditedCtx(ctx, "execution.retry", "execution", strconv.FormatInt(in.ID, 10), nil), in.ID)
 	if se := (*engine.StateError)(nil); errors.As(err, &se) {
-		return conflict("%s", se.Msg)
+		return nil, conflict("%s", se.Msg)
 	}
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/executions/"+strconv.FormatInt(out.ID, 10))
-	writeJSON(w, http.StatusAccepted, toExecutionOut(out))
+	return out, err
+}
+
+func writeKilled(w http.ResponseWriter, _ *http.Request, x *store.Execution) error {
+	writeJSON(w, http.StatusAccepted, toExecutionOut(x))
 	return nil
 }
 

@@ -1,16 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -176,6 +174,9 @@ type policy struct {
 	// foreign marks a public route of another scheduler's protocol (XXL-JOB's admin API),
 	// whose bodies are what its programs send: they need not say JSON (checkPublicWrite).
 	foreign bool
+	// op marks a route of the service layer (endpoint.go): its Execute decides access, the
+	// guard only authenticates.
+	op bool
 }
 
 var (
@@ -195,29 +196,50 @@ var (
 		Message: store.ErrOutOfScope.Error()}
 )
 
-// allow checks the principal against the route's policy; nil means go ahead.
+// allow checks the principal against a raw route's policy (one the service layer does not
+// serve); nil means go ahead.
 func (s *Server) allow(p *Principal, pol policy, r *http.Request) error {
-	if roleRank(p.Role) < pol.act {
-		return &apiError{Status: http.StatusForbidden, Code: "permission_denied",
-			Message: "this needs the " + pol.act.String() + " permission; you are " + string(p.Role)}
+	var of func(context.Context) (target, error)
+	if pol.of != nil {
+		of = func(context.Context) (target, error) { return pol.of(s, r) }
 	}
-	if pol.of == nil {
-		if pol.act == ActOperate && !p.Can(ActOperate, "") {
+	return authorize(r.Context(), p, pol.act, of)
+}
+
+// authorize is the access rule: the principal's role must reach act, and every app the
+// request acts on (found by of; nil for a request about no app) must be in its scope for
+// act; a script handler needs the scripts permission. nil means go ahead.
+func authorize(ctx context.Context, p *Principal, act Action, of func(context.Context) (target, error)) error {
+	if err := roleAllows(p, act); err != nil {
+		return err
+	}
+	if of == nil {
+		if act == ActOperate && !p.Can(ActOperate, "") {
 			return errOutOfScope
 		}
 		return nil
 	}
-	t, err := pol.of(s, r)
+	t, err := of(ctx)
 	if err != nil {
 		return err
 	}
 	for _, app := range t.apps {
-		if !p.Can(pol.act, app) {
+		if !p.Can(act, app) {
 			return errOutOfScope
 		}
 	}
 	if t.script && !p.CanScripts() {
 		return errNeedsScripts
+	}
+	return nil
+}
+
+// roleAllows is the first part of the rule, which needs no request: the principal's role
+// must reach act.
+func roleAllows(p *Principal, act Action) error {
+	if roleRank(p.Role) < act {
+		return &apiError{Status: http.StatusForbidden, Code: "permission_denied",
+			Message: "this needs the " + act.String() + " permission; you are " + string(p.Role)}
 	}
 	return nil
 }
@@ -234,13 +256,9 @@ func jobTarget(ctx context.Context, q store.Querier, id int64) (target, error) {
 	return target{apps: []string{j.App}, script: sundial.IsScriptHandler(j.Handler)}, nil
 }
 
-// byJob is the job of the path's {id}: running, pausing or deleting it.
-func byJob(s *Server, r *http.Request) (target, error) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return target{}, err
-	}
-	t, err := jobTarget(r.Context(), s.store, id)
+// jobIDTarget is the job of a request naming one (running, pausing or deleting it).
+func (s *Server) jobIDTarget(ctx context.Context, id int64) (target, error) {
+	t, err := jobTarget(ctx, s.store, id)
 	t.script = false // running or pausing a script job changes no script
 	return t, err
 }
@@ -256,79 +274,53 @@ func byJobQuery(s *Server, r *http.Request) (target, error) {
 	return t, err
 }
 
-// jobBody is the part of a job request the policy reads.
-type jobBody struct {
-	App     string `json:"app"`
-	Handler string `json:"handler"`
+// newJob is a job request: a job created in its app.
+func newJob(_ context.Context, in *api.JobRequest) (target, error) {
+	return target{apps: []string{in.App}, script: sundial.IsScriptHandler(in.Handler)}, nil
 }
 
-// peekJob reads the app and handler of a job request and leaves the body for the handler,
-// which decodes it strictly (and answers malformed bodies).
-func peekJob(r *http.Request) (jobBody, error) {
-	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
-	r.Body = io.NopCloser(bytes.NewReader(raw))
-	if err != nil {
-		return jobBody{}, invalidField("", "request body: larger than %d bytes", maxBody)
-	}
-	var b jobBody
-	_ = json.Unmarshal(raw, &b) // the handler reports a malformed body
-	return b, nil
-}
-
-// newJob is a job request's body: a job created in its app.
-func newJob(_ *Server, r *http.Request) (target, error) {
-	b, err := peekJob(r)
-	return target{apps: []string{b.App}, script: sundial.IsScriptHandler(b.Handler)}, err
-}
-
-// editJob is the job of the path's {id} and the app it moves to; a script job, before or
-// after, needs the scripts permission.
-func editJob(s *Server, r *http.Request) (target, error) {
-	id, err := pathID(r, "id")
+// editJob is the job changed and the app it moves to; a script job, before or after, needs
+// the scripts permission.
+func (s *Server) editJob(ctx context.Context, in *JobChange) (target, error) {
+	cur, err := jobTarget(ctx, s.store, in.ID)
 	if err != nil {
 		return target{}, err
 	}
-	cur, err := jobTarget(r.Context(), s.store, id)
-	if err != nil {
-		return target{}, err
-	}
-	b, err := peekJob(r)
-	return target{apps: append(cur.apps, b.App), script: cur.script || sundial.IsScriptHandler(b.Handler)}, err
+	return target{apps: append(cur.apps, in.App), script: cur.script || sundial.IsScriptHandler(in.Handler)}, nil
 }
 
-// byTrigger is the job of the trigger in the path's {id}.
-func byTrigger(s *Server, r *http.Request) (target, error) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return target{}, err
-	}
-	t, err := s.store.TriggerGet(r.Context(), id)
+// triggerTarget is the job of trigger id.
+func (s *Server) triggerTarget(ctx context.Context, id int64) (target, error) {
+	t, err := s.store.TriggerGet(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return target{}, nil
 	}
 	if err != nil {
 		return target{}, err
 	}
-	jt, err := jobTarget(r.Context(), s.store, t.JobID)
-	jt.script = false
-	return jt, err
+	return s.jobIDTarget(ctx, t.JobID)
 }
 
-// byExecution is the job of the execution in the path's {id}; an execution whose job is
-// gone belongs to no app.
+// byExecution is the job of the execution in the path's {id}.
 func byExecution(s *Server, r *http.Request) (target, error) {
 	id, err := pathID(r, "id")
 	if err != nil {
 		return target{}, err
 	}
-	x, err := s.store.ExecutionGet(r.Context(), id)
+	return s.executionTarget(r.Context(), id)
+}
+
+// executionTarget is the job of execution id; an execution whose job is gone belongs to no
+// app.
+func (s *Server) executionTarget(ctx context.Context, id int64) (target, error) {
+	x, err := s.store.ExecutionGet(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return target{}, nil
 	}
 	if err != nil {
 		return target{}, err
 	}
-	jt, err := jobTarget(r.Context(), s.store, x.JobID)
+	jt, err := jobTarget(ctx, s.store, x.JobID)
 	if err == nil && jt.apps == nil {
 		jt.apps = []string{""}
 	}

@@ -3,13 +3,13 @@ package server
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/sundial-scheduler/sundial/web"
+	"github.com/sundial-scheduler/sundial/api"
 )
 
 // apiHandler is a route's handler; an error it returns is written in the API's error shape.
@@ -26,76 +26,80 @@ type route struct {
 // list exactly these; TestOpenAPIMatchesRoutes holds the two together.
 func (s *Server) routeTable() []route {
 	const v1 = "/api/v1"
+	o := s.ops
 	return []route{
 		{"GET", "/healthz", publicRoute, s.healthz},
 		{"GET", "/readyz", publicRoute, s.readyz},
 		{"GET", "/metrics", read(nil), s.serveMetrics},
 		{"GET", v1 + "/openapi.json", selfRoute, serveOpenAPI},
-		{"GET", v1 + "/info", read(nil), s.info},
+		opRoute("GET", v1+"/info", o.Info, nil, jsonStatus[api.Info](http.StatusOK)),
 
 		{"POST", v1 + "/auth/login", publicRoute, s.login},
 		{"POST", v1 + "/auth/logout", selfRoute, s.logout},
-		{"GET", v1 + "/auth/me", selfRoute, s.me},
-		{"POST", v1 + "/auth/password", selfRoute, s.changePassword},
+		opRoute("GET", v1+"/auth/me", o.Me, nil, jsonStatus[api.User](http.StatusOK)),
+		opRoute("POST", v1+"/auth/password", o.ChangePassword, readBody, noContent),
 		{"GET", v1 + "/auth/sso/login", publicRoute, s.ssoLogin},
 		{"GET", v1 + "/auth/sso/callback", publicRoute, s.ssoCallback},
 
-		{"GET", v1 + "/tokens", selfRoute, s.listTokens},
-		{"POST", v1 + "/tokens", selfRoute, s.createToken},
-		{"DELETE", v1 + "/tokens/{id}", selfRoute, s.deleteToken},
+		opRoute("GET", v1+"/tokens", o.ListTokens, readTokenQuery, jsonStatus[api.Page[api.Token]](http.StatusOK)),
+		opRoute("POST", v1+"/tokens", o.CreateToken, readBody, writeSecret[api.Token](http.StatusCreated)),
+		opRoute("DELETE", v1+"/tokens/{id}", o.DeleteToken, readTokenRef, noContent),
 
-		{"GET", v1 + "/users", adminRoute, s.listUsers},
-		{"POST", v1 + "/users", adminRoute, s.createUser},
-		{"GET", v1 + "/users/{id}", adminRoute, s.getUser},
-		{"PATCH", v1 + "/users/{id}", adminRoute, s.updateUser},
-		{"POST", v1 + "/users/{id}/reset-password", adminRoute, s.resetPassword},
-		{"POST", v1 + "/auth/reset", publicRoute, s.redeemReset},
+		opRoute("GET", v1+"/users", o.ListUsers, readUserQuery, jsonStatus[api.Page[api.User]](http.StatusOK)),
+		opRoute("POST", v1+"/users", o.CreateUser, readBody, writeUserCreated),
+		opRoute("GET", v1+"/users/{id}", o.GetUser, readUserRef, jsonStatus[api.User](http.StatusOK)),
+		opRoute("PATCH", v1+"/users/{id}", o.UpdateUser, readUserChange, jsonStatus[api.User](http.StatusOK)),
+		opRoute("POST", v1+"/users/{id}/reset-password", o.ResetPassword, readUserRef, writeSecret[api.PasswordReset](http.StatusOK)),
+		opRoute("POST", v1+"/auth/reset", o.RedeemReset, readBody, noContent),
 
-		{"GET", v1 + "/audit", adminRoute, s.listAudit},
+		opRoute("GET", v1+"/audit", o.ListAudit, readAuditQuery, jsonStatus[api.Page[api.AuditEntry]](http.StatusOK)),
 
-		{"GET", v1 + "/jobs", read(nil), s.listJobs},
-		{"POST", v1 + "/jobs", operate(newJob), s.createJob},
-		{"GET", v1 + "/jobs/{id}", read(byJob), s.getJob},
-		{"PUT", v1 + "/jobs/{id}", operate(editJob), s.updateJob},
-		{"DELETE", v1 + "/jobs/{id}", operate(byJob), s.deleteJob},
-		{"POST", v1 + "/jobs/{id}/pause", operate(byJob), s.pauseJob},
-		{"POST", v1 + "/jobs/{id}/resume", operate(byJob), s.resumeJob},
-		{"POST", v1 + "/jobs/{id}/run", operate(byJob), s.runJob},
-		{"GET", v1 + "/jobs/{id}/script/versions", read(byJob), s.listScriptVersions},
-		{"GET", v1 + "/jobs/{id}/script/versions/{version}", read(byJob), s.getScriptVersion},
-		{"POST", v1 + "/jobs/{id}/script/versions/{version}/restore", operate(scriptOf), s.restoreScriptVersion},
-		{"GET", v1 + "/jobs/{id}/triggers", read(byJob), s.listJobTriggers},
-		{"POST", v1 + "/jobs/{id}/triggers", operate(byJob), s.addTrigger},
+		opRoute("GET", v1+"/jobs", o.ListJobs, readJobQuery, writeJobPage),
+		opRoute("POST", v1+"/jobs", o.CreateJob, readBody, writeJobCreated),
+		opRoute("GET", v1+"/jobs/{id}", o.GetJob, readJobRef, writeOK(JobOut)),
+		opRoute("PUT", v1+"/jobs/{id}", o.UpdateJob, readJobChange, jsonStatus[api.Job](http.StatusOK)),
+		opRoute("DELETE", v1+"/jobs/{id}", o.DeleteJob, readJobDelete, noContent),
+		opRoute("POST", v1+"/jobs/{id}/pause", o.PauseJob, readJobRef, jsonStatus[api.Job](http.StatusOK)),
+		opRoute("POST", v1+"/jobs/{id}/resume", o.ResumeJob, readJobRef, jsonStatus[api.Job](http.StatusOK)),
+		opRoute("POST", v1+"/jobs/{id}/run", o.RunJob, readJobRun, writeRunStarted),
+		opRoute("GET", v1+"/jobs/{id}/script/versions", o.ListScriptVersions, readJobRef, writeScriptVersions),
+		opRoute("GET", v1+"/jobs/{id}/script/versions/{version}", o.GetScriptVersion, readScriptVersionRef, writeOK(toScriptVersionOut)),
+		opRoute("POST", v1+"/jobs/{id}/script/versions/{version}/restore", o.RestoreScriptVersion, readScriptVersionRef, writeOK(toScriptVersionOut)),
+		opRoute("GET", v1+"/jobs/{id}/triggers", o.ListJobTriggers, readJobTriggers, writeTriggerPage),
+		opRoute("POST", v1+"/jobs/{id}/triggers", o.AddTrigger, readTriggerAdd, writeTriggerAdded),
 
-		{"GET", v1 + "/triggers/{id}", read(byTrigger), s.getTrigger},
-		{"GET", v1 + "/triggers/{id}/next", read(byTrigger), s.triggerNext},
-		{"DELETE", v1 + "/triggers/{id}", operate(byTrigger), s.deleteTrigger},
-		{"POST", v1 + "/triggers/{id}/pause", operate(byTrigger), s.pauseTrigger},
-		{"POST", v1 + "/triggers/{id}/resume", operate(byTrigger), s.resumeTrigger},
+		opRoute("GET", v1+"/triggers/{id}", o.GetTrigger, readTriggerRef, writeOK(toTriggerOut)),
+		opRoute("GET", v1+"/triggers/{id}/next", o.TriggerNext, readTriggerNext, jsonStatus[api.TriggerNext](http.StatusOK)),
+		opRoute("DELETE", v1+"/triggers/{id}", o.DeleteTrigger, readTriggerRef, noContent),
+		opRoute("POST", v1+"/triggers/{id}/pause", o.PauseTrigger, readTriggerRef, writeOK(toTriggerOut)),
+		opRoute("POST", v1+"/triggers/{id}/resume", o.ResumeTrigger, readTriggerRef, writeOK(toTriggerOut)),
 
-		{"GET", v1 + "/calendars", read(nil), s.listCalendars},
-		{"GET", v1 + "/calendars/{name}", read(nil), s.getCalendar},
-		{"PUT", v1 + "/calendars/{name}", operate(nil), s.putCalendar},
-		{"DELETE", v1 + "/calendars/{name}", operate(nil), s.deleteCalendar},
+		opRoute("GET", v1+"/calendars", o.ListCalendars, readCalendarQuery, writeCalendarPage),
+		opRoute("GET", v1+"/calendars/{name}", o.GetCalendar, readCalendarRef, writeOK(toCalendarOut)),
+		opRoute("PUT", v1+"/calendars/{name}", o.PutCalendar, readCalendarPut, writeOK(toCalendarOut)),
+		opRoute("DELETE", v1+"/calendars/{name}", o.DeleteCalendar, readCalendarRef, noContent),
 
-		{"GET", v1 + "/executions", read(nil), s.listExecutions},
-		{"GET", v1 + "/executions/{id}", read(byExecution), s.getExecution},
+		opRoute("GET", v1+"/executions", o.ListExecutions, readExecutionQuery, writeExecutionPage),
+		opRoute("GET", v1+"/executions/{id}", o.GetExecution, readExecutionRef, writeOK(toExecutionOut)),
+		// A follow of the output streams server-sent events: the route is HTTP's own, over the
+		// ExecutionOutput operation for a page of lines.
 		{"GET", v1 + "/executions/{id}/output", read(byExecution), s.executionOutput},
-		{"POST", v1 + "/executions/{id}/kill", operate(byExecution), s.killExecution},
-		{"POST", v1 + "/executions/{id}/retry", operate(byExecution), s.retryExecution},
+		opRoute("POST", v1+"/executions/{id}/kill", o.KillExecution, readExecutionRef, writeKilled),
+		opRoute("POST", v1+"/executions/{id}/retry", o.RetryExecution, readExecutionRef, writeRunStarted),
 
-		{"GET", v1 + "/nodes", read(nil), s.listNodes},
+		opRoute("GET", v1+"/nodes", o.ListNodes, nil, writePageOf(func(n api.Node) string { return n.ID })),
 
 		{"GET", v1 + "/reports/daily", read(byJobQuery), s.dailyReport},
 
-		{"GET", v1 + "/apps", read(nil), s.listApps},
+		opRoute("GET", v1+"/apps", o.ListApps, nil, writePageOf(func(a api.App) string { return a.Name })),
 		{"GET", v1 + "/apps/{name}", read(nil), s.getApp},
 		{"PUT", v1 + "/apps/{name}", adminRoute, s.putApp},
 		{"DELETE", v1 + "/apps/{name}", adminRoute, s.deleteApp},
 		{"GET", v1 + "/apps/{name}/credentials", adminRoute, s.listCredentials},
 		{"POST", v1 + "/apps/{name}/credentials", adminRoute, s.createCredential},
 		{"POST", v1 + "/apps/{name}/credentials/rotate", adminRoute, s.rotateCredential},
-		{"GET", v1 + "/executors", read(nil), s.listExecutors},
+		opRoute("GET", v1+"/executors", o.ListExecutors, readAllOf,
+			writePageOf(func(x api.Executor) string { return url.PathEscape(x.App) + "/" + x.Address })),
 
 		// The executor protocol: an app's executor credential (or the deprecated executor token),
 		// not a person's credentials.
@@ -133,19 +137,18 @@ func (s *Server) routes() {
 	}))
 }
 
-// mountConsole serves the web console at every path the API does not take. The console
-// makes its changes through the API, so it is handed the API's handler.
-func (s *Server) mountConsole() error {
-	cfg := web.Config{Store: s.store, Scheduler: s.sched, API: s.mux, Logger: s.log}
-	if s.sso != nil {
-		cfg.SSOLogin = "/api/v1/auth/sso/login"
+// MountConsole serves console, the web console (package web, which calls the service layer
+// in process), at every path the API does not take. Mount it before serving.
+func (s *Server) MountConsole(console http.Handler) {
+	s.mux.Handle("/", console)
+}
+
+// SSOLogin is the single sign-on start the console's login page offers, empty without SSO.
+func (s *Server) SSOLogin() string {
+	if s.sso == nil {
+		return ""
 	}
-	c, err := web.New(cfg)
-	if err != nil {
-		return fmt.Errorf("server: console: %w", err)
-	}
-	s.mux.Handle("/", c)
-	return nil
+	return "/api/v1/auth/sso/login"
 }
 
 //go:embed openapi.json

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/sundial-scheduler/sundial/api"
@@ -11,72 +12,54 @@ func toScriptVersionOut(v *store.ScriptVersion) api.ScriptVersion {
 	return api.ScriptVersion{Version: v.Version, Script: v.Script, Note: v.Note, CreatedAt: api.Time(v.CreatedAt)}
 }
 
+// ScriptVersionRef names a kept version of job JobID's script.
+type ScriptVersionRef struct {
+	JobID   int64 `json:"-"`
+	Version int64 `json:"-"`
+}
+
 // listScriptVersions lists the kept versions of a job's script, newest first; the store keeps
 // at most store.ScriptVersionsKept, so the list is one page.
-func (s *Server) listScriptVersions(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
+func (s *Server) listScriptVersions(ctx context.Context, in *JobRef) (*[]*store.ScriptVersion, error) {
+	if _, err := s.store.JobGet(ctx, in.ID); err != nil {
+		return nil, err
+	}
+	vs, err := s.store.ScriptVersionList(ctx, in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := s.store.JobGet(r.Context(), id); err != nil {
-		return err
-	}
-	vs, err := s.store.ScriptVersionList(r.Context(), id)
+	return &vs, nil
+}
+
+func (s *Server) getScriptVersion(ctx context.Context, in *ScriptVersionRef) (*store.ScriptVersion, error) {
+	return s.store.ScriptVersionGet(ctx, in.JobID, in.Version)
+}
+
+// restoreScriptVersion makes a kept version the job's script, recorded as a new version.
+func (s *Server) restoreScriptVersion(ctx context.Context, in *ScriptVersionRef) (*store.ScriptVersion, error) {
+	v, err := s.sched.RestoreScript(ctx, in.JobID, in.Version)
 	if err != nil {
+		return nil, err
+	}
+	s.log.Info("script restored", "job", in.JobID, "from", in.Version, "version", v.Version, "by", principalFrom(ctx).User.Name)
+	return v, nil
+}
+
+// The scripts' HTTP binding.
+
+func readScriptVersionRef(r *http.Request, in *ScriptVersionRef) (err error) {
+	if in.JobID, err = pathID(r, "id"); err != nil {
 		return err
 	}
-	out := api.Page[api.ScriptVersion]{Items: make([]api.ScriptVersion, len(vs))}
-	for i, v := range vs {
+	in.Version, err = pathID(r, "version")
+	return err
+}
+
+func writeScriptVersions(w http.ResponseWriter, _ *http.Request, vs *[]*store.ScriptVersion) error {
+	out := api.Page[api.ScriptVersion]{Items: make([]api.ScriptVersion, len(*vs))}
+	for i, v := range *vs {
 		out.Items[i] = toScriptVersionOut(v)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-func (s *Server) getScriptVersion(w http.ResponseWriter, r *http.Request) error {
-	id, version, err := scriptVersionPath(r)
-	if err != nil {
-		return err
-	}
-	v, err := s.store.ScriptVersionGet(r.Context(), id, version)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toScriptVersionOut(v))
-	return nil
-}
-
-// restoreScriptVersion makes a kept version the job's script, recorded as a new version.
-func (s *Server) restoreScriptVersion(w http.ResponseWriter, r *http.Request) error {
-	id, version, err := scriptVersionPath(r)
-	if err != nil {
-		return err
-	}
-	v, err := s.sched.RestoreScript(r.Context(), id, version)
-	if err != nil {
-		return err
-	}
-	s.log.Info("script restored", "job", id, "from", version, "version", v.Version, "by", principalFrom(r.Context()).User.Name)
-	writeJSON(w, http.StatusOK, toScriptVersionOut(v))
-	return nil
-}
-
-func scriptVersionPath(r *http.Request) (jobID, version int64, err error) {
-	if jobID, err = pathID(r, "id"); err != nil {
-		return 0, 0, err
-	}
-	if version, err = pathID(r, "version"); err != nil {
-		return 0, 0, err
-	}
-	return jobID, version, nil
-}
-
-// scriptOf is the job of the path's {id} whose script a restore changes: like an edit, it
-// needs the scripts permission for a script job.
-func scriptOf(s *Server, r *http.Request) (target, error) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return target{}, err
-	}
-	return jobTarget(r.Context(), s.store, id)
 }

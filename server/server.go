@@ -1,7 +1,8 @@
 // Package server is Sundial's HTTP face: one scheduler node together with the REST API under
 // /api/v1 (jobs, triggers, calendars, executions, nodes, tokens, apps and executors, and the
-// executor protocol), its OpenAPI document, the web console at / (package web, which makes
-// its changes through this API), Prometheus metrics and health checks.
+// executor protocol), its OpenAPI document, Prometheus metrics and health checks, over a
+// service layer of typed operations (endpoint.go, ops.go) that the web console (package web,
+// mounted with MountConsole) calls in process.
 package server
 
 import (
@@ -136,6 +137,8 @@ type Server struct {
 	sso *sso
 	// secrets seals and opens xxl-job apps' access tokens.
 	secrets *secret.Keyring
+	// ops is the service layer the API and the console share.
+	ops *Ops
 
 	handlersMu sync.Mutex
 	handlers   map[string]bool // names registered through Register
@@ -243,11 +246,9 @@ func New(cfg Config) (*Server, error) {
 		maintenance.AuditRetention(cfg.Store, cfg.AuditRetention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
 		s.alarms)
 	s.registerBuiltins()
+	s.ops = s.newOps()
 	s.routes()
 	s.xxlRoutes()
-	if err := s.mountConsole(); err != nil {
-		return nil, err
-	}
 	s.handler = httpserve.Headers(cfg.TrustedProxies, s.instrument(s.mux))
 	return s, nil
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
-	"github.com/sundial-scheduler/sundial/web"
 )
 
 // Single sign-on with OpenID Connect (authorization code flow with PKCE). The console's
@@ -202,7 +201,7 @@ func (s *Server) ssoLogin(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{Status: http.StatusBadGateway, Code: "unavailable", Message: err.Error()}
 	}
 	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
-	next := base64.RawURLEncoding.EncodeToString([]byte(web.SafeNext(r.URL.Query().Get("next"))))
+	next := base64.RawURLEncoding.EncodeToString([]byte(SafeNext(r.URL.Query().Get("next"))))
 	http.SetCookie(w, &http.Cookie{Name: ssoCookie, Value: strings.Join([]string{state, nonce, verifier, next}, "."),
 		Path: ssoCookiePath, MaxAge: int(ssoCookieTTL.Seconds()), HttpOnly: true, Secure: s.cfg.TrustedProxies.Secure(r),
 		SameSite: http.SameSiteLaxMode}) // Lax: the provider's redirect back is a top-level GET
@@ -243,7 +242,7 @@ func (s *Server) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	nonce, verifier := parts[1], parts[2]
 	next := "/"
 	if b, err := base64.RawURLEncoding.DecodeString(parts[3]); err == nil {
-		next = web.SafeNext(string(b))
+		next = SafeNext(string(b))
 	}
 	idv, oc, err := s.sso.provider()
 	if err != nil {
@@ -360,4 +359,12 @@ func claimStrings(claims map[string]any, name string) []string {
 		return out
 	}
 	return nil
+}
+
+// SafeNext keeps a post-login redirect on this site (the console's and single sign-on's).
+func SafeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
 }

@@ -13,55 +13,97 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-func (s *Server) listJobTriggers(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	limit, after, err := idPage(r)
-	if err != nil {
-		return err
-	}
-	if _, err := s.store.JobGet(r.Context(), id); err != nil {
-		return err
-	}
-	ts, err := s.store.TriggerList(r.Context(), store.TriggerFilter{JobID: id, AfterID: after, Limit: limit + 1})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, paginate(ts, limit, func(t *store.Trigger) string { return strconv.FormatInt(t.ID, 10) }, toTriggerOut))
-	return nil
+// TriggerRef names a trigger by its id.
+type TriggerRef struct {
+	ID int64 `json:"-"`
 }
 
-func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
+// TriggerAdd adds a trigger to job JobID.
+type TriggerAdd struct {
+	JobID int64 `json:"-"`
+	api.TriggerRequest
+}
+
+// JobTriggers is a page of a job's triggers.
+type JobTriggers struct {
+	JobID int64 `json:"-"`
+	After int64 `json:"after"`
+	Limit int   `json:"limit"`
+}
+
+// TriggerPage is a page of triggers; More says another follows the last.
+type TriggerPage struct {
+	Triggers []*store.Trigger
+	More     bool
+}
+
+// TriggerNextQuery previews a trigger's next N fires (default 10).
+type TriggerNextQuery struct {
+	ID int64 `json:"-"`
+	N  int   `json:"n"`
+	// After lists the times the schedule and calendar give strictly after it, whatever the
+	// trigger's state (zero: the next fires as the scheduler will fire them).
+	After time.Time `json:"-"`
+}
+
+// NextFiresQuery lists the waiting triggers of the caller's apps by their next fire, the
+// soonest first.
+type NextFiresQuery struct {
+	Limit int `json:"limit"`
+}
+
+func (s *Server) listJobTriggers(ctx context.Context, in *JobTriggers) (*TriggerPage, error) {
+	limit, err := checkLimit(in.Limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var in api.TriggerRequest
-	if err := decode(r, &in); err != nil {
-		return err
+	if _, err := s.store.JobGet(ctx, in.JobID); err != nil {
+		return nil, err
 	}
-	job, err := s.store.JobGet(r.Context(), id)
+	ts, err := s.store.TriggerList(ctx, store.TriggerFilter{JobID: in.JobID, AfterID: in.After, Limit: limit + 1})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t, err := triggerOf(&in)
+	page := &TriggerPage{}
+	page.Triggers, page.More = cut(ts, limit)
+	return page, nil
+}
+
+func (s *Server) nextFires(ctx context.Context, in *NextFiresQuery) (*TriggerPage, error) {
+	limit, err := checkLimit(in.Limit)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	ts, err := s.store.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: limit,
+		Scope: principalFrom(ctx).ReadScope()})
+	if err != nil {
+		return nil, err
+	}
+	return &TriggerPage{Triggers: ts}, nil
+}
+
+func (s *Server) addTrigger(ctx context.Context, in *TriggerAdd) (*api.Trigger, error) {
+	id := in.JobID
+	job, err := s.store.JobGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := triggerOf(&in.TriggerRequest)
+	if err != nil {
+		return nil, err
 	}
 	if t.Group == "" {
 		t.Group = job.Group // as on create: JOB#N is unique where the job's name is
 	}
 	if t.Name == "" {
 		// The job's first triggers are named job#1, job#2, ... on create; continue the count.
-		n, err := s.store.TriggerList(r.Context(), store.TriggerFilter{JobID: id, Limit: maxPageSize})
+		n, err := s.store.TriggerList(ctx, store.TriggerFilter{JobID: id, Limit: maxPageSize})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		t.Name = fmt.Sprintf("%s#%d", job.Name, len(n)+1)
 	}
-	ctx := s.audited(r, "trigger.create", "trigger", "", func(ctx context.Context, q store.Querier) (any, error) {
+	actx := s.auditedCtx(ctx, "trigger.create", "trigger", "", func(ctx context.Context, q store.Querier) (any, error) {
 		row, err := q.TriggerGetByKey(ctx, t.Group, t.Name)
 		if err != nil {
 			return nil, err
@@ -70,18 +112,16 @@ func (s *Server) addTrigger(w http.ResponseWriter, r *http.Request) error {
 		a.Target, a.App = strconv.FormatInt(row.ID, 10), job.App
 		return toTriggerOut(row), nil
 	})
-	if err := s.sched.AddTrigger(ctx, id, t); err != nil {
-		return fmt.Errorf("add trigger to job %d: %w", id, scheduleField(err, "", &in.Schedule))
+	if err := s.sched.AddTrigger(actx, id, t); err != nil {
+		return nil, fmt.Errorf("add trigger to job %d: %w", id, scheduleField(err, "", &in.Schedule))
 	}
-	row, err := s.store.TriggerGetByKey(r.Context(), t.Group, t.Name)
+	row, err := s.store.TriggerGetByKey(ctx, t.Group, t.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := toTriggerOut(row)
 	out.Warnings = cronWarnings("cron", t.Schedule)
-	w.Header().Set("Location", "/api/v1/triggers/"+strconv.FormatInt(row.ID, 10))
-	writeJSON(w, http.StatusCreated, out)
-	return nil
+	return &out, nil
 }
 
 // cronWarnings are a cron schedule's valid but surprising parts (Quartz's leniency, such as
@@ -98,91 +138,122 @@ func cronWarnings(field string, sched schedule.Schedule) []string {
 	return out
 }
 
-func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) error {
-	return getByID(w, r, s.store.TriggerGet, toTriggerOut)
+func (s *Server) getTrigger(ctx context.Context, in *TriggerRef) (*store.Trigger, error) {
+	return s.store.TriggerGet(ctx, in.ID)
 }
 
-func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
+func (s *Server) deleteTrigger(ctx context.Context, in *TriggerRef) (*store.Trigger, error) {
+	id := in.ID
+	t, err := s.store.TriggerGet(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ctx := s.audited(r, "trigger.delete", "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id))
-	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.TriggerDelete(ctx, id) }); err != nil {
-		return err
+	actx := s.auditedCtx(ctx, "trigger.delete", "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id))
+	if err := store.InTx(actx, s.store, func(q store.Querier) error { return q.TriggerDelete(actx, id) }); err != nil {
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return t, nil
 }
 
-func (s *Server) pauseTrigger(w http.ResponseWriter, r *http.Request) error {
-	return s.triggerAction(w, r, "trigger.pause", s.sched.PauseTrigger)
+func (s *Server) pauseTrigger(ctx context.Context, in *TriggerRef) (*store.Trigger, error) {
+	return s.triggerAction(ctx, in.ID, "trigger.pause", s.sched.PauseTrigger)
 }
 
-func (s *Server) resumeTrigger(w http.ResponseWriter, r *http.Request) error {
-	return s.triggerAction(w, r, "trigger.resume", s.sched.ResumeTrigger)
+func (s *Server) resumeTrigger(ctx context.Context, in *TriggerRef) (*store.Trigger, error) {
+	return s.triggerAction(ctx, in.ID, "trigger.resume", s.sched.ResumeTrigger)
 }
 
-func (s *Server) triggerAction(w http.ResponseWriter, r *http.Request, action string, act func(ctx context.Context, id int64) error) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
+func (s *Server) triggerAction(ctx context.Context, id int64, action string, act func(ctx context.Context, id int64) error) (*store.Trigger, error) {
+	if _, err := s.store.TriggerGet(ctx, id); err != nil {
+		return nil, err
 	}
-	if _, err := s.store.TriggerGet(r.Context(), id); err != nil {
-		return err
+	if err := act(s.auditedCtx(ctx, action, "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id)), id); err != nil {
+		return nil, err
 	}
-	if err := act(s.audited(r, action, "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id)), id); err != nil {
-		return err
-	}
-	t, err := s.store.TriggerGet(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toTriggerOut(t))
-	return nil
+	return s.store.TriggerGet(ctx, id)
 }
 
 // triggerNext previews a stored trigger's next fire times as the scheduler will fire them:
 // its calendar and, when its pending fire is already too late, its misfire policy applied.
-// With ?after= it lists the times its schedule and calendar give after that instant instead.
-func (s *Server) triggerNext(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
+// With After it lists the times its schedule and calendar give after that instant instead.
+func (s *Server) triggerNext(ctx context.Context, in *TriggerNextQuery) (*api.TriggerNext, error) {
+	n := in.N
+	if n == 0 {
+		n = 10
+	}
+	if n < 1 || n > maxPageSize {
+		return nil, invalidField("n", "want an integer from 1 to %d, got %d", maxPageSize, n)
+	}
+	t, err := s.store.TriggerGet(ctx, in.ID)
 	if err != nil {
-		return err
-	}
-	n := 10
-	if v := r.URL.Query().Get("n"); v != "" {
-		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > maxPageSize {
-			return invalidField("n", "want an integer from 1 to %d, got %q", maxPageSize, v)
-		}
-	}
-	var after time.Time
-	if v := r.URL.Query().Get("after"); v != "" {
-		if after, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			return invalidField("after", "want an RFC 3339 time, got %q", v)
-		}
-	}
-	t, err := s.store.TriggerGet(r.Context(), id)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	var p engine.Preview
-	if after.IsZero() {
-		p, err = s.sched.Engine().PreviewTrigger(r.Context(), t, s.clock.Now(), n)
+	if in.After.IsZero() {
+		p, err = s.sched.Engine().PreviewTrigger(ctx, t, s.clock.Now(), n)
 	} else {
-		p, err = s.sched.Engine().PreviewTriggerAfter(r.Context(), t, after, n)
+		p, err = s.sched.Engine().PreviewTriggerAfter(ctx, t, in.After, n)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := api.TriggerNext{TriggerID: t.ID, TimeZone: t.TimeZone, State: string(t.State), Misfired: p.Misfired,
 		Fires: make([]string, len(p.Fires))}
-	if !after.IsZero() {
-		out.After = api.FormatZoned(after)
+	if !in.After.IsZero() {
+		out.After = api.FormatZoned(in.After)
 	}
 	for i, f := range p.Fires {
 		out.Fires[i] = api.FormatZoned(f)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return &out, nil
+}
+
+// The triggers' HTTP binding.
+
+func readTriggerRef(r *http.Request, in *TriggerRef) (err error) {
+	in.ID, err = pathID(r, "id")
+	return err
+}
+
+func readTriggerAdd(r *http.Request, in *TriggerAdd) (err error) {
+	if in.JobID, err = pathID(r, "id"); err != nil {
+		return err
+	}
+	return decodeOp(r, &in.TriggerRequest)
+}
+
+func readJobTriggers(r *http.Request, in *JobTriggers) (err error) {
+	if in.JobID, err = pathID(r, "id"); err != nil {
+		return err
+	}
+	in.Limit, in.After, err = idPage(r)
+	return err
+}
+
+func readTriggerNext(r *http.Request, in *TriggerNextQuery) (err error) {
+	if in.ID, err = pathID(r, "id"); err != nil {
+		return err
+	}
+	if v := r.URL.Query().Get("n"); v != "" {
+		if in.N, err = strconv.Atoi(v); err != nil || in.N < 1 || in.N > maxPageSize {
+			return invalidField("n", "want an integer from 1 to %d, got %q", maxPageSize, v)
+		}
+	}
+	if v := r.URL.Query().Get("after"); v != "" {
+		if in.After, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return invalidField("after", "want an RFC 3339 time, got %q", v)
+		}
+	}
+	return nil
+}
+
+func writeTriggerPage(w http.ResponseWriter, _ *http.Request, p *TriggerPage) error {
+	writeJSON(w, http.StatusOK, pageOut(p.Triggers, p.More, func(t *store.Trigger) string { return strconv.FormatInt(t.ID, 10) }, toTriggerOut))
+	return nil
+}
+
+func writeTriggerAdded(w http.ResponseWriter, _ *http.Request, t *api.Trigger) error {
+	w.Header().Set("Location", "/api/v1/triggers/"+strconv.FormatInt(t.ID, 10))
+	writeJSON(w, http.StatusCreated, t)
 	return nil
 }

@@ -63,28 +63,42 @@ func checkScope(field string, apps []string) (string, error) {
 	return FormatScope(apps), nil
 }
 
-func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
-	var in api.UserRequest
-	if err := decode(r, &in); err != nil {
-		return err
-	}
+// UserRef names a user by id.
+type UserRef struct {
+	ID int64 `json:"-"`
+}
+
+// UserChange changes user ID's access.
+type UserChange struct {
+	ID int64 `json:"-"`
+	api.UserUpdate
+}
+
+// UserQuery is a page of users by id; Name is the one user of that name.
+type UserQuery struct {
+	Name  string `json:"name"`
+	After int64  `json:"after"`
+	Limit int    `json:"limit"`
+}
+
+func (s *Server) createUser(ctx context.Context, in *api.UserRequest) (*api.User, error) {
 	if err := sundial.CheckName("name", in.Name); err != nil {
-		return err
+		return nil, err
 	}
 	role, err := checkRole("role", in.Role)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	scope, err := checkScope("scope", in.Scope)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	hash, err := s.hashPassword(r.Context(), "password", in.Password, in.Name)
+	hash, err := s.hashPassword(ctx, "password", in.Password, in.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u := &store.User{Name: in.Name, PasswordHash: hash, Role: role, Scope: scope, Scripts: in.Scripts}
-	ctx := s.audited(r, "user.create", "user", "", nil)
+	ctx = s.auditedCtx(ctx, "user.create", "user", "", nil)
 	store.AuditFrom(ctx).Snapshot = func(ctx context.Context, q store.Querier) (any, error) {
 		if u.ID == 0 {
 			return nil, nil
@@ -93,60 +107,81 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 		return userSnapshot(u.ID)(ctx, q)
 	}
 	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.UserInsert(ctx, u) }); err != nil {
-		return fmt.Errorf("create user %q: %w", in.Name, err)
+		return nil, fmt.Errorf("create user %q: %w", in.Name, err)
 	}
+	out := userOut(u)
+	return &out, nil
+}
+
+func writeUserCreated(w http.ResponseWriter, _ *http.Request, u *api.User) error {
 	w.Header().Set("Location", "/api/v1/users/"+strconv.FormatInt(u.ID, 10))
-	writeJSON(w, http.StatusCreated, userOut(u))
+	writeJSON(w, http.StatusCreated, u)
 	return nil
 }
 
 // listUsers lists users by id; ?name= is the one user of that name, as a page of zero or one.
-func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) error {
-	limit, after, err := idPage(r)
+func (s *Server) listUsers(ctx context.Context, in *UserQuery) (*api.Page[api.User], error) {
+	limit, err := checkLimit(in.Limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if name := r.URL.Query().Get("name"); name != "" {
+	after := in.After
+	if name := in.Name; name != "" {
 		page := api.Page[api.User]{Items: []api.User{}}
-		u, err := s.store.UserGetByName(r.Context(), name)
+		u, err := s.store.UserGetByName(ctx, name)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
-			return err
+			return nil, err
 		case u.ID > after:
 			page.Items = append(page.Items, userOut(u))
 		}
-		writeJSON(w, http.StatusOK, page)
-		return nil
+		return &page, nil
 	}
-	us, err := s.store.UserList(r.Context(), after, limit+1)
+	us, err := s.store.UserList(ctx, after, limit+1)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, paginate(us, limit, func(u *store.User) string { return strconv.FormatInt(u.ID, 10) }, userOut))
-	return nil
+	page := paginate(us, limit, func(u *store.User) string { return strconv.FormatInt(u.ID, 10) }, userOut)
+	return &page, nil
 }
 
-func (s *Server) getUser(w http.ResponseWriter, r *http.Request) error {
-	return getByID(w, r, s.store.UserGet, userOut)
+func readUserQuery(r *http.Request, in *UserQuery) (err error) {
+	in.Name = r.URL.Query().Get("name")
+	in.Limit, in.After, err = idPage(r)
+	return err
+}
+
+func readUserRef(r *http.Request, in *UserRef) (err error) {
+	in.ID, err = pathID(r, "id")
+	return err
+}
+
+func readUserChange(r *http.Request, in *UserChange) (err error) {
+	if in.ID, err = pathID(r, "id"); err != nil {
+		return err
+	}
+	return decodeOp(r, &in.UserUpdate)
+}
+
+func (s *Server) getUser(ctx context.Context, in *UserRef) (*api.User, error) {
+	u, err := s.store.UserGet(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := userOut(u)
+	return &out, nil
 }
 
 // updateUser changes a user's role, scope, scripts permission or disabled flag. Disabling a
 // user or lowering their role ends their sessions: a session must not outlive the rights it
 // was opened with. An admin cannot demote or disable themselves, so one admin always stays.
-func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	var in api.UserUpdate
-	if err := decode(r, &in); err != nil {
-		return err
-	}
-	self := principalFrom(r.Context()).User.ID == id
-	ctx := s.audited(r, "user.update", "user", strconv.FormatInt(id, 10), userSnapshot(id))
+func (s *Server) updateUser(ctx context.Context, in *UserChange) (*api.User, error) {
+	id := in.ID
+	self := principalFrom(ctx).User.ID == id
+	ctx = s.auditedCtx(ctx, "user.update", "user", strconv.FormatInt(id, 10), userSnapshot(id))
 	var out *store.User
-	err = store.InTx(ctx, s.store, func(q store.Querier) error {
+	err := store.InTx(ctx, s.store, func(q store.Querier) error {
 		u, err := q.UserGet(ctx, id)
 		if err != nil {
 			return err
@@ -192,23 +227,20 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, userOut(out))
-	return nil
+	uo := userOut(out)
+	return &uo, nil
 }
 
 // resetPassword makes a one-time reset token for the user, shown once, and ends their
 // sessions; the old password keeps working until the token is redeemed.
-func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
+func (s *Server) resetPassword(ctx context.Context, in *UserRef) (*api.PasswordReset, error) {
+	id := in.ID
 	secret, hash := newSecret("sdr_")
 	exp := s.clock.Now().Add(resetTTL)
-	ctx := s.audited(r, "user.reset_password", "user", strconv.FormatInt(id, 10), userSnapshot(id))
-	err = store.InTx(ctx, s.store, func(q store.Querier) error {
+	ctx = s.auditedCtx(ctx, "user.reset_password", "user", strconv.FormatInt(id, 10), userSnapshot(id))
+	err := store.InTx(ctx, s.store, func(q store.Querier) error {
 		u, err := q.UserGet(ctx, id)
 		if err != nil {
 			return err
@@ -221,31 +253,24 @@ func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, api.PasswordReset{Token: secret, ExpiresAt: api.TimeOf(exp)})
-	return nil
+	return &api.PasswordReset{Token: secret, ExpiresAt: api.TimeOf(exp)}, nil
 }
 
 // redeemReset sets a new password with a reset token.
-func (s *Server) redeemReset(w http.ResponseWriter, r *http.Request) error {
-	var in api.ResetRequest
-	if err := decode(r, &in); err != nil {
-		return err
-	}
-	u, err := s.store.UserGetByResetHash(r.Context(), hashSecret(in.Token))
+func (s *Server) redeemReset(ctx context.Context, in *api.ResetRequest) (*struct{}, error) {
+	u, err := s.store.UserGetByResetHash(ctx, hashSecret(in.Token))
 	if err != nil || u.ResetExpiresAt <= s.clock.Now().UnixMilli() || u.Disabled {
 		if err := ignoreNotFound(err); err != nil {
-			return err
+			return nil, err
 		}
-		return invalidField("token", "is not a valid reset token (expired, used, or never made)")
+		return nil, invalidField("token", "is not a valid reset token (expired, used, or never made)")
 	}
-	ctx := store.WithAudit(r.Context(), &store.Audit{Actor: u.Name, Source: r.RemoteAddr, Action: "user.password",
+	ctx = store.WithAudit(ctx, &store.Audit{Actor: u.Name, Source: sourceFrom(ctx), Action: "user.password",
 		TargetKind: "user", Target: strconv.FormatInt(u.ID, 10)})
 	if err := s.setPassword(ctx, u, "new_password", in.NewPassword, ""); err != nil {
-		return err
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return &struct{}{}, nil
 }

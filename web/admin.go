@@ -4,16 +4,18 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
-	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
 type appRow struct {
-	*store.App
+	api.App
 	Instances []instanceInfo
 	Running   int
 	// Warning says the secret params of the app's jobs travel in clear (sundial.ClearSecretsWarning).
@@ -29,22 +31,19 @@ type appsView struct {
 
 // appsPage lists the apps with their address mode and live executor instances.
 func (c *Console) appsPage(w http.ResponseWriter, r *http.Request) error {
-	apps, err := c.store.AppList(r.Context())
+	apps, err := c.ops().ListApps.Execute(r.Context(), &server.AllOf{})
 	if err != nil {
 		return err
 	}
+	slices.SortFunc(*apps, func(a, b api.App) int { return strings.Compare(a.Name, b.Name) })
 	ins, err := c.executors(r, "")
 	if err != nil {
 		return err
 	}
 	av := appsView{Now: api.TimeOf(c.clock.Now())}
 	byApp := map[string]*appRow{}
-	for _, a := range apps {
-		warning, err := sundial.ClearSecretsWarning(r.Context(), c.store, a)
-		if err != nil {
-			return err
-		}
-		av.Apps = append(av.Apps, appRow{App: a, Warning: warning})
+	for _, a := range *apps {
+		av.Apps = append(av.Apps, appRow{App: a, Warning: strings.Join(a.Warnings, "; ")})
 	}
 	for i := range av.Apps {
 		byApp[av.Apps[i].Name] = &av.Apps[i]
@@ -94,7 +93,7 @@ func (c *Console) calendarsPage(w http.ResponseWriter, r *http.Request) error {
 
 func (c *Console) showCalendars(w http.ResponseWriter, r *http.Request, status int, form Form, flash string) error {
 	q := r.URL.Query()
-	cals, err := c.store.CalendarList(r.Context(), "", 1000)
+	cals, err := c.calendars(r)
 	if err != nil {
 		return err
 	}
@@ -128,10 +127,11 @@ func (c *Console) showCalendars(w http.ResponseWriter, r *http.Request, status i
 			}
 		}
 		cv.Zone = loc.String()
-		cal, err := c.cfg.Scheduler.Engine().Calendar(r.Context(), c.store, cv.Selected.Name, loc)
+		res, err := c.ops().ResolveCalendar.Execute(r.Context(), &server.CalendarIn{Name: cv.Selected.Name, Loc: loc})
 		if err != nil {
 			return err
 		}
+		cal := res.Calendar
 		first := time.Date(cv.Month.Year(), cv.Month.Month(), 1, 0, 0, 0, 0, loc)
 		week := make([]calDay, int(first.Weekday()+6)%7)
 		for d := first; d.Month() == first.Month(); d = d.AddDate(0, 0, 1) {
@@ -172,9 +172,9 @@ func (c *Console) calendarSave(w http.ResponseWriter, r *http.Request) error {
 		form.Errors["name"] = "must not be empty"
 		return c.showCalendars(w, r, http.StatusOK, form, "")
 	}
-	_, err := c.call(r, http.MethodPut, "/api/v1/calendars/"+url.PathEscape(name), api.CalendarRequest{
+	_, err := c.ops().PutCalendar.Execute(r.Context(), &server.CalendarPut{Name: name, CalendarRequest: api.CalendarRequest{
 		Description: r.PostFormValue("description"), Spec: r.PostFormValue("spec"), Base: r.PostFormValue("base"),
-		Zone: r.PostFormValue("zone")})
+		Zone: r.PostFormValue("zone")}})
 	if showAtField(err, form.Errors) {
 		return c.showCalendars(w, r, http.StatusOK, form, "")
 	}

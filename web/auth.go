@@ -6,14 +6,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"net/http"
 	"net/url"
-	"slices"
-	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
-	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/server"
 )
 
 // Sessions are the server's (POST /api/v1/auth/login makes them): the console only relays the
@@ -37,35 +34,6 @@ const (
 type user struct{ api.User }
 
 func (u *user) Admin() bool { return u != nil && u.Role == "admin" }
-
-// readScope is the user's scope as the store's lists take it (store.Readable): nil for every
-// app.
-func (u *user) readScope() []string {
-	if u == nil {
-		return []string{}
-	}
-	if slices.Contains(u.Scope, store.ScopeAll) {
-		return nil
-	}
-	// Never nil here: an answer without a scope reads as no app, not as every app.
-	return append([]string{}, u.Scope...)
-}
-
-// errOutOfScope is the API's answer to a read of another app's job or execution.
-var errOutOfScope = &pageError{http.StatusForbidden, store.ErrOutOfScope.Error()}
-
-// readableJob reads job id for the signed-in user, refusing one outside their scope as the
-// API does.
-func (c *Console) readableJob(r *http.Request, id int64) (*store.Job, error) {
-	j, err := c.store.JobGet(r.Context(), id)
-	if err != nil {
-		return nil, err
-	}
-	if !store.Readable(userFrom(r.Context()).readScope(), j.App) {
-		return nil, errOutOfScope
-	}
-	return j, nil
-}
 
 type userKey struct{}
 type csrfKey struct{}
@@ -108,16 +76,21 @@ func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
 			c.toLogin(w, r)
 			return
 		}
-		var u user
-		if err := c.callJSON(r, http.MethodGet, "/api/v1/auth/me", nil, &u.User); err != nil {
-			var ae *apiError
-			if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
-				c.toLogin(w, r)
-				return
-			}
+		// The pages call the service layer as the session's person.
+		sctx, err := c.srv.SignedIn(r)
+		if ae, _ := server.ErrorOf(err); err != nil && ae.Status == http.StatusUnauthorized {
+			c.toLogin(w, r)
+			return
+		} else if err != nil {
 			c.fail(w, r, err)
 			return
 		}
+		me, err := c.ops().Me.Execute(sctx, &struct{}{})
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		u := user{*me}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
 				c.fail(w, r, errBadRequest(err.Error()))
@@ -125,14 +98,14 @@ func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
 			}
 		}
 		if !csrfOK(r, ck.Value) {
-			c.fail(w, r, &pageError{http.StatusForbidden, "the form's security token is missing or stale: reload the page and try again"})
+			c.fail(w, r, errForbidden("the form's security token is missing or stale: reload the page and try again"))
 			return
 		}
 		if adminOnly && !u.Admin() {
-			c.fail(w, r, &pageError{http.StatusForbidden, "this page is for admins"})
+			c.fail(w, r, errForbidden("this page is for admins"))
 			return
 		}
-		ctx := context.WithValue(r.Context(), userKey{}, &u)
+		ctx := context.WithValue(sctx, userKey{}, &u)
 		ctx = context.WithValue(ctx, csrfKey{}, csrfToken(ck.Value))
 		if err := h(w, r.WithContext(ctx)); err != nil {
 			c.fail(w, r, err)
@@ -164,14 +137,6 @@ func (c *Console) public(h handlerFunc) http.Handler {
 	})
 }
 
-// SafeNext keeps a post-login redirect on this site (the console's and single sign-on's).
-func SafeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/"
-	}
-	return next
-}
-
 type loginView struct {
 	Next, Username, Error string
 	// SSO is the single sign-on start for this page's next, empty without SSO.
@@ -179,12 +144,12 @@ type loginView struct {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) error {
-	return c.showLogin(w, r, http.StatusOK, loginView{Next: SafeNext(r.URL.Query().Get("next"))})
+	return c.showLogin(w, r, http.StatusOK, loginView{Next: server.SafeNext(r.URL.Query().Get("next"))})
 }
 
 func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, status int, lv loginView) error {
-	if c.cfg.SSOLogin != "" {
-		lv.SSO = c.cfg.SSOLogin + "?next=" + url.QueryEscape(lv.Next)
+	if c.sso != "" {
+		lv.SSO = c.sso + "?next=" + url.QueryEscape(lv.Next)
 	}
 	ctx := context.WithValue(r.Context(), csrfKey{}, preLoginCSRF(w, r))
 	return c.render(w, r.WithContext(ctx), status, "login", &view{Title: "Sign in", Data: lv,
@@ -212,24 +177,19 @@ func preLoginCSRFOK(r *http.Request) bool {
 }
 
 func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
-	lv := loginView{Next: SafeNext(r.PostFormValue("next")), Username: r.PostFormValue("username")}
+	lv := loginView{Next: server.SafeNext(r.PostFormValue("next")), Username: r.PostFormValue("username")}
 	if !preLoginCSRFOK(r) {
 		lv.Error = "The sign-in form expired: please try again."
 		return c.showLogin(w, r, http.StatusOK, lv)
 	}
-	res, err := c.call(r, http.MethodPost, "/api/v1/auth/login",
-		api.LoginRequest{Username: lv.Username, Password: r.PostFormValue("password")})
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status < 500 {
+	// The session cookie is the API's, with its attributes (HttpOnly, SameSite, Secure).
+	_, err := c.srv.LogIn(w, r, &api.LoginRequest{Username: lv.Username, Password: r.PostFormValue("password")})
+	if ae, _ := server.ErrorOf(err); err != nil && ae.Status < 500 {
 		lv.Error = ae.Message
 		return c.showLogin(w, r, http.StatusOK, lv)
 	}
 	if err != nil {
 		return err
-	}
-	// The session cookie is the API's, with its attributes (HttpOnly, SameSite, Secure).
-	for _, sc := range res.Header.Values("Set-Cookie") {
-		w.Header().Add("Set-Cookie", sc)
 	}
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: "/login", MaxAge: -1, HttpOnly: true})
 	http.Redirect(w, r, lv.Next, http.StatusSeeOther)
@@ -237,12 +197,8 @@ func (c *Console) loginSubmit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) error {
-	res, err := c.call(r, http.MethodPost, "/api/v1/auth/logout", nil)
-	if err != nil {
+	if err := c.srv.LogOut(w, r); err != nil {
 		return err
-	}
-	for _, sc := range res.Header.Values("Set-Cookie") {
-		w.Header().Add("Set-Cookie", sc)
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return nil
@@ -263,7 +219,7 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) error {
 		av.Errors["confirm_password"] = "does not match the new password"
 		return c.render(w, r, http.StatusOK, "account", &view{Title: "Account", Nav: "account", Data: av})
 	}
-	_, err := c.call(r, http.MethodPost, "/api/v1/auth/password", api.PasswordRequest{
+	_, err := c.ops().ChangePassword.Execute(r.Context(), &api.PasswordRequest{
 		CurrentPassword: r.PostFormValue("current_password"), NewPassword: r.PostFormValue("new_password")})
 	if fe, ok := fieldErrors(err); ok {
 		av.Errors = fe
@@ -279,8 +235,11 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) error {
 // fieldErrors turns the API's 400 into errors by form field (the API's field path; "" for
 // the form as a whole). ok is false for any other error.
 func fieldErrors(err error) (map[string]string, bool) {
-	var ae *apiError
-	if !errors.As(err, &ae) || ae.Status >= 500 || ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
+	if err == nil {
+		return nil, false
+	}
+	ae, _ := server.ErrorOf(err)
+	if ae.Status >= 500 || ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden {
 		return nil, false
 	}
 	return map[string]string{ae.Field: ae.Message}, true

@@ -21,6 +21,7 @@ import (
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
+	"github.com/sundial-scheduler/sundial/web"
 )
 
 // BenchmarkPages times each console page's handler (in-process, no network) on a database
@@ -43,6 +44,9 @@ func BenchmarkPages(b *testing.B) {
 			}
 			srv, err := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
+				b.Fatal(err)
+			}
+			if err := web.Mount(srv, web.Config{Logger: slog.New(slog.DiscardHandler)}); err != nil {
 				b.Fatal(err)
 			}
 			start := time.Now()

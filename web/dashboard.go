@@ -4,9 +4,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -17,19 +19,46 @@ type (
 )
 
 func (c *Console) nodes(r *http.Request) ([]nodeInfo, error) {
-	var out struct{ Items []nodeInfo }
-	err := c.callJSON(r, http.MethodGet, "/api/v1/nodes", nil, &out)
-	return out.Items, err
+	ns, err := c.ops().ListNodes.Execute(r.Context(), &server.AllOf{})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(*ns, func(a, b nodeInfo) int { return strings.Compare(a.ID, b.ID) })
+	return *ns, nil
 }
 
 func (c *Console) executors(r *http.Request, app string) ([]instanceInfo, error) {
-	var out struct{ Items []instanceInfo }
-	path := "/api/v1/executors"
-	if app != "" {
-		path += "?app=" + url.QueryEscape(app)
+	xs, err := c.ops().ListExecutors.Execute(r.Context(), &server.AllOf{App: app})
+	if err != nil {
+		return nil, err
 	}
-	err := c.callJSON(r, http.MethodGet, path, nil, &out)
-	return out.Items, err
+	slices.SortFunc(*xs, func(a, b instanceInfo) int {
+		return strings.Compare(url.PathEscape(a.App)+"/"+a.Address, url.PathEscape(b.App)+"/"+b.Address)
+	})
+	return *xs, nil
+}
+
+// appNames are the names of the apps, for the pages' app filters and pickers.
+func (c *Console) appNames(r *http.Request) ([]string, error) {
+	as, err := c.ops().ListApps.Execute(r.Context(), &server.AllOf{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, a := range *as {
+		names = append(names, a.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// calendars are the calendars, by name.
+func (c *Console) calendars(r *http.Request) ([]*store.Calendar, error) {
+	p, err := c.ops().ListCalendars.Execute(r.Context(), &server.CalendarQuery{Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	return p.Calendars, nil
 }
 
 // execRow is an execution with its job's name, as the lists show it.
@@ -74,9 +103,7 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	now := c.clock.Now().UnixMilli()
 	dv := dashboardView{Now: now}
-	scope := userFrom(ctx).readScope()
-	running, err := c.store.ExecutionList(ctx, store.ExecutionFilter{State: store.ExecRunning, Desc: true, Limit: dashboardRows,
-		Scope: scope})
+	running, err := c.ops().ListExecutions.Execute(ctx, &server.ExecutionQuery{State: string(store.ExecRunning), Limit: dashboardRows})
 	if err != nil {
 		return err
 	}
@@ -85,11 +112,11 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 	since := now - 24*time.Hour.Milliseconds()
 	var failures []*store.Execution
 	for _, st := range []store.ExecutionState{store.ExecFailed, store.ExecTimedOut, store.ExecLost} {
-		xs, err := c.store.ExecutionList(ctx, store.ExecutionFilter{State: st, Desc: true, Limit: dashboardRows, Scope: scope})
+		page, err := c.ops().ListExecutions.Execute(ctx, &server.ExecutionQuery{State: string(st), Limit: dashboardRows})
 		if err != nil {
 			return err
 		}
-		for _, x := range xs {
+		for _, x := range page.Executions {
 			if max(x.FiredAt, x.FinishedAt) >= since {
 				failures = append(failures, x)
 			}
@@ -97,16 +124,16 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 	}
 	slices.SortFunc(failures, func(a, b *store.Execution) int { return int(b.ID - a.ID) })
 	failures = failures[:min(len(failures), dashboardRows)]
-	trigs, err := c.store.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: dashboardRows,
-		Scope: scope})
+	next, err := c.ops().NextFires.Execute(ctx, &server.NextFiresQuery{Limit: dashboardRows})
 	if err != nil {
 		return err
 	}
-	names, err := c.jobNames(r, append(append(jobIDs(running), jobIDs(failures)...), triggerJobIDs(trigs)...))
+	trigs := next.Triggers
+	names, err := c.jobNames(r, append(append(jobIDs(running.Executions), jobIDs(failures)...), triggerJobIDs(trigs)...))
 	if err != nil {
 		return err
 	}
-	dv.Running, dv.Failures = withNames(running, names), withNames(failures, names)
+	dv.Running, dv.Failures = withNames(running.Executions, names), withNames(failures, names)
 	for _, t := range trigs {
 		dv.NextFires = append(dv.NextFires, fireRow{t, names[t.JobID]})
 	}
@@ -137,17 +164,11 @@ func triggerJobIDs(ts []*store.Trigger) []int64 {
 
 // jobNames reads the names of the jobs ids in one query; a deleted job has none.
 func (c *Console) jobNames(r *http.Request, ids []int64) (map[int64]string, error) {
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	js, err := c.store.JobsGet(r.Context(), ids)
+	names, err := c.ops().JobNames.Execute(r.Context(), &server.JobNamesQuery{IDs: ids})
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int64]string, len(js))
-	for _, j := range js {
-		out[j.ID] = j.Group + "/" + j.Name
-	}
-	return out, nil
+	return *names, nil
 }
 
 func withNames(xs []*store.Execution, names map[int64]string) []execRow {

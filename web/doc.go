@@ -5,7 +5,9 @@
 // works offline) and the console's session handling: login, CSRF tokens, logout and the
 // password change.
 //
-// Every change a page makes goes through the REST API's own handlers, called in-process
-// with the signed-in user's session, so the console and the API share one validation, one
-// error text and one access check. Pages read what they show from the store.
+// Every page reads and changes through the server's service layer (server.Ops): the same
+// typed operations the REST API's routes bind to HTTP, called in process with the signed-in
+// person's principal in the context (server.SignedIn). So the console and the API share one
+// validation, one access check and one error map (server.ErrorOf); the console has no
+// database of its own (TestConsoleUsesOnlyTheServiceLayer keeps it so).
 package web

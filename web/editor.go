@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -39,19 +41,15 @@ var zones = []string{"UTC", "Europe/London", "Europe/Dublin", "Europe/Lisbon", "
 const newTriggerPrefix = "triggers[0]."
 
 func (c *Console) editor(r *http.Request, ev *editorView) (*editorView, error) {
-	cals, err := c.store.CalendarList(r.Context(), "", 1000)
+	cals, err := c.calendars(r)
 	if err != nil {
 		return nil, err
 	}
 	for _, cal := range cals {
 		ev.Calendars = append(ev.Calendars, cal.Name)
 	}
-	apps, err := c.store.AppList(r.Context())
-	if err != nil {
+	if ev.Apps, err = c.appNames(r); err != nil {
 		return nil, err
-	}
-	for _, a := range apps {
-		ev.Apps = append(ev.Apps, a.Name)
 	}
 	ev.Zones = zones
 	if ev.Errors == nil {
@@ -93,8 +91,8 @@ func (c *Console) jobCopy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var job map[string]any
-	if err := c.callJSON(r, http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d", id), nil, &job); err != nil {
+	job, err := c.jobJSON(r, id)
+	if err != nil {
 		return err
 	}
 	vals := url.Values{}
@@ -126,11 +124,13 @@ func (c *Console) jobCreate(w http.ResponseWriter, r *http.Request) error {
 			body["triggers"] = []any{tj}
 		}
 	}
-	var id struct {
-		ID int64 `json:"id"`
-	}
+	var in *api.JobRequest
 	if err == nil {
-		err = c.callJSON(r, http.MethodPost, "/api/v1/jobs", body, &id)
+		in, err = request[api.JobRequest](body)
+	}
+	var job *api.Job
+	if err == nil {
+		job, err = c.ops().CreateJob.Execute(r.Context(), in)
 	}
 	if showAtField(err, ev.Errors) {
 		return c.showEditor(w, r, http.StatusOK, ev, "")
@@ -138,21 +138,22 @@ func (c *Console) jobCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=created", id.ID), http.StatusSeeOther)
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=created", job.ID), http.StatusSeeOther)
 	return nil
 }
 
-// showAtField records a form or API field error in errs; it reports false for other errors.
+// showAtField records a form error, or an operation's error that names a field (as the API
+// answers it: 400, 409 or 422, or a 403 naming a field), in errs; it reports false for other errors.
 func showAtField(err error, errs map[string]string) bool {
+	if err == nil {
+		return false
+	}
 	var fe *formError
 	if errors.As(err, &fe) {
 		errs[fe.field] = fe.msg
 		return true
 	}
-	var ae *apiError
-	if !errors.As(err, &ae) {
-		return false
-	}
+	ae, _ := server.ErrorOf(err)
 	switch {
 	case ae.Status == http.StatusBadRequest, ae.Status == http.StatusConflict, ae.Status == http.StatusUnprocessableEntity,
 		ae.Status == http.StatusForbidden && ae.Field != "": // a value the user may not name (a child job)
@@ -166,27 +167,54 @@ func showAtField(err error, errs map[string]string) bool {
 	return false
 }
 
+// request reads a form's JSON (the API's form of the request) into an operation's request,
+// as the API reads a body: a value of the wrong type is an error at its field.
+func request[T any](body map[string]any) (*T, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("web: encode a form: %w", err)
+	}
+	var in T
+	if err := server.DecodeJSON(b, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
 // existing reads a job and its triggers for the edit form.
 func (c *Console) existing(r *http.Request) (*editorView, error) {
 	id, err := pathInt(r, "id")
 	if err != nil {
 		return nil, err
 	}
-	j, err := c.readableJob(r, id)
+	d, err := c.ops().GetJob.Execute(r.Context(), &server.JobRef{ID: id})
 	if err != nil {
 		return nil, err
 	}
-	ts, err := c.store.TriggerList(r.Context(), store.TriggerFilter{JobID: id, Limit: 100})
+	return &editorView{Job: d.Job, Triggers: d.Triggers}, nil
+}
+
+// jobJSON reads a job with its triggers in the API's JSON form, the form's own.
+func (c *Console) jobJSON(r *http.Request, id int64) (map[string]any, error) {
+	d, err := c.ops().GetJob.Execute(r.Context(), &server.JobRef{ID: id})
 	if err != nil {
 		return nil, err
 	}
-	return &editorView{Job: j, Triggers: ts}, nil
+	b, err := json.Marshal(server.JobOut(d))
+	if err != nil {
+		return nil, fmt.Errorf("web: encode job %d: %w", id, err)
+	}
+	var job map[string]any
+	if err := json.Unmarshal(b, &job); err != nil {
+		return nil, fmt.Errorf("web: decode job %d: %w", id, err)
+	}
+	return job, nil
 }
 
 // jobValues reads a job's settings from the API as form values (its own form of them).
 func (c *Console) jobValues(r *http.Request, id int64) (url.Values, error) {
-	var job map[string]any
-	if err := c.callJSON(r, http.MethodGet, fmt.Sprintf("/api/v1/jobs/%d", id), nil, &job); err != nil {
+	job, err := c.jobJSON(r, id)
+	if err != nil {
 		return nil, err
 	}
 	delete(job, "triggers")
@@ -214,8 +242,12 @@ func (c *Console) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	ev.Values, ev.Errors = r.PostForm, map[string]string{}
 	body, err := jobJSON(r.PostForm)
+	var in *api.JobRequest
 	if err == nil {
-		_, err = c.call(r, http.MethodPut, fmt.Sprintf("/api/v1/jobs/%d", ev.Job.ID), body)
+		in, err = request[api.JobRequest](body)
+	}
+	if err == nil {
+		_, err = c.ops().UpdateJob.Execute(r.Context(), &server.JobChange{ID: ev.Job.ID, JobRequest: *in})
 	}
 	if showAtField(err, ev.Errors) {
 		return c.showEditor(w, r, http.StatusOK, ev, "")
@@ -238,8 +270,12 @@ func (c *Console) triggerAdd(w http.ResponseWriter, r *http.Request) error {
 	}
 	ev.Add = Form{Values: r.PostForm, Errors: map[string]string{}}
 	body, err := triggerJSON(r.PostForm, "")
+	var in *api.TriggerRequest
 	if err == nil {
-		_, err = c.call(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/triggers", ev.Job.ID), body)
+		in, err = request[api.TriggerRequest](body)
+	}
+	if err == nil {
+		_, err = c.ops().AddTrigger.Execute(r.Context(), &server.TriggerAdd{JobID: ev.Job.ID, TriggerRequest: *in})
 	}
 	if showAtField(err, ev.Add.Errors) {
 		return c.showEditor(w, r, http.StatusOK, ev, "")

@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -35,53 +35,36 @@ type executionsView struct {
 // fired-at range (which lists by fired time), a page at a time.
 func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := store.ExecutionFilter{Desc: true, Limit: executionsPageSize + 1, Scope: userFrom(r.Context()).readScope()}
+	in := server.ExecutionQuery{App: q.Get("app"), State: q.Get("state"), Cause: q.Get("cause"), Limit: executionsPageSize}
 	var err error
-	if f.JobID, err = queryInt(q, "job"); err != nil {
+	if in.JobID, err = queryInt(q, "job"); err != nil {
 		return err
 	}
-	if f.AfterID, err = queryInt(q, "after"); err != nil {
+	if in.After, err = queryInt(q, "after"); err != nil {
 		return err
-	}
-	f.App = q.Get("app")
-	if st := q.Get("state"); st != "" {
-		if !contains(execStates, st) {
-			return errBadRequest(fmt.Sprintf("state: want one of %s, got %q", strings.Join(execStates, ", "), st))
-		}
-		f.State = store.ExecutionState(st)
-	}
-	if cause := q.Get("cause"); cause != "" {
-		if !contains(execCauses, cause) {
-			return errBadRequest(fmt.Sprintf("cause: want one of %s, got %q", strings.Join(execCauses, ", "), cause))
-		}
-		f.Cause = store.ExecutionCause(cause)
 	}
 	for _, b := range []struct {
 		name string
-		dst  *int64
-	}{{"from", &f.FiredFrom}, {"to", &f.FiredTo}} {
+		dst  *time.Time
+	}{{"from", &in.From}, {"to", &in.To}} {
 		if v := q.Get(b.name); v != "" {
 			t, err := time.Parse("2006-01-02T15:04", v) // an <input type=datetime-local>, read as UTC
 			if err != nil {
 				return errBadRequest(fmt.Sprintf("%s: want a time like 2026-01-02T15:04, got %q", b.name, v))
 			}
-			*b.dst = t.UnixMilli()
+			*b.dst = t
 		}
 	}
-	xs, err := c.store.ExecutionList(r.Context(), f)
+	page, err := c.ops().ListExecutions.Execute(r.Context(), &in)
 	if err != nil {
 		return err
 	}
+	xs := page.Executions
 	ev := executionsView{Now: c.clock.Now().UnixMilli(), Filter: q, States: execStates, Causes: execCauses}
-	apps, err := c.store.AppList(r.Context())
-	if err != nil {
+	if ev.Apps, err = c.appNames(r); err != nil {
 		return err
 	}
-	for _, a := range apps {
-		ev.Apps = append(ev.Apps, a.Name)
-	}
-	if len(xs) > executionsPageSize {
-		xs = xs[:executionsPageSize]
+	if page.More {
 		nq := url.Values{}
 		for k, v := range q {
 			nq[k] = v
@@ -116,24 +99,28 @@ func (c *Console) executionDetail(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	ctx := r.Context()
-	x, err := c.store.ExecutionGet(ctx, id)
+	x, err := c.ops().GetExecution.Execute(ctx, &server.ExecutionRef{ID: id})
 	if err != nil {
 		return err
 	}
 	xv := executionView{Now: c.clock.Now().UnixMilli(), execRow: execRow{Execution: x}}
 	// A deleted job's executions are every reader's, as in the API: their app is unknown.
-	switch j, err := c.readableJob(r, x.JobID); {
+	switch d, err := c.ops().GetJob.Execute(ctx, &server.JobRef{ID: x.JobID}); {
 	case err == nil:
-		xv.Job, xv.JobName = j, j.Group+"/"+j.Name
+		xv.Job, xv.JobName = d.Job, d.Job.Group+"/"+d.Job.Name
 	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}
-	if xv.Chain, err = c.attempts(r, x); err != nil {
+	chain, err := c.ops().ExecutionAttempts.Execute(ctx, &server.ExecutionRef{ID: id})
+	if err != nil {
 		return err
 	}
-	if xv.Lines, err = c.store.ExecutionLogList(ctx, id, 0, 1000); err != nil {
+	xv.Chain = *chain
+	out, err := c.ops().ExecutionOutput.Execute(ctx, &server.OutputQuery{ID: id, Limit: 1000})
+	if err != nil {
 		return err
 	}
+	xv.Lines = out.Lines
 	if n := len(xv.Lines); n > 0 {
 		xv.LastLine = xv.Lines[n-1].Line
 	}
@@ -141,50 +128,12 @@ func (c *Console) executionDetail(w http.ResponseWriter, r *http.Request) error 
 		Data: xv, Flash: flashText(r.URL.Query().Get("done"))})
 }
 
-// attempts finds the executions of x's fire (same job, trigger, scheduled time and shard),
-// whose attempts number them: retries link to each other through these.
-func (c *Console) attempts(r *http.Request, x *store.Execution) ([]*store.Execution, error) {
-	// Retries are newer executions of the job, earlier attempts older ones.
-	newer, err := c.store.ExecutionList(r.Context(), store.ExecutionFilter{JobID: x.JobID, AfterID: x.ID, Limit: 200})
-	if err != nil {
-		return nil, err
-	}
-	var older []*store.Execution
-	if x.Attempt > 0 {
-		if older, err = c.store.ExecutionList(r.Context(), store.ExecutionFilter{JobID: x.JobID, AfterID: x.ID, Desc: true,
-			Limit: 200}); err != nil {
-			return nil, err
-		}
-	}
-	// No column links a retry to the run it retries: a retry is the next attempt of the same
-	// trigger and shard that comes after it (cause retry), so the chain is walked that way.
-	var chain []*store.Execution
-	cur := x
-	for _, y := range older { // newest first
-		if y.Attempt == cur.Attempt-1 && y.TriggerID == cur.TriggerID && y.ShardIndex == cur.ShardIndex {
-			chain = append([]*store.Execution{y}, chain...)
-			if cur = y; cur.Attempt == 0 {
-				break
-			}
-		}
-	}
-	chain = append(chain, x)
-	cur = x
-	for _, y := range newer { // oldest first
-		if y.Cause == store.CauseRetry && y.Attempt == cur.Attempt+1 && y.TriggerID == cur.TriggerID && y.ShardIndex == cur.ShardIndex {
-			chain = append(chain, y)
-			cur = y
-		}
-	}
-	return chain, nil
-}
-
 func (c *Console) executionKill(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathInt(r, "id")
 	if err != nil {
 		return err
 	}
-	if _, err := c.call(r, http.MethodPost, fmt.Sprintf("/api/v1/executions/%d/kill", id), nil); err != nil {
+	if _, err := c.ops().KillExecution.Execute(r.Context(), &server.ExecutionRef{ID: id}); err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/executions/%d?done=killed", id), http.StatusSeeOther)
@@ -196,10 +145,8 @@ func (c *Console) executionRetry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var x struct {
-		ID int64 `json:"id"`
-	}
-	if err := c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/executions/%d/retry", id), nil, &x); err != nil {
+	x, err := c.ops().RetryExecution.Execute(r.Context(), &server.ExecutionRef{ID: id})
+	if err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/executions/%d?done=retried-%d", x.ID, x.ID), http.StatusSeeOther)
@@ -234,17 +181,20 @@ func (c *Console) showJob(w http.ResponseWriter, r *http.Request, status int, ru
 	if err != nil {
 		return err
 	}
-	xs, err := c.store.ExecutionList(r.Context(), store.ExecutionFilter{JobID: ev.Job.ID, Desc: true, Limit: 50})
+	recent, err := c.ops().ListExecutions.Execute(r.Context(), &server.ExecutionQuery{JobID: ev.Job.ID, Limit: 50})
 	if err != nil {
 		return err
 	}
+	xs := recent.Executions
 	jv := jobDetailView{Now: c.clock.Now().UnixMilli(), Job: ev.Job, Triggers: ev.Triggers, Data: jsonString(ev.Job.Data),
 		Script: sundial.IsScriptHandler(ev.Job.Handler), Run: run}
 	name := map[int64]string{ev.Job.ID: ev.Job.Group + "/" + ev.Job.Name}
 	jv.Recent = withNames(xs, name)
-	if jv.Versions, err = c.store.ScriptVersionList(r.Context(), ev.Job.ID); err != nil {
+	versions, err := c.ops().ListScriptVersions.Execute(r.Context(), &server.JobRef{ID: ev.Job.ID})
+	if err != nil {
 		return err
 	}
+	jv.Versions = *versions
 	type point struct {
 		At int64 `json:"t"`
 		Ms int64 `json:"ms"`

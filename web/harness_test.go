@@ -22,6 +22,7 @@ import (
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
+	"github.com/sundial-scheduler/sundial/web"
 )
 
 const (
@@ -67,6 +68,9 @@ func newHarness(t *testing.T, dialect string) *harness {
 	srv, err := server.New(server.Config{Store: st, Logger: logger,
 		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := web.Mount(srv, web.Config{Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, srv: srv, st: st, release: make(chan struct{}), talking: make(chan int64, 16), ran: make(chan handlerRun, 16)}

@@ -2,12 +2,13 @@ package web
 
 import (
 	"fmt"
-	"github.com/sundial-scheduler/sundial/api"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -66,41 +67,31 @@ type jobsView struct {
 
 func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := store.JobFilter{Group: strings.TrimSpace(q.Get("group")), NameContains: strings.TrimSpace(q.Get("q")),
-		App: strings.TrimSpace(q.Get("app")), Handler: strings.TrimSpace(q.Get("handler")), Limit: jobsPageSize + 1,
-		Scope: userFrom(r.Context()).readScope()}
-	if st := q.Get("state"); st != "" {
-		if !f.WithState(st) {
-			return errBadRequest(fmt.Sprintf("state: want one of %s, got %q", strings.Join(store.JobStates, ", "), st))
-		}
-	}
+	in := server.JobQuery{Group: strings.TrimSpace(q.Get("group")), NameContains: strings.TrimSpace(q.Get("q")),
+		App: strings.TrimSpace(q.Get("app")), Handler: strings.TrimSpace(q.Get("handler")), State: q.Get("state"),
+		Limit: jobsPageSize, WithTriggers: true}
 	var err error
-	if f.AfterID, err = queryInt(q, "after"); err != nil {
+	if in.After, err = queryInt(q, "after"); err != nil {
 		return err
 	}
-	js, err := c.store.JobList(r.Context(), f)
+	page, err := c.ops().ListJobs.Execute(r.Context(), &in)
 	if err != nil {
 		return err
 	}
-	jv := jobsView{Filter: q, First: f.AfterID == 0, States: store.JobStates}
-	if len(js) > jobsPageSize {
-		js = js[:jobsPageSize]
+	jv := jobsView{Filter: q, First: in.After == 0, States: store.JobStates}
+	if page.More {
 		nq := url.Values{}
 		for k, v := range q {
 			nq[k] = v
 		}
-		nq.Set("after", strconv.FormatInt(js[len(js)-1].ID, 10))
+		nq.Set("after", strconv.FormatInt(page.Jobs[len(page.Jobs)-1].ID, 10))
 		jv.Next = nq.Encode()
 	}
-	if jv.Jobs, err = c.withTriggers(r, js); err != nil {
-		return err
+	for _, j := range page.Jobs {
+		jv.Jobs = append(jv.Jobs, jobRow{Job: j, Triggers: page.Triggers[j.ID]})
 	}
-	apps, err := c.store.AppList(r.Context())
-	if err != nil {
+	if jv.Apps, err = c.appNames(r); err != nil {
 		return err
-	}
-	for _, a := range apps {
-		jv.Apps = append(jv.Apps, a.Name)
 	}
 	v := &view{Title: "Jobs", Nav: "jobs", Data: jv, Flash: flashText(q.Get("done"))}
 	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Target") == "job-table" {
@@ -110,49 +101,20 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	return c.render(w, r, http.StatusOK, "jobs", v)
 }
 
-// withTriggers reads the triggers of a page of jobs in one statement.
-func (c *Console) withTriggers(r *http.Request, js []*store.Job) ([]jobRow, error) {
-	out := make([]jobRow, len(js))
-	if len(js) == 0 {
-		return out, nil
-	}
-	ids := make([]int64, len(js))
-	row := make(map[int64]*jobRow, len(js))
-	for i, j := range js {
-		ids[i], out[i] = j.ID, jobRow{Job: j}
-		row[j.ID] = &out[i]
-	}
-	// Pages of triggers by id, in case the jobs have many.
-	f := store.TriggerFilter{JobIDs: ids, Limit: 1000}
-	for {
-		ts, err := c.store.TriggerList(r.Context(), f)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			if jr := row[t.JobID]; jr != nil {
-				jr.Triggers = append(jr.Triggers, t)
-			}
-		}
-		if len(ts) < f.Limit {
-			return out, nil
-		}
-		f.AfterID = ts[len(ts)-1].ID
-	}
-}
-
-// jobsBulk pauses or resumes the selected jobs, each through the API.
+// jobsBulk pauses or resumes the selected jobs, each as the API would.
 func (c *Console) jobsBulk(w http.ResponseWriter, r *http.Request) error {
 	action := r.PostFormValue("action")
-	if action != "pause" && action != "resume" {
+	op := map[string]*server.Endpoint[server.JobRef, api.Job]{"pause": c.ops().PauseJob, "resume": c.ops().ResumeJob}[action]
+	if op == nil {
 		return errBadRequest(fmt.Sprintf("action: want pause or resume, got %q", action))
 	}
 	ids := r.PostForm["id"]
-	for _, id := range ids {
-		if _, err := strconv.ParseInt(id, 10, 64); err != nil {
-			return errBadRequest(fmt.Sprintf("id: want a job id, got %q", id))
+	for _, v := range ids {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errBadRequest(fmt.Sprintf("id: want a job id, got %q", v))
 		}
-		if _, err := c.call(r, http.MethodPost, "/api/v1/jobs/"+id+"/"+action, nil); err != nil {
+		if _, err := op.Execute(r.Context(), &server.JobRef{ID: id}); err != nil {
 			return err
 		}
 	}
@@ -250,13 +212,13 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// jobAction posts one of the API's job actions and returns to the job's page.
-func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, action, done string) error {
+// jobAction runs a pause or resume and returns to the job's page.
+func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, op *server.Endpoint[server.JobRef, api.Job], done string) error {
 	id, err := pathInt(r, "id")
 	if err != nil {
 		return err
 	}
-	if _, err := c.call(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/%s", id, action), nil); err != nil {
+	if _, err := op.Execute(r.Context(), &server.JobRef{ID: id}); err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=%s", id, done), http.StatusSeeOther)
@@ -264,11 +226,11 @@ func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, action, done
 }
 
 func (c *Console) jobPause(w http.ResponseWriter, r *http.Request) error {
-	return c.jobAction(w, r, "pause", "job-paused")
+	return c.jobAction(w, r, c.ops().PauseJob, "job-paused")
 }
 
 func (c *Console) jobResume(w http.ResponseWriter, r *http.Request) error {
-	return c.jobAction(w, r, "resume", "job-resumed")
+	return c.jobAction(w, r, c.ops().ResumeJob, "job-resumed")
 }
 
 // jobRun fires the job now and opens the new execution.
@@ -277,11 +239,8 @@ func (c *Console) jobRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var x struct {
-		ID int64 `json:"id"`
-	}
-	// The API's RunRequest: the dialog's parameters, or none (the job's own).
-	err = c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/run", id), api.RunRequest{Params: r.PostFormValue("params")}, &x)
+	// The dialog's parameters, or none (the job's own).
+	x, err := c.ops().RunJob.Execute(r.Context(), &server.JobRun{ID: id, RunRequest: api.RunRequest{Params: r.PostFormValue("params")}})
 	if form := (Form{Values: r.PostForm, Errors: map[string]string{}}); showAtField(err, form.Errors) {
 		return c.showJob(w, r, http.StatusOK, form)
 	}
@@ -297,7 +256,7 @@ func (c *Console) jobDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.call(r, http.MethodDelete, fmt.Sprintf("/api/v1/jobs/%d", id), nil); err != nil {
+	if _, err := c.ops().DeleteJob.Execute(r.Context(), &server.JobDelete{ID: id}); err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/jobs?done=deleted-%d", id), http.StatusSeeOther)
@@ -310,23 +269,16 @@ func (c *Console) triggerAction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.store.TriggerGet(r.Context(), id)
+	a := r.PathValue("action")
+	op := map[string]*server.Endpoint[server.TriggerRef, store.Trigger]{"pause": c.ops().PauseTrigger,
+		"resume": c.ops().ResumeTrigger, "delete": c.ops().DeleteTrigger}[a]
+	if op == nil {
+		return errNotFound("no trigger action " + a)
+	}
+	t, err := op.Execute(r.Context(), &server.TriggerRef{ID: id})
 	if err != nil {
 		return err
 	}
-	path := fmt.Sprintf("/api/v1/triggers/%d", id)
-	method := http.MethodPost
-	switch a := r.PathValue("action"); a {
-	case "pause", "resume":
-		path += "/" + a
-	case "delete":
-		method = http.MethodDelete
-	default:
-		return errNotFound("no trigger action " + a)
-	}
-	if _, err := c.call(r, method, path, nil); err != nil {
-		return err
-	}
-	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=trigger-%s", t.JobID, r.PathValue("action")), http.StatusSeeOther)
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=trigger-%s", t.JobID, a), http.StatusSeeOther)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/server"
 )
 
 // previewCount is how many fire times the editor previews.
@@ -112,9 +113,11 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 	}
 	var cal schedule.Calendar
 	if name := get("calendar"); name != "" {
-		if cal, err = c.cfg.Scheduler.Engine().Calendar(r.Context(), c.store, name, loc); err != nil {
+		res, err := c.ops().ResolveCalendar.Execute(r.Context(), &server.CalendarIn{Name: name, Loc: loc})
+		if err != nil {
 			return fail("calendar", "%v", err)
 		}
+		cal = res.Calendar
 	}
 	next, err := tr.ComputeFirst(cal)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -95,11 +96,12 @@ func (c *Console) scriptVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := c.readableJob(r, id)
+	d, err := c.ops().GetJob.Execute(r.Context(), &server.JobRef{ID: id})
 	if err != nil {
 		return err
 	}
-	v, err := c.store.ScriptVersionGet(r.Context(), id, version)
+	j := d.Job
+	v, err := c.ops().GetScriptVersion.Execute(r.Context(), &server.ScriptVersionRef{JobID: id, Version: version})
 	if err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func (c *Console) scriptVersion(w http.ResponseWriter, r *http.Request) error {
 	if with, err := queryInt(r.URL.Query(), "with"); err != nil {
 		return err
 	} else if with > 0 {
-		w2, err := c.store.ScriptVersionGet(r.Context(), id, with)
+		w2, err := c.ops().GetScriptVersion.Execute(r.Context(), &server.ScriptVersionRef{JobID: id, Version: with})
 		if err != nil {
 			return err
 		}
@@ -119,16 +121,14 @@ func (c *Console) scriptVersion(w http.ResponseWriter, r *http.Request) error {
 		Nav: "jobs", Data: sv})
 }
 
-// scriptRestore makes a kept version the job's script through the API.
+// scriptRestore makes a kept version the job's script, as the API does.
 func (c *Console) scriptRestore(w http.ResponseWriter, r *http.Request) error {
 	id, version, err := versionPath(r)
 	if err != nil {
 		return err
 	}
-	var v struct {
-		Version int64 `json:"version"`
-	}
-	if err := c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/jobs/%d/script/versions/%d/restore", id, version), nil, &v); err != nil {
+	v, err := c.ops().RestoreScriptVersion.Execute(r.Context(), &server.ScriptVersionRef{JobID: id, Version: version})
+	if err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=restored-%d#script-versions", id, v.Version), http.StatusSeeOther)

@@ -7,9 +7,10 @@ import (
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/server"
 )
 
-// The users and API tokens page is an admin's: every change is a request to the users and
+// The users and API tokens page is an admin's: every change is an operation of the users and
 // tokens API (their validation, their messages at the fields). The tokens listed are the
 // signed-in admin's own, as the API's tokens are each user's.
 
@@ -48,12 +49,12 @@ func (c *Console) usersPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Console) showUsers(w http.ResponseWriter, r *http.Request, status int, uv usersView, flash string) error {
-	var users struct{ Items []api.User }
-	if err := c.callJSON(r, http.MethodGet, "/api/v1/users?limit=1000", nil, &users); err != nil {
+	users, err := c.ops().ListUsers.Execute(r.Context(), &server.UserQuery{Limit: 1000})
+	if err != nil {
 		return err
 	}
-	var tokens struct{ Items []api.Token }
-	if err := c.callJSON(r, http.MethodGet, "/api/v1/tokens?limit=1000", nil, &tokens); err != nil {
+	tokens, err := c.ops().ListTokens.Execute(r.Context(), &server.TokenQuery{Limit: 1000})
+	if err != nil {
 		return err
 	}
 	uv.Users, uv.Tokens, uv.Roles = users.Items, tokens.Items, roleOptions
@@ -75,8 +76,7 @@ func (c *Console) userCreate(w http.ResponseWriter, r *http.Request) error {
 	uv := usersView{UserForm: newForm(r.PostForm, userFields), TokenForm: newForm(nil, tokenFields)}
 	req := api.UserRequest{Name: r.PostFormValue("name"), Password: r.PostFormValue("password"),
 		Role: r.PostFormValue("role"), Scope: scopeField(r.PostFormValue("scope")), Scripts: r.PostFormValue("scripts") == "true"}
-	var u api.User
-	err := c.callJSON(r, http.MethodPost, "/api/v1/users", req, &u)
+	_, err := c.ops().CreateUser.Execute(r.Context(), &req)
 	if showAtField(err, uv.UserForm.Errors) {
 		uv.UserForm.Values.Del("password")
 		return c.showUsers(w, r, http.StatusOK, uv, "")
@@ -107,11 +107,11 @@ func (c *Console) showUser(w http.ResponseWriter, r *http.Request, status int, f
 	if err != nil {
 		return err
 	}
-	var u api.User
-	if err := c.callJSON(r, http.MethodGet, fmt.Sprintf("/api/v1/users/%d", id), nil, &u); err != nil {
+	u, err := c.ops().GetUser.Execute(r.Context(), &server.UserRef{ID: id})
+	if err != nil {
 		return err
 	}
-	uv := userView{User: u, Reset: reset, Roles: roleOptions, Self: userFrom(r.Context()).ID == u.ID}
+	uv := userView{User: *u, Reset: reset, Roles: roleOptions, Self: userFrom(r.Context()).ID == u.ID}
 	if form != nil {
 		uv.Form = *form
 	} else {
@@ -131,8 +131,8 @@ func (c *Console) userUpdate(w http.ResponseWriter, r *http.Request) error {
 	role, scope := r.PostFormValue("role"), scopeField(r.PostFormValue("scope"))
 	scripts, disabled := r.PostFormValue("scripts") == "true", r.PostFormValue("disabled") == "true"
 	form := newForm(r.PostForm, accessField)
-	_, err = c.call(r, http.MethodPatch, fmt.Sprintf("/api/v1/users/%d", id),
-		api.UserUpdate{Role: &role, Scope: &scope, Scripts: &scripts, Disabled: &disabled})
+	_, err = c.ops().UpdateUser.Execute(r.Context(), &server.UserChange{ID: id,
+		UserUpdate: api.UserUpdate{Role: &role, Scope: &scope, Scripts: &scripts, Disabled: &disabled}})
 	if showAtField(err, form.Errors) {
 		return c.showUser(w, r, http.StatusOK, &form, nil, "")
 	}
@@ -150,11 +150,11 @@ func (c *Console) userReset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var reset api.PasswordReset
-	if err := c.callJSON(r, http.MethodPost, fmt.Sprintf("/api/v1/users/%d/reset-password", id), nil, &reset); err != nil {
+	reset, err := c.ops().ResetPassword.Execute(r.Context(), &server.UserRef{ID: id})
+	if err != nil {
 		return err
 	}
-	return c.showUser(w, r, http.StatusOK, nil, &reset, "")
+	return c.showUser(w, r, http.StatusOK, nil, reset, "")
 }
 
 // tokensPage is where the token list used to be: it is part of the users page now.
@@ -168,15 +168,14 @@ func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request) error {
 func (c *Console) tokenCreate(w http.ResponseWriter, r *http.Request) error {
 	uv := usersView{UserForm: newForm(url.Values{"role": {"viewer"}}, userFields), TokenForm: newForm(r.PostForm, tokenFields)}
 	body := api.TokenRequest{Name: r.PostFormValue("token-name"), ExpiresAt: r.PostFormValue("expires_at")}
-	var tok api.Token
-	err := c.callJSON(r, http.MethodPost, "/api/v1/tokens", body, &tok)
+	tok, err := c.ops().CreateToken.Execute(r.Context(), &body)
 	if showAtField(err, uv.TokenForm.Errors) {
 		return c.showUsers(w, r, http.StatusOK, uv, "")
 	}
 	if err != nil {
 		return err
 	}
-	uv.Created = &tok
+	uv.Created = tok
 	uv.TokenForm.Values = url.Values{}
 	return c.showUsers(w, r, http.StatusOK, uv, "")
 }
@@ -186,7 +185,7 @@ func (c *Console) tokenDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.call(r, http.MethodDelete, fmt.Sprintf("/api/v1/tokens/%d", id), nil); err != nil {
+	if _, err := c.ops().DeleteToken.Execute(r.Context(), &server.TokenRef{ID: id}); err != nil {
 		return err
 	}
 	http.Redirect(w, r, "/users?done=token-deleted#tokens", http.StatusSeeOther)
@@ -216,7 +215,7 @@ func (c *Console) resetSubmit(w http.ResponseWriter, r *http.Request) error {
 		form.Errors["confirm_password"] = "does not match the new password"
 		return c.showReset(w, r, http.StatusOK, form, "")
 	}
-	_, err := c.call(r, http.MethodPost, "/api/v1/auth/reset", api.ResetRequest{Token: r.PostFormValue("token"),
+	_, err := c.ops().RedeemReset.Execute(server.Anonymous(r), &api.ResetRequest{Token: r.PostFormValue("token"),
 		NewPassword: r.PostFormValue("new_password")})
 	if showAtField(err, form.Errors) {
 		return c.showReset(w, r, http.StatusOK, form, "")

@@ -13,10 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/clock"
-	"github.com/sundial-scheduler/sundial/schedule"
-	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/server"
 )
 
 //go:embed templates/*.html
@@ -27,38 +26,42 @@ var staticFS embed.FS
 
 // Config configures a Console.
 type Config struct {
-	// Store is the database the pages read.
-	Store store.Store
-	// Scheduler is the node the console runs in: its engine resolves calendars for the
-	// schedule preview and names this node in the node list.
-	Scheduler *sundial.Scheduler
-	// API is the REST API's handler. Every change the console makes is a request to it, sent
-	// in-process with the signed-in user's session cookie.
-	API http.Handler
+	// Server is the node the console runs in: every page reads and changes through its
+	// service layer (server.Ops), as the signed-in person.
+	Server *server.Server
 	// Logger receives the console's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Clock is the time source of "now" on the pages. Default: the system clock.
 	Clock clock.Clock
-	// SSOLogin, when set, is where the login page's "Sign in with SSO" goes (the API's
-	// single sign-on start); empty: no such button.
-	SSOLogin string
 }
 
 // Console serves the console's pages and assets.
 type Console struct {
 	cfg   Config
-	store store.Store
-	api   http.Handler
+	srv   *server.Server
 	log   *slog.Logger
 	clock clock.Clock
 	mux   *http.ServeMux
 	pages map[string]*template.Template
+	// sso is the single sign-on start the login page offers, empty without SSO.
+	sso string
 }
 
-// New returns the console; serve it at the server's root.
+// Mount serves a new console on srv at every path its API does not take.
+func Mount(srv *server.Server, cfg Config) error {
+	cfg.Server = srv
+	c, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	srv.MountConsole(c)
+	return nil
+}
+
+// New returns the console; serve it at the server's root (Mount).
 func New(cfg Config) (*Console, error) {
-	if cfg.Store == nil || cfg.API == nil || cfg.Scheduler == nil {
-		return nil, errors.New("web: Config.Store, Scheduler and API are required")
+	if cfg.Server == nil {
+		return nil, errors.New("web: Config.Server is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -66,7 +69,8 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	c := &Console{cfg: cfg, store: cfg.Store, api: cfg.API, log: cfg.Logger, clock: cfg.Clock, mux: http.NewServeMux()}
+	c := &Console{cfg: cfg, srv: cfg.Server, log: cfg.Logger, clock: cfg.Clock,
+		mux: http.NewServeMux(), sso: cfg.Server.SSOLogin()}
 	var err error
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err
@@ -74,6 +78,9 @@ func New(cfg Config) (*Console, error) {
 	c.routes()
 	return c, nil
 }
+
+// ops is the service layer the pages read and change through.
+func (c *Console) ops() *server.Ops { return c.srv.Ops() }
 
 // handlerFunc is a page's handler; an error it returns is shown as an error page.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -215,36 +222,31 @@ func (c *Console) execute(w http.ResponseWriter, status int, page, name string, 
 	return err
 }
 
-// pageError is an error with the status and text to show.
-type pageError struct {
-	status int
-	msg    string
+func errNotFound(msg string) error {
+	return &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: msg}
 }
 
-func (e *pageError) Error() string { return e.msg }
+func errBadRequest(msg string) error {
+	return &api.Error{Status: http.StatusBadRequest, Code: api.CodeInvalidArgument, Message: msg}
+}
 
-func errNotFound(msg string) error   { return &pageError{http.StatusNotFound, msg} }
-func errBadRequest(msg string) error { return &pageError{http.StatusBadRequest, msg} }
+func errForbidden(msg string) error {
+	return &api.Error{Status: http.StatusForbidden, Code: "permission_denied", Message: msg}
+}
 
-// fail shows err as an error page (an htmx request gets the message to show in place).
+// fail shows err as an error page (an htmx request gets the message to show in place), with
+// the status and text the API gives the same error (server.ErrorOf).
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status, msg := http.StatusInternalServerError, "internal error"
-	var pe *pageError
-	var ae *apiError
-	var fe *schedule.FieldError
-	switch {
-	case errors.As(err, &pe):
-		status, msg = pe.status, pe.msg
-	case errors.As(err, &ae):
-		status, msg = ae.Status, ae.Message
-	case errors.As(err, &fe):
-		status, msg = http.StatusBadRequest, fe.Error()
-	case errors.Is(err, store.ErrNotFound):
-		status, msg = http.StatusNotFound, err.Error()
-	case errors.Is(err, context.Canceled):
+	if errors.Is(err, context.Canceled) {
 		return // the browser went away
-	default:
+	}
+	ae, known := server.ErrorOf(err)
+	if !known {
 		c.log.Error("console page failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	status, msg := ae.Status, ae.Message
+	if ae.Field != "" && ae.Code == api.CodeInvalidArgument {
+		msg = ae.Field + ": " + msg
 	}
 	if r.Header.Get("HX-Request") == "true" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -26,6 +26,7 @@ import (
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
+	"github.com/sundial-scheduler/sundial/web"
 )
 
 type serverOptions struct {
@@ -319,6 +320,9 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 		OIDC: oidcCfg, SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})
 	if err != nil {
 		return err
+	}
+	if err := web.Mount(srv, web.Config{Logger: log}); err != nil {
+		return fmt.Errorf("console: %w", err)
 	}
 	// The node starts before the banner, and a signal during its start waits for it: whoever
 	// reads "listening" may stop the server at once.

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// Ops are the operations of the service layer (endpoint.go) that the API's routes and the
+// console share. Each is authorized by its Execute, for the principal in the context.
+type Ops struct {
+	Info *Endpoint[struct{}, api.Info]
+
+	Me             *Endpoint[struct{}, api.User]
+	ChangePassword *Endpoint[api.PasswordRequest, struct{}]
+
+	ListJobs  *Endpoint[JobQuery, JobPage]
+	GetJob    *Endpoint[JobRef, JobDetail]
+	CreateJob *Endpoint[api.JobRequest, api.Job]
+	UpdateJob *Endpoint[JobChange, api.Job]
+	DeleteJob *Endpoint[JobDelete, struct{}]
+	PauseJob  *Endpoint[JobRef, api.Job]
+	ResumeJob *Endpoint[JobRef, api.Job]
+	RunJob    *Endpoint[JobRun, store.Execution]
+	JobNames  *Endpoint[JobNamesQuery, map[int64]string]
+
+	ListJobTriggers *Endpoint[JobTriggers, TriggerPage]
+	AddTrigger      *Endpoint[TriggerAdd, api.Trigger]
+	GetTrigger      *Endpoint[TriggerRef, store.Trigger]
+	DeleteTrigger   *Endpoint[TriggerRef, store.Trigger]
+	PauseTrigger    *Endpoint[TriggerRef, store.Trigger]
+	ResumeTrigger   *Endpoint[TriggerRef, store.Trigger]
+	TriggerNext     *Endpoint[TriggerNextQuery, api.TriggerNext]
+	NextFires       *Endpoint[NextFiresQuery, TriggerPage]
+
+	ListScriptVersions   *Endpoint[JobRef, []*store.ScriptVersion]
+	GetScriptVersion     *Endpoint[ScriptVersionRef, store.ScriptVersion]
+	RestoreScriptVersion *Endpoint[ScriptVersionRef, store.ScriptVersion]
+
+	ListExecutions    *Endpoint[ExecutionQuery, ExecutionPage]
+	GetExecution      *Endpoint[ExecutionRef, store.Execution]
+	ExecutionOutput   *Endpoint[OutputQuery, OutputPage]
+	ExecutionAttempts *Endpoint[ExecutionRef, []*store.Execution]
+	KillExecution     *Endpoint[ExecutionRef, store.Execution]
+	RetryExecution    *Endpoint[ExecutionRef, store.Execution]
+
+	ListApps      *Endpoint[AllOf, []api.App]
+	ListExecutors *Endpoint[AllOf, []api.Executor]
+	ListNodes     *Endpoint[AllOf, []api.Node]
+
+	ListCalendars   *Endpoint[CalendarQuery, CalendarPage]
+	GetCalendar     *Endpoint[CalendarRef, store.Calendar]
+	PutCalendar     *Endpoint[CalendarPut, store.Calendar]
+	DeleteCalendar  *Endpoint[CalendarRef, struct{}]
+	ResolveCalendar *Endpoint[CalendarIn, Resolved]
+
+	ListUsers     *Endpoint[UserQuery, api.Page[api.User]]
+	CreateUser    *Endpoint[api.UserRequest, api.User]
+	GetUser       *Endpoint[UserRef, api.User]
+	UpdateUser    *Endpoint[UserChange, api.User]
+	ResetPassword *Endpoint[UserRef, api.PasswordReset]
+	RedeemReset   *Endpoint[api.ResetRequest, struct{}]
+	ListTokens    *Endpoint[TokenQuery, api.Page[api.Token]]
+	CreateToken   *Endpoint[api.TokenRequest, api.Token]
+	DeleteToken   *Endpoint[TokenRef, struct{}]
+	ListAudit     *Endpoint[AuditQuery, api.Page[api.AuditEntry]]
+}
+
+// Ops returns the service layer's operations, for the console.
+func (s *Server) Ops() *Ops { return s.ops }
+
+func (s *Server) newOps() *Ops {
+	byJob := func(ctx context.Context, in *JobRef) (target, error) { return s.jobIDTarget(ctx, in.ID) }
+	byTrigger := func(ctx context.Context, in *TriggerRef) (target, error) { return s.triggerTarget(ctx, in.ID) }
+	byExecution := func(ctx context.Context, in *ExecutionRef) (target, error) { return s.executionTarget(ctx, in.ID) }
+	return &Ops{
+		Info:           endpoint(s, ActRead, nil, s.info),
+		Me:             endpoint(s, ActSelf, nil, s.me),
+		ChangePassword: endpoint(s, ActSelf, nil, s.changePassword),
+
+		ListJobs:  endpoint(s, ActRead, nil, s.listJobs),
+		GetJob:    endpoint(s, ActRead, byJob, s.getJob),
+		CreateJob: endpoint(s, ActOperate, newJob, s.createJob),
+		UpdateJob: endpoint(s, ActOperate, s.editJob, s.updateJob),
+		DeleteJob: endpoint(s, ActOperate, func(ctx context.Context, in *JobDelete) (target, error) { return s.jobIDTarget(ctx, in.ID) }, s.deleteJob),
+		PauseJob:  endpoint(s, ActOperate, byJob, s.pauseJob),
+		ResumeJob: endpoint(s, ActOperate, byJob, s.resumeJob),
+		RunJob: endpoint(s, ActOperate, func(ctx context.Context, in *JobRun) (target, error) {
+			return s.jobIDTarget(ctx, in.ID)
+		}, s.runJob),
+		JobNames: endpoint(s, ActRead, nil, s.jobNames),
+
+		ListJobTriggers: endpoint(s, ActRead, func(ctx context.Context, in *JobTriggers) (target, error) {
+			return s.jobIDTarget(ctx, in.JobID)
+		}, s.listJobTriggers),
+		AddTrigger: endpoint(s, ActOperate, func(ctx context.Context, in *TriggerAdd) (target, error) {
+			return s.jobIDTarget(ctx, in.JobID)
+		}, s.addTrigger),
+		GetTrigger:    endpoint(s, ActRead, byTrigger, s.getTrigger),
+		DeleteTrigger: endpoint(s, ActOperate, byTrigger, s.deleteTrigger),
+		PauseTrigger:  endpoint(s, ActOperate, byTrigger, s.pauseTrigger),
+		ResumeTrigger: endpoint(s, ActOperate, byTrigger, s.resumeTrigger),
+		TriggerNext: endpoint(s, ActRead, func(ctx context.Context, in *TriggerNextQuery) (target, error) {
+			return s.triggerTarget(ctx, in.ID)
+		}, s.triggerNext),
+		NextFires: endpoint(s, ActRead, nil, s.nextFires),
+
+		ListScriptVersions: endpoint(s, ActRead, byJob, s.listScriptVersions),
+		GetScriptVersion: endpoint(s, ActRead, func(ctx context.Context, in *ScriptVersionRef) (target, error) {
+			return s.jobIDTarget(ctx, in.JobID)
+		}, s.getScriptVersion),
+		// A restore changes the script: like an edit, a script job's needs the scripts permission.
+		RestoreScriptVersion: endpoint(s, ActOperate, func(ctx context.Context, in *ScriptVersionRef) (target, error) {
+			return jobTarget(ctx, s.store, in.JobID)
+		}, s.restoreScriptVersion),
+
+		ListExecutions: endpoint(s, ActRead, nil, s.listExecutions),
+		GetExecution:   endpoint(s, ActRead, byExecution, s.getExecution),
+		ExecutionOutput: endpoint(s, ActRead, func(ctx context.Context, in *OutputQuery) (target, error) {
+			return s.executionTarget(ctx, in.ID)
+		}, s.executionLines),
+		ExecutionAttempts: endpoint(s, ActRead, byExecution, s.attempts),
+		KillExecution:     endpoint(s, ActOperate, byExecution, s.killExecution),
+		RetryExecution:    endpoint(s, ActOperate, byExecution, s.retryExecution),
+
+		ListApps:      endpoint(s, ActRead, nil, s.listApps),
+		ListExecutors: endpoint(s, ActRead, nil, s.listExecutors),
+		ListNodes:     endpoint(s, ActRead, nil, s.listNodes),
+
+		// Calendars belong to no app: every role reads them, an unscoped operator changes them.
+		ListCalendars:   endpoint(s, ActRead, nil, s.listCalendars),
+		GetCalendar:     endpoint(s, ActRead, nil, s.getCalendar),
+		PutCalendar:     endpoint(s, ActOperate, nil, s.putCalendar),
+		DeleteCalendar:  endpoint(s, ActOperate, nil, s.deleteCalendar),
+		ResolveCalendar: endpoint(s, ActRead, nil, s.resolveCalendar),
+
+		ListUsers:     endpoint(s, ActAdmin, nil, s.listUsers),
+		CreateUser:    endpoint(s, ActAdmin, nil, s.createUser),
+		GetUser:       endpoint(s, ActAdmin, nil, s.getUser),
+		UpdateUser:    endpoint(s, ActAdmin, nil, s.updateUser),
+		ResetPassword: endpoint(s, ActAdmin, nil, s.resetPassword),
+		RedeemReset:   endpoint(s, ActPublic, nil, s.redeemReset),
+		// A token is its owner's: everyone manages their own (an admin everyone's).
+		ListTokens:  endpoint(s, ActSelf, nil, s.listTokens),
+		CreateToken: endpoint(s, ActSelf, nil, s.createToken),
+		DeleteToken: endpoint(s, ActSelf, nil, s.deleteToken),
+
+		ListAudit: endpoint(s, ActAdmin, nil, s.listAudit),
+	}
+}
