@@ -144,7 +144,7 @@ func (a *authenticator) authenticate(r *http.Request) (*Principal, error) {
 
 // authenticateSession finds the principal of r's session cookie, or returns nil.
 func (a *authenticator) authenticateSession(r *http.Request) (*Principal, error) {
-	now := time.Now().UnixMilli()
+	now := a.clock.Now().UnixMilli()
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
 		return nil, nil

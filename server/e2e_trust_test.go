@@ -206,13 +206,14 @@ func TestDeleteAppRevokesCredentials(t *testing.T) {
 		e := newExecutorEnv(t, dialect, time.Minute)
 		var cred api.AppCredential
 		e.call("POST", "/api/v1/apps/billing/credentials", nil, 201, &cred)
-		reg := map[string]any{"app": "billing", "address": "http://127.0.0.1:1", "instance": "i1", "handlers": []string{"report"}}
-		e.executorWith(cred.Secret, sender{"billing", "i1"}, "register", reg, 200, nil)
+		i1 := inst("billing-1")
+		reg := map[string]any{"app": "billing", "address": "http://127.0.0.1:1", "instance": i1, "handlers": []string{"report"}}
+		e.executorWith(cred.Secret, sender{"billing", i1}, "register", reg, 200, nil)
 		job := e.remoteJob("billing", "round_robin", nil)
 		e.call("PUT", "/api/v1/apps/billing", map[string]any{"title": "Billing"}, 200, nil)
 
 		e.call("DELETE", "/api/v1/apps/billing", nil, 204, nil)
-		e.executorWith(cred.Secret, sender{"billing", "i1"}, "register", reg, 401, nil)
+		e.executorWith(cred.Secret, sender{"billing", i1}, "register", reg, 401, nil)
 		e.call("GET", "/api/v1/apps/billing", nil, 404, nil)
 		var creds []api.AppCredential
 		e.call("GET", "/api/v1/apps/billing/credentials", nil, 200, &creds)

@@ -29,7 +29,11 @@ type Endpoint[Req, Resp any] struct {
 // (errUnauthenticated) or without the permission and scope it needs.
 func (e *Endpoint[Req, Resp]) Execute(ctx context.Context, req *Req) (*Resp, error) {
 	// The request's text is checked first, whoever sent it: a NUL reaching PostgreSQL is a 500.
-	if err := checkInput(req); err != nil {
+	check := checkInput
+	if e.act == ActRead {
+		check = checkQuery
+	}
+	if err := check(req); err != nil {
 		return nil, err
 	}
 	p := PrincipalFrom(ctx)

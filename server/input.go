@@ -65,16 +65,23 @@ var nameFields = map[string]bool{"name": true, "group": true, "app": true, "hand
 // their columns; and Go ints past the 32-bit integer columns they are stored in. The error
 // names the field by its JSON path.
 func checkInput(v any) error {
-	return walkInput(reflect.ValueOf(v), "")
+	return walkInput(reflect.ValueOf(v), "", false)
 }
 
-func walkInput(v reflect.Value, path string) error {
+// checkQuery checks a read's request as checkInput does, but its names are what something
+// is looked up by (checkLookup): a read stores no name, and one stored before a rule
+// tightened must stay reachable.
+func checkQuery(v any) error {
+	return walkInput(reflect.ValueOf(v), "", true)
+}
+
+func walkInput(v reflect.Value, path string, lookup bool) error {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
 		}
-		return walkInput(v.Elem(), path)
+		return walkInput(v.Elem(), path, lookup)
 	case reflect.Struct:
 		t := v.Type()
 		for i := range t.NumField() {
@@ -94,13 +101,13 @@ func walkInput(v reflect.Value, path string) error {
 			default:
 				p = joinPath(path, name)
 			}
-			if err := walkInput(v.Field(i), p); err != nil {
+			if err := walkInput(v.Field(i), p, lookup); err != nil {
 				return err
 			}
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			if err := walkInput(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := walkInput(v.Index(i), fmt.Sprintf("%s[%d]", path, i), lookup); err != nil {
 				return err
 			}
 		}
@@ -113,11 +120,14 @@ func walkInput(v reflect.Value, path string) error {
 			if err := checkText(joinPath(path, k), k, false); err != nil {
 				return err
 			}
-			if err := walkInput(iter.Value(), joinPath(path, k)); err != nil {
+			if err := walkInput(iter.Value(), joinPath(path, k), lookup); err != nil {
 				return err
 			}
 		}
 	case reflect.String:
+		if lookup && nameFields[lastField(path)] {
+			return checkLookup(path, v.String())
+		}
 		return checkText(path, v.String(), nameFields[lastField(path)])
 	case reflect.Int:
 		if n := v.Int(); n > math.MaxInt32 || n < math.MinInt32 {
