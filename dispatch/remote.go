@@ -179,8 +179,10 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		return engine.Result{Err: fmt.Errorf("job %d: %w", job.ID, err)}
 	}
 	addrs, online, app, err := r.addresses(ctx, job.App, job.Handler)
-	if err == nil && len(addrs) == 0 && online == 0 {
-		addrs, online, app, err = r.awaitExecutor(ctx, job)
+	// None online, or the registry could not be read (the database is away): wait. A job
+	// that names no app has nothing to wait for.
+	if job.App != "" && (err != nil || len(addrs) == 0 && online == 0) {
+		addrs, online, app, err = r.awaitExecutor(ctx, job, err)
 	}
 	if err != nil {
 		return engine.Result{Err: err}
@@ -290,28 +292,29 @@ func (r *Remote) SeesDatabaseWith(sees func(time.Duration) bool) { r.seesDatabas
 
 // awaitExecutor reads the app's executors again every heartbeat interval until one is
 // online, or ExecutorWait has passed, or ctx ends: a fire that finds none (the executors
-// restarting, or their beats not yet recorded after an outage) waits for one before it
-// fails. It returns what it read last; a read that failed is tried again at the next beat.
-func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job) ([]string, int, *store.App, error) {
+// restarting, or their beats not yet recorded after an outage), or cannot read the registry
+// (the database is away), waits for one before it fails. It returns what it read last, or
+// the last read's error.
+func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job, err error) ([]string, int, *store.App, error) {
 	deadline := r.cfg.Clock.Now().Add(r.cfg.ExecutorWait)
 	for {
 		wait := min(r.cfg.HeartbeatInterval, deadline.Sub(r.cfg.Clock.Now()))
 		if wait <= 0 {
-			return nil, 0, nil, nil
+			return nil, 0, nil, err
 		}
 		t := r.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, 0, nil, nil
+			return nil, 0, nil, err
 		case <-t.C():
 		}
-		addrs, online, app, err := r.addresses(ctx, job.App, job.Handler)
+		var addrs []string
+		var online int
+		var app *store.App
+		addrs, online, app, err = r.addresses(ctx, job.App, job.Handler)
 		if err == nil && (len(addrs) > 0 || online > 0) {
 			return addrs, online, app, nil
-		}
-		if err != nil && r.cfg.Clock.Now().After(deadline) {
-			return nil, 0, nil, err
 		}
 	}
 }

@@ -55,8 +55,9 @@ func TestDispatchWaitsForAnExecutor(t *testing.T) {
 
 // TestExecutorNotOfflineAfterOutage: the database is cut off for longer than an executor may
 // stay silent, so its registry row is stale when the database is back although the executor
-// never stopped. While the node has not seen the database for that long again, the
-// executor counts as online (the executor sweep's rule), and the fire goes to it instead of
+// never stopped. A fire dispatched during the outage waits for the registry instead of
+// failing; after it, while the node has not seen the database for that long again, the
+// executor counts as online (the executor sweep's rule), and fires go to it instead of
 // failing for want of an executor.
 func TestExecutorNotOfflineAfterOutage(t *testing.T) {
 	for _, dialect := range []string{"postgres", "mysql"} {
@@ -75,7 +76,7 @@ func TestExecutorNotOfflineAfterOutage(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = e.Stop(ctx) })
 			const heartbeat = time.Second // executors'; silent for 3 s, one is gone
-			r := NewRemote(Config{Store: st, HeartbeatInterval: heartbeat, ExecutorWait: time.Millisecond})
+			r := NewRemote(Config{Store: st, HeartbeatInterval: heartbeat, ExecutorWait: 10 * time.Second})
 			r.SeesDatabaseWith(e.SeesDatabaseFor)
 			if err := st.RegistryBeat(ctx, "billing", fx.exe.Address(), fx.exe.Instance(), "", []string{"once"}); err != nil {
 				t.Fatal(err)
@@ -85,10 +86,17 @@ func TestExecutorNotOfflineAfterOutage(t *testing.T) {
 			if err := proxy.Cut(); err != nil {
 				t.Fatal(err)
 			}
+			// A fire dispatched during the outage cannot read the registry: it waits.
+			during := make(chan engine.Result, 1)
+			go func() { during <- r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job}) }()
 			time.Sleep(LiveIntervals*heartbeat + 500*time.Millisecond) // the outage: no beat is recorded
 			if err := proxy.Heal(); err != nil {
 				t.Fatal(err)
 			}
+			if res := <-during; !res.Async || res.Err != nil {
+				t.Fatalf("dispatch during the outage: %+v, want the run handed to the executor after it", res)
+			}
+			ex = fx.running(t, store.Owner{Node: "n"})
 			if res := r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job}); !res.Async || res.Err != nil {
 				t.Fatalf("dispatch after the outage: %+v, want the run handed to the executor", res)
 			}
