@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/leaktest"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
@@ -256,10 +256,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // TestMain fails the package's tests if any goroutine they started is still running at the
-// end: a Stop or Close that returns before its goroutines end is a bug. One exception is
-// not ours: toxiproxy (the TCP proxy of TestReadyzDatabaseCut) can leave a toxic's pipe
-// goroutine blocked on a channel send after its proxy stopped.
+// end: a Stop or Close that returns before its goroutines end is a bug (the exceptions that
+// are not ours, such as toxiproxy's in TestReadyzDatabaseCut, are leaktest.Known).
 func TestMain(m *testing.M) {
 	bcryptCost = bcrypt.MinCost
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"))
+	leaktest.VerifyTestMain(m)
 }
