@@ -227,6 +227,8 @@ func TestDeleteAppRevokesCredentials(t *testing.T) {
 		}
 		var again api.AppCredential
 		e.call("POST", "/api/v1/apps/billing/credentials", nil, 201, &again)
-		e.executorWith(again.Secret, sender{"billing", "i2"}, "register", reg, 200, nil)
+		i2 := inst("billing-2")
+		reg["instance"] = i2
+		e.executorWith(again.Secret, sender{"billing", i2}, "register", reg, 200, nil)
 	})
 }
