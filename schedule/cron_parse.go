@@ -449,7 +449,6 @@ func (p *cronParser) last(s []uint16) error {
 	}
 	if len(s) > i && s[i] == 'W' {
 		c.nearestWeekday = true
-		i++
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package schedule
 
+//lint:file-ignore ST1005 Check's errors start with the exported field they are about (Unit, Interval), as the other triggers' checks do
+
 import (
 	"errors"
 	"fmt"

@@ -33,7 +33,6 @@ func notFound(format string, args ...any) *apiError {
 var (
 	errUnauthenticated = &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated",
 		Message: "authentication required: send Authorization: Bearer <token> or log in at POST /api/v1/auth/login"}
-	errForbidden = &apiError{Status: http.StatusForbidden, Code: "permission_denied", Message: "this needs an admin"}
 )
 
 // ErrorOf is the one map of errors to the API's error shape and HTTP status, for the API's
@@ -93,19 +92,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // maxBody bounds request bodies; a job with its triggers is a few kilobytes.
 const maxBody = 1 << 20
-
-// decodeOptional is decode for a body that may be left out (empty, or only white space).
-func decodeOptional(r *http.Request, v any) error {
-	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
-	if err != nil {
-		return invalidField("", "request body: %v", err)
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil
-	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
-	return decode(r, v)
-}
 
 // decode reads a JSON body strictly: unknown fields and trailing data are errors that name
 // the field, so a typo ("crom") is reported instead of silently ignored.
@@ -220,20 +206,6 @@ func pathID(r *http.Request, name string) (int64, error) {
 		return 0, invalidField(name, "want a positive integer id, got %q", v)
 	}
 	return n, nil
-}
-
-// getByID answers a GET of one row by the path's {id}, converted for the API.
-func getByID[R, T any](w http.ResponseWriter, r *http.Request, get func(context.Context, int64) (R, error), conv func(R) T) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	row, err := get(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, conv(row))
-	return nil
 }
 
 // pageOf pages a short list read whole (apps, nodes, executors: one row per process or

@@ -184,11 +184,10 @@ func (n *node) crash() {
 
 // node is one SDK executor of the fixture.
 type node struct {
-	ex      *executor.Executor
-	gate    *tcpGate  // in front of its endpoint: Address() is the gate's URL
-	client  *cuttable // its calls to the server; cut, it can neither beat nor report
-	spool   string
-	stopped atomic.Bool
+	ex     *executor.Executor
+	gate   *tcpGate  // in front of its endpoint: Address() is the gate's URL
+	client *cuttable // its calls to the server; cut, it can neither beat nor report
+	spool  string
 }
 
 func (n *node) addr() string { return n.ex.Address() }

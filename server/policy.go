@@ -186,8 +186,7 @@ var (
 	adminRoute  = policy{act: ActAdmin}
 )
 
-func read(of resolver) policy    { return policy{act: ActRead, of: of} }
-func operate(of resolver) policy { return policy{act: ActOperate, of: of} }
+func read(of resolver) policy { return policy{act: ActRead, of: of} }
 
 var (
 	errNeedsScripts = &apiError{Status: http.StatusForbidden, Code: "permission_denied",

@@ -354,17 +354,6 @@ func TestSSOConsoleButton(t *testing.T) {
 	}
 }
 
-func getPage(t *testing.T, u string) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
 func toStrings(v any) []string {
 	var out []string
 	if l, ok := v.([]any); ok {

@@ -66,6 +66,8 @@ func (s *Server) newXXLApps(r *http.Request) *xxlApps {
 }
 
 // errXXLToken is a refused token, answered as XXL-JOB does.
+//
+//lint:ignore ST1005 the text is XXL-JOB's own answer, which its executors match
 var errXXLToken = errors.New(xxljob.MsgWrongToken)
 
 // admit returns the app if it is an xxl-job app whose token the request carries.

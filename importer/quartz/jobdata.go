@@ -184,6 +184,7 @@ func loadZone(id string) (*time.Location, error) {
 	}
 	loc, err := schedule.LoadZone(id)
 	if err != nil {
+		//lint:ignore ST1005 Java is a proper name
 		return nil, fmt.Errorf("Java time zone %q is not an IANA zone Sundial knows", id)
 	}
 	return loc, nil

@@ -3,7 +3,6 @@ package quartz
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -416,15 +415,6 @@ func dailyInterval(t *triggerRow, unit schedule.IntervalUnit, loc *time.Location
 	d.StartTimeOfDay = schedule.TimeOfDay{Hour: v[0], Minute: v[1], Second: v[2]}
 	d.EndTimeOfDay = schedule.TimeOfDay{Hour: v[3], Minute: v[4], Second: v[5]}
 	return d, nil
-}
-
-func keys(m map[string]any) string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return strings.Join(out, ", ")
 }
 
 // firstClause shortens a reason repeated from another item to its first clause.

@@ -93,7 +93,7 @@ func TestTrackerDiscardAllowReplace(t *testing.T) {
 
 func TestTrackerUnqueueTakeCancel(t *testing.T) {
 	tr := NewTracker[int64]()
-	_, ctx := started(t, tr, 1, Serial)
+	started(t, tr, 1, Serial)
 	for _, id := range []int64{2, 3, 4} {
 		started(t, tr, id, Serial)
 	}
@@ -113,7 +113,7 @@ func TestTrackerUnqueueTakeCancel(t *testing.T) {
 	if got := tr.TakeAllQueued(); len(got) != 2 {
 		t.Fatalf("TakeAllQueued: %v, want runs 6 and 8", got)
 	}
-	_, ctx = started(t, tr, 9, Allow)
+	_, ctx := started(t, tr, 9, Allow)
 	tr.CancelAll(errReplaced)
 	if !errors.Is(context.Cause(ctx), errReplaced) {
 		t.Fatalf("CancelAll: cause %v", context.Cause(ctx))
