@@ -36,6 +36,7 @@ type Periodic struct {
 	log      *slog.Logger
 	run      func(ctx context.Context) error
 	wake     chan struct{}
+	began    chan struct{} // tests: one send per run about to start (nil outside tests)
 	ran      chan struct{} // tests: one send per finished run (nil outside tests)
 }
 
@@ -68,6 +69,9 @@ func (p *Periodic) loop(ctx context.Context) {
 	t := p.clock.NewTimer(p.interval)
 	defer t.Stop()
 	for {
+		if p.began != nil {
+			p.began <- struct{}{}
+		}
 		if err := p.run(ctx); err != nil && ctx.Err() == nil {
 			p.log.Error("leader duty failed", "err", err)
 		}
