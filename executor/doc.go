@@ -2,8 +2,9 @@
 // process that runs jobs the server dispatches to it.
 //
 // An executor registers its app name, handler names and address with a server node and
-// repeats that registration as its heartbeat, naming its instance (a random id per process)
-// and the runs it holds, so the server can tell a restarted executor from the old one and
+// repeats that registration as its heartbeat, naming its instance (the digest of a key pair
+// it makes per process, proven on each request) and the runs it holds, so the server can
+// tell a restarted executor from the old one and
 // never declares lost a run its executor still has. Given several server nodes, it moves to
 // the next as soon as one does not answer. It serves four calls from the server — run,
 // kill, beat and idle-beat — runs each accepted run under the job's concurrency policy and

@@ -82,8 +82,9 @@ const (
 type Registration struct {
 	App     string `json:"app"`
 	Address string `json:"address"`
-	// Instance is a random id the executor process picks at start: the server tells a
-	// restarted executor on the same address from the one before by it.
+	// Instance is the digest of the key pair the executor process makes at start
+	// (execsign.InstanceKey), proven on each request: the server tells a restarted executor
+	// on the same address from the one before by it.
 	Instance string `json:"instance,omitempty"`
 	// Version is what the executor runs, shown to operators (at most 100 characters).
 	Version  string   `json:"version,omitempty"`
