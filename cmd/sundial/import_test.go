@@ -168,15 +168,18 @@ func checkImportedXXL(t *testing.T, st store.Store, filled time.Time, gen string
 		next := time.UnixMilli(tr.NextFireAt)
 		switch tr.Kind {
 		case store.TriggerCron:
-			// The first fire is the cron's first time at or after the trigger's start.
+			// The first fire is Quartz's computeFirstFireTime from the trigger's start, which
+			// searches from one second before it: a start at 08:55:00.400 fires at 08:55:00.
 			loc, _ := time.LoadLocation("Asia/Shanghai")
 			sched, err := schedule.DecodeSpec(schedule.Kind(tr.Kind), tr.Spec, loc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := sched.(*schedule.Cron)
-			expr := c.String()
-			want, _ := c.Next(time.UnixMilli(tr.StartAt - 1))
+			expr := sched.(*schedule.Cron).String()
+			want, err := (&schedule.Trigger{Schedule: sched, Start: time.UnixMilli(tr.StartAt)}).ComputeFirst(nil)
+			if err != nil {
+				t.Fatalf("trigger %s (%s): %v", tr.Name, expr, err)
+			}
 			if tr.TimeZone != "Asia/Shanghai" || !next.Equal(want) {
 				t.Errorf("trigger %s (%s in %s): next %v, want %v", tr.Name, expr, tr.TimeZone, next, want)
 			}
