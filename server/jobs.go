@@ -175,10 +175,6 @@ func (s *Server) createJob(ctx context.Context, in *api.JobRequest) (*api.Job, e
 	if err != nil {
 		return nil, err
 	}
-	if job.App == "" && !s.handlerKnown(job.Handler) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
-			"unless a node that registers it fires them (built in: noop)", job.Handler))
-	}
 	warn, err := s.jobWarnings(ctx, job)
 	if err != nil {
 		return nil, err
@@ -369,12 +365,52 @@ func (s *Server) updateJob(ctx context.Context, in *JobChange) (*api.Job, error)
 // jobWarnings are the warnings about a job its create and update answer with: alarm targets
 // that cannot be reached, secret params that would travel in clear.
 func (s *Server) jobWarnings(ctx context.Context, job sundial.Job) ([]string, error) {
-	warn := s.alarmWarnings(job.AlarmTargets)
+	var warn []string
+	for _, w := range s.handlerWarnings(job.Handler, job.App) {
+		warn = append(warn, w.Message)
+	}
+	warn = append(warn, s.alarmWarnings(job.AlarmTargets)...)
 	if !job.ParamsSecret {
 		return warn, nil
 	}
 	clearText, err := s.clearSecrets(ctx, job.App)
 	return append(warn, clearText...), err
+}
+
+// FieldWarning is a warning about a value that is accepted but will not work as meant, at
+// the field that causes it (the console shows it there and asks before saving).
+type FieldWarning struct {
+	Field   string
+	Message string
+}
+
+// JobCheck asks for the warnings a job's settings would get, without saving anything.
+type JobCheck struct {
+	api.JobRequest
+}
+
+// checkJob answers the warnings a create or update of the job would answer with, at their
+// fields.
+func (s *Server) checkJob(_ context.Context, in *JobCheck) (*[]FieldWarning, error) {
+	job := jobOf(&in.JobRequest)
+	out := s.handlerWarnings(job.Handler, job.App)
+	return &out, nil
+}
+
+// handlerWarnings warns of a job that runs in this server's process (no app) with a handler
+// this server has not registered: the job is accepted, as another node may register the
+// handler, but this node's fires of it fail. A script handler (shell) runs on an app's
+// executors only, so the warning sits at the app; any other at the handler's name.
+func (s *Server) handlerWarnings(handler, app string) []FieldWarning {
+	if app != "" || handler == "" || s.handlerKnown(handler) {
+		return nil
+	}
+	if sundial.IsScriptHandler(handler) {
+		return []FieldWarning{{Field: "app", Message: fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
+			"unless a node that registers it fires them; the script handler %q runs on an app's executors (started with --enable-shell): choose its app", handler, handler)}}
+	}
+	return []FieldWarning{{Field: "handler", Message: fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
+		"unless a node that registers it fires them (built in: noop)", handler)}}
 }
 
 // alarmWarnings warns of e-mail targets when this node has no mail server: the leader may

@@ -24,6 +24,7 @@ type Ops struct {
 	ResumeJob *Endpoint[JobRef, api.Job]
 	RunJob    *Endpoint[JobRun, store.Execution]
 	JobNames  *Endpoint[JobNamesQuery, map[int64]string]
+	CheckJob  *Endpoint[JobCheck, []FieldWarning]
 
 	ListJobTriggers *Endpoint[JobTriggers, TriggerPage]
 	AddTrigger      *Endpoint[TriggerAdd, api.Trigger]
@@ -90,6 +91,7 @@ func (s *Server) newOps() *Ops {
 			return s.jobIDTarget(ctx, in.ID)
 		}, s.runJob),
 		JobNames: endpoint(s, ActRead, nil, s.jobNames),
+		CheckJob: endpoint(s, ActRead, nil, s.checkJob),
 
 		ListJobTriggers: endpoint(s, ActRead, func(ctx context.Context, in *JobTriggers) (target, error) {
 			return s.jobIDTarget(ctx, in.JobID)

@@ -226,15 +226,45 @@
   }
 
   // Scripts are edited with syntax highlighting; the textarea stays the form's field.
+  function scriptEditor(ta) {
+    if (ta.cm || typeof CodeMirror === "undefined") return;
+    var cm = CodeMirror.fromTextArea(ta, { mode: ta.getAttribute("data-editor"), lineNumbers: true, indentUnit: 2,
+      viewportMargin: Infinity, screenReaderLabel: "Script" });
+    cm.on("change", function () { cm.save(); });
+    ta.cm = cm;
+    ta.setAttribute("data-editor-ready", "");
+  }
+
+  // The job editor's params are its script when the handler is a script handler: the form
+  // switches as the handler is typed (the script-only and params-only fields with it).
+  function scriptMode(form) {
+    var h = form.elements.handler;
+    if (!h) return;
+    var names = (form.getAttribute("data-script-handlers") || "").split(" ");
+    var on = names.indexOf(h.value.trim().toLowerCase()) >= 0;
+    form.setAttribute("data-script", String(on));
+    form.querySelectorAll(".script-only input, .script-only textarea").forEach(function (e) { e.disabled = !on; });
+    form.querySelectorAll(".params-only input").forEach(function (e) { e.disabled = on; });
+    var ta = form.querySelector("textarea[data-editor]");
+    if (!ta) return;
+    if (on) scriptEditor(ta);
+    else if (ta.cm) {
+      ta.cm.toTextArea();
+      ta.cm = null;
+      ta.removeAttribute("data-editor-ready");
+    }
+  }
+
   function scriptEditors() {
-    if (typeof CodeMirror === "undefined") return;
     document.querySelectorAll("textarea[data-editor]").forEach(function (ta) {
-      var cm = CodeMirror.fromTextArea(ta, { mode: ta.getAttribute("data-editor"), lineNumbers: true, indentUnit: 2,
-        viewportMargin: Infinity, screenReaderLabel: "Script" });
-      cm.on("change", function () { cm.save(); });
-      ta.setAttribute("data-editor-ready", "");
+      var form = ta.form;
+      if (form && form.hasAttribute("data-script-handlers")) scriptMode(form);
+      else scriptEditor(ta);
     });
   }
+  document.addEventListener("input", function (e) {
+    if (e.target.name === "handler" && e.target.form && e.target.form.hasAttribute("data-script-handlers")) scriptMode(e.target.form);
+  });
 
   function init() {
     localTimes(document);
