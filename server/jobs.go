@@ -92,6 +92,8 @@ type JobQuery struct {
 	// WithTriggers asks for each job's triggers (the console's list shows their states and
 	// next fires).
 	WithTriggers bool `json:"-"`
+	// WithLast asks for each job's newest execution (the console's "last log").
+	WithLast bool `json:"-"`
 }
 
 // JobPage is a page of jobs.
@@ -101,6 +103,9 @@ type JobPage struct {
 	Paused map[int64]bool
 	// Triggers are each job's triggers, when the query asked for them.
 	Triggers map[int64][]*store.Trigger
+	// Last is each job's newest execution, when the query asked for them; a job that never
+	// ran has none.
+	Last map[int64]*store.Execution
 	// More says another page follows the last job.
 	More bool
 }
@@ -268,7 +273,37 @@ func (s *Server) listJobs(ctx context.Context, in *JobQuery) (*JobPage, error) {
 			return nil, err
 		}
 	}
+	if in.WithLast {
+		if page.Last, err = lastOf(ctx, s.store, page.Jobs); err != nil {
+			return nil, err
+		}
+	}
 	return page, nil
+}
+
+// lastOf reads the newest execution of each of the jobs: two statements for the page.
+func lastOf(ctx context.Context, q store.Querier, jobs []*store.Job) (map[int64]*store.Execution, error) {
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	latest, err := q.ExecutionsLatest(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	xids := make([]int64, 0, len(latest))
+	for _, x := range latest {
+		xids = append(xids, x)
+	}
+	xs, err := q.ExecutionsGet(ctx, xids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]*store.Execution, len(xs))
+	for _, x := range xs {
+		out[x.JobID] = x
+	}
+	return out, nil
 }
 
 // jobFilter reads the job list's filters: group, app, handler, name_prefix, name_contains,
@@ -407,7 +442,7 @@ func (s *Server) handlerWarnings(handler, app string) []FieldWarning {
 	}
 	if sundial.IsScriptHandler(handler) {
 		return []FieldWarning{{Field: "app", Message: fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
-			"unless a node that registers it fires them; the script handler %q runs on an app's executors (started with --enable-shell): choose its app", handler, handler)}}
+			"unless a node that registers it fires them; a script handler runs on an app's executors: choose its app", handler)}}
 	}
 	return []FieldWarning{{Field: "handler", Message: fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
 		"unless a node that registers it fires them (built in: noop)", handler)}}

@@ -13,16 +13,45 @@
     e.detail.headers["X-CSRF-Token"] = csrf();
   });
 
-  // Times are rendered in UTC; show them in the reader's zone, keeping UTC in the tooltip.
-  var full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
-  var short = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" });
+  // Times are rendered in UTC, labelled. The reader chooses the zone they are shown in: the
+  // browser's (the default), UTC, or each job's (a time of a job's trigger carries its zone in
+  // data-zone; one without shows in the browser's). Every time shown names its zone; the
+  // tooltip keeps UTC.
+  var ZONE_KEY = "sundial.zone";
+  function zonePref() {
+    try { return localStorage.getItem(ZONE_KEY) || "browser"; } catch (e) { return "browser"; }
+  }
+  var formats = {};
+  function formatIn(zone, isShort) {
+    var k = (zone || "") + (isShort ? "|s" : "|f");
+    if (!formats[k]) {
+      var o = isShort ? { month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" }
+        : { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" };
+      o.timeZoneName = "short";
+      if (zone) o.timeZone = zone;
+      try { formats[k] = new Intl.DateTimeFormat(undefined, o); } catch (e) { delete o.timeZone; formats[k] = new Intl.DateTimeFormat(undefined, o); }
+    }
+    return formats[k];
+  }
   function localTimes(root) {
-    root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (t) {
+    var pref = zonePref();
+    root.querySelectorAll("time[datetime]").forEach(function (t) {
       var d = new Date(t.getAttribute("datetime"));
       if (isNaN(d)) return;
-      t.title = t.textContent;
-      t.textContent = (t.hasAttribute("data-short") ? short : full).format(d);
-      t.setAttribute("data-local", "");
+      if (!t.hasAttribute("data-utc")) t.setAttribute("data-utc", t.textContent);
+      var zone = pref === "utc" ? "UTC" : pref === "job" ? (t.getAttribute("data-zone") || "") : "";
+      t.title = t.getAttribute("data-utc");
+      t.textContent = formatIn(zone, t.hasAttribute("data-short")).format(d);
+      t.setAttribute("data-local", pref);
+    });
+  }
+  function zonePicker() {
+    var sel = document.getElementById("zone-pref");
+    if (!sel) return;
+    sel.value = zonePref();
+    sel.addEventListener("change", function () {
+      try { localStorage.setItem(ZONE_KEY, sel.value); } catch (e) { /* private mode: this page only */ }
+      localTimes(document);
     });
   }
 
@@ -267,6 +296,7 @@
   });
 
   function init() {
+    zonePicker();
     localTimes(document);
     scriptEditors();
     dashboardChart();
