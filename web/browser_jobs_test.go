@@ -229,3 +229,53 @@ func TestBrowserJobListActionsAndZones(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserDashboardFigures (issue 22, item 17): the dashboard says which figures are live
+// and which come from the report (and how stale it can be), and shows the report's success
+// ratio, the same in the chart's legend and its card, equal to the stored report's.
+func TestBrowserDashboardFigures(t *testing.T) {
+	h := browserHarness(t)
+	seedHistory(t, h)
+	ctx := context.Background()
+	today := time.Now().UTC()
+	rows, err := h.st.ReportsDaily(ctx, today.AddDate(0, 0, -6).Format("2006-01-02"), today.Format("2006-01-02"), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok, failed int64
+	for _, r := range rows {
+		ok, failed = ok+r.Succeeded, failed+r.Failed
+	}
+	if ok == 0 || failed == 0 {
+		t.Fatalf("seeded report: %d succeeded, %d failed", ok, failed)
+	}
+	want := 100 * float64(ok) / float64(ok+failed)
+	for _, m := range shotModes {
+		t.Run(m.name, func(t *testing.T) {
+			b := newBrowser(t, h, m.width, m.height)
+			if m.dark {
+				b.preferDark()
+			}
+			b.login()
+			b.waitJS("the 7-day chart", `document.querySelector("#chart[data-drawn='7'] canvas") !== null`)
+			var got float64
+			card := b.text("#success-ratio")
+			if _, err := fmt.Sscanf(card, "%f%%", &got); err != nil || got < want-0.051 || got > want+0.051 {
+				t.Errorf("success ratio card %q, want %.1f%% (%d of %d)", card, want, ok, ok+failed)
+			}
+			if legend := b.text("#legend-ratio"); legend != "success ratio: "+card {
+				t.Errorf("legend %q, card %q: they disagree", legend, card)
+			}
+			if legend := b.text("#chart-legend"); !strings.Contains(legend, fmt.Sprintf("failed: %d", failed)) || !strings.Contains(legend, "not finished: ") {
+				t.Errorf("legend %q, want failed: %d and the not-finished count", legend, failed)
+			}
+			if fresh := b.text("#chart-fresh"); !strings.Contains(fresh, "recounts every 1m00s") {
+				t.Errorf("chart freshness %q", fresh)
+			}
+			if stats := b.text(".stats"); !strings.Contains(stats, "running now (live)") || !strings.Contains(stats, "failures in the last 24 h (live)") {
+				t.Errorf("stat cards %q: say which are live", stats)
+			}
+			b.shot("dashboard-" + m.name)
+		})
+	}
+}

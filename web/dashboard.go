@@ -88,7 +88,9 @@ type fireRow struct {
 }
 
 type dashboardView struct {
-	Now       int64
+	Now int64
+	// ReportEvery is how often the chart's report is recounted (its figures lag by as much).
+	ReportEvery int64
 	Running   []execRow
 	Failures  []execRow
 	Nodes     []nodeInfo
@@ -102,7 +104,7 @@ const dashboardRows = 20
 func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	now := c.clock.Now().UnixMilli()
-	dv := dashboardView{Now: now}
+	dv := dashboardView{Now: now, ReportEvery: c.srv.ReportInterval().Milliseconds()}
 	running, err := c.ops().ListExecutions.Execute(ctx, &server.ExecutionQuery{State: string(store.ExecRunning), Limit: dashboardRows})
 	if err != nil {
 		return err

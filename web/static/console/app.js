@@ -100,7 +100,7 @@
     var outcomes = [
       { key: "succeeded", label: "succeeded", color: css("--ok") },
       { key: "failed", label: "failed", color: css("--bad") },
-      { key: "running", label: "running", color: css("--live") },
+      { key: "running", label: "not finished", color: css("--live") },
       { key: "other", label: "skipped or canceled", color: css("--muted") }
     ];
     var xs = rows.map(function (r) { return Date.parse(r.day + "T00:00:00Z") / 1000; });
@@ -138,6 +138,20 @@
       s.appendChild(document.createTextNode(o.label + ": " + totals[i]));
       legendEl.appendChild(s);
     });
+    // The success ratio of the period, as XXL-JOB's report has it: of the runs that ended
+    // succeeded or failed (skipped and canceled ones neither).
+    var ok = totals[0], bad = totals[1];
+    var ratio = ok + bad ? (100 * ok / (ok + bad)).toFixed(1) + "%" : "–";
+    var r = document.createElement("span");
+    r.id = "legend-ratio";
+    r.textContent = "success ratio: " + ratio;
+    legendEl.appendChild(r);
+    var stat = document.getElementById("success-ratio");
+    if (stat) {
+      stat.textContent = ratio;
+      stat.title = ok + " succeeded of " + (ok + bad) + " that succeeded or failed";
+      document.getElementById("ratio-days").textContent = String(days);
+    }
     el.setAttribute("data-drawn", String(days));
     return plot;
   }
