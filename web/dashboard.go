@@ -91,11 +91,11 @@ type dashboardView struct {
 	Now int64
 	// ReportEvery is how often the chart's report is recounted (its figures lag by as much).
 	ReportEvery int64
-	Running   []execRow
-	Failures  []execRow
-	Nodes     []nodeInfo
-	Executors []instanceInfo
-	NextFires []fireRow
+	Running     []execRow
+	Failures    []execRow
+	Nodes       []nodeInfo
+	Executors   []instanceInfo
+	NextFires   []fireRow
 }
 
 // dashboardRows bounds each of the dashboard's lists.
