@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -274,6 +275,10 @@ func TestBrowserDashboardFigures(t *testing.T) {
 			}
 			if stats := b.text(".stats"); !strings.Contains(stats, "running now (live)") || !strings.Contains(stats, "failures in the last 24 h (live)") {
 				t.Errorf("stat cards %q: say which are live", stats)
+			}
+			// Issue 23: this node's lateness, backlog and heartbeat age, as its metrics have them.
+			if health := b.text("#node-health"); !regexp.MustCompile(`^This node: its last fires started [0-9.]+ ?[a-z0-9]+ late, \d+ fire\(s\) wait to start, its last heartbeat (was [0-9.]+ ?[a-z0-9]+ ago|is not sent yet)\.$`).MatchString(strings.Join(strings.Fields(health), " ")) {
+				t.Errorf("node health %q", health)
 			}
 			b.shot("dashboard-" + m.name)
 		})

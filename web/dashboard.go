@@ -96,6 +96,8 @@ type dashboardView struct {
 	Nodes       []nodeInfo
 	Executors   []instanceInfo
 	NextFires   []fireRow
+	// Health is how this node keeps up (the cluster panel's line of it).
+	Health *server.NodeHealth
 }
 
 // dashboardRows bounds each of the dashboard's lists.
@@ -143,6 +145,9 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if dv.Executors, err = c.executors(r, ""); err != nil {
+		return err
+	}
+	if dv.Health, err = c.ops().NodeHealth.Execute(ctx, &struct{}{}); err != nil {
 		return err
 	}
 	return c.render(w, r, http.StatusOK, "dashboard", &view{Title: "Dashboard", Nav: "dashboard", Data: dv})
