@@ -24,6 +24,10 @@ const maxScriptNote = 500
 // and an XXL-JOB import brings each one's history.
 var scriptHandlers = []string{ScriptHandler, "sh", "bash", "powershell", "python", "python2", "python3", "php", "nodejs", "node", "groovy", "script"}
 
+// ScriptHandlers are the names of the script handlers (IsScriptHandler), for a form that
+// switches to a script editor as one is typed.
+func ScriptHandlers() []string { return slices.Clone(scriptHandlers) }
+
 // IsScriptHandler reports whether jobs with this handler run code their params carry.
 func IsScriptHandler(handler string) bool {
 	return slices.Contains(scriptHandlers, strings.ToLower(handler))

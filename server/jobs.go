@@ -92,6 +92,8 @@ type JobQuery struct {
 	// WithTriggers asks for each job's triggers (the console's list shows their states and
 	// next fires).
 	WithTriggers bool `json:"-"`
+	// WithLast asks for each job's newest execution (the console's "last log").
+	WithLast bool `json:"-"`
 }
 
 // JobPage is a page of jobs.
@@ -101,6 +103,9 @@ type JobPage struct {
 	Paused map[int64]bool
 	// Triggers are each job's triggers, when the query asked for them.
 	Triggers map[int64][]*store.Trigger
+	// Last is each job's newest execution, when the query asked for them; a job that never
+	// ran has none.
+	Last map[int64]*store.Execution
 	// More says another page follows the last job.
 	More bool
 }
@@ -174,10 +179,6 @@ func (s *Server) createJob(ctx context.Context, in *api.JobRequest) (*api.Job, e
 	out, err := jobWithTriggers(ctx, s.store, id)
 	if err != nil {
 		return nil, err
-	}
-	if job.App == "" && !s.handlerKnown(job.Handler) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
-			"unless a node that registers it fires them (built in: noop)", job.Handler))
 	}
 	warn, err := s.jobWarnings(ctx, job)
 	if err != nil {
@@ -272,7 +273,37 @@ func (s *Server) listJobs(ctx context.Context, in *JobQuery) (*JobPage, error) {
 			return nil, err
 		}
 	}
+	if in.WithLast {
+		if page.Last, err = lastOf(ctx, s.store, page.Jobs); err != nil {
+			return nil, err
+		}
+	}
 	return page, nil
+}
+
+// lastOf reads the newest execution of each of the jobs: two statements for the page.
+func lastOf(ctx context.Context, q store.Querier, jobs []*store.Job) (map[int64]*store.Execution, error) {
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	latest, err := q.ExecutionsLatest(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	xids := make([]int64, 0, len(latest))
+	for _, x := range latest {
+		xids = append(xids, x)
+	}
+	xs, err := q.ExecutionsGet(ctx, xids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]*store.Execution, len(xs))
+	for _, x := range xs {
+		out[x.JobID] = x
+	}
+	return out, nil
 }
 
 // jobFilter reads the job list's filters: group, app, handler, name_prefix, name_contains,
@@ -369,12 +400,52 @@ func (s *Server) updateJob(ctx context.Context, in *JobChange) (*api.Job, error)
 // jobWarnings are the warnings about a job its create and update answer with: alarm targets
 // that cannot be reached, secret params that would travel in clear.
 func (s *Server) jobWarnings(ctx context.Context, job sundial.Job) ([]string, error) {
-	warn := s.alarmWarnings(job.AlarmTargets)
+	var warn []string
+	for _, w := range s.handlerWarnings(job.Handler, job.App) {
+		warn = append(warn, w.Message)
+	}
+	warn = append(warn, s.alarmWarnings(job.AlarmTargets)...)
 	if !job.ParamsSecret {
 		return warn, nil
 	}
 	clearText, err := s.clearSecrets(ctx, job.App)
 	return append(warn, clearText...), err
+}
+
+// FieldWarning is a warning about a value that is accepted but will not work as meant, at
+// the field that causes it (the console shows it there and asks before saving).
+type FieldWarning struct {
+	Field   string
+	Message string
+}
+
+// JobCheck asks for the warnings a job's settings would get, without saving anything.
+type JobCheck struct {
+	api.JobRequest
+}
+
+// checkJob answers the warnings a create or update of the job would answer with, at their
+// fields.
+func (s *Server) checkJob(_ context.Context, in *JobCheck) (*[]FieldWarning, error) {
+	job := jobOf(&in.JobRequest)
+	out := s.handlerWarnings(job.Handler, job.App)
+	return &out, nil
+}
+
+// handlerWarnings warns of a job that runs in this server's process (no app) with a handler
+// this server has not registered: the job is accepted, as another node may register the
+// handler, but this node's fires of it fail. A script handler (shell) runs on an app's
+// executors only, so the warning sits at the app; any other at the handler's name.
+func (s *Server) handlerWarnings(handler, app string) []FieldWarning {
+	if app != "" || handler == "" || s.handlerKnown(handler) {
+		return nil
+	}
+	if sundial.IsScriptHandler(handler) {
+		return []FieldWarning{{Field: "app", Message: fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
+			"unless a node that registers it fires them; a script handler runs on an app's executors: choose its app", handler)}}
+	}
+	return []FieldWarning{{Field: "handler", Message: fmt.Sprintf("no handler %q is registered on this server: its fires will fail "+
+		"unless a node that registers it fires them (built in: noop)", handler)}}
 }
 
 // alarmWarnings warns of e-mail targets when this node has no mail server: the leader may

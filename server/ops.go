@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/store"
@@ -24,6 +25,7 @@ type Ops struct {
 	ResumeJob *Endpoint[JobRef, api.Job]
 	RunJob    *Endpoint[JobRun, store.Execution]
 	JobNames  *Endpoint[JobNamesQuery, map[int64]string]
+	CheckJob  *Endpoint[JobCheck, []FieldWarning]
 
 	ListJobTriggers *Endpoint[JobTriggers, TriggerPage]
 	AddTrigger      *Endpoint[TriggerAdd, api.Trigger]
@@ -48,6 +50,7 @@ type Ops struct {
 	ListApps      *Endpoint[AllOf, []api.App]
 	ListExecutors *Endpoint[AllOf, []api.Executor]
 	ListNodes     *Endpoint[AllOf, []api.Node]
+	NodeHealth    *Endpoint[struct{}, NodeHealth]
 
 	ListCalendars   *Endpoint[CalendarQuery, CalendarPage]
 	GetCalendar     *Endpoint[CalendarRef, store.Calendar]
@@ -90,6 +93,7 @@ func (s *Server) newOps() *Ops {
 			return s.jobIDTarget(ctx, in.ID)
 		}, s.runJob),
 		JobNames: endpoint(s, ActRead, nil, s.jobNames),
+		CheckJob: endpoint(s, ActRead, nil, s.checkJob),
 
 		ListJobTriggers: endpoint(s, ActRead, func(ctx context.Context, in *JobTriggers) (target, error) {
 			return s.jobIDTarget(ctx, in.JobID)
@@ -127,6 +131,7 @@ func (s *Server) newOps() *Ops {
 		ListApps:      endpoint(s, ActRead, nil, s.listApps),
 		ListExecutors: endpoint(s, ActRead, nil, s.listExecutors),
 		ListNodes:     endpoint(s, ActRead, nil, s.listNodes),
+		NodeHealth:    endpoint(s, ActRead, nil, s.nodeHealth),
 
 		// Calendars belong to no app: every role reads them, an unscoped operator changes them.
 		ListCalendars:   endpoint(s, ActRead, nil, s.listCalendars),
@@ -148,4 +153,24 @@ func (s *Server) newOps() *Ops {
 
 		ListAudit: endpoint(s, ActAdmin, nil, s.listAudit),
 	}
+}
+
+// NodeHealth is how the answering node keeps up under load: the figures of its metrics
+// sundial_fire_late_seconds, sundial_fires_backlog and sundial_heartbeat_age_seconds.
+type NodeHealth struct {
+	// FireLate is how late the last batch of fires this node started was.
+	FireLate time.Duration
+	// Backlog counts the fires this node acquired and has not started.
+	Backlog int
+	// HeartbeatAge is how long ago its last heartbeat that succeeded was sent; -1 with none.
+	HeartbeatAge time.Duration
+}
+
+func (s *Server) nodeHealth(context.Context, *struct{}) (*NodeHealth, error) {
+	e := s.sched.Engine()
+	h := NodeHealth{FireLate: time.Duration(e.Stats().LateMs.Load()) * time.Millisecond, Backlog: e.Backlog(), HeartbeatAge: -1}
+	if age, ok := e.HeartbeatAge(); ok {
+		h.HeartbeatAge = age
+	}
+	return &h, nil
 }

@@ -241,7 +241,7 @@ func New(cfg Config) (*Server, error) {
 	e := sched.Engine()
 	sched.Maintenance().Add(
 		maintenance.ExecutorSweep(e, cfg.Store, cfg.ExecutorHeartbeat, s.alarms.Wake, clk, cfg.Logger),
-		maintenance.Reports(cfg.Store, max(cfg.ReportInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
+		maintenance.Reports(cfg.Store, s.ReportInterval(), clk, cfg.Logger),
 		maintenance.Retention(cfg.Store, cfg.Retention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
 		maintenance.AuditRetention(cfg.Store, cfg.AuditRetention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
 		s.alarms)
@@ -283,6 +283,12 @@ func (s *Server) Scheduler() *sundial.Scheduler { return s.sched }
 
 // Registry returns the Prometheus registry /metrics serves.
 func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// ReportInterval is how often the leader recounts the daily report (today's and
+// yesterday's rows): how far the report's figures may lag the live ones.
+func (s *Server) ReportInterval() time.Duration {
+	return max(s.cfg.ReportInterval, s.cfg.ExecutorHeartbeat)
+}
 
 // Handler returns the HTTP handler of the whole server.
 func (s *Server) Handler() http.Handler { return s.handler }

@@ -145,6 +145,9 @@ type Querier interface {
 	// ExecutionsCountLive counts each job's acquired and running executions (the fires in
 	// flight), for the concurrency policies. Jobs with none are absent from the map.
 	ExecutionsCountLive(ctx context.Context, jobIDs []int64) (map[int64]int, error)
+	// ExecutionsLatest returns the id of each job's newest execution, live or ended; a job
+	// that never ran (or does not exist) has no entry. One statement answers for many jobs.
+	ExecutionsLatest(ctx context.Context, jobIDs []int64) (map[int64]int64, error)
 	// ExecutionsAlarmPending lists executions whose alarm is pending, by id after afterID.
 	ExecutionsAlarmPending(ctx context.Context, afterID int64, limit int) ([]*Execution, error)
 	// ExecutionsSetAlarm moves the given executions' alarm state from one state to another

@@ -115,6 +115,7 @@ func consolePages(ids pageIDs, now time.Time) []struct{ name, path string } {
 		{"jobs-of-app", "/jobs?app=billing"},
 		{"jobs-page-100", fmt.Sprintf("/jobs?after=%d", ids.jobsPage100)},
 		{"job", fmt.Sprintf("/jobs/%d", ids.job)},
+		{"job-fires", fmt.Sprintf("/jobs/%d/fires", ids.job)},
 		{"job-edit", fmt.Sprintf("/jobs/%d/edit", ids.job)},
 		{"job-copy", fmt.Sprintf("/jobs/%d/copy", ids.job)},
 		{"job-new", "/jobs/new"},

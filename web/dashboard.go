@@ -88,12 +88,16 @@ type fireRow struct {
 }
 
 type dashboardView struct {
-	Now       int64
-	Running   []execRow
-	Failures  []execRow
-	Nodes     []nodeInfo
-	Executors []instanceInfo
-	NextFires []fireRow
+	Now int64
+	// ReportEvery is how often the chart's report is recounted (its figures lag by as much).
+	ReportEvery int64
+	Running     []execRow
+	Failures    []execRow
+	Nodes       []nodeInfo
+	Executors   []instanceInfo
+	NextFires   []fireRow
+	// Health is how this node keeps up (the cluster panel's line of it).
+	Health *server.NodeHealth
 }
 
 // dashboardRows bounds each of the dashboard's lists.
@@ -102,7 +106,7 @@ const dashboardRows = 20
 func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	now := c.clock.Now().UnixMilli()
-	dv := dashboardView{Now: now}
+	dv := dashboardView{Now: now, ReportEvery: c.srv.ReportInterval().Milliseconds()}
 	running, err := c.ops().ListExecutions.Execute(ctx, &server.ExecutionQuery{State: string(store.ExecRunning), Limit: dashboardRows})
 	if err != nil {
 		return err
@@ -141,6 +145,9 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if dv.Executors, err = c.executors(r, ""); err != nil {
+		return err
+	}
+	if dv.Health, err = c.ops().NodeHealth.Execute(ctx, &struct{}{}); err != nil {
 		return err
 	}
 	return c.render(w, r, http.StatusOK, "dashboard", &view{Title: "Dashboard", Nav: "dashboard", Data: dv})

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
@@ -23,6 +24,34 @@ type editorView struct {
 	Calendars []string
 	Apps      []string
 	Zones     []string
+	// Warnings are the service's warnings at their fields (a job that can never run); the
+	// form is saved only once the user confirms it (accept_warnings).
+	Warnings map[string]string
+	// ScriptHandlers are the handlers whose params the script editor edits.
+	ScriptHandlers string
+}
+
+// W is the warning shown at path.
+func (ev *editorView) W(path string) string { return ev.Warnings[path] }
+
+// Script reports whether the form's handler runs its params as a script.
+func (ev *editorView) Script() bool { return sundial.IsScriptHandler(ev.V("handler")) }
+
+// warned fills ev.Warnings with what saving the job would be warned of, and reports whether
+// the form must be shown again to have the user confirm (they have not yet).
+func (c *Console) warned(r *http.Request, ev *editorView, in *api.JobRequest) (bool, error) {
+	ws, err := c.ops().CheckJob.Execute(r.Context(), &server.JobCheck{JobRequest: *in})
+	if err != nil {
+		return false, err
+	}
+	if len(*ws) == 0 {
+		return false, nil
+	}
+	ev.Warnings = map[string]string{}
+	for _, w := range *ws {
+		ev.Warnings[w.Field] = w.Message
+	}
+	return r.PostForm.Get("accept_warnings") != "true", nil
 }
 
 // zones are the zone picker's suggestions; any IANA name may be typed.
@@ -52,6 +81,7 @@ func (c *Console) editor(r *http.Request, ev *editorView) (*editorView, error) {
 		return nil, err
 	}
 	ev.Zones = zones
+	ev.ScriptHandlers = strings.Join(sundial.ScriptHandlers(), " ")
 	if ev.Errors == nil {
 		ev.Errors = map[string]string{}
 	}
@@ -129,6 +159,12 @@ func (c *Console) jobCreate(w http.ResponseWriter, r *http.Request) error {
 		in, err = request[api.JobRequest](body)
 	}
 	var job *api.Job
+	if err == nil {
+		var ask bool
+		if ask, err = c.warned(r, ev, in); err == nil && ask {
+			return c.showEditor(w, r, http.StatusOK, ev, "")
+		}
+	}
 	if err == nil {
 		job, err = c.ops().CreateJob.Execute(r.Context(), in)
 	}
@@ -245,6 +281,12 @@ func (c *Console) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	var in *api.JobRequest
 	if err == nil {
 		in, err = request[api.JobRequest](body)
+	}
+	if err == nil {
+		var ask bool
+		if ask, err = c.warned(r, ev, in); err == nil && ask {
+			return c.showEditor(w, r, http.StatusOK, ev, "")
+		}
 	}
 	if err == nil {
 		_, err = c.ops().UpdateJob.Execute(r.Context(), &server.JobChange{ID: ev.Job.ID, JobRequest: *in})

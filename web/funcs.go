@@ -22,6 +22,7 @@ import (
 var funcs = template.FuncMap{
 	"ms":       fmtMillis,
 	"msShort":  fmtMillisShort,
+	"msIn":     fmtMillisIn,
 	"tm":       func(t api.Time) template.HTML { return fmtMillis(int64(t)) },
 	"dur":      fmtDuration,
 	"ago":      func(now, at int64) string { return fmtDuration(now - at) },

@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
@@ -18,6 +20,23 @@ const jobsPageSize = 50
 type jobRow struct {
 	*store.Job
 	Triggers []*store.Trigger
+	// Last is the job's newest execution (its "last log"); nil if it never ran.
+	Last *store.Execution
+}
+
+// Script reports whether the job's params are a script (its edit action says so).
+func (j jobRow) Script() bool { return sundial.IsScriptHandler(j.Handler) }
+
+// NextZone is the zone of the trigger that fires next, for showing its time in the job's zone.
+func (j jobRow) NextZone() string {
+	var next int64
+	zone := ""
+	for _, t := range j.Triggers {
+		if t.State == store.TriggerWaiting && t.NextFireAt > 0 && (next == 0 || t.NextFireAt < next) {
+			next, zone = t.NextFireAt, t.TimeZone
+		}
+	}
+	return zone
 }
 
 // State is "paused" when every trigger is paused, "active" while one waits, else the
@@ -69,7 +88,7 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	in := server.JobQuery{Group: strings.TrimSpace(q.Get("group")), NameContains: strings.TrimSpace(q.Get("q")),
 		App: strings.TrimSpace(q.Get("app")), Handler: strings.TrimSpace(q.Get("handler")), State: q.Get("state"),
-		Limit: jobsPageSize, WithTriggers: true}
+		Limit: jobsPageSize, WithTriggers: true, WithLast: true}
 	var err error
 	if in.After, err = queryInt(q, "after"); err != nil {
 		return err
@@ -88,7 +107,7 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 		jv.Next = nq.Encode()
 	}
 	for _, j := range page.Jobs {
-		jv.Jobs = append(jv.Jobs, jobRow{Job: j, Triggers: page.Triggers[j.ID]})
+		jv.Jobs = append(jv.Jobs, jobRow{Job: j, Triggers: page.Triggers[j.ID], Last: page.Last[j.ID]})
 	}
 	if jv.Apps, err = c.appNames(r); err != nil {
 		return err
@@ -99,6 +118,48 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) error {
 		return c.renderFragment(w, r, "jobs", "job-table", v)
 	}
 	return c.render(w, r, http.StatusOK, "jobs", v)
+}
+
+// fireTimes are a trigger's next fires, as the job list's "next fire times" shows them.
+type fireTimes struct {
+	Trigger *store.Trigger
+	Fires   []int64
+}
+
+// jobFiresShown bounds the next fire times shown per trigger in the job list.
+const jobFiresShown = 5
+
+// jobFires is the job list's "next fire times" of one job, fetched when a row asks: the
+// next fires of each of its waiting triggers.
+func (c *Console) jobFires(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	page, err := c.ops().ListJobTriggers.Execute(r.Context(), &server.JobTriggers{JobID: id, Limit: 100})
+	if err != nil {
+		return err
+	}
+	var out []fireTimes
+	for _, t := range page.Triggers {
+		if t.State != store.TriggerWaiting {
+			continue
+		}
+		next, err := c.ops().TriggerNext.Execute(r.Context(), &server.TriggerNextQuery{ID: t.ID, N: jobFiresShown})
+		if err != nil {
+			return err
+		}
+		ft := fireTimes{Trigger: t}
+		for _, f := range next.Fires {
+			at, err := time.Parse(time.RFC3339Nano, f)
+			if err != nil {
+				return fmt.Errorf("web: trigger %d: fire time %q: %w", t.ID, f, err)
+			}
+			ft.Fires = append(ft.Fires, at.UnixMilli())
+		}
+		out = append(out, ft)
+	}
+	return c.renderFragment(w, r, "jobs", "job-fires", out)
 }
 
 // jobsBulk pauses or resumes the selected jobs, each as the API would.

@@ -105,6 +105,7 @@ func (c *Console) routes() {
 	page("GET /jobs/new", c.jobNew)
 	page("POST /jobs/new", c.jobCreate)
 	page("GET /jobs/{id}", c.jobDetail)
+	page("GET /jobs/{id}/fires", c.jobFires)
 	page("GET /jobs/{id}/edit", c.jobEdit)
 	page("POST /jobs/{id}/edit", c.jobUpdate)
 	page("GET /jobs/{id}/copy", c.jobCopy)
@@ -271,12 +272,21 @@ func fmtMillis(ms int64) template.HTML {
 	return template.HTML(fmt.Sprintf(`<time datetime="%s">%s</time>`, t.Format(time.RFC3339Nano), t.Format("2006-01-02 15:04:05 UTC")))
 }
 
-func fmtMillisShort(ms int64) template.HTML {
+func fmtMillisShort(ms int64) template.HTML { return fmtMillisIn(ms, "") }
+
+// fmtMillisIn is a short time that app.js may show in zone (a job's trigger's), when the
+// reader chose to see times in each job's zone. Every time is labelled with its zone: the
+// server writes UTC, app.js rewrites it in the chosen zone.
+func fmtMillisIn(ms int64, zone string) template.HTML {
 	if ms == 0 {
 		return "–"
 	}
 	t := time.UnixMilli(ms).UTC()
-	return template.HTML(fmt.Sprintf(`<time datetime="%s" data-short>%s</time>`, t.Format(time.RFC3339Nano), t.Format("01-02 15:04:05")))
+	attr := ""
+	if zone != "" {
+		attr = fmt.Sprintf(` data-zone="%s"`, template.HTMLEscapeString(zone))
+	}
+	return template.HTML(fmt.Sprintf(`<time datetime="%s" data-short%s>%s</time>`, t.Format(time.RFC3339Nano), attr, t.Format("01-02 15:04:05 UTC")))
 }
 
 // fmtDuration shows milliseconds the way a person reads them: 850 ms, 12.3 s, 4m05s, 3h10m.

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -31,6 +32,37 @@ func (e *executor) ExecutionsCountLive(ctx context.Context, jobIDs []int64) (map
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("sqlstore: count live executions: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// ExecutionsLatest reads each job's newest execution id in both tables. A correlated MAX per
+// job and table is one descent of the (job_id, id) or job_id index in all three databases,
+// where a grouped MAX over the IN list would read every execution of a busy job.
+func (e *executor) ExecutionsLatest(ctx context.Context, jobIDs []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64)
+	for _, c := range chunks(len(jobIDs)) {
+		in, args := inList(jobIDs[c[0]:c[1]])
+		rows, err := e.query(ctx, "SELECT j.id, (SELECT MAX(l.id) FROM executions_live l WHERE l.job_id = j.id),"+
+			" (SELECT MAX(h.id) FROM executions h WHERE h.job_id = j.id) FROM jobs j WHERE j.id IN "+in, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: newest executions of %d jobs: %w", len(jobIDs), err)
+		}
+		for rows.Next() {
+			var id int64
+			var live, ended sql.NullInt64
+			if err := rows.Scan(&id, &live, &ended); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlstore: newest executions: %w", err)
+			}
+			if n := max(live.Int64, ended.Int64); n > 0 {
+				out[id] = n
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlstore: newest executions: %w", err)
 		}
 	}
 	return out, nil

@@ -333,6 +333,29 @@ func testRecovery(t *testing.T, s store.Store) {
 	equal(t, "second lose", len(get(s.ExecutionsLoseRunning(ctx, own("dead"))).ok(t)), 0)
 }
 
+// testExecutionsLatest: each job's newest execution, whether it still runs (the live table)
+// or ended (the history), for many jobs at once; a job that never ran has none.
+func testExecutionsLatest(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a, b, idle := newJob(t, s, "g", "a"), newJob(t, s, "g", "b"), newJob(t, s, "g", "idle")
+	mk := func(job int64, state store.ExecutionState, at int64) *store.Execution {
+		return &store.Execution{JobID: job, ScheduledAt: at, FiredAt: at, Cause: store.CauseAPI, Node: "n", State: state}
+	}
+	aOld, aRun := mk(a.ID, store.ExecSucceeded, 1), mk(a.ID, store.ExecRunning, 2)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{aOld, aRun})).ok(t)
+	bRun := mk(b.ID, store.ExecRunning, 3)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{bRun})).ok(t)
+	bDone := mk(b.ID, store.ExecFailed, 4)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{bDone})).ok(t)
+	got := get(s.ExecutionsLatest(ctx, []int64{a.ID, b.ID, idle.ID, 99999})).ok(t)
+	equal(t, "latest", fmt.Sprint(got), fmt.Sprint(map[int64]int64{a.ID: aRun.ID, b.ID: bDone.ID}))
+	// b's run ends: it moves to the history and b's newest is still the failed one after it.
+	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: bRun.ID, State: store.ExecSucceeded, FinishedAt: 5}})).ok(t)
+	got = get(s.ExecutionsLatest(ctx, []int64{b.ID})).ok(t)
+	equal(t, "latest after an end", fmt.Sprint(got), fmt.Sprint(map[int64]int64{b.ID: bDone.ID}))
+	equal(t, "no jobs", len(get(s.ExecutionsLatest(ctx, nil)).ok(t)), 0)
+}
+
 func testExecutionSweeps(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mk := func(job int64, state store.ExecutionState, fired int64) *store.Execution {

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ExecutionsList", func(t *testing.T) { t.Parallel(); testExecutionsList(t, open(t)) })
 	t.Run("ExecutionsListByFired", func(t *testing.T) { t.Parallel(); testExecutionsListByFired(t, open(t)) })
 	t.Run("ExecutionSweeps", func(t *testing.T) { t.Parallel(); testExecutionSweeps(t, open(t)) })
+	t.Run("ExecutionsLatest", func(t *testing.T) { t.Parallel(); testExecutionsLatest(t, open(t)) })
 	t.Run("Reports", func(t *testing.T) { t.Parallel(); testReports(t, open(t)) })
 	t.Run("ReportsScope", func(t *testing.T) { t.Parallel(); testReportsScope(t, open(t)) })
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); testRecovery(t, open(t)) })

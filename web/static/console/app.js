@@ -13,16 +13,45 @@
     e.detail.headers["X-CSRF-Token"] = csrf();
   });
 
-  // Times are rendered in UTC; show them in the reader's zone, keeping UTC in the tooltip.
-  var full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
-  var short = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" });
+  // Times are rendered in UTC, labelled. The reader chooses the zone they are shown in: the
+  // browser's (the default), UTC, or each job's (a time of a job's trigger carries its zone in
+  // data-zone; one without shows in the browser's). Every time shown names its zone; the
+  // tooltip keeps UTC.
+  var ZONE_KEY = "sundial.zone";
+  function zonePref() {
+    try { return localStorage.getItem(ZONE_KEY) || "browser"; } catch (e) { return "browser"; }
+  }
+  var formats = {};
+  function formatIn(zone, isShort) {
+    var k = (zone || "") + (isShort ? "|s" : "|f");
+    if (!formats[k]) {
+      var o = isShort ? { month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" }
+        : { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" };
+      o.timeZoneName = "short";
+      if (zone) o.timeZone = zone;
+      try { formats[k] = new Intl.DateTimeFormat(undefined, o); } catch (e) { delete o.timeZone; formats[k] = new Intl.DateTimeFormat(undefined, o); }
+    }
+    return formats[k];
+  }
   function localTimes(root) {
-    root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (t) {
+    var pref = zonePref();
+    root.querySelectorAll("time[datetime]").forEach(function (t) {
       var d = new Date(t.getAttribute("datetime"));
       if (isNaN(d)) return;
-      t.title = t.textContent;
-      t.textContent = (t.hasAttribute("data-short") ? short : full).format(d);
-      t.setAttribute("data-local", "");
+      if (!t.hasAttribute("data-utc")) t.setAttribute("data-utc", t.textContent);
+      var zone = pref === "utc" ? "UTC" : pref === "job" ? (t.getAttribute("data-zone") || "") : "";
+      t.title = t.getAttribute("data-utc");
+      t.textContent = formatIn(zone, t.hasAttribute("data-short")).format(d);
+      t.setAttribute("data-local", pref);
+    });
+  }
+  function zonePicker() {
+    var sel = document.getElementById("zone-pref");
+    if (!sel) return;
+    sel.value = zonePref();
+    sel.addEventListener("change", function () {
+      try { localStorage.setItem(ZONE_KEY, sel.value); } catch (e) { /* private mode: this page only */ }
+      localTimes(document);
     });
   }
 
@@ -71,7 +100,7 @@
     var outcomes = [
       { key: "succeeded", label: "succeeded", color: css("--ok") },
       { key: "failed", label: "failed", color: css("--bad") },
-      { key: "running", label: "running", color: css("--live") },
+      { key: "running", label: "not finished", color: css("--live") },
       { key: "other", label: "skipped or canceled", color: css("--muted") }
     ];
     var xs = rows.map(function (r) { return Date.parse(r.day + "T00:00:00Z") / 1000; });
@@ -109,6 +138,20 @@
       s.appendChild(document.createTextNode(o.label + ": " + totals[i]));
       legendEl.appendChild(s);
     });
+    // The success ratio of the period, as XXL-JOB's report has it: of the runs that ended
+    // succeeded or failed (skipped and canceled ones neither).
+    var ok = totals[0], bad = totals[1];
+    var ratio = ok + bad ? (100 * ok / (ok + bad)).toFixed(1) + "%" : "–";
+    var r = document.createElement("span");
+    r.id = "legend-ratio";
+    r.textContent = "success ratio: " + ratio;
+    legendEl.appendChild(r);
+    var stat = document.getElementById("success-ratio");
+    if (stat) {
+      stat.textContent = ratio;
+      stat.title = ok + " succeeded of " + (ok + bad) + " that succeeded or failed";
+      document.getElementById("ratio-days").textContent = String(days);
+    }
     el.setAttribute("data-drawn", String(days));
     return plot;
   }
@@ -226,17 +269,48 @@
   }
 
   // Scripts are edited with syntax highlighting; the textarea stays the form's field.
-  function scriptEditors() {
-    if (typeof CodeMirror === "undefined") return;
-    document.querySelectorAll("textarea[data-editor]").forEach(function (ta) {
-      var cm = CodeMirror.fromTextArea(ta, { mode: ta.getAttribute("data-editor"), lineNumbers: true, indentUnit: 2,
-        viewportMargin: Infinity, screenReaderLabel: "Script" });
-      cm.on("change", function () { cm.save(); });
-      ta.setAttribute("data-editor-ready", "");
-    });
+  function scriptEditor(ta) {
+    if (ta.cm || typeof CodeMirror === "undefined") return;
+    var cm = CodeMirror.fromTextArea(ta, { mode: ta.getAttribute("data-editor"), lineNumbers: true, indentUnit: 2,
+      viewportMargin: Infinity, screenReaderLabel: "Script" });
+    cm.on("change", function () { cm.save(); });
+    ta.cm = cm;
+    ta.setAttribute("data-editor-ready", "");
   }
 
+  // The job editor's params are its script when the handler is a script handler: the form
+  // switches as the handler is typed (the script-only and params-only fields with it).
+  function scriptMode(form) {
+    var h = form.elements.handler;
+    if (!h) return;
+    var names = (form.getAttribute("data-script-handlers") || "").split(" ");
+    var on = names.indexOf(h.value.trim().toLowerCase()) >= 0;
+    form.setAttribute("data-script", String(on));
+    form.querySelectorAll(".script-only input, .script-only textarea").forEach(function (e) { e.disabled = !on; });
+    form.querySelectorAll(".params-only input").forEach(function (e) { e.disabled = on; });
+    var ta = form.querySelector("textarea[data-editor]");
+    if (!ta) return;
+    if (on) scriptEditor(ta);
+    else if (ta.cm) {
+      ta.cm.toTextArea();
+      ta.cm = null;
+      ta.removeAttribute("data-editor-ready");
+    }
+  }
+
+  function scriptEditors() {
+    document.querySelectorAll("textarea[data-editor]").forEach(function (ta) {
+      var form = ta.form;
+      if (form && form.hasAttribute("data-script-handlers")) scriptMode(form);
+      else scriptEditor(ta);
+    });
+  }
+  document.addEventListener("input", function (e) {
+    if (e.target.name === "handler" && e.target.form && e.target.form.hasAttribute("data-script-handlers")) scriptMode(e.target.form);
+  });
+
   function init() {
+    zonePicker();
     localTimes(document);
     scriptEditors();
     dashboardChart();
