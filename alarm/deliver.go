@@ -169,7 +169,7 @@ func oneLine(s string) string {
 }
 
 func message(from, to string, ev Event, date time.Time) []byte {
-	if ev.Event != EventFailed {
+	if ev.Event == EventRecovered || ev.Event == EventRaised {
 		return shortMessage(from, to, ev, date)
 	}
 	subject := fmt.Sprintf("Sundial: job %s/%s %s (execution %d)", ev.JobGroup, ev.JobName, ev.State, ev.ExecutionID)
