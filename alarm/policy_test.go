@@ -2,6 +2,8 @@ package alarm
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -163,5 +165,51 @@ func TestPolicyHoldsAcrossSenders(t *testing.T) {
 				t.Errorf("the hook heard %v, want the alarm of the third failure and the recovery", events)
 			}
 		})
+	}
+}
+
+// TestRaise: Raise tells every target of the job at once with the reason, whatever the
+// job's policy (a threshold no failure crossed yet), and says when a target was not told.
+func TestRaise(t *testing.T) {
+	ctx := context.Background()
+	st := teststore.Open(t, "sqlite")
+	var mu sync.Mutex
+	var got []Event
+	var keys []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev Event
+		if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, ev)
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+	}))
+	defer hook.Close()
+	job := &store.Job{Group: "g", Name: "j", TargetKind: store.TargetLocal, Handler: "h", Enabled: true,
+		Concurrency: store.ConcurrencyAllow, AlarmTargets: []string{hook.URL}, AlarmPolicy: store.AlarmPolicy{Threshold: 5}}
+	if err := st.JobInsert(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Store: st, Attempts: 1, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Raise(ctx, job.ID, 17, "paused itself"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 1 || got[0].Event != EventRaised || got[0].Reason != "paused itself" || got[0].JobID != job.ID ||
+		keys[0] != fmt.Sprintf("sundial-job-%d-raised-17", job.ID) {
+		t.Errorf("the hook got %+v with keys %v", got, keys)
+	}
+	mu.Unlock()
+	job.AlarmTargets = []string{"http://127.0.0.1:1/closed"}
+	if err := st.JobUpdate(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Raise(ctx, job.ID, 0, "again"); err == nil {
+		t.Error("Raise to a target that refuses connections: no error")
 	}
 }

@@ -142,3 +142,12 @@ func MaskTarget(stored string) string {
 	}
 	return stored
 }
+
+// TargetKeyID is the id of the key a stored chat or paging target is sealed under; ok is
+// false for a target that is not sealed.
+func TargetKeyID(stored string) (string, bool) {
+	if _, rest, ok := channelScheme(stored); ok {
+		return secret.KeyID(rest)
+	}
+	return "", false
+}
