@@ -70,6 +70,23 @@ func TestStep(t *testing.T) {
 	}
 }
 
+// keyHook is a webhook that keeps the Idempotency-Key of each request; keys returns them.
+func keyHook(t *testing.T) (url string, keys func() []string) {
+	var mu sync.Mutex
+	var got []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Header.Get("Idempotency-Key"))
+	}))
+	t.Cleanup(hook.Close)
+	return hook.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
 // TestCheckPolicy: bad policies are refused naming the field.
 func TestCheckPolicy(t *testing.T) {
 	for _, tc := range []struct {
@@ -98,16 +115,9 @@ func TestPolicyHoldsAcrossSenders(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st := teststore.Open(t, dialect)
-			var mu sync.Mutex
-			var events []string
-			hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				events = append(events, r.Header.Get("Idempotency-Key"))
-			}))
-			defer hook.Close()
+			hook, events := keyHook(t)
 			job := &store.Job{Group: "g", Name: "j", TargetKind: store.TargetLocal, Handler: "h", Enabled: true,
-				Concurrency: store.ConcurrencyAllow, AlarmTargets: []string{hook.URL},
+				Concurrency: store.ConcurrencyAllow, AlarmTargets: []string{hook},
 				AlarmPolicy: store.AlarmPolicy{Threshold: 3, Recovery: true}}
 			if err := st.JobInsert(ctx, job); err != nil {
 				t.Fatal(err)
@@ -159,10 +169,8 @@ func TestPolicyHoldsAcrossSenders(t *testing.T) {
 			if res, err := sender().Sweep(ctx); err != nil || res != (Result{Sent: 1}) {
 				t.Errorf("success after the alarm: %+v, %v; want a recovery sent", res, err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(events) != 2 {
-				t.Errorf("the hook heard %v, want the alarm of the third failure and the recovery", events)
+			if got := events(); len(got) != 2 {
+				t.Errorf("the hook heard %v, want the alarm of the third failure and the recovery", got)
 			}
 		})
 	}

@@ -106,18 +106,8 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	if set("concurrency") {
 		req.Concurrency = j.concurrency
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		dst  *int64
-	}{{"timeout", j.timeout, &req.TimeoutMs}, {"backoff", j.backoff, &req.RetryBackoffMs}} {
-		if !set(d.name) {
-			continue
-		}
-		if d.v < 0 || d.v%time.Millisecond != 0 {
-			return usageErrorf("--%s %s: want a non-negative whole number of milliseconds", d.name, d.v)
-		}
-		*d.dst = d.v.Milliseconds()
+	if err := setMillis(set, msFlag{"timeout", j.timeout, &req.TimeoutMs}, msFlag{"backoff", j.backoff, &req.RetryBackoffMs}); err != nil {
+		return err
 	}
 	if set("retries") {
 		req.MaxRetries = j.retries
@@ -142,6 +132,27 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	return nil
 }
 
+// msFlag is a duration flag sent as milliseconds.
+type msFlag struct {
+	name string
+	v    time.Duration
+	dst  *int64
+}
+
+// setMillis writes the duration flags that were given into their fields, in milliseconds.
+func setMillis(set func(string) bool, flags ...msFlag) error {
+	for _, d := range flags {
+		if !set(d.name) {
+			continue
+		}
+		if d.v < 0 || d.v%time.Millisecond != 0 {
+			return usageErrorf("--%s %s: want a non-negative whole number of milliseconds", d.name, d.v)
+		}
+		*d.dst = d.v.Milliseconds()
+	}
+	return nil
+}
+
 // applyAlarmPolicy copies the alarm policy's flags that were given onto req, keeping the
 // rest of the policy req has.
 func (j *jobFlags) applyAlarmPolicy(set func(string) bool, req *api.JobRequest) error {
@@ -152,18 +163,8 @@ func (j *jobFlags) applyAlarmPolicy(set func(string) bool, req *api.JobRequest) 
 	if set("alarm-threshold") {
 		p.Threshold = j.alarmThreshold
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		dst  *int64
-	}{{"alarm-window", j.alarmWindow, &p.WindowMs}, {"alarm-silence", j.alarmSilence, &p.SilenceMs}} {
-		if !set(d.name) {
-			continue
-		}
-		if d.v < 0 || d.v%time.Millisecond != 0 {
-			return usageErrorf("--%s %s: want a non-negative whole number of milliseconds", d.name, d.v)
-		}
-		*d.dst = d.v.Milliseconds()
+	if err := setMillis(set, msFlag{"alarm-window", j.alarmWindow, &p.WindowMs}, msFlag{"alarm-silence", j.alarmSilence, &p.SilenceMs}); err != nil {
+		return err
 	}
 	if set("alarm-recovery") {
 		p.Recovery = j.alarmRecovery
