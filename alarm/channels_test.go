@@ -35,7 +35,6 @@ func testKeys(t *testing.T) *secret.Keyring {
 // fakeService is one chat or paging service: it checks each request the way the service
 // does (path, token, signature, body shape) and answers as the service does.
 type fakeService struct {
-	name string
 	// check returns what is wrong with a request, "" when the service would take it.
 	check func(r *http.Request, body map[string]any) string
 	// refuse is the service's answer to a bad request; ok its answer to a good one.
