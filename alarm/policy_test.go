@@ -221,3 +221,65 @@ func TestRaise(t *testing.T) {
 		t.Error("Raise to a target that refuses connections: no error")
 	}
 }
+
+// TestReclaimedAlarmKeepsItsDecision: a node that decided an alarm (its count is in the
+// job's row) and died before telling anyone leaves it sending; the sweep that reclaims it
+// delivers it with the decision taken then, and the failure is not counted a second time.
+func TestReclaimedAlarmKeepsItsDecision(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st := teststore.Open(t, dialect)
+			hook, heard := keyHook(t)
+			policy := store.AlarmPolicy{Threshold: 2}
+			job := &store.Job{Group: "g", Name: "j", TargetKind: store.TargetLocal, Handler: "h", Enabled: true,
+				Concurrency: store.ConcurrencyAllow, AlarmTargets: []string{hook}, AlarmPolicy: policy}
+			if err := st.JobInsert(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			var xs []*store.Execution
+			for i := 1; i <= 2; i++ {
+				xs = append(xs, &store.Execution{JobID: job.ID, ScheduledAt: int64(i), FiredAt: int64(i), FinishedAt: int64(1000 * i),
+					Cause: store.CauseAPI, State: store.ExecFailed, AlarmState: store.AlarmPending})
+			}
+			if _, err := st.ExecutionsInsert(ctx, xs); err != nil {
+				t.Fatal(err)
+			}
+			// The dead node's work: both claimed, both decided (the second crossed the
+			// threshold), nobody told.
+			if won, err := st.ExecutionsSetAlarm(ctx, []int64{xs[0].ID, xs[1].ID}, store.AlarmPending, store.AlarmSending); err != nil || len(won) != 2 {
+				t.Fatalf("claim: %v, %v", won, err)
+			}
+			row, err := st.JobAlarmGet(ctx, job.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := *row
+			for _, x := range xs {
+				state, _ = Step(policy, state, x.ID, true, x.FinishedAt)
+			}
+			if err := st.JobAlarmPut(ctx, &state); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.DB().ExecContext(ctx, "UPDATE executions SET alarm_claimed_at = alarm_claimed_at - 3600000"); err != nil {
+				t.Fatal(err)
+			}
+			s, err := New(Config{Store: st, Attempts: 1, Interval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Sweep(ctx)
+			if err != nil || res != (Result{Sent: 1, Dropped: 1}) {
+				t.Fatalf("Sweep = %+v, %v; want the crossing sent and the first failure held back", res, err)
+			}
+			if keys := heard(); len(keys) != 1 || keys[0] != "sundial-execution-"+itoa(xs[1].ID) {
+				t.Errorf("the hook heard %v, want the second failure's alarm once", keys)
+			}
+			after, err := st.JobAlarmGet(ctx, job.ID)
+			if err != nil || after.Version != state.Version || after.Failures != 0 || !after.Open {
+				t.Errorf("the job's alarm row after the reclaim: %+v (%v), want it as the dead node left it", after, err)
+			}
+		})
+	}
+}
