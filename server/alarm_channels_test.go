@@ -144,3 +144,48 @@ func TestAlarmChannelNeedsSecretKey(t *testing.T) {
 		t.Errorf("wecom target without a secret key: field %q, %q", err.Field, err.Message)
 	}
 }
+
+// TestAlarmPolicyTwoNodes: two nodes on one database, both sweeping at once as two leaders
+// that overlap would, deciding the failures of one job side by side: with a threshold of 3 in
+// a row, 9 failures make exactly 3 alarms (one per crossing), whichever node decides which.
+func TestAlarmPolicyTwoNodes(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		hook := newHookReceiver(t)
+		st := openStore(t, dialect)
+		tune := func(c *Config) { c.AlarmInterval = time.Millisecond }
+		a, b := newEnvOn(t, st, tune, registerBoom), newEnvOn(t, st, tune, registerBoom)
+		var j api.Job
+		a.call("POST", "/api/v1/jobs", map[string]any{"name": "shared", "handler": "boom",
+			"alarm_targets": []string{hook.url}, "alarm_policy": map[string]any{"threshold": 3}}, 201, &j)
+		ctx, stop := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, n := range []*env{a, b, a, b} {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if _, err := n.srv.alarms.Sweep(ctx); err != nil && ctx.Err() == nil {
+						t.Errorf("sweep: %v", err)
+						return
+					}
+				}
+			})
+		}
+		const runs = 9
+		for range runs {
+			a.call("POST", fmt.Sprintf("/api/v1/jobs/%d/run", j.ID), nil, 202, nil)
+		}
+		xs := a.settled(j.ID, runs)
+		stop()
+		wg.Wait()
+		sent := 0
+		for _, x := range xs {
+			if x.AlarmState == store.AlarmSent {
+				sent++
+			} else if x.AlarmState != store.AlarmNone {
+				t.Errorf("execution %d: alarm %s, want sent or none", x.ID, x.AlarmState)
+			}
+		}
+		if got := hook.received(); sent != 3 || len(got) != 3 {
+			t.Errorf("%d alarms recorded sent and %d delivered for %d failures, want 3 (threshold 3)", sent, len(got), runs)
+		}
+	})
+}
