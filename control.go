@@ -215,6 +215,9 @@ func (s *Scheduler) UpdateJobTx(ctx context.Context, q store.Querier, jobID int6
 	if err := s.sealParams(job, row, cur); err != nil {
 		return err
 	}
+	if err := s.sealAlarmTargets(job, row, cur); err != nil {
+		return err
+	}
 	if err := checkChildJobs(ctx, q, jobID, row, cur.ChildJobIDs); err != nil {
 		return err
 	}

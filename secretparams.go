@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
@@ -48,10 +49,25 @@ func (s *Scheduler) sealParams(j Job, row, cur *store.Job) error {
 	return nil
 }
 
+// needsReseal reports whether a secret of j (its params, a chat or paging alarm target) is
+// sealed under a key other than primary.
+func needsReseal(j *store.Job, primary string) bool {
+	if id, _ := secret.KeyID(j.Params); j.ParamsSecret && id != primary {
+		return true
+	}
+	for _, t := range j.AlarmTargets {
+		if id, ok := alarm.TargetKeyID(t); ok && id != primary {
+			return true
+		}
+	}
+	return false
+}
+
 // errUnopened marks a secret ResealSecrets cannot open: its key is not on the ring.
 var errUnopened = errors.New("sealed under a key the ring lacks")
 
-// ResealSecrets seals again under keys' primary key every job's secret params and every
+// ResealSecrets seals again under keys' primary key every job's secret params and chat or
+// paging alarm targets and every
 // xxl-job app's access token sealed under another key of the ring, and returns how many it
 // resealed and how many it could not open (sealed under a key the ring lacks). Rotating a key: put the new key on every node's ring
 // after the old one, then first; once this ran (a server runs it at start) and reports
@@ -69,7 +85,7 @@ func ResealSecrets(ctx context.Context, st store.Store, keys *secret.Keyring) (r
 		}
 		for _, j := range js {
 			after = j.ID
-			if id, _ := secret.KeyID(j.Params); !j.ParamsSecret || id == primary {
+			if !needsReseal(j, primary) {
 				continue
 			}
 			err := store.InTx(ctx, st, func(q store.Querier) error {
@@ -77,15 +93,29 @@ func ResealSecrets(ctx context.Context, st store.Store, keys *secret.Keyring) (r
 				if err != nil {
 					return err
 				}
-				if id, _ := secret.KeyID(cur.Params); !cur.ParamsSecret || id == primary {
+				if !needsReseal(cur, primary) {
 					return nil // changed meanwhile
 				}
-				plain, err := keys.Open(cur.Params)
-				if err != nil {
-					return errUnopened
+				if id, _ := secret.KeyID(cur.Params); cur.ParamsSecret && id != primary {
+					plain, err := keys.Open(cur.Params)
+					if err != nil {
+						return errUnopened
+					}
+					if cur.Params, err = keys.Seal(plain); err != nil {
+						return err
+					}
 				}
-				if cur.Params, err = keys.Seal(plain); err != nil {
-					return err
+				for i, t := range cur.AlarmTargets {
+					if id, ok := alarm.TargetKeyID(t); !ok || id == primary {
+						continue
+					}
+					plain, err := alarm.OpenTarget(keys, t)
+					if err != nil {
+						return errUnopened
+					}
+					if cur.AlarmTargets[i], err = alarm.SealTarget(keys, plain); err != nil {
+						return err
+					}
 				}
 				return q.JobUpdate(ctx, cur)
 			})
@@ -94,7 +124,7 @@ func ResealSecrets(ctx context.Context, st store.Store, keys *secret.Keyring) (r
 			case errors.Is(err, errUnopened):
 				unopened++
 			case err != nil:
-				return resealed, unopened, fmt.Errorf("sundial: reseal the secret params of job %d: %w", j.ID, err)
+				return resealed, unopened, fmt.Errorf("sundial: reseal the secrets of job %d: %w", j.ID, err)
 			default:
 				resealed++
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/alarm"
 	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
@@ -106,6 +107,12 @@ func TestResealSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A chat target carries its token: it is sealed with the same ring.
+	const slack = "slack:https://hooks.slack.com/services/T/B/token"
+	chat, err := s.ScheduleJob(ctx, sundial.Job{Name: "c", Handler: "noop", AlarmTargets: []string{"ops@example.com", slack}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	k1 := make([]byte, secret.KeyLen)
 	k2 := make([]byte, secret.KeyLen)
 	for i := range k1 {
@@ -125,8 +132,18 @@ func TestResealSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, unopened, err := sundial.ResealSecrets(ctx, st, rotated)
-	if err != nil || n != 2 || unopened != 0 {
-		t.Fatalf("ResealSecrets = %d, %d, %v; want 2 resealed (the params and the token)", n, unopened, err)
+	if err != nil || n != 3 || unopened != 0 {
+		t.Fatalf("ResealSecrets = %d, %d, %v; want 3 resealed (the params, the chat target and the token)", n, unopened, err)
+	}
+	cj, err := st.JobGet(ctx, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kid, _ := alarm.TargetKeyID(cj.AlarmTargets[1]); kid != "k2" || cj.AlarmTargets[0] != "ops@example.com" {
+		t.Fatalf("after reseal the targets are %q (key %q)", cj.AlarmTargets, kid)
+	}
+	if plain, err := alarm.OpenTarget(ring(t, "k2", 8), cj.AlarmTargets[1]); err != nil || plain != slack {
+		t.Fatalf("the new key alone opens the chat target as %q, %v", plain, err)
 	}
 	a, err := st.AppGet(ctx, "legacy")
 	if err != nil {
@@ -151,7 +168,7 @@ func TestResealSecrets(t *testing.T) {
 	if p, err := ring(t, "k2", 8).Open(j.Params); err != nil || p != "pw=hunter2" {
 		t.Fatalf("the new key alone opens %q, %v", p, err)
 	}
-	if n, unopened, err := sundial.ResealSecrets(ctx, st, ring(t, "k3", 9)); err != nil || n != 0 || unopened != 2 {
-		t.Fatalf("reseal with a ring lacking k2 = %d, %d, %v; want 2 unopened", n, unopened, err)
+	if n, unopened, err := sundial.ResealSecrets(ctx, st, ring(t, "k3", 9)); err != nil || n != 0 || unopened != 3 {
+		t.Fatalf("reseal with a ring lacking k2 = %d, %d, %v; want 3 unopened", n, unopened, err)
 	}
 }

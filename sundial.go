@@ -231,10 +231,17 @@ type Job struct {
 	MaxRetries   int
 	RetryBackoff time.Duration
 	// AlarmTargets are told when a run fails for good (after its last retry): e-mail
-	// addresses ("ops@example.com" or "mailto:ops@example.com") and webhook URLs (http://,
-	// https://); a bad one is refused (FieldError alarm_targets[i]). A sundial server
-	// delivers them; an embedding program only records them.
+	// addresses ("ops@example.com" or "mailto:ops@example.com"), webhook URLs (http://,
+	// https://), and chat or paging services ("slack:URL", "teams:URL",
+	// "dingtalk:URL#secret=SEC...", "lark:URL#secret=...", "wecom:URL",
+	// "pagerduty:ROUTING_KEY"); a bad one is refused (FieldError alarm_targets[i]). The
+	// services' targets carry secrets: they are stored sealed with Config.Secrets (which
+	// they need) and shown as "slack:***"; on UpdateJob "slack:***" keeps the stored one.
+	// A sundial server delivers them; an embedding program only records them.
 	AlarmTargets []string
+	// AlarmPolicy says when AlarmTargets are told (threshold, silence, recovery notice);
+	// the zero value tells them of every final failure.
+	AlarmPolicy AlarmPolicy
 	// ChildJobIDs are the jobs fired when a run of this one succeeds. Each must be an
 	// existing job other than this one (FieldError child_job_ids[i]) that the caller may run
 	// (WithMayRun).
@@ -310,6 +317,9 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job
 		return 0, err
 	}
 	if err := s.sealParams(job, row, nil); err != nil {
+		return 0, err
+	}
+	if err := s.sealAlarmTargets(job, row, nil); err != nil {
 		return 0, err
 	}
 	// Every trigger is checked before anything is written.
@@ -437,6 +447,10 @@ func jobRow(j Job) (*store.Job, error) {
 		}
 		return bad("alarm_targets", "%v", err)
 	}
+	policy := j.AlarmPolicy.row()
+	if field, err := alarm.CheckPolicy(policy); err != nil {
+		return bad("alarm_policy."+field, "%v", err)
+	}
 	if err := checkScriptNote(j.Name, j.ScriptNote); err != nil {
 		return nil, err
 	}
@@ -465,7 +479,7 @@ func jobRow(j Job) (*store.Job, error) {
 		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
 		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
 		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets,
-		ChildJobIDs: j.ChildJobIDs, Enabled: true,
+		AlarmPolicy: policy, ChildJobIDs: j.ChildJobIDs, Enabled: true,
 	}, nil
 }
 

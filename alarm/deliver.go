@@ -35,7 +35,8 @@ type SMTP struct {
 
 // Event is what a webhook receives, as JSON; the e-mail says the same in words.
 type Event struct {
-	Event           string  `json:"event"` // "execution.failed"
+	Event           string  `json:"event"` // "execution.failed", "execution.recovered", "job.alarm"
+	Reason          string  `json:"reason,omitempty"`
 	JobID           int64   `json:"job_id"`
 	JobGroup        string  `json:"job_group"`
 	JobName         string  `json:"job_name"`
@@ -65,7 +66,7 @@ func rfc3339(ms int64) *string {
 }
 
 func eventOf(job *store.Job, x *store.Execution) Event {
-	return Event{Event: "execution.failed", JobID: job.ID, JobGroup: job.Group, JobName: job.Name, ExecutionID: x.ID,
+	return Event{Event: EventFailed, JobID: job.ID, JobGroup: job.Group, JobName: job.Name, ExecutionID: x.ID,
 		State: string(x.State), Cause: string(x.Cause), Attempt: x.Attempt, TriggerID: x.TriggerID,
 		TriggerCode: x.TriggerCode, TriggerMsg: x.TriggerMsg, HandleCode: x.HandleCode, HandleMsg: x.HandleMsg,
 		Node: x.Node, ExecutorAddress: x.ExecutorAddress,
@@ -89,7 +90,11 @@ func postWebhook(ctx context.Context, client *http.Client, url string, ev Event)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "sundial-alarm")
-	req.Header.Set("Idempotency-Key", "sundial-execution-"+strconv.FormatInt(ev.ExecutionID, 10))
+	key := "sundial-execution-" + strconv.FormatInt(ev.ExecutionID, 10)
+	if ev.Event == EventRaised {
+		key = "sundial-job-" + strconv.FormatInt(ev.JobID, 10) + "-raised-" + strconv.FormatInt(ev.ExecutionID, 10)
+	}
+	req.Header.Set("Idempotency-Key", key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", url, err)
@@ -164,13 +169,12 @@ func oneLine(s string) string {
 }
 
 func message(from, to string, ev Event, date time.Time) []byte {
+	if ev.Event == EventRecovered || ev.Event == EventRaised {
+		return shortMessage(from, to, ev, date)
+	}
 	subject := fmt.Sprintf("Sundial: job %s/%s %s (execution %d)", ev.JobGroup, ev.JobName, ev.State, ev.ExecutionID)
 	var b bytes.Buffer
-	id := make([]byte, 8)
-	_, _ = rand.Read(id)
-	fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <sundial-%d-%s@sundial>\r\n",
-		from, to, mime.QEncoding.Encode("utf-8", oneLine(subject)), date.Format(time.RFC1123Z), ev.ExecutionID, hex.EncodeToString(id))
-	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
+	writeHeader(&b, from, to, subject, ev, date)
 	when := func(s *string) string {
 		if s == nil {
 			return "-"
@@ -179,13 +183,16 @@ func message(from, to string, ev Event, date time.Time) []byte {
 	}
 	lines := []string{
 		fmt.Sprintf("Job %s/%s (id %d) %s, for good: no retry is left.", ev.JobGroup, ev.JobName, ev.JobID, ev.State),
-		"",
+	}
+	if ev.Reason != "" {
+		lines = append(lines, ev.Reason)
+	}
+	lines = append(lines, "",
 		fmt.Sprintf("Execution:  %d, attempt %d, cause %s", ev.ExecutionID, ev.Attempt, ev.Cause),
 		fmt.Sprintf("State:      %s (code %d)", ev.State, ev.HandleCode),
 		fmt.Sprintf("Scheduled:  %s", when(ev.ScheduledAt)),
 		fmt.Sprintf("Fired:      %s", when(ev.FiredAt)),
-		fmt.Sprintf("Finished:   %s", when(ev.FinishedAt)),
-	}
+		fmt.Sprintf("Finished:   %s", when(ev.FinishedAt)))
 	if ev.Node != "" {
 		lines = append(lines, "Node:       "+ev.Node)
 	}
@@ -196,11 +203,33 @@ func message(from, to string, ev Event, date time.Time) []byte {
 		lines = append(lines, "", "Dispatch:", ev.TriggerMsg)
 	}
 	lines = append(lines, "", "Result:", ev.HandleMsg)
+	writeBody(&b, lines)
+	return b.Bytes()
+}
+
+// shortMessage is the e-mail of a recovery or of an alarm raised with a reason: the
+// channels' words.
+func shortMessage(from, to string, ev Event, date time.Time) []byte {
+	m := messageOf(ev)
+	var b bytes.Buffer
+	writeHeader(&b, from, to, m.Title, ev, date)
+	writeBody(&b, m.Lines)
+	return b.Bytes()
+}
+
+func writeHeader(b *bytes.Buffer, from, to, subject string, ev Event, date time.Time) {
+	id := make([]byte, 8)
+	_, _ = rand.Read(id)
+	fmt.Fprintf(b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <sundial-%d-%s@sundial>\r\n",
+		from, to, mime.QEncoding.Encode("utf-8", oneLine(subject)), date.Format(time.RFC1123Z), ev.ExecutionID, hex.EncodeToString(id))
+	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
+}
+
+func writeBody(b *bytes.Buffer, lines []string) {
 	for _, l := range lines {
 		// Bare CR or LF in a message body is not allowed by SMTP; normalise to CRLF.
 		l = strings.ReplaceAll(strings.ReplaceAll(l, "\r\n", "\n"), "\r", "\n")
 		b.WriteString(strings.ReplaceAll(l, "\n", "\r\n"))
 		b.WriteString("\r\n")
 	}
-	return b.Bytes()
 }

@@ -31,3 +31,18 @@ func TestMessageHeaders(t *testing.T) {
 		t.Errorf("body:\n%q", body)
 	}
 }
+
+// A recovery e-mail says the job recovered; a raised alarm's e-mail carries its reason.
+func TestShortMessages(t *testing.T) {
+	date := time.Date(2024, 3, 10, 1, 2, 4, 0, time.UTC)
+	rec := string(message("s@example.com", "ops@example.com", Event{Event: EventRecovered, JobID: 4, JobGroup: "g", JobName: "x",
+		ExecutionID: 9, State: "succeeded"}, date))
+	if !strings.Contains(rec, "Subject: Sundial: job g/x recovered\r\n") || !strings.Contains(rec, "succeeded again (execution 9)") {
+		t.Errorf("recovery e-mail:\n%s", rec)
+	}
+	raised := string(message("s@example.com", "ops@example.com", Event{Event: EventRaised, JobID: 4, JobGroup: "g", JobName: "x",
+		Reason: "paused itself after 5 failures"}, date))
+	if !strings.Contains(raised, "needs attention") || !strings.Contains(raised, "paused itself after 5 failures") {
+		t.Errorf("raised e-mail:\n%s", raised)
+	}
+}

@@ -2,10 +2,7 @@ package alarm
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/sundial-scheduler/sundial/internal/testdb"
@@ -22,15 +19,8 @@ func TestResendAbandoned(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st := teststore.Open(t, dialect)
-			var mu sync.Mutex
-			var keys []string
-			hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				keys = append(keys, r.Header.Get("Idempotency-Key"))
-			}))
-			defer hook.Close()
-			xs := failedWithAlarms(t, st, hook.URL, 2)
+			hook, heard := keyHook(t)
+			xs := failedWithAlarms(t, st, hook, 2)
 			abandoned, fresh := xs[0], xs[1]
 			if won, err := st.ExecutionsSetAlarm(ctx, []int64{abandoned.ID, fresh.ID}, store.AlarmPending, store.AlarmSending); err != nil || len(won) != 2 {
 				t.Fatalf("claim the alarms: %v, %v", won, err)
@@ -47,11 +37,9 @@ func TestResendAbandoned(t *testing.T) {
 			if err != nil || res != (Result{Sent: 1}) {
 				t.Fatalf("Sweep = %+v, %v; want the abandoned alarm sent", res, err)
 			}
-			mu.Lock()
-			if len(keys) != 1 || keys[0] != "sundial-execution-"+itoa(abandoned.ID) {
+			if keys := heard(); len(keys) != 1 || keys[0] != "sundial-execution-"+itoa(abandoned.ID) {
 				t.Errorf("webhook requests with keys %q, want one for execution %d", keys, abandoned.ID)
 			}
-			mu.Unlock()
 			for x, want := range map[*store.Execution]store.AlarmState{abandoned: store.AlarmSent, fresh: store.AlarmSending} {
 				got, err := st.ExecutionGet(ctx, x.ID)
 				if err != nil || got.AlarmState != want {

@@ -12,6 +12,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/maintenance"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -38,6 +39,11 @@ type Config struct {
 	// 10 min.
 	ResendAfter time.Duration
 	Logger      *slog.Logger
+	// Secrets opens the sealed chat and paging targets ("slack:...", see SealTarget).
+	Secrets *secret.Keyring
+	// PagerDutyURL replaces PagerDuty's events URL (a proxy, a test's fake). Default
+	// PagerDutyEventsURL.
+	PagerDutyURL string
 	// Clock paces the sweeps and the pauses between attempts. Default: the system clock.
 	Clock clock.Clock
 }
@@ -255,35 +261,121 @@ func (s *Sender) record(ctx context.Context, ids []int64, to store.AlarmState) e
 	return err
 }
 
-// deliver tells every target of the job about x and returns the outcome to record.
+// deliver applies the job's alarm policy to x and tells every target of the job what it
+// decided, and returns the outcome to record.
 func (s *Sender) deliver(ctx context.Context, x *store.Execution, job *store.Job) store.AlarmState {
 	if job == nil || len(job.AlarmTargets) == 0 {
 		// The job was deleted, or its targets removed, since it failed: nobody to tell.
 		return store.AlarmNone
 	}
+	d, err := s.decide(ctx, job, x)
+	if err != nil {
+		// Undecided, nobody was told: the alarm goes back to pending for the next sweep.
+		s.log.Error("alarm policy: the job's alarm state could not be kept; trying again later", "execution", x.ID, "job", job.ID, "err", err)
+		return store.AlarmPending
+	}
+	if d == Quiet {
+		s.log.Debug("alarm held back by the job's alarm policy", "execution", x.ID, "job", job.ID, "state", x.State)
+		return store.AlarmNone
+	}
 	ev := eventOf(job, x)
+	if d == Recover {
+		ev.Event = EventRecovered
+	}
+	return s.tell(ctx, job, ev)
+}
+
+// tell delivers ev to every target of job and returns the outcome to record.
+func (s *Sender) tell(ctx context.Context, job *store.Job, ev Event) store.AlarmState {
 	told, failed := 0, 0
 	for _, raw := range job.AlarmTargets {
-		t, err := ParseTarget(raw)
+		shown := MaskTarget(raw)
+		plain, err := OpenTarget(s.cfg.Secrets, raw)
+		var t Target
+		if err == nil {
+			t, err = ParseTarget(plain)
+		}
+		if err == nil && t.Masked {
+			err = fmt.Errorf("%s: the target stored is a mask, not a target", shown)
+		}
 		if err == nil {
 			err = s.attempt(ctx, t, ev)
 		}
 		switch {
 		case err == nil:
 			told++
-			s.log.Info("alarm sent", "execution", x.ID, "job", job.ID, "target", raw)
+			s.log.Info("alarm sent", "event", ev.Event, "execution", ev.ExecutionID, "job", job.ID, "target", shown)
 		case ctx.Err() != nil && told == 0:
 			// Stopped before anyone heard: the next leader sends it.
 			return store.AlarmPending
 		default:
 			failed++
-			s.log.Error("alarm not delivered", "execution", x.ID, "job", job.ID, "target", raw, "err", err)
+			s.log.Error("alarm not delivered", "event", ev.Event, "execution", ev.ExecutionID, "job", job.ID, "target", shown, "err", err)
 		}
 	}
 	if failed > 0 {
 		return store.AlarmFailed
 	}
 	return store.AlarmSent
+}
+
+// decide applies the job's alarm policy to x on the job's stored alarm state, with a
+// compare-and-set, so two senders (leaders that overlap for a moment) or a sender after a
+// restart count every execution once. The default policy needs no state: every final
+// failure alarms.
+func (s *Sender) decide(ctx context.Context, job *store.Job, x *store.Execution) (Decision, error) {
+	failed := x.State != store.ExecSucceeded
+	if job.AlarmPolicy.IsZero() {
+		if failed {
+			return Alert, nil
+		}
+		return Quiet, nil
+	}
+	at := x.FinishedAt
+	if at == 0 {
+		at = s.cfg.Clock.Now().UnixMilli()
+	}
+	for tries := 0; ; tries++ {
+		st, err := s.cfg.Store.JobAlarmGet(ctx, job.ID)
+		if err != nil {
+			return "", err
+		}
+		if d, ok := decided(*st, x.ID); ok {
+			return d, nil // delivered again after its node died: decided then
+		}
+		next, d := Step(job.AlarmPolicy, *st, x.ID, failed, at)
+		err = s.cfg.Store.JobAlarmPut(ctx, &next)
+		if errors.Is(err, store.ErrConflict) && tries < 20 {
+			continue // another execution of the job was decided meanwhile: count on from it
+		}
+		if err != nil {
+			return "", err
+		}
+		return d, nil
+	}
+}
+
+// Raise tells the job's targets of reason now, whatever its alarm policy: for what is not
+// a failed run but needs a person (a job that paused itself, say). executionID names the
+// run that led to it, 0 for none. It delivers with the usual retries before it returns
+// and is not kept for a later sweep, so the caller decides what a failure to tell means.
+func (s *Sender) Raise(ctx context.Context, jobID, executionID int64, reason string) error {
+	job, err := s.cfg.Store.JobGet(ctx, jobID)
+	if err != nil {
+		return fmt.Errorf("alarm: raise for job %d: %w", jobID, err)
+	}
+	if len(job.AlarmTargets) == 0 {
+		return nil
+	}
+	ev := Event{Event: EventRaised, Reason: reason, JobID: job.ID, JobGroup: job.Group, JobName: job.Name, ExecutionID: executionID}
+	switch s.tell(ctx, job, ev) {
+	case store.AlarmSent:
+		return nil
+	case store.AlarmPending:
+		return fmt.Errorf("alarm: raise for job %d: %w", jobID, ctx.Err())
+	default:
+		return fmt.Errorf("alarm: raise for job %d: not every target was told (the log says which)", jobID)
+	}
 }
 
 // attempt delivers to one target, retrying with a doubling pause.
@@ -299,13 +391,26 @@ func (s *Sender) attempt(ctx context.Context, t Target, ev Event) error {
 			err = sendMail(actx, s.cfg.SMTP, t.Address, ev, s.cfg.Clock.Now())
 		case Webhook:
 			err = postWebhook(actx, s.cfg.HTTPClient, t.Address, ev)
+		default:
+			if t.Kind == PagerDuty && s.cfg.PagerDutyURL != "" {
+				t.Address = s.cfg.PagerDutyURL
+			}
+			err = postChannel(actx, s.cfg.HTTPClient, t, ev, s.cfg.Clock.Now())
 		}
 		if errors.Is(err, errPermanent) {
 			return backoff.Permanent(err)
 		}
 		if err != nil {
-			s.log.Warn("alarm delivery failed; retrying", "target", t.Address, "execution", ev.ExecutionID, "attempt", tries, "err", err)
+			s.log.Warn("alarm delivery failed; retrying", "target", shownTarget(t), "execution", ev.ExecutionID, "attempt", tries, "err", err)
 		}
 		return err
 	})
+}
+
+// shownTarget is a target for the log: a channel's kind and host, never its token.
+func shownTarget(t Target) string {
+	if IsChannel(t.Kind) {
+		return string(t.Kind) + ":" + hostOf(t.Address)
+	}
+	return t.Address
 }

@@ -8,6 +8,8 @@ import (
 	"net/mail"
 	"net/url"
 	"strings"
+
+	"github.com/sundial-scheduler/sundial/secret"
 )
 
 // Kind is how a target is told.
@@ -22,13 +24,28 @@ const (
 // Target is one parsed alarm target.
 type Target struct {
 	Kind Kind
-	// Address is the bare e-mail address or the webhook URL.
+	// Address is the bare e-mail address or the webhook URL (a channel's URL without its
+	// "#secret=" fragment; PagerDuty's events URL).
 	Address string
+	// Secret is a channel's signing secret (DingTalk, Lark) or PagerDuty's routing key.
+	Secret string
+	// Masked is a channel target read back from the API ("slack:***"): it stands for the
+	// stored target it masks, which an update keeps.
+	Masked bool
 }
 
 // ParseTarget reads an alarm target: "mailto:ops@example.com" or "ops@example.com" for an
-// e-mail, an http:// or https:// URL for a webhook.
+// e-mail, an http:// or https:// URL for a webhook, or a chat or paging service:
+// "slack:URL", "teams:URL", "dingtalk:URL[#secret=SEC...]", "lark:URL[#secret=...]" (or
+// "feishu:"), "wecom:URL", "pagerduty:ROUTING_KEY". "slack:***" is a channel target as the
+// API shows it (Masked).
 func ParseTarget(s string) (Target, error) {
+	if k, rest, ok := channelScheme(s); ok {
+		if rest == secret.Mask {
+			return Target{Kind: k, Masked: true}, nil
+		}
+		return parseChannel(k, rest)
+	}
 	if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
 		u, err := url.Parse(s)
 		if err != nil {
@@ -43,7 +60,7 @@ func ParseTarget(s string) (Target, error) {
 		}
 		return Target{Kind: Webhook, Address: s}, nil
 	}
-	bad := fmt.Errorf("alarm target %q: want an e-mail address (ops@example.com or mailto:ops@example.com) or an http(s):// webhook URL", s)
+	bad := fmt.Errorf("alarm target %q: want an e-mail address (ops@example.com or mailto:ops@example.com), an http(s):// webhook URL, or slack:, teams:, dingtalk:, lark:, wecom: with the service's URL or pagerduty:ROUTING_KEY", s)
 	// One bare address: a display name, a list or header syntax would not survive as an
 	// SMTP recipient.
 	addr := strings.TrimPrefix(s, "mailto:")
@@ -87,4 +104,50 @@ func redact(u *url.URL) string {
 	c := *u
 	c.User = url.User("xxxxx")
 	return c.String()
+}
+
+// SealTarget is what the store keeps of a target: a channel target's part after its scheme
+// sealed under keys' primary key ("slack:sdl1:..."), as every one carries a secret; other
+// targets as they are.
+func SealTarget(keys *secret.Keyring, raw string) (string, error) {
+	k, rest, ok := channelScheme(raw)
+	if !ok {
+		return raw, nil
+	}
+	sealed, err := keys.SealFor(rest, string(k))
+	if err != nil {
+		return "", fmt.Errorf("%s target: %w", k, err)
+	}
+	return string(k) + ":" + sealed, nil
+}
+
+// OpenTarget is the target a stored one (SealTarget) stands for.
+func OpenTarget(keys *secret.Keyring, stored string) (string, error) {
+	k, rest, ok := channelScheme(stored)
+	if !ok {
+		return stored, nil
+	}
+	plain, err := keys.OpenFor(rest, string(k))
+	if err != nil {
+		return "", fmt.Errorf("%s target: %w", k, err)
+	}
+	return string(k) + ":" + plain, nil
+}
+
+// MaskTarget is a stored target as the API, the CLI and the console show it: a channel
+// target as "slack:***", others as they are.
+func MaskTarget(stored string) string {
+	if k, _, ok := channelScheme(stored); ok {
+		return string(k) + ":" + secret.Mask
+	}
+	return stored
+}
+
+// TargetKeyID is the id of the key a stored chat or paging target is sealed under; ok is
+// false for a target that is not sealed.
+func TargetKeyID(stored string) (string, bool) {
+	if _, rest, ok := channelScheme(stored); ok {
+		return secret.KeyID(rest)
+	}
+	return "", false
 }

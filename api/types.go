@@ -37,6 +37,8 @@ type JobRequest struct {
 	MaxRetries       int            `json:"max_retries,omitempty"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms,omitempty"`
 	AlarmTargets     []string       `json:"alarm_targets,omitempty"`
+	// AlarmPolicy says when AlarmTargets are told; absent: of every final failure.
+	AlarmPolicy *AlarmPolicy `json:"alarm_policy,omitempty"`
 	// ChildJobIDs are fired when a run succeeds; each must be another existing job the caller
 	// may run.
 	ChildJobIDs []int64          `json:"child_job_ids,omitempty"`
@@ -63,6 +65,7 @@ type Job struct {
 	MaxRetries       int            `json:"max_retries"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
 	AlarmTargets     []string       `json:"alarm_targets"`
+	AlarmPolicy      AlarmPolicy    `json:"alarm_policy"`
 	ChildJobIDs      []int64        `json:"child_job_ids"`
 	Enabled          bool           `json:"enabled"`
 	// Paused: a trigger of the job is paused and none waits to fire, so it will not fire
@@ -81,7 +84,20 @@ func (j *Job) Request() JobRequest {
 	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
 		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets, ChildJobIDs: j.ChildJobIDs}
+		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets, AlarmPolicy: &j.AlarmPolicy, ChildJobIDs: j.ChildJobIDs}
+}
+
+// AlarmPolicy is when a job's alarm targets are told (docs/policies.md, "Alert channels").
+type AlarmPolicy struct {
+	// Threshold is how many failures raise an alarm: in a row, or within WindowMs when set.
+	// 0 or 1: every failure with no retry left.
+	Threshold int `json:"threshold"`
+	// WindowMs counts Threshold failures within this many milliseconds instead of in a row.
+	WindowMs int64 `json:"window_ms"`
+	// SilenceMs is how long after an alarm no other alarm of the job goes out.
+	SilenceMs int64 `json:"silence_ms"`
+	// Recovery tells the targets when the job succeeds again after an alarm.
+	Recovery bool `json:"recovery"`
 }
 
 // ScriptVersion is one kept save of a shell job's script, newest first in lists.

@@ -317,8 +317,19 @@ func resultCode(cp completion) int {
 // alarms reports whether a result is a final failure its job wants to be told about: one
 // with no retry left, so a retried job alarms once, after its last attempt (XXL-JOB alarms
 // every attempt). The pending alarm is written with the result, in its transaction.
+//
+// A success goes to the alarm sender too when the job's alarm policy counts failures in a
+// row (a success resets the count) or tells of a recovery: the sender decides (package
+// alarm's Step) and most such alarms end told to nobody.
 func alarms(state store.ExecutionState, ex *store.Execution, job *store.Job) bool {
-	return (state == store.ExecFailed || state == store.ExecTimedOut) && ex.Attempt >= job.MaxRetries && len(job.AlarmTargets) > 0
+	if len(job.AlarmTargets) == 0 {
+		return false
+	}
+	if state == store.ExecSucceeded {
+		p := job.AlarmPolicy
+		return p.Recovery || (p.Threshold > 1 && p.WindowMs == 0)
+	}
+	return (state == store.ExecFailed || state == store.ExecTimedOut) && ex.Attempt >= job.MaxRetries
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -266,6 +266,8 @@ func (r *run) updateJob(ctx context.Context, j *Job, cur *store.Job) error {
 	j.ID = cur.ID
 	job := j.Job
 	job.ChildJobIDs = cur.ChildJobIDs // children are compared once every job is there
+	// No source has an alarm policy: the one set on the job (API, CLI, console) stays.
+	job.AlarmPolicy = sundial.AlarmPolicyOf(cur.AlarmPolicy)
 	if n := len(j.Scripts); n > 0 {
 		job.ScriptNote = j.Scripts[n-1].Note
 	}
@@ -370,6 +372,7 @@ func (r *run) children(ctx context.Context) error {
 		}
 		job := j.Job
 		job.ChildJobIDs, job.ScriptNote = ids, ""
+		job.AlarmPolicy = sundial.AlarmPolicyOf(cur.AlarmPolicy)
 		o := Outcome{}
 		if err := r.s.UpdateJobTx(ctx, r.q, j.ID, job); err != nil {
 			if !refused(&o, err) {

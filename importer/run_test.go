@@ -203,6 +203,13 @@ func testRunDryApplyAgain(t *testing.T, dialect string) {
 	}
 
 	// A change in the source is an update, with what changed; a new script is one version.
+	// The alarm policy set on the job in Sundial (no source has one) stays.
+	policy := store.AlarmPolicy{Threshold: 3, SilenceMs: 60000, Recovery: true}
+	if cur, err := st.JobGet(ctx, report.ID); err != nil {
+		t.Fatal(err)
+	} else if cur.AlarmPolicy = policy; st.JobUpdate(ctx, cur) != nil {
+		t.Fatal("set the alarm policy")
+	}
 	p = corePlan(t)
 	p.Jobs[0].Params = "echo v4"
 	p.Jobs[0].Scripts = append(p.Jobs[0].Scripts, importer.Script{Source: "echo v4", Note: "fourth"})
@@ -215,6 +222,9 @@ func testRunDryApplyAgain(t *testing.T, dialect string) {
 	}
 	if vs3, _ := st.ScriptVersionList(ctx, report.ID); len(vs3) != len(vs)+1 || vs3[0].Note != "fourth" {
 		t.Errorf("after a changed script: %d versions, newest %q", len(vs3), vs3[0].Note)
+	}
+	if cur, err := st.JobGet(ctx, report.ID); err != nil || cur.AlarmPolicy != policy {
+		t.Errorf("after the update the alarm policy is %+v (%v), want %+v kept", cur.AlarmPolicy, err, policy)
 	}
 }
 

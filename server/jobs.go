@@ -24,9 +24,9 @@ func toJobOut(j *store.Job) api.Job {
 	if data == nil {
 		data = map[string]any{}
 	}
-	targets := j.AlarmTargets
-	if targets == nil {
-		targets = []string{}
+	targets := make([]string, len(j.AlarmTargets))
+	for i, t := range j.AlarmTargets {
+		targets[i] = alarm.MaskTarget(t) // a chat or paging target is sealed: its secret stays
 	}
 	children := j.ChildJobIDs
 	if children == nil {
@@ -40,12 +40,18 @@ func toJobOut(j *store.Job) api.Job {
 		App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: params, ParamsSecret: j.ParamsSecret, Data: data, Concurrency: string(j.Concurrency), PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, ChildJobIDs: children, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt)}
+		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, ChildJobIDs: children,
+		AlarmPolicy: api.AlarmPolicy{Threshold: j.AlarmPolicy.Threshold, WindowMs: j.AlarmPolicy.WindowMs,
+			SilenceMs: j.AlarmPolicy.SilenceMs, Recovery: j.AlarmPolicy.Recovery}, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt)}
 }
 
 // jobOf is the request's job for the scheduler, which checks it.
 func jobOf(in *api.JobRequest) sundial.Job {
-	return sundial.Job{Group: in.Group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
+	var policy sundial.AlarmPolicy
+	if p := in.AlarmPolicy; p != nil {
+		policy = sundial.AlarmPolicyOf(store.AlarmPolicy{Threshold: p.Threshold, WindowMs: p.WindowMs, SilenceMs: p.SilenceMs, Recovery: p.Recovery})
+	}
+	return sundial.Job{AlarmPolicy: policy, Group: in.Group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
 		Routing: in.Routing, Params: in.Params, ScriptNote: in.ScriptNote, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
 		PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,

@@ -74,6 +74,9 @@ type Config struct {
 	// each (default 5 s).
 	AlarmAttempts int
 	AlarmBackoff  time.Duration
+	// PagerDutyURL replaces PagerDuty's Events API v2 URL for pagerduty: alarm targets (an
+	// egress proxy, a test's fake). Default alarm.PagerDutyEventsURL.
+	PagerDutyURL string
 	// ReportInterval is how often the leader recomputes today's and yesterday's daily
 	// report rows. Default 1 min.
 	ReportInterval time.Duration
@@ -232,7 +235,8 @@ func New(cfg Config) (*Server, error) {
 	s.rejected = newRejectedCounter(s.metrics.reg)
 	s.logins = newLoginLimiter(cfg.Login, clk.Now, s.metrics.reg)
 	s.alarms, err = alarm.New(alarm.Config{Store: cfg.Store, SMTP: cfg.SMTP, Interval: cfg.AlarmInterval,
-		Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger, Clock: clk})
+		Attempts: cfg.AlarmAttempts, Backoff: cfg.AlarmBackoff, Logger: cfg.Logger, Clock: clk, Secrets: secrets,
+		PagerDutyURL: cfg.PagerDutyURL})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

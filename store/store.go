@@ -157,6 +157,12 @@ type Querier interface {
 	// longer than olderThan by the database clock, as by a node that died mid-delivery, and
 	// returns them; each is claimed by one caller.
 	ExecutionsAlarmReclaim(ctx context.Context, olderThan time.Duration, limit int) ([]*Execution, error)
+	// JobAlarmGet returns the job's alarm state; a job with none yet gets a zero row
+	// (Version 0) with its JobID.
+	JobAlarmGet(ctx context.Context, jobID int64) (*AlarmStateRow, error)
+	// JobAlarmPut writes st if the stored row is still at st.Version (0: none stored) and
+	// then bumps st.Version; ErrConflict when another writer came first.
+	JobAlarmPut(ctx context.Context, st *AlarmStateRow) error
 	// ReportsRefresh recomputes the report rows of one UTC day (YYYY-MM-DD) from the
 	// executions, one row per job with executions that day, dropping rows of jobs that have
 	// none any more. It returns how many rows the day has.

@@ -63,8 +63,12 @@ type Job struct {
 	RetryBackoffMs int64
 	// Routing names the strategy that picks executor instances (first, round_robin, ...).
 	Routing string
-	// AlarmTargets are addresses (e-mail, webhook URL) told when a run fails.
+	// AlarmTargets are addresses (e-mail, webhook URL) told when a run fails; chat and
+	// paging targets ("slack:...") are kept sealed (package alarm's SealTarget).
 	AlarmTargets []string
+	// AlarmPolicy says when the targets are told: the threshold, the silence window and
+	// the recovery notice. The zero value tells them of every final failure.
+	AlarmPolicy AlarmPolicy
 	// ChildJobIDs are fired when a run succeeds.
 	ChildJobIDs []int64
 	Enabled     bool
@@ -473,4 +477,46 @@ type AuditFilter struct {
 	// BeforeID continues a listing below the last ID seen; 0 from the newest.
 	BeforeID int64
 	Limit    int
+}
+
+// AlarmPolicy is when a job's alarm targets are told. Package alarm applies it.
+type AlarmPolicy struct {
+	// Threshold is how many failures raise an alarm: in a row, or within WindowMs when it
+	// is set. 0 or 1: every final failure.
+	Threshold int `json:"threshold,omitempty"`
+	// WindowMs counts Threshold failures within this many milliseconds instead of in a row.
+	WindowMs int64 `json:"window_ms,omitempty"`
+	// SilenceMs is how long after an alarm no other alarm of the job is sent.
+	SilenceMs int64 `json:"silence_ms,omitempty"`
+	// Recovery tells the targets when the job succeeds again after an alarm.
+	Recovery bool `json:"recovery,omitempty"`
+}
+
+// IsZero reports whether p is the default: every final failure alarms, nothing else does.
+func (p AlarmPolicy) IsZero() bool { return p == AlarmPolicy{} || p == AlarmPolicy{Threshold: 1} }
+
+// AlarmStateRow is a job's alarm bookkeeping (table job_alarms): what the policy has counted and
+// decided so far. It is written with a compare-and-set on Version, so the node that
+// delivers alarms after a leader change or a restart counts on from where the last stopped.
+type AlarmStateRow struct {
+	JobID int64
+	// Failures counts failures in a row (a policy without a window).
+	Failures int
+	// FailedAt are the times (Unix ms) of the latest failures, for a policy with a window.
+	FailedAt []int64
+	// Open is an incident: an alarm was sent and no success followed yet.
+	Open bool
+	// LastAlarmAt is when the last alarm was sent (Unix ms), for the silence window.
+	LastAlarmAt int64
+	// Decided are the decisions for the latest executions, so an alarm delivered again
+	// (its node died mid-delivery) gets the same decision and is not counted twice.
+	Decided []AlarmDecided
+	// Version is 0 for a job with no row yet.
+	Version int64
+}
+
+// AlarmDecided is the decision taken for one execution.
+type AlarmDecided struct {
+	ExecutionID int64  `json:"x"`
+	Decision    string `json:"d"`
 }

@@ -36,6 +36,8 @@ var jobFields = []field{
 	{"params", text}, {"params_secret", boolean}, {"script_note", text}, {"data", jsonText}, {"concurrency", text}, {"persist_data", boolean},
 	{"requests_recovery", boolean}, {"timeout_ms", integer}, {"max_retries", integer},
 	{"retry_backoff_ms", integer}, {"alarm_targets", lines}, {"child_job_ids", idList},
+	{"alarm_policy.threshold", integer}, {"alarm_policy.window_ms", integer}, {"alarm_policy.silence_ms", integer},
+	{"alarm_policy.recovery", boolean},
 }
 
 // triggerKinds are the schedule forms of the editor; each names the fields it sends.

@@ -54,6 +54,12 @@ type handlerRun struct {
 
 func newHarness(t *testing.T, dialect string) *harness {
 	t.Helper()
+	return newHarnessWith(t, dialect, nil)
+}
+
+// newHarnessWith is newHarness with the server's Config adjusted by tune.
+func newHarnessWith(t *testing.T, dialect string, tune func(*server.Config)) *harness {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
 	if err != nil {
@@ -65,8 +71,12 @@ func newHarness(t *testing.T, dialect string) *harness {
 	}
 	// Errors are logged to the test, where a failure shows them.
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
-	srv, err := server.New(server.Config{Store: st, Logger: logger,
-		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}})
+	cfg := server.Config{Store: st, Logger: logger,
+		Scheduler: sundial.Config{Engine: engine.Config{PollInterval: 50 * time.Millisecond}}}
+	if tune != nil {
+		tune(&cfg)
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

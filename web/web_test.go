@@ -101,6 +101,8 @@ func TestJobFormErrorsAtFieldStoreNothing(t *testing.T) {
 		{url.Values{"name": {"words"}, "timeout_ms": {"soon"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-timeout_ms", "want a whole number"},
 		{url.Values{"name": {"zone"}, "triggers[0].cron": {"0 0 * * * ?"}, "triggers[0].time_zone": {"Mars/Olympus"}}, "err-triggers-0-time_zone", "Mars/Olympus"},
 		{url.Values{"name": {"alarm"}, "alarm_targets": {"ops@example.com\nnot a target"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-alarm_targets", "not a target"},
+		{url.Values{"name": {"window"}, "alarm_policy.window_ms": {"60000"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-alarm_policy-window_ms", "threshold"},
+		{url.Values{"name": {"slack"}, "alarm_targets": {"slack:https://hooks.slack.com/services/T/B/X"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-alarm_targets", "secret key"},
 		{url.Values{"name": {"kids"}, "child_job_ids": {"1, x"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-child_job_ids", "want job ids"},
 		{url.Values{"name": {"kids"}, "child_job_ids": {"424242"}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-child_job_ids", "no job 424242"},
 		{url.Values{"name": {"   "}, "triggers[0].cron": {"0 0 * * * ?"}}, "err-name", "must not be"},

@@ -25,6 +25,9 @@ type jobFlags struct {
 	retries                                                              int
 	recovery, persistData                                                bool
 	alarms                                                               []string
+	alarmThreshold                                                       int
+	alarmWindow, alarmSilence                                            time.Duration
+	alarmRecovery                                                        bool
 }
 
 func (j *jobFlags) add(f *pflag.FlagSet) {
@@ -45,7 +48,12 @@ func (j *jobFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&j.recovery, "recovery", false, "run again after a node crashed during a run")
 	f.BoolVar(&j.persistData, "persist-data", false, "keep changes a run makes to the job data")
 	f.StringArrayVar(&j.alarms, "alarm", nil, "tell this target when a run fails for good (repeatable): an e-mail address "+
-		"or an http(s):// webhook URL; on update the list replaces the job's, and --alarm '' clears it")
+		"an http(s):// webhook URL, or slack:URL, teams:URL, dingtalk:URL[#secret=SEC...], lark:URL[#secret=...], wecom:URL, "+
+		"pagerduty:ROUTING_KEY; on update the list replaces the job's (slack:*** keeps the stored one), and --alarm '' clears it")
+	f.IntVar(&j.alarmThreshold, "alarm-threshold", 0, "alarm only after this many failures in a row (or within --alarm-window); 0 or 1: every one")
+	f.DurationVar(&j.alarmWindow, "alarm-window", 0, "count --alarm-threshold failures within this long instead of in a row (e.g. 1h)")
+	f.DurationVar(&j.alarmSilence, "alarm-silence", 0, "send no other alarm of the job this long after one (e.g. 30m)")
+	f.BoolVar(&j.alarmRecovery, "alarm-recovery", false, "tell the alarm targets when the job succeeds again after an alarm")
 }
 
 // apply copies the flags that were given (all of them when every is set) onto req.
@@ -98,18 +106,8 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	if set("concurrency") {
 		req.Concurrency = j.concurrency
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		dst  *int64
-	}{{"timeout", j.timeout, &req.TimeoutMs}, {"backoff", j.backoff, &req.RetryBackoffMs}} {
-		if !set(d.name) {
-			continue
-		}
-		if d.v < 0 || d.v%time.Millisecond != 0 {
-			return usageErrorf("--%s %s: want a non-negative whole number of milliseconds", d.name, d.v)
-		}
-		*d.dst = d.v.Milliseconds()
+	if err := setMillis(set, msFlag{"timeout", j.timeout, &req.TimeoutMs}, msFlag{"backoff", j.backoff, &req.RetryBackoffMs}); err != nil {
+		return err
 	}
 	if set("retries") {
 		req.MaxRetries = j.retries
@@ -120,6 +118,9 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	if set("persist-data") {
 		req.PersistData = j.persistData
 	}
+	if err := j.applyAlarmPolicy(set, req); err != nil {
+		return err
+	}
 	if set("alarm") {
 		req.AlarmTargets = nil
 		for _, a := range j.alarms {
@@ -127,6 +128,49 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 				req.AlarmTargets = append(req.AlarmTargets, a)
 			}
 		}
+	}
+	return nil
+}
+
+// msFlag is a duration flag sent as milliseconds.
+type msFlag struct {
+	name string
+	v    time.Duration
+	dst  *int64
+}
+
+// setMillis writes the duration flags that were given into their fields, in milliseconds.
+func setMillis(set func(string) bool, flags ...msFlag) error {
+	for _, d := range flags {
+		if !set(d.name) {
+			continue
+		}
+		if d.v < 0 || d.v%time.Millisecond != 0 {
+			return usageErrorf("--%s %s: want a non-negative whole number of milliseconds", d.name, d.v)
+		}
+		*d.dst = d.v.Milliseconds()
+	}
+	return nil
+}
+
+// applyAlarmPolicy copies the alarm policy's flags that were given onto req, keeping the
+// rest of the policy req has.
+func (j *jobFlags) applyAlarmPolicy(set func(string) bool, req *api.JobRequest) error {
+	p := api.AlarmPolicy{}
+	if req.AlarmPolicy != nil {
+		p = *req.AlarmPolicy
+	}
+	if set("alarm-threshold") {
+		p.Threshold = j.alarmThreshold
+	}
+	if err := setMillis(set, msFlag{"alarm-window", j.alarmWindow, &p.WindowMs}, msFlag{"alarm-silence", j.alarmSilence, &p.SilenceMs}); err != nil {
+		return err
+	}
+	if set("alarm-recovery") {
+		p.Recovery = j.alarmRecovery
+	}
+	if p != (api.AlarmPolicy{}) || req.AlarmPolicy != nil {
+		req.AlarmPolicy = &p
 	}
 	return nil
 }
@@ -210,7 +254,7 @@ func showJob(w io.Writer, j api.Job) error {
 		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", j.Concurrency,
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
 		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
-		"Alarms", strings.Join(j.AlarmTargets, ", "), "State", jobState(j),
+		"Alarms", strings.Join(j.AlarmTargets, ", "), "Alarm policy", alarmPolicyShown(j.AlarmPolicy), "State", jobState(j),
 		"Created", when(j.CreatedAt), "Updated", when(j.UpdatedAt))
 	if err != nil || len(j.Triggers) == 0 {
 		return err
@@ -221,6 +265,26 @@ func showJob(w io.Writer, j api.Job) error {
 		t.row(triggerRow(tr)...)
 	}
 	return t.flush()
+}
+
+// alarmPolicyShown says a job's alarm policy in a few words.
+func alarmPolicyShown(p api.AlarmPolicy) string {
+	var parts []string
+	switch {
+	case p.Threshold > 1 && p.WindowMs > 0:
+		parts = append(parts, fmt.Sprintf("after %d failures within %s", p.Threshold, msDuration(p.WindowMs)))
+	case p.Threshold > 1:
+		parts = append(parts, fmt.Sprintf("after %d failures in a row", p.Threshold))
+	default:
+		parts = append(parts, "every failure")
+	}
+	if p.SilenceMs > 0 {
+		parts = append(parts, "silence "+msDuration(p.SilenceMs))
+	}
+	if p.Recovery {
+		parts = append(parts, "recovery notice")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func newJobListCmd(o *apiOptions) *cobra.Command {

@@ -466,3 +466,34 @@ func TestCLINames(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIAlarmChannels: --alarm takes a chat or paging target, shown masked; the alarm
+// policy flags set the job's policy, job get says it in words, an update of another flag
+// keeps both, an update of one policy flag keeps the others, and a bad policy is refused
+// naming the field.
+func TestCLIAlarmChannels(t *testing.T) {
+	s := startAPIServer(t)
+	j := mustJSON[api.Job](t, s, "job", "create", "paged", "--handler", "noop",
+		"--alarm", "pagerduty:clikey0123456789", "--alarm-threshold", "3", "--alarm-window", "10m", "--alarm-recovery")
+	if strings.Join(j.AlarmTargets, " ") != "pagerduty:***" ||
+		j.AlarmPolicy != (api.AlarmPolicy{Threshold: 3, WindowMs: 600000, Recovery: true}) {
+		t.Fatalf("job create: targets %v, policy %+v", j.AlarmTargets, j.AlarmPolicy)
+	}
+	id := strconv.FormatInt(j.ID, 10)
+	if out := s.mustCLI(t, "job", "get", id); !strings.Contains(out, "after 3 failures within 10m0s, recovery notice") ||
+		strings.Contains(out, "clikey") {
+		t.Errorf("job get:\n%s", out)
+	}
+	got := mustJSON[api.Job](t, s, "job", "update", id, "--retries", "1")
+	if strings.Join(got.AlarmTargets, " ") != "pagerduty:***" || got.AlarmPolicy != j.AlarmPolicy {
+		t.Errorf("update --retries changed the alarms: %v %+v", got.AlarmTargets, got.AlarmPolicy)
+	}
+	got = mustJSON[api.Job](t, s, "job", "update", id, "--alarm-silence", "30m")
+	if got.AlarmPolicy != (api.AlarmPolicy{Threshold: 3, WindowMs: 600000, SilenceMs: 1800000, Recovery: true}) {
+		t.Errorf("update --alarm-silence: %+v", got.AlarmPolicy)
+	}
+	code, _, errOut := s.cli(t, "job", "create", "bad", "--handler", "noop", "--alarm-window", "1m")
+	if code != 2 || !strings.Contains(errOut, "alarm_policy.window_ms") {
+		t.Errorf("--alarm-window without a threshold: exit %d, stderr %q", code, errOut)
+	}
+}

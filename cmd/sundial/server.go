@@ -40,6 +40,7 @@ type serverOptions struct {
 	auditRetention          time.Duration
 	noMigrate               bool
 	smtp                    alarm.SMTP
+	pagerDutyURL            string
 	tls                     tlsOptions
 	executorTLS             executorTLSOptions
 	trustedProxies          string
@@ -114,6 +115,8 @@ OpenTelemetry's own variables, OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTL
 	f.DurationVar(&o.auditRetention, "audit-retention", 365*24*time.Hour, "how long audit log entries are kept (apart from --retention)")
 	f.StringVar(&o.smtp.Addr, "smtp-addr", "", "SMTP server (host:port) for e-mail alarms (none: e-mail alarms fail; webhooks work)")
 	f.StringVar(&o.smtp.From, "smtp-from", "", "sender address of e-mail alarms (required with --smtp-addr)")
+	f.StringVar(&o.pagerDutyURL, "pagerduty-url", "", "PagerDuty Events API v2 URL for pagerduty: alarm targets (default "+
+		alarm.PagerDutyEventsURL+"; EU accounts: https://events.eu.pagerduty.com/v2/enqueue)")
 	f.StringVar(&o.smtp.User, "smtp-user", "", "SMTP user (PLAIN authentication, over TLS unless the server is localhost)")
 	o.tls.add(f)
 	o.executorTLS.add(f)
@@ -314,7 +317,7 @@ func runServer(ctx context.Context, stdout, stderr io.Writer, o serverOptions) e
 	srv, err := server.New(server.Config{Store: st, Logger: log, ExecutorToken: o.executorToken, Retention: o.retention,
 		ExecutorWait: o.executorWait, ExecutorTLS: execCert, ExecutorCA: execCA,
 		AuditRetention: o.auditRetention, ExecutorNetworks: execNets,
-		SMTP: o.smtp, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
+		SMTP: o.smtp, PagerDutyURL: o.pagerDutyURL, Scheduler: sundial.Config{NodeID: o.nodeID, DrainTimeout: o.drainTimeout, MinInterval: o.minInterval,
 			Secrets: keys, Engine: engine.Config{AppFiresPerSecond: o.maxFiresPerApp, TracerProvider: tracer}},
 		TLS: certs, TrustedProxies: proxies, Input: server.InputLimits{MaxJobsPerApp: o.maxJobsPerApp},
 		OIDC: oidcCfg, SecretKey: o.secretKey, XXLContextPath: o.xxlContextPath})

@@ -12,7 +12,7 @@ import (
 
 const jobCols = "id, group_name, name, description, target_kind, handler, app, params, data, concurrency, " +
 	"persist_data, requests_recovery, timeout_ms, max_retries, retry_backoff_ms, routing, alarm_targets, " +
-	"child_job_ids, enabled, params_secret, created_at, updated_at"
+	"child_job_ids, enabled, params_secret, alarm_policy, created_at, updated_at"
 
 // jobSelectCols adds what the job's row keeps that no insert or update of the job writes:
 // script_version is ScriptVersionAdd's.
@@ -22,10 +22,10 @@ type rowScanner interface{ Scan(dest ...any) error }
 
 func scanJob(r rowScanner) (*store.Job, error) {
 	var j store.Job
-	var data, alarms, children string
+	var data, alarms, children, policy string
 	err := r.Scan(&j.ID, &j.Group, &j.Name, &j.Description, &j.TargetKind, &j.Handler, &j.App, &j.Params,
 		&data, &j.Concurrency, &j.PersistData, &j.RequestsRecovery, &j.TimeoutMs, &j.MaxRetries,
-		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.ParamsSecret, &j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion)
+		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.ParamsSecret, &policy, &j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -36,6 +36,9 @@ func scanJob(r rowScanner) (*store.Job, error) {
 		return nil, err
 	}
 	if err := decodeJSON(children, &j.ChildJobIDs); err != nil {
+		return nil, err
+	}
+	if err := decodeJSON(policy, &j.AlarmPolicy); err != nil {
 		return nil, err
 	}
 	return &j, nil
@@ -55,13 +58,17 @@ func jobValues(j *store.Job) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	policy, err := encodeJSON(j.AlarmPolicy, j.AlarmPolicy == store.AlarmPolicy{})
+	if err != nil {
+		return nil, err
+	}
 	conc := j.Concurrency
 	if conc == "" {
 		conc = store.ConcurrencyAllow
 	}
 	return []any{j.Group, j.Name, j.Description, string(j.TargetKind), j.Handler, j.App, j.Params, data,
 		string(conc), j.PersistData, j.RequestsRecovery, j.TimeoutMs, j.MaxRetries, j.RetryBackoffMs,
-		j.Routing, alarms, children, j.Enabled, j.ParamsSecret}, nil
+		j.Routing, alarms, children, j.Enabled, j.ParamsSecret, policy}, nil
 }
 
 // JobInsert stores j and sets its ID and timestamps.
@@ -211,7 +218,7 @@ func (e *executor) JobUpdate(ctx context.Context, j *store.Job) error {
 	res, err := e.exec(ctx, `UPDATE jobs SET group_name = ?, name = ?, description = ?, target_kind = ?, handler = ?,
 		app = ?, params = ?, data = ?, concurrency = ?, persist_data = ?, requests_recovery = ?, timeout_ms = ?,
 		max_retries = ?, retry_backoff_ms = ?, routing = ?, alarm_targets = ?, child_job_ids = ?, enabled = ?,
-		params_secret = ?, updated_at = ? WHERE id = ?`, vals...)
+		params_secret = ?, alarm_policy = ?, updated_at = ? WHERE id = ?`, vals...)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return &store.ExistsError{Kind: "job", Key: j.Group + "/" + j.Name}
@@ -257,6 +264,9 @@ func (e *executor) JobDelete(ctx context.Context, id int64) error {
 		}
 		if _, err := e.exec(ctx, "DELETE FROM script_versions WHERE job_id = ?", id); err != nil {
 			return fmt.Errorf("sqlstore: delete script versions of job %d: %w", id, err)
+		}
+		if _, err := e.exec(ctx, "DELETE FROM job_alarms WHERE job_id = ?", id); err != nil {
+			return fmt.Errorf("sqlstore: delete the alarm state of job %d: %w", id, err)
 		}
 		res, err := e.exec(ctx, "DELETE FROM jobs WHERE id = ?", id)
 		if err != nil {

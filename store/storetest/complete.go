@@ -147,3 +147,33 @@ func testNoTwinWhileEnding(t *testing.T, s store.Store) {
 func isDeadlock(err error) bool {
 	return strings.Contains(err.Error(), "Deadlock") || strings.Contains(err.Error(), "deadlock")
 }
+
+// testJobAlarmState: a job's alarm state starts empty, is written with a compare-and-set on
+// its version (a stale writer, first or later, gets ErrConflict and changes nothing) and goes
+// with its job.
+func testJobAlarmState(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	j := newJob(t, s, "g", "alarmed")
+	empty := get(s.JobAlarmGet(ctx, j.ID)).ok(t)
+	if empty.JobID != j.ID || empty.Version != 0 || empty.Open || empty.Failures != 0 {
+		t.Fatalf("JobAlarmGet of a new job = %+v, want a zero row", empty)
+	}
+	a, b := *empty, *empty
+	a.Failures, a.FailedAt, a.Decided = 1, []int64{5, 9}, []store.AlarmDecided{{ExecutionID: 3, Decision: "quiet"}}
+	noErr(t, s.JobAlarmPut(ctx, &a))
+	equal(t, "version after the first write", a.Version, int64(1))
+	b.Failures = 7
+	wantErr(t, s.JobAlarmPut(ctx, &b), store.ErrConflict) // a second first writer
+	stale := a
+	a.Open, a.LastAlarmAt, a.Failures = true, 42, 0
+	noErr(t, s.JobAlarmPut(ctx, &a))
+	equal(t, "version after the second write", a.Version, int64(2))
+	stale.Failures = 9
+	wantErr(t, s.JobAlarmPut(ctx, &stale), store.ErrConflict)
+	got := get(s.JobAlarmGet(ctx, j.ID)).ok(t)
+	if !reflect.DeepEqual(got, &a) {
+		t.Fatalf("JobAlarmGet = %+v, want %+v", got, a)
+	}
+	noErr(t, s.JobDelete(ctx, j.ID))
+	equal(t, "version once the job is gone", get(s.JobAlarmGet(ctx, j.ID)).ok(t).Version, int64(0))
+}

@@ -15,6 +15,7 @@ func testJobs(t *testing.T, s store.Store) {
 		Handler: "invoiceHandler", App: "billing-app", Params: "--all", Data: map[string]any{"k": "v", "n": 1.5},
 		Concurrency: store.ConcurrencySerial, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
 		MaxRetries: 3, RetryBackoffMs: 500, Routing: "round_robin", AlarmTargets: []string{"ops@example.com"},
+		AlarmPolicy: store.AlarmPolicy{Threshold: 3, WindowMs: 60000, SilenceMs: 120000, Recovery: true},
 		ChildJobIDs: []int64{7, 8}, Enabled: true, ParamsSecret: true}
 	noErr(t, s.JobInsert(ctx, j))
 	if j.ID == 0 || j.CreatedAt == 0 || j.UpdatedAt != j.CreatedAt {
@@ -38,6 +39,7 @@ func testJobs(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrAlreadyExists)
 
 	j.Description, j.Data, j.Enabled, j.AlarmTargets, j.ParamsSecret = "weekly", nil, false, nil, false
+	j.AlarmPolicy = store.AlarmPolicy{}
 	noErr(t, s.JobUpdate(ctx, j))
 	got = get(s.JobGet(ctx, j.ID)).ok(t)
 	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil || got.ParamsSecret {

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("MarkRunningAlone", func(t *testing.T) { t.Parallel(); testMarkRunningAlone(t, open(t)) })
 	t.Run("CompleteTwice", func(t *testing.T) { t.Parallel(); testCompleteTwice(t, open(t)) })
 	t.Run("AlarmReclaim", func(t *testing.T) { t.Parallel(); testAlarmReclaim(t, open(t)) })
+	t.Run("JobAlarmState", func(t *testing.T) { t.Parallel(); testJobAlarmState(t, open(t)) })
 	t.Run("NoEndedTwin", func(t *testing.T) { t.Parallel(); testNoEndedTwin(t, open(t)) })
 	t.Run("NoTwinWhileEnding", func(t *testing.T) { t.Parallel(); testNoTwinWhileEnding(t, open(t)) })
 	t.Run("ExecutionsAcquireRace", func(t *testing.T) { t.Parallel(); testExecutionsAcquireRace(t, open(t)) })
