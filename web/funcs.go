@@ -30,6 +30,7 @@ var funcs = template.FuncMap{
 	"shown":    secret.Shown,
 	"jsonLine": func(v map[string]any) string { b, _ := json.Marshal(v); return string(b) },
 	"long":     longText,
+	"pathEsc":  url.PathEscape,
 	"head":     textHead,
 	"size":     textSize,
 	"stateCls": stateClass,
