@@ -51,24 +51,25 @@ func (c *Console) jobFilter(r *http.Request, v string) (int64, error) {
 		}
 		return id, nil
 	}
-	find := func(group, name string) ([]*store.Job, error) {
-		p, err := c.ops().ListJobs.Execute(r.Context(), &server.JobQuery{Group: group, Name: name, Limit: 5})
-		if err != nil {
-			return nil, err
-		}
-		return p.Jobs, nil
+	// The API's job key first (a name is the default group's; group/name), then the name in
+	// any group.
+	p, err := c.ops().ListJobs.Execute(r.Context(), &server.JobQuery{Name: v, Limit: 1})
+	if err != nil {
+		return 0, err
+	}
+	if len(p.Jobs) == 1 {
+		return p.Jobs[0].ID, nil
 	}
 	var jobs []*store.Job
-	if group, name, ok := strings.Cut(v, "/"); ok {
-		var err error
-		if jobs, err = find(group, name); err != nil {
+	if !strings.Contains(v, "/") {
+		p, err := c.ops().ListJobs.Execute(r.Context(), &server.JobQuery{NamePrefix: v, Limit: 1000})
+		if err != nil {
 			return 0, err
 		}
-	}
-	if len(jobs) == 0 {
-		var err error
-		if jobs, err = find("", v); err != nil {
-			return 0, err
+		for _, j := range p.Jobs {
+			if j.Name == v {
+				jobs = append(jobs, j)
+			}
 		}
 	}
 	switch len(jobs) {
