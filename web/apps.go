@@ -20,7 +20,7 @@ import (
 var appFields = []string{"name", "title", "address_mode", "addresses", "protocol", "protocol_version", "xxl_access_token"}
 
 var (
-	addressModeOptions = [][2]string{{"auto", "auto: the executors that register"}, {"manual", "manual: the addresses below"}}
+	addressModeOptions = [][2]string{{"auto", "auto (those registered)"}, {"manual", "manual (the addresses)"}}
 	protocolOptions    = [][2]string{{"sundial", "Sundial executors"}, {"xxl-job", "XXL-JOB executors"}}
 	generationOptions  = [][2]string{{"", "–"}, {"2.x", "2.x"}, {"3.3", "3.3"}, {"3.5", "3.5"}}
 )
