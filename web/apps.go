@@ -9,6 +9,7 @@ import (
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/xxljob"
 )
 
 // An app's page and the apps' forms. Every change is an operation of the apps API (PutApp,
@@ -22,7 +23,8 @@ var appFields = []string{"name", "title", "address_mode", "addresses", "protocol
 var (
 	addressModeOptions = [][2]string{{"auto", "auto (those registered)"}, {"manual", "manual (the addresses)"}}
 	protocolOptions    = [][2]string{{"sundial", "Sundial executors"}, {"xxl-job", "XXL-JOB executors"}}
-	generationOptions  = [][2]string{{"", "–"}, {"2.x", "2.x"}, {"3.3", "3.3"}, {"3.5", "3.5"}}
+	generationOptions  = [][2]string{{"", "–"}, {string(xxljob.Gen2), string(xxljob.Gen2)},
+		{string(xxljob.Gen33), string(xxljob.Gen33)}, {string(xxljob.Gen35), string(xxljob.Gen35)}}
 )
 
 type appView struct {
