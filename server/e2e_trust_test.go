@@ -207,7 +207,9 @@ func TestAppWritesNeedAdmin(t *testing.T) {
 		cred := must(admin.CreateAppCredential(ctx, "billing"))(t)
 		viewer, _ := e.userClient(api.UserRequest{Name: "vera", Role: api.RoleViewer})
 		op, _ := e.userClient(api.UserRequest{Name: "otto", Role: api.RoleOperator, Scope: []string{"billing"}})
-		for name, c := range map[string]*api.Client{"viewer": viewer, "operator": op} {
+		// An operator of every app too: the apps are not an operator's, whatever its scope.
+		all, _ := e.userClient(api.UserRequest{Name: "oscar", Role: api.RoleOperator, Scope: []string{"*"}})
+		for name, c := range map[string]*api.Client{"viewer": viewer, "operator": op, "unscoped operator": all} {
 			_, err := c.PutApp(ctx, "billing", api.AppRequest{Title: "Mine", AddressMode: "auto"})
 			wantStatus(t, name+" changing an app", err, 403)
 			_, err = c.PutApp(ctx, "new", api.AppRequest{AddressMode: "auto"})

@@ -122,7 +122,7 @@ func TestConsoleAppLifecycle(t *testing.T) {
 	admin.get("/apps/legacy").mustStatus(t, http.StatusNotFound)
 }
 
-// A viewer or an operator sees the apps without their forms, and a change they send anyway
+// A viewer or an operator (of some apps or of all) sees the apps without their forms, and a change they send anyway
 // (a form copied from an admin's page) is refused by the operation: nothing changes.
 func TestConsoleAppWritesRefusedToNonAdmins(t *testing.T) {
 	h := newHarness(t, "sqlite")
@@ -135,7 +135,8 @@ func TestConsoleAppWritesRefusedToNonAdmins(t *testing.T) {
 	}
 	h.addUser("vera", "vera's long password", store.RoleViewer, "*")
 	h.addUser("otto", "otto's long password", store.RoleOperator, "billing")
-	for _, u := range []string{"vera", "otto"} {
+	h.addUser("oscar", "oscar's long password", store.RoleOperator, "*")
+	for _, u := range []string{"vera", "otto", "oscar"} {
 		c := h.client()
 		csrf := c.loginAs(u, u+"'s long password")
 		for _, p := range []string{"/apps", "/apps/billing"} {
