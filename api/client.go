@@ -577,6 +577,12 @@ func (c *Client) RotateAppCredential(ctx context.Context, app string) (*AppCrede
 	return post[AppCredential](ctx, c, "POST", namePath("/apps", app)+"/credentials/rotate", nil)
 }
 
+// RevokeAppCredential deletes the app's executor credential: executors presenting it are
+// refused from their next request on.
+func (c *Client) RevokeAppCredential(ctx context.Context, app string) error {
+	return c.call(ctx, "DELETE", namePath("/apps", app)+"/credentials", nil, nil, nil)
+}
+
 // ListAppCredentials lists the app's executor credentials (without secrets).
 func (c *Client) ListAppCredentials(ctx context.Context, app string) ([]AppCredential, error) {
 	out, err := get[[]AppCredential](ctx, c, namePath("/apps", app)+"/credentials", nil)

@@ -85,34 +85,44 @@ func (s *Server) liveExecutors(ctx context.Context, app string) ([]*store.Instan
 	return s.store.RegistryLive(ctx, app, dispatch.LiveIntervals*s.cfg.ExecutorHeartbeat)
 }
 
-func (s *Server) getApp(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	a, err := s.store.AppGet(r.Context(), name)
+// AppRef names an app.
+type AppRef struct {
+	Name string `json:"name"`
+}
+
+// AppPut creates or replaces app Name.
+type AppPut struct {
+	Name string `json:"name"`
+	api.AppRequest
+}
+
+// getApp is an app, or one only its live executors made.
+func (s *Server) getApp(ctx context.Context, in *AppRef) (*api.App, error) {
+	a, err := s.store.AppGet(ctx, in.Name)
 	if errors.Is(err, store.ErrNotFound) {
-		live, lerr := s.liveExecutors(r.Context(), name)
+		live, lerr := s.liveExecutors(ctx, in.Name)
 		if lerr != nil {
-			return lerr
+			return nil, lerr
 		}
 		if len(live) > 0 {
-			writeJSON(w, http.StatusOK, registeredApp(name, live))
-			return nil
+			out := registeredApp(in.Name, live)
+			return &out, nil
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.writeApp(w, r, a)
+	return s.appOut(ctx, a)
 }
 
-// writeApp answers with app a and its warnings.
-func (s *Server) writeApp(w http.ResponseWriter, r *http.Request, a *store.App) error {
+// appOut is app a and its warnings.
+func (s *Server) appOut(ctx context.Context, a *store.App) (*api.App, error) {
 	out := toAppOut(a)
 	var err error
-	if out.Warnings, err = s.clearSecrets(r.Context(), a.Name); err != nil {
-		return err
+	if out.Warnings, err = s.clearSecrets(ctx, a.Name); err != nil {
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return &out, nil
 }
 
 // clearSecrets is the warning of sundial.ClearSecretsWarning about app (none for "").
@@ -134,39 +144,48 @@ func (s *Server) clearSecrets(ctx context.Context, app string) ([]string, error)
 }
 
 // putApp creates or replaces an app.
-func (s *Server) putApp(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	var in api.AppRequest
-	if err := decode(r, &in); err != nil {
-		return err
-	}
+func (s *Server) putApp(ctx context.Context, in *AppPut) (*api.App, error) {
+	name := in.Name
 	// The server's own limit on addresses; the scheduler checks the rest (sundial.AppRow).
 	for i, a := range in.Addresses {
 		if err := s.allowedAddress(a); err != nil {
-			return invalidField(fmt.Sprintf("addresses[%d]", i), "%v", err)
+			return nil, invalidField(fmt.Sprintf("addresses[%d]", i), "%v", err)
 		}
 	}
-	ctx := s.audited(r, "app.put", "app", name, appSnapshot(name))
+	actx := s.auditedCtx(ctx, "app.put", "app", name, appSnapshot(name))
 	sa := sundial.App{Name: name, Title: in.Title, AddressMode: store.AddressMode(in.AddressMode), Addresses: in.Addresses,
 		Protocol: in.Protocol, ProtocolVersion: in.ProtocolVersion}
-	if err := s.appProtocol(ctx, &sa, in.XXLAccessToken); err != nil {
-		return err
+	if err := s.appProtocol(actx, &sa, in.XXLAccessToken); err != nil {
+		return nil, err
 	}
-	a, err := s.sched.PutApp(ctx, sa)
+	a, err := s.sched.PutApp(actx, sa)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.writeApp(w, r, a)
+	return s.appOut(ctx, a)
 }
 
-func (s *Server) deleteApp(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	ctx := s.audited(r, "app.delete", "app", name, appSnapshot(name))
-	if err := store.InTx(ctx, s.store, func(q store.Querier) error { return q.AppDelete(ctx, name) }); err != nil {
-		return err
+// deleteApp deletes an app with its executor credential (store.AppDelete): its executors
+// can no longer register it back.
+func (s *Server) deleteApp(ctx context.Context, in *AppRef) (*struct{}, error) {
+	name := in.Name
+	actx := s.auditedCtx(ctx, "app.delete", "app", name, appSnapshot(name))
+	if err := store.InTx(actx, s.store, func(q store.Querier) error { return q.AppDelete(actx, name) }); err != nil {
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return &struct{}{}, nil
+}
+
+// The apps' HTTP binding.
+
+func readAppRef(r *http.Request, in *AppRef) error {
+	in.Name = r.PathValue("name")
 	return nil
+}
+
+func readAppPut(r *http.Request, in *AppPut) error {
+	in.Name = r.PathValue("name")
+	return decodeOp(r, &in.AppRequest)
 }
 
 // listExecutors lists the live executor instances, of one app with ?app=, with the runs

@@ -30,12 +30,8 @@ func actor(p *Principal) string {
 	return p.User.Name
 }
 
-// audited returns r's context carrying the description of the change the handler makes.
-func (s *Server) audited(r *http.Request, action, kind, target string, snap snapshotFunc) context.Context {
-	return s.auditedCtx(r.Context(), action, kind, target, snap)
-}
-
-// auditedCtx is audited for an operation, whose caller is in ctx.
+// auditedCtx returns ctx carrying the description of the change an operation makes, for the
+// caller in ctx.
 func (s *Server) auditedCtx(ctx context.Context, action, kind, target string, snap snapshotFunc) context.Context {
 	return store.WithAudit(ctx, &store.Audit{Actor: actor(principalFrom(ctx)), Source: sourceFrom(ctx),
 		Action: action, TargetKind: kind, Target: target, Snapshot: snap})

@@ -33,50 +33,87 @@ func appBound(ctx context.Context) string {
 	return app
 }
 
-func (s *Server) createCredential(w http.ResponseWriter, r *http.Request) error {
-	return s.putCredential(w, r, false)
+func (s *Server) createCredential(ctx context.Context, in *AppRef) (*api.AppCredential, error) {
+	return s.putCredential(ctx, in.Name, false)
 }
 
-func (s *Server) rotateCredential(w http.ResponseWriter, r *http.Request) error {
-	return s.putCredential(w, r, true)
+func (s *Server) rotateCredential(ctx context.Context, in *AppRef) (*api.AppCredential, error) {
+	return s.putCredential(ctx, in.Name, true)
 }
 
-func (s *Server) putCredential(w http.ResponseWriter, r *http.Request, rotate bool) error {
-	app := r.PathValue("name")
-	if app == "" || len(app) > 190 {
-		return invalidField("name", "want an app name of 1 to 190 characters")
+// putCredential makes or replaces app's credential; the answer carries the secret, the only
+// time it is shown.
+func (s *Server) putCredential(ctx context.Context, app string, rotate bool) (*api.AppCredential, error) {
+	if err := checkAppName(app); err != nil {
+		return nil, err
 	}
 	secret, hash := newSecret(credentialPrefix)
 	now := s.clock.Now().UnixMilli()
 	c := &store.AppCredential{App: app, Hash: hash, CreatedAt: now}
-	status, put := http.StatusCreated, s.store.AppCredentialCreate
+	action, put := "credential.create", store.Querier.AppCredentialCreate
 	if rotate {
-		c.RotatedAt, status, put = now, http.StatusOK, s.store.AppCredentialRotate
+		c.RotatedAt, action, put = now, "credential.rotate", store.Querier.AppCredentialRotate
 	}
-	if err := put(r.Context(), c); err != nil {
-		return err
+	actx := s.auditedCtx(ctx, action, "app", app, credentialSnapshot(app))
+	if err := store.InTx(actx, s.store, func(q store.Querier) error { return put(q, actx, c) }); err != nil {
+		return nil, err
 	}
 	s.log.Info("executor credential set", "app", app, "rotated", rotate)
-	w.Header().Set("Cache-Control", "no-store")
 	out := apiCredential(c)
 	out.Secret = secret
-	writeJSON(w, status, out)
-	return nil
+	return &out, nil
 }
 
-func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) error {
-	all, err := s.store.AppCredentialList(r.Context())
+// revokeCredential deletes app's credential: executors presenting it are refused from their
+// next request on.
+func (s *Server) revokeCredential(ctx context.Context, in *AppRef) (*struct{}, error) {
+	if err := checkAppName(in.Name); err != nil {
+		return nil, err
+	}
+	actx := s.auditedCtx(ctx, "credential.revoke", "app", in.Name, credentialSnapshot(in.Name))
+	if err := store.InTx(actx, s.store, func(q store.Querier) error { return q.AppCredentialDelete(actx, in.Name) }); err != nil {
+		return nil, err
+	}
+	s.log.Info("executor credential revoked", "app", in.Name)
+	return &struct{}{}, nil
+}
+
+func (s *Server) listCredentials(ctx context.Context, in *AppRef) (*[]api.AppCredential, error) {
+	all, err := s.store.AppCredentialList(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := []api.AppCredential{}
 	for _, c := range all {
-		if c.App == r.PathValue("name") {
+		if c.App == in.Name {
 			out = append(out, apiCredential(c))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return &out, nil
+}
+
+func checkAppName(app string) error {
+	if app == "" || len(app) > 190 {
+		return invalidField("name", "want an app name of 1 to 190 characters")
+	}
 	return nil
+}
+
+// credentialSnapshot is app's credential as the API shows it (no hash, no secret), for the
+// audit log.
+func credentialSnapshot(app string) snapshotFunc {
+	return func(ctx context.Context, q store.Querier) (any, error) {
+		all, err := q.AppCredentialList(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range all {
+			if c.App == app {
+				return apiCredential(c), nil
+			}
+		}
+		return nil, nil
+	}
 }
 
 func apiCredential(c *store.AppCredential) api.AppCredential {

@@ -170,6 +170,73 @@ func TestAppCredentials(t *testing.T) {
 			t.Fatalf("the app's own credential did not finish the run: %+v", x)
 		}
 		e.call("POST", "/api/v1/apps/nobody/credentials/rotate", nil, 404, nil)
+
+		// Revocation: the secret stops working at once; a second revoke finds nothing.
+		e.call("DELETE", "/api/v1/apps/billing/credentials", nil, 204, nil)
+		e.executorWith(rotated.Secret, sender{"billing", inst("i1")}, "register", reg("billing"), 401, nil)
+		e.call("DELETE", "/api/v1/apps/billing/credentials", nil, 404, nil)
+		e.call("GET", "/api/v1/apps/billing/credentials", nil, 200, &list)
+		if len(list) != 0 {
+			t.Fatalf("listed after the revoke: %+v", list)
+		}
+		// Each change of a credential is audited, without its secret.
+		var audit api.Page[api.AuditEntry]
+		e.call("GET", "/api/v1/audit?target_kind=app&target=billing", nil, 200, &audit)
+		var actions []string
+		for _, a := range audit.Items {
+			actions = append(actions, a.Action)
+			if strings.Contains(string(a.Before)+string(a.After), "sde_") {
+				t.Fatalf("audit entry %+v holds a secret", a)
+			}
+		}
+		if got := strings.Join(actions, " "); got != "credential.revoke credential.rotate credential.create" {
+			t.Fatalf("audit of billing's credential: %q", got)
+		}
+	})
+}
+
+// TestAppWritesNeedAdmin: apps and their executor credentials are an admin's. A viewer or an
+// operator (even one scoped to the app) is refused every change, and a refused request
+// changes nothing.
+func TestAppWritesNeedAdmin(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		ctx := context.Background()
+		admin := e.client()
+		must(admin.PutApp(ctx, "billing", api.AppRequest{Title: "Billing", AddressMode: "auto"}))(t)
+		cred := must(admin.CreateAppCredential(ctx, "billing"))(t)
+		viewer, _ := e.userClient(api.UserRequest{Name: "vera", Role: api.RoleViewer})
+		op, _ := e.userClient(api.UserRequest{Name: "otto", Role: api.RoleOperator, Scope: []string{"billing"}})
+		// An operator of every app too: the apps are not an operator's, whatever its scope.
+		all, _ := e.userClient(api.UserRequest{Name: "oscar", Role: api.RoleOperator, Scope: []string{"*"}})
+		for name, c := range map[string]*api.Client{"viewer": viewer, "operator": op, "unscoped operator": all} {
+			_, err := c.PutApp(ctx, "billing", api.AppRequest{Title: "Mine", AddressMode: "auto"})
+			wantStatus(t, name+" changing an app", err, 403)
+			_, err = c.PutApp(ctx, "new", api.AppRequest{AddressMode: "auto"})
+			wantStatus(t, name+" creating an app", err, 403)
+			wantStatus(t, name+" deleting an app", c.DeleteApp(ctx, "billing"), 403)
+			_, err = c.CreateAppCredential(ctx, "new")
+			wantStatus(t, name+" issuing a credential", err, 403)
+			_, err = c.RotateAppCredential(ctx, "billing")
+			wantStatus(t, name+" rotating a credential", err, 403)
+			wantStatus(t, name+" revoking a credential", c.RevokeAppCredential(ctx, "billing"), 403)
+			_, err = c.ListAppCredentials(ctx, "billing")
+			wantStatus(t, name+" listing credentials", err, 403)
+			// Reading the app is every role's.
+			if a := must(c.GetApp(ctx, "billing"))(t); a.Title != "Billing" {
+				t.Fatalf("%s reads %+v", name, a)
+			}
+		}
+		if a := must(admin.GetApp(ctx, "billing"))(t); a.Title != "Billing" {
+			t.Fatalf("the app after refused changes: %+v", a)
+		}
+		if _, err := admin.GetApp(ctx, "new"); !api.IsNotFound(err) {
+			t.Fatalf("an app a refused request would have made: %v", err)
+		}
+		creds := must(admin.ListAppCredentials(ctx, "billing"))(t)
+		if len(creds) != 1 || creds[0].CreatedAt != cred.CreatedAt || !creds[0].RotatedAt.IsZero() {
+			t.Fatalf("the credential after refused changes: %+v", creds)
+		}
 	})
 }
 

@@ -47,10 +47,18 @@ type Ops struct {
 	KillExecution     *Endpoint[ExecutionRef, store.Execution]
 	RetryExecution    *Endpoint[ExecutionRef, store.Execution]
 
-	ListApps      *Endpoint[AllOf, []api.App]
-	ListExecutors *Endpoint[AllOf, []api.Executor]
-	ListNodes     *Endpoint[AllOf, []api.Node]
-	NodeHealth    *Endpoint[struct{}, NodeHealth]
+	ListApps  *Endpoint[AllOf, []api.App]
+	GetApp    *Endpoint[AppRef, api.App]
+	PutApp    *Endpoint[AppPut, api.App]
+	DeleteApp *Endpoint[AppRef, struct{}]
+	// An app's executor credential; the secret is in the answer that makes it, only.
+	ListCredentials  *Endpoint[AppRef, []api.AppCredential]
+	CreateCredential *Endpoint[AppRef, api.AppCredential]
+	RotateCredential *Endpoint[AppRef, api.AppCredential]
+	RevokeCredential *Endpoint[AppRef, struct{}]
+	ListExecutors    *Endpoint[AllOf, []api.Executor]
+	ListNodes        *Endpoint[AllOf, []api.Node]
+	NodeHealth       *Endpoint[struct{}, NodeHealth]
 
 	ListCalendars   *Endpoint[CalendarQuery, CalendarPage]
 	GetCalendar     *Endpoint[CalendarRef, store.Calendar]
@@ -128,10 +136,19 @@ func (s *Server) newOps() *Ops {
 		KillExecution:     endpoint(s, ActOperate, byExecution, s.killExecution),
 		RetryExecution:    endpoint(s, ActOperate, byExecution, s.retryExecution),
 
-		ListApps:      endpoint(s, ActRead, nil, s.listApps),
-		ListExecutors: endpoint(s, ActRead, nil, s.listExecutors),
-		ListNodes:     endpoint(s, ActRead, nil, s.listNodes),
-		NodeHealth:    endpoint(s, ActRead, nil, s.nodeHealth),
+		ListApps: endpoint(s, ActRead, nil, s.listApps),
+		GetApp:   endpoint(s, ActRead, nil, s.getApp),
+		// Apps and their credentials decide where runs (and their parameters) go and who may
+		// report them: an admin's.
+		PutApp:           endpoint(s, ActAdmin, nil, s.putApp),
+		DeleteApp:        endpoint(s, ActAdmin, nil, s.deleteApp),
+		ListCredentials:  endpoint(s, ActAdmin, nil, s.listCredentials),
+		CreateCredential: endpoint(s, ActAdmin, nil, s.createCredential),
+		RotateCredential: endpoint(s, ActAdmin, nil, s.rotateCredential),
+		RevokeCredential: endpoint(s, ActAdmin, nil, s.revokeCredential),
+		ListExecutors:    endpoint(s, ActRead, nil, s.listExecutors),
+		ListNodes:        endpoint(s, ActRead, nil, s.listNodes),
+		NodeHealth:       endpoint(s, ActRead, nil, s.nodeHealth),
 
 		// Calendars belong to no app: every role reads them, an unscoped operator changes them.
 		ListCalendars:   endpoint(s, ActRead, nil, s.listCalendars),

@@ -183,7 +183,6 @@ var (
 	publicRoute = policy{act: ActPublic}
 	xxlRoute    = policy{act: ActPublic, foreign: true}
 	selfRoute   = policy{act: ActSelf}
-	adminRoute  = policy{act: ActAdmin}
 )
 
 func read(of resolver) policy { return policy{act: ActRead, of: of} }

@@ -249,6 +249,9 @@ type Querier interface {
 	// has none). The caller sets the times.
 	AppCredentialCreate(ctx context.Context, c *AppCredential) error
 	AppCredentialRotate(ctx context.Context, c *AppCredential) error
+	// AppCredentialDelete revokes an app's executor credential: its secret stops working at
+	// once (ErrNotFound when the app has none).
+	AppCredentialDelete(ctx context.Context, app string) error
 	// AppCredentialByHash finds the credential with hash (ErrNotFound when none has it).
 	AppCredentialByHash(ctx context.Context, hash string) (*AppCredential, error)
 	// AppCredentialList lists the credentials by app, hashes included.

@@ -27,10 +27,17 @@ type appsView struct {
 	Apps []appRow
 	// Orphans are live instances of apps nobody created (executors register their app).
 	Orphans []instanceInfo
+	// Form is the new-app form (an admin's), with its select options.
+	Form                          Form
+	Modes, Protocols, Generations [][2]string
 }
 
 // appsPage lists the apps with their address mode and live executor instances.
 func (c *Console) appsPage(w http.ResponseWriter, r *http.Request) error {
+	return c.showApps(w, r, http.StatusOK, appForm(nil))
+}
+
+func (c *Console) showApps(w http.ResponseWriter, r *http.Request, status int, form Form) error {
 	apps, err := c.ops().ListApps.Execute(r.Context(), &server.AllOf{})
 	if err != nil {
 		return err
@@ -40,7 +47,8 @@ func (c *Console) appsPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	av := appsView{Now: api.TimeOf(c.clock.Now())}
+	av := appsView{Now: api.TimeOf(c.clock.Now()), Form: form, Modes: addressModeOptions, Protocols: protocolOptions,
+		Generations: generationOptions}
 	byApp := map[string]*appRow{}
 	for _, a := range *apps {
 		av.Apps = append(av.Apps, appRow{App: a, Warning: strings.Join(a.Warnings, "; ")})
@@ -55,7 +63,8 @@ func (c *Console) appsPage(w http.ResponseWriter, r *http.Request) error {
 			av.Orphans = append(av.Orphans, in)
 		}
 	}
-	return c.render(w, r, http.StatusOK, "apps", &view{Title: "Apps & executors", Nav: "apps", Data: av})
+	return c.render(w, r, status, "apps", &view{Title: "Apps & executors", Nav: "apps", Data: av,
+		Flash: flashText(r.URL.Query().Get("done"))})
 }
 
 func (c *Console) nodesPage(w http.ResponseWriter, r *http.Request) error {
@@ -88,7 +97,8 @@ type calDay struct {
 
 // calendarsPage lists the calendars and shows one's month, its excluded days marked.
 func (c *Console) calendarsPage(w http.ResponseWriter, r *http.Request) error {
-	return c.showCalendars(w, r, http.StatusOK, Form{Values: url.Values{}, Errors: map[string]string{}}, "")
+	return c.showCalendars(w, r, http.StatusOK, Form{Values: url.Values{}, Errors: map[string]string{}},
+		flashText(r.URL.Query().Get("done")))
 }
 
 func (c *Console) showCalendars(w http.ResponseWriter, r *http.Request, status int, form Form, flash string) error {
@@ -182,5 +192,21 @@ func (c *Console) calendarSave(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	http.Redirect(w, r, "/calendars?"+url.Values{"name": {name}, "done": {"calendar"}}.Encode(), http.StatusSeeOther)
+	return nil
+}
+
+// calendarDelete deletes a calendar through DELETE /api/v1/calendars/{name}; the scheduler
+// refuses one a trigger or another calendar still uses, and the page says which.
+func (c *Console) calendarDelete(w http.ResponseWriter, r *http.Request) error {
+	name := r.PostFormValue("name")
+	_, err := c.ops().DeleteCalendar.Execute(r.Context(), &server.CalendarRef{Name: name})
+	if ae, _ := server.ErrorOf(err); err != nil && ae.Status == http.StatusConflict {
+		form := Form{Values: url.Values{}, Errors: map[string]string{"": ae.Message}}
+		return c.showCalendars(w, r, http.StatusOK, form, "")
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/calendars?done=calendar-deleted", http.StatusSeeOther)
 	return nil
 }

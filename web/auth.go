@@ -35,6 +35,10 @@ type user struct{ api.User }
 
 func (u *user) Admin() bool { return u != nil && u.Role == "admin" }
 
+// Operates says whether the user may change things (an operator or an admin): pages offer
+// their forms to them, and the operations refuse the others all the same.
+func (u *user) Operates() bool { return u != nil && (u.Role == "admin" || u.Role == "operator") }
+
 type userKey struct{}
 type csrfKey struct{}
 
@@ -107,7 +111,9 @@ func (c *Console) signedIn(h handlerFunc, adminOnly bool) http.Handler {
 		}
 		ctx := context.WithValue(sctx, userKey{}, &u)
 		ctx = context.WithValue(ctx, csrfKey{}, csrfToken(ck.Value))
-		if err := h(w, r.WithContext(ctx)); err != nil {
+		// The error page is the signed-in person's too: it has the menu.
+		r = r.WithContext(ctx)
+		if err := h(w, r); err != nil {
 			c.fail(w, r, err)
 		}
 	})

@@ -134,6 +134,7 @@ func consolePages(ids pageIDs, now time.Time) []struct{ name, path string } {
 		{"executions-recovery-range", "/executions?cause=recovery&from=" + now.AddDate(0, 0, -26).Format("2006-01-02T15:04")},
 		{"execution", fmt.Sprintf("/executions/%d", ids.execution)},
 		{"apps", "/apps"},
+		{"app", "/apps/billing"},
 		{"nodes", "/nodes"},
 		{"calendars", "/calendars"},
 		{"users", "/users"},
@@ -150,6 +151,10 @@ func consolePages(ids pageIDs, now time.Time) []struct{ name, path string } {
 func seedVolume(b *testing.B, srv *server.Server, st store.Store, jobs, execs int) pageIDs {
 	ctx := context.Background()
 	sched := srv.Scheduler()
+	// The app a tenth of the jobs run in, with its page.
+	if err := st.AppPut(ctx, &store.App{Name: "billing", Title: "Billing", AddressMode: store.AddressAuto}); err != nil {
+		b.Fatal(err)
+	}
 	ids := make([]int64, 0, jobs)
 	var lastExec int64
 	for from := 0; from < jobs; from += 1000 {

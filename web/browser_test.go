@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,16 @@ type browser struct {
 
 	mu     sync.Mutex
 	errors []string
+	// expected are console messages a test provokes (an error page's status): not failures.
+	expected []string
+}
+
+// expectError tolerates console errors that contain text, such as the browser's note that
+// a page answered with an error status the test asked for.
+func (b *browser) expectError(text string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.expected = append(b.expected, text)
 }
 
 // newBrowser starts Debian's chromium with a fresh profile. Without chromium the test is
@@ -63,8 +74,11 @@ func newBrowser(t *testing.T, h *harness, width, height int) *browser {
 				return
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
+				msg := fmt.Sprintf("%s (%s:%d)", m.String(), m.URL, m.Line)
 				b.mu.Lock()
-				b.errors = append(b.errors, fmt.Sprintf("%s (%s:%d)", m.String(), m.URL, m.Line))
+				if !slices.ContainsFunc(b.expected, func(e string) bool { return strings.Contains(msg, e) }) {
+					b.errors = append(b.errors, msg)
+				}
 				b.mu.Unlock()
 			}
 		}

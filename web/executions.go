@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
@@ -29,16 +31,89 @@ type executionsView struct {
 	States []string
 	Causes []string
 	Apps   []string
+	// JobError says why the job filter was not taken.
+	JobError string
+}
+
+// executionFilters are the executions page's query parameters.
+var executionFilters = []string{"job", "job_id", "app", "state", "cause", "from", "to", "after"}
+
+// jobFilter reads the executions' job filter: a job id, a job's name, or group/name. A name
+// no job has, or that several have, is refused (400) saying so.
+func (c *Console) jobFilter(r *http.Request, v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if id <= 0 {
+			return 0, errBadRequest(fmt.Sprintf("job: want a job id, name or group/name, got %q", v))
+		}
+		return id, nil
+	}
+	// The API's job key first (a name is the default group's; group/name), then the name in
+	// any group.
+	p, err := c.ops().ListJobs.Execute(r.Context(), &server.JobQuery{Name: v, Limit: 1})
+	if err != nil {
+		return 0, err
+	}
+	if len(p.Jobs) == 1 {
+		return p.Jobs[0].ID, nil
+	}
+	var jobs []*store.Job
+	if !strings.Contains(v, "/") {
+		p, err := c.ops().ListJobs.Execute(r.Context(), &server.JobQuery{NamePrefix: v, Limit: 1000})
+		if err != nil {
+			return 0, err
+		}
+		for _, j := range p.Jobs {
+			if j.Name == v {
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	switch len(jobs) {
+	case 0:
+		return 0, errBadRequest(fmt.Sprintf("job: no job is named %q (give its id, name or group/name)", v))
+	case 1:
+		return jobs[0].ID, nil
+	}
+	var groups []string
+	for _, j := range jobs {
+		groups = append(groups, j.Group)
+	}
+	return 0, errBadRequest(fmt.Sprintf("job: %d jobs are named %q, in groups %s: give group/name or the id",
+		len(jobs), v, strings.Join(groups, ", ")))
 }
 
 // executionsPage lists executions newest first, filtered by job, app, state, cause and
 // fired-at range (which lists by fired time), a page at a time.
 func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	for k := range q {
+		if !slices.Contains(executionFilters, k) {
+			return errBadRequest(fmt.Sprintf("%s: no such filter; the executions take %s", k, strings.Join(executionFilters, ", ")))
+		}
+	}
+	// job_id is the API's name of the job filter.
+	if v := q.Get("job_id"); v != "" && q.Get("job") == "" {
+		q.Set("job", v)
+	}
+	q.Del("job_id")
 	in := server.ExecutionQuery{App: q.Get("app"), State: q.Get("state"), Cause: q.Get("cause"), Limit: executionsPageSize}
+	ev := executionsView{Now: c.clock.Now().UnixMilli(), Filter: q, States: execStates, Causes: execCauses}
 	var err error
-	if in.JobID, err = queryInt(q, "job"); err != nil {
+	if ev.Apps, err = c.appNames(r); err != nil {
 		return err
+	}
+	if in.JobID, err = c.jobFilter(r, q.Get("job")); err != nil {
+		ae, _ := server.ErrorOf(err)
+		if ae.Status != http.StatusBadRequest {
+			return err
+		}
+		// Said at the filter, with no runs listed: a filter that cannot be read is not dropped.
+		ev.JobError = ae.Message
+		return c.render(w, r, http.StatusBadRequest, "executions", &view{Title: "Executions", Nav: "executions", Data: ev})
 	}
 	if in.After, err = queryInt(q, "after"); err != nil {
 		return err
@@ -60,10 +135,6 @@ func (c *Console) executionsPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	xs := page.Executions
-	ev := executionsView{Now: c.clock.Now().UnixMilli(), Filter: q, States: execStates, Causes: execCauses}
-	if ev.Apps, err = c.appNames(r); err != nil {
-		return err
-	}
 	if page.More {
 		nq := url.Values{}
 		for k, v := range q {
@@ -167,6 +238,9 @@ type jobDetailView struct {
 	Script bool
 	// Run is the run-now dialog's form; it opens with its error when a run was refused.
 	Run Form
+	// CanPause and CanResume offer the actions that would change something: a job whose
+	// triggers have all completed has nothing to pause or resume.
+	CanPause, CanResume bool
 }
 
 // jobDetail shows a job: its settings, triggers with their next fires, recent executions and
@@ -188,6 +262,14 @@ func (c *Console) showJob(w http.ResponseWriter, r *http.Request, status int, ru
 	xs := recent.Executions
 	jv := jobDetailView{Now: c.clock.Now().UnixMilli(), Job: ev.Job, Triggers: ev.Triggers, Data: jsonString(ev.Job.Data),
 		Script: sundial.IsScriptHandler(ev.Job.Handler), Run: run}
+	for _, t := range ev.Triggers {
+		switch t.State {
+		case store.TriggerWaiting, store.TriggerError:
+			jv.CanPause = true
+		case store.TriggerPaused:
+			jv.CanResume = true
+		}
+	}
 	name := map[int64]string{ev.Job.ID: ev.Job.Group + "/" + ev.Job.Name}
 	jv.Recent = withNames(xs, name)
 	versions, err := c.ops().ListScriptVersions.Execute(r.Context(), &server.JobRef{ID: ev.Job.ID})

@@ -30,6 +30,10 @@ var funcs = template.FuncMap{
 	"join":     strings.Join,
 	"shown":    secret.Shown,
 	"jsonLine": func(v map[string]any) string { b, _ := json.Marshal(v); return string(b) },
+	"long":     longText,
+	"pathEsc":  url.PathEscape,
+	"head":     textHead,
+	"size":     textSize,
 	"stateCls": stateClass,
 	"add":      func(a, b int) int { return a + b },
 	"asset":    asset,
@@ -185,4 +189,35 @@ func units(n int, u schedule.IntervalUnit) string {
 		name += "s"
 	}
 	return name
+}
+
+// A text longer than foldChars or foldLines lines is folded on the pages (a job's parameters
+// may be tens of KB): its start is shown, the whole on demand.
+const (
+	foldChars = 400
+	foldLines = 8
+	headChars = 80
+)
+
+func longText(s string) bool { return len(s) > foldChars || strings.Count(s, "\n") >= foldLines }
+
+// textHead is the start of a folded text: its first line, cut at headChars characters.
+func textHead(s string) string {
+	line, _, more := strings.Cut(s, "\n")
+	if r := []rune(line); len(r) > headChars {
+		return string(r[:headChars]) + "…"
+	} else if more {
+		return line + " …"
+	}
+	return line
+}
+
+// textSize is a text's size for people: "812 B", "60 KB".
+func textSize(s string) string {
+	if n := len(s); n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	} else if n < 1024*1024 {
+		return fmt.Sprintf("%d KB", (n+512)/1024)
+	}
+	return fmt.Sprintf("%.1f MB", float64(len(s))/(1024*1024))
 }

@@ -215,6 +215,16 @@ func flashText(done string) string {
 		return "Trigger " + strings.TrimPrefix(kind, "trigger-") + "d."
 	case "calendar":
 		return "Calendar saved."
+	case "app-created":
+		return "App created."
+	case "app-saved":
+		return "App saved."
+	case "app-deleted":
+		return "App deleted, and its executor credential revoked."
+	case "credential-revoked":
+		return "Executor credential revoked: its executors are refused from their next request."
+	case "calendar-deleted":
+		return "Calendar deleted."
 	case "token-deleted":
 		return "Token deleted."
 	case "user-created":

@@ -53,6 +53,9 @@ func TestConsolePagesCovered(t *testing.T) {
 	if _, err := h.st.ExecutionsInsert(ctx, []*store.Execution{x}); err != nil {
 		t.Fatal(err)
 	}
+	if err := h.st.AppPut(ctx, &store.App{Name: "billing", AddressMode: store.AddressAuto}); err != nil {
+		t.Fatal(err)
+	}
 	admin, err := h.st.UserGetByName(ctx, adminName)
 	if err != nil {
 		t.Fatal(err)

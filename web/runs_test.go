@@ -78,7 +78,7 @@ func TestRunNowWithParams(t *testing.T) {
 	if got.params != "--month=2 --dry-run" {
 		t.Fatalf("the handler was given %q", got.params)
 	}
-	c.get(run.header.Get("Location")).mustContain(t, `<pre class="mono" id="exec-params">--month=2 --dry-run</pre>`)
+	c.get(run.header.Get("Location")).mustContain(t, `<pre class="mono plain" id="exec-params">--month=2 --dry-run</pre>`)
 	if x, err := h.st.ExecutionGet(ctx, got.execution); err != nil || x.Params != "--month=2 --dry-run" {
 		t.Fatalf("stored execution params %q (%v)", x.Params, err)
 	}

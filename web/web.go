@@ -125,9 +125,16 @@ func (c *Console) routes() {
 	page("POST /executions/{id}/retry", c.executionRetry)
 
 	page("GET /apps", c.appsPage)
+	// The apps' changes are refused to all but admins by their operations, not by the route.
+	page("POST /apps", c.appCreate)
+	page("GET /apps/{name}", c.appPage)
+	page("POST /apps/{name}", c.appUpdate)
+	page("POST /apps/{name}/delete", c.appDelete)
+	page("POST /apps/{name}/credential/{action}", c.appCredential)
 	page("GET /nodes", c.nodesPage)
 	page("GET /calendars", c.calendarsPage)
 	page("POST /calendars", c.calendarSave)
+	page("POST /calendars/delete", c.calendarDelete)
 	c.mux.Handle("GET /reset", c.public(c.resetPage))
 	c.mux.Handle("POST /reset", c.public(c.resetSubmit))
 	admin("GET /users", c.usersPage)

@@ -129,7 +129,11 @@ func showApp(live []api.Executor) func(io.Writer, api.App) error {
 		if live != nil {
 			var lines []string
 			for _, in := range live {
-				lines = append(lines, fmt.Sprintf("%s (%s; seen %s)", in.Address, strings.Join(in.Handlers, ","), when(in.LastSeen)))
+				handlers := strings.Join(in.Handlers, ",")
+				if handlers == "" {
+					handlers = "no handlers"
+				}
+				lines = append(lines, fmt.Sprintf("%s (%s; seen %s)", in.Address, handlers, when(in.LastSeen)))
 			}
 			kv = append(kv, "Online", fmt.Sprintf("%d %s", len(live), strings.Join(lines, "; ")))
 		}

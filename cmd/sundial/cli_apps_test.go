@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,23 +177,81 @@ func TestCLIRegisteredAppAndExecutorList(t *testing.T) {
 }
 
 // TestCLIAppCredential: create shows the secret once, list shows none, rotate gives another,
-// and a second create is refused.
+// and a second create is refused; revoke makes the secret stop working, and a second revoke
+// is refused in one line. On every database.
 func TestCLIAppCredential(t *testing.T) {
+	onEveryDatabase(t, func(t *testing.T, s *apiServer) {
+		created := mustJSON[api.AppCredential](t, s, "app", "credential", "create", "billing")
+		if created.App != "billing" || !strings.HasPrefix(created.Secret, "sde_") {
+			t.Fatalf("credential create: %+v", created)
+		}
+		if code, _, errOut := s.cli(t, "app", "credential", "create", "billing"); code != 1 || !strings.Contains(errOut, "exists") {
+			t.Fatalf("second create: exit %d, %q", code, errOut)
+		}
+		rotated := mustJSON[api.AppCredential](t, s, "app", "credential", "rotate", "billing")
+		if rotated.Secret == "" || rotated.Secret == created.Secret || rotated.RotatedAt.IsZero() {
+			t.Fatalf("credential rotate: %+v", rotated)
+		}
+		out := s.mustCLI(t, "app", "credential", "list", "billing")
+		if !strings.Contains(out, "billing") || strings.Contains(out, rotated.Secret) {
+			t.Fatalf("credential list:\n%s", out)
+		}
+		if code := executorCall(t, s, rotated.Secret); code != http.StatusNoContent {
+			t.Fatalf("an executor request with the credential: %d, want 204", code)
+		}
+
+		if out := s.mustCLI(t, "app", "credential", "revoke", "billing"); !strings.Contains(out, `"billing" revoked`) {
+			t.Fatalf("credential revoke: %q", out)
+		}
+		if code := executorCall(t, s, rotated.Secret); code != http.StatusUnauthorized {
+			t.Fatalf("an executor request with the revoked credential: %d, want 401", code)
+		}
+		if creds := mustJSON[api.Page[api.AppCredential]](t, s, "app", "credential", "list", "billing"); len(creds.Items) != 0 {
+			t.Fatalf("credential list after revoke: %+v", creds)
+		}
+		if code, _, errOut := s.cli(t, "app", "credential", "revoke", "billing"); code != 1 || strings.Count(errOut, "\n") != 1 {
+			t.Fatalf("second revoke: exit %d, %q: want 1 and one line", code, errOut)
+		}
+		// The app may be given a new one.
+		mustJSON[api.AppCredential](t, s, "app", "credential", "create", "billing")
+	})
+}
+
+// executorCall is an executor's unregistering of an address nobody registered, with
+// credential: the status says whether the server took the credential.
+func executorCall(t *testing.T, s *apiServer, credential string) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", s.url+"/api/v1/executor/unregister",
+		strings.NewReader(`{"app":"billing","address":"http://127.0.0.1:1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+credential)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestCLIAppGetExecutorWithoutHandlers: an executor online with no handler is shown as such,
+// not as an empty list.
+func TestCLIAppGetExecutorWithoutHandlers(t *testing.T) {
 	s := startAPIServer(t)
-	created := mustJSON[api.AppCredential](t, s, "app", "credential", "create", "billing")
-	if created.App != "billing" || !strings.HasPrefix(created.Secret, "sde_") {
-		t.Fatalf("credential create: %+v", created)
+	ex, err := executor.New(executor.Config{Server: s.url, Token: cliExecutorToken, App: "idle", Listen: "127.0.0.1:0",
+		SpoolDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if code, _, errOut := s.cli(t, "app", "credential", "create", "billing"); code != 1 || !strings.Contains(errOut, "exists") {
-		t.Fatalf("second create: exit %d, %q", code, errOut)
+	if err := ex.Start(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	rotated := mustJSON[api.AppCredential](t, s, "app", "credential", "rotate", "billing")
-	if rotated.Secret == "" || rotated.Secret == created.Secret || rotated.RotatedAt.IsZero() {
-		t.Fatalf("credential rotate: %+v", rotated)
-	}
-	out := s.mustCLI(t, "app", "credential", "list", "billing")
-	if !strings.Contains(out, "billing") || strings.Contains(out, rotated.Secret) {
-		t.Fatalf("credential list:\n%s", out)
+	t.Cleanup(func() { _ = ex.Stop(context.Background()) })
+	got := s.mustCLI(t, "app", "get", "idle")
+	if !strings.Contains(got, ex.Address()+" (no handlers; seen ") || strings.Contains(got, "(;") {
+		t.Errorf("app get of an executor without handlers:\n%s", got)
 	}
 }
 

@@ -40,6 +40,15 @@ when it is created or rotated; rotating makes the old one stop working at once.`
 		return printList(cmd.OutOrStdout(), o, api.Page[api.AppCredential]{Items: creds}, "APP\tCREATED\tROTATED",
 			func(c api.AppCredential) []string { return []string{c.App, when(c.CreatedAt), when(c.RotatedAt)} })
 	})
-	cmd.AddCommand(secret("create", (*api.Client).CreateAppCredential), secret("rotate", (*api.Client).RotateAppCredential), list)
+	revoke := &cobra.Command{Use: "revoke APP", Short: "Revoke the app's executor credential: its executors are refused at once",
+		Args: cobra.ExactArgs(1)}
+	revoke.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		if err := c.RevokeAppCredential(ctx, args[0]); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(cmd.OutOrStdout(), "Executor credential of app %q revoked.\n", args[0])
+		return err
+	})
+	cmd.AddCommand(secret("create", (*api.Client).CreateAppCredential), secret("rotate", (*api.Client).RotateAppCredential), list, revoke)
 	return cmd
 }

@@ -45,6 +45,20 @@ func (e *executor) AppCredentialRotate(ctx context.Context, c *store.AppCredenti
 	return nil
 }
 
+// AppCredentialDelete deletes the app's credential.
+func (e *executor) AppCredentialDelete(ctx context.Context, app string) error {
+	res, err := e.exec(ctx, "DELETE FROM app_credentials WHERE app = ?", app)
+	if err != nil {
+		return fmt.Errorf("sqlstore: revoke the credential of app %q: %w", app, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("sqlstore: credential of app %q: %w", app, store.ErrNotFound)
+	}
+	return nil
+}
+
 // AppCredentialByHash reads the credential by its unique hash index.
 func (e *executor) AppCredentialByHash(ctx context.Context, hash string) (*store.AppCredential, error) {
 	return e.credentialWhere(ctx, "hash = ?", hash)

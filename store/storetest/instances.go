@@ -137,6 +137,20 @@ func testAppCredentials(t *testing.T, s store.Store) {
 	equal(t, "listed", len(list), 2)
 	equal(t, "first listed", *list[0], *r)
 
+	// Revoking one app's credential stops its secret and leaves the other app's; the app may
+	// be given a new one after.
+	noErr(t, s.AppCredentialCreate(ctx, &store.AppCredential{App: "ledger", Hash: "h5", CreatedAt: 40}))
+	noErr(t, s.AppCredentialDelete(ctx, "ledger"))
+	if _, err := s.AppCredentialByHash(ctx, "h5"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a revoked credential's hash: err = %v, want ErrNotFound", err)
+	}
+	if err := s.AppCredentialDelete(ctx, "ledger"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoking a credential twice: err = %v, want ErrNotFound", err)
+	}
+	equal(t, "listed after a revoke", len(get(s.AppCredentialList(ctx)).ok(t)), 2)
+	noErr(t, s.AppCredentialCreate(ctx, &store.AppCredential{App: "ledger", Hash: "h6", CreatedAt: 50}))
+	noErr(t, s.AppCredentialDelete(ctx, "ledger"))
+
 	// Deleting an app revokes its credential and forgets its instances; another app's stay.
 	noErr(t, s.AppPut(ctx, &store.App{Name: "payroll", AddressMode: store.AddressAuto}))
 	for _, app := range []string{"payroll", "billing"} {
