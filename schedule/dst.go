@@ -67,7 +67,7 @@ func WithDST(s Schedule, p DSTPolicy) (Schedule, error) {
 		s.Location = time.UTC
 		w.inner = s
 	default:
-		return nil, Fieldf("dst", "DST policy %s: a %s schedule counts elapsed time and has no local times", p, s.Kind())
+		return nil, fmt.Errorf("DST policy %s: a %s schedule counts elapsed time and has no local times", p, s.Kind())
 	}
 	return w, nil
 }

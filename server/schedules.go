@@ -25,13 +25,20 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	if err != nil {
 		return sundial.Trigger{}, err
 	}
+	dst, err := in.DSTPolicy()
+	if err != nil {
+		return sundial.Trigger{}, err
+	}
 	zone := in.TimeZone
 	if zone == "" {
 		zone = "UTC"
 	}
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
 		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
-		Params: in.Params, Data: in.Data}, nil
+		Params: in.Params, Data: in.Data, DST: dst,
+		// Clamped so that no count of milliseconds overflows into a valid-looking duration;
+		// the scheduler refuses what lies outside 0..MaxJitter.
+		Jitter: time.Duration(max(-1, min(in.JitterMs, schedule.MaxJitter.Milliseconds()+1))) * time.Millisecond}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.
@@ -77,5 +84,14 @@ func toTriggerOut(t *store.Trigger) api.Trigger {
 		Schedule: scheduleOf(t), Start: api.Time(t.StartAt), End: api.Time(t.EndAt), Calendar: t.CalendarName,
 		Priority: t.Priority, Misfire: t.MisfirePolicy, State: string(t.State), ErrorMessage: t.ErrorMessage,
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,
-		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt)}
+		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt),
+		JitterMs: t.JitterMs, DST: dstShown(t.DSTPolicy)}
+}
+
+// dstShown is a stored DST policy as the API shows it: its name, quartz for the default.
+func dstShown(stored string) string {
+	if stored == "" {
+		return schedule.DSTQuartz.String()
+	}
+	return stored
 }
