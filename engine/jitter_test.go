@@ -53,8 +53,12 @@ func TestJitterStartsAtOffsetKeepsKey(t *testing.T) {
 			if wantTaken {
 				waitAcquired(t, e, 1)
 			}
+			// Halfway, then a millisecond short of the start: a full round at each, the fire had
+			// its chance to start early.
+			clk.Set(sched.Add(offset / 2))
+			waitAcquired(t, e, 0)
 			clk.Set(sched.Add(offset - time.Millisecond))
-			waitAcquired(t, e, 0) // a full round at the later time: the fire had its chance
+			waitAcquired(t, e, 0)
 			select {
 			case at := <-started:
 				t.Fatalf("fire of %s started at %s, before its offset %s", sched, at, offset)
@@ -66,6 +70,14 @@ func TestJitterStartsAtOffsetKeepsKey(t *testing.T) {
 			if f.Execution.ScheduledAt != sched.UnixMilli() || !at.Equal(sched.Add(offset)) {
 				t.Fatalf("fire keyed %s started at %s; want key %s, start %s", time.UnixMilli(f.Execution.ScheduledAt).UTC(),
 					at, sched, sched.Add(offset))
+			}
+			// The claim stamps the instant it won the fire, at most two start leads before the
+			// start (fire.go): a claim at the halfway mark shows here.
+			waitFor(t, "the fire's result", e.signals.completed, 1)
+			x, err := st.ExecutionGet(ctx, f.Execution.ID)
+			earliest := sched.Add(offset - 2*e.cfg.StartLead).UnixMilli()
+			if err != nil || x.FiredAt < earliest || x.ScheduledAt != sched.UnixMilli() {
+				t.Fatalf("stored fire %+v, %v: want scheduled %s, claimed from %s", x, err, sched, time.UnixMilli(earliest).UTC())
 			}
 		}
 		checkStart(n1, first, true)
@@ -97,6 +109,49 @@ func waitAcquired(t *testing.T, e *Engine, n int) {
 	for {
 		if got := waitFor(t, "an acquisition round", e.signals.acquired, 1)[0]; got >= n {
 			return
+		}
+	}
+}
+
+// TestJitterReturnedFireLateness: a fire that went back to pending gets its trigger's offset
+// again, and its lateness counts from its jittered start: within the misfire threshold of that
+// start it runs, past it the trigger's misfire policy (do_nothing here) skips it, though both
+// are far later than the threshold after the scheduled time.
+func TestJitterReturnedFireLateness(t *testing.T) {
+	st := openStore(t, "sqlite")
+	ctx := context.Background()
+	const maxJitter = time.Hour
+	hourly, err := schedule.ParseCron("0 0 * * * ?", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := insertJob(t, st, "spread", nil)
+	row := insertTrigger(t, st, job, "spread", hourly, t0.Add(time.Second), func(r *store.Trigger) {
+		r.JitterMs, r.MisfirePolicy = maxJitter.Milliseconds(), schedule.MisfireDoNothing.String()
+	})
+	sched := t0.Add(time.Hour)
+	offset := schedule.JitterOffset(row.ID, sched, maxJitter)
+	e := newEngine(t, st, newRecorder(), "n1", clock.NewFake(t0), func(c *Config) { c.MisfireThreshold = time.Minute })
+	if offset <= 2*time.Minute {
+		t.Fatalf("offset %s: want more than twice the threshold for this test to mean anything", offset)
+	}
+	for _, c := range []struct {
+		now  time.Time
+		skip bool
+	}{
+		{sched.Add(offset + time.Minute - time.Millisecond), false},
+		{sched.Add(offset + time.Minute + time.Millisecond), true},
+	} {
+		f := &pendingFire{exec: &store.Execution{JobID: job.ID, TriggerID: row.ID, ScheduledAt: sched.UnixMilli(),
+			Cause: store.CauseSchedule}, priority: 5}
+		if err := e.misfireReturned(ctx, st, []*pendingFire{f}, c.now); err != nil {
+			t.Fatal(err)
+		}
+		if f.notBefore != sched.Add(offset).UnixMilli() {
+			t.Errorf("returned fire starts at %d, want %d (scheduled + offset %s)", f.notBefore, sched.Add(offset).UnixMilli(), offset)
+		}
+		if (f.missed != "") != c.skip {
+			t.Errorf("at %s after the start: skipped %q, want skipped %v", c.now.Sub(sched.Add(offset)), f.missed, c.skip)
 		}
 	}
 }
