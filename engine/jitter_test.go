@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -154,4 +155,71 @@ func TestJitterReturnedFireLateness(t *testing.T) {
 			t.Errorf("at %s after the start: skipped %q, want skipped %v", c.now.Sub(sched.Add(offset)), f.missed, c.skip)
 		}
 	}
+}
+
+// TestDSTPolicyPreview: a stored trigger's DST policy decides its fire times as the engine
+// will fire them, and the preview marks the fires next to a change and gives each jittered
+// start. New York, 2026-11-01: 01:00 happens twice; 2026-03-08: 02:00-03:00 does not happen.
+func TestDSTPolicyPreview(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		ny, err := schedule.LoadZone("America/New_York")
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := insertJob(t, st, "dst", nil)
+		e := newEngine(t, st, newRecorder(), "n1", clock.NewFake(t0), nil)
+		for _, c := range []struct {
+			expr, dst string
+			start     time.Time
+			want      []string
+			marks     []string
+		}{
+			{"0 30 1 * * ?", "", time.Date(2026, 10, 31, 0, 0, 0, 0, ny),
+				[]string{"2026-10-31T01:30:00.000-04:00", "2026-11-01T01:30:00.000-05:00", "2026-11-02T01:30:00.000-05:00"},
+				[]string{"", "overlap", ""}},
+			{"0 30 1 * * ?", "once", time.Date(2026, 10, 31, 0, 0, 0, 0, ny),
+				[]string{"2026-10-31T01:30:00.000-04:00", "2026-11-01T01:30:00.000-04:00", "2026-11-02T01:30:00.000-05:00"},
+				[]string{"", "overlap", ""}},
+			{"0 30 2 * * ?", "once", time.Date(2026, 3, 7, 0, 0, 0, 0, ny),
+				[]string{"2026-03-07T02:30:00.000-05:00", "2026-03-08T03:00:00.000-04:00", "2026-03-09T02:30:00.000-04:00"},
+				[]string{"", "gap", ""}},
+			{"0 30 2 * * ?", "once_skip_gap", time.Date(2026, 3, 7, 0, 0, 0, 0, ny),
+				[]string{"2026-03-07T02:30:00.000-05:00", "2026-03-09T02:30:00.000-04:00", "2026-03-10T02:30:00.000-04:00"},
+				nil},
+		} {
+			cron, err := schedule.ParseCron(c.expr, ny)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := schedule.ParseDSTPolicy(c.dst)
+			ws, err := schedule.WithDST(cron, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := &schedule.Trigger{Schedule: ws, Start: c.start}
+			first, err := tr.ComputeFirst(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := insertTrigger(t, st, job, c.expr+c.dst, cron, c.start, func(r *store.Trigger) {
+				r.TimeZone, r.DSTPolicy, r.NextFireAt, r.JitterMs = "America/New_York", c.dst, first.UnixMilli(), 60_000
+			})
+			p, err := e.PreviewTriggerAfter(ctx, row, c.start, len(c.want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i, f := range p.Fires {
+				got = append(got, f.Format("2006-01-02T15:04:05.000Z07:00"))
+				if want := f.Add(schedule.JitterOffset(row.ID, f, time.Minute)); i >= len(p.Due) || !p.Due[i].Equal(want) {
+					t.Errorf("%s %s: start of fire %d: %v, want %s", c.expr, c.dst, i, p.Due, want)
+				}
+			}
+			if !slices.Equal(got, c.want) || !slices.Equal(p.DST, c.marks) {
+				t.Errorf("%s %q: fires %v marks %q; want %v %q", c.expr, c.dst, got, p.DST, c.want, c.marks)
+			}
+		}
+	})
 }
