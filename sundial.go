@@ -519,7 +519,7 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 	if sched, err = schedule.WithDST(sched, t.DST); err != nil {
 		return bad(&schedule.FieldError{Field: "dst", Err: err})
 	}
-	if err := schedule.ValidateJitter(t.Jitter); err != nil {
+	if err := schedule.ValidateJitter(t.Jitter.Milliseconds()); err != nil {
 		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
 	}
 	tr := &schedule.Trigger{Schedule: sched, Start: t.Start, End: t.End, Misfire: t.Misfire}

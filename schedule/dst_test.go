@@ -236,7 +236,7 @@ func TestJitterOffset(t *testing.T) {
 	if JitterOffset(1, at, 0) != 0 || JitterOffset(1, at, -time.Second) != 0 {
 		t.Error("no jitter gave an offset")
 	}
-	if ValidateJitter(MaxJitter+time.Millisecond) == nil || ValidateJitter(-1) == nil || ValidateJitter(MaxJitter) != nil {
+	if ValidateJitter(MaxJitter.Milliseconds()+1) == nil || ValidateJitter(-1) == nil || ValidateJitter(MaxJitter.Milliseconds()) != nil {
 		t.Error("jitter bounds")
 	}
 }

@@ -27,11 +27,11 @@ func JitterOffset(id int64, scheduled time.Time, max time.Duration) time.Duratio
 	return time.Duration(h.Sum64()%uint64(ms)) * time.Millisecond
 }
 
-// ValidateJitter reports a jitter that is negative or longer than MaxJitter, as a *FieldError
-// naming jitter_ms.
-func ValidateJitter(max time.Duration) error {
-	if max < 0 || max > MaxJitter {
-		return Fieldf("jitter_ms", "jitter %s: want 0 (none) up to %s", max, MaxJitter)
+// ValidateJitter reports a jitter (in milliseconds) that is negative or longer than
+// MaxJitter, as a *FieldError naming jitter_ms.
+func ValidateJitter(ms int64) error {
+	if ms < 0 || ms > MaxJitter.Milliseconds() {
+		return Fieldf("jitter_ms", "want 0 (none) up to %d (%s), got %d", MaxJitter.Milliseconds(), MaxJitter, ms)
 	}
 	return nil
 }

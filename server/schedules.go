@@ -29,6 +29,10 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	if err != nil {
 		return sundial.Trigger{}, err
 	}
+	// Checked before it becomes a Duration, which a count of milliseconds could overflow.
+	if err := schedule.ValidateJitter(in.JitterMs); err != nil {
+		return sundial.Trigger{}, err
+	}
 	zone := in.TimeZone
 	if zone == "" {
 		zone = "UTC"
@@ -36,9 +40,7 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
 		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
 		Params: in.Params, Data: in.Data, DST: dst,
-		// Clamped so that no count of milliseconds overflows into a valid-looking duration;
-		// the scheduler refuses what lies outside 0..MaxJitter.
-		Jitter: time.Duration(max(-1, min(in.JitterMs, schedule.MaxJitter.Milliseconds()+1))) * time.Millisecond}, nil
+		Jitter: time.Duration(in.JitterMs) * time.Millisecond}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.

@@ -217,7 +217,7 @@ func newTriggerGetCmd(o *apiOptions) *cobra.Command {
 func showTrigger(w io.Writer, t api.Trigger) error {
 	kv := []string{"ID", itoa(t.ID), "Job", itoa(t.JobID), "Group", t.Group, "Name", t.Name,
 		"Schedule", scheduleSummary(t), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
-		"Misfire", t.Misfire, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
+		"Misfire", t.Misfire, "Jitter", (time.Duration(t.JitterMs) * time.Millisecond).String(), "DST", t.DST, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
 		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
 	// A trigger's own description, params and data are shown only when it has them.
 	if t.Description != "" {
@@ -355,12 +355,19 @@ getFireTimeAfter lists for the same trigger, to check an imported store against 
 			if next.State == "paused" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "trigger %d is paused: these are its times if resumed now\n", id)
 			}
-			for _, f := range next.Fires {
+			for i, f := range next.Fires {
 				day := ""
 				if t, err := time.Parse(time.RFC3339Nano, f); err == nil {
 					day = t.Format("Mon")
 				}
-				fmt.Fprintf(w, "%s  %s\n", f, day)
+				line := f + "  " + day
+				if i < len(next.Due) {
+					line += "  starts " + next.Due[i]
+				}
+				if i < len(next.DST) && next.DST[i] != "" {
+					line += "  DST " + next.DST[i]
+				}
+				fmt.Fprintln(w, line)
 			}
 			return nil
 		})
