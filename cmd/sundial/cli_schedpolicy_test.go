@@ -41,3 +41,30 @@ func TestCLITriggerJitterAndDST(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleNextDST: `schedule next --dst` previews a DST policy offline and marks the fires
+// next to a change, as the server's preview does; a simple schedule refuses a policy.
+func TestScheduleNextDST(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cron", "0 30 2 * * ?", "--dst", "once", "--from", "2026-03-07T00:00:00"},
+			"2026-03-07T02:30:00.000-05:00  Sat\n2026-03-08T03:00:00.000-04:00  Sun  DST gap\n2026-03-09T02:30:00.000-04:00  Mon\n"},
+		{[]string{"--cron", "0 30 2 * * ?", "--dst", "once_skip_gap", "--from", "2026-03-07T00:00:00"},
+			"2026-03-07T02:30:00.000-05:00  Sat\n2026-03-09T02:30:00.000-04:00  Mon\n2026-03-10T02:30:00.000-04:00  Tue\n"},
+		{[]string{"--cron", "0 0 * * * ?", "--from", "2026-11-01T00:30:00"},
+			"2026-11-01T01:00:00.000-05:00  Sun  DST overlap\n2026-11-01T02:00:00.000-05:00  Sun\n2026-11-01T03:00:00.000-05:00  Sun\n"},
+		{[]string{"--cron", "0 0 * * * ?", "--dst", "once", "--from", "2026-11-01T00:30:00"},
+			"2026-11-01T01:00:00.000-04:00  Sun  DST overlap\n2026-11-01T02:00:00.000-05:00  Sun\n2026-11-01T03:00:00.000-05:00  Sun\n"},
+	} {
+		code, out, errOut := runCLI(t, "", append([]string{"schedule", "next", "--tz", "America/New_York", "-n", "3"}, tc.args...)...)
+		if code != 0 || out != tc.want {
+			t.Errorf("%v: exit %d %s\n%s\nwant\n%s", tc.args, code, errOut, out, tc.want)
+		}
+	}
+	code, _, errOut := runCLI(t, "", "schedule", "next", "--every", "1h", "--dst", "once")
+	if code == 0 || !strings.Contains(errOut, "--dst") {
+		t.Errorf("a simple schedule with --dst: exit %d, %q", code, errOut)
+	}
+}
