@@ -3,12 +3,16 @@ package engine
 import (
 	"context"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // TestJitterStartsAtOffsetKeepsKey: a trigger with jitter is taken at its scheduled time, its
@@ -221,5 +225,104 @@ func TestDSTPolicyPreview(t *testing.T) {
 				t.Errorf("%s %q: fires %v marks %q; want %v %q", c.expr, c.dst, got, p.DST, c.want, c.marks)
 			}
 		}
+	})
+}
+
+// TestJitterExactlyOnceTwoNodes: two nodes share ten triggers that fire every 200 ms with a
+// jitter of 150 ms, and one node stops halfway (the fires it holds before their starts go back
+// to pending and the other node takes them): every fire of the window runs exactly once,
+// under its scheduled time as key, and none starts before its scheduled time plus its offset.
+func TestJitterExactlyOnceTwoNodes(t *testing.T) {
+	const (
+		interval  = 200 * time.Millisecond
+		maxJitter = 150 * time.Millisecond
+		window    = 4 * time.Second
+		triggers  = 10
+	)
+	eachDialect(t, func(t *testing.T, dialect string) {
+		nodes := 2
+		if dialect == "sqlite" {
+			nodes = 1 // not a cluster store
+		}
+		dsn := testdb.DSN(t, dialect)
+		ctx := context.Background()
+		var stores []*sqlstore.Store
+		for range nodes {
+			st, err := sqlstore.Open(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			stores = append(stores, st)
+		}
+		if err := stores[0].Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now().Add(2 * time.Second).Truncate(time.Second)
+		end := start.Add(window)
+		job := insertJob(t, stores[0], "tick", nil)
+		ledger := map[fireKey]time.Time{} // fire → its start
+		for i := range triggers {
+			first := start.Add(time.Duration(i) * interval / triggers)
+			row := insertTrigger(t, stores[0], job, "t"+strconv.Itoa(i), schedule.Simple{Interval: interval, RepeatCount: schedule.RepeatForever}, first,
+				func(r *store.Trigger) { r.JitterMs = maxJitter.Milliseconds() })
+			for at := first; at.Before(end); at = at.Add(interval) {
+				ledger[fireKey{row.ID, ms(at)}] = at.Add(schedule.JitterOffset(row.ID, at, maxJitter))
+			}
+		}
+		rec := newRecorder()
+		var mu sync.Mutex
+		early := map[fireKey]time.Duration{}
+		rec.behave = func(_ context.Context, f *Fire) Result {
+			k := fireKey{f.Execution.TriggerID, f.Execution.ScheduledAt}
+			if due, ok := ledger[k]; ok && time.Now().Before(due) {
+				mu.Lock()
+				early[k] = time.Until(due)
+				mu.Unlock()
+			}
+			return Result{}
+		}
+		var engines []*Engine
+		for i := range nodes {
+			e := newEngine(t, stores[i], rec, "node"+strconv.Itoa(i), clock.Real{}, nil)
+			startEngine(t, e)
+			engines = append(engines, e)
+		}
+		deadline := time.After(time.Until(end) + 30*time.Second)
+		stopped := false
+		for missing := len(ledger); missing > 0; {
+			select {
+			case f := <-rec.started:
+				if _, ok := ledger[fireKey{f.Execution.TriggerID, f.Execution.ScheduledAt}]; ok {
+					missing--
+				}
+			case <-deadline:
+				t.Fatalf("%d of %d ledger fires did not run", missing, len(ledger))
+			}
+			if nodes > 1 && !stopped && missing < len(ledger)/2 {
+				stopped = true
+				if err := engines[0].Stop(ctx); err != nil {
+					t.Errorf("stop node0: %v", err)
+				}
+			}
+		}
+		for _, e := range engines {
+			if err := e.Stop(ctx); err != nil {
+				t.Errorf("stop %s: %v", e.NodeID(), err)
+			}
+		}
+		for _, k := range rec.duplicates() {
+			t.Errorf("fired more than once: %s", describe(k))
+		}
+		for k := range ledger {
+			if !rec.ran(k) {
+				t.Errorf("never fired: %s", describe(k))
+			}
+		}
+		mu.Lock()
+		for k, by := range early {
+			t.Errorf("%s started %s before its jittered start", describe(k), by)
+		}
+		mu.Unlock()
 	})
 }
