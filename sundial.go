@@ -278,6 +278,13 @@ type Trigger struct {
 	// run stores its data into the job without the trigger's keys.
 	Params string
 	Data   map[string]any
+	// Jitter spreads the trigger's fires: each starts up to Jitter after its scheduled time,
+	// by an offset derived from the trigger and the scheduled time (schedule.JitterOffset),
+	// while the fire keeps its scheduled time as its key. At most schedule.MaxJitter.
+	Jitter time.Duration
+	// DST says how local times a daylight-saving change repeats or skips fire. Default
+	// schedule.DSTQuartz (exactly as Quartz); not for a simple schedule.
+	DST schedule.DSTPolicy
 }
 
 // Cron parses a Quartz cron expression in zone (an IANA name; "" means UTC), for a Trigger's
@@ -523,6 +530,12 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 	if err != nil {
 		return bad(&schedule.FieldError{Field: "schedule", Err: err})
 	}
+	if sched, err = schedule.WithDST(sched, t.DST); err != nil {
+		return bad(&schedule.FieldError{Field: "dst", Err: err})
+	}
+	if err := schedule.ValidateJitter(t.Jitter.Milliseconds()); err != nil {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
 	tr := &schedule.Trigger{Schedule: sched, Start: t.Start, End: t.End, Misfire: t.Misfire}
 	if err := tr.Validate(); err != nil {
 		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
@@ -555,7 +568,17 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 		TimeZone: t.TimeZone, StartAt: t.Start.UnixMilli(), EndAt: unixMilliOrZero(t.End),
 		CalendarName: t.Calendar, Priority: t.Priority, MisfirePolicy: t.Misfire.String(),
 		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(), Params: params, Data: t.Data,
+		JitterMs: t.Jitter.Milliseconds(), DSTPolicy: dstColumn(t.DST),
 	}, nil
+}
+
+// dstColumn is a DST policy as a trigger row stores it: "" for the default, so rows from
+// before the policies and rows after read the same.
+func dstColumn(p schedule.DSTPolicy) string {
+	if p == schedule.DSTQuartz {
+		return ""
+	}
+	return p.String()
 }
 
 // checkMinInterval refuses a trigger that would fire more often than min: it looks at the

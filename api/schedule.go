@@ -252,6 +252,15 @@ func (t *TriggerRequest) MisfirePolicy() (schedule.MisfirePolicy, error) {
 	return p, nil
 }
 
+// DSTPolicy returns the trigger's DST policy (quartz when not given).
+func (t *TriggerRequest) DSTPolicy() (schedule.DSTPolicy, error) {
+	p, err := schedule.ParseDSTPolicy(t.DST)
+	if err != nil {
+		return p, schedule.Fieldf("dst", "%v", err)
+	}
+	return p, nil
+}
+
 // ParseTime reads an optional RFC 3339 time given in field; "" is the zero time. A bad one
 // is a *schedule.FieldError naming field.
 func ParseTime(field, v string) (time.Time, error) {

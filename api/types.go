@@ -125,6 +125,11 @@ type TriggerRequest struct {
 	Description string         `json:"description,omitempty"`
 	Params      string         `json:"params,omitempty"`
 	Data        map[string]any `json:"data,omitempty"`
+	// JitterMs spreads the fires: each starts up to this long after its scheduled time (an
+	// offset fixed by the trigger and the scheduled time; the fire keeps its scheduled time).
+	// DST is quartz (default), once or once_skip_gap (docs/policies.md).
+	JitterMs int64  `json:"jitter_ms,omitempty"`
+	DST      string `json:"dst,omitempty"`
 }
 
 // Trigger is a trigger as the API shows it.
@@ -152,6 +157,9 @@ type Trigger struct {
 	Description string         `json:"description,omitempty"`
 	Params      string         `json:"params,omitempty"`
 	Data        map[string]any `json:"data,omitempty"`
+	// JitterMs and DST are the trigger's schedule policies (see TriggerRequest).
+	JitterMs int64  `json:"jitter_ms"`
+	DST      string `json:"dst"`
 	// Warnings, on the answer to adding a trigger, tell what may not work as meant, such as
 	// cron syntax Quartz reads leniently (MON/2 is MON).
 	Warnings []string `json:"warnings,omitempty"`
@@ -470,6 +478,13 @@ type TriggerNext struct {
 	After string `json:"after,omitempty"`
 	// Fires are RFC 3339 times with milliseconds in the trigger's zone.
 	Fires []string `json:"fires"`
+	// Due, for a trigger with jitter, is when each fire starts (its time plus its offset),
+	// index by index with Fires; empty without jitter.
+	Due []string `json:"due,omitempty"`
+	// DST marks, index by index with Fires, the fires next to a DST change: "gap" (in the
+	// hour after a spring-forward change, where fires of skipped local times land), "overlap"
+	// (a local time that occurs twice), "" otherwise; empty when no fire is marked.
+	DST []string `json:"dst,omitempty"`
 }
 
 // FormatZoned writes t as the API writes a time in a zone: RFC 3339 with milliseconds and

@@ -71,7 +71,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 		updates = append(updates, upd)
 		for _, ex := range rowExecs {
 			execs = append(execs, ex)
-			fires = append(fires, &pendingFire{exec: ex, priority: row.Priority, acquiredAt: now})
+			fires = append(fires, &pendingFire{exec: ex, priority: row.Priority, acquiredAt: now, notBefore: jitterDue(row, ex.ScheduledAt)})
 		}
 	}
 
@@ -159,7 +159,7 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 	// The calendar may have changed since Next was computed.
 	tr.SkipExcluded(cal)
 	cause := store.CauseSchedule
-	misfired := applyMisfire(tr, cal, now, e.cfg.MisfireThreshold)
+	misfired := applyMisfire(tr, cal, now, e.cfg.MisfireThreshold+jitter(row, tr.Next))
 	if misfired {
 		cause = store.CauseMisfire
 		e.stats.Misfired.Add(1)
@@ -206,12 +206,13 @@ func returnedFire(x *store.Execution) bool {
 // them, those that fire now fire the latest of a trigger's once (now, as it is overdue) and
 // skip the rest, and ignore fires each. The trigger rows are not touched: their later fires
 // have gone on meanwhile, and none of those is fired again.
+//
+// A returned fire of a trigger with jitter starts at the same offset after its scheduled time
+// as when it was first taken, and its lateness counts from that start.
 func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned []*pendingFire, now time.Time) error {
 	byTrigger := map[int64][]*pendingFire{}
 	for _, f := range returned {
-		if now.Sub(time.UnixMilli(f.exec.ScheduledAt)) > e.cfg.MisfireThreshold {
-			byTrigger[f.exec.TriggerID] = append(byTrigger[f.exec.TriggerID], f)
-		}
+		byTrigger[f.exec.TriggerID] = append(byTrigger[f.exec.TriggerID], f)
 	}
 	for id, fs := range byTrigger {
 		row, err := q.TriggerGet(ctx, id)
@@ -221,13 +222,24 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 		if err != nil {
 			return fmt.Errorf("read trigger %d of returned fires: %w", id, err)
 		}
+		late := fs[:0:0]
+		for _, f := range fs {
+			f.notBefore = jitterDue(row, f.exec.ScheduledAt)
+			if now.Sub(time.UnixMilli(f.due())) > e.cfg.MisfireThreshold {
+				late = append(late, f)
+			}
+		}
+		if fs = late; len(fs) == 0 {
+			continue
+		}
 		tr, cal, err := e.buildTrigger(ctx, q, row)
 		if err != nil {
 			continue // the acquisition round moves the trigger to error; its fires run
 		}
 		slices.SortFunc(fs, func(a, b *pendingFire) int { return cmp.Compare(a.exec.ScheduledAt, b.exec.ScheduledAt) })
 		skip := len(fs) // fs[:skip] are skipped, the rest run
-		switch tr.Missed(cal, time.UnixMilli(fs[0].exec.ScheduledAt), now, e.cfg.MisfireThreshold) {
+		first := time.UnixMilli(fs[0].exec.ScheduledAt)
+		switch tr.Missed(cal, first, now, e.cfg.MisfireThreshold+jitter(row, first)) {
 		case schedule.MissedFireAll:
 			continue
 		case schedule.MissedFireOnce:
@@ -240,6 +252,20 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 		}
 	}
 	return nil
+}
+
+// jitter is the offset a fire of row scheduled at t starts at after t (0 without jitter).
+func jitter(row *store.Trigger, t time.Time) time.Duration {
+	return schedule.JitterOffset(row.ID, t, time.Duration(row.JitterMs)*time.Millisecond)
+}
+
+// jitterDue is the millisecond a fire of row scheduled at ms starts, when the trigger has
+// jitter; 0 (no delay) without.
+func jitterDue(row *store.Trigger, ms int64) int64 {
+	if row.JitterMs <= 0 {
+		return 0
+	}
+	return ms + jitter(row, time.UnixMilli(ms)).Milliseconds()
 }
 
 func millis(t time.Time) int64 {

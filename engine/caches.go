@@ -26,6 +26,13 @@ func (e *Engine) buildTrigger(ctx context.Context, ex store.Querier, row *store.
 	if err != nil {
 		return nil, nil, err
 	}
+	dst, err := schedule.ParseDSTPolicy(row.DSTPolicy)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sched, err = schedule.WithDST(sched, dst); err != nil {
+		return nil, nil, err
+	}
 	tr := &schedule.Trigger{
 		Schedule: sched, Start: fromMillis(row.StartAt), End: fromMillis(row.EndAt), Misfire: policy,
 		Next: fromMillis(row.NextFireAt), Prev: fromMillis(row.PrevFireAt), TimesTriggered: int(row.TimesFired),

@@ -16,6 +16,27 @@ type Preview struct {
 	// Misfired is set when the pending fire is already later than the misfire threshold, so
 	// the times are those after the trigger's misfire policy is applied at now.
 	Misfired bool
+	// Due, for a trigger with jitter, is when each fire starts (Fires[i] plus its offset);
+	// nil without jitter.
+	Due []time.Time
+	// DST marks each fire next to a DST change (schedule.DSTMark); nil when none is.
+	DST []string
+}
+
+// annotate adds the fires' starts under the trigger's jitter and their DST marks.
+func (p *Preview) annotate(row *store.Trigger, loc *time.Location, sched schedule.Schedule) {
+	zoned := schedule.LocationOf(sched) != nil
+	for i, f := range p.Fires {
+		if row.JitterMs > 0 {
+			p.Due = append(p.Due, f.Add(jitter(row, f)))
+		}
+		if m := schedule.DSTMark(f, loc); zoned && m != "" {
+			if p.DST == nil {
+				p.DST = make([]string, len(p.Fires))
+			}
+			p.DST[i] = m
+		}
+	}
 }
 
 // PreviewTrigger computes a stored trigger's next n fire times at now the way acquisition
@@ -28,11 +49,12 @@ func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now tim
 	}
 	tr.SkipExcluded(cal)
 	var p Preview
-	p.Misfired = applyMisfire(tr, cal, now, e.cfg.MisfireThreshold)
+	p.Misfired = applyMisfire(tr, cal, now, e.cfg.MisfireThreshold+jitter(row, tr.Next))
 	for len(p.Fires) < n && !tr.Next.IsZero() {
 		p.Fires = append(p.Fires, tr.Next.In(loc))
 		tr.Triggered(cal)
 	}
+	p.annotate(row, loc, tr.Schedule)
 	return p, nil
 }
 
@@ -60,6 +82,7 @@ func (e *Engine) PreviewTriggerAfter(ctx context.Context, row *store.Trigger, af
 		}
 		p.Fires = append(p.Fires, tr.Next.In(loc))
 	}
+	p.annotate(row, loc, tr.Schedule)
 	return p, nil
 }
 

@@ -122,7 +122,7 @@ func (e *Engine) applyFireRate(ctx context.Context, fires []*pendingFire) {
 	}
 	ordered := slices.Clone(fires)
 	slices.SortStableFunc(ordered, func(a, b *pendingFire) int {
-		if c := cmp.Compare(a.exec.ScheduledAt, b.exec.ScheduledAt); c != 0 {
+		if c := cmp.Compare(a.due(), b.due()); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.priority, a.priority)
@@ -156,7 +156,7 @@ func (e *Engine) applyFireRate(ctx context.Context, fires []*pendingFire) {
 		for app, fs := range byApp {
 			q := parseQuotaState(states[app])
 			for _, f := range fs {
-				slots[f] = q.slot(per, max(f.exec.ScheduledAt, now))
+				slots[f] = q.slot(per, max(f.due(), now)) // a jittered fire's slot counts from its start
 			}
 			out[app] = q.String()
 		}
@@ -168,7 +168,7 @@ func (e *Engine) applyFireRate(ctx context.Context, fires []*pendingFire) {
 		return
 	}
 	for f, start := range slots {
-		if start > max(f.exec.ScheduledAt, now) {
+		if start > max(f.due(), now) {
 			f.notBefore = start
 			e.stats.QuotaDelayed.Add(1)
 		}

@@ -26,7 +26,7 @@ type specJSON struct {
 // caller can tell whether a misfire instruction rewrote a schedule.
 func EncodeSpec(s Schedule) string {
 	var j specJSON
-	switch s := s.(type) {
+	switch s := unwrapDST(s).(type) {
 	case *Cron:
 		j.Expr = s.String()
 	case Simple:
@@ -126,7 +126,7 @@ var weekdayByName = map[string]time.Weekday{"SUN": time.Sunday, "MON": time.Mond
 // LocationOf returns the time zone a schedule computes in, or nil for a simple schedule,
 // which counts elapsed time and has none.
 func LocationOf(s Schedule) *time.Location {
-	switch s := s.(type) {
+	switch s := unwrapDST(s).(type) {
 	case *Cron:
 		return s.Location()
 	case CalendarInterval:

@@ -25,13 +25,22 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	if err != nil {
 		return sundial.Trigger{}, err
 	}
+	dst, err := in.DSTPolicy()
+	if err != nil {
+		return sundial.Trigger{}, err
+	}
+	// Checked before it becomes a Duration, which a count of milliseconds could overflow.
+	if err := schedule.ValidateJitter(in.JitterMs); err != nil {
+		return sundial.Trigger{}, err
+	}
 	zone := in.TimeZone
 	if zone == "" {
 		zone = "UTC"
 	}
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
 		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
-		Params: in.Params, Data: in.Data}, nil
+		Params: in.Params, Data: in.Data, DST: dst,
+		Jitter: time.Duration(in.JitterMs) * time.Millisecond}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.
@@ -77,5 +86,14 @@ func toTriggerOut(t *store.Trigger) api.Trigger {
 		Schedule: scheduleOf(t), Start: api.Time(t.StartAt), End: api.Time(t.EndAt), Calendar: t.CalendarName,
 		Priority: t.Priority, Misfire: t.MisfirePolicy, State: string(t.State), ErrorMessage: t.ErrorMessage,
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,
-		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt)}
+		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt),
+		JitterMs: t.JitterMs, DST: dstShown(t.DSTPolicy)}
+}
+
+// dstShown is a stored DST policy as the API shows it: its name, quartz for the default.
+func dstShown(stored string) string {
+	if stored == "" {
+		return schedule.DSTQuartz.String()
+	}
+	return stored
 }

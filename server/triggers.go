@@ -205,6 +205,10 @@ func (s *Server) triggerNext(ctx context.Context, in *TriggerNextQuery) (*api.Tr
 	for i, f := range p.Fires {
 		out.Fires[i] = api.FormatZoned(f)
 	}
+	for _, d := range p.Due {
+		out.Due = append(out.Due, api.FormatZoned(d))
+	}
+	out.DST = p.DST
 	return &out, nil
 }
 

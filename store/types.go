@@ -135,6 +135,11 @@ type Trigger struct {
 	// each fire (Quartz's trigger JobDataMap). Both travel with the fire on its execution.
 	Params string
 	Data   map[string]any
+	// JitterMs is the largest delay the engine adds to a fire's start (0: none); the fire's
+	// key stays its scheduled time (schedule.JitterOffset). DSTPolicy says how local times a
+	// DST change repeats or skips fire (schedule.ParseDSTPolicy; "" is Quartz-exact).
+	JitterMs  int64
+	DSTPolicy string
 
 	State        TriggerState
 	ErrorMessage string

@@ -95,6 +95,10 @@ var funcs = template.FuncMap{
 	"dailyUnitOpts": func() [][2]string {
 		return [][2]string{{"SECOND", "seconds"}, {"MINUTE", "minutes"}, {"HOUR", "hours"}}
 	},
+	"dstOpts": func() [][2]string {
+		return [][2]string{{"quartz", "Quartz-exact (default)"}, {"once", "Once: a repeated time once, a skipped one after the gap"},
+			{"once_skip_gap", "Once, skipping times in a gap"}}
+	},
 	"misfireOpts": func() [][2]string {
 		return [][2]string{{"", "Smart (default)"}, {"ignore", "Ignore (fire all missed)"},
 			{"fire_now", "Fire now"}, {"do_nothing", "Do nothing (wait)"},

@@ -96,6 +96,15 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 	if cr, ok := sched.(*schedule.Cron); ok {
 		pv.Warnings = cr.Warnings()
 	}
+	// The DST policy moves the times next to a change; a jitter's offsets need the stored
+	// trigger's id, so the trigger's own preview (GET /triggers/{id}/next) shows those.
+	dst, err := schedule.ParseDSTPolicy(get("dst"))
+	if err != nil {
+		return fail("dst", "%v", err)
+	}
+	if sched, err = schedule.WithDST(sched, dst); err != nil {
+		return fail("dst", "%v", err)
+	}
 	start := c.clock.Now()
 	if s := get("start"); s != "" {
 		if start, err = time.Parse(time.RFC3339, s); err != nil {

@@ -41,7 +41,9 @@ Schedules (give one):
   --daily FROM-TO --every DURATION     every DURATION inside a daily window, e.g. 09:00-17:00
       [--days MON-FRI] [--repeat N]
 Trigger options: --tz, --start/--end (RFC 3339), --calendar NAME (a stored exclusion calendar),
---priority, --misfire POLICY, --trigger-name, --trigger-group.`
+--priority, --misfire POLICY, --jitter DURATION (spread each fire's start up to DURATION after its
+time), --dst quartz|once|once_skip_gap (local times a DST change repeats or skips),
+--trigger-name, --trigger-group.`
 
 // triggerFlags are a trigger's schedule and options, for `job create` and `trigger add`.
 type triggerFlags struct {
@@ -51,6 +53,8 @@ type triggerFlags struct {
 	once, preserveHour, skipDay        bool
 	start, end, calendar, misfire      string
 	name, group                        string
+	jitter                             time.Duration
+	dst                                string
 	// The trigger's own description, params and data: `trigger add` only (on `job create`
 	// those flags are the job's).
 	description, params, data string
@@ -72,6 +76,8 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 	f.StringVar(&t.calendar, "calendar", "", "name of a stored exclusion calendar")
 	f.IntVar(&t.priority, "priority", 0, "fires first among fires due at the same time when higher")
 	f.StringVar(&t.misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
+	f.DurationVar(&t.jitter, "jitter", 0, "start each fire up to this long after its time, by an offset fixed per fire (e.g. 5m)")
+	f.StringVar(&t.dst, "dst", "", "DST policy: quartz (default), once, once_skip_gap")
 	// On `job create`, --group is the job's group; the trigger's own name and group get a prefix.
 	name, grp := "name", "group"
 	if prefixed {
@@ -109,7 +115,11 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 		forms = append(forms, "--every")
 	}
 	req := api.TriggerRequest{Group: t.group, Name: t.name, Start: t.start, End: t.end, Calendar: t.calendar,
-		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params}
+		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params, DST: t.dst}
+	if t.jitter < 0 || t.jitter%time.Millisecond != 0 {
+		return req, usageErrorf("--jitter %s: want a whole number of milliseconds, 0 or more", t.jitter)
+	}
+	req.JitterMs = t.jitter.Milliseconds()
 	if t.data != "" {
 		if err := json.Unmarshal([]byte(t.data), &req.Data); err != nil || req.Data == nil {
 			return req, usageErrorf("--data %q: want a JSON object", t.data)
@@ -207,7 +217,7 @@ func newTriggerGetCmd(o *apiOptions) *cobra.Command {
 func showTrigger(w io.Writer, t api.Trigger) error {
 	kv := []string{"ID", itoa(t.ID), "Job", itoa(t.JobID), "Group", t.Group, "Name", t.Name,
 		"Schedule", scheduleSummary(t), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
-		"Misfire", t.Misfire, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
+		"Misfire", t.Misfire, "Jitter", (time.Duration(t.JitterMs) * time.Millisecond).String(), "DST", t.DST, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
 		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
 	// A trigger's own description, params and data are shown only when it has them.
 	if t.Description != "" {
@@ -345,12 +355,19 @@ getFireTimeAfter lists for the same trigger, to check an imported store against 
 			if next.State == "paused" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "trigger %d is paused: these are its times if resumed now\n", id)
 			}
-			for _, f := range next.Fires {
+			for i, f := range next.Fires {
 				day := ""
 				if t, err := time.Parse(time.RFC3339Nano, f); err == nil {
 					day = t.Format("Mon")
 				}
-				fmt.Fprintf(w, "%s  %s\n", f, day)
+				line := f + "  " + day
+				if i < len(next.Due) {
+					line += "  starts " + next.Due[i]
+				}
+				if i < len(next.DST) && next.DST[i] != "" {
+					line += "  DST " + next.DST[i]
+				}
+				fmt.Fprintln(w, line)
 			}
 			return nil
 		})

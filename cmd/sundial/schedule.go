@@ -25,6 +25,7 @@ func newScheduleCmd() *cobra.Command {
 
 // nextOptions are the flags of `sundial schedule next`.
 type nextOptions struct {
+	dst          string
 	cron         string
 	every        time.Duration
 	repeat       int
@@ -89,6 +90,7 @@ output format, so the answers can be compared with Quartz's (see ../shared/quart
 	f.StringVar(&o.end, "end", "", "trigger end time (default: none)")
 	f.StringArrayVar(&o.calendars, "calendar", nil, "exclusion calendar (repeatable)")
 	f.IntVarP(&o.n, "count", "n", 10, "how many fire times to print (1..10000)")
+	f.StringVar(&o.dst, "dst", "", "DST policy: quartz (default), once, once_skip_gap (docs/policies.md)")
 	f.BoolVar(&o.batch, "batch", false, "read Quartz oracle case lines on stdin, write the oracle's output format")
 	return cmd
 }
@@ -119,6 +121,14 @@ func (o *nextOptions) run(cmd *cobra.Command, now time.Time) error {
 	if tr.Schedule, err = o.buildSchedule(cmd.Flags()); err != nil {
 		return err
 	}
+	dst, err := schedule.ParseDSTPolicy(o.dst)
+	if err != nil {
+		return usageErrorf("--dst: %v", err)
+	}
+	if tr.Schedule, err = schedule.WithDST(tr.Schedule, dst); err != nil {
+		return usageErrorf("--dst: %v", err)
+	}
+	zoned := schedule.LocationOf(tr.Schedule) != nil
 	var cal schedule.Calendar
 	if len(o.calendars) > 0 {
 		if cal, err = schedule.ParseCalendarSpec(strings.Join(o.calendars, "+"), loc); err != nil {
@@ -144,7 +154,11 @@ func (o *nextOptions) run(cmd *cobra.Command, now time.Time) error {
 	for printed := 0; printed < o.n && !tr.Next.IsZero(); {
 		if !tr.Next.Before(from) {
 			t := tr.Next.In(loc)
-			fmt.Fprintf(out, "%s  %s\n", t.Format("2006-01-02T15:04:05.000-07:00"), t.Format("Mon"))
+			line := t.Format("2006-01-02T15:04:05.000-07:00") + "  " + t.Format("Mon")
+			if m := schedule.DSTMark(t, loc); zoned && m != "" {
+				line += "  DST " + m // next to a change: a time that occurs twice, or just after a gap
+			}
+			fmt.Fprintln(out, line)
 			printed++
 		}
 		tr.Triggered(cal)

@@ -1,0 +1,54 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// TestTriggerJitterAndDSTInConsole: the editor sets a trigger's jitter and DST policy, shows
+// a bad one at its field and stores nothing, lists them on the job, keeps them in a copy, and
+// previews the DST policy's times (New York, 2026-03-08: 02:30 does not exist; once fires
+// at 03:00, Quartz-exact skips the day).
+func TestTriggerJitterAndDSTInConsole(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	ctx := context.Background()
+	id := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"spread"}, "triggers[0].cron": {"0 0 2 * * ?"},
+		"triggers[0].jitter_ms": {"60000"}, "triggers[0].dst": {"once"}, "triggers[0].time_zone": {"America/New_York"}}))
+	ts, _ := h.st.TriggerList(ctx, store.TriggerFilter{JobID: id})
+	if len(ts) != 1 || ts[0].JitterMs != 60000 || ts[0].DSTPolicy != "once" {
+		t.Fatalf("stored triggers %+v", ts)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, "jitter up to 60000 ms", "DST once")
+	c.get(fmt.Sprintf("/jobs/%d/copy", id)).mustContain(t, `value="60000"`, `<option value="once" selected`)
+
+	for _, tc := range []struct {
+		add   url.Values
+		field string
+		msg   string
+	}{
+		{url.Values{"kind": {"cron"}, "cron": {"0 0 2 * * ?"}, "dst": {"twice"}}, "err-dst", "DST policy"},
+		{url.Values{"kind": {"simple"}, "every_ms": {"60000"}, "dst": {"once"}}, "err-dst", "elapsed time"},
+		{url.Values{"kind": {"cron"}, "cron": {"0 0 2 * * ?"}, "jitter_ms": {"-1"}}, "err-jitter_ms", "want 0"},
+		{url.Values{"kind": {"cron"}, "cron": {"0 0 2 * * ?"}, "jitter_ms": {"86400001"}}, "err-jitter_ms", "want 0"},
+	} {
+		tc.add.Set("time_zone", "UTC")
+		c.post(fmt.Sprintf("/jobs/%d/triggers", id), csrf, tc.add).mustContain(t, `id="`+tc.field+`" role="alert">`, tc.msg)
+	}
+	if ts, _ := h.st.TriggerList(ctx, store.TriggerFilter{JobID: id}); len(ts) != 1 {
+		t.Fatalf("refused triggers were stored: %d triggers", len(ts))
+	}
+
+	q := url.Values{"prefix": {"triggers[0]."}, "triggers[0].kind": {"cron"}, "triggers[0].cron": {"0 30 2 ? * SUN"},
+		"triggers[0].time_zone": {"America/New_York"}, "triggers[0].start": {"2026-03-01T00:00:00Z"}, "triggers[0].dst": {"once"}}
+	c.do("GET", "/preview?"+q.Encode(), nil, nil).mustStatus(t, http.StatusOK).mustContain(t,
+		"Sun 2026-03-01 02:30:00 EST", "Sun 2026-03-08 03:00:00 EDT", "Sun 2026-03-15 02:30:00 EDT")
+	q.Set("triggers[0].dst", "bogus")
+	c.do("GET", "/preview?"+q.Encode(), nil, nil).mustContain(t, `id="err-triggers-0-dst" role="alert" hx-swap-oob="true">DST policy`)
+}
