@@ -354,7 +354,8 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 		shards = append(shards, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: ex.ScheduledAt,
 			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, Incarnation: ex.Incarnation, ExecutorAddress: addrs[i],
 			ExecutorApp: job.App, ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt,
-			Params: ex.Params, ScriptVersion: job.ScriptVersion})
+			Params: ex.Params, ScriptVersion: job.ScriptVersion,
+			IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID})
 	}
 	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)
 	if err != nil {

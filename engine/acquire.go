@@ -159,16 +159,30 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 	// The calendar may have changed since Next was computed.
 	tr.SkipExcluded(cal)
 	cause := store.CauseSchedule
-	misfired := applyMisfire(tr, cal, now, e.cfg.MisfireThreshold)
-	if misfired {
+	var execs []*store.Execution
+	misfired := false
+	if row.CatchUp == store.CatchUpCoalesce && room > 0 {
+		// The missed fires become one run now covering them all; the misfire policy, made
+		// for fires one by one, does not apply.
+		if iv, ok := tr.Coalesce(cal, now, e.catchUpWindow(row)); ok {
+			e.stats.Misfired.Add(1)
+			ex := &store.Execution{
+				JobID: row.JobID, TriggerID: row.ID, ScheduledAt: now.UnixMilli(), Cause: store.CauseMisfire,
+				Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
+				IntervalStart: iv.Start.UnixMilli(), IntervalEnd: iv.End.UnixMilli(),
+			}
+			fromTrigger(ex, row)
+			execs = append(execs, ex)
+		}
+	} else if misfired = applyMisfire(tr, cal, now, e.catchUpWindow(row)); misfired {
 		cause = store.CauseMisfire
 		e.stats.Misfired.Add(1)
 	}
-	var execs []*store.Execution
 	for !tr.Next.IsZero() && tr.Next.UnixMilli() <= dueBefore && len(execs) < room {
 		ex := &store.Execution{
 			JobID: row.JobID, TriggerID: row.ID, ScheduledAt: tr.Next.UnixMilli(),
 			Cause: cause, Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
+			IntervalStart: tr.IntervalStart().UnixMilli(), IntervalEnd: tr.Next.UnixMilli(),
 		}
 		fromTrigger(ex, row)
 		execs = append(execs, ex)
@@ -209,7 +223,8 @@ func returnedFire(x *store.Execution) bool {
 func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned []*pendingFire, now time.Time) error {
 	byTrigger := map[int64][]*pendingFire{}
 	for _, f := range returned {
-		if now.Sub(time.UnixMilli(f.exec.ScheduledAt)) > e.cfg.MisfireThreshold {
+		// Each trigger's own catch-up window is checked against its row below (Missed).
+		if now.After(time.UnixMilli(f.exec.ScheduledAt)) {
 			byTrigger[f.exec.TriggerID] = append(byTrigger[f.exec.TriggerID], f)
 		}
 	}
@@ -227,7 +242,7 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 		}
 		slices.SortFunc(fs, func(a, b *pendingFire) int { return cmp.Compare(a.exec.ScheduledAt, b.exec.ScheduledAt) })
 		skip := len(fs) // fs[:skip] are skipped, the rest run
-		switch tr.Missed(cal, time.UnixMilli(fs[0].exec.ScheduledAt), now, e.cfg.MisfireThreshold) {
+		switch tr.Missed(cal, time.UnixMilli(fs[0].exec.ScheduledAt), now, e.catchUpWindow(row)) {
 		case schedule.MissedFireAll:
 			continue
 		case schedule.MissedFireOnce:
@@ -240,6 +255,15 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 		}
 	}
 	return nil
+}
+
+// catchUpWindow is how late the trigger's fire may be before its misfire policy (or its
+// coalesced catch-up) applies: its own window when it has one, else the cluster's threshold.
+func (e *Engine) catchUpWindow(row *store.Trigger) time.Duration {
+	if row.CatchUpWindow > 0 {
+		return time.Duration(row.CatchUpWindow) * time.Millisecond
+	}
+	return e.cfg.MisfireThreshold
 }
 
 func millis(t time.Time) int64 {

@@ -28,7 +28,14 @@ func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now tim
 	}
 	tr.SkipExcluded(cal)
 	var p Preview
-	p.Misfired = applyMisfire(tr, cal, now, e.cfg.MisfireThreshold)
+	if row.CatchUp == store.CatchUpCoalesce {
+		if _, ok := tr.Coalesce(cal, now, e.catchUpWindow(row)); ok {
+			p.Misfired = true
+			p.Fires = append(p.Fires, now.In(loc))
+		}
+	} else {
+		p.Misfired = applyMisfire(tr, cal, now, e.catchUpWindow(row))
+	}
 	for len(p.Fires) < n && !tr.Next.IsZero() {
 		p.Fires = append(p.Fires, tr.Next.In(loc))
 		tr.Triggered(cal)
