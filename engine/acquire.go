@@ -24,6 +24,9 @@ func (e *Engine) acquireLoop(l *lifecycle) {
 			}
 		}
 		now := e.clock.Now()
+		if _, err := e.backfillRound(l.ctx, now); err != nil && l.ctx.Err() == nil {
+			e.log.Error("backfill round failed", "err", err)
+		}
 		n, err := e.acquireRound(l.ctx, l, now)
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("acquisition round failed", "err", err)

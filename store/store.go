@@ -357,6 +357,8 @@ type Querier interface {
 	// BackfillInsert stores b (state running) and sets its ID, CreatedAt and UpdatedAt.
 	BackfillInsert(ctx context.Context, b *Backfill) error
 	BackfillGet(ctx context.Context, id int64) (*Backfill, error)
+	// BackfillLock is BackfillGet locking the row for the transaction.
+	BackfillLock(ctx context.Context, id int64) (*Backfill, error)
 	// BackfillList lists the job's backfills (all jobs' when jobID is 0), newest first.
 	BackfillList(ctx context.Context, jobID int64) ([]*Backfill, error)
 	// BackfillsLockRunning locks up to limit running backfills, skipping those another
@@ -366,6 +368,9 @@ type Querier interface {
 	BackfillUpdate(ctx context.Context, b *Backfill) error
 	// ExecutionsLiveOfBackfill counts the backfill's live executions.
 	ExecutionsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error)
+	// ExecutionsCancelPendingOfBackfill ends the backfill's pending executions as canceled
+	// (FinishedAt now) and returns how many.
+	ExecutionsCancelPendingOfBackfill(ctx context.Context, backfillID, now int64) (int, error)
 
 	// AuditInsert appends e to the audit log and sets its ID; At is set from the database's
 	// clock when 0.

@@ -110,3 +110,23 @@ func (e *executor) ExecutionsLiveOfBackfill(ctx context.Context, backfillID int6
 	}
 	return n, nil
 }
+
+// BackfillLock returns the backfill, its row locked for the transaction.
+func (e *executor) BackfillLock(ctx context.Context, id int64) (*store.Backfill, error) {
+	b, err := scanBackfill(e.queryRow(ctx, "SELECT "+backfillCols+" FROM backfills WHERE id = ?"+e.d().lock(), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("backfill %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: lock backfill %d: %w", id, err)
+	}
+	return b, nil
+}
+
+// ExecutionsCancelPendingOfBackfill ends the backfill's pending runs as canceled at now.
+func (e *executor) ExecutionsCancelPendingOfBackfill(ctx context.Context, backfillID, now int64) (int, error) {
+	moved, err := e.moveToHistory(ctx, nil, "backfill_id = ? AND state = 'pending'", []any{backfillID}, func(x *store.Execution) {
+		x.State, x.FinishedAt, x.HandleMsg = store.ExecCanceled, now, "canceled: its backfill was canceled"
+	})
+	return len(moved), err
+}
