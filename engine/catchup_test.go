@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func hm(msec int64) string { return time.UnixMilli(msec).UTC().Format("15:04") }
+
+// runOf describes an execution as the catch-up tests compare it: scheduled time, cause and
+// data interval.
+func runOf(x *store.Execution) string {
+	return fmt.Sprintf("%s %s [%s,%s]", hm(x.ScheduledAt), x.Cause, hm(x.IntervalStart), hm(x.IntervalEnd))
+}
+
+// TestCatchUpPolicies stores an hourly trigger that last fired at 01:00 and missed 02:00 to
+// 05:00 while the cluster was down, brings a node up at 05:30 and checks each run it makes:
+// the cluster's misfire threshold applies by default (Quartz's smart policy: one run now),
+// a per-trigger catch-up window longer than the outage runs every missed fire, and the
+// coalesced catch-up makes one run covering 01:00 to 05:00, on every database.
+func TestCatchUpPolicies(t *testing.T) {
+	hourly, err := schedule.ParseCron("0 0 * * * ?", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		misfire schedule.MisfirePolicy
+		window  time.Duration
+		catchUp string
+		want    []string
+	}{
+		{"default: threshold, smart", schedule.MisfireSmart, 0, "",
+			[]string{"05:30 misfire [01:00,05:30]", "06:00 schedule [05:30,06:00]"}},
+		{"default: threshold, do_nothing", schedule.MisfireDoNothing, 0, "",
+			[]string{"06:00 misfire [01:00,06:00]"}},
+		{"window of 4h: every missed fire runs", schedule.MisfireDoNothing, 4 * time.Hour, "", []string{
+			"02:00 schedule [01:00,02:00]", "03:00 schedule [02:00,03:00]", "04:00 schedule [03:00,04:00]",
+			"05:00 schedule [04:00,05:00]", "06:00 schedule [05:00,06:00]"}},
+		{"window of 3h: smart", schedule.MisfireSmart, 3 * time.Hour, "",
+			[]string{"05:30 misfire [01:00,05:30]", "06:00 schedule [05:30,06:00]"}},
+		{"coalesce", schedule.MisfireSmart, 0, store.CatchUpCoalesce,
+			[]string{"05:30 misfire [01:00,05:00]", "06:00 schedule [05:00,06:00]"}},
+		{"coalesce, whatever the misfire policy", schedule.MisfireDoNothing, 0, store.CatchUpCoalesce,
+			[]string{"05:30 misfire [01:00,05:00]", "06:00 schedule [05:00,06:00]"}},
+		{"coalesce within a window of 4h: every missed fire runs", schedule.MisfireSmart, 4 * time.Hour, store.CatchUpCoalesce, []string{
+			"02:00 schedule [01:00,02:00]", "03:00 schedule [02:00,03:00]", "04:00 schedule [03:00,04:00]",
+			"05:00 schedule [04:00,05:00]", "06:00 schedule [05:00,06:00]"}},
+	}
+	eachDialect(t, func(t *testing.T, dialect string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				st := openStore(t, dialect)
+				job := insertJob(t, st, "job", nil)
+				insertTrigger(t, st, job, "hourly", hourly, utc("2026-03-01T00:30:00Z"), func(r *store.Trigger) {
+					r.MisfirePolicy = c.misfire.String()
+					r.PrevFireAt, r.NextFireAt, r.TimesFired = ms(utc("2026-03-01T01:00:00Z")), ms(utc("2026-03-01T02:00:00Z")), 1
+					r.CatchUpWindow, r.CatchUp = c.window.Milliseconds(), c.catchUp
+				})
+				clk := clock.NewFake(utc("2026-03-01T05:30:00Z"))
+				e := newEngine(t, st, newRecorder(), "node", clk, func(cfg *Config) {
+					cfg.LookAhead = time.Hour
+					cfg.MisfireThreshold = time.Minute
+					cfg.Acquirers = 1
+				})
+				startEngine(t, e)
+				waitFor(t, "the first acquisition round", e.signals.acquired, 1)
+				execs, err := st.ExecutionList(context.Background(), store.ExecutionFilter{JobID: job.ID, Limit: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				slices.SortFunc(execs, func(a, b *store.Execution) int { return int(a.ScheduledAt - b.ScheduledAt) })
+				var got []string
+				for _, x := range execs {
+					got = append(got, runOf(x))
+				}
+				if !slices.Equal(got, c.want) {
+					t.Errorf("runs\n  %q\nwant\n  %q", got, c.want)
+				}
+			})
+		}
+	})
+}
