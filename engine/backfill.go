@@ -94,7 +94,8 @@ func (e *Engine) CreateBackfill(ctx context.Context, req BackfillRequest) (*stor
 	}
 	b := &store.Backfill{JobID: row.JobID, TriggerID: row.ID, FromAt: req.From.UnixMilli(), ToAt: req.To.UnixMilli(),
 		MaxConcurrent: max(req.MaxConcurrent, 1), Chunk: max(req.Chunk, 1), Total: int64(total), CreatedBy: req.CreatedBy}
-	if err := e.store.BackfillInsert(ctx, b); err != nil {
+	// In store.InTx, so an audit entry the caller put in ctx is written with the backfill.
+	if err := store.InTx(ctx, e.store, func(q store.Querier) error { return q.BackfillInsert(ctx, b) }); err != nil {
 		return nil, err
 	}
 	e.Wake()
@@ -104,27 +105,21 @@ func (e *Engine) CreateBackfill(ctx context.Context, req BackfillRequest) (*stor
 // CancelBackfill stops a running backfill: it makes no further run, and its runs not yet
 // started are canceled. Runs already running finish. A backfill that ended is left as it is.
 func (e *Engine) CancelBackfill(ctx context.Context, id int64) (*store.Backfill, error) {
-	tx, err := e.store.Begin(ctx)
+	var b *store.Backfill
+	err := store.InTx(ctx, e.store, func(q store.Querier) error {
+		var err error
+		if b, err = q.BackfillLock(ctx, id); err != nil || b.State != store.BackfillRunning {
+			return err
+		}
+		b.State = store.BackfillCanceled
+		if err := q.BackfillUpdate(ctx, b); err != nil {
+			return err
+		}
+		_, err = q.ExecutionsCancelPendingOfBackfill(ctx, id, e.clock.Now().UnixMilli())
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel backfill %d: %w", id, err)
-	}
-	defer tx.Rollback()
-	b, err := tx.BackfillLock(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if b.State != store.BackfillRunning {
-		return b, nil
-	}
-	b.State = store.BackfillCanceled
-	if err := tx.BackfillUpdate(ctx, b); err != nil {
-		return nil, err
-	}
-	if _, err := tx.ExecutionsCancelPendingOfBackfill(ctx, id, e.clock.Now().UnixMilli()); err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("cancel backfill %d: commit: %w", id, err)
 	}
 	return b, nil
 }

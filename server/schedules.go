@@ -25,13 +25,17 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	if err != nil {
 		return sundial.Trigger{}, err
 	}
+	window, catchUp, err := in.CatchUpPolicy()
+	if err != nil {
+		return sundial.Trigger{}, err
+	}
 	zone := in.TimeZone
 	if zone == "" {
 		zone = "UTC"
 	}
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
 		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
-		Params: in.Params, Data: in.Data}, nil
+		Params: in.Params, Data: in.Data, CatchUpWindow: window, CatchUp: catchUp}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.
@@ -77,5 +81,14 @@ func toTriggerOut(t *store.Trigger) api.Trigger {
 		Schedule: scheduleOf(t), Start: api.Time(t.StartAt), End: api.Time(t.EndAt), Calendar: t.CalendarName,
 		Priority: t.Priority, Misfire: t.MisfirePolicy, State: string(t.State), ErrorMessage: t.ErrorMessage,
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,
-		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt)}
+		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt), CatchUp: t.CatchUp,
+		CatchUpWindow: catchUpWindowOf(t)}
+}
+
+// catchUpWindowOf shows a trigger's own catch-up window as a duration; "" when it has none.
+func catchUpWindowOf(t *store.Trigger) string {
+	if t.CatchUpWindow == 0 {
+		return ""
+	}
+	return (time.Duration(t.CatchUpWindow) * time.Millisecond).String()
 }
