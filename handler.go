@@ -71,7 +71,7 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 		FiredAt: time.UnixMilli(ex.FiredAt), Attempt: ex.Attempt, Cause: string(ex.Cause),
 		Params: f.Params(), Data: maps.Clone(f.Job.Data),
 		IdempotencyKey: jobrun.IdempotencyKey(ex.JobID, ex.TriggerID, ex.ScheduledAt, ex.ShardIndex),
-		IntervalStart: jobrun.Millis(ex.IntervalStart), IntervalEnd: jobrun.Millis(ex.IntervalEnd), BackfillID: ex.BackfillID,
+		IntervalStart:  jobrun.Millis(ex.IntervalStart), IntervalEnd: jobrun.Millis(ex.IntervalEnd), BackfillID: ex.BackfillID,
 	}
 	if run.Data == nil {
 		run.Data = map[string]any{}

@@ -137,8 +137,8 @@ type Trigger struct {
 	// CatchUpWindow and CatchUp are the trigger's catch-up policy (see TriggerRequest).
 	CatchUpWindow string `json:"catchup_window,omitempty"`
 	CatchUp       string `json:"catchup,omitempty"`
-	CreatedAt    Time   `json:"created_at"`
-	UpdatedAt    Time   `json:"updated_at"`
+	CreatedAt     Time   `json:"created_at"`
+	UpdatedAt     Time   `json:"updated_at"`
 	// Description, Params and Data are the trigger's own (see TriggerRequest); sealed params
 	// are shown as "***".
 	Description string         `json:"description,omitempty"`

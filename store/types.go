@@ -182,7 +182,6 @@ const (
 // window one run covering the whole gap.
 const CatchUpCoalesce = "coalesce"
 
-
 // ExecutionCauses are all the causes, in the order lists show them.
 var ExecutionCauses = []ExecutionCause{CauseSchedule, CauseManual, CauseAPI, CauseRetry, CauseMisfire, CauseRecovery, CauseChild, CauseBackfill}
 

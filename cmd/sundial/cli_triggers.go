@@ -41,7 +41,8 @@ Schedules (give one):
   --daily FROM-TO --every DURATION     every DURATION inside a daily window, e.g. 09:00-17:00
       [--days MON-FRI] [--repeat N]
 Trigger options: --tz, --start/--end (RFC 3339), --calendar NAME (a stored exclusion calendar),
---priority, --misfire POLICY, --trigger-name, --trigger-group.`
+--priority, --misfire POLICY, --catchup-window DURATION, --catchup coalesce, --trigger-name,
+--trigger-group.`
 
 // triggerFlags are a trigger's schedule and options, for `job create` and `trigger add`.
 type triggerFlags struct {
@@ -50,6 +51,7 @@ type triggerFlags struct {
 	repeat, priority                   int
 	once, preserveHour, skipDay        bool
 	start, end, calendar, misfire      string
+	catchUpWindow, catchUp             string
 	name, group                        string
 	// The trigger's own description, params and data: `trigger add` only (on `job create`
 	// those flags are the job's).
@@ -72,6 +74,8 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 	f.StringVar(&t.calendar, "calendar", "", "name of a stored exclusion calendar")
 	f.IntVar(&t.priority, "priority", 0, "fires first among fires due at the same time when higher")
 	f.StringVar(&t.misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
+	f.StringVar(&t.catchUpWindow, "catchup-window", "", "how late a fire may be before the misfire policy applies, e.g. 2h (default the cluster's threshold)")
+	f.StringVar(&t.catchUp, "catchup", "", "coalesce: fires missed past the catch-up window become one run covering the gap")
 	// On `job create`, --group is the job's group; the trigger's own name and group get a prefix.
 	name, grp := "name", "group"
 	if prefixed {
@@ -109,7 +113,8 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 		forms = append(forms, "--every")
 	}
 	req := api.TriggerRequest{Group: t.group, Name: t.name, Start: t.start, End: t.end, Calendar: t.calendar,
-		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params}
+		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params,
+		CatchUpWindow: t.catchUpWindow, CatchUp: t.catchUp}
 	if t.data != "" {
 		if err := json.Unmarshal([]byte(t.data), &req.Data); err != nil || req.Data == nil {
 			return req, usageErrorf("--data %q: want a JSON object", t.data)
@@ -209,7 +214,14 @@ func showTrigger(w io.Writer, t api.Trigger) error {
 		"Schedule", scheduleSummary(t), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
 		"Misfire", t.Misfire, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
 		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
-	// A trigger's own description, params and data are shown only when it has them.
+	// A trigger's own description, params, data and catch-up policy are shown only when it
+	// has them.
+	if t.CatchUpWindow != "" {
+		kv = append(kv, "Catch-up window", t.CatchUpWindow)
+	}
+	if t.CatchUp != "" {
+		kv = append(kv, "Catch-up", t.CatchUp)
+	}
 	if t.Description != "" {
 		kv = append(kv, "Description", t.Description)
 	}
