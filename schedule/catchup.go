@@ -47,9 +47,19 @@ func (tr *Trigger) Coalesce(cal Calendar, now time.Time, window time.Duration) (
 // FireTimesIn lists the times the trigger's schedule and calendar give in [from, to] (its
 // state playing no part: every time from its start counts), at most max of them, and the
 // included fire time before from (zero when there is none). A backfill runs these times.
+//
+// A cron or daily-interval schedule is not anchored to the trigger's start, so for them the
+// range may reach back before the start (a trigger made today backfills last month), and the
+// time before is searched up to a year back. Simple and calendar-interval schedules count
+// from their start, and have no times before it.
 func (tr *Trigger) FireTimesIn(cal Calendar, from, to time.Time, max int) (times []time.Time, before time.Time) {
 	c := *tr
 	c.TimesTriggered, c.Prev = 0, time.Time{}
+	if k := c.Schedule.Kind(); k == KindCron || k == KindDailyInterval {
+		if floor := from.AddDate(-1, 0, 0); floor.Before(c.Start) {
+			c.Start = floor
+		}
+	}
 	before = c.lastBefore(cal, from)
 	for t := from.Add(-time.Nanosecond); len(times) < max; {
 		next := c.nextIncluded(cal, t)

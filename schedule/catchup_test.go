@@ -141,8 +141,8 @@ func TestFireTimesIn(t *testing.T) {
 			[]string{"2026-03-01T06:00:00Z", "2026-03-01T18:00:00Z", "2026-03-02T00:00:00Z"}, "2026-03-01T00:00:00Z"},
 		{"capped", "2026-01-01T00:00:00Z", "2026-03-01T00:00:00Z", "2026-03-09T00:00:00Z", nil, 2,
 			[]string{"2026-03-01T00:00:00Z", "2026-03-01T06:00:00Z"}, "2026-02-28T18:00:00Z"},
-		{"range before the trigger's start", "2026-03-01T06:00:00Z", "2026-03-01T00:00:00Z", "2026-03-01T13:00:00Z", nil, 100,
-			[]string{"2026-03-01T06:00:00Z", "2026-03-01T12:00:00Z"}, ""},
+		{"a cron range before the trigger's start: cron is not anchored to it", "2026-11-27T08:00:00Z", "2026-03-01T00:00:00Z", "2026-03-01T13:00:00Z", nil, 100,
+			[]string{"2026-03-01T00:00:00Z", "2026-03-01T06:00:00Z", "2026-03-01T12:00:00Z"}, "2026-02-28T18:00:00Z"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := &Trigger{Schedule: every6h, Start: at(c.start), TimesTriggered: 7, Prev: at("2026-05-01T00:00:00Z")}
@@ -162,6 +162,16 @@ func TestFireTimesIn(t *testing.T) {
 				t.Errorf("before %q, want %q", gotBefore, c.before)
 			}
 		})
+	}
+}
+
+// TestFireTimesInAnchored checks that a simple trigger, whose times count from its start,
+// has none before it.
+func TestFireTimesInAnchored(t *testing.T) {
+	tr := &Trigger{Schedule: Simple{Interval: 6 * time.Hour, RepeatCount: RepeatForever}, Start: at("2026-03-01T06:00:00Z")}
+	times, before := tr.FireTimesIn(nil, at("2026-03-01T00:00:00Z"), at("2026-03-01T13:00:00Z"), 100)
+	if len(times) != 2 || !times[0].Equal(at("2026-03-01T06:00:00Z")) || !times[1].Equal(at("2026-03-01T12:00:00Z")) || !before.IsZero() {
+		t.Errorf("times %v, before %v; want 06:00 and 12:00, none before", times, before)
 	}
 }
 
