@@ -90,6 +90,9 @@ var funcs = template.FuncMap{
 	"dailyUnitOpts": func() [][2]string {
 		return [][2]string{{"SECOND", "seconds"}, {"MINUTE", "minutes"}, {"HOUR", "hours"}}
 	},
+	"catchUpOpts": func() [][2]string {
+		return [][2]string{{"", "Misfire policy (default)"}, {"coalesce", "Coalesce: one run covering the gap"}}
+	},
 	"misfireOpts": func() [][2]string {
 		return [][2]string{{"", "Smart (default)"}, {"ignore", "Ignore (fire all missed)"},
 			{"fire_now", "Fire now"}, {"do_nothing", "Do nothing (wait)"},
