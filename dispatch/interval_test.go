@@ -8,7 +8,6 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
-
 // TestRunSendsDataInterval dispatches a backfill's run to a real executor: the run request
 // carries its data interval and backfill, and the handler reads them exactly.
 func TestRunSendsDataInterval(t *testing.T) {
