@@ -96,3 +96,39 @@ func TestCatchUpPolicies(t *testing.T) {
 		}
 	})
 }
+
+// TestPreviewCoalesce checks that a trigger's preview shows what acquisition will do with
+// its catch-up policy: the coalesced run now, then its next fires.
+func TestPreviewCoalesce(t *testing.T) {
+	hourly, err := schedule.ParseCron("0 0 * * * ?", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t, "sqlite")
+	job := insertJob(t, st, "job", nil)
+	for _, c := range []struct {
+		window time.Duration
+		want   []string
+		late   bool
+	}{
+		{0, []string{"05:30", "06:00", "07:00"}, true},
+		{4 * time.Hour, []string{"02:00", "03:00", "04:00"}, false},
+	} {
+		row := insertTrigger(t, st, job, fmt.Sprint("hourly-", c.window), hourly, utc("2026-03-01T00:30:00Z"), func(r *store.Trigger) {
+			r.PrevFireAt, r.NextFireAt, r.TimesFired = ms(utc("2026-03-01T01:00:00Z")), ms(utc("2026-03-01T02:00:00Z")), 1
+			r.CatchUp, r.CatchUpWindow = store.CatchUpCoalesce, c.window.Milliseconds()
+		})
+		e := newEngine(t, st, newRecorder(), "node", clock.NewFake(utc("2026-03-01T05:30:00Z")), nil)
+		p, err := e.PreviewTrigger(context.Background(), row, utc("2026-03-01T05:30:00Z"), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range p.Fires {
+			got = append(got, hm(f.UnixMilli()))
+		}
+		if !slices.Equal(got, c.want) || p.Misfired != c.late {
+			t.Errorf("window %v: preview %v misfired %v, want %v %v", c.window, got, p.Misfired, c.want, c.late)
+		}
+	}
+}
