@@ -164,9 +164,14 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 	cause := store.CauseSchedule
 	var execs []*store.Execution
 	misfired := false
-	if row.CatchUp == store.CatchUpCoalesce && room > 0 {
+	if row.CatchUp == store.CatchUpCoalesce {
 		// The missed fires become one run now covering them all; the misfire policy, made
-		// for fires one by one, does not apply.
+		// for fires one by one, does not apply. Without room the trigger waits as it is:
+		// coalescing moves it past the missed fires, which only the run may do.
+		if room <= 0 {
+			return store.TriggerFireUpdate{ID: row.ID, State: row.State, NextFireAt: row.NextFireAt,
+				PrevFireAt: row.PrevFireAt, TimesFired: row.TimesFired}, nil
+		}
 		if iv, ok := tr.Coalesce(cal, now, e.catchUpWindow(row)); ok {
 			e.stats.Misfired.Add(1)
 			ex := &store.Execution{

@@ -24,6 +24,7 @@ func backfillJob(t *testing.T, st store.Store, opts func(*store.Job)) (*store.Jo
 	// Paused, so that only the backfill runs the job: a backfill needs no live trigger.
 	return job, insertTrigger(t, st, job, "hourly", hourly, utc("2026-01-01T00:00:00Z"), func(r *store.Trigger) {
 		r.State = store.TriggerPaused
+		r.Data = map[string]any{"region": "eu"} // a backfill's runs are the trigger's: they get its data
 	})
 }
 
@@ -71,7 +72,10 @@ func TestBackfillChunks(t *testing.T) {
 		ctx := context.Background()
 		st := openStore(t, dialect)
 		job, row := backfillJob(t, st, nil)
-		e := newEngine(t, st, newRecorder(), "node", clock.Real{}, nil)
+		rec := newRecorder()
+		regions := make(chan any, 16)
+		rec.behave = func(ctx context.Context, f *Fire) Result { regions <- f.Job.Data["region"]; return Result{} }
+		e := newEngine(t, st, rec, "node", clock.Real{}, nil)
 		from, to := utc("2026-03-01T00:00:00Z"), utc("2026-03-01T05:00:00Z")
 
 		plan, err := e.PlanBackfill(ctx, row, from, to, 2)
@@ -111,6 +115,11 @@ func TestBackfillChunks(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("ran %v, want %v", got, want)
+		}
+		for range want {
+			if r := <-regions; r != "eu" {
+				t.Errorf("a run's data has region %v, want the trigger's eu", r)
+			}
 		}
 	})
 }

@@ -132,3 +132,37 @@ func TestPreviewCoalesce(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeCoalescing checks that resuming a paused coalescing trigger leaves its missed
+// fires for acquisition to coalesce (the misfire policy is not applied at resume), while a
+// trigger without coalesce gets Quartz's resume as before.
+func TestResumeCoalescing(t *testing.T) {
+	hourly, err := schedule.ParseCron("0 0 * * * ?", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t, "sqlite")
+	job := insertJob(t, st, "job", nil)
+	e := newEngine(t, st, newRecorder(), "node", clock.NewFake(utc("2026-03-01T05:30:00Z")), nil)
+	for _, c := range []struct {
+		catchUp string
+		changed bool
+		next    string
+	}{{store.CatchUpCoalesce, false, "02:00"}, {"", true, "05:30"}} {
+		row := insertTrigger(t, st, job, "hourly-"+c.catchUp, hourly, utc("2026-03-01T00:30:00Z"), func(r *store.Trigger) {
+			r.State, r.CatchUp = store.TriggerPaused, c.catchUp
+			r.PrevFireAt, r.NextFireAt, r.TimesFired = ms(utc("2026-03-01T01:00:00Z")), ms(utc("2026-03-01T02:00:00Z")), 1
+		})
+		changed, err := e.CatchUpOnResume(context.Background(), row, utc("2026-03-01T05:30:00Z"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := st.TriggerGet(context.Background(), row.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed != c.changed || hm(after.NextFireAt) != c.next {
+			t.Errorf("catch-up %q: changed %v, next %s; want %v, %s", c.catchUp, changed, hm(after.NextFireAt), c.changed, c.next)
+		}
+	}
+}

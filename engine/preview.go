@@ -107,7 +107,9 @@ func (e *Engine) CatchUpOnResume(ctx context.Context, row *store.Trigger, now ti
 		return false, fmt.Errorf("resume trigger %d: %w", row.ID, err)
 	}
 	tr.SkipExcluded(cal)
-	if !applyMisfire(tr, cal, now, 0) {
+	// A coalescing trigger keeps its missed fires: acquisition makes them one run covering
+	// the pause (or, within its catch-up window, runs each).
+	if row.CatchUp == store.CatchUpCoalesce || !applyMisfire(tr, cal, now, 0) {
 		return false, nil
 	}
 	row.Spec, row.StartAt = schedule.EncodeSpec(tr.Schedule), millis(tr.Start)
