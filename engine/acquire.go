@@ -231,7 +231,7 @@ func returnedFire(x *store.Execution) bool {
 func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned []*pendingFire, now time.Time) error {
 	byTrigger := map[int64][]*pendingFire{}
 	for _, f := range returned {
-		// Each trigger's own catch-up window is checked against its row below (Missed).
+		// Each trigger's own catch-up window is checked against its row below.
 		if now.After(time.UnixMilli(f.exec.ScheduledAt)) {
 			byTrigger[f.exec.TriggerID] = append(byTrigger[f.exec.TriggerID], f)
 		}
@@ -248,9 +248,14 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 		if err != nil {
 			continue // the acquisition round moves the trigger to error; its fires run
 		}
+		window := e.catchUpWindow(row)
+		fs = slices.DeleteFunc(fs, func(f *pendingFire) bool { return now.Sub(time.UnixMilli(f.exec.ScheduledAt)) <= window })
+		if len(fs) == 0 {
+			continue
+		}
 		slices.SortFunc(fs, func(a, b *pendingFire) int { return cmp.Compare(a.exec.ScheduledAt, b.exec.ScheduledAt) })
 		skip := len(fs) // fs[:skip] are skipped, the rest run
-		switch tr.Missed(cal, time.UnixMilli(fs[0].exec.ScheduledAt), now, e.catchUpWindow(row)) {
+		switch tr.Missed(cal, time.UnixMilli(fs[0].exec.ScheduledAt), now, window) {
 		case schedule.MissedFireAll:
 			continue
 		case schedule.MissedFireOnce:

@@ -166,3 +166,49 @@ func TestResumeCoalescing(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpWindowOnReturnedFires plants fires a dead node had taken, 3 and 2 minutes late
+// now, of do_nothing triggers: with the cluster's threshold (1 minute) they are skipped, with
+// a catch-up window of 5 minutes they run, and with one of 150 s only the newer runs.
+func TestCatchUpWindowOnReturnedFires(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		n := newFakeNode(t, dialect, nil, func(c *Config) { c.MisfireThreshold = time.Minute })
+		job := insertJob(t, n.st, "job", nil)
+		cron, err := schedule.ParseCron("0 * * * * ?", time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trigger := func(name string, window time.Duration) *store.Trigger {
+			return insertTrigger(t, n.st, job, name, cron, t0.Add(-time.Hour), func(r *store.Trigger) {
+				r.MisfirePolicy, r.NextFireAt, r.CatchUpWindow = schedule.MisfireDoNothing.String(), ms(t0.Add(time.Minute)), window.Milliseconds()
+			})
+		}
+		threshold, wide, narrow := trigger("threshold", 0), trigger("wide", 5*time.Minute), trigger("narrow", 150*time.Second)
+		var fires []*store.Execution
+		for _, tr := range []*store.Trigger{threshold, wide, narrow} {
+			for _, ago := range []time.Duration{3 * time.Minute, 2 * time.Minute} {
+				fires = append(fires, &store.Execution{JobID: job.ID, TriggerID: tr.ID, ScheduledAt: ms(t0.Add(-ago)),
+					Cause: store.CauseSchedule, State: store.ExecPending})
+			}
+		}
+		if _, err := n.st.ExecutionsInsert(ctx, fires); err != nil {
+			t.Fatal(err)
+		}
+		n.start()
+		n.completed(len(fires))
+		for _, c := range []struct {
+			tr   *store.Trigger
+			ago  time.Duration
+			runs bool
+		}{
+			{threshold, 3 * time.Minute, false}, {threshold, 2 * time.Minute, false},
+			{wide, 3 * time.Minute, true}, {wide, 2 * time.Minute, true},
+			{narrow, 3 * time.Minute, false}, {narrow, 2 * time.Minute, true},
+		} {
+			if got := n.rec.ran(fireKey{c.tr.ID, ms(t0.Add(-c.ago))}); got != c.runs {
+				t.Errorf("trigger %s, fire %s ago: ran %v, want %v", c.tr.Name, c.ago, got, c.runs)
+			}
+		}
+	})
+}
