@@ -1,16 +1,24 @@
 package engine
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // backfillJob stores a job with an hourly trigger started on 1 January 2026.
@@ -268,6 +276,94 @@ func TestBackfillNodeKilledMidway(t *testing.T) {
 			if x.IntervalEnd-x.IntervalStart != time.Hour.Milliseconds() {
 				t.Errorf("run %d covers %s-%s, want one hour", x.ID, hm(x.IntervalStart), hm(x.IntervalEnd))
 			}
+		}
+	})
+}
+
+// TestBackfillNodeKilledProcess runs a node in a child process on a backfill of twelve
+// hourly times, three at once, whose runs block; it is killed with SIGKILL once it runs three,
+// and a node restarted under its id finishes the backfill. The ledger, kept from the child's
+// reports and the restarted node's runs, holds every time exactly once as a backfill run (the
+// three the dead node held are recovered as recovery runs), on every database.
+func TestBackfillNodeKilledProcess(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		dsn := testdb.DSN(t, dialect)
+		st, err := sqlstore.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if err := st.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, row := backfillJob(t, st, func(j *store.Job) { j.RequestsRecovery = true; j.Handler = "block" })
+		from := utc("2026-03-01T00:00:00Z")
+		b := &store.Backfill{JobID: row.JobID, TriggerID: row.ID, FromAt: ms(from), ToAt: ms(from.Add(11 * time.Hour)),
+			MaxConcurrent: 3, Chunk: 1, Total: 12}
+		if err := st.BackfillInsert(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"="+dsn)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		ledger := map[int64][]string{} // interval end -> causes of its runs
+		lines := bufio.NewScanner(out)
+		for started := 0; started < 3 && lines.Scan(); {
+			if f := strings.Fields(lines.Text()); len(f) == 3 && f[0] == "BACKFILL" {
+				end, _ := strconv.ParseInt(f[1], 10, 64)
+				ledger[end] = append(ledger[end], f[2])
+				started++
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+
+		var mu sync.Mutex
+		rec := newRecorder()
+		rec.behave = func(ctx context.Context, f *Fire) Result {
+			mu.Lock()
+			defer mu.Unlock()
+			ledger[f.Execution.IntervalEnd] = append(ledger[f.Execution.IntervalEnd], string(f.Execution.Cause))
+			return Result{}
+		}
+		restarted := newEngine(t, st, rec, "child", clock.Real{}, nil)
+		startEngine(t, restarted)
+		waitBackfill(t, st, restarted, b.ID, store.BackfillDone)
+
+		mu.Lock()
+		defer mu.Unlock()
+		recovered := 0
+		for h := 0; h < 12; h++ {
+			end := ms(from.Add(time.Duration(h) * time.Hour))
+			backfills := 0
+			for _, c := range ledger[end] {
+				switch store.ExecutionCause(c) {
+				case store.CauseBackfill:
+					backfills++
+				case store.CauseRecovery:
+					recovered++
+				default:
+					t.Errorf("%s: a run of cause %s", hm(end), c)
+				}
+			}
+			if backfills != 1 {
+				t.Errorf("%s: %d backfill runs (%v), want exactly 1", hm(end), backfills, ledger[end])
+			}
+		}
+		if len(ledger) != 12 || recovered != 3 {
+			t.Errorf("runs for %d times with %d recovery runs, want 12 and the 3 the killed node held", len(ledger), recovered)
 		}
 	})
 }
