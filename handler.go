@@ -31,6 +31,13 @@ type Execution struct {
 	// re-runs of it share the key, so a side effect can be made once. An executor's runs
 	// carry the same key (executor.Run).
 	IdempotencyKey string
+	// IntervalStart and IntervalEnd are the run's data interval: the trigger's scheduled time
+	// before this one and this one; for a coalesced catch-up the start of the first missed
+	// interval and the last missed time; for a backfill run the span of its scheduled times.
+	// Zero for runs no schedule made (TriggerNow, child jobs).
+	IntervalStart, IntervalEnd time.Time
+	// BackfillID is the backfill that made the run; 0 for none.
+	BackfillID int64
 }
 
 // ExecutionFrom returns the execution a handler's context carries, or nil outside a handler.
@@ -64,6 +71,7 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 		FiredAt: time.UnixMilli(ex.FiredAt), Attempt: ex.Attempt, Cause: string(ex.Cause),
 		Params: f.Params(), Data: maps.Clone(f.Job.Data),
 		IdempotencyKey: jobrun.IdempotencyKey(ex.JobID, ex.TriggerID, ex.ScheduledAt, ex.ShardIndex),
+		IntervalStart:  jobrun.Millis(ex.IntervalStart), IntervalEnd: jobrun.Millis(ex.IntervalEnd), BackfillID: ex.BackfillID,
 	}
 	if run.Data == nil {
 		run.Data = map[string]any{}

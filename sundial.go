@@ -285,6 +285,13 @@ type Trigger struct {
 	// DST says how local times a daylight-saving change repeats or skips fire. Default
 	// schedule.DSTQuartz (exactly as Quartz); not for a simple schedule.
 	DST schedule.DSTPolicy
+	// CatchUpWindow is how late a fire may be before the misfire policy applies; 0 means the
+	// cluster's MisfireThreshold, so a trigger without one behaves as Quartz's.
+	CatchUpWindow time.Duration
+	// CatchUp "coalesce" makes the fires missed past the catch-up window one run, now, whose
+	// data interval covers the whole gap (see Execution.IntervalStart); "" leaves them to
+	// the misfire policy.
+	CatchUp string
 }
 
 // Cron parses a Quartz cron expression in zone (an IANA name; "" means UTC), for a Trigger's
@@ -556,6 +563,12 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 	if err := checkMinInterval(tr, cal, first, s.minInterval); err != nil {
 		return bad(&schedule.FieldError{Field: "schedule", Err: err})
 	}
+	if t.CatchUpWindow < 0 || t.CatchUpWindow%time.Millisecond != 0 {
+		return bad(schedule.Fieldf("catchup_window", "want a whole number of milliseconds, 0 or more, got %s", t.CatchUpWindow))
+	}
+	if t.CatchUp != "" && t.CatchUp != store.CatchUpCoalesce {
+		return bad(schedule.Fieldf("catchup", "unknown catch-up mode %q (want coalesce, or none)", t.CatchUp))
+	}
 	if t.Priority > math.MaxInt32 || t.Priority < math.MinInt32 {
 		return bad(schedule.Fieldf("priority", "want a 32-bit integer, got %d", t.Priority))
 	}
@@ -569,6 +582,7 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 		CalendarName: t.Calendar, Priority: t.Priority, MisfirePolicy: t.Misfire.String(),
 		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(), Params: params, Data: t.Data,
 		JitterMs: t.Jitter.Milliseconds(), DSTPolicy: dstColumn(t.DST),
+		CatchUpWindow: t.CatchUpWindow.Milliseconds(), CatchUp: t.CatchUp,
 	}, nil
 }
 

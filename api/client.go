@@ -317,6 +317,33 @@ func (c *Client) RunJobWith(ctx context.Context, id int64, req RunRequest) (*Exe
 	return post[Execution](ctx, c, "POST", idPath("/jobs", id, "/run"), req)
 }
 
+// Backfills.
+
+// Backfill runs the job for every scheduled time of its trigger in req's range; with
+// req.DryRun it returns the plan (Plan) and stores nothing.
+func (c *Client) Backfill(ctx context.Context, jobID int64, req BackfillRequest) (*Backfill, error) {
+	return post[Backfill](ctx, c, "POST", idPath("/jobs", jobID, "/backfills"), req)
+}
+
+// ListBackfills lists the job's backfills, newest first.
+func (c *Client) ListBackfills(ctx context.Context, jobID int64) ([]Backfill, error) {
+	bs, err := get[[]Backfill](ctx, c, idPath("/jobs", jobID, "/backfills"), nil)
+	if err != nil {
+		return nil, err
+	}
+	return *bs, nil
+}
+
+// GetBackfill returns a backfill and its progress.
+func (c *Client) GetBackfill(ctx context.Context, id int64) (*Backfill, error) {
+	return get[Backfill](ctx, c, idPath("/backfills", id, ""), nil)
+}
+
+// CancelBackfill stops a backfill: no further run, and its runs not started are canceled.
+func (c *Client) CancelBackfill(ctx context.Context, id int64) (*Backfill, error) {
+	return post[Backfill](ctx, c, "POST", idPath("/backfills", id, "/cancel"), nil)
+}
+
 // Triggers.
 
 // ListTriggers lists a job's triggers.

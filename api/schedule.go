@@ -261,6 +261,19 @@ func (t *TriggerRequest) DSTPolicy() (schedule.DSTPolicy, error) {
 	return p, nil
 }
 
+// CatchUpPolicy returns the trigger's catch-up window (0: the cluster's misfire threshold)
+// and mode.
+func (t *TriggerRequest) CatchUpPolicy() (time.Duration, string, error) {
+	var window time.Duration
+	if t.CatchUpWindow != "" {
+		var err error
+		if window, err = time.ParseDuration(t.CatchUpWindow); err != nil {
+			return 0, "", schedule.Fieldf("catchup_window", "%q is not a duration (want one such as 90s, 15m or 2h)", t.CatchUpWindow)
+		}
+	}
+	return window, t.CatchUp, nil
+}
+
 // ParseTime reads an optional RFC 3339 time given in field; "" is the zero time. A bad one
 // is a *schedule.FieldError naming field.
 func ParseTime(field, v string) (time.Time, error) {

@@ -130,6 +130,11 @@ type TriggerRequest struct {
 	// DST is quartz (default), once or once_skip_gap (docs/policies.md).
 	JitterMs int64  `json:"jitter_ms,omitempty"`
 	DST      string `json:"dst,omitempty"`
+	// CatchUpWindow (a Go duration, "2h") is how late a fire may be before the misfire policy
+	// applies; empty: the cluster's misfire threshold. CatchUp "coalesce" makes the fires
+	// missed past the window one run covering the whole gap; empty: the misfire policy.
+	CatchUpWindow string `json:"catchup_window,omitempty"`
+	CatchUp       string `json:"catchup,omitempty"`
 }
 
 // Trigger is a trigger as the API shows it.
@@ -150,8 +155,11 @@ type Trigger struct {
 	NextFireAt   Time   `json:"next_fire_at"`
 	PrevFireAt   Time   `json:"prev_fire_at"`
 	TimesFired   int64  `json:"times_fired"`
-	CreatedAt    Time   `json:"created_at"`
-	UpdatedAt    Time   `json:"updated_at"`
+	// CatchUpWindow and CatchUp are the trigger's catch-up policy (see TriggerRequest).
+	CatchUpWindow string `json:"catchup_window,omitempty"`
+	CatchUp       string `json:"catchup,omitempty"`
+	CreatedAt     Time   `json:"created_at"`
+	UpdatedAt     Time   `json:"updated_at"`
 	// Description, Params and Data are the trigger's own (see TriggerRequest); sealed params
 	// are shown as "***".
 	Description string         `json:"description,omitempty"`
@@ -221,6 +229,52 @@ type Execution struct {
 	// OutputLost counts the run's output lines that never reached the server (the executor
 	// gave up sending them): when not 0, the output shown is cut.
 	OutputLost int64 `json:"output_lost,omitempty"`
+	// IntervalStart and IntervalEnd are the run's data interval (the scheduled time before
+	// this one and this one; for a coalesced catch-up or a backfill chunk the span covered);
+	// absent for runs no schedule made. BackfillID names the backfill that made the run.
+	IntervalStart Time  `json:"interval_start,omitzero"`
+	IntervalEnd   Time  `json:"interval_end,omitzero"`
+	BackfillID    int64 `json:"backfill_id,omitempty"`
+}
+
+// BackfillRequest is the body of POST /jobs/{id}/backfills: run the job for every scheduled
+// time of its trigger in [from, to] (RFC 3339, both included).
+type BackfillRequest struct {
+	// Trigger is the trigger's id; 0 takes the job's only trigger.
+	Trigger int64  `json:"trigger,omitempty"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	// MaxConcurrent bounds the backfill's runs at once (default 1: one after another).
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// Chunk is how many consecutive scheduled times one run covers (default 1).
+	Chunk int `json:"chunk,omitempty"`
+	// DryRun lists the runs without storing anything.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// BackfillRun is one run of a backfill's plan: its data interval and the scheduled times it
+// covers.
+type BackfillRun struct {
+	IntervalStart Time   `json:"interval_start"`
+	IntervalEnd   Time   `json:"interval_end"`
+	Times         []Time `json:"times"`
+}
+
+// Backfill is a backfill as the API shows it; a dry run's has ID 0 and its Plan.
+type Backfill struct {
+	ID            int64         `json:"id,omitempty"`
+	JobID         int64         `json:"job_id"`
+	TriggerID     int64         `json:"trigger_id"`
+	From          Time          `json:"from"`
+	To            Time          `json:"to"`
+	MaxConcurrent int           `json:"max_concurrent"`
+	Chunk         int           `json:"chunk"`
+	State         string        `json:"state,omitempty"`
+	Total         int64         `json:"total"`
+	Created       int64         `json:"created"`
+	CreatedBy     string        `json:"created_by,omitempty"`
+	CreatedAt     Time          `json:"created_at,omitzero"`
+	Plan          []BackfillRun `json:"plan,omitempty"`
 }
 
 // RunRequest is the optional body of POST /jobs/{id}/run.

@@ -253,7 +253,8 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	req := wire.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job), ParamsSecret: job.ParamsSecret,
 		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
-		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance}
+		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance,
+		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID}
 	var resp wire.RunResponse
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
 	err = r.callRepeating(sendCtx, job.App, addr, wire.PathRun, instance, req, &resp)
@@ -354,7 +355,8 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 		shards = append(shards, &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: ex.ScheduledAt,
 			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, Incarnation: ex.Incarnation, ExecutorAddress: addrs[i],
 			ExecutorApp: job.App, ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt,
-			Params: ex.Params, ScriptVersion: job.ScriptVersion})
+			Params: ex.Params, ScriptVersion: job.ScriptVersion,
+			IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID})
 	}
 	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)
 	if err != nil {

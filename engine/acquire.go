@@ -24,6 +24,9 @@ func (e *Engine) acquireLoop(l *lifecycle) {
 			}
 		}
 		now := e.clock.Now()
+		if _, err := e.backfillRound(l.ctx, now); err != nil && l.ctx.Err() == nil {
+			e.log.Error("backfill round failed", "err", err)
+		}
 		n, err := e.acquireRound(l.ctx, l, now)
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("acquisition round failed", "err", err)
@@ -159,16 +162,37 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 	// The calendar may have changed since Next was computed.
 	tr.SkipExcluded(cal)
 	cause := store.CauseSchedule
-	misfired := applyMisfire(tr, cal, now, e.cfg.MisfireThreshold+jitter(row, tr.Next))
-	if misfired {
+	var execs []*store.Execution
+	misfired := false
+	// A trigger with jitter counts its lateness from its fire's start, not its scheduled time.
+	window := e.catchUpWindow(row) + jitter(row, tr.Next)
+	if row.CatchUp == store.CatchUpCoalesce {
+		// The missed fires become one run now covering them all; the misfire policy, made
+		// for fires one by one, does not apply. Without room the trigger waits as it is:
+		// coalescing moves it past the missed fires, which only the run may do.
+		if room <= 0 {
+			return store.TriggerFireUpdate{ID: row.ID, State: row.State, NextFireAt: row.NextFireAt,
+				PrevFireAt: row.PrevFireAt, TimesFired: row.TimesFired}, nil
+		}
+		if iv, ok := tr.Coalesce(cal, now, window); ok {
+			e.stats.Misfired.Add(1)
+			ex := &store.Execution{
+				JobID: row.JobID, TriggerID: row.ID, ScheduledAt: now.UnixMilli(), Cause: store.CauseMisfire,
+				Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
+				IntervalStart: iv.Start.UnixMilli(), IntervalEnd: iv.End.UnixMilli(),
+			}
+			fromTrigger(ex, row)
+			execs = append(execs, ex)
+		}
+	} else if misfired = applyMisfire(tr, cal, now, window); misfired {
 		cause = store.CauseMisfire
 		e.stats.Misfired.Add(1)
 	}
-	var execs []*store.Execution
 	for !tr.Next.IsZero() && tr.Next.UnixMilli() <= dueBefore && len(execs) < room {
 		ex := &store.Execution{
 			JobID: row.JobID, TriggerID: row.ID, ScheduledAt: tr.Next.UnixMilli(),
 			Cause: cause, Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
+			IntervalStart: tr.IntervalStart().UnixMilli(), IntervalEnd: tr.Next.UnixMilli(),
 		}
 		fromTrigger(ex, row)
 		execs = append(execs, ex)
@@ -222,10 +246,11 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 		if err != nil {
 			return fmt.Errorf("read trigger %d of returned fires: %w", id, err)
 		}
+		window := e.catchUpWindow(row)
 		late := fs[:0:0]
 		for _, f := range fs {
 			f.notBefore = jitterDue(row, f.exec.ScheduledAt)
-			if now.Sub(time.UnixMilli(f.due())) > e.cfg.MisfireThreshold {
+			if now.Sub(time.UnixMilli(f.due())) > window {
 				late = append(late, f)
 			}
 		}
@@ -239,7 +264,7 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 		slices.SortFunc(fs, func(a, b *pendingFire) int { return cmp.Compare(a.exec.ScheduledAt, b.exec.ScheduledAt) })
 		skip := len(fs) // fs[:skip] are skipped, the rest run
 		first := time.UnixMilli(fs[0].exec.ScheduledAt)
-		switch tr.Missed(cal, first, now, e.cfg.MisfireThreshold+jitter(row, first)) {
+		switch tr.Missed(cal, first, now, window+jitter(row, first)) {
 		case schedule.MissedFireAll:
 			continue
 		case schedule.MissedFireOnce:
@@ -266,6 +291,15 @@ func jitterDue(row *store.Trigger, ms int64) int64 {
 		return 0
 	}
 	return ms + jitter(row, time.UnixMilli(ms)).Milliseconds()
+}
+
+// catchUpWindow is how late the trigger's fire may be before its misfire policy (or its
+// coalesced catch-up) applies: its own window when it has one, else the cluster's threshold.
+func (e *Engine) catchUpWindow(row *store.Trigger) time.Duration {
+	if row.CatchUpWindow > 0 {
+		return time.Duration(row.CatchUpWindow) * time.Millisecond
+	}
+	return e.cfg.MisfireThreshold
 }
 
 func millis(t time.Time) int64 {

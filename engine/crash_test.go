@@ -242,6 +242,10 @@ func runChildNode(dsn string) {
 type childDispatcher struct{}
 
 func (childDispatcher) Dispatch(ctx context.Context, f *Fire) Result {
+	if f.Execution.BackfillID != 0 {
+		// A backfill's runs share no fire key: the ledger keys them by their interval.
+		fmt.Printf("BACKFILL %d %s\n", f.Execution.IntervalEnd, f.Execution.Cause)
+	}
 	fmt.Printf("FIRE %d %d %s\n", f.Execution.TriggerID, f.Execution.ScheduledAt, f.Job.Handler)
 	return blockSlow(ctx, f)
 }

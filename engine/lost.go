@@ -127,7 +127,8 @@ func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Ex
 func nextAttempt(ex *store.Execution, cause store.ExecutionCause, scheduledAt int64) *store.Execution {
 	return &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: scheduledAt,
 		Cause: cause, Attempt: ex.Attempt + 1, State: store.ExecPending,
-		ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal, Params: ex.Params, Data: ex.Data}
+		ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal, Params: ex.Params, Data: ex.Data,
+		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID}
 }
 
 // StateError refuses an operation because of the state of what it acts on (HTTP 409).

@@ -49,7 +49,15 @@ func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now tim
 	}
 	tr.SkipExcluded(cal)
 	var p Preview
-	p.Misfired = applyMisfire(tr, cal, now, e.cfg.MisfireThreshold+jitter(row, tr.Next))
+	window := e.catchUpWindow(row) + jitter(row, tr.Next)
+	if row.CatchUp == store.CatchUpCoalesce {
+		if _, ok := tr.Coalesce(cal, now, window); ok {
+			p.Misfired = true
+			p.Fires = append(p.Fires, now.In(loc))
+		}
+	} else {
+		p.Misfired = applyMisfire(tr, cal, now, window)
+	}
 	for len(p.Fires) < n && !tr.Next.IsZero() {
 		p.Fires = append(p.Fires, tr.Next.In(loc))
 		tr.Triggered(cal)
@@ -123,7 +131,9 @@ func (e *Engine) CatchUpOnResume(ctx context.Context, row *store.Trigger, now ti
 		return false, fmt.Errorf("resume trigger %d: %w", row.ID, err)
 	}
 	tr.SkipExcluded(cal)
-	if !applyMisfire(tr, cal, now, 0) {
+	// A coalescing trigger keeps its missed fires: acquisition makes them one run covering
+	// the pause (or, within its catch-up window, runs each).
+	if row.CatchUp == store.CatchUpCoalesce || !applyMisfire(tr, cal, now, 0) {
 		return false, nil
 	}
 	row.Spec, row.StartAt = schedule.EncodeSpec(tr.Schedule), millis(tr.Start)

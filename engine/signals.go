@@ -14,6 +14,7 @@ type testSignals struct {
 	queued    chan int64       // every fire queued behind a running one (concurrency serial)
 	rejoined  chan store.Owner // every new life the node began after it was declared dead
 	busy      chan int64       // every fire left waiting while its job ran on another node
+	backfill  chan int         // after every backfill round that found a backfill: runs made
 }
 
 func newTestSignals() *testSignals {
@@ -28,6 +29,7 @@ func newTestSignals() *testSignals {
 		queued:    make(chan int64, buffer),
 		rejoined:  make(chan store.Owner, buffer),
 		busy:      make(chan int64, buffer),
+		backfill:  make(chan int, buffer),
 	}
 }
 
@@ -82,6 +84,12 @@ func (s *testSignals) raceLost(id int64) {
 func (s *testSignals) nodeRejoined(o store.Owner) {
 	if s != nil {
 		trySend(s.rejoined, o)
+	}
+}
+
+func (s *testSignals) backfillStepped(n int) {
+	if s != nil {
+		trySend(s.backfill, n)
 	}
 }
 

@@ -22,7 +22,7 @@ func fromTrigger(ex *store.Execution, row *store.Trigger) {
 // The job is not changed; without trigger data it is returned as is. Params need no merge:
 // the execution's replace the job's (Fire.Params).
 func withTriggerData(job *store.Job, ex *store.Execution) *store.Job {
-	if ex.TriggerID == 0 || len(ex.Data) == 0 {
+	if !fromATrigger(ex) || len(ex.Data) == 0 {
 		return job
 	}
 	cp := *job
@@ -37,7 +37,7 @@ func withTriggerData(job *store.Job, ex *store.Execution) *store.Job {
 // Quartz too persists the job's map, never the trigger's: a value the trigger gives would
 // otherwise leak into the job and into the fires of its other triggers.
 func persistedData(returned map[string]any, own map[string]any, ex *store.Execution) map[string]any {
-	if ex.TriggerID == 0 || len(ex.Data) == 0 {
+	if !fromATrigger(ex) || len(ex.Data) == 0 {
 		return returned
 	}
 	out := maps.Clone(returned)
@@ -50,3 +50,7 @@ func persistedData(returned map[string]any, own map[string]any, ex *store.Execut
 	}
 	return out
 }
+
+// fromATrigger reports whether ex runs a trigger's time and so carries that trigger's data: a
+// fire of it, or a backfill's run of it (which has no trigger id, its fire key being free).
+func fromATrigger(ex *store.Execution) bool { return ex.TriggerID != 0 || ex.BackfillID != 0 }

@@ -37,6 +37,11 @@ type Run struct {
 	IdempotencyKey string
 	// Timeout is the job's timeout (0: none); the context's deadline enforces it.
 	Timeout time.Duration
+	// IntervalStart and IntervalEnd are the run's data interval (see wire.RunRequest); zero
+	// for runs no schedule made, or from a server that does not send them.
+	IntervalStart, IntervalEnd time.Time
+	// BackfillID is the backfill that made the run; 0 for none.
+	BackfillID int64
 }
 
 // RunFrom returns the run a handler's context carries.
@@ -137,7 +142,8 @@ func runOf(req wire.RunRequest) Run {
 		ExecutionID: req.ExecutionID, JobID: req.JobID, TriggerID: req.TriggerID, Handler: req.Handler,
 		Params: req.Params, ParamsSecret: req.ParamsSecret, ShardIndex: req.ShardIndex, ShardTotal: req.ShardTotal, Attempt: req.Attempt,
 		ScheduledAt: time.UnixMilli(req.ScheduledAt), IdempotencyKey: req.IdempotencyKey,
-		Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
+		Timeout:       time.Duration(req.TimeoutMs) * time.Millisecond,
+		IntervalStart: jobrun.Millis(req.IntervalStart), IntervalEnd: jobrun.Millis(req.IntervalEnd), BackfillID: req.BackfillID,
 	}
 	if req.FiredAt != 0 {
 		r.FiredAt = time.UnixMilli(req.FiredAt)

@@ -36,6 +36,11 @@ type Ops struct {
 	TriggerNext     *Endpoint[TriggerNextQuery, api.TriggerNext]
 	NextFires       *Endpoint[NextFiresQuery, TriggerPage]
 
+	CreateBackfill *Endpoint[BackfillAdd, api.Backfill]
+	ListBackfills  *Endpoint[JobRef, []api.Backfill]
+	GetBackfill    *Endpoint[BackfillRef, api.Backfill]
+	CancelBackfill *Endpoint[BackfillRef, api.Backfill]
+
 	ListScriptVersions   *Endpoint[JobRef, []*store.ScriptVersion]
 	GetScriptVersion     *Endpoint[ScriptVersionRef, store.ScriptVersion]
 	RestoreScriptVersion *Endpoint[ScriptVersionRef, store.ScriptVersion]
@@ -84,6 +89,7 @@ func (s *Server) Ops() *Ops { return s.ops }
 func (s *Server) newOps() *Ops {
 	byJob := func(ctx context.Context, in *JobRef) (target, error) { return s.jobIDTarget(ctx, in.ID) }
 	byTrigger := func(ctx context.Context, in *TriggerRef) (target, error) { return s.triggerTarget(ctx, in.ID) }
+	byBackfill := func(ctx context.Context, in *BackfillRef) (target, error) { return s.backfillTarget(ctx, in.ID) }
 	byExecution := func(ctx context.Context, in *ExecutionRef) (target, error) { return s.executionTarget(ctx, in.ID) }
 	return &Ops{
 		Info:           endpoint(s, ActRead, nil, s.info),
@@ -117,6 +123,13 @@ func (s *Server) newOps() *Ops {
 			return s.triggerTarget(ctx, in.ID)
 		}, s.triggerNext),
 		NextFires: endpoint(s, ActRead, nil, s.nextFires),
+
+		CreateBackfill: endpoint(s, ActOperate, func(ctx context.Context, in *BackfillAdd) (target, error) {
+			return s.jobIDTarget(ctx, in.JobID)
+		}, s.createBackfill),
+		ListBackfills:  endpoint(s, ActRead, byJob, s.listBackfills),
+		GetBackfill:    endpoint(s, ActRead, byBackfill, s.getBackfill),
+		CancelBackfill: endpoint(s, ActOperate, byBackfill, s.cancelBackfill),
 
 		ListScriptVersions: endpoint(s, ActRead, byJob, s.listScriptVersions),
 		GetScriptVersion: endpoint(s, ActRead, func(ctx context.Context, in *ScriptVersionRef) (target, error) {

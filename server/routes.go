@@ -70,6 +70,10 @@ func (s *Server) routeTable() []route {
 
 		opRoute("GET", v1+"/triggers/{id}", o.GetTrigger, readTriggerRef, writeOK(toTriggerOut)),
 		opRoute("GET", v1+"/triggers/{id}/next", o.TriggerNext, readTriggerNext, jsonStatus[api.TriggerNext](http.StatusOK)),
+		opRoute("POST", v1+"/jobs/{id}/backfills", o.CreateBackfill, readBackfillAdd, writeBackfillAdded),
+		opRoute("GET", v1+"/jobs/{id}/backfills", o.ListBackfills, readJobRef, jsonStatus[[]api.Backfill](http.StatusOK)),
+		opRoute("GET", v1+"/backfills/{id}", o.GetBackfill, readBackfillRef, jsonStatus[api.Backfill](http.StatusOK)),
+		opRoute("POST", v1+"/backfills/{id}/cancel", o.CancelBackfill, readBackfillRef, jsonStatus[api.Backfill](http.StatusOK)),
 		opRoute("DELETE", v1+"/triggers/{id}", o.DeleteTrigger, readTriggerRef, noContent),
 		opRoute("POST", v1+"/triggers/{id}/pause", o.PauseTrigger, readTriggerRef, writeOK(toTriggerOut)),
 		opRoute("POST", v1+"/triggers/{id}/resume", o.ResumeTrigger, readTriggerRef, writeOK(toTriggerOut)),

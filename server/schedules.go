@@ -33,6 +33,10 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	if err := schedule.ValidateJitter(in.JitterMs); err != nil {
 		return sundial.Trigger{}, err
 	}
+	window, catchUp, err := in.CatchUpPolicy()
+	if err != nil {
+		return sundial.Trigger{}, err
+	}
 	zone := in.TimeZone
 	if zone == "" {
 		zone = "UTC"
@@ -40,7 +44,7 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
 		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
 		Params: in.Params, Data: in.Data, DST: dst,
-		Jitter: time.Duration(in.JitterMs) * time.Millisecond}, nil
+		Jitter: time.Duration(in.JitterMs) * time.Millisecond, CatchUpWindow: window, CatchUp: catchUp}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.
@@ -87,7 +91,8 @@ func toTriggerOut(t *store.Trigger) api.Trigger {
 		Priority: t.Priority, Misfire: t.MisfirePolicy, State: string(t.State), ErrorMessage: t.ErrorMessage,
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,
 		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt),
-		JitterMs: t.JitterMs, DST: dstShown(t.DSTPolicy)}
+		JitterMs: t.JitterMs, DST: dstShown(t.DSTPolicy), CatchUp: t.CatchUp,
+		CatchUpWindow: catchUpWindowOf(t)}
 }
 
 // dstShown is a stored DST policy as the API shows it: its name, quartz for the default.
@@ -96,4 +101,12 @@ func dstShown(stored string) string {
 		return schedule.DSTQuartz.String()
 	}
 	return stored
+}
+
+// catchUpWindowOf shows a trigger's own catch-up window as a duration; "" when it has none.
+func catchUpWindowOf(t *store.Trigger) string {
+	if t.CatchUpWindow == 0 {
+		return ""
+	}
+	return (time.Duration(t.CatchUpWindow) * time.Millisecond).String()
 }

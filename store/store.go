@@ -366,6 +366,24 @@ type Querier interface {
 	// returns how many it ended.
 	SessionsDeleteUser(ctx context.Context, userID int64, keep string) (int64, error)
 
+	// BackfillInsert stores b (state running) and sets its ID, CreatedAt and UpdatedAt.
+	BackfillInsert(ctx context.Context, b *Backfill) error
+	BackfillGet(ctx context.Context, id int64) (*Backfill, error)
+	// BackfillLock is BackfillGet locking the row for the transaction.
+	BackfillLock(ctx context.Context, id int64) (*Backfill, error)
+	// BackfillList lists the job's backfills (all jobs' when jobID is 0), newest first.
+	BackfillList(ctx context.Context, jobID int64) ([]*Backfill, error)
+	// BackfillsLockRunning locks up to limit running backfills, skipping those another
+	// transaction holds, oldest first.
+	BackfillsLockRunning(ctx context.Context, limit int) ([]*Backfill, error)
+	// BackfillUpdate writes b's State, CursorAt and Created, and sets UpdatedAt.
+	BackfillUpdate(ctx context.Context, b *Backfill) error
+	// ExecutionsLiveOfBackfill counts the backfill's live executions.
+	ExecutionsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error)
+	// ExecutionsCancelPendingOfBackfill ends the backfill's pending executions as canceled
+	// (FinishedAt now) and returns how many.
+	ExecutionsCancelPendingOfBackfill(ctx context.Context, backfillID, now int64) (int, error)
+
 	// AuditInsert appends e to the audit log and sets its ID; At is set from the database's
 	// clock when 0.
 	AuditInsert(ctx context.Context, e *AuditEntry) error

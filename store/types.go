@@ -140,6 +140,11 @@ type Trigger struct {
 	// DST change repeats or skips fire (schedule.ParseDSTPolicy; "" is Quartz-exact).
 	JitterMs  int64
 	DSTPolicy string
+	// CatchUpWindow (ms) is how late a fire may be before the misfire policy applies; 0 means
+	// the cluster's misfire threshold. CatchUp is the catch-up mode: CatchUpCoalesce, or ""
+	// for the misfire policy alone.
+	CatchUpWindow int64
+	CatchUp       string
 
 	State        TriggerState
 	ErrorMessage string
@@ -178,10 +183,16 @@ const (
 	CauseMisfire  ExecutionCause = "misfire"
 	CauseRecovery ExecutionCause = "recovery"
 	CauseChild    ExecutionCause = "child"
+	// CauseBackfill runs were made by a backfill (Execution.BackfillID).
+	CauseBackfill ExecutionCause = "backfill"
 )
 
+// CatchUpCoalesce is the trigger catch-up mode that makes the fires missed past the catch-up
+// window one run covering the whole gap.
+const CatchUpCoalesce = "coalesce"
+
 // ExecutionCauses are all the causes, in the order lists show them.
-var ExecutionCauses = []ExecutionCause{CauseSchedule, CauseManual, CauseAPI, CauseRetry, CauseMisfire, CauseRecovery, CauseChild}
+var ExecutionCauses = []ExecutionCause{CauseSchedule, CauseManual, CauseAPI, CauseRetry, CauseMisfire, CauseRecovery, CauseChild, CauseBackfill}
 
 // Words are xs as plain strings: the words a form offers and an error message lists.
 func Words[T ~string](xs []T) []string {
@@ -304,6 +315,45 @@ type Execution struct {
 	// OutputLost counts the run's output lines that never reached the store (the executor
 	// gave up sending them): its output is cut when it is not 0.
 	OutputLost int64
+	// IntervalStart and IntervalEnd (Unix ms) are the run's data interval: the trigger's
+	// scheduled time before this one and this one, or, for a coalesced catch-up, the start of
+	// the first missed interval and the last missed time. Both 0 for runs no schedule made.
+	IntervalStart int64
+	IntervalEnd   int64
+	// BackfillID is the backfill that made the run; 0 for none.
+	BackfillID int64
+}
+
+// BackfillState is where a backfill is in its life.
+type BackfillState string
+
+// The backfill states.
+const (
+	BackfillRunning  BackfillState = "running"
+	BackfillDone     BackfillState = "done"
+	BackfillCanceled BackfillState = "canceled"
+)
+
+// Backfill runs a job for every scheduled time of its trigger in [FromAt, ToAt] (Unix ms).
+type Backfill struct {
+	ID        int64
+	JobID     int64
+	TriggerID int64
+	FromAt    int64
+	ToAt      int64
+	// MaxConcurrent bounds the backfill's live runs (1: one after the other).
+	MaxConcurrent int
+	// Chunk is how many scheduled times one run covers (1: a run per time).
+	Chunk int
+	State BackfillState
+	// CursorAt is the last scheduled time given a run so far; 0 before the first.
+	CursorAt int64
+	// Total is how many scheduled times the range has; Created how many have a run.
+	Total     int64
+	Created   int64
+	CreatedBy string
+	CreatedAt int64
+	UpdatedAt int64
 }
 
 // ScriptVersionsKept is how many script versions the store keeps per job.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -241,6 +242,11 @@ type jobDetailView struct {
 	// CanPause and CanResume offer the actions that would change something: a job whose
 	// triggers have all completed has nothing to pause or resume.
 	CanPause, CanResume bool
+	// Backfills are the job's backfills, newest first; Backfill is the backfill dialog's form
+	// and Plan a dry run's answer, shown in it.
+	Backfills []api.Backfill
+	Backfill  Form
+	Plan      *api.Backfill
 }
 
 // jobDetail shows a job: its settings, triggers with their next fires, recent executions and
@@ -251,6 +257,11 @@ func (c *Console) jobDetail(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Console) showJob(w http.ResponseWriter, r *http.Request, status int, run Form) error {
+	return c.showJobWith(w, r, status, run, Form{Values: url.Values{}, Errors: map[string]string{}}, nil)
+}
+
+// showJobWith is showJob with the backfill dialog's form and a dry run's plan.
+func (c *Console) showJobWith(w http.ResponseWriter, r *http.Request, status int, run, backfill Form, plan *api.Backfill) error {
 	ev, err := c.existing(r)
 	if err != nil {
 		return err
@@ -261,7 +272,7 @@ func (c *Console) showJob(w http.ResponseWriter, r *http.Request, status int, ru
 	}
 	xs := recent.Executions
 	jv := jobDetailView{Now: c.clock.Now().UnixMilli(), Job: ev.Job, Triggers: ev.Triggers, Data: jsonString(ev.Job.Data),
-		Script: sundial.IsScriptHandler(ev.Job.Handler), Run: run}
+		Script: sundial.IsScriptHandler(ev.Job.Handler), Run: run, Backfill: backfill, Plan: plan}
 	for _, t := range ev.Triggers {
 		switch t.State {
 		case store.TriggerWaiting, store.TriggerError:
@@ -270,6 +281,11 @@ func (c *Console) showJob(w http.ResponseWriter, r *http.Request, status int, ru
 			jv.CanResume = true
 		}
 	}
+	bs, err := c.ops().ListBackfills.Execute(r.Context(), &server.JobRef{ID: ev.Job.ID})
+	if err != nil {
+		return err
+	}
+	jv.Backfills = *bs
 	name := map[int64]string{ev.Job.ID: ev.Job.Group + "/" + ev.Job.Name}
 	jv.Recent = withNames(xs, name)
 	versions, err := c.ops().ListScriptVersions.Execute(r.Context(), &server.JobRef{ID: ev.Job.ID})

@@ -54,7 +54,7 @@ var triggerKinds = map[string][]field{
 // triggerCommon are the fields every trigger kind sends.
 var triggerCommon = []field{
 	{"name", text}, {"time_zone", text}, {"start", text}, {"end", text}, {"calendar", text}, {"priority", integer},
-	{"misfire", text}, {"jitter_ms", integer}, {"dst", text},
+	{"misfire", text}, {"jitter_ms", integer}, {"dst", text}, {"catchup_window", text}, {"catchup", text},
 }
 
 // Form is a form's values and errors by field path; Prefix is where the trigger's fields

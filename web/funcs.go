@@ -99,6 +99,9 @@ var funcs = template.FuncMap{
 		return [][2]string{{"quartz", "Quartz-exact (default)"}, {"once", "Once: a repeated time once, a skipped one after the gap"},
 			{"once_skip_gap", "Once, skipping times in a gap"}}
 	},
+	"catchUpOpts": func() [][2]string {
+		return [][2]string{{"", "Misfire policy (default)"}, {"coalesce", "Coalesce: one run covering the gap"}}
+	},
 	"misfireOpts": func() [][2]string {
 		return [][2]string{{"", "Smart (default)"}, {"ignore", "Ignore (fire all missed)"},
 			{"fire_now", "Fire now"}, {"do_nothing", "Do nothing (wait)"},

@@ -207,6 +207,10 @@ func flashText(done string) string {
 		return "Trigger added."
 	case "run":
 		return "Started execution " + n + "."
+	case "backfill":
+		return "Started backfill " + n + "."
+	case "backfill-canceled":
+		return "Canceled backfill " + n + "."
 	case "job-paused":
 		return "Job paused."
 	case "job-resumed":

@@ -117,6 +117,8 @@ func (c *Console) routes() {
 	page("GET /jobs/{id}/script/versions/{version}", c.scriptVersion)
 	page("POST /jobs/{id}/script/versions/{version}/restore", c.scriptRestore)
 	page("POST /triggers/{id}/{action}", c.triggerAction)
+	page("POST /jobs/{id}/backfills", c.backfillCreate)
+	page("POST /backfills/{id}/cancel", c.backfillCancel)
 	page("GET /preview", c.preview)
 
 	page("GET /executions", c.executionsPage)

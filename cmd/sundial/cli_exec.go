@@ -63,7 +63,7 @@ func newExecListCmd(o *apiOptions) *cobra.Command {
 	f.StringVar(&job, "job", "", "only this job's executions: its id, NAME or GROUP/NAME")
 	f.StringVar(&xf.App, "app", "", "only the executions of this app's jobs")
 	f.StringVar(&xf.State, "state", "", "only this state: pending, acquired, running, succeeded, failed, timed_out, lost, skipped, canceled")
-	f.StringVar(&xf.Cause, "cause", "", "only this cause: schedule, manual, api, retry, misfire, recovery, child")
+	f.StringVar(&xf.Cause, "cause", "", "only this cause: schedule, manual, api, retry, misfire, recovery, child, backfill")
 	f.StringVar(&xf.Executor, "executor", "", "only executions sent to the executor at this address")
 	f.StringVar(&xf.AlarmState, "alarm", "", "only executions whose alarm is none, pending, sending (claimed and not recorded: being delivered, "+
 		"or left by a node that died; sent again after the resend delay), sent or failed")
@@ -119,10 +119,19 @@ func newExecGetCmd(o *apiOptions) *cobra.Command {
 				"Fired", when(x.FiredAt), "Late", lateness(x), "Started", when(x.StartedAt), "Finished", when(x.FinishedAt),
 				"Duration", duration(x), "Code", strconv.Itoa(x.HandleCode), "Message", x.HandleMsg, "Trigger message", x.TriggerMsg,
 				"Executor", x.ExecutorAddress, "Shard", shard(x), "Script version", scriptVersion(x.ScriptVersion),
-				"Params", runParams(x.Params), "Output", outputCut(x.OutputLost))
+				"Params", runParams(x.Params), "Output", outputCut(x.OutputLost), "Interval", interval(x),
+				"Backfill", itoa(x.BackfillID))
 		})
 	})
 	return cmd
+}
+
+// interval shows a run's data interval exactly ("" for a run no schedule made).
+func interval(x api.Execution) string {
+	if x.IntervalEnd.IsZero() {
+		return ""
+	}
+	return rfc(x.IntervalStart) + " .. " + rfc(x.IntervalEnd)
 }
 
 // outputCut says a run's output is cut ("" when it is whole).

@@ -43,7 +43,7 @@ Schedules (give one):
 Trigger options: --tz, --start/--end (RFC 3339), --calendar NAME (a stored exclusion calendar),
 --priority, --misfire POLICY, --jitter DURATION (spread each fire's start up to DURATION after its
 time), --dst quartz|once|once_skip_gap (local times a DST change repeats or skips),
---trigger-name, --trigger-group.`
+--catchup-window DURATION, --catchup coalesce, --trigger-name, --trigger-group.`
 
 // triggerFlags are a trigger's schedule and options, for `job create` and `trigger add`.
 type triggerFlags struct {
@@ -52,6 +52,7 @@ type triggerFlags struct {
 	repeat, priority                   int
 	once, preserveHour, skipDay        bool
 	start, end, calendar, misfire      string
+	catchUpWindow, catchUp             string
 	name, group                        string
 	jitter                             time.Duration
 	dst                                string
@@ -78,6 +79,8 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 	f.StringVar(&t.misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
 	f.DurationVar(&t.jitter, "jitter", 0, "start each fire up to this long after its time, by an offset fixed per fire (e.g. 5m)")
 	f.StringVar(&t.dst, "dst", "", "DST policy: quartz (default), once, once_skip_gap")
+	f.StringVar(&t.catchUpWindow, "catchup-window", "", "how late a fire may be before the misfire policy applies, e.g. 2h (default the cluster's threshold)")
+	f.StringVar(&t.catchUp, "catchup", "", "coalesce: fires missed past the catch-up window become one run covering the gap")
 	// On `job create`, --group is the job's group; the trigger's own name and group get a prefix.
 	name, grp := "name", "group"
 	if prefixed {
@@ -115,7 +118,8 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 		forms = append(forms, "--every")
 	}
 	req := api.TriggerRequest{Group: t.group, Name: t.name, Start: t.start, End: t.end, Calendar: t.calendar,
-		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params, DST: t.dst}
+		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params, DST: t.dst,
+		CatchUpWindow: t.catchUpWindow, CatchUp: t.catchUp}
 	if t.jitter < 0 || t.jitter%time.Millisecond != 0 {
 		return req, usageErrorf("--jitter %s: want a whole number of milliseconds, 0 or more", t.jitter)
 	}
@@ -219,7 +223,14 @@ func showTrigger(w io.Writer, t api.Trigger) error {
 		"Schedule", scheduleSummary(t), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
 		"Misfire", t.Misfire, "Jitter", (time.Duration(t.JitterMs) * time.Millisecond).String(), "DST", t.DST, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
 		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
-	// A trigger's own description, params and data are shown only when it has them.
+	// A trigger's own description, params, data and catch-up policy are shown only when it
+	// has them.
+	if t.CatchUpWindow != "" {
+		kv = append(kv, "Catch-up window", t.CatchUpWindow)
+	}
+	if t.CatchUp != "" {
+		kv = append(kv, "Catch-up", t.CatchUp)
+	}
 	if t.Description != "" {
 		kv = append(kv, "Description", t.Description)
 	}

@@ -110,6 +110,14 @@ func runFields(run executor.Run) []runField {
 	if !run.FiredAt.IsZero() {
 		fs = append(fs, runField{"FIRED_AT", "Sundial-Fired-At", run.FiredAt.UTC().Format(runTimeLayout)})
 	}
+	// The data interval, for runs a schedule made (a fire, a coalesced catch-up, a backfill).
+	if !run.IntervalEnd.IsZero() {
+		fs = append(fs, runField{"INTERVAL_START", "Sundial-Interval-Start", run.IntervalStart.UTC().Format(runTimeLayout)},
+			runField{"INTERVAL_END", "Sundial-Interval-End", run.IntervalEnd.UTC().Format(runTimeLayout)})
+	}
+	if run.BackfillID != 0 {
+		fs = append(fs, runField{"BACKFILL_ID", "Sundial-Backfill-Id", strconv.FormatInt(run.BackfillID, 10)})
+	}
 	return fs
 }
 

@@ -174,6 +174,13 @@ type RunRequest struct {
 	// refuses the run (StatusMisdirected), so a run is only ever held by the instance the
 	// server believes holds it.
 	Instance string `json:"instance,omitempty"`
+	// IntervalStart and IntervalEnd (Unix ms) are the run's data interval: the scheduled time
+	// before this one and this one, or for a coalesced catch-up or a backfill chunk the span it
+	// covers. Absent for runs no schedule made (run-now, child jobs).
+	IntervalStart int64 `json:"interval_start,omitempty"`
+	IntervalEnd   int64 `json:"interval_end,omitempty"`
+	// BackfillID names the backfill that made the run; absent for others.
+	BackfillID int64 `json:"backfill_id,omitempty"`
 }
 
 // RunResponse is the executor's answer to run.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // runKey keys a run of type R in a context; each R has a key of its own.
@@ -38,4 +39,12 @@ func LoggerFrom(ctx context.Context) (*slog.Logger, bool) {
 // share it, so a handler whose side effect must happen once can deduplicate on it.
 func IdempotencyKey(job, trigger, scheduledAtMs int64, shard int) string {
 	return fmt.Sprintf("j%d-t%d-%d-s%d", job, trigger, scheduledAtMs, shard)
+}
+
+// Millis is the instant of a Unix ms time sent with a run, the zero Time for 0 (not sent).
+func Millis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
