@@ -185,6 +185,11 @@ type Querier interface {
 	// DispatchAccepted): from then on the run is the executor's. It reports false when the
 	// execution is no longer running for o.
 	ExecutionsDispatchAccepted(ctx context.Context, o Owner, id int64) (bool, error)
+	// ExecutionsRecordDispatches writes many runs' dispatch records in one transaction: each
+	// is ExecutionsSetDispatch's write, or with Accepted ExecutionsDispatchAccepted's, with
+	// the same compare-and-set on state running and the record's owner. It reports, per
+	// record in order, whether it applied; on an error none did.
+	ExecutionsRecordDispatches(ctx context.Context, recs []DispatchRecord) ([]bool, error)
 	// ExecutionsLoseOnExecutor moves the running executions of the app's jobs sent to the
 	// executor address to lost, stamping FinishedAt with the database clock, and returns them
 	// as they are after the move.

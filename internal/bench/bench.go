@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +38,10 @@ type Options struct {
 	// Engine tunes the engines; Store, Dispatcher, NodeID and Logger are set by the run.
 	Engine engine.Config
 	Logger *slog.Logger
+	// Operations splits the window's statements and transactions per fire by the store
+	// operation that sent them (Result.Operations). It walks the stack on every statement,
+	// so it slows the nodes: counts, not timings, are what such a run measures.
+	Operations bool
 }
 
 // Result is what a scenario measured. Durations are in nanoseconds in JSON.
@@ -72,6 +78,40 @@ type Result struct {
 	TransactionsPerFire float64 `json:"transactions_per_fire"`
 	CPUPer1000Fires     float64 `json:"cpu_s_per_1000_fires"` // this process only, not the database
 	RSSMiB              float64 `json:"rss_mib"`
+	// Operations is the per-fire cost split by store operation ("Method ← caller"), with
+	// Options.Operations.
+	Operations map[string]OperationCost `json:"operations,omitempty"`
+}
+
+// OperationCost is one store operation's statements and transactions per fire.
+type OperationCost struct {
+	StatementsPerFire   float64 `json:"statements_per_fire"`
+	TransactionsPerFire float64 `json:"transactions_per_fire"`
+}
+
+// OperationsTable prints Operations, the costliest in transactions first.
+func (r Result) OperationsTable() string {
+	names := make([]string, 0, len(r.Operations))
+	for k := range r.Operations {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		x, y := r.Operations[a], r.Operations[b]
+		if c := cmp.Compare(y.TransactionsPerFire, x.TransactionsPerFire); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(y.StatementsPerFire, x.StatementsPerFire); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%8s %8s  operation\n", "tx/fire", "st/fire")
+	for _, n := range names {
+		c := r.Operations[n]
+		fmt.Fprintf(&b, "%8.3f %8.3f  %s\n", c.TransactionsPerFire, c.StatementsPerFire, n)
+	}
+	return b.String()
 }
 
 func (r Result) String() string {
@@ -163,8 +203,12 @@ func openCluster(ctx context.Context, opts Options) (*cluster, error) {
 		opts.Logger = slog.Default()
 	}
 	c := &cluster{opts: opts, rec: &recorder{}}
+	var storeOpts []sqlstore.Option
+	if opts.Operations {
+		storeOpts = append(storeOpts, sqlstore.WithOperationCounts())
+	}
 	for range opts.Nodes {
-		st, err := sqlstore.Open(ctx, opts.DSN)
+		st, err := sqlstore.Open(ctx, opts.DSN, storeOpts...)
 		if err != nil {
 			c.close()
 			return nil, err
@@ -313,6 +357,15 @@ func (c *cluster) storeStats() sqlstore.Stats {
 		x := st.Stats()
 		s.Statements += x.Statements
 		s.Transactions += x.Transactions
+		for k, v := range x.ByOperation {
+			if s.ByOperation == nil {
+				s.ByOperation = map[string]sqlstore.OpCount{}
+			}
+			sum := s.ByOperation[k]
+			sum.Statements += v.Statements
+			sum.Transactions += v.Transactions
+			s.ByOperation[k] = sum
+		}
 	}
 	return s
 }
@@ -433,4 +486,15 @@ func costs(res *Result, fires int, before, after sqlstore.Stats, cpu time.Durati
 	res.TransactionsPerFire = float64(after.Transactions-before.Transactions) / float64(fires)
 	res.CPUPer1000Fires = cpu.Seconds() * 1000 / float64(fires)
 	res.RSSMiB = maxRSSMiB()
+	for k, v := range after.ByOperation {
+		was := before.ByOperation[k]
+		st, tx := v.Statements-was.Statements, v.Transactions-was.Transactions
+		if st == 0 && tx == 0 {
+			continue
+		}
+		if res.Operations == nil {
+			res.Operations = map[string]OperationCost{}
+		}
+		res.Operations[k] = OperationCost{StatementsPerFire: float64(st) / float64(fires), TransactionsPerFire: float64(tx) / float64(fires)}
+	}
 }

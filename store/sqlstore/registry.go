@@ -1,10 +1,12 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -263,6 +265,58 @@ func (e *executor) ExecutionsDispatchAccepted(ctx context.Context, o store.Owner
 	}
 	n, err := affected(res)
 	return n > 0, err
+}
+
+// ExecutionsRecordDispatches writes the batch's dispatch records in one transaction: the
+// sends one statement each (their values differ), in id order, then the acceptances one
+// compare-and-set per owner. A deadlock runs the whole batch again; every write is a
+// compare-and-set that may be made twice.
+func (e *executor) ExecutionsRecordDispatches(ctx context.Context, recs []store.DispatchRecord) ([]bool, error) {
+	order := make([]int, len(recs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(recs[a].ID, recs[b].ID) })
+	var ok []bool
+	err := e.retryDeadlock(ctx, func(e *executor) error {
+		ok = make([]bool, len(recs))
+		accepted := map[store.Owner][]int64{}
+		for _, i := range order {
+			r := recs[i]
+			if r.Accepted {
+				accepted[r.Owner] = append(accepted[r.Owner], r.ID)
+				continue
+			}
+			var err error
+			if ok[i], err = e.ExecutionsSetDispatch(ctx, r.Owner, r.ID, r.Address, r.Instance, r.ShardIndex, r.ShardTotal, r.Message); err != nil {
+				return err
+			}
+		}
+		won := map[store.Owner]map[int64]bool{}
+		for o, ids := range accepted {
+			owned, args := ownedBy(o)
+			got, err := e.casExecutions(ctx, "executions_live", ids, "trigger_code = ?", []any{store.DispatchAccepted},
+				"state = 'running' AND "+owned, args)
+			if err != nil {
+				return fmt.Errorf("sqlstore: record that %d executions were accepted: %w", len(ids), err)
+			}
+			set := make(map[int64]bool, len(got))
+			for _, id := range got {
+				set[id] = true
+			}
+			won[o] = set
+		}
+		for i, r := range recs {
+			if r.Accepted {
+				ok[i] = won[r.Owner][r.ID]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ok, nil
 }
 
 // ExecutionsLoseOnExecutor ends the instance's running executions as lost (through

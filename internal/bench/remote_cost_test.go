@@ -1,0 +1,36 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/testdb"
+)
+
+// TestRemoteTransactionsPerFire runs the remote scenario with the store's operation counts
+// and logs where its statements and transactions per fire go (docs/performance.md, "Remote
+// path: transactions per fire", quotes such runs).
+func TestRemoteTransactionsPerFire(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			opts := Options{DSN: testdb.DSN(t, dialect), Logger: log, Operations: true}
+			cfg := RemoteConfig{SteadyConfig: SteadyConfig{Triggers: 400, Interval: time.Second,
+				Warmup: time.Second, Duration: 3 * time.Second}, Executors: 2}
+			if testdb.RaceEnabled {
+				cfg.Triggers = 100
+			}
+			r, err := Remote(context.Background(), opts, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s\n%s", r, r.OperationsTable())
+			if r.Fires == 0 || len(r.Operations) == 0 {
+				t.Fatalf("nothing measured: %s", r)
+			}
+		})
+	}
+}
