@@ -78,6 +78,9 @@ type Remote struct {
 	router *router
 	stats  Stats
 	keys   *keyring
+	// sends and acceptances write the dispatch records of concurrent fires in batches, in
+	// two queues: a fire's send waits for no acceptance.
+	sends, acceptances *records
 
 	// complete records results with the engine's job policy (Engine.CompleteRemote): set by
 	// RecordWith before the engine starts.
@@ -163,7 +166,7 @@ func NewRemote(cfg Config) *Remote {
 		cfg.ExecutorWait = DefaultExecutorWait
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{},
+	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}, sends: &records{st: cfg.Store}, acceptances: &records{st: cfg.Store},
 		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
 		keys: &keyring{st: cfg.Store, clk: cfg.Clock, interval: cfg.HeartbeatInterval}}
 }
@@ -242,7 +245,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		return engine.Result{Err: fmt.Errorf("execution %d: %w", ex.ID, err)}
 	}
 	owner := store.OwnerOf(ex)
-	ours, err := r.cfg.Store.ExecutionsSetDispatch(ctx, owner, ex.ID, addr, instance, index, total, msg)
+	ours, err := r.setDispatch(ctx, owner, ex.ID, addr, instance, index, total, msg)
 	if err != nil {
 		return engine.Result{Err: err}
 	}
@@ -269,12 +272,25 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		r.stats.Refused.Add(1)
 		return engine.Result{Err: fmt.Errorf("executor %s refused execution %d: %s", addr, ex.ID, resp.Message)}
 	}
-	// A failed record leaves the run the node's: lost with it if it dies, and re-run if the
-	// job requests recovery, where a run no executor has would be stranded.
-	if _, err := r.cfg.Store.ExecutionsDispatchAccepted(ctx, owner, ex.ID); err != nil {
-		r.cfg.Logger.Warn("recording an accepted dispatch", "execution", ex.ID, "err", err)
-	}
+	r.accepted(ctx, owner, ex.ID)
 	return engine.Result{Async: true, Message: msg}
+}
+
+// setDispatch records where o's running execution id is being sent (Store.ExecutionsSetDispatch),
+// in a statement shared with the records of the fires dispatched meanwhile.
+func (r *Remote) setDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, index, total int, msg string) (bool, error) {
+	return r.sends.write(ctx, store.DispatchRecord{Owner: o, ID: id, Address: address, Instance: instance,
+		ShardIndex: index, ShardTotal: total, Message: msg})
+}
+
+// accepted records that the executor took o's execution id (Store.ExecutionsDispatchAccepted),
+// batched as setDispatch is. A failed record leaves the run the node's: lost with it if it
+// dies, and re-run if the job requests recovery, where a run no executor has would be
+// stranded.
+func (r *Remote) accepted(ctx context.Context, o store.Owner, id int64) {
+	if _, err := r.acceptances.write(ctx, store.DispatchRecord{Owner: o, ID: id, Accepted: true}); err != nil {
+		r.cfg.Logger.Warn("recording an accepted dispatch", "execution", id, "err", err)
+	}
 }
 
 // RecordWith makes the dispatcher record the outcome of a broadcast shard that no executor
@@ -327,7 +343,7 @@ func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job, err error) (
 // the call is signed for that app again: an executor of another app never takes it.
 func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, app, addr string, index, total int, msg string,
 	req *wire.RunRequest, resp *wire.RunResponse, answered string) error {
-	ok, err := r.cfg.Store.ExecutionsSetDispatch(ctx, store.OwnerOf(ex), ex.ID, addr, answered, index, total, msg)
+	ok, err := r.setDispatch(ctx, store.OwnerOf(ex), ex.ID, addr, answered, index, total, msg)
 	if err != nil {
 		return err
 	}

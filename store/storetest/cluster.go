@@ -269,6 +269,14 @@ func testRecordDispatches(t *testing.T, s store.Store) {
 	if c := get(s.ExecutionGet(ctx, bSent.ID)).ok(t).TriggerCode; c == store.DispatchAccepted {
 		t.Fatalf("accepted by another life: trigger code %d", c)
 	}
+	// Two sends of one run in a batch (the executor restarted: sent again to its new
+	// instance) apply in order.
+	got = get(s.ExecutionsRecordDispatches(ctx, []store.DispatchRecord{
+		{Owner: a, ID: aSent.ID, Address: "http://x:1", Instance: "i1", Message: "first"},
+		{Owner: a, ID: aSent.ID, Address: "http://x:1", Instance: "i9", Message: "again"},
+	})).ok(t)
+	equal(t, "sent twice", fmt.Sprint(got), "[true true]")
+	equal(t, "sent again", get(s.ExecutionDispatchedTo(ctx, aSent.ID)).ok(t).Instance, "i9")
 	// An accepted run is the executor's: the node's recovery leaves it running.
 	sameIDs(t, "lost", ids(get(s.ExecutionsLoseRunning(ctx, a)).ok(t), executionID), []int64{aSent.ID})
 }
