@@ -38,6 +38,10 @@ type Options struct {
 	// Engine tunes the engines; Store, Dispatcher, NodeID and Logger are set by the run.
 	Engine engine.Config
 	Logger *slog.Logger
+	// Work is how long each fire's handler takes in the in-process scenarios (0: it returns
+	// at once). With Engine.MaxRunning it bounds a node's capacity where the database would
+	// not: MaxRunning / Work fires a second.
+	Work time.Duration
 	// Operations splits the window's statements and transactions per fire by the store
 	// operation that sent them (Result.Operations). It walks the stack on every statement,
 	// so it slows the nodes: counts, not timings, are what such a run measures.
@@ -81,6 +85,9 @@ type Result struct {
 	// Operations is the per-fire cost split by store operation ("Method ← caller"), with
 	// Options.Operations.
 	Operations map[string]OperationCost `json:"operations,omitempty"`
+
+	// The overload scenario (Overload) fills these.
+	Overload *OverloadReport `json:"overload,omitempty"`
 }
 
 // OperationCost is one store operation's statements and transactions per fire.
@@ -137,6 +144,9 @@ func (r Result) String() string {
 	if r.Scenario == "remote" {
 		s += fmt.Sprintf(" incomplete=%d", r.Incomplete)
 	}
+	if r.Overload != nil {
+		s += " " + r.Overload.String()
+	}
 	return s + fmt.Sprintf(" stmts/fire=%.2f tx/fire=%.2f cpu-s/1k=%.3f rss=%.0fMiB",
 		r.StatementsPerFire, r.TransactionsPerFire, r.CPUPer1000Fires, r.RSSMiB)
 }
@@ -153,18 +163,40 @@ type fire struct {
 	execution int64
 }
 
-// recorder is the scenarios' dispatcher: it notes every fire and returns at once.
+// recorder is the scenarios' dispatcher: it notes every fire and returns, after work.
 type recorder struct {
-	mu    sync.Mutex
-	fires []fire
+	work time.Duration // Options.Work
+
+	mu       sync.Mutex
+	fires    []fire
+	inFlight int
 }
 
-func (r *recorder) Dispatch(_ context.Context, f *engine.Fire) engine.Result {
+func (r *recorder) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	r.fires = append(r.fires, fire{trigger: f.Execution.TriggerID, scheduledAt: f.Execution.ScheduledAt, startedAt: now})
+	r.inFlight++
+	r.mu.Unlock()
+	if r.work > 0 {
+		t := time.NewTimer(r.work)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	r.mu.Lock()
+	r.inFlight--
 	r.mu.Unlock()
 	return engine.Result{}
+}
+
+// busy reports whether a handler is running.
+func (r *recorder) busy() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inFlight > 0
 }
 
 func (r *recorder) add(f fire) {
@@ -188,6 +220,8 @@ type cluster struct {
 	children []child
 	// remote, when set, makes the nodes servers whose fires run on executors over HTTP.
 	remote *remoteRig
+	// beats, when set, times the engines' heartbeat writes (the overload scenario).
+	beats *beatLog
 }
 
 type child struct {
@@ -202,7 +236,7 @@ func openCluster(ctx context.Context, opts Options) (*cluster, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &cluster{opts: opts, rec: &recorder{}}
+	c := &cluster{opts: opts, rec: &recorder{work: opts.Work}}
 	var storeOpts []sqlstore.Option
 	if opts.Operations {
 		storeOpts = append(storeOpts, sqlstore.WithOperationCounts())
@@ -231,6 +265,9 @@ func (c *cluster) start(ctx context.Context) error {
 	for i, st := range c.stores {
 		ec := c.opts.Engine
 		ec.Store, ec.Dispatcher, ec.NodeID, ec.Logger = st, c.rec, fmt.Sprintf("bench-%d-%d", i, stamp), c.opts.Logger
+		if c.beats != nil {
+			ec.Store = &timedBeats{Store: st, log: c.beats}
+		}
 		e, err := engine.New(ec)
 		if err != nil {
 			return err
