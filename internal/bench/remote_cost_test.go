@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,7 +19,11 @@ func TestRemoteTransactionsPerFire(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			opts := Options{DSN: testdb.DSN(t, dialect), Logger: log, Operations: true}
-			cfg := RemoteConfig{SteadyConfig: SteadyConfig{Triggers: 400, Interval: time.Second,
+			triggers := 400
+			if n, err := strconv.Atoi(os.Getenv("SUNDIAL_BENCH_TRIGGERS")); err == nil && n > 0 {
+				triggers = n // a heavier run, by hand: docs/performance.md
+			}
+			cfg := RemoteConfig{SteadyConfig: SteadyConfig{Triggers: triggers, Interval: time.Second,
 				Warmup: time.Second, Duration: 3 * time.Second}, Executors: 2}
 			if testdb.RaceEnabled {
 				cfg.Triggers = 100
