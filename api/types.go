@@ -36,7 +36,10 @@ type JobRequest struct {
 	TimeoutMs        int64          `json:"timeout_ms,omitempty"`
 	MaxRetries       int            `json:"max_retries,omitempty"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms,omitempty"`
-	AlarmTargets     []string       `json:"alarm_targets,omitempty"`
+	// DispatchTimeoutMs is how long a fire of a remote job that finds no executor online
+	// waits for one before it fails; 0 for the server's --executor-wait.
+	DispatchTimeoutMs int64    `json:"dispatch_timeout_ms,omitempty"`
+	AlarmTargets      []string `json:"alarm_targets,omitempty"`
 	// ChildJobIDs are fired when a run succeeds; each must be another existing job the caller
 	// may run.
 	ChildJobIDs []int64          `json:"child_job_ids,omitempty"`
@@ -62,9 +65,11 @@ type Job struct {
 	TimeoutMs        int64          `json:"timeout_ms"`
 	MaxRetries       int            `json:"max_retries"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
-	AlarmTargets     []string       `json:"alarm_targets"`
-	ChildJobIDs      []int64        `json:"child_job_ids"`
-	Enabled          bool           `json:"enabled"`
+	// DispatchTimeoutMs: see JobRequest; 0 for the server's default.
+	DispatchTimeoutMs int64    `json:"dispatch_timeout_ms"`
+	AlarmTargets      []string `json:"alarm_targets"`
+	ChildJobIDs       []int64  `json:"child_job_ids"`
+	Enabled           bool     `json:"enabled"`
 	// Paused: a trigger of the job is paused and none waits to fire, so it will not fire
 	// until resumed (a job without triggers is not paused; it only runs when run by hand).
 	Paused    bool `json:"paused"`
@@ -81,7 +86,7 @@ func (j *Job) Request() JobRequest {
 	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
 		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets, ChildJobIDs: j.ChildJobIDs}
+		RetryBackoffMs: j.RetryBackoffMs, DispatchTimeoutMs: j.DispatchTimeoutMs, AlarmTargets: j.AlarmTargets, ChildJobIDs: j.ChildJobIDs}
 }
 
 // ScriptVersion is one kept save of a shell job's script, newest first in lists.

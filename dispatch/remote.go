@@ -22,6 +22,7 @@ import (
 	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
+	"github.com/sundial-scheduler/sundial/internal/groupcommit"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/secret"
@@ -80,7 +81,7 @@ type Remote struct {
 	keys   *keyring
 	// sends and acceptances write the dispatch records of concurrent fires in batches, in
 	// two queues: a fire's send waits for no acceptance.
-	sends, acceptances *records
+	sends, acceptances *groupcommit.Batcher[store.DispatchRecord, bool]
 
 	// complete records results with the engine's job policy (Engine.CompleteRemote): set by
 	// RecordWith before the engine starts.
@@ -171,7 +172,7 @@ func NewRemote(cfg Config) *Remote {
 		cfg.ExecutorWait = DefaultExecutorWait
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}, reading: map[string]*appRead{}, sends: &records{st: cfg.Store}, acceptances: &records{st: cfg.Store},
+	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}, reading: map[string]*appRead{}, sends: recordBatcher(cfg.Store), acceptances: recordBatcher(cfg.Store),
 		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
 		keys: &keyring{st: cfg.Store, clk: cfg.Clock, interval: cfg.HeartbeatInterval}}
 }
@@ -284,7 +285,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 // setDispatch records where o's running execution id is being sent (Store.ExecutionsSetDispatch),
 // in a statement shared with the records of the fires dispatched meanwhile.
 func (r *Remote) setDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, index, total int, msg string) (bool, error) {
-	return r.sends.write(ctx, store.DispatchRecord{Owner: o, ID: id, Address: address, Instance: instance,
+	return r.sends.Do(ctx, store.DispatchRecord{Owner: o, ID: id, Address: address, Instance: instance,
 		ShardIndex: index, ShardTotal: total, Message: msg})
 }
 
@@ -293,7 +294,7 @@ func (r *Remote) setDispatch(ctx context.Context, o store.Owner, id int64, addre
 // dies, and re-run if the job requests recovery, where a run no executor has would be
 // stranded.
 func (r *Remote) accepted(ctx context.Context, o store.Owner, id int64) {
-	if _, err := r.acceptances.write(ctx, store.DispatchRecord{Owner: o, ID: id, Accepted: true}); err != nil {
+	if _, err := r.acceptances.Do(ctx, store.DispatchRecord{Owner: o, ID: id, Accepted: true}); err != nil {
 		r.cfg.Logger.Warn("recording an accepted dispatch", "execution", id, "err", err)
 	}
 }
@@ -312,12 +313,16 @@ func (r *Remote) RecordWith(complete func(context.Context, []engine.RemoteResult
 func (r *Remote) SeesDatabaseWith(sees func(time.Duration) bool) { r.seesDatabaseFor = sees }
 
 // awaitExecutor reads the app's executors again every heartbeat interval until one is
-// online, or ExecutorWait has passed, or ctx ends: a fire that finds none (the executors
-// restarting, or their beats not yet recorded after an outage), or cannot read the registry
-// (the database is away), waits for one before it fails. It returns what it read last, or
-// the last read's error.
+// online, or the job's dispatch timeout (ExecutorWait when it has none) has passed, or ctx
+// ends: a fire that finds none (the executors restarting, or their beats not yet recorded
+// after an outage), or cannot read the registry (the database is away), waits for one before
+// it fails. It returns what it read last, or the last read's error.
 func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job, err error) ([]string, int, *store.App, error) {
-	deadline := r.cfg.Clock.Now().Add(r.cfg.ExecutorWait)
+	limit := r.cfg.ExecutorWait
+	if job.DispatchTimeoutMs > 0 {
+		limit = time.Duration(job.DispatchTimeoutMs) * time.Millisecond
+	}
+	deadline := r.cfg.Clock.Now().Add(limit)
 	for {
 		wait := min(r.cfg.HeartbeatInterval, deadline.Sub(r.cfg.Clock.Now()))
 		if wait <= 0 {
@@ -694,6 +699,12 @@ func (r *Remote) call(ctx context.Context, app, addr, path, instance string, bod
 		return fmt.Errorf("POST %s: decode the answer: %w", path, err)
 	}
 	return nil
+}
+
+// recordBatcher writes the dispatch records of concurrent fires in batches, a statement or
+// two each (Store.ExecutionsRecordDispatches).
+func recordBatcher(st store.Store) *groupcommit.Batcher[store.DispatchRecord, bool] {
+	return &groupcommit.Batcher[store.DispatchRecord, bool]{Write: st.ExecutionsRecordDispatches}
 }
 
 // byTarget routes each fire by its job's target kind.

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/dispatch"
@@ -189,7 +191,9 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
 			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent, OutputLost: res.LinesLost}
 	}
-	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
+	// Written with the results of the requests that come meanwhile. A write that fails
+	// fails each of them: the executors keep the results and send them again.
+	done, err := s.results.Do(r.Context(), rs)
 	if err != nil {
 		return err
 	}
@@ -198,4 +202,35 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, wire.ResultsResponse{Completed: done})
 	return nil
+}
+
+// resultCalls bounds the results requests completed together: the SDK sends at most 100
+// results a request.
+const resultCalls = 20
+
+// completeResults completes the results of several requests with one CompleteRemote (its
+// reads and one transaction) and gives each request the ids of its own that completed.
+func (s *Server) completeResults(ctx context.Context, calls [][]engine.RemoteResult) ([][]int64, error) {
+	var all []engine.RemoteResult
+	for _, c := range calls {
+		all = append(all, c...)
+	}
+	done, err := s.sched.Engine().CompleteRemote(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	completed := make(map[int64]bool, len(done))
+	for _, id := range done {
+		completed[id] = true
+	}
+	out := make([][]int64, len(calls))
+	for i, c := range calls {
+		out[i] = []int64{}
+		for _, r := range c {
+			if completed[r.ExecutionID] && !slices.Contains(out[i], r.ExecutionID) {
+				out[i] = append(out[i], r.ExecutionID)
+			}
+		}
+	}
+	return out, nil
 }

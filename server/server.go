@@ -27,6 +27,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/groupcommit"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
@@ -133,6 +134,9 @@ type Server struct {
 	alarms *alarm.Sender
 	// remote dispatches to executors; the API uses it to kill runs.
 	remote *dispatch.Remote
+	// results completes the executors' results of concurrent requests together
+	// (executorResults).
+	results *groupcommit.Batcher[[]engine.RemoteResult, []int64]
 	// sso signs people in with an OpenID Connect provider; nil when not configured.
 	sso *sso
 	// secrets seals and opens xxl-job apps' access tokens.
@@ -224,6 +228,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: login password cost %d: want %d to %d", cfg.Login.PasswordCost, bcrypt.MinCost, bcrypt.MaxCost)
 	}
 	s.cfg = cfg
+	s.results = &groupcommit.Batcher[[]engine.RemoteResult, []int64]{Write: s.completeResults, Max: resultCalls}
 	if s.sso, err = newSSO(cfg.OIDC); err != nil {
 		return nil, err
 	}
