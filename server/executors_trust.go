@@ -69,11 +69,28 @@ func senderOf(r *http.Request) sender {
 // is open to any instance of its app; a manual address's run is recorded for the instance
 // that answered there (dispatch learns it by a beat before the run).
 func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Dispatched, error) {
-	d, err := s.store.ExecutionDispatchedTo(ctx, id)
+	d, err := s.dispatchReads.Do(ctx, id) // with the reads of the requests that come meanwhile
 	if err != nil {
 		return nil, err
 	}
+	if d == nil {
+		return nil, fmt.Errorf("running execution %d: %w", id, store.ErrNotFound)
+	}
 	return d, sentTo(d, from)
+}
+
+// readDispatches reads whom the running executions ids were handed to, in one read for
+// several requests' checks (checkRun); nil for one not running.
+func (s *Server) readDispatches(ctx context.Context, ids []int64) ([]*store.Dispatched, error) {
+	got, err := s.store.ExecutionsDispatchedTo(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.Dispatched, len(ids))
+	for i, id := range ids {
+		out[i] = got[id]
+	}
+	return out, nil
 }
 
 // dispatchesOf reads whom the executions ids were handed to, in two reads for a whole batch

@@ -137,6 +137,10 @@ type Server struct {
 	// results completes the executors' results of concurrent requests together
 	// (executorResults).
 	results *groupcommit.Batcher[[]engine.RemoteResult, []int64]
+	// dispatchReads and logAppends check and store the executors' output of concurrent
+	// requests together (executorLogs).
+	dispatchReads *groupcommit.Batcher[int64, *store.Dispatched]
+	logAppends    *groupcommit.Batcher[logAppend, error]
 	// sso signs people in with an OpenID Connect provider; nil when not configured.
 	sso *sso
 	// secrets seals and opens xxl-job apps' access tokens.
@@ -229,6 +233,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.cfg = cfg
 	s.results = &groupcommit.Batcher[[]engine.RemoteResult, []int64]{Write: s.completeResults, Max: resultCalls}
+	s.dispatchReads = &groupcommit.Batcher[int64, *store.Dispatched]{Write: s.readDispatches}
+	s.logAppends = &groupcommit.Batcher[logAppend, error]{Write: s.appendLogs, Max: logCalls}
 	if s.sso, err = newSSO(cfg.OIDC); err != nil {
 		return nil, err
 	}
