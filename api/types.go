@@ -231,6 +231,22 @@ type Node struct {
 	// Live is false for a node that has missed its heartbeats for longer than the cluster
 	// allows: it is counted dead, and its runs are recovered.
 	Live bool `json:"live"`
+	// Load is how the node that answered keeps up with its fires (set on Self only: a node
+	// knows only its own).
+	Load *NodeLoad `json:"load,omitempty"`
+}
+
+// NodeLoad is how a node keeps up with its fires; under overload it keeps firing, late, and
+// says so here (the same figures as its metrics sundial_fire_late_seconds,
+// sundial_fires_backlog and sundial_heartbeat_age_seconds).
+type NodeLoad struct {
+	// LateMs is how late past its scheduled time the last batch of fires it started was.
+	LateMs int64 `json:"late_ms"`
+	// Backlog counts the fires it acquired and holds, not started yet.
+	Backlog int `json:"backlog"`
+	// HeartbeatAgeMs is how long ago its last successful heartbeat was sent; -1 for none
+	// (its fence lapses a node timeout after the last one).
+	HeartbeatAgeMs int64 `json:"heartbeat_age_ms"`
 }
 
 // LoginRequest is the body of POST /auth/login.
