@@ -137,9 +137,9 @@ type Server struct {
 	// results completes the executors' results of concurrent requests together
 	// (executorResults).
 	results *groupcommit.Batcher[[]engine.RemoteResult, []int64]
-	// dispatchReads and logAppends check and store the executors' output of concurrent
-	// requests together (executorLogs).
-	dispatchReads *groupcommit.Batcher[int64, *store.Dispatched]
+	// dispatchReads reads whom the runs that concurrent executor requests report on were
+	// handed to, in one read; logAppends stores their output together (executorLogs).
+	dispatchReads *groupcommit.Batcher[[]int64, map[int64]*store.Dispatched]
 	logAppends    *groupcommit.Batcher[logAppend, error]
 	// sso signs people in with an OpenID Connect provider; nil when not configured.
 	sso *sso
@@ -233,7 +233,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.cfg = cfg
 	s.results = &groupcommit.Batcher[[]engine.RemoteResult, []int64]{Write: s.completeResults, Max: resultCalls}
-	s.dispatchReads = &groupcommit.Batcher[int64, *store.Dispatched]{Write: s.readDispatches}
+	s.dispatchReads = &groupcommit.Batcher[[]int64, map[int64]*store.Dispatched]{Write: s.readDispatches, Max: resultCalls}
 	s.logAppends = &groupcommit.Batcher[logAppend, error]{Write: s.appendLogs, Max: logCalls}
 	if s.sso, err = newSSO(cfg.OIDC); err != nil {
 		return nil, err
