@@ -22,7 +22,10 @@ func TestOverloadScenario(t *testing.T) {
 			t.Parallel()
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			opts := Options{DSN: testdb.DSN(t, dialect), Logger: log, Work: 50 * time.Millisecond,
-				Engine: engine.Config{MaxRunning: 2, HeartbeatInterval: 200 * time.Millisecond}}
+				// Heartbeats often, to time many; a node timeout long enough that a machine
+				// loaded by other tests does not lapse the fence (TestBeatSummary checks how
+				// lapses are counted).
+				Engine: engine.Config{MaxRunning: 2, HeartbeatInterval: 200 * time.Millisecond, NodeTimeout: time.Minute}}
 			r, err := Overload(context.Background(), opts, OverloadConfig{CapacityFires: 40, Duration: 2 * time.Second, MaxDrain: time.Minute})
 			if err != nil {
 				t.Fatal(err)
