@@ -172,7 +172,8 @@ func NewRemote(cfg Config) *Remote {
 		cfg.ExecutorWait = DefaultExecutorWait
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}, reading: map[string]*appRead{}, sends: recordBatcher(cfg.Store), acceptances: recordBatcher(cfg.Store),
+	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}, reading: map[string]*appRead{},
+		sends: recordBatcher(cfg.Store), acceptances: recordBatcher(cfg.Store),
 		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
 		keys: &keyring{st: cfg.Store, clk: cfg.Clock, interval: cfg.HeartbeatInterval}}
 }
