@@ -230,6 +230,11 @@ type Job struct {
 	// before the first retry and twice as long before each further one.
 	MaxRetries   int
 	RetryBackoff time.Duration
+	// DispatchTimeout is how long a fire of a remote job (one with an App) that finds no
+	// executor of its app online waits for one before it fails: its executors restart, or
+	// their heartbeats were not recorded while the database was away. 0 waits the node's
+	// default (a server's --executor-wait); at most MaxDispatchTimeout.
+	DispatchTimeout time.Duration
 	// AlarmTargets are told when a run fails for good (after its last retry): e-mail
 	// addresses ("ops@example.com" or "mailto:ops@example.com"), webhook URLs (http://,
 	// https://), and chat or paging services ("slack:URL", "teams:URL",
@@ -453,6 +458,10 @@ func jobRow(j Job) (*store.Job, error) {
 		return bad("retry_backoff_ms", "must not be negative, got %d", j.RetryBackoff.Milliseconds())
 	case j.Routing != "" && j.App == "":
 		return bad("routing", "needs an app: routing picks among an app's executors")
+	case j.DispatchTimeout < 0 || j.DispatchTimeout > MaxDispatchTimeout:
+		return bad("dispatch_timeout_ms", "want 0 (the node's default) to %d, got %d", MaxDispatchTimeout.Milliseconds(), j.DispatchTimeout.Milliseconds())
+	case j.DispatchTimeout > 0 && j.App == "":
+		return bad("dispatch_timeout_ms", "needs an app: only a remote job waits for an executor")
 	}
 	if _, err := alarm.ParseTargets(j.AlarmTargets); err != nil {
 		var te *alarm.TargetError
@@ -493,9 +502,13 @@ func jobRow(j Job) (*store.Job, error) {
 		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
 		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
 		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets,
-		AlarmPolicy: policy, ChildJobIDs: j.ChildJobIDs, Enabled: true,
+		AlarmPolicy: policy, ChildJobIDs: j.ChildJobIDs, Enabled: true, DispatchTimeoutMs: j.DispatchTimeout.Milliseconds(),
 	}, nil
 }
+
+// MaxDispatchTimeout bounds Job.DispatchTimeout: a fire that waits longer for an executor is
+// late past any misfire threshold worth having.
+const MaxDispatchTimeout = time.Hour
 
 // triggerRow validates t as a trigger of job (not stored yet when its ID is 0), computes its
 // first fire time (with its calendar) and returns the row to store.

@@ -36,7 +36,10 @@ type JobRequest struct {
 	TimeoutMs        int64          `json:"timeout_ms,omitempty"`
 	MaxRetries       int            `json:"max_retries,omitempty"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms,omitempty"`
-	AlarmTargets     []string       `json:"alarm_targets,omitempty"`
+	// DispatchTimeoutMs is how long a fire of a remote job that finds no executor online
+	// waits for one before it fails; 0 for the server's --executor-wait.
+	DispatchTimeoutMs int64    `json:"dispatch_timeout_ms,omitempty"`
+	AlarmTargets      []string `json:"alarm_targets,omitempty"`
 	// AlarmPolicy says when AlarmTargets are told; absent: of every final failure.
 	AlarmPolicy *AlarmPolicy `json:"alarm_policy,omitempty"`
 	// ChildJobIDs are fired when a run succeeds; each must be another existing job the caller
@@ -64,10 +67,12 @@ type Job struct {
 	TimeoutMs        int64          `json:"timeout_ms"`
 	MaxRetries       int            `json:"max_retries"`
 	RetryBackoffMs   int64          `json:"retry_backoff_ms"`
-	AlarmTargets     []string       `json:"alarm_targets"`
-	AlarmPolicy      AlarmPolicy    `json:"alarm_policy"`
-	ChildJobIDs      []int64        `json:"child_job_ids"`
-	Enabled          bool           `json:"enabled"`
+	// DispatchTimeoutMs: see JobRequest; 0 for the server's default.
+	DispatchTimeoutMs int64       `json:"dispatch_timeout_ms"`
+	AlarmTargets      []string    `json:"alarm_targets"`
+	AlarmPolicy       AlarmPolicy `json:"alarm_policy"`
+	ChildJobIDs       []int64     `json:"child_job_ids"`
+	Enabled           bool        `json:"enabled"`
 	// Paused: a trigger of the job is paused and none waits to fire, so it will not fire
 	// until resumed (a job without triggers is not paused; it only runs when run by hand).
 	Paused    bool `json:"paused"`
@@ -84,7 +89,7 @@ func (j *Job) Request() JobRequest {
 	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
 		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets, AlarmPolicy: &j.AlarmPolicy, ChildJobIDs: j.ChildJobIDs}
+		RetryBackoffMs: j.RetryBackoffMs, DispatchTimeoutMs: j.DispatchTimeoutMs, AlarmTargets: j.AlarmTargets, AlarmPolicy: &j.AlarmPolicy, ChildJobIDs: j.ChildJobIDs}
 }
 
 // AlarmPolicy is when a job's alarm targets are told (docs/policies.md, "Alert channels").
@@ -304,6 +309,22 @@ type Node struct {
 	// Live is false for a node that has missed its heartbeats for longer than the cluster
 	// allows: it is counted dead, and its runs are recovered.
 	Live bool `json:"live"`
+	// Load is how the node that answered keeps up with its fires (set on Self only: a node
+	// knows only its own).
+	Load *NodeLoad `json:"load,omitempty"`
+}
+
+// NodeLoad is how a node keeps up with its fires; under overload it keeps firing, late, and
+// says so here (the same figures as its metrics sundial_fire_late_seconds,
+// sundial_fires_backlog and sundial_heartbeat_age_seconds).
+type NodeLoad struct {
+	// LateMs is how late past its scheduled time the last batch of fires it started was.
+	LateMs int64 `json:"late_ms"`
+	// Backlog counts the fires it acquired and holds, not started yet.
+	Backlog int `json:"backlog"`
+	// HeartbeatAgeMs is how long ago its last successful heartbeat was sent; -1 for none
+	// (its fence lapses a node timeout after the last one).
+	HeartbeatAgeMs int64 `json:"heartbeat_age_ms"`
 }
 
 // LoginRequest is the body of POST /auth/login.

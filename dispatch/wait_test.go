@@ -53,6 +53,40 @@ func TestDispatchWaitsForAnExecutor(t *testing.T) {
 	}
 }
 
+// TestJobDispatchTimeout: a job's own dispatch timeout bounds the wait for an executor
+// instead of ExecutorWait, shorter or longer.
+func TestJobDispatchTimeout(t *testing.T) {
+	ctx := context.Background()
+	fx := newRemoteFixture(t)
+	clk := clock.NewFake(time.Now())
+	r := NewRemote(Config{Store: fx.st, Clock: clk, HeartbeatInterval: time.Second, ExecutorWait: 10 * time.Second})
+	fx.job.App = "nobody"
+	for _, c := range []struct {
+		timeoutMs int64
+		waits     int // heartbeats waited before the failure
+	}{{3000, 3}, {15000, 15}, {0, 10}} {
+		fx.job.DispatchTimeoutMs = c.timeoutMs
+		ex := fx.running(t, store.Owner{Node: "n"})
+		dispatched, returned := make(chan engine.Result, 1), make(chan struct{})
+		go func() {
+			dispatched <- r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job})
+			close(returned)
+		}()
+		waits := 0
+		for clk.WaitForTimers(1, returned) {
+			clk.Advance(time.Second)
+			waits++
+		}
+		res := <-dispatched
+		if res.Err == nil || !strings.Contains(res.Err.Error(), `no executor of app "nobody" is online`) {
+			t.Fatalf("dispatch timeout %d ms: %+v, want the failure", c.timeoutMs, res)
+		}
+		if waits != c.waits {
+			t.Errorf("dispatch timeout %d ms: failed after %d heartbeats, want %d", c.timeoutMs, waits, c.waits)
+		}
+	}
+}
+
 // TestExecutorNotOfflineAfterOutage: the database is cut off for longer than an executor may
 // stay silent, so its registry row is stale when the database is back although the executor
 // never stopped. A fire dispatched during the outage waits for the registry instead of

@@ -86,7 +86,7 @@ func (r *Remote) sendXXL(ctx context.Context, ex *store.Execution, job *store.Jo
 		return engine.Result{Err: err}
 	}
 	owner := store.OwnerOf(ex)
-	ours, err := r.cfg.Store.ExecutionsSetDispatch(ctx, owner, ex.ID, addr, "", index, total, msg)
+	ours, err := r.setDispatch(ctx, owner, ex.ID, addr, "", index, total, msg)
 	if err != nil {
 		return engine.Result{Err: err}
 	}
@@ -102,9 +102,7 @@ func (r *Remote) sendXXL(ctx context.Context, ex *store.Execution, job *store.Jo
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("XXL-JOB executor %s did not take execution %d: %w", addr, ex.ID, err)}
 	}
-	if _, err := r.cfg.Store.ExecutionsDispatchAccepted(ctx, owner, ex.ID); err != nil {
-		r.cfg.Logger.Warn("recording an accepted dispatch", "execution", ex.ID, "err", err)
-	}
+	r.accepted(ctx, owner, ex.ID)
 	r.follow(ex.ID, ex.FiredAt, addr, xc)
 	return engine.Result{Async: true, Message: msg}
 }

@@ -450,6 +450,7 @@ func jobChanges(cur, want *store.Job) []string {
 		"timeout", cur.TimeoutMs, want.TimeoutMs,
 		"max_retries", cur.MaxRetries, want.MaxRetries,
 		"retry_backoff", cur.RetryBackoffMs, want.RetryBackoffMs,
+		"dispatch_timeout", cur.DispatchTimeoutMs, want.DispatchTimeoutMs,
 		"alarm_targets", nilIfEmpty(cur.AlarmTargets), nilIfEmpty(want.AlarmTargets))
 }
 

@@ -343,6 +343,13 @@ func (s *Server) listNodes(ctx context.Context, _ *AllOf) (*[]api.Node, error) {
 	for i, n := range ns {
 		items[i] = api.Node{ID: n.ID, Name: n.Name, StartedAt: api.Time(n.StartedAt), LastSeen: api.Time(n.LastSeen),
 			Leader: n.ID == leader, Self: n.ID == self, Live: now-n.LastSeen < timeout}
+		if items[i].Self {
+			load := &api.NodeLoad{LateMs: eng.Stats().LateMs.Load(), Backlog: eng.Backlog(), HeartbeatAgeMs: -1}
+			if age, ok := eng.HeartbeatAge(); ok {
+				load.HeartbeatAgeMs = age.Milliseconds()
+			}
+			items[i].Load = load
+		}
 	}
 	return &items, nil
 }

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/dispatch"
@@ -138,7 +141,9 @@ func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
 		}
 		lines[i] = store.LogLine{Line: l.Line, At: l.At, Message: l.Message}
 	}
-	if _, err := s.store.ExecutionLogAppend(r.Context(), in.ExecutionID, lines); err != nil {
+	// Appended with the output of the requests that come meanwhile, in one transaction.
+	appendErr, err := s.logAppends.Do(r.Context(), logAppend{in.ExecutionID, lines})
+	if err = errors.Join(err, appendErr); err != nil {
 		return fmt.Errorf("output of execution %d: %w", in.ExecutionID, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -189,7 +194,9 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
 			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent, OutputLost: res.LinesLost}
 	}
-	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
+	// Written with the results of the requests that come meanwhile. A write that fails
+	// fails each of them: the executors keep the results and send them again.
+	done, err := s.results.Do(r.Context(), rs)
 	if err != nil {
 		return err
 	}
@@ -198,4 +205,74 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, wire.ResultsResponse{Completed: done})
 	return nil
+}
+
+// logCalls bounds the output requests appended together (each up to 100 lines).
+const logCalls = 50
+
+// resultCalls bounds the results requests completed together: the SDK sends at most 100
+// results a request.
+const resultCalls = 20
+
+// completeResults completes the results of several requests with one CompleteRemote (its
+// reads and one transaction) and gives each request the ids of its own that completed.
+func (s *Server) completeResults(ctx context.Context, calls [][]engine.RemoteResult) ([][]int64, error) {
+	var all []engine.RemoteResult
+	for _, c := range calls {
+		all = append(all, c...)
+	}
+	done, err := s.sched.Engine().CompleteRemote(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	completed := make(map[int64]bool, len(done))
+	for _, id := range done {
+		completed[id] = true
+	}
+	out := make([][]int64, len(calls))
+	for i, c := range calls {
+		out[i] = []int64{}
+		for _, r := range c {
+			if completed[r.ExecutionID] && !slices.Contains(out[i], r.ExecutionID) {
+				out[i] = append(out[i], r.ExecutionID)
+			}
+		}
+	}
+	return out, nil
+}
+
+// logAppend is one request's output lines (executorLogs).
+type logAppend struct {
+	id    int64
+	lines []store.LogLine
+}
+
+// appendLogs appends several requests' output in one transaction. When that fails each is
+// appended alone, so that one request the store refuses does not fail the others: each gets
+// its own error, and its executor keeps its lines and sends them again.
+func (s *Server) appendLogs(ctx context.Context, batch []logAppend) ([]error, error) {
+	errs := make([]error, len(batch))
+	if len(batch) > 1 {
+		if err := s.appendLogsTogether(ctx, batch); err == nil {
+			return errs, nil
+		}
+	}
+	for i, a := range batch {
+		_, errs[i] = s.store.ExecutionLogAppend(ctx, a.id, a.lines)
+	}
+	return errs, nil
+}
+
+func (s *Server) appendLogsTogether(ctx context.Context, batch []logAppend) error {
+	tx, err := s.store.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, a := range batch {
+		if _, err := tx.ExecutionLogAppend(ctx, a.id, a.lines); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }

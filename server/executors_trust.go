@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,18 +70,46 @@ func senderOf(r *http.Request) sender {
 // is open to any instance of its app; a manual address's run is recorded for the instance
 // that answered there (dispatch learns it by a beat before the run).
 func (s *Server) checkRun(ctx context.Context, from sender, id int64) (*store.Dispatched, error) {
-	d, err := s.store.ExecutionDispatchedTo(ctx, id)
+	got, err := s.dispatchReads.Do(ctx, []int64{id}) // with the reads of the requests that come meanwhile
 	if err != nil {
 		return nil, err
 	}
+	d := got[id]
+	if d == nil {
+		return nil, fmt.Errorf("running execution %d: %w", id, store.ErrNotFound)
+	}
 	return d, sentTo(d, from)
+}
+
+// readDispatches reads whom the running executions of several requests were handed to, in
+// one read (checkRun, dispatchesOf), and gives each request those of its ids that run.
+func (s *Server) readDispatches(ctx context.Context, reqs [][]int64) ([]map[int64]*store.Dispatched, error) {
+	var ids []int64
+	for _, r := range reqs {
+		ids = append(ids, r...)
+	}
+	slices.Sort(ids)
+	got, err := s.store.ExecutionsDispatchedTo(ctx, slices.Compact(ids))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[int64]*store.Dispatched, len(reqs))
+	for i, r := range reqs {
+		out[i] = make(map[int64]*store.Dispatched, len(r))
+		for _, id := range r {
+			if d := got[id]; d != nil {
+				out[i][id] = d
+			}
+		}
+	}
+	return out, nil
 }
 
 // dispatchesOf reads whom the executions ids were handed to, in two reads for a whole batch
 // of results: those running, and of the others those declared lost (a late result is taken
 // from the instance a lost run had been handed to, as a live run's is).
 func (s *Server) dispatchesOf(ctx context.Context, ids []int64) (live, lost map[int64]*store.Dispatched, err error) {
-	if live, err = s.store.ExecutionsDispatchedTo(ctx, ids); err != nil {
+	if live, err = s.dispatchReads.Do(ctx, ids); err != nil {
 		return nil, nil, err
 	}
 	var rest []int64

@@ -40,7 +40,7 @@ func toJobOut(j *store.Job) api.Job {
 		App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: params, ParamsSecret: j.ParamsSecret, Data: data, Concurrency: string(j.Concurrency), PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
-		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, ChildJobIDs: children,
+		RetryBackoffMs: j.RetryBackoffMs, DispatchTimeoutMs: j.DispatchTimeoutMs, AlarmTargets: targets, ChildJobIDs: children,
 		AlarmPolicy: api.AlarmPolicy{Threshold: j.AlarmPolicy.Threshold, WindowMs: j.AlarmPolicy.WindowMs,
 			SilenceMs: j.AlarmPolicy.SilenceMs, Recovery: j.AlarmPolicy.Recovery}, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt)}
 }
@@ -56,7 +56,8 @@ func jobOf(in *api.JobRequest) sundial.Job {
 		PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
 		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets, ParamsSecret: in.ParamsSecret,
-		ChildJobIDs: in.ChildJobIDs}
+		DispatchTimeout: time.Duration(in.DispatchTimeoutMs) * time.Millisecond,
+		ChildJobIDs:     in.ChildJobIDs}
 }
 
 // JobDelete deletes a job; Force deletes one whose runs are still going (they finish and

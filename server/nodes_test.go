@@ -10,7 +10,8 @@ import (
 )
 
 // TestNodeListLiveness: the node list tells a node's health (live, or dead after missing its
-// heartbeats) apart from which node answered the request — on every database.
+// heartbeats) apart from which node answered the request, and the answering node's load —
+// on every database.
 func TestNodeListLiveness(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		// A leader judges silence only once it has seen the database for a node timeout: an
@@ -34,8 +35,14 @@ func TestNodeListLiveness(t *testing.T) {
 		if n := got[self]; !n.Live || !n.Self {
 			t.Errorf("the answering node %s: %+v, want live and self", self, n)
 		}
-		if n := got["gone"]; n.Live || n.Self || n.ID == "" {
-			t.Errorf("the silent node: %+v, want listed, not live, not self", n)
+		if n := got["gone"]; n.Live || n.Self || n.ID == "" || n.Load != nil {
+			t.Errorf("the silent node: %+v, want listed, not live, not self, no load (a node knows only its own)", n)
+		}
+		// The answering node tells its load: it has heartbeaten (Start returns after its
+		// first heartbeat), so the age is known and at most the heartbeat interval plus
+		// this request; nothing is due, so nothing waits.
+		if l := got[self].Load; l == nil || l.HeartbeatAgeMs < 0 || l.HeartbeatAgeMs > time.Minute.Milliseconds() || l.Backlog != 0 {
+			t.Errorf("the answering node's load: %+v, want a heartbeat age and no backlog", l)
 		}
 	})
 }

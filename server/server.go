@@ -27,6 +27,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/groupcommit"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
@@ -136,6 +137,13 @@ type Server struct {
 	alarms *alarm.Sender
 	// remote dispatches to executors; the API uses it to kill runs.
 	remote *dispatch.Remote
+	// results completes the executors' results of concurrent requests together
+	// (executorResults).
+	results *groupcommit.Batcher[[]engine.RemoteResult, []int64]
+	// dispatchReads reads whom the runs that concurrent executor requests report on were
+	// handed to, in one read; logAppends stores their output together (executorLogs).
+	dispatchReads *groupcommit.Batcher[[]int64, map[int64]*store.Dispatched]
+	logAppends    *groupcommit.Batcher[logAppend, error]
 	// sso signs people in with an OpenID Connect provider; nil when not configured.
 	sso *sso
 	// secrets seals and opens xxl-job apps' access tokens.
@@ -227,6 +235,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: login password cost %d: want %d to %d", cfg.Login.PasswordCost, bcrypt.MinCost, bcrypt.MaxCost)
 	}
 	s.cfg = cfg
+	s.results = &groupcommit.Batcher[[]engine.RemoteResult, []int64]{Write: s.completeResults, Max: resultCalls}
+	s.dispatchReads = &groupcommit.Batcher[[]int64, map[int64]*store.Dispatched]{Write: s.readDispatches, Max: resultCalls}
+	s.logAppends = &groupcommit.Batcher[logAppend, error]{Write: s.appendLogs, Max: logCalls}
 	if s.sso, err = newSSO(cfg.OIDC); err != nil {
 		return nil, err
 	}

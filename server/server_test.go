@@ -165,6 +165,9 @@ func TestBadInputStoresNothing(t *testing.T) {
 			{map[string]any{"name": "j", "handler": "noop", "triggers": []any{map[string]any{"crom": "0 0 * * * ?"}}}, "crom", "unknown field"},
 			{map[string]any{"name": "j", "handler": "report", "app": "billing", "routing": "loudest"}, "routing", "loudest"},
 			{map[string]any{"name": "j", "handler": "report", "routing": "round_robin"}, "routing", "needs an app"},
+			{map[string]any{"name": "j", "handler": "report", "app": "billing", "dispatch_timeout_ms": -1}, "dispatch_timeout_ms", "3600000"},
+			{map[string]any{"name": "j", "handler": "report", "app": "billing", "dispatch_timeout_ms": 3600001}, "dispatch_timeout_ms", "3600000"},
+			{map[string]any{"name": "j", "handler": "noop", "dispatch_timeout_ms": 5000}, "dispatch_timeout_ms", "needs an app"},
 		} {
 			got := e.callErr("POST", "/api/v1/jobs", tc.body, http.StatusBadRequest)
 			if got.Code != "invalid_argument" || got.Field != tc.field || !strings.Contains(got.Message, tc.has) {

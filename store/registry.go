@@ -109,3 +109,15 @@ type ClusterKey struct {
 	PrivateKey string
 	CreatedAt  int64
 }
+
+// DispatchRecord is one run's dispatch write of a batch (Store.ExecutionsRecordDispatches).
+type DispatchRecord struct {
+	Owner Owner
+	ID    int64
+	// Accepted records that the executor accepted the run; the other fields are then unused.
+	// Otherwise the record says where the run is being sent.
+	Accepted               bool
+	Address, Instance      string
+	ShardIndex, ShardTotal int
+	Message                string
+}

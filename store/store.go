@@ -194,6 +194,12 @@ type Querier interface {
 	// DispatchAccepted): from then on the run is the executor's. It reports false when the
 	// execution is no longer running for o.
 	ExecutionsDispatchAccepted(ctx context.Context, o Owner, id int64) (bool, error)
+	// ExecutionsRecordDispatches writes many runs' dispatch records with a few statements:
+	// each is ExecutionsSetDispatch's write, or with Accepted ExecutionsDispatchAccepted's,
+	// with the same compare-and-set on state running and the record's owner, and two sends
+	// of one run apply in order. It reports, per record in order, whether it applied. On an
+	// error some may have applied: each is a compare-and-set that may be written again.
+	ExecutionsRecordDispatches(ctx context.Context, recs []DispatchRecord) ([]bool, error)
 	// ExecutionsLoseOnExecutor moves the running executions of the app's jobs sent to the
 	// executor address to lost, stamping FinishedAt with the database clock, and returns them
 	// as they are after the move.

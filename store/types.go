@@ -61,6 +61,9 @@ type Job struct {
 	TimeoutMs      int64
 	MaxRetries     int
 	RetryBackoffMs int64
+	// DispatchTimeoutMs is how long a fire of a remote job that finds no executor of its app
+	// online waits for one before it fails; 0 for the node's default (--executor-wait).
+	DispatchTimeoutMs int64
 	// Routing names the strategy that picks executor instances (first, round_robin, ...).
 	Routing string
 	// AlarmTargets are addresses (e-mail, webhook URL) told when a run fails; chat and

@@ -35,7 +35,7 @@ var jobFields = []field{
 	{"group", text}, {"name", text}, {"description", text}, {"handler", text}, {"app", text}, {"routing", text},
 	{"params", text}, {"params_secret", boolean}, {"script_note", text}, {"data", jsonText}, {"concurrency", text}, {"persist_data", boolean},
 	{"requests_recovery", boolean}, {"timeout_ms", integer}, {"max_retries", integer},
-	{"retry_backoff_ms", integer}, {"alarm_targets", lines}, {"child_job_ids", idList},
+	{"retry_backoff_ms", integer}, {"dispatch_timeout_ms", integer}, {"alarm_targets", lines}, {"child_job_ids", idList},
 	{"alarm_policy.threshold", integer}, {"alarm_policy.window_ms", integer}, {"alarm_policy.silence_ms", integer},
 	{"alarm_policy.recovery", boolean},
 }

@@ -291,3 +291,13 @@ func TestAppsPageWarnsOfClearSecrets(t *testing.T) {
 		t.Fatalf("want one warning, at the plain app:\n%s", p.body)
 	}
 }
+
+// TestDashboardShowsNodeLoad: the dashboard's cluster panel tells how this node keeps up
+// with its fires (lateness, fires waiting, heartbeat age), from the node list's load.
+func TestDashboardShowsNodeLoad(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	c.login()
+	c.get("/").mustStatus(t, http.StatusOK).mustContain(t, `aria-label="This node's load"`,
+		`<dd id="load-backlog">0</dd>`, `<dd id="load-late">`, " ms ago</dd>")
+}

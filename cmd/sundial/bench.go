@@ -142,7 +142,7 @@ process's CPU seconds per 1,000 fires and peak resident memory.`,
 	}
 	b.register(cmd)
 	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b),
-		newBenchRemoteCmd(&b), newBenchNodeCmd(&b))
+		newBenchRemoteCmd(&b), newBenchOverloadCmd(&b), newBenchNodeCmd(&b))
 	return cmd
 }
 
@@ -236,6 +236,60 @@ sharding_broadcast is refused (it runs each fire on every executor).`,
 	steadyFlags(cmd, &cfg.SteadyConfig, 1000)
 	cmd.Flags().IntVar(&cfg.Executors, "executors", 2, "executor instances (E), all of one app")
 	cmd.Flags().StringVar(&cfg.Routing, "routing", string(dispatch.RoundRobin), "the job's routing strategy (first, round_robin, random, consistent_hash, least_frequently_used, least_recently_used, failover, busy_over, last)")
+	return cmd
+}
+
+func newBenchOverloadCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.OverloadConfig
+	cmd := &cobra.Command{
+		Use:   "overload",
+		Short: "Capacity first, then twice it demanded: slower, never stopped",
+		Long: `Measure the nodes' capacity (a burst of --capacity-fires one-shot fires all due at once,
+drained), then demand --factor times it for --duration (capacity × factor × interval
+triggers, each firing every --interval), and report:
+
+  windows            the fires started in each second of the demand; min is the fewest,
+                     with its share of the capacity (target: at least 90 %, no window at 0)
+  leadership_changes the nodes' leadership transitions until the drain ended (target 0)
+  fence_lapses       gaps between a node's successful heartbeats longer than its node
+                     timeout (target 0)
+  heartbeat p99/max  the heartbeat writes' durations (target: p99 at most 1 s)
+  drain              after the demand ended, how long until nothing due was left (the
+                     triggers' misfire policies apply to fires late past the threshold)
+
+--capacity skips the measurement. --work gives each handler that much work, so that
+--max-running bounds the capacity (fires/s = max-running / work) below the database's.`,
+		Example: `  sundial bench overload --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable' --duration 60s
+  sundial bench overload --capacity-fires 200 --work 50ms --max-running 2 --duration 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case cfg.CapacityFires < 1 || cfg.Capacity < 0:
+				return usageErrorf("--capacity-fires must be positive and --capacity not negative")
+			case cfg.Factor <= 0:
+				return usageErrorf("--factor %g: must be positive", cfg.Factor)
+			case cfg.Interval < time.Millisecond || cfg.Duration < cfg.Interval:
+				return usageErrorf("--interval must be at least 1ms and --duration at least one interval")
+			case cfg.MaxDrain <= 0 || b.opts.Work < 0 || b.opts.Engine.MaxRunning < 0:
+				return usageErrorf("--max-drain must be positive, --work and --max-running not negative")
+			case b.opts.Processes > 0:
+				return usageErrorf("--processes: the overload scenario runs its nodes in this process (use --nodes)")
+			}
+			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
+				r, err := bench.Overload(ctx, opts, cfg)
+				return []bench.Result{r}, err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.CapacityFires, "capacity-fires", 20000, "one-shot fires of the burst the capacity is measured with")
+	f.Float64Var(&cfg.Capacity, "capacity", 0, "take this capacity (fires/s) instead of measuring it")
+	f.Float64Var(&cfg.Factor, "factor", 2, "the demand, as a multiple of the capacity")
+	f.DurationVar(&cfg.Interval, "interval", time.Second, "each trigger's interval")
+	f.DurationVar(&cfg.Duration, "duration", time.Minute, "how long the demand lasts")
+	f.DurationVar(&cfg.MaxDrain, "max-drain", 2*time.Minute, "the longest wait for the backlog to drain afterwards")
+	f.DurationVar(&b.opts.Work, "work", 0, "how long each handler works")
+	f.IntVar(&b.opts.Engine.MaxRunning, "max-running", 0, "handlers a node runs at once (default: the engine's)")
 	return cmd
 }
 

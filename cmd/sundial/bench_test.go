@@ -70,3 +70,41 @@ func TestBenchRemoteBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchOverload runs `sundial bench overload` tiny on its default SQLite store (two
+// handler slots of 50 ms: a capacity of about 40 fires/s) and checks the command's wiring:
+// the report's fields come out, from a capacity it measured.
+func TestBenchOverload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a few seconds of real time")
+	}
+	code, out, errOut := runCLI(t, "", "bench", "overload", "--capacity-fires", "20", "--work", "50ms", "--max-running", "2",
+		"--duration", "2s", "--max-drain", "1m", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var results []bench.Result
+	if err := json.Unmarshal([]byte(out), &results); err != nil || len(results) != 1 {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	r := results[0]
+	o := r.Overload
+	if r.Scenario != "overload" || o == nil || o.Capacity <= 0 || len(o.Windows) != 2 || o.HeartbeatWrites == 0 || !o.Drained || r.Duplicates != 0 {
+		t.Errorf("%s: want a measured capacity, two windows, timed heartbeats, a drain and no duplicate", r)
+	}
+}
+
+func TestBenchOverloadBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"--factor", "0"},
+		{"--capacity-fires", "0"},
+		{"--interval", "0s"},
+		{"--duration", "100ms"},
+		{"--processes", "1"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"bench", "overload"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, args[0]) {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and a message naming %s", args, code, errOut, args[0])
+		}
+	}
+}

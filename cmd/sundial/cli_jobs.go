@@ -21,7 +21,7 @@ type jobFlags struct {
 	group, description, handler, app, routing, params, data, concurrency string
 	paramsFile                                                           string
 	paramsSecret                                                         bool
-	timeout, backoff                                                     time.Duration
+	timeout, backoff, dispatchTimeout                                    time.Duration
 	retries                                                              int
 	recovery, persistData                                                bool
 	alarms                                                               []string
@@ -45,6 +45,7 @@ func (j *jobFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&j.timeout, "timeout", 0, "cancel a run after this long (e.g. 30s; 0: never)")
 	f.IntVar(&j.retries, "retries", 0, "retries after a failed run")
 	f.DurationVar(&j.backoff, "backoff", 0, "wait before the first retry, doubling after each (e.g. 10s)")
+	f.DurationVar(&j.dispatchTimeout, "dispatch-timeout", 0, "remote jobs: how long a fire that finds no executor online waits for one (e.g. 2m; 0: the server's --executor-wait)")
 	f.BoolVar(&j.recovery, "recovery", false, "run again after a node crashed during a run")
 	f.BoolVar(&j.persistData, "persist-data", false, "keep changes a run makes to the job data")
 	f.StringArrayVar(&j.alarms, "alarm", nil, "tell this target when a run fails for good (repeatable): an e-mail address "+
@@ -106,7 +107,8 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	if set("concurrency") {
 		req.Concurrency = j.concurrency
 	}
-	if err := setMillis(set, msFlag{"timeout", j.timeout, &req.TimeoutMs}, msFlag{"backoff", j.backoff, &req.RetryBackoffMs}); err != nil {
+	if err := setMillis(set, msFlag{"timeout", j.timeout, &req.TimeoutMs}, msFlag{"backoff", j.backoff, &req.RetryBackoffMs},
+		msFlag{"dispatch-timeout", j.dispatchTimeout, &req.DispatchTimeoutMs}); err != nil {
 		return err
 	}
 	if set("retries") {
@@ -253,7 +255,7 @@ func showJob(w io.Writer, j api.Job) error {
 	err := fields(w, "ID", itoa(j.ID), "Group", j.Group, "Name", j.Name, "Description", j.Description,
 		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", j.Concurrency,
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
-		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
+		"Dispatch timeout", dispatchTimeoutShown(j), "Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
 		"Alarms", strings.Join(j.AlarmTargets, ", "), "Alarm policy", alarmPolicyShown(j.AlarmPolicy), "State", jobState(j),
 		"Created", when(j.CreatedAt), "Updated", when(j.UpdatedAt))
 	if err != nil || len(j.Triggers) == 0 {
@@ -452,4 +454,15 @@ func jobState(j api.Job) string {
 		return "enabled (no triggers: runs only when run by hand)"
 	}
 	return "enabled"
+}
+
+// dispatchTimeoutShown is a remote job's dispatch timeout, or the server's default.
+func dispatchTimeoutShown(j api.Job) string {
+	switch {
+	case j.App == "":
+		return ""
+	case j.DispatchTimeoutMs == 0:
+		return "the server's (--executor-wait)"
+	}
+	return msDuration(j.DispatchTimeoutMs)
 }

@@ -497,3 +497,31 @@ func TestCLIAlarmChannels(t *testing.T) {
 		t.Errorf("--alarm-window without a threshold: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestCLIJobDispatchTimeout: a remote job's dispatch timeout is set by --dispatch-timeout on
+// create and update (an update without the flag keeps it), shown, and refused on a job
+// without an app, naming the flag's field.
+func TestCLIJobDispatchTimeout(t *testing.T) {
+	s := startAPIServer(t)
+	s.mustCLI(t, "job", "create", "billing-run", "--handler", "report", "--app", "billing", "--dispatch-timeout", "2m")
+	jobs := mustJSON[api.Page[api.Job]](t, s, "job", "list")
+	if len(jobs.Items) != 1 || jobs.Items[0].DispatchTimeoutMs != 120000 {
+		t.Fatalf("job list -o json: %+v", jobs)
+	}
+	id := strconv.FormatInt(jobs.Items[0].ID, 10)
+	if out := s.mustCLI(t, "job", "get", id); !strings.Contains(out, "Dispatch timeout") || !strings.Contains(out, "2m0s") {
+		t.Fatalf("job get:\n%s", out)
+	}
+	s.mustCLI(t, "job", "update", id, "--retries", "1")
+	if j := mustJSON[api.Job](t, s, "job", "get", id); j.DispatchTimeoutMs != 120000 || j.MaxRetries != 1 {
+		t.Fatalf("after an update without the flag: %+v", j)
+	}
+	s.mustCLI(t, "job", "update", id, "--dispatch-timeout", "0s")
+	if out := s.mustCLI(t, "job", "get", id); !strings.Contains(out, "--executor-wait") {
+		t.Fatalf("job get of the server's default:\n%s", out)
+	}
+	code, _, errOut := s.cli(t, "job", "create", "local", "--handler", "noop", "--dispatch-timeout", "5s")
+	if code == 0 || !strings.Contains(errOut, "dispatch_timeout_ms") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("a local job with a dispatch timeout: exit %d, %q; want a one-line error naming dispatch_timeout_ms", code, errOut)
+	}
+}

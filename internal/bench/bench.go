@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +38,14 @@ type Options struct {
 	// Engine tunes the engines; Store, Dispatcher, NodeID and Logger are set by the run.
 	Engine engine.Config
 	Logger *slog.Logger
+	// Work is how long each fire's handler takes in the in-process scenarios (0: it returns
+	// at once). With Engine.MaxRunning it bounds a node's capacity where the database would
+	// not: MaxRunning / Work fires a second.
+	Work time.Duration
+	// Operations splits the window's statements and transactions per fire by the store
+	// operation that sent them (Result.Operations). It walks the stack on every statement,
+	// so it slows the nodes: counts, not timings, are what such a run measures.
+	Operations bool
 }
 
 // Result is what a scenario measured. Durations are in nanoseconds in JSON.
@@ -72,6 +82,43 @@ type Result struct {
 	TransactionsPerFire float64 `json:"transactions_per_fire"`
 	CPUPer1000Fires     float64 `json:"cpu_s_per_1000_fires"` // this process only, not the database
 	RSSMiB              float64 `json:"rss_mib"`
+	// Operations is the per-fire cost split by store operation ("Method ← caller"), with
+	// Options.Operations.
+	Operations map[string]OperationCost `json:"operations,omitempty"`
+
+	// The overload scenario (Overload) fills these.
+	Overload *OverloadReport `json:"overload,omitempty"`
+}
+
+// OperationCost is one store operation's statements and transactions per fire.
+type OperationCost struct {
+	StatementsPerFire   float64 `json:"statements_per_fire"`
+	TransactionsPerFire float64 `json:"transactions_per_fire"`
+}
+
+// OperationsTable prints Operations, the costliest in transactions first.
+func (r Result) OperationsTable() string {
+	names := make([]string, 0, len(r.Operations))
+	for k := range r.Operations {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		x, y := r.Operations[a], r.Operations[b]
+		if c := cmp.Compare(y.TransactionsPerFire, x.TransactionsPerFire); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(y.StatementsPerFire, x.StatementsPerFire); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%8s %8s  operation\n", "tx/fire", "st/fire")
+	for _, n := range names {
+		c := r.Operations[n]
+		fmt.Fprintf(&b, "%8.3f %8.3f  %s\n", c.TransactionsPerFire, c.StatementsPerFire, n)
+	}
+	return b.String()
 }
 
 func (r Result) String() string {
@@ -97,6 +144,9 @@ func (r Result) String() string {
 	if r.Scenario == "remote" {
 		s += fmt.Sprintf(" incomplete=%d", r.Incomplete)
 	}
+	if r.Overload != nil {
+		s += " " + r.Overload.String()
+	}
 	return s + fmt.Sprintf(" stmts/fire=%.2f tx/fire=%.2f cpu-s/1k=%.3f rss=%.0fMiB",
 		r.StatementsPerFire, r.TransactionsPerFire, r.CPUPer1000Fires, r.RSSMiB)
 }
@@ -113,18 +163,40 @@ type fire struct {
 	execution int64
 }
 
-// recorder is the scenarios' dispatcher: it notes every fire and returns at once.
+// recorder is the scenarios' dispatcher: it notes every fire and returns, after work.
 type recorder struct {
-	mu    sync.Mutex
-	fires []fire
+	work time.Duration // Options.Work
+
+	mu       sync.Mutex
+	fires    []fire
+	inFlight int
 }
 
-func (r *recorder) Dispatch(_ context.Context, f *engine.Fire) engine.Result {
+func (r *recorder) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	r.fires = append(r.fires, fire{trigger: f.Execution.TriggerID, scheduledAt: f.Execution.ScheduledAt, startedAt: now})
+	r.inFlight++
+	r.mu.Unlock()
+	if r.work > 0 {
+		t := time.NewTimer(r.work)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	r.mu.Lock()
+	r.inFlight--
 	r.mu.Unlock()
 	return engine.Result{}
+}
+
+// busy reports whether a handler is running.
+func (r *recorder) busy() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inFlight > 0
 }
 
 func (r *recorder) add(f fire) {
@@ -148,6 +220,8 @@ type cluster struct {
 	children []child
 	// remote, when set, makes the nodes servers whose fires run on executors over HTTP.
 	remote *remoteRig
+	// beats, when set, times the engines' heartbeat writes (the overload scenario).
+	beats *beatLog
 }
 
 type child struct {
@@ -162,9 +236,13 @@ func openCluster(ctx context.Context, opts Options) (*cluster, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &cluster{opts: opts, rec: &recorder{}}
+	c := &cluster{opts: opts, rec: &recorder{work: opts.Work}}
+	var storeOpts []sqlstore.Option
+	if opts.Operations {
+		storeOpts = append(storeOpts, sqlstore.WithOperationCounts())
+	}
 	for range opts.Nodes {
-		st, err := sqlstore.Open(ctx, opts.DSN)
+		st, err := sqlstore.Open(ctx, opts.DSN, storeOpts...)
 		if err != nil {
 			c.close()
 			return nil, err
@@ -187,6 +265,9 @@ func (c *cluster) start(ctx context.Context) error {
 	for i, st := range c.stores {
 		ec := c.opts.Engine
 		ec.Store, ec.Dispatcher, ec.NodeID, ec.Logger = st, c.rec, fmt.Sprintf("bench-%d-%d", i, stamp), c.opts.Logger
+		if c.beats != nil {
+			ec.Store = &timedBeats{Store: st, log: c.beats}
+		}
 		e, err := engine.New(ec)
 		if err != nil {
 			return err
@@ -313,6 +394,15 @@ func (c *cluster) storeStats() sqlstore.Stats {
 		x := st.Stats()
 		s.Statements += x.Statements
 		s.Transactions += x.Transactions
+		for k, v := range x.ByOperation {
+			if s.ByOperation == nil {
+				s.ByOperation = map[string]sqlstore.OpCount{}
+			}
+			sum := s.ByOperation[k]
+			sum.Statements += v.Statements
+			sum.Transactions += v.Transactions
+			s.ByOperation[k] = sum
+		}
 	}
 	return s
 }
@@ -433,4 +523,15 @@ func costs(res *Result, fires int, before, after sqlstore.Stats, cpu time.Durati
 	res.TransactionsPerFire = float64(after.Transactions-before.Transactions) / float64(fires)
 	res.CPUPer1000Fires = cpu.Seconds() * 1000 / float64(fires)
 	res.RSSMiB = maxRSSMiB()
+	for k, v := range after.ByOperation {
+		was := before.ByOperation[k]
+		st, tx := v.Statements-was.Statements, v.Transactions-was.Transactions
+		if st == 0 && tx == 0 {
+			continue
+		}
+		if res.Operations == nil {
+			res.Operations = map[string]OperationCost{}
+		}
+		res.Operations[k] = OperationCost{StatementsPerFire: float64(st) / float64(fires), TransactionsPerFire: float64(tx) / float64(fires)}
+	}
 }

@@ -265,6 +265,153 @@ func (e *executor) ExecutionsDispatchAccepted(ctx context.Context, o store.Owner
 	return n > 0, err
 }
 
+// ExecutionsRecordDispatches writes the batch's dispatch records with a statement per kind
+// and owner, each its own transaction (no BEGIN and COMMIT round trips: every record is a
+// compare-and-set of its own, and the batch need not apply as one): the sends (on MySQL, which
+// has no UPDATE ... RETURNING, a transaction that locks the rows and updates them), then
+// the acceptances. A second send of one run in the batch is written after the first.
+func (e *executor) ExecutionsRecordDispatches(ctx context.Context, recs []store.DispatchRecord) ([]bool, error) {
+	ok := make([]bool, len(recs))
+	sends, accepted := map[store.Owner][]store.DispatchRecord{}, map[store.Owner][]int64{}
+	var again []int
+	seen := map[int64]bool{}
+	for i, r := range recs {
+		switch {
+		case r.Accepted:
+			accepted[r.Owner] = append(accepted[r.Owner], r.ID)
+		case seen[r.ID]:
+			again = append(again, i)
+		default:
+			seen[r.ID] = true
+			sends[r.Owner] = append(sends[r.Owner], r)
+		}
+	}
+	won := map[int64]bool{}
+	for o, rs := range sends {
+		var got []int64
+		var err error
+		if e.d().kind == mysqlKind {
+			err = e.retryDeadlock(ctx, func(e *executor) error {
+				got, err = e.setDispatches(ctx, o, rs)
+				return err
+			})
+		} else {
+			got, err = e.setDispatches(ctx, o, rs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: record the dispatch of %d executions: %w", len(rs), err)
+		}
+		for _, id := range got {
+			won[id] = true
+		}
+	}
+	for _, i := range again {
+		r := recs[i]
+		var err error
+		if ok[i], err = e.ExecutionsSetDispatch(ctx, r.Owner, r.ID, r.Address, r.Instance, r.ShardIndex, r.ShardTotal, r.Message); err != nil {
+			return nil, err
+		}
+	}
+	wonAccepted := map[store.Owner]map[int64]bool{}
+	for o, ids := range accepted {
+		owned, args := ownedBy(o)
+		got, err := e.casExecutions(ctx, "executions_live", ids, "trigger_code = ?", []any{store.DispatchAccepted},
+			"state = 'running' AND "+owned, args)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: record that %d executions were accepted: %w", len(ids), err)
+		}
+		set := make(map[int64]bool, len(got))
+		for _, id := range got {
+			set[id] = true
+		}
+		wonAccepted[o] = set
+	}
+	seen = map[int64]bool{}
+	for i, r := range recs {
+		switch {
+		case r.Accepted:
+			ok[i] = wonAccepted[r.Owner][r.ID]
+		case !seen[r.ID]:
+			seen[r.ID] = true
+			ok[i] = won[r.ID]
+		}
+	}
+	return ok, nil
+}
+
+var dispatchCols = []string{"id", "address", "instance", "shard_index", "shard_total", "msg"}
+
+// dispatchSet is ExecutionsSetDispatch's SET list, from the batch u onto t.
+func (e *executor) dispatchSet() string {
+	return "executor_address = u.address, executor_instance = u.instance, shard_index = u.shard_index," +
+		" shard_total = u.shard_total, trigger_msg = u.msg," +
+		" executor_app = COALESCE((SELECT app FROM jobs WHERE jobs.id = t.job_id), ''), dispatched_at = " + e.d().nowMillis()
+}
+
+// setDispatches records the sends of o's running executions rs (distinct ids) with one
+// statement, and returns the ids it recorded.
+func (e *executor) setDispatches(ctx context.Context, o store.Owner, rs []store.DispatchRecord) ([]int64, error) {
+	switch e.d().kind {
+	case postgres:
+		ids, idx, total := make([]int64, len(rs)), make([]int64, len(rs)), make([]int64, len(rs))
+		addr, inst, msg := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
+		for i, r := range rs {
+			ids[i], addr[i], inst[i], idx[i], total[i], msg[i] = r.ID, r.Address, r.Instance, int64(r.ShardIndex), int64(r.ShardTotal), r.Message
+		}
+		return scanInt64s(e.query(ctx, "UPDATE executions_live AS t SET "+e.dispatchSet()+
+			" FROM unnest(?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[]) AS u("+strings.Join(dispatchCols, ", ")+")"+
+			" WHERE t.id = u.id AND t.state = 'running' AND t.node = ? AND t.incarnation = ? RETURNING t.id",
+			ids, addr, inst, idx, total, msg, o.Node, o.Incarnation))
+	case sqlite:
+		var won []int64
+		for _, c := range chunks(len(rs)) {
+			got, err := scanInt64s(e.query(ctx, "WITH "+e.d().valuesTable(dispatchCols, c[1]-c[0])+
+				" UPDATE executions_live AS t SET "+e.dispatchSet()+" FROM u"+
+				" WHERE t.id = u.id AND t.state = 'running' AND t.node = ? AND t.incarnation = ? RETURNING id",
+				append(dispatchArgs(rs[c[0]:c[1]]), o.Node, o.Incarnation)...))
+			if err != nil {
+				return won, err
+			}
+			won = append(won, got...)
+		}
+		return won, nil
+	}
+	// MySQL: lock the rows that are o's and running (as casExecutions does, through the
+	// primary key), then update those from the batch.
+	var won []int64
+	for _, c := range chunks(len(rs)) {
+		batch := rs[c[0]:c[1]]
+		ids := make([]int64, len(batch))
+		for i, r := range batch {
+			ids[i] = r.ID
+		}
+		in, idArgs := inList(ids)
+		got, err := scanInt64s(e.query(ctx, "SELECT id FROM executions_live FORCE INDEX (PRIMARY) WHERE id IN "+in+
+			" AND state = 'running' AND node = ? AND incarnation = ? ORDER BY id"+e.d().lock(), append(idArgs, o.Node, o.Incarnation)...))
+		if err != nil {
+			return won, err
+		}
+		if len(got) == 0 {
+			continue
+		}
+		lockedIn, lockedArgs := inList(got)
+		if _, err := e.exec(ctx, "UPDATE "+e.d().valuesTable(dispatchCols, len(batch))+" STRAIGHT_JOIN executions_live AS t ON t.id = u.id SET "+
+			qualifySet(e.dispatchSet())+" WHERE t.id IN "+lockedIn, append(dispatchArgs(batch), lockedArgs...)...); err != nil {
+			return won, err
+		}
+		won = append(won, got...)
+	}
+	return won, nil
+}
+
+func dispatchArgs(rs []store.DispatchRecord) []any {
+	args := make([]any, 0, len(rs)*len(dispatchCols))
+	for _, r := range rs {
+		args = append(args, r.ID, r.Address, r.Instance, r.ShardIndex, r.ShardTotal, r.Message)
+	}
+	return args
+}
+
 // ExecutionsLoseOnExecutor ends the instance's running executions as lost (through
 // executions_live_executor_idx); a result that arrives first wins, and its execution is not
 // returned.

@@ -74,6 +74,7 @@ type config struct {
 	noReturning bool
 
 	statements, transactions atomic.Int64 // see Stats
+	byOp                     *opCounts    // WithOperationCounts; nil counts no operations
 }
 
 // Stats counts the work a Store gave its database since it was opened.
@@ -83,11 +84,17 @@ type Stats struct {
 	// Transactions counts explicit transactions and the statements sent outside one (each
 	// its own transaction).
 	Transactions int64
+	// ByOperation splits them by operation (WithOperationCounts; nil without it).
+	ByOperation map[string]OpCount
 }
 
 // Stats returns the store's counters; benchmarks divide them by the fires they saw.
 func (s *Store) Stats() Stats {
-	return Stats{Statements: s.cfg.statements.Load(), Transactions: s.cfg.transactions.Load()}
+	st := Stats{Statements: s.cfg.statements.Load(), Transactions: s.cfg.transactions.Load()}
+	if s.cfg.byOp != nil {
+		st.ByOperation = s.cfg.byOp.snapshot()
+	}
+	return st
 }
 
 // Open connects to the database named by dsnStr and picks the dialect from it:
@@ -335,6 +342,9 @@ func (c *config) begin(ctx context.Context) (*sql.Tx, error) {
 		return nil, fmt.Errorf("sqlstore: begin: %w", err)
 	}
 	c.transactions.Add(1)
+	if c.byOp != nil {
+		c.byOp.add(false, true)
+	}
 	return tx, nil
 }
 
@@ -394,6 +404,9 @@ func (e *executor) count() {
 	e.cfg.statements.Add(1)
 	if e.tx == nil {
 		e.cfg.transactions.Add(1)
+	}
+	if e.cfg.byOp != nil {
+		e.cfg.byOp.add(true, e.tx == nil)
 	}
 }
 

@@ -224,3 +224,59 @@ func mustLease(t *testing.T, s store.Store, name, holder string, ttl time.Durati
 	noErr(t, err)
 	return l, held
 }
+
+// testRecordDispatches checks the batched dispatch write: each record is the compare-and-set
+// its one-run form makes (on state running and the record's owner), reported in order.
+func testRecordDispatches(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a, b := store.Owner{Node: "n", Incarnation: "a"}, store.Owner{Node: "m", Incarnation: "b"}
+	mk := func(o store.Owner, state store.ExecutionState, at int64) *store.Execution {
+		return &store.Execution{JobID: 1, TriggerID: 1, ScheduledAt: at, Cause: store.CauseSchedule, Node: o.Node,
+			Incarnation: o.Incarnation, State: state}
+	}
+	aRun, aSent, aAcq, bRun, bSent := mk(a, store.ExecRunning, 1), mk(a, store.ExecRunning, 2), mk(a, store.ExecAcquired, 3),
+		mk(b, store.ExecRunning, 4), mk(b, store.ExecRunning, 5)
+	get(s.ExecutionsInsert(ctx, []*store.Execution{aRun, aSent, aAcq, bRun, bSent})).ok(t)
+	equal(t, "empty batch", len(get(s.ExecutionsRecordDispatches(ctx, nil)).ok(t)), 0)
+
+	got := get(s.ExecutionsRecordDispatches(ctx, []store.DispatchRecord{
+		{Owner: b, ID: bRun.ID, Address: "http://x:2", Instance: "i2", ShardIndex: 1, ShardTotal: 2, Message: "shard 1/2"},
+		{Owner: a, ID: aRun.ID, Address: "http://x:1", Instance: "i1", ShardTotal: 1, Message: "sent to x:1"},
+		{Owner: b, ID: aSent.ID, Address: "http://gone:1", Message: "not b's"},
+		{Owner: a, ID: aAcq.ID, Address: "http://x:1", Message: "not running"},
+		{Owner: a, ID: aSent.ID, Address: "http://x:1", Instance: "i1", ShardTotal: 1, Message: "sent"},
+	})).ok(t)
+	equal(t, "sends", fmt.Sprint(got), "[true true false false true]")
+	x := get(s.ExecutionGet(ctx, aRun.ID)).ok(t)
+	equal(t, "address", x.ExecutorAddress, "http://x:1")
+	equal(t, "message", x.TriggerMsg, "sent to x:1")
+	d := get(s.ExecutionDispatchedTo(ctx, bRun.ID)).ok(t)
+	equal(t, "instance", d.Instance, "i2")
+	equal(t, "shard", get(s.ExecutionGet(ctx, bRun.ID)).ok(t).ShardIndex, 1)
+	equal(t, "not sent by another life", get(s.ExecutionGet(ctx, aSent.ID)).ok(t).TriggerMsg, "sent")
+
+	// Acceptances, mixed with a send, of two owners, one not running and one not the owner's.
+	got = get(s.ExecutionsRecordDispatches(ctx, []store.DispatchRecord{
+		{Owner: a, ID: aRun.ID, Accepted: true},
+		{Owner: b, ID: bSent.ID, Address: "http://x:2", Message: "sent"},
+		{Owner: b, ID: bRun.ID, Accepted: true},
+		{Owner: a, ID: aAcq.ID, Accepted: true},
+		{Owner: a, ID: bSent.ID, Accepted: true},
+	})).ok(t)
+	equal(t, "acceptances", fmt.Sprint(got), "[true true true false false]")
+	equal(t, "accepted a", get(s.ExecutionGet(ctx, aRun.ID)).ok(t).TriggerCode, store.DispatchAccepted)
+	equal(t, "accepted b", get(s.ExecutionGet(ctx, bRun.ID)).ok(t).TriggerCode, store.DispatchAccepted)
+	if c := get(s.ExecutionGet(ctx, bSent.ID)).ok(t).TriggerCode; c == store.DispatchAccepted {
+		t.Fatalf("accepted by another life: trigger code %d", c)
+	}
+	// Two sends of one run in a batch (the executor restarted: sent again to its new
+	// instance) apply in order.
+	got = get(s.ExecutionsRecordDispatches(ctx, []store.DispatchRecord{
+		{Owner: a, ID: aSent.ID, Address: "http://x:1", Instance: "i1", Message: "first"},
+		{Owner: a, ID: aSent.ID, Address: "http://x:1", Instance: "i9", Message: "again"},
+	})).ok(t)
+	equal(t, "sent twice", fmt.Sprint(got), "[true true]")
+	equal(t, "sent again", get(s.ExecutionDispatchedTo(ctx, aSent.ID)).ok(t).Instance, "i9")
+	// An accepted run is the executor's: the node's recovery leaves it running.
+	sameIDs(t, "lost", ids(get(s.ExecutionsLoseRunning(ctx, a)).ok(t), executionID), []int64{aSent.ID})
+}

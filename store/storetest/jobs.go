@@ -14,7 +14,7 @@ func testJobs(t *testing.T, s store.Store) {
 	j := &store.Job{Group: "billing", Name: "invoice", Description: "monthly", TargetKind: store.TargetRemote,
 		Handler: "invoiceHandler", App: "billing-app", Params: "--all", Data: map[string]any{"k": "v", "n": 1.5},
 		Concurrency: store.ConcurrencySerial, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
-		MaxRetries: 3, RetryBackoffMs: 500, Routing: "round_robin", AlarmTargets: []string{"ops@example.com"},
+		MaxRetries: 3, RetryBackoffMs: 500, DispatchTimeoutMs: 15000, Routing: "round_robin", AlarmTargets: []string{"ops@example.com"},
 		AlarmPolicy: store.AlarmPolicy{Threshold: 3, WindowMs: 60000, SilenceMs: 120000, Recovery: true},
 		ChildJobIDs: []int64{7, 8}, Enabled: true, ParamsSecret: true}
 	noErr(t, s.JobInsert(ctx, j))
@@ -38,11 +38,11 @@ func testJobs(t *testing.T, s store.Store) {
 	err := s.JobInsert(ctx, &store.Job{Group: "billing", Name: "invoice", TargetKind: store.TargetLocal})
 	wantErr(t, err, store.ErrAlreadyExists)
 
-	j.Description, j.Data, j.Enabled, j.AlarmTargets, j.ParamsSecret = "weekly", nil, false, nil, false
+	j.Description, j.Data, j.Enabled, j.AlarmTargets, j.ParamsSecret, j.DispatchTimeoutMs = "weekly", nil, false, nil, false, 2500
 	j.AlarmPolicy = store.AlarmPolicy{}
 	noErr(t, s.JobUpdate(ctx, j))
 	got = get(s.JobGet(ctx, j.ID)).ok(t)
-	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil || got.ParamsSecret {
+	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil || got.ParamsSecret || got.DispatchTimeoutMs != 2500 {
 		t.Fatalf("after JobUpdate: %+v", got)
 	}
 	noErr(t, s.JobSetData(ctx, j.ID, map[string]any{"count": 2.0}))

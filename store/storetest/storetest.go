@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Logs", func(t *testing.T) { t.Parallel(); testLogs(t, open(t)) })
 	t.Run("Nodes", func(t *testing.T) { t.Parallel(); testNodes(t, open(t)) })
 	t.Run("Fencing", func(t *testing.T) { t.Parallel(); testFencing(t, open(t)) })
+	t.Run("RecordDispatches", func(t *testing.T) { t.Parallel(); testRecordDispatches(t, open(t)) })
 	t.Run("Leases", func(t *testing.T) { t.Parallel(); testLeases(t, open(t)) })
 	t.Run("Apps", func(t *testing.T) { t.Parallel(); testApps(t, open(t)) })
 	t.Run("Registry", func(t *testing.T) { t.Parallel(); testRegistry(t, open(t)) })

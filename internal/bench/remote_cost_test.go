@@ -1,0 +1,41 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/internal/testdb"
+)
+
+// TestRemoteTransactionsPerFire runs the remote scenario with the store's operation counts
+// and logs where its statements and transactions per fire go (docs/performance.md, "Remote
+// path: transactions per fire", quotes such runs).
+func TestRemoteTransactionsPerFire(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			opts := Options{DSN: testdb.DSN(t, dialect), Logger: log, Operations: true}
+			triggers := 400
+			if n, err := strconv.Atoi(os.Getenv("SUNDIAL_BENCH_TRIGGERS")); err == nil && n > 0 {
+				triggers = n // a heavier run, by hand: docs/performance.md
+			}
+			cfg := RemoteConfig{SteadyConfig: SteadyConfig{Triggers: triggers, Interval: time.Second,
+				Warmup: time.Second, Duration: 3 * time.Second}, Executors: 2}
+			if testdb.RaceEnabled {
+				cfg.Triggers = 100
+			}
+			r, err := Remote(context.Background(), opts, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s\n%s", r, r.OperationsTable())
+			if r.Fires == 0 || len(r.Operations) == 0 {
+				t.Fatalf("nothing measured: %s", r)
+			}
+		})
+	}
+}
