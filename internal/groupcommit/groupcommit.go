@@ -136,7 +136,7 @@ func (b *Batcher[Req, Res]) writeBatch(ctx context.Context, batch []*request[Req
 		timeout = 30 * time.Second
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
-	res, err := b.Write(wctx, reqs)
+	res, err := b.write(wctx, reqs)
 	cancel()
 	if err == nil && len(res) != len(batch) {
 		err = fmt.Errorf("groupcommit: %d outcomes for a batch of %d", len(res), len(batch))
@@ -149,4 +149,16 @@ func (b *Batcher[Req, Res]) writeBatch(ctx context.Context, batch []*request[Req
 		}
 		close(q.done)
 	}
+}
+
+// write calls Write, turning a panic into the batch's error: the callers (HTTP handlers,
+// whose panics net/http recovers) must get an answer, and the Batcher must not stay marked
+// as writing with nobody writing, which would strand every later request.
+func (b *Batcher[Req, Res]) write(ctx context.Context, reqs []Req) (res []Res, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("groupcommit: the batch's write panicked: %v", r)
+		}
+	}()
+	return b.Write(ctx, reqs)
 }

@@ -138,3 +138,23 @@ func TestBatchBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestPanickingWriteFailsItsBatchOnly: a Write that panics fails its batch's requests with an
+// error, and the next request is written as usual (the batcher is not left marked as writing).
+func TestPanickingWriteFailsItsBatchOnly(t *testing.T) {
+	calls := 0
+	b := &Batcher[int, int]{Write: func(_ context.Context, batch []int) ([]int, error) {
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return batch, nil
+	}}
+	if _, err := b.Do(context.Background(), 1); err == nil {
+		t.Fatal("the panicking write's request got no error")
+	}
+	got, err := b.Do(context.Background(), 2)
+	if err != nil || got != 2 {
+		t.Fatalf("the next request: %d, %v; want 2, nil", got, err)
+	}
+}
