@@ -138,7 +138,9 @@ func (d *dialect) upsertOwn(key, own, first string, cols ...string) string {
 	if d.kind != mysqlKind {
 		return d.upsertWith(key, first, cols...)
 	}
-	mine := func(col, set string) string { return col + " = IF(" + own + " <=> VALUES(" + own + "), " + set + ", " + col + ")" }
+	mine := func(col, set string) string {
+		return col + " = IF(" + own + " <=> VALUES(" + own + "), " + set + ", " + col + ")"
+	}
 	var sets []string
 	if col, set, ok := strings.Cut(first, " = "); ok {
 		sets = append(sets, mine(col, set))
