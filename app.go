@@ -108,8 +108,9 @@ func tokenUnshared(ctx context.Context, q store.Querier, name, hash string) erro
 	}
 	for _, other := range apps {
 		if other.Name != name && subtle.ConstantTimeCompare([]byte(other.XXLTokenHash), []byte(hash)) == 1 {
-			return fmt.Errorf("sundial: app %s: %w", name,
-				schedule.Fieldf("xxl_access_token", "app %s has this access token: give each app's executors a token of their own", other.Name))
+			// As the database's unique key refuses it when two apps race for one token.
+			return fmt.Errorf("sundial: app %s: %w: give each app's executors a token of their own", name,
+				&store.ExistsError{Kind: "xxl-job access token of app", Key: name, Field: "xxl_access_token", Holder: "app " + other.Name})
 		}
 	}
 	return nil

@@ -107,7 +107,8 @@ func (e *Engine) replaceElsewhere(ctx context.Context, o store.Owner, job int64)
 // later fires keep queueing behind it here.
 func (e *Engine) waitBusy(l *lifecycle, f *Fire) {
 	e.signals.fireBusy(f.Execution.ID)
-	pf := &pendingFire{exec: f.Execution, priority: 5, admitted: true}
+	pf := requeued(f)
+	pf.admitted = true
 	go func() {
 		if e.sleep(l.ctx, busyRetryDelay, nil) {
 			l.fires.push(pf)

@@ -196,7 +196,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 		}
 		switch {
 		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
-			follow = append(follow, nextAttempt(ex, store.CauseRetry, cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
+			follow = append(follow, e.followUp(job, ex, store.CauseRetry, cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
 		case cp.state == store.ExecSucceeded:
 			for _, child := range job.ChildJobIDs {
 				follow = append(follow, &store.Execution{JobID: child, ScheduledAt: cp.finished.UnixMilli(),

@@ -37,7 +37,7 @@ func (c *concurrency) admit(f *Fire) admission {
 		return admitHeld
 	}
 	return c.t.Admit(f.Job.ID, f.Execution.ID, jobrun.Policy(f.Job.Concurrency),
-		&pendingFire{exec: f.Execution, priority: 5}, errReplaced)
+		requeued(f), errReplaced)
 }
 
 // running records how to cancel a started fire (for replace).

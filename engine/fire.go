@@ -219,7 +219,9 @@ func (e *Engine) claimAdmitted(l *lifecycle, batch []admitted, now time.Time) (c
 				retry = append(retry, next)
 			}
 		}
-		retry = append(retry, &pendingFire{exec: a.fire.Execution, priority: 5, unsure: true, missed: a.why})
+		pf := requeued(a.fire)
+		pf.unsure, pf.missed = true, a.why
+		retry = append(retry, pf)
 	}
 	e.retryLater(l, retry)
 	return c, false

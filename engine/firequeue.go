@@ -30,6 +30,13 @@ type pendingFire struct {
 // due is the millisecond the fire starts: its scheduled time, or later under a quota.
 func (f *pendingFire) due() int64 { return max(f.exec.ScheduledAt, f.notBefore) }
 
+// requeued is f as it goes back to be started again (its claim failed, its job's run ends,
+// its job ran on another node): it keeps its quota slot, or it would start ahead of it, and
+// its trace start.
+func requeued(f *Fire) *pendingFire {
+	return &pendingFire{exec: f.Execution, priority: 5, notBefore: f.notBefore, acquiredAt: f.acquiredAt}
+}
+
 // fireQueue is the in-memory heap of acquired fires, earliest first and, at the same
 // millisecond, highest priority first. The firer sleeps until its head is due; changed tells
 // it that a new head arrived.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -100,9 +101,9 @@ func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Ex
 		}
 		switch {
 		case cause == lostWithNode && job.RequestsRecovery:
-			follow = append(follow, nextAttempt(ex, store.CauseRecovery, ex.ScheduledAt))
+			follow = append(follow, e.followUp(job, ex, store.CauseRecovery, ex.ScheduledAt))
 		case cause == lostWithExecutor && ex.Attempt < job.MaxRetries:
-			follow = append(follow, nextAttempt(ex, store.CauseRetry, now.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
+			follow = append(follow, e.followUp(job, ex, store.CauseRetry, now.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
 		case len(job.AlarmTargets) > 0:
 			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
 		}
@@ -131,6 +132,21 @@ func nextAttempt(ex *store.Execution, cause store.ExecutionCause, scheduledAt in
 		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID}
 }
 
+// followUp is nextAttempt of a run of job, its params kept as the run keeps them: sealed when
+// the job's params are secret. A run-now's stored before such params were sealed, or before
+// the job's became secret, are in clear, and are sealed before they are copied again; without
+// a key to seal them they stay as they were (the API masks them).
+func (e *Engine) followUp(job *store.Job, ex *store.Execution, cause store.ExecutionCause, scheduledAt int64) *store.Execution {
+	next := nextAttempt(ex, cause, scheduledAt)
+	if !job.ParamsSecret || next.Params == "" || secret.Sealed(next.Params) || e.cfg.Secrets == nil {
+		return next
+	}
+	if sealed, err := e.cfg.Secrets.Seal(next.Params); err == nil {
+		next.Params = sealed
+	}
+	return next
+}
+
 // StateError refuses an operation because of the state of what it acts on (HTTP 409).
 type StateError struct{ Msg string }
 
@@ -149,10 +165,11 @@ func (e *Engine) Retry(ctx context.Context, executionID int64) (*store.Execution
 	if !x.State.Terminal() {
 		return nil, &StateError{fmt.Sprintf("execution %d is %s: only an ended execution can be retried", executionID, x.State)}
 	}
-	if _, err := e.store.JobGet(ctx, x.JobID); err != nil {
+	job, err := e.store.JobGet(ctx, x.JobID)
+	if err != nil {
 		return nil, fmt.Errorf("retry execution %d: job %d: %w", executionID, x.JobID, err)
 	}
-	retry := nextAttempt(x, store.CauseRetry, e.clock.Now().UnixMilli())
+	retry := e.followUp(job, x, store.CauseRetry, e.clock.Now().UnixMilli())
 	var dups []*store.Execution
 	// In store.InTx so the caller's audit entry (store.WithAudit) commits with the retry.
 	err = store.InTx(ctx, e.store, func(q store.Querier) (err error) {

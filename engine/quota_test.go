@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,4 +154,79 @@ func TestAppFireRateQuota(t *testing.T) {
 			t.Errorf("QuotaDelayed = %d, want 8 (12 fires, 4 on time)", n)
 		}
 	})
+}
+
+// TestFireRateSlotKeptAfterFailedClaim: a fire the quota delays keeps its slot when its claim
+// fails and is retried. Under a quota of 1 per second two fires due together get slots 1 s
+// apart; with a StartLead longer than the claim's retry pause, both are claimed well ahead of
+// their slots, and each one's first claim fails. Before the fix the retried fire had
+// lost its delay and started with the first, at its scheduled time.
+func TestFireRateSlotKeptAfterFailedClaim(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := &claimFailsOnce{Store: openStore(t, dialect), seen: map[int64]bool{}}
+		clk := clock.NewFake(t0)
+		rec := newRecorder()
+		type start struct {
+			slot int64 // the start the fire was given: its scheduled time or its quota slot
+			at   time.Time
+		}
+		starts := make(chan start, 4)
+		rec.behave = func(_ context.Context, f *Fire) Result {
+			starts <- start{max(f.Execution.ScheduledAt, f.notBefore), clk.Now()}
+			return Result{}
+		}
+		e := newEngine(t, st, rec, "node", clk, func(c *Config) {
+			c.PollInterval, c.LookAhead, c.StartLead = 100*time.Millisecond, 3*time.Second, time.Second
+			c.HeartbeatInterval, c.NodeTimeout, c.Acquirers = time.Hour, 2*time.Hour, 1
+			c.AppFiresPerSecond = 1
+		})
+		n := &fakeNode{t: t, st: st, clk: clk, e: e, rec: rec}
+		job := insertJob(t, st, "job", nil)
+		due := t0.Add(2 * time.Second)
+		insertTrigger(t, st, job, "a", schedule.Simple{}, due, nil)
+		insertTrigger(t, st, job, "b", schedule.Simple{}, due, nil)
+		n.start()
+
+		n.advance(3 * time.Second) // the claims fail, are retried, and the fires run
+		if st.failed.Load() != 2 {
+			t.Fatalf("%d claims failed, want one of each fire", st.failed.Load())
+		}
+		got := waitFor(t, "the two fires", starts, 2)
+		n.completed(2)
+		slices.SortFunc(got, func(a, b start) int { return int(a.slot - b.slot) })
+		if got[0].slot != ms(due) || got[1].slot != ms(due)+rateWindow.Milliseconds() {
+			t.Fatalf("start slots %d and %d ms after the due time, want 0 and %d: the retried claim lost the quota's delay",
+				got[0].slot-ms(due), got[1].slot-ms(due), rateWindow.Milliseconds())
+		}
+		for _, s := range got {
+			if s.at.Before(time.UnixMilli(s.slot)) {
+				t.Fatalf("a fire started at %v, before its slot %v", s.at, time.UnixMilli(s.slot))
+			}
+		}
+	})
+}
+
+// claimFailsOnce is the real store, except that the first claim of each fire fails before
+// the statement reaches the database.
+type claimFailsOnce struct {
+	store.Store
+	mu     sync.Mutex
+	seen   map[int64]bool
+	failed atomic.Int32
+}
+
+func (s *claimFailsOnce) ExecutionsMarkRunning(ctx context.Context, o store.Owner, ids []int64, firedAt int64) ([]int64, error) {
+	s.mu.Lock()
+	fresh := false
+	for _, id := range ids {
+		if !s.seen[id] {
+			s.seen[id], fresh = true, true
+		}
+	}
+	s.mu.Unlock()
+	if fresh {
+		s.failed.Add(1)
+		return nil, errors.New("connection reset (before the statement)")
+	}
+	return s.Store.ExecutionsMarkRunning(ctx, o, ids, firedAt)
 }

@@ -48,7 +48,7 @@ func ErrorOf(err error) (e *api.Error, known bool) {
 		return ae, true
 	case errors.As(err, &ee):
 		// Its own message: the clauses the callers wrapped it in repeat its name.
-		return &apiError{Status: http.StatusConflict, Code: "already_exists", Message: ee.Error()}, true
+		return &apiError{Status: http.StatusConflict, Code: "already_exists", Field: ee.Field, Message: ee.Error()}, true
 	case errors.As(err, &fe):
 		// The scheduler's checks name the field as the API does; its message is the cause
 		// alone, as the field is reported beside it.

@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,12 +93,20 @@ func TestAppCredentialCannotSteerAnotherAppsExecutor(t *testing.T) {
 			t.Fatalf("audit entries %+v: want one refused registration of %s by alpha", audit.Items, beta.Address())
 		}
 
-		// The registry is told anyway (as if alpha had registered the address first), for an
-		// instance alpha made up: the run is signed for alpha and that instance.
+		// The registry is told anyway (as if alpha had registered the address first, between
+		// two beats of beta's executor), for an instance alpha made up: the run is signed for
+		// alpha and that instance.
 		ctx := context.Background()
-		if err := e.st.RegistryBeat(ctx, "alpha", beta.Address(), inst("aaaa"), "", []string{"shell"}); err != nil {
-			t.Fatal(err)
-		}
+		eventually(t, "alpha's row at beta's address", func() bool {
+			if _, err := e.st.RegistryLeave(ctx, "beta", beta.Address()); err != nil {
+				t.Fatal(err)
+			}
+			err := e.st.RegistryBeat(ctx, "alpha", beta.Address(), inst("aaaa"), "", []string{"shell"})
+			if err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+				t.Fatal(err)
+			}
+			return err == nil
+		})
 		job := e.shellJob("alpha")
 		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, nil)
 		eventually(t, "alpha's run to fail", func() bool {
@@ -127,7 +137,15 @@ func TestAppCredentialCannotSteerAnotherAppsExecutor(t *testing.T) {
 			t.Fatalf("beta's executor ran %q", b)
 		}
 
-		// Beta's own run still runs there: the ledger works.
+		// Beta's own run still runs there, once its executor's beat took the address back:
+		// the ledger works.
+		eventually(t, "beta's executor registered again", func() bool {
+			at, err := e.st.RegistryAt(ctx, beta.Address(), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(at) == 1 && at[0].App == "beta"
+		})
 		bjob := e.shellJob("beta")
 		e.call("POST", "/api/v1/jobs/"+itoa(bjob)+"/run", nil, 202, nil)
 		eventually(t, "beta's run to succeed", func() bool {
@@ -213,5 +231,74 @@ func TestForgedResultWithVisibleInstance(t *testing.T) {
 		if !strings.Contains(lines[0].Message, "the real line") {
 			t.Fatalf("output %+v, want the real executor's line", lines)
 		}
+	})
+}
+
+// TestRegisterAddressRace: two apps' executors registering one new address at once (issue
+// 20's address squatting, as a race): the database's key on the address lets exactly one win;
+// the other is 409 naming the field, counted and audited. The winner's next beat, and a new
+// instance of the same app there (a restart), are taken.
+func TestRegisterAddressRace(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Minute)
+		creds := map[string]string{"alpha": credential(e, "alpha"), "beta": credential(e, "beta")}
+		const addr = "http://127.0.0.1:9"
+		body := func(app, instance string) map[string]any {
+			return map[string]any{"app": app, "address": addr, "instance": inst(instance), "handlers": []string{"h"}}
+		}
+		apps := []string{"alpha", "beta"}
+		answers := make([]*http.Response, 2)
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, app := range apps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				from := sender{app, inst(app + "-1")}
+				answers[i], errs[i] = e.executorSend(creds[app], from, instanceKey(from.instance), "register", body(app, app+"-1"))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		won := -1
+		for i, resp := range answers {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			defer resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusOK:
+				if won >= 0 {
+					t.Fatalf("both apps registered %s", addr)
+				}
+				won = i
+			case http.StatusConflict:
+				var b api.ErrorBody
+				mustDecode(t, resp, &b)
+				if b.Error.Field != "address" || !strings.Contains(b.Error.Message, addr) {
+					t.Fatalf("the loser's answer: %+v, want 409 naming the address", b.Error)
+				}
+			default:
+				t.Fatalf("register: status %d", resp.StatusCode)
+			}
+		}
+		if won < 0 {
+			t.Fatal("neither app registered the address")
+		}
+		if n := e.rejected(rejectAddressTaken); n != 1 {
+			t.Fatalf("rejected address_taken = %v, want 1", n)
+		}
+		var audit api.Page[api.AuditEntry]
+		e.call("GET", "/api/v1/audit?action=executor.register_refused", nil, 200, &audit)
+		if len(audit.Items) != 1 || audit.Items[0].Target != addr || !strings.Contains(audit.Items[0].Actor, apps[1-won]) {
+			t.Fatalf("audit entries %+v: want one refused registration by %s", audit.Items, apps[1-won])
+		}
+		winner := apps[won]
+		e.executorWith(creds[winner], sender{winner, inst(winner + "-1")}, "register", body(winner, winner+"-1"), 200, nil)
+		e.executorWith(creds[winner], sender{winner, inst(winner + "-2")}, "register", body(winner, winner+"-2"), 200, nil)
+		loser := apps[1-won]
+		e.executorWith(creds[loser], sender{loser, inst(loser + "-1")}, "register", body(loser, loser+"-1"), 409, nil)
 	})
 }

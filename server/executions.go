@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,49 @@ func toExecutionOut(x *store.Execution) api.Execution {
 		FinishedAt: api.Time(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal,
 		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: secret.Shown(x.Params),
 		OutputLost: x.OutputLost, IntervalStart: api.Time(x.IntervalStart), IntervalEnd: api.Time(x.IntervalEnd), BackfillID: x.BackfillID}
+}
+
+// hideSecretParams masks the params of the executions of jobs whose params are secret. Such
+// a job's run-now params are sealed when stored (sundial's runParams), which toExecutionOut
+// masks anyway; rows stored before that, or before the job's params became secret, hold them
+// in clear, and they leave the server no more than a sealed one. The job of a run must be
+// read for that (its row is the one that says), a page's jobs in one call.
+func (s *Server) hideSecretParams(ctx context.Context, xs ...*store.Execution) error {
+	inClear := func(x *store.Execution) bool { return x != nil && x.Params != "" && !secret.Sealed(x.Params) }
+	var ids []int64
+	for _, x := range xs {
+		if inClear(x) && !slices.Contains(ids, x.JobID) {
+			ids = append(ids, x.JobID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	jobs, err := s.store.JobsGet(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("jobs of executions with params: %w", err)
+	}
+	secretJob := map[int64]bool{}
+	for _, j := range jobs {
+		secretJob[j.ID] = j.ParamsSecret
+	}
+	for _, x := range xs {
+		if inClear(x) && secretJob[x.JobID] {
+			x.Params = secret.Mask
+		}
+	}
+	return nil
+}
+
+// hidingSecretParams is op, its execution's params hidden as hideSecretParams does.
+func hidingSecretParams[Req any](s *Server, op func(context.Context, *Req) (*store.Execution, error)) func(context.Context, *Req) (*store.Execution, error) {
+	return func(ctx context.Context, in *Req) (*store.Execution, error) {
+		x, err := op(ctx, in)
+		if err != nil || x == nil {
+			return x, err
+		}
+		return x, s.hideSecretParams(ctx, x)
+	}
 }
 
 // ExecutionQuery is a filter and page of the execution list.
@@ -108,7 +152,7 @@ func (s *Server) listExecutions(ctx context.Context, in *ExecutionQuery) (*Execu
 	}
 	page := &ExecutionPage{}
 	page.Executions, page.More = cut(xs, limit)
-	return page, nil
+	return page, s.hideSecretParams(ctx, page.Executions...)
 }
 
 func (s *Server) getExecution(ctx context.Context, in *ExecutionRef) (*store.Execution, error) {
@@ -172,7 +216,7 @@ func (s *Server) attempts(ctx context.Context, in *ExecutionRef) (*[]*store.Exec
 			cur = y
 		}
 	}
-	return &chain, nil
+	return &chain, s.hideSecretParams(ctx, chain...)
 }
 
 // The executions' HTTP binding.
@@ -296,6 +340,9 @@ func (s *Server) followOutput(w http.ResponseWriter, r *http.Request, x *store.E
 		}
 		// The state was read before the lines, so lines stored with the completion are sent.
 		if done {
+			if err := s.hideSecretParams(ctx, x); err != nil {
+				return s.endStream(ctx, err)
+			}
 			_ = send("end", "", toExecutionOut(x))
 			return nil
 		}

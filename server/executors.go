@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/store"
@@ -52,10 +51,9 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if in.Instance != senderOf(r).instance {
 		return invalidField("instance", "%q is not the instance the request proves (the %s header): a registration names its own instance", in.Instance, wire.HeaderInstance)
 	}
-	if err := s.checkRegistration(r, in.App, in.Address); err != nil {
-		return err
-	}
-	if err := s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Version, in.Handlers); err != nil {
+	if err := s.register(r, in.App, in.Address, func() error {
+		return s.store.RegistryBeat(r.Context(), in.App, in.Address, in.Instance, in.Version, in.Handlers)
+	}); err != nil {
 		return err
 	}
 	if err := s.checkHeld(r.Context(), in); err != nil {
@@ -69,39 +67,34 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// checkRegistration refuses to register app's executor at address when the server may not
-// call it there: outside --executor-networks (as a manual address), or held by a live
-// executor of another app. Runs, with their parameters, would go to the address; and a
-// credential of one app naming another app's executor would steer that executor's work
-// (which its executor refuses anyway, since every call is signed for the app). A refusal of
-// the second kind is written to the audit log: it is what an attacker would try.
-func (s *Server) checkRegistration(r *http.Request, app, address string) error {
+// register runs beat, the registry write of app's executor at address, when the server may
+// call it there: not outside --executor-networks (as a manual address), and not while another
+// app's executor holds the address (store.RegistryBeat decides that atomically: until that app
+// leaves or its silent row is swept, with its runs declared lost). Runs, with their
+// parameters, would go to the address; and a credential of one app naming another app's
+// executor would steer that executor's work (which its executor refuses anyway, since every
+// call is signed for the app). A refusal of the second kind is written to the audit log: it is
+// what an attacker would try.
+func (s *Server) register(r *http.Request, app, address string, beat func() error) error {
 	if err := s.allowedAddress(address); err != nil {
 		s.rejected.WithLabelValues(rejectAddressTaken).Inc()
 		return invalidField("address", "%v", err)
 	}
-	ctx := r.Context()
-	live, err := s.store.RegistryAt(ctx, address, dispatch.LiveIntervals*s.cfg.ExecutorHeartbeat)
-	if err != nil {
-		return err
+	err := beat()
+	var taken *store.ExistsError
+	if !errors.As(err, &taken) || taken.Field != "address" {
+		return err // nil too
 	}
-	for _, in := range live {
-		if in.App == app {
-			continue
-		}
-		s.rejected.WithLabelValues(rejectAddressTaken).Inc()
-		s.log.Warn("refused an executor registration at another app's executor address", "app", app, "address", address,
-			"held_by", in.App, "remote", r.RemoteAddr)
-		held, _ := json.Marshal(map[string]string{"held_by_app": in.App})
-		entry := &store.AuditEntry{Actor: "executor of " + app, Source: r.RemoteAddr, Action: "executor.register_refused",
-			TargetKind: "executor", Target: address, App: app, After: string(held)}
-		if err := s.store.AuditInsert(ctx, entry); err != nil {
-			return fmt.Errorf("audit the refused registration of %s at %s: %w", app, address, err)
-		}
-		return &apiError{Status: http.StatusConflict, Code: "already_exists",
-			Message: fmt.Sprintf("address %s is held by a live executor of another app: an executor address belongs to one app", address)}
+	s.rejected.WithLabelValues(rejectAddressTaken).Inc()
+	s.log.Warn("refused an executor registration at another app's executor address", "app", app, "address", address,
+		"held_by", taken.Holder, "remote", r.RemoteAddr)
+	held, _ := json.Marshal(map[string]string{"held_by": taken.Holder})
+	entry := &store.AuditEntry{Actor: "executor of " + app, Source: r.RemoteAddr, Action: "executor.register_refused",
+		TargetKind: "executor", Target: address, App: app, After: string(held)}
+	if aerr := s.store.AuditInsert(r.Context(), entry); aerr != nil {
+		return fmt.Errorf("audit the refused registration of %s at %s: %w", app, address, aerr)
 	}
-	return nil
+	return err
 }
 
 func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) error {

@@ -165,22 +165,7 @@ func (e *env) executorWith(token string, from sender, path string, body any, wan
 // which an attacker picks.
 func (e *env) executorProven(token string, from sender, key *execsign.InstanceKey, path string, body any, wantStatus int, out any) {
 	e.t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req, err := http.NewRequest("POST", e.url+"/api/v1/executor/"+path, bytes.NewReader(b))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(wire.HeaderApp, from.app)
-	req.Header.Set(wire.HeaderInstance, from.instance)
-	if key != nil {
-		key.Prove(req, req.URL.Path, b, from.app, time.Now())
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.executorSend(token, from, key, path, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -192,6 +177,27 @@ func (e *env) executorProven(token string, from sender, key *execsign.InstanceKe
 	if out != nil {
 		mustDecode(e.t, resp, out)
 	}
+}
+
+// executorSend sends a protocol request as executorProven does and returns the answer; it
+// may be called from any goroutine.
+func (e *env) executorSend(token string, from sender, key *execsign.InstanceKey, path string, body any) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest("POST", e.url+"/api/v1/executor/"+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(wire.HeaderApp, from.app)
+	req.Header.Set(wire.HeaderInstance, from.instance)
+	if key != nil {
+		key.Prove(req, req.URL.Path, b, from.app, time.Now())
+	}
+	return http.DefaultClient.Do(req)
 }
 
 func (e *env) register(app string, fe *fakeExecutor, handlers ...string) {

@@ -105,7 +105,7 @@ func (s *Server) newOps() *Ops {
 		ResumeJob: endpoint(s, ActOperate, byJob, s.resumeJob),
 		RunJob: endpoint(s, ActOperate, func(ctx context.Context, in *JobRun) (target, error) {
 			return s.jobIDTarget(ctx, in.ID)
-		}, s.runJob),
+		}, hidingSecretParams(s, s.runJob)),
 		JobNames: endpoint(s, ActRead, nil, s.jobNames),
 		CheckJob: endpoint(s, ActRead, nil, s.checkJob),
 
@@ -141,13 +141,13 @@ func (s *Server) newOps() *Ops {
 		}, s.restoreScriptVersion),
 
 		ListExecutions: endpoint(s, ActRead, nil, s.listExecutions),
-		GetExecution:   endpoint(s, ActRead, byExecution, s.getExecution),
+		GetExecution:   endpoint(s, ActRead, byExecution, hidingSecretParams(s, s.getExecution)),
 		ExecutionOutput: endpoint(s, ActRead, func(ctx context.Context, in *OutputQuery) (target, error) {
 			return s.executionTarget(ctx, in.ID)
 		}, s.executionLines),
 		ExecutionAttempts: endpoint(s, ActRead, byExecution, s.attempts),
-		KillExecution:     endpoint(s, ActOperate, byExecution, s.killExecution),
-		RetryExecution:    endpoint(s, ActOperate, byExecution, s.retryExecution),
+		KillExecution:     endpoint(s, ActOperate, byExecution, hidingSecretParams(s, s.killExecution)),
+		RetryExecution:    endpoint(s, ActOperate, byExecution, hidingSecretParams(s, s.retryExecution)),
 
 		ListApps: endpoint(s, ActRead, nil, s.listApps),
 		GetApp:   endpoint(s, ActRead, nil, s.getApp),

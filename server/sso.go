@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -275,8 +276,11 @@ func (s *Server) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	if name == "" {
 		name = idt.Subject
 	}
-	if err := checkText("username", name, true); err != nil || name == "" {
-		return denied(name, fmt.Sprintf("the user name %q is not one Sundial takes", name))
+	if err := checkText("username", name, true); err != nil {
+		return denied(name, fmt.Sprintf("the user name %q is not one Sundial takes: %v", name, err))
+	}
+	if err := sundial.CheckName("username", name); err != nil {
+		return denied(name, fmt.Sprintf("the user name %q is not one Sundial takes: %v", name, err))
 	}
 	groups := claimStrings(claims, s.sso.cfg.GroupsClaim)
 	role, scope, ok := grant(s.sso.cfg.RoleMap, groups)

@@ -296,6 +296,9 @@ func TestSSORefused(t *testing.T) {
 		{"forged token", idpUser{sub: "u-3", name: "carol", groups: []string{"ops"}}, true, false, 403, "does not verify"},
 		{"other nonce", idpUser{sub: "u-4", name: "dave", groups: []string{"ops"}}, false, true, 403, "nonce"},
 		{"local name", idpUser{sub: "u-5", name: "admin", groups: []string{"ops"}}, false, false, 403, "belongs to another account"},
+		// The one name rule (sundial.CheckName) holds for names made by a sign-in too.
+		{"blank name", idpUser{sub: "u-6", name: "   ", groups: []string{"ops"}}, false, false, 403, "must not be blank"},
+		{"bidi name", idpUser{sub: "u-7", name: "ev\u202eil", groups: []string{"ops"}}, false, false, 403, "invisible format"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p.grant(tc.user)
@@ -320,8 +323,10 @@ func TestSSORefused(t *testing.T) {
 			}
 		})
 	}
-	if _, err := st.UserGetByName(context.Background(), "bob"); err == nil {
-		t.Fatal("a refused sign-in made a user")
+	for _, name := range []string{"bob", "   ", "ev\u202eil"} {
+		if _, err := st.UserGetByName(context.Background(), name); err == nil {
+			t.Fatalf("a refused sign-in made user %q", name)
+		}
 	}
 	if got := strings.Join(auditActions(t, st), "; "); strings.Count(got, "auth.login_failed") < 4 {
 		t.Fatalf("audit log %q: want the 4 refusals", got)

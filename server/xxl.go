@@ -162,20 +162,20 @@ func (s *Server) xxlRegistry(remove bool) apiHandler {
 			xxlReply(w, gen, xxljob.CodeFail, "Illegal Argument.")
 			return nil
 		}
-		if !remove {
-			if err := s.checkRegistration(r, name, addr); err != nil {
-				s.log.Warn("XXL-JOB executor registration refused", "app", name, "address", addr, "err", err)
-				xxlReply(w, gen, xxljob.CodeFail, "Illegal Argument.")
-				return nil
-			}
-		}
 		if remove {
 			if _, err := s.store.RegistryLeave(ctx, name, addr); err != nil {
 				return err
 			}
 			s.log.Info("XXL-JOB executor left", "app", name, "address", addr)
-		} else if err := s.store.RegistryBeatFor(ctx, name, addr, "", nil, dispatch.LiveIntervals*dispatch.XXLBeatInterval); err != nil {
-			return err
+		} else if err := s.register(r, name, addr, func() error {
+			return s.store.RegistryBeatFor(ctx, name, addr, "", nil, dispatch.LiveIntervals*dispatch.XXLBeatInterval)
+		}); err != nil {
+			if ae, known := ErrorOf(err); !known || ae.Status >= 500 {
+				return err
+			}
+			s.log.Warn("XXL-JOB executor registration refused", "app", name, "address", addr, "err", err)
+			xxlReply(w, gen, xxljob.CodeFail, "Illegal Argument.")
+			return nil
 		}
 		xxlReply(w, gen, xxljob.CodeOK, "")
 		return nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -393,7 +394,8 @@ func TestXXLAppNeedsSecretKey(t *testing.T) {
 
 // TestXXLTokenRules: an xxl-job app's access token has the native executor token's minimum
 // length, and no two apps share one (a callback is taken for the app whose token it carries):
-// both refused with 400 naming xxl_access_token; an app keeps or re-sets its own.
+// refused with 400 and 409 (a token taken, also by two apps racing for it: exactly one wins)
+// naming xxl_access_token; an app keeps or re-sets its own.
 func TestXXLTokenRules(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newXXLEnv(t, dialect)
@@ -402,9 +404,9 @@ func TestXXLTokenRules(t *testing.T) {
 			_, err := c.PutApp(ctx, app, api.AppRequest{Protocol: "xxl-job", ProtocolVersion: "3.3", XXLAccessToken: token})
 			return err
 		}
-		wantField := func(what string, err error) *api.Error {
+		wantField := func(what string, err error, status ...int) *api.Error {
 			t.Helper()
-			ae := wantStatus(t, what, err, http.StatusBadRequest)
+			ae := wantStatus(t, what, err, append(status, http.StatusBadRequest)[0])
 			if ae.Field != "xxl_access_token" {
 				t.Fatalf("%s: field %q, want xxl_access_token", what, ae.Field)
 			}
@@ -416,7 +418,7 @@ func TestXXLTokenRules(t *testing.T) {
 		if err := put("alpha", shared); err != nil {
 			t.Fatal(err)
 		}
-		if ae := wantField("beta taking alpha's token", put("beta", shared)); !strings.Contains(ae.Message, "alpha") {
+		if ae := wantField("beta taking alpha's token", put("beta", shared), http.StatusConflict); !strings.Contains(ae.Message, "alpha") {
 			t.Fatalf("beta taking alpha's token: %q, want it to name alpha", ae.Message)
 		}
 		if _, err := c.GetApp(ctx, "beta"); !api.IsNotFound(err) {
@@ -430,6 +432,31 @@ func TestXXLTokenRules(t *testing.T) {
 		}
 		if err := put("beta", "the-beta-executors-token"); err != nil {
 			t.Fatal(err)
+		}
+		// Two new apps racing for one token: the database's key lets exactly one have it.
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs[i] = put(fmt.Sprintf("racer%d", i), "the-racers-one-token")
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) {
+			t.Fatalf("two apps racing for one token: errors %v, want exactly one to win", errs)
+		}
+		for i, err := range errs {
+			if err != nil {
+				wantField(fmt.Sprintf("racer%d losing", i), err, http.StatusConflict)
+				if _, err := c.GetApp(ctx, fmt.Sprintf("racer%d", i)); !api.IsNotFound(err) {
+					t.Fatalf("the losing app was stored: %v", err)
+				}
+			}
 		}
 	})
 }

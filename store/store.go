@@ -28,9 +28,19 @@ var (
 type ExistsError struct {
 	Kind string // job, trigger, user, token
 	Key  string // its name: GROUP/NAME for a job or a trigger
+	// Field is the request field that carried the taken value, when the key is not the
+	// row's name (an executor's address, an xxl-job app's access token); "" otherwise.
+	Field string
+	// Holder names who has it ("app billing") when that is not the key itself; "" otherwise.
+	Holder string
 }
 
-func (e *ExistsError) Error() string { return e.Kind + " " + e.Key + " already exists" }
+func (e *ExistsError) Error() string {
+	if e.Holder != "" {
+		return e.Kind + " " + e.Key + " is taken by " + e.Holder
+	}
+	return e.Kind + " " + e.Key + " already exists"
+}
 
 // Is makes errors.Is(err, ErrAlreadyExists) hold.
 func (e *ExistsError) Is(target error) bool { return target == ErrAlreadyExists }
@@ -271,7 +281,10 @@ type Querier interface {
 	// RegistryBeat records that the executor instance is alive now by the database clock,
 	// inserting it on its first beat and replacing its handlers.
 	// The instance is the executor process's id ("" from executors that send none), version
-	// the version it reports ("" when it reports none).
+	// the version it reports ("" when it reports none). An address belongs to one app: while
+	// another app's row holds it (until that app leaves or RegistrySweep takes it), the beat
+	// changes nothing and is an *ExistsError (ErrAlreadyExists) naming the holder, decided by
+	// the database's unique key on the address, so two apps racing for it cannot both win.
 	RegistryBeat(ctx context.Context, app, address, instance, version string, handlers []string) error
 	// RegistryBeatFor is RegistryBeat for an instance that may stay silent for liveFor (when
 	// longer than the threshold RegistryLive and RegistrySweep are given): executors that

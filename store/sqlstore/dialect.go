@@ -129,6 +129,28 @@ func (d *dialect) upsertWith(key, first string, cols ...string) string {
 	return b.String()
 }
 
+// upsertOwn is upsertWith for a table with a second unique key besides key: on PostgreSQL
+// and SQLite a row colliding on that one is a unique violation, but MySQL updates whichever
+// row it collides with, another owner's too. There every assignment (first, "col = expr" in
+// MySQL's terms, too) keeps the old value unless the row's own column is the new row's, and
+// the caller reads which owner holds the second key afterwards.
+func (d *dialect) upsertOwn(key, own, first string, cols ...string) string {
+	if d.kind != mysqlKind {
+		return d.upsertWith(key, first, cols...)
+	}
+	mine := func(col, set string) string {
+		return col + " = IF(" + own + " <=> VALUES(" + own + "), " + set + ", " + col + ")"
+	}
+	var sets []string
+	if col, set, ok := strings.Cut(first, " = "); ok {
+		sets = append(sets, mine(col, set))
+	}
+	for _, c := range cols {
+		sets = append(sets, mine(c, "VALUES("+c+")"))
+	}
+	return " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
+}
+
 // placeholders returns "(?, ?, ...)" with n marks.
 func placeholders(n int) string {
 	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"

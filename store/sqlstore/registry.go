@@ -44,11 +44,26 @@ func (e *executor) AppPut(ctx context.Context, a *store.App) error {
 		return err
 	}
 	now := e.cfg.now()
+	// apps_xxl_token_key: an access token belongs to one app, as it names the app to the server.
 	_, err = e.exec(ctx, "INSERT INTO apps ("+appCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"+
-		e.d().upsert("name", "title", "address_mode", "addresses", "protocol", "protocol_version", "xxl_token_hash", "xxl_token_sealed", "updated_at"),
+		e.d().upsertOwn("name", "name", "", "title", "address_mode", "addresses", "protocol", "protocol_version", "xxl_token_hash", "xxl_token_sealed", "updated_at"),
 		a.Name, a.Title, string(a.AddressMode), addrs, a.Protocol, a.ProtocolVersion, a.XXLTokenHash, a.XXLTokenSealed, now, now)
+	taken := &store.ExistsError{Kind: "xxl-job access token of app", Key: a.Name, Field: "xxl_access_token", Holder: "another app"}
+	if err != nil && isUniqueViolation(err) && a.XXLTokenHash != "" {
+		return taken
+	}
 	if err != nil {
 		return fmt.Errorf("sqlstore: put app %q: %w", a.Name, err)
+	}
+	if e.d().kind == mysqlKind && a.XXLTokenHash != "" {
+		// MySQL left the holder's row as it was (upsertOwn): whose token is it now?
+		var holder string
+		if err := e.queryRow(ctx, "SELECT name FROM apps WHERE xxl_token_hash = ?", a.XXLTokenHash).Scan(&holder); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlstore: put app %q: %w", a.Name, err)
+		}
+		if holder != a.Name {
+			return taken
+		}
 	}
 	got, err := e.AppGet(ctx, a.Name)
 	if err != nil {
@@ -162,11 +177,31 @@ func (e *executor) registryBeat(ctx context.Context, app, address, instance, ver
 		// MySQL applies the assignments left to right: this one comes before instance's.
 		since = "registered_at = IF(instance <=> VALUES(instance), registered_at, VALUES(registered_at))"
 	}
-	upsert := e.d().upsertWith("app, address", since, "instance", "version", "handlers", "live_ms", "last_seen")
+	// registry_address_key: an address belongs to one app.
+	upsert := e.d().upsertOwn("app, address", "app", since, "instance", "version", "handlers", "live_ms", "last_seen")
 	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, ?, "+now+", "+now+")"+
 		upsert, app, address, instance, version, hs, liveFor.Milliseconds())
-	if err != nil {
+	if err != nil && !isUniqueViolation(err) {
 		return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
+	}
+	// PostgreSQL and SQLite refuse the row (a unique violation); MySQL left the holder's.
+	if err != nil || e.d().kind == mysqlKind {
+		var holder string
+		switch rerr := e.queryRow(ctx, "SELECT app FROM registry WHERE address = ?", address).Scan(&holder); {
+		case errors.Is(rerr, sql.ErrNoRows) && err == nil:
+			return nil // this beat's row, removed since by a leave
+		case errors.Is(rerr, sql.ErrNoRows):
+			holder = "an app that has just left"
+		case rerr != nil:
+			return fmt.Errorf("sqlstore: beat of %s at %q: who holds the address: %w", app, address, rerr)
+		case holder == app && err != nil:
+			return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
+		case holder == app:
+			return nil
+		default:
+			holder = "app " + holder
+		}
+		return &store.ExistsError{Kind: "executor address", Key: address, Field: "address", Holder: holder}
 	}
 	return nil
 }
@@ -200,7 +235,7 @@ func (e *executor) RegistryLive(ctx context.Context, app string, olderThan time.
 	return ins, nil
 }
 
-// RegistryAt lists the instances live at address, served by registry_address_idx.
+// RegistryAt lists the instances live at address, served by registry_address_key.
 func (e *executor) RegistryAt(ctx context.Context, address string, olderThan time.Duration) ([]*store.Instance, error) {
 	ins, err := scanInstances(e.query(ctx, "SELECT "+instanceCols+" FROM registry WHERE address = ? AND last_seen >= "+
 		e.d().nowMillis()+" - "+silence+" ORDER BY app", address, olderThan.Milliseconds(), olderThan.Milliseconds()))

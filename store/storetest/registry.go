@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +39,23 @@ func testApps(t *testing.T, s store.Store) {
 	if gx.Protocol != store.ProtocolXXLJob || gx.ProtocolVersion != "3.5" || gx.XXLTokenHash != "ab12" || gx.XXLTokenSealed != "v1:sealed" {
 		t.Fatalf("xxl-job app read back as %+v", gx)
 	}
+	// An access token belongs to one app (apps_xxl_token_key): another app's, new or
+	// replaced, is refused naming the field, and neither app changes.
+	for _, name := range []string{"copycat", "billing"} {
+		dup := &store.App{Name: name, Protocol: store.ProtocolXXLJob, ProtocolVersion: "3.5", XXLTokenHash: "ab12", XXLTokenSealed: "v1:copy"}
+		wantTaken(t, s.AppPut(ctx, dup), "xxl_access_token")
+	}
+	wantErr(t, get(s.AppGet(ctx, "copycat")).err, store.ErrNotFound)
+	equal(t, "the holder's sealed token", get(s.AppGet(ctx, "legacy")).ok(t).XXLTokenSealed, "v1:sealed")
+	equal(t, "the other app kept its title", get(s.AppGet(ctx, "billing")).ok(t).Title, "Billing 2")
+	noErr(t, s.AppPut(ctx, x)) // the holder itself, again
 	noErr(t, s.AppDelete(ctx, "legacy"))
+	// Two apps racing for one token: exactly one wins.
+	won := race(t, func(i int) error {
+		return s.AppPut(ctx, &store.App{Name: fmt.Sprintf("racer%d", i), Protocol: store.ProtocolXXLJob, ProtocolVersion: "3.5",
+			XXLTokenHash: "cd34", XXLTokenSealed: "v1:race"})
+	}, "xxl_access_token")
+	noErr(t, s.AppDelete(ctx, fmt.Sprintf("racer%d", won)))
 
 	noErr(t, s.AppPut(ctx, &store.App{Name: "arch"}))
 	list := get(s.AppList(ctx)).ok(t)
@@ -76,12 +94,21 @@ func testRegistry(t *testing.T, s store.Store) {
 		t.Fatalf("instance times from the database clock: %+v (db now %d)", live[1], before)
 	}
 	equal(t, "every app", len(get(s.RegistryLive(ctx, "", time.Minute)).ok(t)), 3)
-	// Two apps at one address (the server refuses the second; the store keeps both).
-	noErr(t, s.RegistryBeat(ctx, "squatter", "http://b:1", "i9", "", nil))
-	equal(t, "at an address", fmt.Sprint(instanceAddrs(get(s.RegistryAt(ctx, "http://b:1", time.Minute)).ok(t))),
-		"[billing@http://b:1 squatter@http://b:1]")
+	// An address belongs to one app (registry_address_key): another app's beat there is
+	// refused naming the field and the holder, and changes nothing.
+	wantTaken(t, s.RegistryBeat(ctx, "squatter", "http://b:1", "i9", "", nil), "address")
+	wantTaken(t, s.RegistryBeatFor(ctx, "squatter", "http://b:1", "", nil, time.Hour), "address")
+	at := get(s.RegistryAt(ctx, "http://b:1", time.Minute)).ok(t)
+	equal(t, "at an address", fmt.Sprint(instanceAddrs(at)), "[billing@http://b:1]")
+	equal(t, "the holder's instance kept", at[0].Instance, "i2")
 	equal(t, "at no executor's address", len(get(s.RegistryAt(ctx, "http://nobody:1", time.Minute)).ok(t)), 0)
-	equal(t, "squatter leaves", get(s.RegistryLeave(ctx, "squatter", "http://b:1")).ok(t), true)
+	equal(t, "squatter has nothing to leave", get(s.RegistryLeave(ctx, "squatter", "http://b:1")).ok(t), false)
+	// Two apps racing for a new address: exactly one wins; the winner beats again.
+	won := race(t, func(i int) error {
+		return s.RegistryBeat(ctx, fmt.Sprintf("racer%d", i), "http://race:1", "i", "", nil)
+	}, "address")
+	noErr(t, s.RegistryBeat(ctx, fmt.Sprintf("racer%d", won), "http://race:1", "i", "", nil))
+	equal(t, "the winner leaves", get(s.RegistryLeave(ctx, fmt.Sprintf("racer%d", won), "http://race:1")).ok(t), true)
 
 	equal(t, "leave", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), true)
 	equal(t, "leave twice", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), false)
@@ -114,6 +141,9 @@ func testRegistry(t *testing.T, s store.Store) {
 	gone := get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)
 	equal(t, "swept", fmt.Sprint(instanceAddrs(gone)), "[billing@http://a:1]")
 	equal(t, "swept again", len(get(s.RegistrySweep(ctx, 600*time.Millisecond)).ok(t)), 0)
+	// Once its holder is swept (its runs declared lost), another app may take the address.
+	noErr(t, s.RegistryBeat(ctx, "other", "http://a:1", "", "", nil))
+	equal(t, "taken after the sweep", get(s.RegistryLeave(ctx, "other", "http://a:1")).ok(t), true)
 	equal(t, "left after the sweep", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "", time.Hour)).ok(t))), "[billing@http://b:1 slow@http://x:1]")
 	slow := get(s.RegistryLive(ctx, "slow", 600*time.Millisecond)).ok(t)
 	if len(slow) != 1 || slow[0].LiveFor != time.Hour {
@@ -179,4 +209,42 @@ func testExecutorExecutions(t *testing.T, s store.Store) {
 	if slices.Contains(won, s0.ID) {
 		t.Fatal("a lost execution was completed")
 	}
+}
+
+// wantTaken fails unless err is the store's *ExistsError naming field.
+func wantTaken(t *testing.T, err error, field string) {
+	t.Helper()
+	var taken *store.ExistsError
+	if !errors.As(err, &taken) || taken.Field != field || !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("got %v, want an ErrAlreadyExists naming %s", err, field)
+	}
+}
+
+// race runs try(0) and try(1) at once, released together, and returns which one won: exactly
+// one must, the other failing as wantTaken(field).
+func race(t *testing.T, try func(i int) error, field string) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	start := make(chan struct{})
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = try(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	switch {
+	case errs[0] == nil && errs[1] != nil:
+		wantTaken(t, errs[1], field)
+		return 0
+	case errs[1] == nil && errs[0] != nil:
+		wantTaken(t, errs[0], field)
+		return 1
+	}
+	t.Fatalf("two racing writes of one %s: errors %v, want exactly one to win", field, errs)
+	return -1
 }
