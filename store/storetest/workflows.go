@@ -1,0 +1,116 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// testWorkflows checks workflows (unique name, versioned update), runs (finish is a
+// compare-and-set on running) and node states (one per run and node, updated by
+// compare-and-set), and that an execution keeps its workflow node from the live table to the
+// history.
+func testWorkflows(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	w := &store.Workflow{Name: "etl", Graph: `{"nodes":[{"name":"a","job_id":1}]}`, Params: `{"day":"x"}`}
+	noErr(t, s.WorkflowInsert(ctx, w))
+	var exists *store.ExistsError
+	if err := s.WorkflowInsert(ctx, &store.Workflow{Name: "etl", Graph: "{}"}); !errors.As(err, &exists) || exists.Kind != "workflow" {
+		t.Fatalf("a second workflow etl: %v, want an ExistsError", err)
+	}
+	equal(t, "by name", get(s.WorkflowGetByName(ctx, "etl")).ok(t).ID, w.ID)
+	stale := *w
+	w.Description = "nightly"
+	noErr(t, s.WorkflowUpdate(ctx, w))
+	equal(t, "version", w.Version, int64(2))
+	wantErr(t, s.WorkflowUpdate(ctx, &stale), store.ErrConflict)
+	equal(t, "kept description", get(s.WorkflowGet(ctx, w.ID)).ok(t).Description, "nightly")
+	wantErr(t, s.WorkflowUpdate(ctx, &store.Workflow{ID: w.ID + 100, Version: 1}), store.ErrNotFound)
+	equal(t, "listed", len(get(s.WorkflowList(ctx, 0, 10)).ok(t)), 1)
+
+	r := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: w.Params, Cause: store.CauseManual}
+	noErr(t, s.WorkflowRunInsert(ctx, r))
+	r2 := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: "{}", Cause: store.CauseManual}
+	noErr(t, s.WorkflowRunInsert(ctx, r2))
+	sameIDs(t, "runs", ids(get(s.WorkflowRunList(ctx, w.ID, 0, 10)).ok(t), func(r *store.WorkflowRun) int64 { return r.ID }), []int64{r.ID, r2.ID})
+	equal(t, "runs before", len(get(s.WorkflowRunList(ctx, w.ID, r2.ID, 10)).ok(t)), 1)
+
+	a := &store.WorkflowNode{RunID: r.ID, Node: "a", State: "running", Input: `{"params":{}}`}
+	noErr(t, s.WorkflowNodesInsert(ctx, []*store.WorkflowNode{a}))
+	wantErr(t, s.WorkflowNodesInsert(ctx, []*store.WorkflowNode{{RunID: r.ID, Node: "a", State: "running"}}), store.ErrAlreadyExists)
+	noErr(t, s.WorkflowNodesInsert(ctx, []*store.WorkflowNode{{RunID: r2.ID, Node: "a", State: "skipped"}}))
+
+	// The node's execution keeps its node through completion into the history.
+	j := newJob(t, s, "g", "wf")
+	x := &store.Execution{JobID: j.ID, ScheduledAt: 5, Cause: store.CauseWorkflow, State: store.ExecRunning, Node: "n1", WorkflowNode: a.ID}
+	get(s.ExecutionsInsert(ctx, []*store.Execution{x})).ok(t)
+	equal(t, "live workflow node", get(s.ExecutionGet(ctx, x.ID)).ok(t).WorkflowNode, a.ID)
+	sameIDs(t, "completed", get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: x.ID, State: store.ExecSucceeded, FinishedAt: 9}})).ok(t), []int64{x.ID})
+	done := get(s.ExecutionGet(ctx, x.ID)).ok(t)
+	equal(t, "history workflow node", done.WorkflowNode, a.ID)
+	equal(t, "history state", done.State, store.ExecSucceeded)
+
+	a.State, a.ExecutionID, a.Result = "succeeded", x.ID, `{"rows":3}`
+	equal(t, "node moved", get(s.WorkflowNodeUpdate(ctx, a, "running")).ok(t), true)
+	equal(t, "node moved twice", get(s.WorkflowNodeUpdate(ctx, a, "running")).ok(t), false)
+	got := get(s.WorkflowNodesGet(ctx, []int64{a.ID})).ok(t)
+	equal(t, "node result", got[0].Result+got[0].State, `{"rows":3}succeeded`)
+	equal(t, "node execution", got[0].ExecutionID, x.ID)
+	equal(t, "nodes of run", len(get(s.WorkflowNodes(ctx, r.ID)).ok(t)), 1)
+
+	equal(t, "finished", get(s.WorkflowRunFinish(ctx, r.ID, "succeeded", "", 10)).ok(t), true)
+	equal(t, "finished twice", get(s.WorkflowRunFinish(ctx, r.ID, "failed", "late", 11)).ok(t), false)
+	fin := get(s.WorkflowRunGet(ctx, r.ID)).ok(t)
+	equal(t, "run state", fin.State+fin.Message, "succeeded")
+	equal(t, "run finished at", fin.FinishedAt, int64(10))
+
+	noErr(t, s.WorkflowDelete(ctx, w.ID))
+	wantErr(t, s.WorkflowDelete(ctx, w.ID), store.ErrNotFound)
+	equal(t, "runs outlive their workflow", get(s.WorkflowRunGet(ctx, r2.ID)).ok(t).State, "running")
+}
+
+// testWorkflowRunLock checks that WorkflowRunLock serialises the advances of one run: a
+// second transaction that locks the run sees the node the first inserted, once it has the
+// lock, so two nodes that end at once cannot both miss the node waiting for them.
+func testWorkflowRunLock(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	r := &store.WorkflowRun{WorkflowID: 1, State: "running", Graph: "{}", Params: "{}"}
+	noErr(t, s.WorkflowRunInsert(ctx, r))
+	tx1 := get(s.Begin(ctx)).ok(t)
+	defer tx1.Rollback()
+	get(tx1.WorkflowRunLock(ctx, r.ID)).ok(t)
+	noErr(t, tx1.WorkflowNodesInsert(ctx, []*store.WorkflowNode{{RunID: r.ID, Node: "b", State: "running"}}))
+	seen := make(chan []*store.WorkflowNode, 1)
+	fail := make(chan error, 1)
+	go func() {
+		tx2, err := s.Begin(ctx)
+		if err != nil {
+			fail <- err
+			return
+		}
+		defer tx2.Rollback()
+		if _, err := tx2.WorkflowRunLock(ctx, r.ID); err != nil {
+			fail <- err
+			return
+		}
+		ns, err := tx2.WorkflowNodes(ctx, r.ID)
+		if err != nil {
+			fail <- err
+			return
+		}
+		seen <- ns
+		fail <- tx2.Commit()
+	}()
+	noErr(t, tx1.Commit())
+	select {
+	case ns := <-seen:
+		if len(ns) != 1 || ns[0].Node != "b" {
+			t.Fatalf("the second holder of the run's lock saw nodes %+v, want the first's b", ns)
+		}
+	case err := <-fail:
+		t.Fatal(err)
+	}
+	noErr(t, <-fail)
+}
