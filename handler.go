@@ -69,10 +69,14 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 		run.Data = map[string]any{}
 	}
 	out := new(outputLines)
+	ctx, extras, err := withExtras(ctx, f)
+	if err != nil {
+		return engine.Result{Err: err}
+	}
 	ctx = jobrun.WithRun(ctx, run)
 	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(out.add)))
-	err := h(ctx)
-	res := engine.Result{Err: err, Logs: out.take()}
+	err = h(ctx)
+	res := engine.Result{Err: err, Logs: out.take(), Return: extras.take()}
 	if f.Job.PersistData {
 		res.Data = run.Data
 	}

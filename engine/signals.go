@@ -14,6 +14,7 @@ type testSignals struct {
 	queued    chan int64       // every fire queued behind a running one (concurrency serial)
 	rejoined  chan store.Owner // every new life the node began after it was declared dead
 	busy      chan int64       // every fire left waiting while its job ran on another node
+	workflows chan int64       // every workflow run that ended, once committed
 }
 
 func newTestSignals() *testSignals {
@@ -28,6 +29,7 @@ func newTestSignals() *testSignals {
 		queued:    make(chan int64, buffer),
 		rejoined:  make(chan store.Owner, buffer),
 		busy:      make(chan int64, buffer),
+		workflows: make(chan int64, buffer),
 	}
 }
 
@@ -90,5 +92,13 @@ func trySend[T any](ch chan T, v T) {
 	select {
 	case ch <- v:
 	default:
+	}
+}
+
+func (s *testSignals) workflowsEnded(ids []int64) {
+	if s != nil {
+		for _, id := range ids {
+			trySend(s.workflows, id)
+		}
 	}
 }
