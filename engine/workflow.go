@@ -359,3 +359,38 @@ func (e *Engine) workflowInputs(ctx context.Context, due []*pendingFire) (map[in
 	}
 	return out, nil
 }
+
+// WorkflowApps checks that every job node of g references a job that exists (a
+// *schedule.FieldError naming nodes[i].job_id otherwise) and returns the apps of those jobs,
+// each once ("" stands for jobs of no app): a workflow is within a person's scope when each
+// of its apps is.
+func WorkflowApps(ctx context.Context, q store.Querier, g *workflow.Graph) ([]string, error) {
+	var ids []int64
+	for _, n := range g.Nodes {
+		if n.Kind == workflow.KindJob {
+			ids = append(ids, n.JobID)
+		}
+	}
+	js, err := q.JobsGet(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs of a workflow: %w", err)
+	}
+	apps := map[int64]string{}
+	for _, j := range js {
+		apps[j.ID] = j.App
+	}
+	var out []string
+	for i, n := range g.Nodes {
+		if n.Kind != workflow.KindJob {
+			continue
+		}
+		app, ok := apps[n.JobID]
+		if !ok {
+			return nil, schedule.Fieldf(fmt.Sprintf("nodes[%d].job_id", i), "job %d does not exist", n.JobID)
+		}
+		if !slices.Contains(out, app) {
+			out = append(out, app)
+		}
+	}
+	return out, nil
+}
