@@ -187,7 +187,8 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
-			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent, OutputLost: res.LinesLost}
+			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent, OutputLost: res.LinesLost,
+			Return: json.RawMessage(res.Result)}
 	}
 	done, err := s.sched.Engine().CompleteRemote(r.Context(), rs)
 	if err != nil {

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/executor"
 )
 
 // TestWorkflowAPI creates a diamond workflow over the API, refuses bad graphs naming the
@@ -105,6 +107,54 @@ func TestWorkflowAPI(t *testing.T) {
 		wantStatus(t, "create a workflow of another app's jobs", err, http.StatusForbidden)
 		if page := must(admin.ListWorkflows(ctx, api.ListOptions{}))(t); len(page.Items) != 2 {
 			t.Errorf("the admin lists %d workflows, want 2", len(page.Items))
+		}
+	})
+}
+
+// TestWorkflowRemoteDataPassing runs a workflow of two remote jobs on a real SDK executor:
+// the second gets the run's params and the first's result in its run request
+// (executor.Run.WorkflowInput), and its result (executor.SetResult) comes back with its
+// outcome and is stored with its node.
+func TestWorkflowRemoteDataPassing(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Second)
+		ctx := context.Background()
+		e.sdkExecutor("billing", "report", func(ctx context.Context) error {
+			run, _ := executor.RunFrom(ctx)
+			var in struct {
+				Node    string                     `json:"node"`
+				Params  map[string]float64         `json:"params"`
+				Parents map[string]json.RawMessage `json:"parents"`
+			}
+			if err := json.Unmarshal([]byte(run.WorkflowInput), &in); err != nil {
+				return fmt.Errorf("workflow input %q: %w", run.WorkflowInput, err)
+			}
+			n := in.Params["n"]
+			if raw, ok := in.Parents["first"]; ok {
+				var v float64
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return err
+				}
+				n = v * 10
+			}
+			return executor.SetResult(ctx, n)
+		})
+		first := e.remoteJob("billing", "round_robin", nil)
+		second := e.remoteJob("billing", "first", nil)
+		admin := e.client()
+		must(admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "remote", Graph: json.RawMessage(fmt.Sprintf(
+			`{"nodes":[{"name":"first","job_id":%d},{"name":"second","job_id":%d}],"edges":[{"from":"first","to":"second"}]}`, first, second))}))(t)
+		run := must(admin.RunWorkflow(ctx, "remote", json.RawMessage(`{"n":4}`)))(t)
+		eventually(t, "the run to end", func() bool {
+			run = must(admin.GetWorkflowRun(ctx, run.ID))(t)
+			return run.State != "running"
+		})
+		got := map[string]string{}
+		for _, n := range run.Nodes {
+			got[n.Node] = n.State + " " + string(n.Result)
+		}
+		if run.State != "succeeded" || got["first"] != "succeeded 4" || got["second"] != "succeeded 40" {
+			t.Fatalf("run %s (%s), nodes %q: want first 4 and second 40", run.State, run.Message, got)
 		}
 	})
 }
