@@ -199,6 +199,11 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 		switch {
 		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
 			follow = append(follow, nextAttempt(ex, store.CauseRetry, cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
+		case ex.WorkflowNode != 0 && cp.state == store.ExecCanceled && (errors.Is(cp.res.Err, errStopping) || errors.Is(cp.res.Err, errNotAlive)):
+			// A scheduler node that stopped (or could not confirm it lives) before its handler
+			// began: no handler ran, so the workflow node is not failed but run again, on
+			// whichever node takes it.
+			follow = append(follow, nextAttempt(ex, store.CauseRecovery, ex.ScheduledAt))
 		case ex.WorkflowNode != 0:
 			// The node's final attempt: its run advances in this transaction. The flag on the
 			// execution is all the path tests, so runs outside workflows cost nothing more.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/store"
@@ -388,5 +389,59 @@ func TestWorkflowNodeCrash(t *testing.T) {
 				t.Errorf("node %s has %d first executions, want 1", name, perNode[n.ID])
 			}
 		}
+	})
+}
+
+// TestWorkflowNodeNotRunOnStop records a workflow node's fire canceled because its scheduler
+// node was stopping before the handler began, as launch does: the workflow node does not
+// fail; its fire runs again (cause recovery, still linked to the node) and the run goes on.
+func TestWorkflowNodeNotRunOnStop(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, nil, "a")
+		w := insertWorkflow(t, st, "one", `{"nodes":[{"name":"a","job_id":%d}]}`, "", jobs["a"].ID)
+		rec := newRecorder()
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, nodes := runState(t, st, run.ID)
+		x, err := st.ExecutionGet(ctx, nodes["a"].ExecutionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fire as a node holds it once won: running.
+		o := store.Owner{Node: "n1"}
+		if _, err := st.ExecutionsAcquire(ctx, o, []int64{x.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.ExecutionsMarkRunning(ctx, o, []int64{x.ID}, x.ScheduledAt); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		done, err := e.writeCompletions(ctx, nil, []completion{{fire: &Fire{Execution: x, Job: jobs["a"]}, state: store.ExecCanceled,
+			res: Result{Err: errStopping}, started: now, finished: now}})
+		if err != nil || len(done) != 1 {
+			t.Fatalf("write the canceled fire: %v, %v", done, err)
+		}
+		run2, nodes := runState(t, st, run.ID)
+		if run2.State != "running" || nodes["a"].State != "running" {
+			t.Fatalf("run %s, node a %s: a fire no handler ran failed the workflow", run2.State, nodes["a"].State)
+		}
+		pending, err := st.ExecutionList(ctx, store.ExecutionFilter{JobID: jobs["a"].ID, State: store.ExecPending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) != 1 || pending[0].WorkflowNode != nodes["a"].ID || pending[0].Cause != store.CauseRecovery {
+			t.Fatalf("pending fires %+v: want one recovery of node a", pending)
+		}
+		// A node takes it and the run ends.
+		led := newLedger()
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{"a": led.handle("n1", nil)})
+		startEngine(t, e)
+		run2, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, run2, nodes, "succeeded", map[string]string{"a": "succeeded"})
 	})
 }
