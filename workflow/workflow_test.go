@@ -96,6 +96,8 @@ func TestStep(t *testing.T) {
 		{"join", diamond(), map[string]State{"a": Succeeded, "b": Succeeded, "c": Succeeded}, false, []string{"d"}, nil, nil, RunRunning},
 		{"done", diamond(), map[string]State{"a": Succeeded, "b": Succeeded, "c": Succeeded, "d": Succeeded}, false, nil, nil, nil, RunSucceeded},
 		{"skip propagates", diamond(), map[string]State{"a": Failed}, false, nil, []string{"b", "c", "d"}, nil, RunSucceeded},
+		{"skip propagates whatever the order of the nodes", graph(jobs("d", "c", "b", "a"), Edge{From: "a", To: "b"}, Edge{From: "b", To: "c"}, Edge{From: "c", To: "d"}),
+			map[string]State{"a": Failed}, false, nil, []string{"b", "c", "d"}, nil, RunSucceeded},
 		{"one parent skipped skips the join", diamond(), map[string]State{"a": Succeeded, "b": Skipped, "c": Succeeded}, false, nil, []string{"d"}, nil, RunSucceeded},
 		{"on failure edge", diamond(Edge{From: "a", To: "b", When: OnFailure}, Edge{From: "a", To: "c"}, Edge{From: "c", To: "d", When: Always}),
 			map[string]State{"a": Failed}, false, []string{"b", "d"}, []string{"c"}, nil, RunRunning},
