@@ -95,21 +95,20 @@ func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params str
 	if _, err := ParseParams(params); err != nil {
 		return nil, err
 	}
-	tx, err := e.store.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
+	// One transaction, with the audit entry the caller's context asks for (store.InTx).
 	now := e.clock.Now()
 	run := &store.WorkflowRun{WorkflowID: w.ID, State: string(workflow.RunRunning), Graph: w.Graph, Params: params, Cause: cause,
 		CreatedAt: now.UnixMilli()}
-	if err := tx.WorkflowRunInsert(ctx, run); err != nil {
-		return nil, err
-	}
-	if err := e.stepRun(ctx, tx, run, g, now); err != nil {
-		return nil, fmt.Errorf("start workflow %s: %w", w.Name, err)
-	}
-	if err := tx.Commit(); err != nil {
+	err = store.InTx(ctx, e.store, func(q store.Querier) error {
+		if err := q.WorkflowRunInsert(ctx, run); err != nil {
+			return err
+		}
+		if err := e.stepRun(ctx, q, run, g, now); err != nil {
+			return fmt.Errorf("start workflow %s: %w", w.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if run.State != string(workflow.RunRunning) {
@@ -123,28 +122,31 @@ func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params str
 // Node runs in flight go on and are recorded; the run no longer advances. It reports false
 // when the run had ended already.
 func (e *Engine) CancelWorkflowRun(ctx context.Context, runID int64, message string) (bool, error) {
-	tx, err := e.store.Begin(ctx)
+	err := store.InTx(ctx, e.store, func(q store.Querier) error {
+		if _, err := q.WorkflowRunLock(ctx, runID); err != nil {
+			return err
+		}
+		moved, err := q.WorkflowRunFinish(ctx, runID, string(workflow.RunCanceled), message, e.clock.Now().UnixMilli())
+		if err == nil && !moved {
+			err = errRunEnded // nothing changed: no audit entry either
+		}
+		return err
+	})
+	if errors.Is(err, errRunEnded) {
+		return false, nil
+	}
 	if err != nil {
-		return false, err
-	}
-	defer tx.Rollback()
-	if _, err := tx.WorkflowRunLock(ctx, runID); err != nil {
-		return false, err
-	}
-	moved, err := tx.WorkflowRunFinish(ctx, runID, string(workflow.RunCanceled), message, e.clock.Now().UnixMilli())
-	if err != nil || !moved {
-		return false, err
-	}
-	if err := tx.Commit(); err != nil {
 		return false, err
 	}
 	e.signals.workflowsEnded([]int64{runID})
 	return true, nil
 }
 
+var errRunEnded = errors.New("the workflow run has ended")
+
 // advanceWorkflows records the ends of workflow nodes in tx and starts what they make ready.
 // Runs are locked in id order, so two writers of ends of the same runs cannot deadlock.
-func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Tx, ends []nodeEnd, now time.Time) (ended []int64, err error) {
+func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Querier, ends []nodeEnd, now time.Time) (ended []int64, err error) {
 	ids := make([]int64, len(ends))
 	for i, end := range ends {
 		ids[i] = end.node
@@ -203,7 +205,7 @@ func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Tx, ends []nodeE
 // stepRun starts what is ready in a run whose lock tx holds (or which tx inserted): it
 // records skipped and canceled nodes, decides decision nodes on the spot, creates the
 // executions of ready job nodes, and finishes the run when every node has ended.
-func (e *Engine) stepRun(ctx context.Context, tx store.Tx, run *store.WorkflowRun, g *workflow.Graph, now time.Time) error {
+func (e *Engine) stepRun(ctx context.Context, tx store.Querier, run *store.WorkflowRun, g *workflow.Graph, now time.Time) error {
 	params, err := ParseParams(run.Params)
 	if err != nil {
 		return err

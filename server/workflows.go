@@ -99,8 +99,10 @@ func (s *Server) createWorkflow(ctx context.Context, in *api.WorkflowRequest) (*
 		return nil, err
 	}
 	w := &store.Workflow{Name: in.Name, Description: in.Description, Graph: string(in.Graph), Params: params}
-	actx := s.auditedCtx(ctx, "workflow.create", "workflow", in.Name, nil)
-	if err := s.store.WorkflowInsert(actx, w); err != nil {
+	actx := s.auditedCtx(ctx, "workflow.create", "workflow", in.Name, func(ctx context.Context, q store.Querier) (any, error) {
+		return q.WorkflowGetByName(ctx, in.Name)
+	})
+	if err := store.InTx(actx, s.store, func(q store.Querier) error { return q.WorkflowInsert(ctx, w) }); err != nil {
 		return nil, err
 	}
 	return w, nil

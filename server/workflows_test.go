@@ -89,6 +89,12 @@ func TestWorkflowAPI(t *testing.T) {
 		if got := must(admin.CancelWorkflowRun(ctx, run.ID))(t); got.State != "succeeded" {
 			t.Fatalf("canceling an ended run changed it to %s", got.State)
 		}
+		// The changes are in the audit log; the cancel that changed nothing is not.
+		for action, want := range map[string]int{"workflow.create": 1, "workflow.run": 1, "workflow.cancel": 0} {
+			if got := must(admin.ListAudit(ctx, api.AuditFilter{Action: action}))(t); len(got.Items) != want {
+				t.Errorf("audit entries of %s: %d, want %d", action, len(got.Items), want)
+			}
+		}
 
 		// A workflow is in the scope of its jobs' apps: an operator of beta sees the workflow of
 		// in-process jobs (no app) but may not run it, and does not see one of alpha's jobs.
