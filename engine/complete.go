@@ -176,6 +176,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 	movedSet := idSet(moved)
 	var follow []*store.Execution
 	var ends []nodeEnd
+	var triggered []*Fire
 	for _, cp := range batch {
 		ex, job := cp.fire.Execution, cp.fire.Job
 		if !movedSet[ex.ID] {
@@ -209,6 +210,9 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			// execution is all the path tests, so runs outside workflows cost nothing more.
 			ends = append(ends, workflowEnd(cp))
 		}
+		if cp.state == store.ExecSucceeded && job.Handler == WorkflowHandler {
+			triggered = append(triggered, cp.fire)
+		}
 		if cp.state == store.ExecSucceeded {
 			for _, child := range job.ChildJobIDs {
 				follow = append(follow, &store.Execution{JobID: child, ScheduledAt: cp.finished.UnixMilli(),
@@ -227,12 +231,19 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			return nil, err
 		}
 	}
+	if len(triggered) > 0 {
+		started, err := e.startTriggered(ctx, tx, triggered, e.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		ended = append(ended, started...)
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
-	if len(ends) > 0 {
+	if len(ends) > 0 || len(triggered) > 0 {
 		e.signals.workflowsEnded(ended)
-		e.Wake()
+		e.Wake() // the nodes the workflows started
 	}
 	for _, id := range moved {
 		e.signals.executionCompleted(id)

@@ -96,17 +96,10 @@ func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params str
 		return nil, err
 	}
 	// One transaction, with the audit entry the caller's context asks for (store.InTx).
-	now := e.clock.Now()
-	run := &store.WorkflowRun{WorkflowID: w.ID, State: string(workflow.RunRunning), Graph: w.Graph, Params: params, Cause: cause,
-		CreatedAt: now.UnixMilli()}
+	var run *store.WorkflowRun
 	err = store.InTx(ctx, e.store, func(q store.Querier) error {
-		if err := q.WorkflowRunInsert(ctx, run); err != nil {
-			return err
-		}
-		if err := e.stepRun(ctx, q, run, g, now); err != nil {
-			return fmt.Errorf("start workflow %s: %w", w.Name, err)
-		}
-		return nil
+		run, err = e.startRun(ctx, q, w, g, params, cause, e.clock.Now())
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -116,6 +109,56 @@ func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params str
 	}
 	e.Wake()
 	return run, nil
+}
+
+// startRun inserts a run of w in q and starts its ready nodes.
+func (e *Engine) startRun(ctx context.Context, q store.Querier, w *store.Workflow, g *workflow.Graph, params string,
+	cause store.ExecutionCause, now time.Time) (*store.WorkflowRun, error) {
+	run := &store.WorkflowRun{WorkflowID: w.ID, State: string(workflow.RunRunning), Graph: w.Graph, Params: params, Cause: cause,
+		CreatedAt: now.UnixMilli()}
+	if err := q.WorkflowRunInsert(ctx, run); err != nil {
+		return nil, err
+	}
+	if err := e.stepRun(ctx, q, run, g, now); err != nil {
+		return nil, fmt.Errorf("start workflow %s: %w", w.Name, err)
+	}
+	return run, nil
+}
+
+// WorkflowHandler is the handler of a workflow's trigger job: a job with this handler, run in
+// process, whose params name a workflow, starts a run of that workflow (with the workflow's
+// params) each time one of its fires succeeds, in the transaction that records the fire. So a
+// workflow is scheduled by the triggers of such a job, with every trigger kind, calendar and
+// misfire policy, and a fire starts exactly one run.
+const WorkflowHandler = "sundial.workflow"
+
+// startTriggered starts the runs the succeeded fires of workflow trigger jobs call for, in
+// tx; it returns the runs that ended at once.
+func (e *Engine) startTriggered(ctx context.Context, tx store.Querier, fires []*Fire, now time.Time) ([]int64, error) {
+	var ended []int64
+	for _, f := range fires {
+		name := runParams(f.Job, f.Execution)
+		w, err := tx.WorkflowGetByName(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			e.log.Error("a workflow trigger job names no workflow; nothing started", "job", f.Job.ID, "execution", f.Execution.ID, "workflow", name)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		g, err := ParseGraph(w.Graph)
+		if err != nil {
+			return nil, fmt.Errorf("workflow %s: %w", w.Name, err)
+		}
+		run, err := e.startRun(ctx, tx, w, g, w.Params, f.Execution.Cause, now)
+		if err != nil {
+			return nil, err
+		}
+		if run.State != string(workflow.RunRunning) {
+			ended = append(ended, run.ID)
+		}
+	}
+	return ended, nil
 }
 
 // CancelWorkflowRun ends a running workflow run as canceled: its pending nodes never start.

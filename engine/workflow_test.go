@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -443,5 +444,45 @@ func TestWorkflowNodeNotRunOnStop(t *testing.T) {
 		startEngine(t, e)
 		run2, nodes = waitRun(t, e, st, run.ID)
 		wantStates(t, run2, nodes, "succeeded", map[string]string{"a": "succeeded"})
+	})
+}
+
+// TestWorkflowTrigger schedules a workflow with a trigger of a workflow trigger job (handler
+// sundial.workflow, params the workflow's name): each of its fires starts one run, with the
+// workflow's params and the fire's cause, in the transaction that records the fire.
+func TestWorkflowTrigger(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		jobs := wfJobs(t, st, nil, "a")
+		w := insertWorkflow(t, st, "nightly", `{"nodes":[{"name":"a","job_id":%d}]}`, `{"day":"today"}`, jobs["a"].ID)
+		starter := insertJob(t, st, "nightly-trigger", func(j *store.Job) { j.Handler = WorkflowHandler; j.Params = w.Name })
+		insertTrigger(t, st, starter, "every", schedule.Simple{Interval: 200 * time.Millisecond, RepeatCount: 2}, time.Now().Add(100*time.Millisecond), nil)
+		led := newLedger()
+		rec := newRecorder()
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
+			"a":             led.handle("n1", nil),
+			WorkflowHandler: func(context.Context, *Fire) Result { return Result{} },
+		})
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		ended := waitFor(t, "three runs to end", e.signals.workflows, 3)
+		runs, err := st.WorkflowRunList(context.Background(), w.ID, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 3 {
+			t.Fatalf("%d runs for 3 fires (ended %v)", len(runs), ended)
+		}
+		for _, r := range runs {
+			if r.State != "succeeded" || r.Params != `{"day":"today"}` || r.Cause != store.CauseSchedule {
+				t.Errorf("run %+v: want succeeded, with the workflow's params, caused by the schedule", r)
+			}
+		}
+		if got := led.count("a"); got != 3 {
+			t.Errorf("node a ran %d times, want once a run", got)
+		}
+		if in := led.inputs["a"]; in.Params["day"] != "today" {
+			t.Errorf("a's input %+v", in)
+		}
 	})
 }

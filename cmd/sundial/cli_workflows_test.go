@@ -57,6 +57,13 @@ func TestCLIWorkflow(t *testing.T) {
 	if got := mustJSON[api.WorkflowRun](t, s, "workflow", "cancel", id); got.State != "succeeded" {
 		t.Errorf("canceling an ended run made it %s", got.State)
 	}
+	// A workflow's trigger job: its fires (here a run now) start runs of the workflow.
+	s.mustCLI(t, "job", "create", "etl-nightly", "--handler", "sundial.workflow", "--params", "etl", "--cron", "0 0 2 * * ?")
+	s.mustCLI(t, "job", "run", "etl-nightly")
+	eventually(t, "the triggered run to end", func() bool {
+		runs := mustJSON[api.Page[api.WorkflowRun]](t, s, "workflow", "runs", "etl")
+		return len(runs.Items) == 2 && runs.Items[0].State == "succeeded" && runs.Items[0].Cause == "manual"
+	})
 	if code, _, errOut := s.cli(t, "workflow", "run", "etl", "--params", "{nope"); code != 2 || !strings.Contains(errOut, "--params") {
 		t.Errorf("bad params: exit %d, %q", code, errOut)
 	}
