@@ -21,7 +21,7 @@ type Execution struct {
 	FiredAt     time.Time
 	// Attempt counts from 0; a retry has Attempt > 0.
 	Attempt int
-	// Cause is why it fired: schedule, manual, retry, misfire, recovery, child.
+	// Cause is why it fired: schedule, manual, retry, misfire, recovery, child, workflow.
 	Cause  string
 	Params string
 	// Data is the job's data map, a copy private to this run. When the job persists data, the
