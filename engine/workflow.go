@@ -169,11 +169,40 @@ func (e *Engine) CancelWorkflowRun(ctx context.Context, runID int64, message str
 		if _, err := q.WorkflowRunLock(ctx, runID); err != nil {
 			return err
 		}
-		moved, err := q.WorkflowRunFinish(ctx, runID, string(workflow.RunCanceled), message, e.clock.Now().UnixMilli())
+		now := e.clock.Now().UnixMilli()
+		moved, err := q.WorkflowRunFinish(ctx, runID, string(workflow.RunCanceled), message, now)
 		if err == nil && !moved {
 			err = errRunEnded // nothing changed: no audit entry either
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// Nodes whose run has not started yet never start: their executions are canceled.
+		// Those running go on; their ends are recorded, and nothing follows them.
+		nodes, err := q.WorkflowNodes(ctx, runID)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		byExec := map[int64]*store.WorkflowNode{}
+		for _, n := range nodes {
+			if n.State == string(workflow.Running) && n.ExecutionID != 0 {
+				ids = append(ids, n.ExecutionID)
+				byExec[n.ExecutionID] = n
+			}
+		}
+		canceled, err := q.ExecutionsCancelUnstarted(ctx, ids, message)
+		if err != nil {
+			return err
+		}
+		for _, id := range canceled {
+			n := byExec[id]
+			n.State, n.Message, n.UpdatedAt = string(workflow.Canceled), message, now
+			if _, err := q.WorkflowNodeUpdate(ctx, n, string(workflow.Running)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if errors.Is(err, errRunEnded) {
 		return false, nil

@@ -486,3 +486,69 @@ func TestWorkflowTrigger(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkflowCancel cancels runs: a node whose execution has not started is canceled with
+// it (its execution ends canceled, so no node can run it), and a node running when the run is
+// canceled finishes and is recorded, but nothing follows it.
+func TestWorkflowCancel(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, nil, "a", "b")
+		w := insertWorkflow(t, st, "two", `{"nodes":[{"name":"a","job_id":%d},{"name":"b","job_id":%d}],"edges":[{"from":"a","to":"b"}]}`, "",
+			jobs["a"].ID, jobs["b"].ID)
+		led := newLedger()
+		release := make(chan struct{})
+		started := make(chan struct{}, 1)
+		rec := newRecorder()
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
+			"a": func(ctx context.Context, f *Fire) Result {
+				started <- struct{}{}
+				<-release
+				return led.handle("n1", nil)(ctx, f)
+			},
+			"b": led.handle("n1", nil),
+		})
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+
+		// Not started: canceled with the run.
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := e.CancelWorkflowRun(ctx, run.ID, "canceled by test"); !ok || err != nil {
+			t.Fatalf("cancel: %v, %v", ok, err)
+		}
+		got, nodes := runState(t, st, run.ID)
+		wantStates(t, got, nodes, "canceled", map[string]string{"a": "canceled"})
+		if x, err := st.ExecutionGet(ctx, nodes["a"].ExecutionID); err != nil || x.State != store.ExecCanceled {
+			t.Fatalf("a's execution %+v, %v: want canceled", x, err)
+		}
+		if ok, err := e.CancelWorkflowRun(ctx, run.ID, "again"); ok || err != nil {
+			t.Fatalf("a second cancel: %v, %v; want nothing changed", ok, err)
+		}
+
+		// Running: it ends, is recorded, and b never starts.
+		startEngine(t, e)
+		run, err = e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "a to start", started, 1)
+		if ok, err := e.CancelWorkflowRun(ctx, run.ID, "canceled by test"); !ok || err != nil {
+			t.Fatalf("cancel: %v, %v", ok, err)
+		}
+		_, nodes = runState(t, st, run.ID)
+		close(release)
+		for {
+			if id := waitFor(t, "a's end", e.signals.completed, 1)[0]; id == nodes["a"].ExecutionID {
+				break
+			}
+		}
+		got, nodes = runState(t, st, run.ID)
+		wantStates(t, got, nodes, "canceled", map[string]string{"a": "succeeded"})
+		if led.count("b") != 0 {
+			t.Error("b ran after its run was canceled")
+		}
+	})
+}

@@ -354,6 +354,11 @@ type Querier interface {
 	// returns how many it ended.
 	SessionsDeleteUser(ctx context.Context, userID int64, keep string) (int64, error)
 
+	// ExecutionsCancelUnstarted moves those of the executions ids that have not started
+	// (pending, or acquired by a node that has not run them) to the history as canceled with
+	// msg, and returns the IDs that moved: a node that held one finds it gone and runs nothing.
+	ExecutionsCancelUnstarted(ctx context.Context, ids []int64, msg string) ([]int64, error)
+
 	// WorkflowInsert stores w and sets its ID, Version and timestamps (an ExistsError when
 	// the name is taken).
 	WorkflowInsert(ctx context.Context, w *Workflow) error

@@ -201,3 +201,22 @@ func (e *executor) WorkflowNodeUpdate(ctx context.Context, n *store.WorkflowNode
 	c, err := affected(res)
 	return c == 1, err
 }
+
+// ExecutionsCancelUnstarted ends the pending and acquired executions among ids as canceled.
+func (e *executor) ExecutionsCancelUnstarted(ctx context.Context, ids []int64, msg string) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	now := e.cfg.now()
+	moved, err := e.moveToHistory(ctx, ids, "state IN ('pending', 'acquired')", nil, func(x *store.Execution) {
+		x.State, x.HandleMsg, x.FinishedAt = store.ExecCanceled, truncate(msg, 2000), now
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: cancel %d unstarted executions: %w", len(ids), err)
+	}
+	out := make([]int64, len(moved))
+	for i, x := range moved {
+		out[i] = x.ID
+	}
+	return out, nil
+}

@@ -67,6 +67,23 @@ func testWorkflows(t *testing.T, s store.Store) {
 	equal(t, "run state", fin.State+fin.Message, "succeeded")
 	equal(t, "run finished at", fin.FinishedAt, int64(10))
 
+	// Canceling what has not started: pending and acquired executions move, a running one
+	// does not.
+	xs := []*store.Execution{
+		{JobID: j.ID, ScheduledAt: 20, Cause: store.CauseWorkflow, State: store.ExecPending, WorkflowNode: a.ID},
+		{JobID: j.ID, ScheduledAt: 21, Cause: store.CauseWorkflow, State: store.ExecPending},
+		{JobID: j.ID, ScheduledAt: 22, Cause: store.CauseWorkflow, State: store.ExecRunning, Node: "n1"},
+	}
+	get(s.ExecutionsInsert(ctx, xs)).ok(t)
+	sameIDs(t, "acquired", get(s.ExecutionsAcquire(ctx, own("n1"), []int64{xs[1].ID})).ok(t), []int64{xs[1].ID})
+	sameIDs(t, "canceled", get(s.ExecutionsCancelUnstarted(ctx, []int64{xs[0].ID, xs[1].ID, xs[2].ID}, "run canceled")).ok(t),
+		[]int64{xs[0].ID, xs[1].ID})
+	c := get(s.ExecutionGet(ctx, xs[0].ID)).ok(t)
+	equal(t, "canceled state", string(c.State)+" "+c.HandleMsg, "canceled run canceled")
+	equal(t, "canceled keeps its node", c.WorkflowNode, a.ID)
+	equal(t, "running kept", get(s.ExecutionGet(ctx, xs[2].ID)).ok(t).State, store.ExecRunning)
+	sameIDs(t, "claimed after the cancel", get(s.ExecutionsMarkRunning(ctx, own("n1"), []int64{xs[1].ID}, 30)).ok(t), nil)
+
 	noErr(t, s.WorkflowDelete(ctx, w.ID))
 	wantErr(t, s.WorkflowDelete(ctx, w.ID), store.ErrNotFound)
 	equal(t, "runs outlive their workflow", get(s.WorkflowRunGet(ctx, r2.ID)).ok(t).State, "running")
