@@ -468,3 +468,33 @@ func WorkflowApps(ctx context.Context, q store.Querier, g *workflow.Graph) ([]st
 	}
 	return out, nil
 }
+
+// DeleteJobTx deletes a job in q (store.JobDelete, which cancels its fires that have not
+// started) and ends as failed, by their on_failure, the workflow nodes whose runs those fires
+// were: a workflow run is never left waiting on a fire that will not come.
+func (e *Engine) DeleteJobTx(ctx context.Context, q store.Querier, jobID int64) error {
+	var ends []nodeEnd
+	for after := int64(0); ; {
+		xs, err := q.ExecutionList(ctx, store.ExecutionFilter{JobID: jobID, State: store.ExecPending, AfterID: after, Limit: 500})
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			after = x.ID
+			if x.WorkflowNode != 0 {
+				ends = append(ends, nodeEnd{node: x.WorkflowNode, execution: x.ID, message: fmt.Sprintf("job %d deleted", jobID)})
+			}
+		}
+		if len(xs) < 500 {
+			break
+		}
+	}
+	if err := q.JobDelete(ctx, jobID); err != nil {
+		return err
+	}
+	if len(ends) == 0 {
+		return nil
+	}
+	_, err := e.advanceWorkflows(ctx, q, ends, e.clock.Now())
+	return err
+}

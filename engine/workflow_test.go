@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -549,6 +550,35 @@ func TestWorkflowCancel(t *testing.T) {
 		wantStates(t, got, nodes, "canceled", map[string]string{"a": "succeeded"})
 		if led.count("b") != 0 {
 			t.Error("b ran after its run was canceled")
+		}
+	})
+}
+
+// TestWorkflowJobDeleted deletes the job of a node whose fire waits (pending): the fire is
+// canceled with the job, and the node ends failed (by its on_failure) instead of leaving its
+// run waiting forever.
+func TestWorkflowJobDeleted(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, nil, "a", "b")
+		w := insertWorkflow(t, st, "two", `{"nodes":[{"name":"a","job_id":%d},{"name":"b","job_id":%d}],"edges":[{"from":"a","to":"b"}]}`, "",
+			jobs["a"].ID, jobs["b"].ID)
+		e := newEngine(t, st, newRecorder(), "n1", clock.Real{}, nil)
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.InTx(ctx, st, func(q store.Querier) error { return e.DeleteJobTx(ctx, q, jobs["a"].ID) }); err != nil {
+			t.Fatal(err)
+		}
+		got, nodes := runState(t, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "failed", "b": "canceled"})
+		if !strings.Contains(nodes["a"].Message, "deleted") {
+			t.Errorf("a's message %q does not say its job was deleted", nodes["a"].Message)
+		}
+		if _, err := st.JobGet(ctx, jobs["a"].ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the job is still there: %v", err)
 		}
 	})
 }
