@@ -183,7 +183,8 @@ func (s *Scheduler) DeleteJob(ctx context.Context, jobID int64, opts DeleteJobOp
 					" to let them finish and keep their results and output: %w", jobID, n, store.ErrInUse)
 			}
 		}
-		return q.JobDelete(ctx, jobID)
+		// The engine ends the workflow nodes that waited on the job's fires it cancels.
+		return s.engine.DeleteJobTx(ctx, q, jobID)
 	})
 	if err != nil {
 		return fmt.Errorf("sundial: delete job %d: %w", jobID, err)

@@ -21,7 +21,7 @@ type Execution struct {
 	FiredAt     time.Time
 	// Attempt counts from 0; a retry has Attempt > 0.
 	Attempt int
-	// Cause is why it fired: schedule, manual, retry, misfire, recovery, child.
+	// Cause is why it fired: schedule, manual, retry, misfire, recovery, child, workflow.
 	Cause  string
 	Params string
 	// Data is the job's data map, a copy private to this run. When the job persists data, the
@@ -77,10 +77,14 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 		run.Data = map[string]any{}
 	}
 	out := new(outputLines)
+	ctx, extras, err := withExtras(ctx, f)
+	if err != nil {
+		return engine.Result{Err: err}
+	}
 	ctx = jobrun.WithRun(ctx, run)
 	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(out.add)))
-	err := h(ctx)
-	res := engine.Result{Err: err, Logs: out.take()}
+	err = h(ctx)
+	res := engine.Result{Err: err, Logs: out.take(), Return: extras.take()}
 	if f.Job.PersistData {
 		res.Data = run.Data
 	}

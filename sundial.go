@@ -101,6 +101,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock, minInterval: cfg.MinInterval,
 		secrets: ec.Secrets}
+	// A workflow's trigger job runs nothing itself: the engine starts the workflow's run
+	// when the job's fire is recorded succeeded.
+	s.handlers[engine.WorkflowHandler] = func(context.Context) error { return nil }
 	if s.clock == nil {
 		s.clock = clock.Real{}
 		ec.Clock = s.clock

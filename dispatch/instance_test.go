@@ -35,7 +35,7 @@ func TestRunForRestartedInstance(t *testing.T) {
 	if _, _, _, err := r.addresses(ctx, "billing", "once"); err != nil { // reads the registry, old instance and all
 		t.Fatal(err)
 	}
-	if res := r.send(ctx, ex, job, exe.Address(), 0, 1, nil); !res.Async || res.Err != nil {
+	if res := r.send(ctx, ex, job, exe.Address(), 0, 1, nil, ""); !res.Async || res.Err != nil {
 		t.Fatalf("dispatch to the restarted executor: %+v, want the run handed over", res)
 	}
 	runs, err := st.ExecutionsRunningOnExecutor(ctx, "billing", exe.Address())

@@ -20,7 +20,7 @@ func TestRunSendsDataInterval(t *testing.T) {
 	if _, err := fx.st.ExecutionsInsert(ctx, []*store.Execution{ex}); err != nil {
 		t.Fatal(err)
 	}
-	if res := NewRemote(Config{Store: fx.st}).send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil); res.Err != nil {
+	if res := NewRemote(Config{Store: fx.st}).send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil, ""); res.Err != nil {
 		t.Fatalf("dispatch: %+v", res)
 	}
 	run := <-fx.got

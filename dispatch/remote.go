@@ -218,7 +218,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 			// A retry (or recovery) of one shard: only that shard runs again, on the instance
 			// at its index while the instances are the same, so a broadcast is not multiplied
 			// by its failures. XXL-JOB does the same with registryList[index].
-			return r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc)
+			return r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc, f.WorkflowInput)
 		}
 		return r.broadcast(ctx, f, addrs, xc)
 	}
@@ -227,7 +227,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("app %q: %w", job.App, err)}
 	}
-	return r.send(ctx, f.Execution, job, addr, 0, 1, xc)
+	return r.send(ctx, f.Execution, job, addr, 0, 1, xc, f.WorkflowInput)
 }
 
 // send records the address on the execution, then posts the run, then records that the
@@ -238,7 +238,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 // the run is the node's, and is lost with it (no executor said it has it); after, it is the
 // executor's.
 // An XXL-JOB app's runs (xc set) go out by sendXXL.
-func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int, xc *xxljob.Client) engine.Result {
+func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int, xc *xxljob.Client, input string) engine.Result {
 	if xc != nil {
 		return r.sendXXL(ctx, ex, job, addr, index, total, xc)
 	}
@@ -265,6 +265,9 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance,
 		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID}
+	if input != "" {
+		req.WorkflowInput = wire.RawJSON(input)
+	}
 	var resp wire.RunResponse
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
 	err = r.callRepeating(sendCtx, job.App, addr, wire.PathRun, instance, req, &resp)
@@ -393,7 +396,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 		if slices.Contains(dups, sh) {
 			continue // sent already by an earlier dispatch of this fire
 		}
-		res := r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total, xc)
+		res := r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total, xc, "")
 		if res.Async {
 			continue
 		}
@@ -401,7 +404,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
 		}
 	}
-	return r.send(ctx, ex, job, addrs[0], 0, total, xc)
+	return r.send(ctx, ex, job, addrs[0], 0, total, xc, "")
 }
 
 // shardFailed records that no executor took a shard: with the job's retry and alarm through

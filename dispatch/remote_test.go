@@ -56,7 +56,7 @@ func TestRunAnswerLost(t *testing.T) {
 	t.Cleanup(proxy.Close)
 
 	r := NewRemote(Config{Store: st})
-	res := r.send(ctx, ex, job, proxy.URL, 0, 1, nil)
+	res := r.send(ctx, ex, job, proxy.URL, 0, 1, nil, "")
 	if !dropped.Load() {
 		t.Fatal("the proxy never dropped an answer; the test proves nothing")
 	}
@@ -130,7 +130,7 @@ func TestSendFencedOnOwner(t *testing.T) {
 		t.Fatalf("declare the run lost: %v, %v", got, err)
 	}
 	r := NewRemote(Config{Store: fx.st})
-	if res := r.send(ctx, lost, fx.job, fx.exe.Address(), 0, 1, nil); res.Err == nil || res.Async {
+	if res := r.send(ctx, lost, fx.job, fx.exe.Address(), 0, 1, nil, ""); res.Err == nil || res.Async {
 		t.Fatalf("dispatch of a run declared lost: %+v, want a refusal", res)
 	}
 	if n := r.Stats().NotOwned.Load(); n != 1 {
@@ -139,7 +139,7 @@ func TestSendFencedOnOwner(t *testing.T) {
 
 	alive := store.Owner{Node: "n", Incarnation: "alive"}
 	ex := fx.running(t, alive)
-	if res := r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil); !res.Async || res.Err != nil {
+	if res := r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil, ""); !res.Async || res.Err != nil {
 		t.Fatalf("dispatch: %+v, want the run handed over", res)
 	}
 	got, err := fx.st.ExecutionGet(ctx, ex.ID)

@@ -177,13 +177,14 @@ func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (
 	if err != nil {
 		return false, err
 	}
-	out, err := e.continueLost(ctx, tx, lost, lostWithNode)
+	out, ended, err := e.continueLost(ctx, tx, lost, lostWithNode)
 	if err != nil {
 		return false, err
 	}
 	if err := tx.Commit(); err != nil {
 		return false, err
 	}
+	e.signals.workflowsEnded(ended)
 	e.stats.Recovered.Add(released + int64(len(lost)))
 	e.signals.nodeRecovered(o.Node)
 	e.log.Warn("recovered a dead node", "dead", o.Node, "incarnation", o.Incarnation, "released", released, "lost", out.Lost, "refired", out.FollowUp)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -174,6 +175,8 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 	}
 	movedSet := idSet(moved)
 	var follow []*store.Execution
+	var ends []nodeEnd
+	var triggered []*Fire
 	for _, cp := range batch {
 		ex, job := cp.fire.Execution, cp.fire.Job
 		if !movedSet[ex.ID] {
@@ -197,7 +200,20 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 		switch {
 		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
 			follow = append(follow, e.followUp(job, ex, store.CauseRetry, cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
-		case cp.state == store.ExecSucceeded:
+		case ex.WorkflowNode != 0 && cp.state == store.ExecCanceled && (errors.Is(cp.res.Err, errStopping) || errors.Is(cp.res.Err, errNotAlive)):
+			// A scheduler node that stopped (or could not confirm it lives) before its handler
+			// began: no handler ran, so the workflow node is not failed but run again, on
+			// whichever node takes it.
+			follow = append(follow, e.followUp(job, ex, store.CauseRecovery, ex.ScheduledAt))
+		case ex.WorkflowNode != 0:
+			// The node's final attempt: its run advances in this transaction. The flag on the
+			// execution is all the path tests, so runs outside workflows cost nothing more.
+			ends = append(ends, workflowEnd(cp))
+		}
+		if cp.state == store.ExecSucceeded && job.Handler == WorkflowHandler {
+			triggered = append(triggered, cp.fire)
+		}
+		if cp.state == store.ExecSucceeded {
 			for _, child := range job.ChildJobIDs {
 				follow = append(follow, &store.Execution{JobID: child, ScheduledAt: cp.finished.UnixMilli(),
 					Cause: store.CauseChild, State: store.ExecPending})
@@ -209,8 +225,25 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			return nil, err
 		}
 	}
+	var ended []int64
+	if len(ends) > 0 {
+		if ended, err = e.advanceWorkflows(ctx, tx, ends, e.clock.Now()); err != nil {
+			return nil, err
+		}
+	}
+	if len(triggered) > 0 {
+		started, err := e.startTriggered(ctx, tx, triggered, e.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		ended = append(ended, started...)
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
+	}
+	if len(ends) > 0 || len(triggered) > 0 {
+		e.signals.workflowsEnded(ended)
+		e.Wake() // the nodes the workflows started
 	}
 	for _, id := range moved {
 		e.signals.executionCompleted(id)
@@ -235,6 +268,8 @@ type RemoteResult struct {
 	Traceparent string
 	// OutputLost counts the run's output lines the executor could not deliver.
 	OutputLost int64
+	// Return is the run's JSON result (see Result.Return).
+	Return json.RawMessage
 }
 
 // CompleteRemote records results of fires whose Dispatch returned Async: the execution moves
@@ -268,8 +303,12 @@ func (e *Engine) CompleteRemote(ctx context.Context, results []RemoteResult) ([]
 		if ex == nil {
 			continue // gone (retention, a deleted job): nothing to complete, and no reason to fail the rest
 		}
-		res := Result{Code: r.Code, Message: r.Message, Data: r.Data, Logs: r.Logs}
-		batch = append(batch, completion{fire: &Fire{Execution: ex}, state: r.State, res: res, started: r.Started, finished: r.Finished,
+		res := Result{Code: r.Code, Message: r.Message, Data: r.Data, Logs: r.Logs, Return: r.Return}
+		state := r.State
+		if err := checkResult(r.Return); err != nil && state == store.ExecSucceeded {
+			state, res.Err, res.Return = store.ExecFailed, err, nil
+		}
+		batch = append(batch, completion{fire: &Fire{Execution: ex}, state: state, res: res, started: r.Started, finished: r.Finished,
 			outputLost: r.OutputLost})
 		jobIDs = append(jobIDs, ex.JobID)
 	}
@@ -333,3 +372,22 @@ func alarms(state store.ExecutionState, ex *store.Execution, job *store.Job) boo
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// workflowEnd is a workflow node's final result: a success whose result is not JSON, or too
+// large, fails the node.
+func workflowEnd(cp completion) nodeEnd {
+	end := nodeEnd{node: cp.fire.Execution.WorkflowNode, execution: cp.fire.Execution.ID, succeeded: cp.state == store.ExecSucceeded,
+		message: cp.res.Message}
+	if cp.res.Err != nil {
+		end.message = cp.res.Err.Error()
+	}
+	if err := checkResult(cp.res.Return); err != nil {
+		end.succeeded, end.message = false, err.Error()
+	} else {
+		end.result = string(cp.res.Return)
+	}
+	if !end.succeeded && end.message == "" {
+		end.message = string(cp.state)
+	}
+	return end
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,10 @@ type Fire struct {
 	// traced (nil with tracing off).
 	acquiredAt time.Time
 	span       trace.Span
+
+	// WorkflowInput is, for a workflow node's run, what its handler is given (a
+	// WorkflowInput as JSON: the run's params and the parents' results); "" otherwise.
+	WorkflowInput string
 }
 
 // Params are what the run's handler is given: a run-now's own parameters, or the job's. A
@@ -79,6 +84,9 @@ type Result struct {
 	Data map[string]any
 	// Logs are the lines the run wrote.
 	Logs []string
+	// Return is the run's JSON result (at most store.MaxResultBytes; nil for none): a
+	// workflow node's result, given to the nodes that follow it.
+	Return json.RawMessage
 	// Async says the fire was handed to an executor that reports its outcome later, to any
 	// node, through Engine.CompleteRemote: the execution stays running until then, and the
 	// executor applies the job's concurrency policy and timeout.

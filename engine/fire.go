@@ -129,6 +129,14 @@ func (e *Engine) admitFires(l *lifecycle, due []*pendingFire) ([]admitted, time.
 		}
 		return nil, time.Time{}
 	}
+	inputs, err := e.workflowInputs(ctx, due)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("read the workflow inputs of due fires; retrying", "err", err, "count", len(due))
+			e.retryLater(l, due)
+		}
+		return nil, time.Time{}
+	}
 	var batch []admitted
 	now := e.clock.Now()
 	seen := make(map[int64]bool, len(due))
@@ -155,6 +163,7 @@ func (e *Engine) admitFires(l *lifecycle, due []*pendingFire) ([]admitted, time.
 		if f.Job != job {
 			f.ownData, f.merged = job.Data, true
 		}
+		f.WorkflowInput = inputs[pf.exec.WorkflowNode]
 		if pf.missed != "" {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
 			continue
@@ -418,6 +427,9 @@ func (e *Engine) run(l *lifecycle, f *Fire) {
 		runCtx, span = e.cfg.tracer.StartRun(runCtx, f.Job.TargetKind == store.TargetRemote)
 	}
 	res := e.dispatch(runCtx, f)
+	if err := checkResult(res.Return); err != nil && res.Err == nil {
+		res.Err, res.Return = err, nil
+	}
 	finished := e.clock.Now()
 	if span != nil {
 		tracing.End(span, "", res.Err, finished)

@@ -57,13 +57,14 @@ func (e *Engine) loseOnExecutor(ctx context.Context, app, address string, lose f
 	if err != nil {
 		return LossOutcome{}, fmt.Errorf("lose the runs on executor %s of %s: %w", address, app, err)
 	}
-	out, err := e.continueLost(ctx, tx, lost, lostWithExecutor)
+	out, ended, err := e.continueLost(ctx, tx, lost, lostWithExecutor)
 	if err != nil {
 		return LossOutcome{}, fmt.Errorf("executor %s of %s: %w", address, app, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return LossOutcome{}, err
 	}
+	e.signals.workflowsEnded(ended)
 	e.stats.LostOnExecutor.Add(int64(out.Lost))
 	if out.FollowUp > 0 {
 		e.Wake()
@@ -74,10 +75,10 @@ func (e *Engine) loseOnExecutor(ctx context.Context, app, address string, lose f
 // continueLost applies the job policy to executions just moved to lost, in tx: it inserts
 // the runs that follow them (retries or recoveries) and makes the alarms of final losses
 // pending, committed with the loss or not at all. Executions of deleted jobs are left lost.
-func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Execution, cause lossCause) (LossOutcome, error) {
-	out := LossOutcome{Lost: len(lost)}
+func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Execution, cause lossCause) (out LossOutcome, ended []int64, err error) {
+	out = LossOutcome{Lost: len(lost)}
 	if len(lost) == 0 {
-		return out, nil
+		return out, nil, nil
 	}
 	jobIDs := make([]int64, len(lost))
 	for i, ex := range lost {
@@ -85,7 +86,7 @@ func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Ex
 	}
 	js, err := tx.JobsGet(ctx, jobIDs)
 	if err != nil {
-		return out, fmt.Errorf("read the jobs of %d lost runs: %w", len(lost), err)
+		return out, nil, fmt.Errorf("read the jobs of %d lost runs: %w", len(lost), err)
 	}
 	jobs := make(map[int64]*store.Job, len(js))
 	for _, j := range js {
@@ -94,32 +95,48 @@ func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Ex
 	now := e.clock.Now()
 	var follow []*store.Execution
 	var alarmed []int64
+	var ends []nodeEnd
 	for _, ex := range lost {
 		job := jobs[ex.JobID]
 		if job == nil {
+			if ex.WorkflowNode != 0 {
+				ends = append(ends, nodeEnd{node: ex.WorkflowNode, execution: ex.ID, message: "lost, and its job is gone"})
+			}
 			continue // the job is gone: nothing to re-run, nobody to tell
 		}
 		switch {
 		case cause == lostWithNode && job.RequestsRecovery:
 			follow = append(follow, e.followUp(job, ex, store.CauseRecovery, ex.ScheduledAt))
+			continue
 		case cause == lostWithExecutor && ex.Attempt < job.MaxRetries:
 			follow = append(follow, e.followUp(job, ex, store.CauseRetry, now.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
+			continue
 		case len(job.AlarmTargets) > 0:
 			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
 		}
+		if ex.WorkflowNode != 0 {
+			// A final loss ends the workflow node as a failure, in the loss's transaction.
+			ends = append(ends, nodeEnd{node: ex.WorkflowNode, execution: ex.ID, message: "lost"})
+		}
+	}
+	if len(ends) > 0 {
+		if ended, err = e.advanceWorkflows(ctx, tx, ends, now); err != nil {
+			return out, nil, err
+		}
+		out.FollowUp += len(ends) // the nodes they started
 	}
 	if len(alarmed) > 0 {
 		if _, err := tx.ExecutionsSetAlarm(ctx, alarmed, store.AlarmNone, store.AlarmPending); err != nil {
-			return out, fmt.Errorf("make the alarms of %d lost runs pending: %w", len(alarmed), err)
+			return out, nil, fmt.Errorf("make the alarms of %d lost runs pending: %w", len(alarmed), err)
 		}
 	}
 	if len(follow) > 0 {
 		if _, err := tx.ExecutionsInsert(ctx, follow); err != nil {
-			return out, fmt.Errorf("insert %d runs after lost ones: %w", len(follow), err)
+			return out, nil, fmt.Errorf("insert %d runs after lost ones: %w", len(follow), err)
 		}
 	}
-	out.FollowUp, out.Alarmed = len(follow), len(alarmed)
-	return out, nil
+	out.FollowUp, out.Alarmed = out.FollowUp+len(follow), len(alarmed)
+	return out, ended, nil
 }
 
 // nextAttempt is the run that follows ex, pending at scheduledAt (Unix ms). A broadcast
@@ -129,7 +146,7 @@ func nextAttempt(ex *store.Execution, cause store.ExecutionCause, scheduledAt in
 	return &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: scheduledAt,
 		Cause: cause, Attempt: ex.Attempt + 1, State: store.ExecPending,
 		ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal, Params: ex.Params, Data: ex.Data,
-		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID}
+		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID, WorkflowNode: ex.WorkflowNode}
 }
 
 // followUp is nextAttempt of a run of job, its params kept as the run keeps them: sealed when

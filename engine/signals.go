@@ -15,6 +15,7 @@ type testSignals struct {
 	rejoined  chan store.Owner // every new life the node began after it was declared dead
 	busy      chan int64       // every fire left waiting while its job ran on another node
 	backfill  chan int         // after every backfill round that found a backfill: runs made
+	workflows chan int64       // every workflow run that ended, once committed
 }
 
 func newTestSignals() *testSignals {
@@ -30,6 +31,7 @@ func newTestSignals() *testSignals {
 		rejoined:  make(chan store.Owner, buffer),
 		busy:      make(chan int64, buffer),
 		backfill:  make(chan int, buffer),
+		workflows: make(chan int64, buffer),
 	}
 }
 
@@ -98,5 +100,13 @@ func trySend[T any](ch chan T, v T) {
 	select {
 	case ch <- v:
 	default:
+	}
+}
+
+func (s *testSignals) workflowsEnded(ids []int64) {
+	if s != nil {
+		for _, id := range ids {
+			trySend(s.workflows, id)
+		}
 	}
 }

@@ -2,10 +2,12 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -42,6 +44,9 @@ type Run struct {
 	IntervalStart, IntervalEnd time.Time
 	// BackfillID is the backfill that made the run; 0 for none.
 	BackfillID int64
+	// WorkflowInput is, for the run of a workflow node, the run's params and its parent
+	// nodes' results as JSON ({"run_id", "node", "params", "parents"}); "" otherwise.
+	WorkflowInput string
 }
 
 // RunFrom returns the run a handler's context carries.
@@ -144,6 +149,7 @@ func runOf(req wire.RunRequest) Run {
 		ScheduledAt: time.UnixMilli(req.ScheduledAt), IdempotencyKey: req.IdempotencyKey,
 		Timeout:       time.Duration(req.TimeoutMs) * time.Millisecond,
 		IntervalStart: jobrun.Millis(req.IntervalStart), IntervalEnd: jobrun.Millis(req.IntervalEnd), BackfillID: req.BackfillID,
+		WorkflowInput: string(req.WorkflowInput),
 	}
 	if req.FiredAt != 0 {
 		r.FiredAt = time.UnixMilli(req.FiredAt)
@@ -211,6 +217,8 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 		rs.traceparent = c["traceparent"]
 	}
 	sink := newLogSink(e, rs.run.ExecutionID)
+	box := &resultBox{}
+	ctx = context.WithValue(ctx, resultKey{}, box)
 	ctx = jobrun.WithRun(ctx, rs.run)
 	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(sink.add)))
 
@@ -240,6 +248,9 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 		}
 	}
 	res := outcome(ctx, err)
+	if res.State == wire.StateSucceeded {
+		res.Result = wire.RawJSON(box.take())
+	}
 	if res.State != wire.StateSucceeded {
 		Logger(ctx).Error(res.Message)
 	}
@@ -317,4 +328,42 @@ func (e *Executor) finish(rs *runState, res wire.Result, started time.Time) {
 		}
 	}
 	e.mu.Unlock()
+}
+
+// resultBox holds the result a handler sets (SetResult); a handler may set it from any
+// goroutine.
+type resultBox struct {
+	mu     sync.Mutex
+	result json.RawMessage
+}
+
+type resultKey struct{}
+
+func (b *resultBox) take() json.RawMessage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.result
+}
+
+// MaxResultBytes is the largest result a run may return.
+const MaxResultBytes = 64 << 10
+
+// SetResult records v, as JSON, as the run's result, sent with its outcome: a workflow
+// node's result is given to the nodes that follow it. A later call replaces an earlier one.
+func SetResult(ctx context.Context, v any) error {
+	b, ok := ctx.Value(resultKey{}).(*resultBox)
+	if !ok {
+		return errors.New("executor.SetResult called outside a handler")
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("the run's result: %w", err)
+	}
+	if len(raw) > MaxResultBytes {
+		return fmt.Errorf("the run's result is %d bytes, more than the %d allowed", len(raw), MaxResultBytes)
+	}
+	b.mu.Lock()
+	b.result = raw
+	b.mu.Unlock()
+	return nil
 }

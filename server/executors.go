@@ -185,7 +185,8 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
-			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent, OutputLost: res.LinesLost}
+			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent, OutputLost: res.LinesLost,
+			Return: json.RawMessage(res.Result)}
 	}
 	// Written with the results of the requests that come meanwhile. A write that fails
 	// fails each of them: the executors keep the results and send them again.

@@ -71,6 +71,14 @@ type Ops struct {
 	DeleteCalendar  *Endpoint[CalendarRef, struct{}]
 	ResolveCalendar *Endpoint[CalendarIn, Resolved]
 
+	ListWorkflows     *Endpoint[WorkflowQuery, WorkflowPage]
+	GetWorkflow       *Endpoint[WorkflowRef, store.Workflow]
+	CreateWorkflow    *Endpoint[api.WorkflowRequest, store.Workflow]
+	RunWorkflow       *Endpoint[WorkflowRunStart, WorkflowRunOut]
+	ListWorkflowRuns  *Endpoint[WorkflowRunQuery, WorkflowRunPage]
+	GetWorkflowRun    *Endpoint[WorkflowRunRef, WorkflowRunOut]
+	CancelWorkflowRun *Endpoint[WorkflowRunRef, WorkflowRunOut]
+
 	ListUsers     *Endpoint[UserQuery, api.Page[api.User]]
 	CreateUser    *Endpoint[api.UserRequest, api.User]
 	GetUser       *Endpoint[UserRef, api.User]
@@ -169,6 +177,28 @@ func (s *Server) newOps() *Ops {
 		PutCalendar:     endpoint(s, ActOperate, nil, s.putCalendar),
 		DeleteCalendar:  endpoint(s, ActOperate, nil, s.deleteCalendar),
 		ResolveCalendar: endpoint(s, ActRead, nil, s.resolveCalendar),
+
+		// A workflow belongs to the apps of its jobs: a person acts on it when each is in
+		// their scope. The list keeps the workflows the reader may see.
+		ListWorkflows: endpoint(s, ActRead, nil, s.listWorkflows),
+		GetWorkflow: endpoint(s, ActRead, func(ctx context.Context, in *WorkflowRef) (target, error) {
+			return s.byWorkflow(ctx, in.Name)
+		}, s.getWorkflow),
+		CreateWorkflow: endpoint(s, ActOperate, func(ctx context.Context, in *api.WorkflowRequest) (target, error) {
+			return s.graphTarget(ctx, string(in.Graph))
+		}, s.createWorkflow),
+		RunWorkflow: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowRunStart) (target, error) {
+			return s.byWorkflow(ctx, in.Name)
+		}, s.runWorkflow),
+		ListWorkflowRuns: endpoint(s, ActRead, func(ctx context.Context, in *WorkflowRunQuery) (target, error) {
+			return s.byWorkflow(ctx, in.Name)
+		}, s.listWorkflowRuns),
+		GetWorkflowRun: endpoint(s, ActRead, func(ctx context.Context, in *WorkflowRunRef) (target, error) {
+			return s.byWorkflowRun(ctx, in.ID)
+		}, s.getWorkflowRun),
+		CancelWorkflowRun: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowRunRef) (target, error) {
+			return s.byWorkflowRun(ctx, in.ID)
+		}, s.cancelWorkflowRun),
 
 		ListUsers:     endpoint(s, ActAdmin, nil, s.listUsers),
 		CreateUser:    endpoint(s, ActAdmin, nil, s.createUser),

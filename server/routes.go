@@ -83,6 +83,14 @@ func (s *Server) routeTable() []route {
 		opRoute("PUT", v1+"/calendars/{name}", o.PutCalendar, readCalendarPut, writeOK(toCalendarOut)),
 		opRoute("DELETE", v1+"/calendars/{name}", o.DeleteCalendar, readCalendarRef, noContent),
 
+		opRoute("GET", v1+"/workflows", o.ListWorkflows, readWorkflowQuery, writeWorkflowPage),
+		opRoute("POST", v1+"/workflows", o.CreateWorkflow, readWorkflowCreate, writeWorkflowCreated),
+		opRoute("GET", v1+"/workflows/{name}", o.GetWorkflow, readWorkflowRef, writeOK(toWorkflowOut)),
+		opRoute("POST", v1+"/workflows/{name}/run", o.RunWorkflow, readWorkflowRunStart, writeWorkflowRunStarted),
+		opRoute("GET", v1+"/workflows/{name}/runs", o.ListWorkflowRuns, readWorkflowRunQuery, writeWorkflowRunPage),
+		opRoute("GET", v1+"/workflow-runs/{id}", o.GetWorkflowRun, readWorkflowRunRef, writeOK(toWorkflowRunWithNodes)),
+		opRoute("POST", v1+"/workflow-runs/{id}/cancel", o.CancelWorkflowRun, readWorkflowRunRef, writeOK(toWorkflowRunWithNodes)),
+
 		opRoute("GET", v1+"/executions", o.ListExecutions, readExecutionQuery, writeExecutionPage),
 		opRoute("GET", v1+"/executions/{id}", o.GetExecution, readExecutionRef, writeOK(toExecutionOut)),
 		// A follow of the output streams server-sent events: the route is HTTP's own, over the

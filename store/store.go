@@ -402,6 +402,48 @@ type Querier interface {
 	// ExecutionsCancelPendingOfBackfill ends the backfill's pending executions as canceled
 	// (FinishedAt now) and returns how many.
 	ExecutionsCancelPendingOfBackfill(ctx context.Context, backfillID, now int64) (int, error)
+	// ExecutionsCancelUnstarted moves those of the executions ids that have not started
+	// (pending, or acquired by a node that has not run them) to the history as canceled with
+	// msg, and returns the IDs that moved: a node that held one finds it gone and runs nothing.
+	ExecutionsCancelUnstarted(ctx context.Context, ids []int64, msg string) ([]int64, error)
+
+	// WorkflowInsert stores w and sets its ID, Version and timestamps (an ExistsError when
+	// the name is taken).
+	WorkflowInsert(ctx context.Context, w *Workflow) error
+	WorkflowGet(ctx context.Context, id int64) (*Workflow, error)
+	WorkflowGetByName(ctx context.Context, name string) (*Workflow, error)
+	// WorkflowList lists workflows by id after afterID.
+	WorkflowList(ctx context.Context, afterID int64, limit int) ([]*Workflow, error)
+	// WorkflowUpdate overwrites the description, graph and params of w.ID if its Version
+	// still equals w.Version (ErrConflict otherwise), and bumps w.Version.
+	WorkflowUpdate(ctx context.Context, w *Workflow) error
+	// WorkflowDelete deletes the workflow; its runs stay as history.
+	WorkflowDelete(ctx context.Context, id int64) error
+
+	// WorkflowRunInsert stores r and sets its ID.
+	WorkflowRunInsert(ctx context.Context, r *WorkflowRun) error
+	WorkflowRunGet(ctx context.Context, id int64) (*WorkflowRun, error)
+	// WorkflowRunLock returns the run with its row locked until the transaction ends: every
+	// advance of one run is serialised on it, so two nodes ending at once cannot both miss
+	// (or both start) the node that waits for them.
+	WorkflowRunLock(ctx context.Context, id int64) (*WorkflowRun, error)
+	// WorkflowRunList lists the runs of a workflow (of every workflow for 0), newest first,
+	// below beforeID when it is not 0.
+	WorkflowRunList(ctx context.Context, workflowID, beforeID int64, limit int) ([]*WorkflowRun, error)
+	// WorkflowRunFinish moves a running run to a final state (compare-and-set on running) and
+	// reports whether it moved.
+	WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error)
+
+	// WorkflowNodesInsert inserts node states and sets their IDs; a (RunID, Node) already
+	// stored fails the call with ErrAlreadyExists.
+	WorkflowNodesInsert(ctx context.Context, ns []*WorkflowNode) error
+	// WorkflowNodes lists the node states of a run, by id.
+	WorkflowNodes(ctx context.Context, runID int64) ([]*WorkflowNode, error)
+	// WorkflowNodesGet returns those of the node states ids that exist.
+	WorkflowNodesGet(ctx context.Context, ids []int64) ([]*WorkflowNode, error)
+	// WorkflowNodeUpdate moves a node state from state from to n's State, ExecutionID,
+	// Result, Message and UpdatedAt (a compare-and-set) and reports whether it moved.
+	WorkflowNodeUpdate(ctx context.Context, n *WorkflowNode, from string) (bool, error)
 
 	// AuditInsert appends e to the audit log and sets its ID; At is set from the database's
 	// clock when 0.

@@ -188,6 +188,8 @@ const (
 	CauseChild    ExecutionCause = "child"
 	// CauseBackfill runs were made by a backfill (Execution.BackfillID).
 	CauseBackfill ExecutionCause = "backfill"
+	// CauseWorkflow executions run a node of a workflow run (Execution.WorkflowNode).
+	CauseWorkflow ExecutionCause = "workflow"
 )
 
 // CatchUpCoalesce is the trigger catch-up mode that makes the fires missed past the catch-up
@@ -195,7 +197,7 @@ const (
 const CatchUpCoalesce = "coalesce"
 
 // ExecutionCauses are all the causes, in the order lists show them.
-var ExecutionCauses = []ExecutionCause{CauseSchedule, CauseManual, CauseAPI, CauseRetry, CauseMisfire, CauseRecovery, CauseChild, CauseBackfill}
+var ExecutionCauses = []ExecutionCause{CauseSchedule, CauseManual, CauseAPI, CauseRetry, CauseMisfire, CauseRecovery, CauseChild, CauseBackfill, CauseWorkflow}
 
 // Words are xs as plain strings: the words a form offers and an error message lists.
 func Words[T ~string](xs []T) []string {
@@ -325,6 +327,10 @@ type Execution struct {
 	IntervalEnd   int64
 	// BackfillID is the backfill that made the run; 0 for none.
 	BackfillID int64
+	// WorkflowNode is the id of the workflow node (WorkflowNode.ID) this run executes, 0 for a
+	// run outside workflows: the one field the completion path tests before it advances a
+	// workflow run, so ordinary fires cost no query. Retries and recovery re-runs keep it.
+	WorkflowNode int64
 }
 
 // BackfillState is where a backfill is in its life.
@@ -578,3 +584,56 @@ type AlarmDecided struct {
 	ExecutionID int64  `json:"x"`
 	Decision    string `json:"d"`
 }
+
+// Workflow is a named DAG of nodes that reference jobs (see package workflow). Graph is the
+// nodes and edges as one JSON document (workflow.Graph), validated before it is stored.
+type Workflow struct {
+	ID          int64
+	Name        string
+	Description string
+	Graph       string
+	// Params are the default parameters of a run (a JSON object, "" for none).
+	Params    string
+	Version   int64
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// WorkflowRun is one run of a workflow. It keeps the graph it started with, so an edit of
+// the workflow changes later runs only (the jobs its nodes reference are read when each node
+// starts).
+type WorkflowRun struct {
+	ID         int64
+	WorkflowID int64
+	// State is running, succeeded, failed or canceled (workflow.RunState).
+	State  string
+	Graph  string
+	Params string
+	Cause  ExecutionCause
+	// Message says why a run failed or who canceled it.
+	Message    string
+	CreatedAt  int64
+	FinishedAt int64
+}
+
+// WorkflowNode is the state of one node in one run: (RunID, Node) is unique, so a node is
+// started, and its execution created, exactly once per run.
+type WorkflowNode struct {
+	ID    int64
+	RunID int64
+	Node  string
+	// State is a workflow.State.
+	State string
+	// ExecutionID is the node's newest execution (a retry's once retried), 0 for a node
+	// that ran none (decision, skipped, canceled).
+	ExecutionID int64
+	// Input is what the node's handler is given: {"params": ..., "parents": {name: result}}.
+	Input string
+	// Result is the JSON result its run returned (or a decision's outcome), "" for none.
+	Result    string
+	Message   string
+	UpdatedAt int64
+}
+
+// MaxResultBytes is the largest JSON result a run may return; a larger one fails the run.
+const MaxResultBytes = 64 << 10

@@ -109,7 +109,7 @@ func group(name, short string, o *apiOptions, subs ...*cobra.Command) *cobra.Com
 // newAPICommands returns the CLI over the REST API.
 func newAPICommands() []*cobra.Command {
 	return []*cobra.Command{newJobCmd(), newTriggerCmd(), newExecCmd(), newAppCmd(), newCalendarCmd(), newNodeCmd(), newTokenCmd(),
-		newUserCmd(), newAuditCmd(), newBackfillCmd()}
+		newUserCmd(), newAuditCmd(), newBackfillCmd(), newWorkflowCmd()}
 }
 
 // parseID reads a positional numeric id.

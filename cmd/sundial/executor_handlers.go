@@ -2,15 +2,18 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,6 +161,16 @@ func shellHandler(enabled bool) executor.Handler {
 		for _, f := range runFields(run) {
 			cmd.Env = append(cmd.Env, "SUNDIAL_"+f.env+"="+f.value)
 		}
+		files, err := os.MkdirTemp("", "sundial-run-")
+		if err != nil {
+			return fmt.Errorf("shell handler: %w", err)
+		}
+		defer os.RemoveAll(files)
+		env, err := workflowFiles(run, files)
+		if err != nil {
+			return err
+		}
+		cmd.Env = append(cmd.Env, env...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		// One pipe for stdout and stderr keeps their lines in the order they were written.
@@ -199,6 +212,38 @@ func shellHandler(enabled bool) executor.Handler {
 			}
 			return fmt.Errorf("shell handler: %w", werr)
 		}
+		return scriptResult(ctx, files)
+	}
+}
+
+// workflowFiles gives a script its workflow input and a place for its result: the input
+// (a workflow node's params and parents' results, as JSON) is written to a file named by
+// SUNDIAL_WORKFLOW_INPUT, and what the script writes to the file SUNDIAL_RESULT names is its
+// result.
+func workflowFiles(run executor.Run, dir string) ([]string, error) {
+	env := []string{"SUNDIAL_RESULT=" + filepath.Join(dir, "result.json")}
+	if run.WorkflowInput != "" {
+		in := filepath.Join(dir, "input.json")
+		if err := os.WriteFile(in, []byte(run.WorkflowInput), 0o600); err != nil {
+			return nil, fmt.Errorf("shell handler: write the workflow input: %w", err)
+		}
+		env = append(env, "SUNDIAL_WORKFLOW_INPUT="+in)
+	}
+	return env, nil
+}
+
+// scriptResult records what a script wrote to $SUNDIAL_RESULT as its run's result; a result
+// that is not JSON fails the run.
+func scriptResult(ctx context.Context, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("shell handler: read the result: %w", err)
+	}
+	if !json.Valid(b) {
+		return fmt.Errorf("the script's result in $SUNDIAL_RESULT is not JSON: %s", truncateParams(string(b)))
+	}
+	return executor.SetResult(ctx, json.RawMessage(bytes.TrimSpace(b)))
 }

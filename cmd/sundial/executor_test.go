@@ -295,3 +295,24 @@ func TestExecutorCmdHTTPHandlerSecretParams(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutorCmdShellWorkflow gives a script its workflow input as the file
+// $SUNDIAL_WORKFLOW_INPUT names, and sends back as the run's result what it writes to
+// $SUNDIAL_RESULT; a result that is not JSON fails the run.
+func TestExecutorCmdShellWorkflow(t *testing.T) {
+	peer, addr := startExecutorCmd(t, true)
+	input := `{"run_id":7,"node":"load","params":{"day":"2024-01-02"},"parents":{"extract":{"rows":3}}}`
+	res := runOn(t, peer, addr, wire.RunRequest{ExecutionID: 1, JobID: 1, Handler: "shell", WorkflowInput: wire.RawJSON(input),
+		Params: `cat "$SUNDIAL_WORKFLOW_INPUT"; echo; printf '{"loaded":true}' > "$SUNDIAL_RESULT"`})
+	if res.State != wire.StateSucceeded || res.Result != `{"loaded":true}` {
+		t.Errorf("script: %+v, want succeeded with the result it wrote", res)
+	}
+	if out := peer.Output(1); out != input+"\n" {
+		t.Errorf("output %q, want the input %q", out, input)
+	}
+	res = runOn(t, peer, addr, wire.RunRequest{ExecutionID: 2, JobID: 1, Handler: "shell",
+		Params: `test -z "$SUNDIAL_WORKFLOW_INPUT" && echo 'not json' > "$SUNDIAL_RESULT"`})
+	if res.State != wire.StateFailed || !strings.Contains(res.Message, "not JSON") || res.Result != "" {
+		t.Errorf("a result that is not JSON: %+v, want failed", res)
+	}
+}

@@ -140,6 +140,9 @@ type Result struct {
 	// LinesLost counts the run's output lines the executor could not deliver, so the server
 	// records that the run's output was cut.
 	LinesLost int64 `json:"lines_lost,omitempty"`
+	// Result is the run's JSON result (at most 64 KiB): a workflow node's result, given to
+	// the nodes that follow it.
+	Result RawJSON `json:"result,omitempty"`
 }
 
 // ResultsResponse is the server's answer to results: the ids whose state changed.
@@ -181,6 +184,9 @@ type RunRequest struct {
 	IntervalEnd   int64 `json:"interval_end,omitempty"`
 	// BackfillID names the backfill that made the run; absent for others.
 	BackfillID int64 `json:"backfill_id,omitempty"`
+	// WorkflowInput is, for the run of a workflow node, what its handler is given: the run's
+	// params and its parent nodes' results ({"run_id", "node", "params", "parents"}).
+	WorkflowInput RawJSON `json:"workflow_input,omitempty"`
 }
 
 // RunResponse is the executor's answer to run.
@@ -231,4 +237,26 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("POST %s: status %d: %s", e.Path, e.Status, e.Body)
+}
+
+// RawJSON is a JSON value carried as it is ("" for none). It is a string, not a byte slice,
+// so the messages holding it stay comparable.
+type RawJSON string
+
+// MarshalJSON writes the value as it is, or null for none.
+func (r RawJSON) MarshalJSON() ([]byte, error) {
+	if r == "" {
+		return []byte("null"), nil
+	}
+	return []byte(r), nil
+}
+
+// UnmarshalJSON keeps the value as it is ("" for null).
+func (r *RawJSON) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*r = ""
+		return nil
+	}
+	*r = RawJSON(b)
+	return nil
 }

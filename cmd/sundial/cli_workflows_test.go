@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/api"
+)
+
+// TestCLIWorkflow creates a workflow from a file, refuses a cycle with exit 2 and one line
+// naming it, runs the workflow with params, follows the run to its end with status, lists
+// its runs, and cancels a run that ended (nothing changes).
+func TestCLIWorkflow(t *testing.T) {
+	s := startAPIServer(t)
+	a := mustJSON[api.Job](t, s, "job", "create", "extract", "--handler", "noop")
+	b := mustJSON[api.Job](t, s, "job", "create", "load", "--handler", "noop")
+	graph := fmt.Sprintf(`{"nodes":[{"name":"extract","job_id":%d},{"name":"ok","kind":"decision","expr":"params.go == true"},{"name":"load","job_id":%d}],
+	"edges":[{"from":"extract","to":"ok"},{"from":"ok","to":"load","when":"true"}]}`, a.ID, b.ID)
+	file := filepath.Join(t.TempDir(), "etl.json")
+	if err := os.WriteFile(file, []byte(graph), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := s.cli(t, "workflow", "create", "loop", "--graph",
+		fmt.Sprintf(`{"nodes":[{"name":"x","job_id":%d},{"name":"y","job_id":%d}],"edges":[{"from":"x","to":"y"},{"from":"y","to":"x"}]}`, a.ID, b.ID))
+	if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "edges") || !strings.Contains(errOut, "cycle: x -> y -> x") {
+		t.Errorf("a cycle: exit %d, %q; want 2 and one line naming the cycle", code, errOut)
+	}
+	w := mustJSON[api.Workflow](t, s, "workflow", "create", "etl", "--graph", "@"+file, "--params", `{"go":false}`)
+	if out := s.mustCLI(t, "workflow", "list"); !strings.Contains(out, "etl") {
+		t.Errorf("workflow list:\n%s", out)
+	}
+	if got := mustJSON[api.Workflow](t, s, "workflow", "get", "etl"); got.ID != w.ID {
+		t.Errorf("workflow get: %+v", got)
+	}
+	run := mustJSON[api.WorkflowRun](t, s, "workflow", "run", "etl", "--params", `{"go":true}`)
+	id := strconv.FormatInt(run.ID, 10)
+	eventually(t, "the run to end", func() bool {
+		run = mustJSON[api.WorkflowRun](t, s, "workflow", "status", id)
+		return run.State != "running"
+	})
+	if run.State != "succeeded" || len(run.Nodes) != 3 {
+		t.Fatalf("run %+v: want succeeded with 3 nodes", run)
+	}
+	out := s.mustCLI(t, "workflow", "status", id)
+	for _, want := range []string{"extract", "succeeded", "ok", "true", "load"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status does not show %q:\n%s", want, out)
+		}
+	}
+	if out := s.mustCLI(t, "workflow", "runs", "etl"); !strings.Contains(out, id) || !strings.Contains(out, "succeeded") {
+		t.Errorf("workflow runs:\n%s", out)
+	}
+	if got := mustJSON[api.WorkflowRun](t, s, "workflow", "cancel", id); got.State != "succeeded" {
+		t.Errorf("canceling an ended run made it %s", got.State)
+	}
+	// A workflow's trigger job: its fires (here a run now) start runs of the workflow.
+	s.mustCLI(t, "job", "create", "etl-nightly", "--handler", "sundial.workflow", "--params", "etl", "--cron", "0 0 2 * * ?")
+	s.mustCLI(t, "job", "run", "etl-nightly")
+	eventually(t, "the triggered run to end", func() bool {
+		runs := mustJSON[api.Page[api.WorkflowRun]](t, s, "workflow", "runs", "etl")
+		return len(runs.Items) == 2 && runs.Items[0].State == "succeeded" && runs.Items[0].Cause == "manual"
+	})
+	if code, _, errOut := s.cli(t, "workflow", "run", "etl", "--params", "{nope"); code != 2 || !strings.Contains(errOut, "--params") {
+		t.Errorf("bad params: exit %d, %q", code, errOut)
+	}
+}

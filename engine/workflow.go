@@ -1,0 +1,500 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/workflow"
+)
+
+// This file holds the workflow policy: how a workflow run starts, and how it advances when
+// one of its nodes ends. A run's progress lives in its node rows; every advance locks the
+// run's row first (WorkflowRunLock) and happens in the transaction that records the node's
+// end, so a node's end and the nodes it starts are committed together or not at all, and a
+// node row, unique per (run, node), is inserted once: no node runs twice, and none is lost
+// when a scheduler node dies between two nodes' ends.
+
+// nodeEnd is the end of a workflow node's execution: its final attempt.
+type nodeEnd struct {
+	node, execution int64
+	succeeded       bool
+	result          string
+	message         string
+}
+
+// WorkflowInput is what a node's handler is given: the run's params and, by parent node name,
+// each parent's result (null for none).
+type WorkflowInput struct {
+	RunID   int64                      `json:"run_id"`
+	Node    string                     `json:"node"`
+	Params  map[string]any             `json:"params"`
+	Parents map[string]json.RawMessage `json:"parents"`
+}
+
+// ParseGraph decodes a stored or submitted graph, fills its defaults and validates it: a
+// *schedule.FieldError names the offending field.
+func ParseGraph(src string) (*workflow.Graph, error) {
+	var g workflow.Graph
+	dec := json.NewDecoder(bytes.NewReader([]byte(src)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return nil, schedule.Fieldf("graph", "not a workflow graph: %v", err)
+	}
+	g.Normalize()
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// ParseParams decodes a run's params: a JSON object, or "" for none.
+func ParseParams(src string) (map[string]any, error) {
+	out := map[string]any{}
+	if src == "" {
+		return out, nil
+	}
+	if err := json.Unmarshal([]byte(src), &out); err != nil {
+		return nil, schedule.Fieldf("params", "not a JSON object: %v", err)
+	}
+	return out, nil
+}
+
+// checkResult refuses a run's result that is not JSON or is larger than the store keeps.
+func checkResult(r json.RawMessage) error {
+	if len(r) > store.MaxResultBytes {
+		return fmt.Errorf("the run's result is %d bytes, more than the %d allowed", len(r), store.MaxResultBytes)
+	}
+	if len(r) > 0 && !json.Valid(r) {
+		return errors.New("the run's result is not JSON")
+	}
+	return nil
+}
+
+// StartWorkflow starts a run of the workflow now, with params (a JSON object) in place of the
+// workflow's own when not empty: the run's root nodes are created pending in the same
+// transaction. It returns the run as stored.
+func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params string, cause store.ExecutionCause) (*store.WorkflowRun, error) {
+	w, err := e.store.WorkflowGet(ctx, workflowID)
+	if err != nil {
+		return nil, err
+	}
+	g, err := ParseGraph(w.Graph)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: %w", w.Name, err)
+	}
+	if params == "" {
+		params = w.Params
+	}
+	if _, err := ParseParams(params); err != nil {
+		return nil, err
+	}
+	// One transaction, with the audit entry the caller's context asks for (store.InTx).
+	var run *store.WorkflowRun
+	err = store.InTx(ctx, e.store, func(q store.Querier) error {
+		run, err = e.startRun(ctx, q, w, g, params, cause, e.clock.Now())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if run.State != string(workflow.RunRunning) {
+		e.signals.workflowsEnded([]int64{run.ID})
+	}
+	e.Wake()
+	return run, nil
+}
+
+// startRun inserts a run of w in q and starts its ready nodes.
+func (e *Engine) startRun(ctx context.Context, q store.Querier, w *store.Workflow, g *workflow.Graph, params string,
+	cause store.ExecutionCause, now time.Time) (*store.WorkflowRun, error) {
+	run := &store.WorkflowRun{WorkflowID: w.ID, State: string(workflow.RunRunning), Graph: w.Graph, Params: params, Cause: cause,
+		CreatedAt: now.UnixMilli()}
+	if err := q.WorkflowRunInsert(ctx, run); err != nil {
+		return nil, err
+	}
+	if err := e.stepRun(ctx, q, run, g, now); err != nil {
+		return nil, fmt.Errorf("start workflow %s: %w", w.Name, err)
+	}
+	return run, nil
+}
+
+// WorkflowHandler is the handler of a workflow's trigger job: a job with this handler, run in
+// process, whose params name a workflow, starts a run of that workflow (with the workflow's
+// params) each time one of its fires succeeds, in the transaction that records the fire. So a
+// workflow is scheduled by the triggers of such a job, with every trigger kind, calendar and
+// misfire policy, and a fire starts exactly one run.
+const WorkflowHandler = "sundial.workflow"
+
+// startTriggered starts the runs the succeeded fires of workflow trigger jobs call for, in
+// tx; it returns the runs that ended at once.
+func (e *Engine) startTriggered(ctx context.Context, tx store.Querier, fires []*Fire, now time.Time) ([]int64, error) {
+	var ended []int64
+	for _, f := range fires {
+		name := runParams(f.Job, f.Execution)
+		w, err := tx.WorkflowGetByName(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			e.log.Error("a workflow trigger job names no workflow; nothing started", "job", f.Job.ID, "execution", f.Execution.ID, "workflow", name)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		g, err := ParseGraph(w.Graph)
+		if err != nil {
+			return nil, fmt.Errorf("workflow %s: %w", w.Name, err)
+		}
+		run, err := e.startRun(ctx, tx, w, g, w.Params, f.Execution.Cause, now)
+		if err != nil {
+			return nil, err
+		}
+		if run.State != string(workflow.RunRunning) {
+			ended = append(ended, run.ID)
+		}
+	}
+	return ended, nil
+}
+
+// CancelWorkflowRun ends a running workflow run as canceled: its pending nodes never start.
+// Node runs in flight go on and are recorded; the run no longer advances. It reports false
+// when the run had ended already.
+func (e *Engine) CancelWorkflowRun(ctx context.Context, runID int64, message string) (bool, error) {
+	err := store.InTx(ctx, e.store, func(q store.Querier) error {
+		if _, err := q.WorkflowRunLock(ctx, runID); err != nil {
+			return err
+		}
+		now := e.clock.Now().UnixMilli()
+		moved, err := q.WorkflowRunFinish(ctx, runID, string(workflow.RunCanceled), message, now)
+		if err == nil && !moved {
+			err = errRunEnded // nothing changed: no audit entry either
+		}
+		if err != nil {
+			return err
+		}
+		// Nodes whose run has not started yet never start: their executions are canceled.
+		// Those running go on; their ends are recorded, and nothing follows them.
+		nodes, err := q.WorkflowNodes(ctx, runID)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		byExec := map[int64]*store.WorkflowNode{}
+		for _, n := range nodes {
+			if n.State == string(workflow.Running) && n.ExecutionID != 0 {
+				ids = append(ids, n.ExecutionID)
+				byExec[n.ExecutionID] = n
+			}
+		}
+		canceled, err := q.ExecutionsCancelUnstarted(ctx, ids, message)
+		if err != nil {
+			return err
+		}
+		for _, id := range canceled {
+			n := byExec[id]
+			n.State, n.Message, n.UpdatedAt = string(workflow.Canceled), message, now
+			if _, err := q.WorkflowNodeUpdate(ctx, n, string(workflow.Running)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errRunEnded) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	e.signals.workflowsEnded([]int64{runID})
+	return true, nil
+}
+
+var errRunEnded = errors.New("the workflow run has ended")
+
+// advanceWorkflows records the ends of workflow nodes in tx and starts what they make ready.
+// Runs are locked in id order, so two writers of ends of the same runs cannot deadlock.
+func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Querier, ends []nodeEnd, now time.Time) (ended []int64, err error) {
+	ids := make([]int64, len(ends))
+	for i, end := range ends {
+		ids[i] = end.node
+	}
+	ns, err := tx.WorkflowNodesGet(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read %d workflow nodes: %w", len(ids), err)
+	}
+	byID := make(map[int64]*store.WorkflowNode, len(ns))
+	var runs []int64
+	for _, n := range ns {
+		byID[n.ID] = n
+		if !slices.Contains(runs, n.RunID) {
+			runs = append(runs, n.RunID)
+		}
+	}
+	slices.Sort(runs)
+	for _, runID := range runs {
+		run, err := tx.WorkflowRunLock(ctx, runID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock workflow run %d: %w", runID, err)
+		}
+		g, err := ParseGraph(run.Graph)
+		if err != nil {
+			return nil, fmt.Errorf("workflow run %d: %w", runID, err)
+		}
+		for _, end := range ends {
+			n := byID[end.node]
+			if n == nil || n.RunID != runID {
+				continue
+			}
+			spec, _ := g.Node(n.Node)
+			state, _ := spec.Outcome(end.succeeded)
+			from := n.State
+			n.State, n.ExecutionID, n.Result, n.Message, n.UpdatedAt = string(state), end.execution, end.result, end.message, now.UnixMilli()
+			if _, err := tx.WorkflowNodeUpdate(ctx, n, from); err != nil {
+				return nil, err
+			}
+		}
+		if run.State != string(workflow.RunRunning) {
+			continue // canceled meanwhile: its nodes' ends are recorded, and nothing follows
+		}
+		if err := e.stepRun(ctx, tx, run, g, now); err != nil {
+			return nil, fmt.Errorf("advance workflow run %d: %w", runID, err)
+		}
+		if run.State != string(workflow.RunRunning) {
+			ended = append(ended, runID)
+		}
+	}
+	return ended, nil
+}
+
+// stepRun starts what is ready in a run whose lock tx holds (or which tx inserted): it
+// records skipped and canceled nodes, decides decision nodes on the spot, creates the
+// executions of ready job nodes, and finishes the run when every node has ended.
+func (e *Engine) stepRun(ctx context.Context, tx store.Querier, run *store.WorkflowRun, g *workflow.Graph, now time.Time) error {
+	params, err := ParseParams(run.Params)
+	if err != nil {
+		return err
+	}
+	for {
+		rows, err := tx.WorkflowNodes(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		states := make(map[string]workflow.State, len(rows))
+		results := make(map[string]json.RawMessage, len(rows))
+		failed, why := false, ""
+		for _, r := range rows {
+			states[r.Node] = workflow.State(r.State)
+			if r.Result != "" {
+				results[r.Node] = json.RawMessage(r.Result)
+			}
+			if spec, _ := g.Node(r.Node); r.State == string(workflow.Failed) && spec.OnFailure == workflow.FailWorkflow && !failed {
+				failed, why = true, fmt.Sprintf("node %s failed: %s", r.Node, r.Message)
+			}
+		}
+		start, skip, cancel, state := g.Step(states, failed)
+		var ended []*store.WorkflowNode
+		for _, name := range skip {
+			ended = append(ended, &store.WorkflowNode{RunID: run.ID, Node: name, State: string(workflow.Skipped), UpdatedAt: now.UnixMilli()})
+		}
+		for _, name := range cancel {
+			ended = append(ended, &store.WorkflowNode{RunID: run.ID, Node: name, State: string(workflow.Canceled), UpdatedAt: now.UnixMilli()})
+		}
+		var jobNodes []*store.WorkflowNode
+		var jobIDs []int64
+		decided := false
+		for _, name := range start {
+			spec, _ := g.Node(name)
+			in := WorkflowInput{RunID: run.ID, Node: name, Params: params, Parents: map[string]json.RawMessage{}}
+			for _, p := range g.Parents(name) {
+				in.Parents[p] = results[p]
+			}
+			if spec.Kind == workflow.KindDecision {
+				decided = true
+				ended = append(ended, decide(run.ID, spec, in, now))
+				continue
+			}
+			input, err := json.Marshal(in)
+			if err != nil {
+				return fmt.Errorf("node %s: %w", name, err)
+			}
+			jobNodes = append(jobNodes, &store.WorkflowNode{RunID: run.ID, Node: name, State: string(workflow.Running),
+				Input: string(input), UpdatedAt: now.UnixMilli()})
+			jobIDs = append(jobIDs, spec.JobID)
+		}
+		if len(jobNodes) > 0 {
+			// A node whose job is gone fails (by its on_failure) instead of running nothing.
+			js, err := tx.JobsGet(ctx, jobIDs)
+			if err != nil {
+				return err
+			}
+			have := make(map[int64]bool, len(js))
+			for _, j := range js {
+				have[j.ID] = true
+			}
+			kept := jobNodes[:0]
+			for i, n := range jobNodes {
+				if have[jobIDs[i]] {
+					kept = append(kept, n)
+					continue
+				}
+				spec, _ := g.Node(n.Node)
+				st, _ := spec.Outcome(false)
+				n.State, n.Message = string(st), fmt.Sprintf("job %d does not exist", jobIDs[i])
+				ended = append(ended, n)
+				decided = true
+			}
+			jobNodes = kept
+		}
+		if err := tx.WorkflowNodesInsert(ctx, append(ended, jobNodes...)); err != nil {
+			return err
+		}
+		if len(jobNodes) > 0 {
+			xs := make([]*store.Execution, len(jobNodes))
+			for i, n := range jobNodes {
+				spec, _ := g.Node(n.Node)
+				xs[i] = &store.Execution{JobID: spec.JobID, ScheduledAt: now.UnixMilli(), Cause: store.CauseWorkflow,
+					State: store.ExecPending, WorkflowNode: n.ID}
+			}
+			if _, err := tx.ExecutionsInsert(ctx, xs); err != nil {
+				return err
+			}
+			for i, n := range jobNodes {
+				n.ExecutionID = xs[i].ID
+				if _, err := tx.WorkflowNodeUpdate(ctx, n, n.State); err != nil {
+					return err
+				}
+			}
+		}
+		if decided {
+			continue // a decision, or a node failed at once, may make more nodes ready
+		}
+		if state != workflow.RunRunning {
+			if _, err := tx.WorkflowRunFinish(ctx, run.ID, string(state), why, now.UnixMilli()); err != nil {
+				return err
+			}
+			run.State, run.Message, run.FinishedAt = string(state), why, now.UnixMilli()
+		}
+		return nil
+	}
+}
+
+// decide evaluates a decision node into its ended row: true or false, or failed (by its
+// on_failure) when the expression fails.
+func decide(runID int64, spec workflow.Node, in WorkflowInput, now time.Time) *store.WorkflowNode {
+	parents := make(map[string]any, len(in.Parents))
+	for name, raw := range in.Parents {
+		var v any
+		if len(raw) > 0 {
+			_ = json.Unmarshal(raw, &v) // stored results are checked JSON
+		}
+		parents[name] = v
+	}
+	n := &store.WorkflowNode{RunID: runID, Node: spec.Name, UpdatedAt: now.UnixMilli()}
+	ok, err := workflow.Decide(spec.Expr, in.Params, parents)
+	switch {
+	case err != nil:
+		st, _ := spec.Outcome(false)
+		n.State, n.Message = string(st), err.Error()
+	case ok:
+		n.State, n.Result = string(workflow.True), "true"
+	default:
+		n.State, n.Result = string(workflow.False), "false"
+	}
+	return n
+}
+
+// workflowInputs reads the inputs of the due fires that run workflow nodes, by node id, in one
+// read; fires outside workflows cost none.
+func (e *Engine) workflowInputs(ctx context.Context, due []*pendingFire) (map[int64]string, error) {
+	var ids []int64
+	for _, pf := range due {
+		if pf.exec.WorkflowNode != 0 {
+			ids = append(ids, pf.exec.WorkflowNode)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ns, err := e.store.WorkflowNodesGet(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]string, len(ns))
+	for _, n := range ns {
+		out[n.ID] = n.Input
+	}
+	return out, nil
+}
+
+// WorkflowApps checks that every job node of g references a job that exists (a
+// *schedule.FieldError naming nodes[i].job_id otherwise) and returns the apps of those jobs,
+// each once ("" stands for jobs of no app): a workflow is within a person's scope when each
+// of its apps is.
+func WorkflowApps(ctx context.Context, q store.Querier, g *workflow.Graph) ([]string, error) {
+	var ids []int64
+	for _, n := range g.Nodes {
+		if n.Kind == workflow.KindJob {
+			ids = append(ids, n.JobID)
+		}
+	}
+	js, err := q.JobsGet(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs of a workflow: %w", err)
+	}
+	apps := map[int64]string{}
+	for _, j := range js {
+		apps[j.ID] = j.App
+	}
+	var out []string
+	for i, n := range g.Nodes {
+		if n.Kind != workflow.KindJob {
+			continue
+		}
+		app, ok := apps[n.JobID]
+		if !ok {
+			return nil, schedule.Fieldf(fmt.Sprintf("nodes[%d].job_id", i), "job %d does not exist", n.JobID)
+		}
+		if !slices.Contains(out, app) {
+			out = append(out, app)
+		}
+	}
+	return out, nil
+}
+
+// DeleteJobTx deletes a job in q (store.JobDelete, which cancels its fires that have not
+// started) and ends as failed, by their on_failure, the workflow nodes whose runs those fires
+// were: a workflow run is never left waiting on a fire that will not come.
+func (e *Engine) DeleteJobTx(ctx context.Context, q store.Querier, jobID int64) error {
+	var ends []nodeEnd
+	for after := int64(0); ; {
+		xs, err := q.ExecutionList(ctx, store.ExecutionFilter{JobID: jobID, State: store.ExecPending, AfterID: after, Limit: 500})
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			after = x.ID
+			if x.WorkflowNode != 0 {
+				ends = append(ends, nodeEnd{node: x.WorkflowNode, execution: x.ID, message: fmt.Sprintf("job %d deleted", jobID)})
+			}
+		}
+		if len(xs) < 500 {
+			break
+		}
+	}
+	if err := q.JobDelete(ctx, jobID); err != nil {
+		return err
+	}
+	if len(ends) == 0 {
+		return nil
+	}
+	_, err := e.advanceWorkflows(ctx, q, ends, e.clock.Now())
+	return err
+}

@@ -1,0 +1,302 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// WorkflowRef names a workflow.
+type WorkflowRef struct {
+	Name string `json:"name"`
+}
+
+// WorkflowQuery is a page of workflows by id, after After.
+type WorkflowQuery struct {
+	After int64 `json:"after"`
+	Limit int   `json:"limit"`
+}
+
+// WorkflowRunStart runs workflow Name now.
+type WorkflowRunStart struct {
+	Name string `json:"name"`
+	api.WorkflowRunRequest
+}
+
+// WorkflowRunQuery is a page of a workflow's runs, newest first, below Before.
+type WorkflowRunQuery struct {
+	Name   string `json:"name"`
+	Before int64  `json:"after"`
+	Limit  int    `json:"limit"`
+}
+
+// WorkflowRunRef names a workflow run.
+type WorkflowRunRef struct {
+	ID int64 `json:"id"`
+}
+
+// WorkflowRunOut is a run with its nodes (nil in lists).
+type WorkflowRunOut struct {
+	Run   *store.WorkflowRun
+	Nodes []*store.WorkflowNode
+}
+
+// WorkflowPage and WorkflowRunPage are pages; More says another follows the last.
+type WorkflowPage struct {
+	Workflows []*store.Workflow
+	More      bool
+}
+
+type WorkflowRunPage struct {
+	Runs []*store.WorkflowRun
+	More bool
+}
+
+// graphTarget is the apps of a workflow's jobs: a person acts on a workflow when each of
+// them is in their scope.
+func (s *Server) graphTarget(ctx context.Context, graph string) (target, error) {
+	g, err := engine.ParseGraph(graph)
+	if err != nil {
+		return target{}, err
+	}
+	apps, err := engine.WorkflowApps(ctx, s.store, g)
+	if err != nil {
+		return target{}, err
+	}
+	return target{apps: apps}, nil
+}
+
+func (s *Server) byWorkflow(ctx context.Context, name string) (target, error) {
+	w, err := s.store.WorkflowGetByName(ctx, name)
+	if err != nil {
+		return target{}, err
+	}
+	return s.graphTarget(ctx, w.Graph)
+}
+
+func (s *Server) byWorkflowRun(ctx context.Context, id int64) (target, error) {
+	r, err := s.store.WorkflowRunGet(ctx, id)
+	if err != nil {
+		return target{}, err
+	}
+	return s.graphTarget(ctx, r.Graph)
+}
+
+func (s *Server) createWorkflow(ctx context.Context, in *api.WorkflowRequest) (*store.Workflow, error) {
+	if in.Name == "" || len(in.Name) > 200 {
+		return nil, invalidField("name", "a workflow needs a name of 1 to 200 characters")
+	}
+	params := string(in.Params)
+	if params == "null" {
+		params = ""
+	}
+	if _, err := engine.ParseParams(params); err != nil {
+		return nil, err
+	}
+	w := &store.Workflow{Name: in.Name, Description: in.Description, Graph: string(in.Graph), Params: params}
+	actx := s.auditedCtx(ctx, "workflow.create", "workflow", in.Name, func(ctx context.Context, q store.Querier) (any, error) {
+		return q.WorkflowGetByName(ctx, in.Name)
+	})
+	if err := store.InTx(actx, s.store, func(q store.Querier) error { return q.WorkflowInsert(ctx, w) }); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (s *Server) getWorkflow(ctx context.Context, in *WorkflowRef) (*store.Workflow, error) {
+	return s.store.WorkflowGetByName(ctx, in.Name)
+}
+
+// listWorkflows keeps the workflows the reader may see: those all of whose jobs' apps are in
+// their scope.
+func (s *Server) listWorkflows(ctx context.Context, in *WorkflowQuery) (*WorkflowPage, error) {
+	limit, err := checkLimit(in.Limit)
+	if err != nil {
+		return nil, err
+	}
+	scope := principalFrom(ctx).ReadScope()
+	page := &WorkflowPage{}
+	after := in.After
+	for len(page.Workflows) <= limit {
+		ws, err := s.store.WorkflowList(ctx, after, limit+1)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range ws {
+			after = w.ID
+			if t, err := s.graphTarget(ctx, w.Graph); err == nil && readableAll(scope, t.apps) {
+				page.Workflows = append(page.Workflows, w)
+			}
+		}
+		if len(ws) <= limit {
+			break
+		}
+	}
+	page.Workflows, page.More = cut(page.Workflows, limit)
+	return page, nil
+}
+
+func readableAll(scope, apps []string) bool {
+	for _, a := range apps {
+		if !store.Readable(scope, a) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) runWorkflow(ctx context.Context, in *WorkflowRunStart) (*WorkflowRunOut, error) {
+	w, err := s.store.WorkflowGetByName(ctx, in.Name)
+	if err != nil {
+		return nil, err
+	}
+	params := string(in.Params)
+	if params == "null" {
+		params = ""
+	}
+	actx := s.auditedCtx(ctx, "workflow.run", "workflow", in.Name, nil)
+	run, err := s.sched.Engine().StartWorkflow(actx, w.ID, params, store.CauseAPI)
+	if err != nil {
+		return nil, err
+	}
+	return s.runOut(ctx, run)
+}
+
+func (s *Server) runOut(ctx context.Context, run *store.WorkflowRun) (*WorkflowRunOut, error) {
+	ns, err := s.store.WorkflowNodes(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &WorkflowRunOut{Run: run, Nodes: ns}, nil
+}
+
+func (s *Server) listWorkflowRuns(ctx context.Context, in *WorkflowRunQuery) (*WorkflowRunPage, error) {
+	limit, err := checkLimit(in.Limit)
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.store.WorkflowGetByName(ctx, in.Name)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.store.WorkflowRunList(ctx, w.ID, in.Before, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	page := &WorkflowRunPage{}
+	page.Runs, page.More = cut(rs, limit)
+	return page, nil
+}
+
+func (s *Server) getWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*WorkflowRunOut, error) {
+	run, err := s.store.WorkflowRunGet(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return s.runOut(ctx, run)
+}
+
+func (s *Server) cancelWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*WorkflowRunOut, error) {
+	actx := s.auditedCtx(ctx, "workflow.cancel", "workflow_run", strconv.FormatInt(in.ID, 10), nil)
+	who := "canceled"
+	if p := principalFrom(ctx); p != nil && p.User != nil {
+		who = "canceled by " + p.User.Name
+	}
+	if _, err := s.sched.Engine().CancelWorkflowRun(actx, in.ID, who); err != nil {
+		return nil, err
+	}
+	return s.getWorkflowRun(ctx, in)
+}
+
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+func toWorkflowOut(w *store.Workflow) api.Workflow {
+	return api.Workflow{ID: w.ID, Name: w.Name, Description: w.Description, Graph: rawJSON(w.Graph), Params: rawJSON(w.Params),
+		Version: w.Version, CreatedAt: api.Time(w.CreatedAt), UpdatedAt: api.Time(w.UpdatedAt)}
+}
+
+func toWorkflowRunOut(r *store.WorkflowRun) api.WorkflowRun {
+	return api.WorkflowRun{ID: r.ID, WorkflowID: r.WorkflowID, State: r.State, Params: rawJSON(r.Params), Cause: string(r.Cause),
+		Message: r.Message, CreatedAt: api.Time(r.CreatedAt), FinishedAt: api.Time(r.FinishedAt)}
+}
+
+func toWorkflowRunWithNodes(o *WorkflowRunOut) api.WorkflowRun {
+	out := toWorkflowRunOut(o.Run)
+	for _, n := range o.Nodes {
+		out.Nodes = append(out.Nodes, api.WorkflowNode{Node: n.Node, State: n.State, ExecutionID: n.ExecutionID, Result: rawJSON(n.Result),
+			Message: n.Message, UpdatedAt: api.Time(n.UpdatedAt)})
+	}
+	return out
+}
+
+func readWorkflowRef(r *http.Request, in *WorkflowRef) error {
+	in.Name = r.PathValue("name")
+	return nil
+}
+
+func readWorkflowCreate(r *http.Request, in *api.WorkflowRequest) error { return decodeOp(r, in) }
+
+func readWorkflowQuery(r *http.Request, in *WorkflowQuery) (err error) {
+	if v := r.URL.Query().Get("after"); v != "" {
+		if in.After, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return invalidField("after", "want a workflow id, got %q", v)
+		}
+	}
+	in.Limit, err = pageLimit(r)
+	return err
+}
+
+func readWorkflowRunStart(r *http.Request, in *WorkflowRunStart) error {
+	in.Name = r.PathValue("name")
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decodeOp(r, &in.WorkflowRunRequest)
+}
+
+func readWorkflowRunQuery(r *http.Request, in *WorkflowRunQuery) (err error) {
+	in.Name = r.PathValue("name")
+	if v := r.URL.Query().Get("after"); v != "" {
+		if in.Before, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return invalidField("after", "want a run id, got %q", v)
+		}
+	}
+	in.Limit, err = pageLimit(r)
+	return err
+}
+
+func readWorkflowRunRef(r *http.Request, in *WorkflowRunRef) (err error) {
+	in.ID, err = pathID(r, "id")
+	return err
+}
+
+func writeWorkflowPage(w http.ResponseWriter, _ *http.Request, p *WorkflowPage) error {
+	writeJSON(w, http.StatusOK, pageOut(p.Workflows, p.More, func(w *store.Workflow) string { return strconv.FormatInt(w.ID, 10) }, toWorkflowOut))
+	return nil
+}
+
+func writeWorkflowRunPage(w http.ResponseWriter, _ *http.Request, p *WorkflowRunPage) error {
+	writeJSON(w, http.StatusOK, pageOut(p.Runs, p.More, func(r *store.WorkflowRun) string { return strconv.FormatInt(r.ID, 10) }, toWorkflowRunOut))
+	return nil
+}
+
+func writeWorkflowCreated(w http.ResponseWriter, _ *http.Request, wf *store.Workflow) error {
+	writeJSON(w, http.StatusCreated, toWorkflowOut(wf))
+	return nil
+}
+
+func writeWorkflowRunStarted(w http.ResponseWriter, _ *http.Request, o *WorkflowRunOut) error {
+	w.Header().Set("Location", "/api/v1/workflow-runs/"+strconv.FormatInt(o.Run.ID, 10))
+	writeJSON(w, http.StatusAccepted, toWorkflowRunWithNodes(o))
+	return nil
+}

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/executor"
+)
+
+// TestWorkflowAPI creates a diamond workflow over the API, refuses bad graphs naming the
+// field (a cycle with the cycle), runs it with params and reads the run: in-process handlers
+// get the params and their parents' results (sundial.WorkflowFrom) and return results
+// (sundial.SetResult). An operator of another app can neither see nor run it.
+func TestWorkflowAPI(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnvOn(t, openStore(t, dialect), nil, func(s *Server) {
+			for _, name := range []string{"wa", "wb", "wc", "wd"} {
+				s.Register(name, func(ctx context.Context) error {
+					in := sundial.WorkflowFrom(ctx)
+					if in == nil {
+						return fmt.Errorf("no workflow input")
+					}
+					sum := in.Params["base"].(float64)
+					for _, raw := range in.Parents {
+						var v float64
+						if err := json.Unmarshal(raw, &v); err != nil {
+							return err
+						}
+						sum += v
+					}
+					return sundial.SetResult(ctx, sum)
+				})
+			}
+		})
+		ctx := context.Background()
+		admin := e.client()
+		ids := map[string]int64{}
+		for _, n := range []string{"wa", "wb", "wc", "wd"} {
+			ids[n] = must(admin.CreateJob(ctx, jobReq(n, "", n)))(t).ID
+		}
+		graph := fmt.Sprintf(`{"nodes":[{"name":"a","job_id":%d},{"name":"b","job_id":%d},{"name":"c","job_id":%d},{"name":"d","job_id":%d}],
+			"edges":[{"from":"a","to":"b"},{"from":"a","to":"c"},{"from":"b","to":"d"},{"from":"c","to":"d"}]}`, ids["wa"], ids["wb"], ids["wc"], ids["wd"])
+
+		for _, c := range []struct{ graph, field, msg string }{
+			{`{"nodes":[{"name":"a","job_id":999999}]}`, "nodes[0].job_id", "does not exist"},
+			{strings.Replace(graph, `"to":"d"}]`, `"to":"d"},{"from":"d","to":"a"}]`, 1), "edges", "cycle: a -> b -> d -> a"},
+			{`{"nodes":[{"name":"x","kind":"decision","expr":"os.Exit(1)"}]}`, "nodes[0].expr", "expression"},
+			{`{"nodes":[],"extra":1}`, "graph", "unknown field"},
+		} {
+			_, err := admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "bad", Graph: json.RawMessage(c.graph)})
+			if ae := wantStatus(t, "bad graph", err, http.StatusBadRequest); ae.Field != c.field || !strings.Contains(ae.Message, c.msg) {
+				t.Errorf("graph %s: %q on %q, want %q on %q", c.graph, ae.Message, ae.Field, c.msg, c.field)
+			}
+		}
+		w := must(admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "sum", Graph: json.RawMessage(graph), Params: json.RawMessage(`{"base":1}`)}))(t)
+		if _, err := admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "sum", Graph: json.RawMessage(graph)}); err == nil {
+			t.Fatal("a second workflow named sum was stored")
+		}
+		run := must(admin.RunWorkflow(ctx, "sum", json.RawMessage(`{"base":2}`)))(t)
+		if run.WorkflowID != w.ID || len(run.Nodes) != 1 || run.Nodes[0].Node != "a" {
+			t.Fatalf("started run %+v: want the root a running", run)
+		}
+		eventually(t, "the run to end", func() bool {
+			run = must(admin.GetWorkflowRun(ctx, run.ID))(t)
+			return run.State != "running"
+		})
+		// a = 2, b = c = 2+2, d = 2+4+4.
+		results := map[string]string{}
+		for _, n := range run.Nodes {
+			results[n.Node] = n.State + " " + string(n.Result)
+			if n.ExecutionID == 0 {
+				t.Errorf("node %s has no execution", n.Node)
+			}
+		}
+		if run.State != "succeeded" || results["d"] != "succeeded 10" || results["b"] != "succeeded 4" {
+			t.Fatalf("run %s %s, nodes %v: want d = 10", run.State, run.Message, results)
+		}
+		runs := must(admin.ListWorkflowRuns(ctx, "sum", api.ListOptions{}))(t)
+		if len(runs.Items) != 1 || runs.Items[0].ID != run.ID {
+			t.Fatalf("runs %+v", runs.Items)
+		}
+		if got := must(admin.CancelWorkflowRun(ctx, run.ID))(t); got.State != "succeeded" {
+			t.Fatalf("canceling an ended run changed it to %s", got.State)
+		}
+		// The changes are in the audit log; the cancel that changed nothing is not.
+		for action, want := range map[string]int{"workflow.create": 1, "workflow.run": 1, "workflow.cancel": 0} {
+			if got := must(admin.ListAudit(ctx, api.AuditFilter{Action: action}))(t); len(got.Items) != want {
+				t.Errorf("audit entries of %s: %d, want %d", action, len(got.Items), want)
+			}
+		}
+
+		// A workflow is in the scope of its jobs' apps: an operator of beta sees the workflow of
+		// in-process jobs (no app) but may not run it, and does not see one of alpha's jobs.
+		alphaJob := must(admin.CreateJob(ctx, jobReq("remote", "alpha", "h")))(t)
+		must(admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "alpha-only",
+			Graph: json.RawMessage(fmt.Sprintf(`{"nodes":[{"name":"r","job_id":%d}]}`, alphaJob.ID))}))(t)
+		op, _ := e.userClient(api.UserRequest{Name: "otto", Role: api.RoleOperator, Scope: []string{"beta"}})
+		if page := must(op.ListWorkflows(ctx, api.ListOptions{}))(t); len(page.Items) != 1 || page.Items[0].Name != "sum" {
+			t.Errorf("an operator of beta lists %+v, want sum alone", page.Items)
+		}
+		_, err := op.GetWorkflow(ctx, "alpha-only")
+		wantStatus(t, "read another app's workflow", err, http.StatusForbidden)
+		_, err = op.RunWorkflow(ctx, "sum", nil)
+		wantStatus(t, "run a workflow of jobs of no app", err, http.StatusForbidden)
+		_, err = op.CreateWorkflow(ctx, api.WorkflowRequest{Name: "mine", Graph: json.RawMessage(fmt.Sprintf(`{"nodes":[{"name":"r","job_id":%d}]}`, alphaJob.ID))})
+		wantStatus(t, "create a workflow of another app's jobs", err, http.StatusForbidden)
+		if page := must(admin.ListWorkflows(ctx, api.ListOptions{}))(t); len(page.Items) != 2 {
+			t.Errorf("the admin lists %d workflows, want 2", len(page.Items))
+		}
+	})
+}
+
+// TestWorkflowRemoteDataPassing runs a workflow of two remote jobs on a real SDK executor:
+// the second gets the run's params and the first's result in its run request
+// (executor.Run.WorkflowInput), and its result (executor.SetResult) comes back with its
+// outcome and is stored with its node.
+func TestWorkflowRemoteDataPassing(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Second)
+		ctx := context.Background()
+		e.sdkExecutor("billing", "report", func(ctx context.Context) error {
+			run, _ := executor.RunFrom(ctx)
+			var in struct {
+				Node    string                     `json:"node"`
+				Params  map[string]float64         `json:"params"`
+				Parents map[string]json.RawMessage `json:"parents"`
+			}
+			if err := json.Unmarshal([]byte(run.WorkflowInput), &in); err != nil {
+				return fmt.Errorf("workflow input %q: %w", run.WorkflowInput, err)
+			}
+			n := in.Params["n"]
+			if raw, ok := in.Parents["first"]; ok {
+				var v float64
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return err
+				}
+				n = v * 10
+			}
+			return executor.SetResult(ctx, n)
+		})
+		first := e.remoteJob("billing", "round_robin", nil)
+		second := e.remoteJob("billing", "first", nil)
+		admin := e.client()
+		must(admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "remote", Graph: json.RawMessage(fmt.Sprintf(
+			`{"nodes":[{"name":"first","job_id":%d},{"name":"second","job_id":%d}],"edges":[{"from":"first","to":"second"}]}`, first, second))}))(t)
+		run := must(admin.RunWorkflow(ctx, "remote", json.RawMessage(`{"n":4}`)))(t)
+		eventually(t, "the run to end", func() bool {
+			run = must(admin.GetWorkflowRun(ctx, run.ID))(t)
+			return run.State != "running"
+		})
+		got := map[string]string{}
+		for _, n := range run.Nodes {
+			got[n.Node] = n.State + " " + string(n.Result)
+		}
+		if run.State != "succeeded" || got["first"] != "succeeded 4" || got["second"] != "succeeded 40" {
+			t.Fatalf("run %s (%s), nodes %q: want first 4 and second 40", run.State, run.Message, got)
+		}
+	})
+}

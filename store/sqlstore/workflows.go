@@ -1,0 +1,222 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+const (
+	workflowCols     = "id, name, description, graph, params, version, created_at, updated_at"
+	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at"
+	workflowNodeCols = "id, run_id, node, state, execution_id, input, result, message, updated_at"
+)
+
+func scanWorkflow(r rowScanner) (*store.Workflow, error) {
+	var w store.Workflow
+	err := r.Scan(&w.ID, &w.Name, &w.Description, &w.Graph, &w.Params, &w.Version, &w.CreatedAt, &w.UpdatedAt)
+	return &w, err
+}
+
+func scanWorkflowRun(r rowScanner) (*store.WorkflowRun, error) {
+	var w store.WorkflowRun
+	err := r.Scan(&w.ID, &w.WorkflowID, &w.State, &w.Graph, &w.Params, &w.Cause, &w.Message, &w.CreatedAt, &w.FinishedAt)
+	return &w, err
+}
+
+func scanWorkflowNode(r rowScanner) (*store.WorkflowNode, error) {
+	var n store.WorkflowNode
+	err := r.Scan(&n.ID, &n.RunID, &n.Node, &n.State, &n.ExecutionID, &n.Input, &n.Result, &n.Message, &n.UpdatedAt)
+	return &n, err
+}
+
+// WorkflowInsert stores w; a taken name is an ExistsError.
+func (e *executor) WorkflowInsert(ctx context.Context, w *store.Workflow) error {
+	now := e.cfg.now()
+	id, err := e.insertID(ctx, "INSERT INTO workflows (name, description, graph, params, version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)",
+		w.Name, w.Description, w.Graph, w.Params, now, now)
+	if err != nil {
+		if isUniqueViolation(err) {
+			return &store.ExistsError{Kind: "workflow", Key: w.Name}
+		}
+		return fmt.Errorf("sqlstore: insert workflow %s: %w", w.Name, err)
+	}
+	w.ID, w.Version, w.CreatedAt, w.UpdatedAt = id, 1, now, now
+	return nil
+}
+
+func (e *executor) WorkflowGet(ctx context.Context, id int64) (*store.Workflow, error) {
+	return one(scanWorkflow(e.queryRow(ctx, "SELECT "+workflowCols+" FROM workflows WHERE id = ?", id)))(fmt.Sprintf("workflow %d", id))
+}
+
+func (e *executor) WorkflowGetByName(ctx context.Context, name string) (*store.Workflow, error) {
+	return one(scanWorkflow(e.queryRow(ctx, "SELECT "+workflowCols+" FROM workflows WHERE name = ?", name)))("workflow " + name)
+}
+
+func (e *executor) WorkflowList(ctx context.Context, afterID int64, limit int) ([]*store.Workflow, error) {
+	rows, err := e.query(ctx, "SELECT "+workflowCols+" FROM workflows WHERE id > ? ORDER BY id LIMIT ?", afterID, limitOr(limit))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list workflows: %w", err)
+	}
+	return scanAll(rows, scanWorkflow, "workflows")
+}
+
+// WorkflowUpdate is a compare-and-set on the version.
+func (e *executor) WorkflowUpdate(ctx context.Context, w *store.Workflow) error {
+	now := e.cfg.now()
+	res, err := e.exec(ctx, "UPDATE workflows SET description = ?, graph = ?, params = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?",
+		w.Description, w.Graph, w.Params, now, w.ID, w.Version)
+	if err != nil {
+		return fmt.Errorf("sqlstore: update workflow %d: %w", w.ID, err)
+	}
+	if n, err := affected(res); err != nil || n == 1 {
+		if err == nil {
+			w.Version++
+			w.UpdatedAt = now
+		}
+		return err
+	}
+	if _, err := e.WorkflowGet(ctx, w.ID); err != nil {
+		return err
+	}
+	return fmt.Errorf("workflow %d at version %d: %w", w.ID, w.Version, store.ErrConflict)
+}
+
+func (e *executor) WorkflowDelete(ctx context.Context, id int64) error {
+	res, err := e.exec(ctx, "DELETE FROM workflows WHERE id = ?", id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: delete workflow %d: %w", id, err)
+	}
+	if n, err := affected(res); err != nil || n == 0 {
+		if err == nil {
+			err = fmt.Errorf("workflow %d: %w", id, store.ErrNotFound)
+		}
+		return err
+	}
+	return nil
+}
+
+func (e *executor) WorkflowRunInsert(ctx context.Context, r *store.WorkflowRun) error {
+	if r.CreatedAt == 0 {
+		r.CreatedAt = e.cfg.now()
+	}
+	id, err := e.insertID(ctx, "INSERT INTO workflow_runs (workflow_id, state, graph, params, cause, message, created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		r.WorkflowID, r.State, r.Graph, r.Params, string(r.Cause), r.Message, r.CreatedAt, r.FinishedAt)
+	if err != nil {
+		return fmt.Errorf("sqlstore: insert a run of workflow %d: %w", r.WorkflowID, err)
+	}
+	r.ID = id
+	return nil
+}
+
+func (e *executor) WorkflowRunGet(ctx context.Context, id int64) (*store.WorkflowRun, error) {
+	return one(scanWorkflowRun(e.queryRow(ctx, "SELECT "+workflowRunCols+" FROM workflow_runs WHERE id = ?", id)))(fmt.Sprintf("workflow run %d", id))
+}
+
+// WorkflowRunLock reads the run FOR UPDATE (SQLite's transactions hold the database's write
+// lock already). Under READ COMMITTED, which every dialect's transactions use, the reads
+// that follow the lock see what the run's previous holder committed.
+func (e *executor) WorkflowRunLock(ctx context.Context, id int64) (*store.WorkflowRun, error) {
+	return one(scanWorkflowRun(e.queryRow(ctx, "SELECT "+workflowRunCols+" FROM workflow_runs WHERE id = ?"+e.d().lock(), id)))(fmt.Sprintf("workflow run %d", id))
+}
+
+func (e *executor) WorkflowRunList(ctx context.Context, workflowID, beforeID int64, limit int) ([]*store.WorkflowRun, error) {
+	where, args := "1 = 1", []any{}
+	if workflowID != 0 {
+		where, args = where+" AND workflow_id = ?", append(args, workflowID)
+	}
+	if beforeID != 0 {
+		where, args = where+" AND id < ?", append(args, beforeID)
+	}
+	rows, err := e.query(ctx, "SELECT "+workflowRunCols+" FROM workflow_runs WHERE "+where+" ORDER BY id DESC LIMIT ?", append(args, limitOr(limit))...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list runs of workflow %d: %w", workflowID, err)
+	}
+	return scanAll(rows, scanWorkflowRun, "workflow runs")
+}
+
+func (e *executor) WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error) {
+	res, err := e.exec(ctx, "UPDATE workflow_runs SET state = ?, message = ?, finished_at = ? WHERE id = ? AND state = 'running'",
+		state, truncate(message, 2000), finishedAt, id)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: finish workflow run %d: %w", id, err)
+	}
+	n, err := affected(res)
+	return n == 1, err
+}
+
+func (e *executor) WorkflowNodesInsert(ctx context.Context, ns []*store.WorkflowNode) error {
+	for _, n := range ns {
+		if n.UpdatedAt == 0 {
+			n.UpdatedAt = e.cfg.now()
+		}
+		id, err := e.insertID(ctx, "INSERT INTO workflow_nodes (run_id, node, state, execution_id, input, result, message, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			n.RunID, n.Node, n.State, n.ExecutionID, n.Input, n.Result, truncate(n.Message, 2000), n.UpdatedAt)
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("node %s of workflow run %d: %w", n.Node, n.RunID, store.ErrAlreadyExists)
+			}
+			return fmt.Errorf("sqlstore: insert node %s of workflow run %d: %w", n.Node, n.RunID, err)
+		}
+		n.ID = id
+	}
+	return nil
+}
+
+func (e *executor) WorkflowNodes(ctx context.Context, runID int64) ([]*store.WorkflowNode, error) {
+	rows, err := e.query(ctx, "SELECT "+workflowNodeCols+" FROM workflow_nodes WHERE run_id = ? ORDER BY id", runID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list nodes of workflow run %d: %w", runID, err)
+	}
+	return scanAll(rows, scanWorkflowNode, "workflow nodes")
+}
+
+func (e *executor) WorkflowNodesGet(ctx context.Context, ids []int64) ([]*store.WorkflowNode, error) {
+	var out []*store.WorkflowNode
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		rows, err := e.query(ctx, "SELECT "+workflowNodeCols+" FROM workflow_nodes WHERE id IN "+in, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: get %d workflow nodes: %w", len(ids), err)
+		}
+		ns, err := scanAll(rows, scanWorkflowNode, "workflow nodes")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ns...)
+	}
+	return out, nil
+}
+
+func (e *executor) WorkflowNodeUpdate(ctx context.Context, n *store.WorkflowNode, from string) (bool, error) {
+	if n.UpdatedAt == 0 {
+		n.UpdatedAt = e.cfg.now()
+	}
+	res, err := e.exec(ctx, "UPDATE workflow_nodes SET state = ?, execution_id = ?, result = ?, message = ?, updated_at = ? WHERE id = ? AND state = ?",
+		n.State, n.ExecutionID, n.Result, truncate(n.Message, 2000), n.UpdatedAt, n.ID, from)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: update node %s of workflow run %d: %w", n.Node, n.RunID, err)
+	}
+	c, err := affected(res)
+	return c == 1, err
+}
+
+// ExecutionsCancelUnstarted ends the pending and acquired executions among ids as canceled.
+func (e *executor) ExecutionsCancelUnstarted(ctx context.Context, ids []int64, msg string) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	now := e.cfg.now()
+	moved, err := e.moveToHistory(ctx, ids, "state IN ('pending', 'acquired')", nil, func(x *store.Execution) {
+		x.State, x.HandleMsg, x.FinishedAt = store.ExecCanceled, truncate(msg, 2000), now
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: cancel %d unstarted executions: %w", len(ids), err)
+	}
+	out := make([]int64, len(moved))
+	for i, x := range moved {
+		out[i] = x.ID
+	}
+	return out, nil
+}
