@@ -15,6 +15,10 @@ import (
 // acquireLoop runs acquisition rounds until the node stops: at once again after a full
 // batch (there is more due work), otherwise after PollInterval or a wake-up.
 func (e *Engine) acquireLoop(l *lifecycle) {
+	// Backfills are looked for at most once a poll interval while none makes runs (or when
+	// this node stores a new one): under load rounds follow each other back to back, and a
+	// probe per round would tax every fire for a feature most clusters rarely use.
+	var nextBackfill time.Time
 	for l.ctx.Err() == nil {
 		for l.fires.full() {
 			select {
@@ -24,8 +28,14 @@ func (e *Engine) acquireLoop(l *lifecycle) {
 			}
 		}
 		now := e.clock.Now()
-		if _, err := e.backfillRound(l.ctx, now); err != nil && l.ctx.Err() == nil {
-			e.log.Error("backfill round failed", "err", err)
+		if e.backfillAdded.Swap(false) || !now.Before(nextBackfill) {
+			made, err := e.backfillRound(l.ctx, now)
+			if err != nil && l.ctx.Err() == nil {
+				e.log.Error("backfill round failed", "err", err)
+			}
+			if made == 0 {
+				nextBackfill = now.Add(e.cfg.PollInterval)
+			}
 		}
 		n, err := e.acquireRound(l.ctx, l, now)
 		if err != nil && l.ctx.Err() == nil {

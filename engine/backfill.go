@@ -98,6 +98,7 @@ func (e *Engine) CreateBackfill(ctx context.Context, req BackfillRequest) (*stor
 	if err := store.InTx(ctx, e.store, func(q store.Querier) error { return q.BackfillInsert(ctx, b) }); err != nil {
 		return nil, err
 	}
+	e.backfillAdded.Store(true)
 	e.Wake()
 	return b, nil
 }

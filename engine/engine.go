@@ -34,6 +34,9 @@ type Engine struct {
 	// waking is life, for Wake: a result written while Stop or a rejoin holds lifeMu (it
 	// waits for the writer) wakes the acquirer, and must not wait for lifeMu itself.
 	waking atomic.Pointer[lifecycle]
+	// backfillAdded tells the acquisition loop that this node stored a backfill: look for
+	// backfills in the next round, not a poll interval later.
+	backfillAdded atomic.Bool
 	// lastBeat is when (Unix ms, the node's clock) the last heartbeat that succeeded was sent,
 	// 0 after one failed; seeing is when the heartbeats began to succeed without a gap of a
 	// node timeout. See seesCluster.
