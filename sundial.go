@@ -20,6 +20,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -181,15 +182,36 @@ func (s *Scheduler) Clock() clock.Clock { return s.clock }
 // Store returns the scheduler's store.
 func (s *Scheduler) Store() store.Store { return s.store }
 
-// Concurrency says what happens when a job fires while an earlier fire still runs.
+// Concurrency says what happens when a job fires while an earlier fire still runs: its
+// overlap policy (docs/policies.md, "Overlap").
 type Concurrency = store.ConcurrencyPolicy
 
-// The concurrency policies.
+// The overlap policies.
 const (
-	Allow   = store.ConcurrencyAllow
-	Serial  = store.ConcurrencySerial
-	Discard = store.ConcurrencyDiscard
-	Replace = store.ConcurrencyReplace
+	// Allow runs fires side by side.
+	Allow = store.ConcurrencyAllow
+	// Skip drops a fire while one runs.
+	Skip = store.ConcurrencySkip
+	// BufferOne runs a fire once the running one ends; of fires waiting at once only the
+	// newest is kept, the others are recorded skipped.
+	BufferOne = store.ConcurrencyBufferOne
+	// BufferAll queues fires in order behind the running one.
+	BufferAll = store.ConcurrencyBufferAll
+	// Cancel asks the running fire to stop (its context is canceled) and runs the new one
+	// once it has ended; only the newest waiting fire is kept.
+	Cancel = store.ConcurrencyCancel
+	// Terminate cancels the running fire and runs the new one at once.
+	Terminate = store.ConcurrencyTerminate
+	// AtMost runs up to Job.MaxConcurrent fires side by side, across the cluster, and queues
+	// the rest as BufferAll.
+	AtMost = store.ConcurrencyAtMost
+)
+
+// The policies' old names; a job given one stores the policy it names.
+const (
+	Serial  = BufferAll
+	Discard = Skip
+	Replace = Terminate
 )
 
 // Job describes what to run.
@@ -220,8 +242,10 @@ type Job struct {
 	// Data is the job's data map; the handler sees a copy and, with PersistData, its changes
 	// are stored after a successful run.
 	Data        map[string]any
-	Concurrency Concurrency // default Allow
-	PersistData bool
+	Concurrency Concurrency // default Allow; the old names serial, discard, replace are read as buffer_all, skip, terminate
+	// MaxConcurrent is the limit of AtMost, 1 to 1000 (FieldError max_concurrent); 0 else.
+	MaxConcurrent int
+	PersistData   bool
 	// RequestsRecovery re-runs an execution that was running on a node that died.
 	RequestsRecovery bool
 	// Timeout cancels the handler's context after this long; 0 means no timeout.
@@ -443,13 +467,11 @@ func jobRow(j Job) (*store.Job, error) {
 	if j.Group == "" {
 		j.Group = "default"
 	}
-	if j.Concurrency == "" {
-		j.Concurrency = Allow
-	}
-	switch j.Concurrency {
-	case Allow, Serial, Discard, Replace:
-	default:
-		return bad("concurrency", "want allow, serial, discard or replace, got %q", j.Concurrency)
+	overlap, err := jobrun.ParseOverlap(string(j.Concurrency), j.MaxConcurrent)
+	if err != nil {
+		var oe *jobrun.OverlapError
+		errors.As(err, &oe)
+		return bad(oe.Field, "%s", oe.Msg)
 	}
 	target := store.TargetLocal
 	if j.App != "" {
@@ -462,7 +484,7 @@ func jobRow(j Job) (*store.Job, error) {
 	}
 	return &store.Job{
 		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
-		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
+		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: Concurrency(overlap.Policy), MaxConcurrent: overlap.Max,
 		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
 		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets,
 		ChildJobIDs: j.ChildJobIDs, Enabled: true,

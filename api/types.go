@@ -31,6 +31,7 @@ type JobRequest struct {
 	ScriptNote       string         `json:"script_note,omitempty"`
 	Data             map[string]any `json:"data,omitempty"`
 	Concurrency      string         `json:"concurrency,omitempty"`
+	MaxConcurrent    int            `json:"max_concurrent,omitempty"`
 	PersistData      bool           `json:"persist_data,omitempty"`
 	RequestsRecovery bool           `json:"requests_recovery,omitempty"`
 	TimeoutMs        int64          `json:"timeout_ms,omitempty"`
@@ -57,6 +58,7 @@ type Job struct {
 	ParamsSecret     bool           `json:"params_secret"`
 	Data             map[string]any `json:"data"`
 	Concurrency      string         `json:"concurrency"`
+	MaxConcurrent    int            `json:"max_concurrent,omitempty"`
 	PersistData      bool           `json:"persist_data"`
 	RequestsRecovery bool           `json:"requests_recovery"`
 	TimeoutMs        int64          `json:"timeout_ms"`
@@ -79,7 +81,7 @@ type Job struct {
 // Request returns the job's settings as a request body, for a PUT that changes some.
 func (j *Job) Request() JobRequest {
 	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
-		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
+		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, MaxConcurrent: j.MaxConcurrent, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets, ChildJobIDs: j.ChildJobIDs}
 }

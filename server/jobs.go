@@ -38,7 +38,7 @@ func toJobOut(j *store.Job) api.Job {
 	}
 	return api.Job{ID: j.ID, Group: j.Group, Name: j.Name, Description: j.Description, Target: string(j.TargetKind),
 		App: j.App, Routing: j.Routing,
-		Handler: j.Handler, Params: params, ParamsSecret: j.ParamsSecret, Data: data, Concurrency: string(j.Concurrency), PersistData: j.PersistData,
+		Handler: j.Handler, Params: params, ParamsSecret: j.ParamsSecret, Data: data, Concurrency: string(j.Concurrency), MaxConcurrent: j.MaxConcurrent, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, ChildJobIDs: children, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt)}
 }
@@ -47,7 +47,7 @@ func toJobOut(j *store.Job) api.Job {
 func jobOf(in *api.JobRequest) sundial.Job {
 	return sundial.Job{Group: in.Group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
 		Routing: in.Routing, Params: in.Params, ScriptNote: in.ScriptNote, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
-		PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
+		MaxConcurrent: in.MaxConcurrent, PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
 		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets, ParamsSecret: in.ParamsSecret,
 		ChildJobIDs: in.ChildJobIDs}

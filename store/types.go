@@ -13,20 +13,29 @@ const (
 	TargetRemote TargetKind = "remote"
 )
 
-// ConcurrencyPolicy says what happens when a job fires while an earlier fire still runs.
+// ConcurrencyPolicy says what happens when a job fires while an earlier fire still runs: its
+// overlap policy. The stored values are internal/jobrun's Policy names, where each is
+// explained; the engine applies them.
 type ConcurrencyPolicy string
 
-// The concurrency policies.
+// The overlap policies as stored.
 const (
-	// ConcurrencyAllow runs fires side by side.
-	ConcurrencyAllow ConcurrencyPolicy = "allow"
-	// ConcurrencySerial queues a fire until the running one ends (Quartz
-	// @DisallowConcurrentExecution, XXL-JOB SERIAL_EXECUTION).
-	ConcurrencySerial ConcurrencyPolicy = "serial"
-	// ConcurrencyDiscard skips a fire while one runs (XXL-JOB DISCARD_LATER).
-	ConcurrencyDiscard ConcurrencyPolicy = "discard"
-	// ConcurrencyReplace cancels the running fire and runs the new one (XXL-JOB COVER_EARLY).
-	ConcurrencyReplace ConcurrencyPolicy = "replace"
+	ConcurrencyAllow     ConcurrencyPolicy = "allow"
+	ConcurrencySkip      ConcurrencyPolicy = "skip"
+	ConcurrencyBufferOne ConcurrencyPolicy = "buffer_one"
+	ConcurrencyBufferAll ConcurrencyPolicy = "buffer_all"
+	ConcurrencyCancel    ConcurrencyPolicy = "cancel"
+	ConcurrencyTerminate ConcurrencyPolicy = "terminate"
+	// ConcurrencyAtMost runs up to Job.MaxConcurrent fires side by side.
+	ConcurrencyAtMost ConcurrencyPolicy = "at_most"
+)
+
+// The policies' old names, kept for the code that names them so; their values are the new
+// names (migration 00028 rewrote stored rows, and input still accepts the old names).
+const (
+	ConcurrencySerial  = ConcurrencyBufferAll
+	ConcurrencyDiscard = ConcurrencySkip
+	ConcurrencyReplace = ConcurrencyTerminate
 )
 
 // Job is what to run.
@@ -52,6 +61,8 @@ type Job struct {
 	Data map[string]any
 
 	Concurrency ConcurrencyPolicy
+	// MaxConcurrent is the limit of ConcurrencyAtMost (1 to 1000); 0 for the other policies.
+	MaxConcurrent int
 	// PersistData stores the data a run returns back into Data (Quartz
 	// @PersistJobDataAfterExecution).
 	PersistData bool

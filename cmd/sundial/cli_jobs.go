@@ -22,7 +22,7 @@ type jobFlags struct {
 	paramsFile                                                           string
 	paramsSecret                                                         bool
 	timeout, backoff                                                     time.Duration
-	retries                                                              int
+	retries, maxConcurrent                                               int
 	recovery, persistData                                                bool
 	alarms                                                               []string
 }
@@ -38,7 +38,9 @@ func (j *jobFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&j.paramsFile, "params-file", "", "read the params from this file (- for stdin): secret params stay out of ps and shell history")
 	f.BoolVar(&j.paramsSecret, "params-secret", false, "store the params encrypted (the server needs --secret-key); shown as *** afterwards")
 	f.StringVar(&j.data, "data", "", `job data as a JSON object, e.g. '{"region":"eu"}'`)
-	f.StringVar(&j.concurrency, "concurrency", "", "when a fire finds the job running: allow, serial, discard or replace")
+	f.StringVar(&j.concurrency, "concurrency", "", "overlap policy, when a fire finds the job running: allow, skip, buffer_one, "+
+		"buffer_all, cancel, terminate or at_most (old names: serial, discard, replace)")
+	f.IntVar(&j.maxConcurrent, "max-concurrent", 0, "with --concurrency at_most: how many runs at once, across the cluster (1 to 1000)")
 	f.DurationVar(&j.timeout, "timeout", 0, "cancel a run after this long (e.g. 30s; 0: never)")
 	f.IntVar(&j.retries, "retries", 0, "retries after a failed run")
 	f.DurationVar(&j.backoff, "backoff", 0, "wait before the first retry, doubling after each (e.g. 10s)")
@@ -97,6 +99,12 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	}
 	if set("concurrency") {
 		req.Concurrency = j.concurrency
+		if !f.Changed("max-concurrent") && j.concurrency != "at_most" {
+			req.MaxConcurrent = 0 // the limit goes with at_most
+		}
+	}
+	if set("max-concurrent") {
+		req.MaxConcurrent = j.maxConcurrent
 	}
 	for _, d := range []struct {
 		name string
@@ -200,6 +208,14 @@ func paramsShown(j api.Job) string {
 	return j.Params
 }
 
+// concurrencyShown is the job's overlap policy with at_most's limit.
+func concurrencyShown(j api.Job) string {
+	if j.MaxConcurrent > 0 {
+		return j.Concurrency + " " + strconv.Itoa(j.MaxConcurrent)
+	}
+	return j.Concurrency
+}
+
 func showJob(w io.Writer, j api.Job) error {
 	data := ""
 	if len(j.Data) > 0 {
@@ -207,7 +223,7 @@ func showJob(w io.Writer, j api.Job) error {
 		data = string(b)
 	}
 	err := fields(w, "ID", itoa(j.ID), "Group", j.Group, "Name", j.Name, "Description", j.Description,
-		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", j.Concurrency,
+		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", concurrencyShown(j),
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
 		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
 		"Alarms", strings.Join(j.AlarmTargets, ", "), "State", jobState(j),

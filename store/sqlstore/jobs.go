@@ -12,7 +12,7 @@ import (
 
 const jobCols = "id, group_name, name, description, target_kind, handler, app, params, data, concurrency, " +
 	"persist_data, requests_recovery, timeout_ms, max_retries, retry_backoff_ms, routing, alarm_targets, " +
-	"child_job_ids, enabled, params_secret, created_at, updated_at"
+	"child_job_ids, enabled, params_secret, max_concurrent, created_at, updated_at"
 
 // jobSelectCols adds what the job's row keeps that no insert or update of the job writes:
 // script_version is ScriptVersionAdd's.
@@ -25,7 +25,7 @@ func scanJob(r rowScanner) (*store.Job, error) {
 	var data, alarms, children string
 	err := r.Scan(&j.ID, &j.Group, &j.Name, &j.Description, &j.TargetKind, &j.Handler, &j.App, &j.Params,
 		&data, &j.Concurrency, &j.PersistData, &j.RequestsRecovery, &j.TimeoutMs, &j.MaxRetries,
-		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.ParamsSecret, &j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion)
+		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.ParamsSecret, &j.MaxConcurrent, &j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func jobValues(j *store.Job) ([]any, error) {
 	}
 	return []any{j.Group, j.Name, j.Description, string(j.TargetKind), j.Handler, j.App, j.Params, data,
 		string(conc), j.PersistData, j.RequestsRecovery, j.TimeoutMs, j.MaxRetries, j.RetryBackoffMs,
-		j.Routing, alarms, children, j.Enabled, j.ParamsSecret}, nil
+		j.Routing, alarms, children, j.Enabled, j.ParamsSecret, j.MaxConcurrent}, nil
 }
 
 // JobInsert stores j and sets its ID and timestamps.
@@ -211,7 +211,7 @@ func (e *executor) JobUpdate(ctx context.Context, j *store.Job) error {
 	res, err := e.exec(ctx, `UPDATE jobs SET group_name = ?, name = ?, description = ?, target_kind = ?, handler = ?,
 		app = ?, params = ?, data = ?, concurrency = ?, persist_data = ?, requests_recovery = ?, timeout_ms = ?,
 		max_retries = ?, retry_backoff_ms = ?, routing = ?, alarm_targets = ?, child_job_ids = ?, enabled = ?,
-		params_secret = ?, updated_at = ? WHERE id = ?`, vals...)
+		params_secret = ?, max_concurrent = ?, updated_at = ? WHERE id = ?`, vals...)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return &store.ExistsError{Kind: "job", Key: j.Group + "/" + j.Name}

@@ -1,0 +1,14 @@
+-- +goose Up
+--
+-- Overlap policies (internal/jobrun.Policy): the old names are stored under their new ones,
+-- and at_most keeps its limit.
+ALTER TABLE jobs ADD COLUMN max_concurrent integer NOT NULL DEFAULT 0;
+UPDATE jobs SET concurrency = 'buffer_all' WHERE concurrency = 'serial';
+UPDATE jobs SET concurrency = 'skip' WHERE concurrency = 'discard';
+UPDATE jobs SET concurrency = 'terminate' WHERE concurrency = 'replace';
+
+-- +goose Down
+UPDATE jobs SET concurrency = 'serial' WHERE concurrency IN ('buffer_all', 'buffer_one', 'at_most');
+UPDATE jobs SET concurrency = 'discard' WHERE concurrency = 'skip';
+UPDATE jobs SET concurrency = 'replace' WHERE concurrency IN ('terminate', 'cancel');
+ALTER TABLE jobs DROP COLUMN max_concurrent;
