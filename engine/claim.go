@@ -34,7 +34,7 @@ func runsAlone(job *store.Job) bool {
 // (buffer_one, cancel, terminate), one that a newer fire due by now waits behind. Those are
 // claimed all the same, to be recorded skipped. Cancel and terminate also ask the other
 // nodes to stop the job's runs.
-func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, alone []*Fire, firedAt int64) (claim, error) {
+func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, alone []*Fire, limits map[int64]int, firedAt int64) (claim, error) {
 	c := claim{won: map[int64]bool{}, busy: map[int64]bool{}, discarded: map[int64]string{}}
 	if len(plain) > 0 {
 		won, err := e.store.ExecutionsMarkRunning(ctx, o, plain, firedAt)
@@ -47,12 +47,8 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 		return c, nil
 	}
 	ids := make([]int64, len(alone))
-	limits := map[int64]int{}
 	for i, f := range alone {
 		ids[i] = f.Execution.ID
-		if ov := overlapOf(f.Job); ov.Policy == jobrun.AtMost {
-			limits[f.Job.ID] = ov.Limit()
-		}
 	}
 	won, busy, err := e.store.ExecutionsMarkRunningAlone(ctx, o, ids, limits, firedAt)
 	if err != nil {
@@ -107,6 +103,26 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 		}
 	}
 	return c, nil
+}
+
+// atMostRoom returns, for the at_most jobs among the fires to claim alone, how many of their
+// fires may run across the cluster besides this node's other active ones: the job's limit less
+// the fires the node's tracker counts active that are not being claimed. The store counts the
+// other nodes' runs against it.
+func (c *concurrency) atMostRoom(alone []*Fire) map[int64]int {
+	claiming := map[int64]int{}
+	limits := map[int64]int{}
+	for _, f := range alone {
+		if ov := overlapOf(f.Job); ov.Policy == jobrun.AtMost {
+			claiming[f.Job.ID]++
+			limits[f.Job.ID] = ov.Limit()
+		}
+	}
+	for job, n := range claiming {
+		active, _ := c.t.Load(job)
+		limits[job] -= max(active-n, 0)
+	}
+	return limits
 }
 
 // newerWaiting returns a fire of x's job, due by now and later than x, that waits to start

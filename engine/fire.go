@@ -189,7 +189,7 @@ func (e *Engine) claimAdmitted(l *lifecycle, batch []admitted, now time.Time) (c
 	// retried as unsure, like one whose answer was lost.
 	claimCtx, cancelClaim := context.WithTimeout(l.claimCtx, storeTimeout)
 	e.signals.claimSent(len(batch))
-	c, err := e.claimFires(claimCtx, l.owner, plain, alone, now.UnixMilli())
+	c, err := e.claimFires(claimCtx, l.owner, plain, alone, l.conc.atMostRoom(alone), now.UnixMilli())
 	cancelClaim()
 	if err == nil {
 		return c, true

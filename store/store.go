@@ -128,9 +128,10 @@ type Querier interface {
 	// policy forbids two runs at once, across the cluster: a fire whose job runs for another
 	// owner than o, or that follows a fire of the same job claimed in this call, is not moved
 	// and is returned in busy, still acquired by o. Claims of one job's fires by several
-	// nodes are serialised on the job's row. A job in limits may run up to that many fires at
-	// once instead (the at_most policy): its fire is moved while fewer of its executions run,
-	// counting o's own and those claimed in this call, and is busy otherwise.
+	// nodes are serialised on the job's row. A job in limits may run that many fires at once
+	// instead (the at_most policy, less the runs o has apart from ids): its fire is moved
+	// while its runs for other owners and the fires moved in this call are fewer, and is
+	// busy otherwise.
 	ExecutionsMarkRunningAlone(ctx context.Context, o Owner, ids []int64, limits map[int64]int, firedAt int64) (won, busy []int64, err error)
 	// ExecutionsComplete moves running executions to the results' terminal states, whoever
 	// runs them (an executor reports to any node), and returns the IDs that moved.

@@ -15,8 +15,9 @@ import (
 // returned as busy, and of several fires of one job only the first given is claimed. Runs of
 // o itself do not count: keeping them apart is the node's own concurrency tracker's work,
 // and its finished runs may wait in its result writer a moment before they leave the table.
-// A job in limits is counted instead: all its running executions, o's included (a finished
-// run still in o's writer only delays the next fire, never lets one too many run).
+// A job in limits is counted instead: its runs for other owners and the fires claimed in this
+// call may number up to its limit (o's own runs are the caller's to subtract, as its tracker
+// knows them, finished or not, better than this table).
 func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, limits map[int64]int, firedAt int64) (won, busy []int64, err error) {
 	owned, ownedArgs := ownedBy(o)
 	err = e.inTx(ctx, func(e *executor) error {
@@ -44,7 +45,7 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner
 			return nil
 		}
 		elsewhere := map[int64]bool{}
-		runs := map[int64]int{} // running executions of the jobs in limits
+		runs := map[int64]int{} // running executions of the jobs for other owners
 		for _, c := range chunks(len(jobIDs)) {
 			in, args := inList(jobIDs[c[0]:c[1]])
 			// Locked in id order, so two claimers never wait on each other crosswise. A deleted
@@ -63,7 +64,7 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner
 				elsewhere[j] = true
 			}
 			counts, err := scanPairs(e.query(ctx, "SELECT job_id, COUNT(*) FROM executions_live WHERE job_id IN "+in+
-				" AND state = 'running' GROUP BY job_id", args...))
+				" AND state = 'running' AND NOT ("+owned+") GROUP BY job_id", append(args, ownedArgs...)...))
 			if err != nil {
 				return err
 			}

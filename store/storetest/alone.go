@@ -72,8 +72,8 @@ func testMarkRunningAlone(t *testing.T, s store.Store) {
 func get2(a, b []int64, err error) (result[[]int64], []int64) { return result[[]int64]{a, err}, b }
 
 // testMarkRunningLimited checks the at_most count of ExecutionsMarkRunningAlone: of nodes
-// racing for fires of one job with limit 2, two start; the running ones of every node,
-// the claimer's own included, hold the next back until one ends.
+// racing for fires of one job with limit 2, two start; the runs of other nodes count
+// against the limit, the claimer's own do not (it passes what it has left).
 func testMarkRunningLimited(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	j := newJob(t, s, "g", "limited")
@@ -109,19 +109,23 @@ func testMarkRunningLimited(t *testing.T, s store.Store) {
 	equal(t, "racing nodes that started", len(started), 2)
 	equal(t, "racing nodes left busy", len(waiting), 4)
 
-	// A node's own running execution counts: r-own with one running may not start two more.
-	own := acquired("r0", 2000)
-	won, busy := get2(s.ExecutionsMarkRunningAlone(ctx, life("r0"), []int64{own.ID}, limits, 2000))
-	equal(t, "started beside two running", len(won.ok(t)), 0)
-	sameIDs(t, "busy beside two running", busy, []int64{own.ID})
-	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: started[0], State: store.ExecSucceeded, FinishedAt: 2000}})).ok(t)
-	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("r0"), []int64{own.ID}, limits, 2001))
-	sameIDs(t, "started once one ended", won.ok(t), []int64{own.ID})
-	equal(t, "busy once one ended", len(busy), 0)
+	// Another node's runs count, the claimer's own do not (its limit is what it has left).
+	ownerOf := func(id int64) string { return get(s.ExecutionGet(ctx, id)).ok(t).Node }
+	mine := ownerOf(started[0])
+	if ownerOf(started[1]) == mine {
+		t.Fatalf("both racing winners are %s", mine)
+	}
+	own := acquired(mine, 2000)
+	won, busy := get2(s.ExecutionsMarkRunningAlone(ctx, life(mine), []int64{own.ID}, map[int64]int{j.ID: 1}, 2000))
+	equal(t, "started beside another node's run with room 1", len(won.ok(t)), 0)
+	sameIDs(t, "busy beside another node's run", busy, []int64{own.ID})
+	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life(mine), []int64{own.ID}, map[int64]int{j.ID: 2}, 2000))
+	sameIDs(t, "started with room 2 beside one other run", won.ok(t), []int64{own.ID})
+	equal(t, "busy with room", len(busy), 0)
 
 	// Two fires of one call: only the room there is.
-	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: started[1], State: store.ExecSucceeded, FinishedAt: 2002},
-		{ID: own.ID, State: store.ExecSucceeded, FinishedAt: 2002}})).ok(t)
+	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: started[0], State: store.ExecSucceeded, FinishedAt: 2002},
+		{ID: started[1], State: store.ExecSucceeded, FinishedAt: 2002}, {ID: own.ID, State: store.ExecSucceeded, FinishedAt: 2002}})).ok(t)
 	a, b, c := acquired("r9", 3000), acquired("r9", 3001), acquired("r9", 3002)
 	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("r9"), []int64{a.ID, b.ID, c.ID}, limits, 3002))
 	sameIDs(t, "one call fills the room", won.ok(t), []int64{a.ID, b.ID})
