@@ -13,7 +13,7 @@ func testJobs(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	j := &store.Job{Group: "billing", Name: "invoice", Description: "monthly", TargetKind: store.TargetRemote,
 		Handler: "invoiceHandler", App: "billing-app", Params: "--all", Data: map[string]any{"k": "v", "n": 1.5},
-		Concurrency: store.ConcurrencySerial, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
+		Concurrency: store.ConcurrencyAtMost, MaxConcurrent: 7, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
 		MaxRetries: 3, RetryBackoffMs: 500, Routing: "round_robin", AlarmTargets: []string{"ops@example.com"},
 		ChildJobIDs: []int64{7, 8}, Enabled: true, ParamsSecret: true}
 	noErr(t, s.JobInsert(ctx, j))
@@ -38,9 +38,11 @@ func testJobs(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrAlreadyExists)
 
 	j.Description, j.Data, j.Enabled, j.AlarmTargets, j.ParamsSecret = "weekly", nil, false, nil, false
+	j.Concurrency, j.MaxConcurrent = store.ConcurrencyCancel, 0
 	noErr(t, s.JobUpdate(ctx, j))
 	got = get(s.JobGet(ctx, j.ID)).ok(t)
-	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil || got.ParamsSecret {
+	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil || got.ParamsSecret ||
+		got.Concurrency != store.ConcurrencyCancel || got.MaxConcurrent != 0 {
 		t.Fatalf("after JobUpdate: %+v", got)
 	}
 	noErr(t, s.JobSetData(ctx, j.ID, map[string]any{"count": 2.0}))

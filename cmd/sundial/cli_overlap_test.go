@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sundial-scheduler/sundial/api"
+)
+
+// TestCLIOverlap: --concurrency takes each overlap policy and the old names (stored under
+// the new ones), --max-concurrent goes with at_most only, and bad input is refused with exit 2
+// and one line naming the field, as the API's 400 names it.
+func TestCLIOverlap(t *testing.T) {
+	s := startAPIServer(t)
+	for _, tc := range []struct{ given, stored string }{
+		{"skip", "skip"}, {"buffer_one", "buffer_one"}, {"buffer_all", "buffer_all"}, {"cancel", "cancel"},
+		{"terminate", "terminate"}, {"allow", "allow"}, {"serial", "buffer_all"}, {"discard", "skip"}, {"replace", "terminate"},
+	} {
+		j := mustJSON[api.Job](t, s, "job", "create", "j-"+tc.given, "--handler", "noop", "--concurrency", tc.given)
+		if j.Concurrency != tc.stored || j.MaxConcurrent != 0 {
+			t.Errorf("--concurrency %s: stored %s max %d, want %s", tc.given, j.Concurrency, j.MaxConcurrent, tc.stored)
+		}
+	}
+	j := mustJSON[api.Job](t, s, "job", "create", "limited", "--handler", "noop", "--concurrency", "at_most", "--max-concurrent", "3")
+	if j.Concurrency != "at_most" || j.MaxConcurrent != 3 {
+		t.Fatalf("at_most 3: got %s %d", j.Concurrency, j.MaxConcurrent)
+	}
+	id := strconv.FormatInt(j.ID, 10)
+	if out := s.mustCLI(t, "job", "get", id); !strings.Contains(out, "at_most 3") {
+		t.Errorf("job get does not show the limit:\n%s", out)
+	}
+	// Changing the policy drops the limit that went with at_most.
+	if got := mustJSON[api.Job](t, s, "job", "update", id, "--concurrency", "skip"); got.Concurrency != "skip" || got.MaxConcurrent != 0 {
+		t.Errorf("update to skip: %s %d", got.Concurrency, got.MaxConcurrent)
+	}
+	for _, tc := range []struct {
+		args  []string
+		field string
+	}{
+		{[]string{"--concurrency", "at_most"}, "max_concurrent"},
+		{[]string{"--concurrency", "at_most", "--max-concurrent", "1001"}, "max_concurrent"},
+		{[]string{"--concurrency", "skip", "--max-concurrent", "2"}, "max_concurrent"},
+		{[]string{"--concurrency", "sometimes"}, "concurrency"},
+	} {
+		code, _, errOut := s.cli(t, append([]string{"job", "create", "bad", "--handler", "noop"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.field) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("job create %v: exit %d, stderr %q; want 2 and one line naming %s", tc.args, code, errOut, tc.field)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestJobFormOverlap: the job form sets an at_most policy with its limit (stored, shown on
+// the job page, back in the editor), and a limit out of range or without at_most is shown at
+// the max_concurrent field with nothing stored.
+func TestJobFormOverlap(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	cron := url.Values{"triggers[0].cron": {"0 0 * * * ?"}}
+	with := func(kv ...string) url.Values {
+		v := url.Values{}
+		for k, x := range cron {
+			v[k] = x
+		}
+		for i := 0; i < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		form url.Values
+		msg  string
+	}{
+		{with("name", "zero", "concurrency", "at_most"), "want 1 to 1000"},
+		{with("name", "many", "concurrency", "at_most", "max_concurrent", "1001"), "got 1001"},
+		{with("name", "stray", "concurrency", "skip", "max_concurrent", "2"), "only concurrency at_most"},
+	} {
+		p := c.createJob(csrf, tc.form).mustStatus(t, http.StatusOK)
+		i := strings.Index(p.body, `id="err-max_concurrent"`)
+		if i < 0 {
+			t.Fatalf("%v: no error at max_concurrent:\n%s", tc.form, p.body)
+		}
+		if slot := p.body[i:min(len(p.body), i+300)]; !strings.Contains(slot, tc.msg) {
+			t.Fatalf("%v: error slot %q, want %q", tc.form, slot, tc.msg)
+		}
+	}
+	id := jobIDFrom(t, c.createJob(csrf, with("name", "limited", "concurrency", "at_most", "max_concurrent", "4")))
+	j, err := h.st.JobGet(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Concurrency != "at_most" || j.MaxConcurrent != 4 {
+		t.Fatalf("stored %s %d, want at_most 4", j.Concurrency, j.MaxConcurrent)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, "<dd>at_most 4</dd>")
+	c.get(fmt.Sprintf("/jobs/%d/edit", id)).mustContain(t, `value="at_most" selected`, `name="max_concurrent"`, `value="4"`)
+}
