@@ -295,7 +295,14 @@ type Trigger struct {
 	// run stores its data into the job without the trigger's keys.
 	Params string
 	Data   map[string]any
+	// RemainingRuns, when not 0, is how many more times the trigger fires: each fire consumes
+	// one in the transaction that takes it, and the trigger completes at 0. From 1 to
+	// MaxRemainingRuns (FieldError remaining_runs).
+	RemainingRuns int64
 }
+
+// MaxRemainingRuns is the largest Trigger.RemainingRuns.
+const MaxRemainingRuns = 1_000_000_000
 
 // Cron parses a Quartz cron expression in zone (an IANA name; "" means UTC), for a Trigger's
 // Schedule.
@@ -554,6 +561,9 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 	if t.Priority > math.MaxInt32 || t.Priority < math.MinInt32 {
 		return bad(schedule.Fieldf("priority", "want a 32-bit integer, got %d", t.Priority))
 	}
+	if t.RemainingRuns < 0 || t.RemainingRuns > MaxRemainingRuns {
+		return bad(schedule.Fieldf("remaining_runs", "want 1 to %d, or 0 for no limit, got %d", MaxRemainingRuns, t.RemainingRuns))
+	}
 	params, err := s.runParams(job, t.Params)
 	if err != nil {
 		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
@@ -562,7 +572,7 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 		JobID: job.ID, Group: t.Group, Name: t.Name, Description: t.Description, Kind: store.TriggerKind(kind), Spec: spec,
 		TimeZone: t.TimeZone, StartAt: t.Start.UnixMilli(), EndAt: unixMilliOrZero(t.End),
 		CalendarName: t.Calendar, Priority: t.Priority, MisfirePolicy: t.Misfire.String(),
-		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(), Params: params, Data: t.Data,
+		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(), Params: params, Data: t.Data, RunLimit: t.RemainingRuns,
 	}, nil
 }
 

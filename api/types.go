@@ -111,6 +111,9 @@ type TriggerRequest struct {
 	Description string         `json:"description,omitempty"`
 	Params      string         `json:"params,omitempty"`
 	Data        map[string]any `json:"data,omitempty"`
+	// RemainingRuns, when set, is how many more times the trigger fires (1 to 1000000000); it
+	// completes at 0.
+	RemainingRuns int64 `json:"remaining_runs,omitempty"`
 }
 
 // Trigger is a trigger as the API shows it.
@@ -141,6 +144,9 @@ type Trigger struct {
 	// Warnings, on the answer to adding a trigger, tell what may not work as meant, such as
 	// cron syntax Quartz reads leniently (MON/2 is MON).
 	Warnings []string `json:"warnings,omitempty"`
+	// RemainingRuns is how many more times a trigger with limited runs fires; absent for one
+	// without a limit.
+	RemainingRuns *int64 `json:"remaining_runs,omitempty"`
 }
 
 // CalendarRequest is the body of PUT /calendars/{name}.

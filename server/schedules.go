@@ -31,7 +31,7 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	}
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
 		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
-		Params: in.Params, Data: in.Data}, nil
+		Params: in.Params, Data: in.Data, RemainingRuns: in.RemainingRuns}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.
@@ -77,5 +77,14 @@ func toTriggerOut(t *store.Trigger) api.Trigger {
 		Schedule: scheduleOf(t), Start: api.Time(t.StartAt), End: api.Time(t.EndAt), Calendar: t.CalendarName,
 		Priority: t.Priority, Misfire: t.MisfirePolicy, State: string(t.State), ErrorMessage: t.ErrorMessage,
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,
-		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt)}
+		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt), RemainingRuns: remainingRuns(t)}
+}
+
+// remainingRuns is how many more times t fires when its runs are limited.
+func remainingRuns(t *store.Trigger) *int64 {
+	if t.RunLimit == 0 {
+		return nil
+	}
+	n := max(t.RunLimit-t.TimesFired, 0)
+	return &n
 }

@@ -148,6 +148,10 @@ type Trigger struct {
 	NextFireAt   int64
 	PrevFireAt   int64
 	TimesFired   int64
+	// RunLimit, when not 0, is the TimesFired at which the trigger completes: its remaining
+	// runs are RunLimit - TimesFired, consumed in the transaction that acquires each fire (the
+	// one that advances TimesFired) and given back with a fire handed back unrun.
+	RunLimit int64
 	// Version is bumped by every write, so TriggerUpdate can refuse a stale copy.
 	Version int64
 

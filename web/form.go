@@ -52,7 +52,7 @@ var triggerKinds = map[string][]field{
 // triggerCommon are the fields every trigger kind sends.
 var triggerCommon = []field{
 	{"name", text}, {"time_zone", text}, {"start", text}, {"end", text}, {"calendar", text}, {"priority", integer},
-	{"misfire", text},
+	{"misfire", text}, {"remaining_runs", integer},
 }
 
 // Form is a form's values and errors by field path; Prefix is where the trigger's fields

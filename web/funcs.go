@@ -49,6 +49,7 @@ var funcs = template.FuncMap{
 		return v.Encode()
 	},
 	"schedText":    scheduleText,
+	"runsLeft":     func(t *store.Trigger) int64 { return max(t.RunLimit-t.TimesFired, 0) },
 	"previewCount": func() int { return previewCount },
 	"appOpts": func(apps []string, current string) [][2]string {
 		out := [][2]string{{"", "None (in-process)"}}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // TestJobFormOverlap: the job form sets an at_most policy with its limit (stored, shown on
@@ -54,4 +56,20 @@ func TestJobFormOverlap(t *testing.T) {
 	}
 	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, "<dd>at_most 4</dd>")
 	c.get(fmt.Sprintf("/jobs/%d/edit", id)).mustContain(t, `value="at_most" selected`, `name="max_concurrent"`, `value="4"`)
+}
+
+// TestTriggerFormRemainingRuns: the new-job form limits its trigger's runs (stored, shown
+// with the job's triggers), and a negative count is shown at the trigger's field.
+func TestTriggerFormRemainingRuns(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	p := c.createJob(csrf, url.Values{"name": {"neg"}, "triggers[0].cron": {"0 0 * * * ?"}, "triggers[0].remaining_runs": {"-1"}}).mustStatus(t, http.StatusOK)
+	p.mustContain(t, `id="err-triggers-0-remaining_runs" role="alert">`, "got -1")
+	id := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"five"}, "triggers[0].cron": {"0 0 * * * ?"}, "triggers[0].remaining_runs": {"5"}}))
+	trs, err := h.st.TriggerList(context.Background(), store.TriggerFilter{JobID: id})
+	if err != nil || len(trs) != 1 || trs[0].RunLimit != 5 {
+		t.Fatalf("stored triggers %+v, %v; want one with 5 runs", trs, err)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, "5 runs left")
 }

@@ -49,3 +49,20 @@ func TestCLIOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIRemainingRuns: --remaining-runs limits a trigger's runs (shown by trigger get and
+// in the API's answer), and a negative count is refused naming the field.
+func TestCLIRemainingRuns(t *testing.T) {
+	s := startAPIServer(t)
+	j := mustJSON[api.Job](t, s, "job", "create", "limited", "--handler", "noop", "--cron", "0 0 * * * ?", "--remaining-runs", "3")
+	if len(j.Triggers) != 1 || j.Triggers[0].RemainingRuns == nil || *j.Triggers[0].RemainingRuns != 3 {
+		t.Fatalf("job create --remaining-runs 3: triggers %+v", j.Triggers)
+	}
+	if out := s.mustCLI(t, "trigger", "get", strconv.FormatInt(j.Triggers[0].ID, 10)); !strings.Contains(out, "Remaining runs") || !strings.Contains(out, "3") {
+		t.Errorf("trigger get does not show the remaining runs:\n%s", out)
+	}
+	code, _, errOut := s.cli(t, "trigger", "add", strconv.FormatInt(j.ID, 10), "--cron", "0 0 * * * ?", "--remaining-runs", "-1")
+	if code != 2 || !strings.Contains(errOut, "remaining_runs") {
+		t.Errorf("trigger add --remaining-runs -1: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -41,7 +41,7 @@ Schedules (give one):
   --daily FROM-TO --every DURATION     every DURATION inside a daily window, e.g. 09:00-17:00
       [--days MON-FRI] [--repeat N]
 Trigger options: --tz, --start/--end (RFC 3339), --calendar NAME (a stored exclusion calendar),
---priority, --misfire POLICY, --trigger-name, --trigger-group.`
+--priority, --misfire POLICY, --remaining-runs N, --trigger-name, --trigger-group.`
 
 // triggerFlags are a trigger's schedule and options, for `job create` and `trigger add`.
 type triggerFlags struct {
@@ -54,6 +54,7 @@ type triggerFlags struct {
 	// The trigger's own description, params and data: `trigger add` only (on `job create`
 	// those flags are the job's).
 	description, params, data string
+	remainingRuns             int64
 }
 
 func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
@@ -72,6 +73,7 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 	f.StringVar(&t.calendar, "calendar", "", "name of a stored exclusion calendar")
 	f.IntVar(&t.priority, "priority", 0, "fires first among fires due at the same time when higher")
 	f.StringVar(&t.misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
+	f.Int64Var(&t.remainingRuns, "remaining-runs", 0, "fire this many more times, then complete (0: no limit)")
 	// On `job create`, --group is the job's group; the trigger's own name and group get a prefix.
 	name, grp := "name", "group"
 	if prefixed {
@@ -109,7 +111,7 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 		forms = append(forms, "--every")
 	}
 	req := api.TriggerRequest{Group: t.group, Name: t.name, Start: t.start, End: t.end, Calendar: t.calendar,
-		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params}
+		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params, RemainingRuns: t.remainingRuns}
 	if t.data != "" {
 		if err := json.Unmarshal([]byte(t.data), &req.Data); err != nil || req.Data == nil {
 			return req, usageErrorf("--data %q: want a JSON object", t.data)
@@ -209,6 +211,9 @@ func showTrigger(w io.Writer, t api.Trigger) error {
 		"Schedule", scheduleSummary(t), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
 		"Misfire", t.Misfire, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
 		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
+	if t.RemainingRuns != nil {
+		kv = append(kv, "Remaining runs", itoa(*t.RemainingRuns))
+	}
 	// A trigger's own description, params and data are shown only when it has them.
 	if t.Description != "" {
 		kv = append(kv, "Description", t.Description)

@@ -6,9 +6,12 @@ ALTER TABLE jobs ADD COLUMN max_concurrent integer NOT NULL DEFAULT 0;
 UPDATE jobs SET concurrency = 'buffer_all' WHERE concurrency = 'serial';
 UPDATE jobs SET concurrency = 'skip' WHERE concurrency = 'discard';
 UPDATE jobs SET concurrency = 'terminate' WHERE concurrency = 'replace';
+-- A trigger's limited runs: it completes when times_fired reaches run_limit (0: no limit).
+ALTER TABLE triggers ADD COLUMN run_limit bigint NOT NULL DEFAULT 0;
 
 -- +goose Down
 UPDATE jobs SET concurrency = 'serial' WHERE concurrency IN ('buffer_all', 'buffer_one', 'at_most');
 UPDATE jobs SET concurrency = 'discard' WHERE concurrency = 'skip';
 UPDATE jobs SET concurrency = 'replace' WHERE concurrency IN ('terminate', 'cancel');
 ALTER TABLE jobs DROP COLUMN max_concurrent;
+ALTER TABLE triggers DROP COLUMN run_limit;
