@@ -76,6 +76,11 @@ type Job struct {
 	Triggers []Trigger `json:"triggers,omitempty"`
 	// Warnings tell what may not work as meant, such as a handler no node here runs.
 	Warnings []string `json:"warnings,omitempty"`
+	// PausedBy, PauseNote and PausedAt say who paused the job, why and when (a pause with a
+	// note, or pause on failure); absent when it was not paused so.
+	PausedBy  string `json:"paused_by,omitempty"`
+	PauseNote string `json:"pause_note,omitempty"`
+	PausedAt  *Time  `json:"paused_at,omitempty"`
 }
 
 // Request returns the job's settings as a request body, for a PUT that changes some.

@@ -53,6 +53,9 @@ type Querier interface {
 	JobUpdate(ctx context.Context, j *Job) error
 	// JobSetData replaces the job's data map (a run of a PersistData job).
 	JobSetData(ctx context.Context, id int64, data map[string]any) error
+	// JobSetPause records who paused the job, why and when (Job.PausedBy, PauseNote,
+	// PausedAt); empty values and 0 clear it, on resume.
+	JobSetPause(ctx context.Context, id int64, by, note string, at int64) error
 	// JobDelete deletes the job and its triggers; its executions stay as history.
 	JobDelete(ctx context.Context, id int64) error
 

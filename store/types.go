@@ -85,6 +85,11 @@ type Job struct {
 	// ScriptVersion is a script job's current script version (the one Params holds), 0 for
 	// other jobs. ScriptVersionAdd sets it; JobInsert and JobUpdate ignore it.
 	ScriptVersion int64
+	// PausedBy, PauseNote and PausedAt say who paused the job, why and when; JobSetPause
+	// sets them, JobInsert and JobUpdate ignore them.
+	PausedBy  string
+	PauseNote string
+	PausedAt  int64
 }
 
 // TriggerKind names a trigger's schedule kind; it matches schedule.Kind.

@@ -73,3 +73,25 @@ func TestTriggerFormRemainingRuns(t *testing.T) {
 	}
 	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, "5 runs left")
 }
+
+// TestJobPauseNote: the job page's pause form takes a note; the page then shows who paused
+// the job, when and why, and a resume clears it.
+func TestJobPauseNote(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	id := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"noted"}, "triggers[0].cron": {"0 0 * * * ?"}}))
+	c.post(fmt.Sprintf("/jobs/%d/pause", id), csrf, url.Values{"note": {"vendor API down <b>"}}).mustStatus(t, http.StatusSeeOther)
+	j, err := h.st.JobGet(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.PauseNote != "vendor API down <b>" || j.PausedBy == "" || j.PausedAt == 0 {
+		t.Fatalf("stored pause: by %q at %d note %q", j.PausedBy, j.PausedAt, j.PauseNote)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, `id="pause-notice"`, "Paused by "+j.PausedBy, "vendor API down &lt;b&gt;")
+	c.post(fmt.Sprintf("/jobs/%d/resume", id), csrf, url.Values{}).mustStatus(t, http.StatusSeeOther)
+	if p := c.get(fmt.Sprintf("/jobs/%d", id)); strings.Contains(p.body, `id="pause-notice"`) {
+		t.Fatal("the pause note is still shown after a resume")
+	}
+}

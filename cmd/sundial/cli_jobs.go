@@ -349,12 +349,16 @@ func newJobDeleteCmd(o *apiOptions) *cobra.Command {
 // newJobActionCmd makes pause and resume, which POST to /jobs/{id}/<action> and return the job.
 func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
 	cmd := &cobra.Command{Use: action + " ID|NAME|GROUP/NAME", Short: short, Args: cobra.ExactArgs(1)}
+	var note string
+	if action == "pause" {
+		cmd.Flags().StringVar(&note, "note", "", "why the job is paused: shown with who paused it and when until it is resumed")
+	}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
-		act := c.PauseJob
+		act := func(ctx context.Context, id int64) (*api.Job, error) { return c.PauseJobNoted(ctx, id, note) }
 		if action == "resume" {
 			act = c.ResumeJob
 		}
@@ -398,6 +402,8 @@ func jobState(j api.Job) string {
 	switch {
 	case !j.Enabled:
 		return "disabled"
+	case j.Paused && j.PausedAt != nil:
+		return fmt.Sprintf("paused by %s at %s: %s", j.PausedBy, when(*j.PausedAt), j.PauseNote)
 	case j.Paused:
 		return "paused"
 	case len(j.Triggers) == 0:

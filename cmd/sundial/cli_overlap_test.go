@@ -66,3 +66,26 @@ func TestCLIRemainingRuns(t *testing.T) {
 		t.Errorf("trigger add --remaining-runs -1: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestCLIPauseNote: job pause --note records who paused the job, why and when (job get and
+// the API's job show them), resume clears them, and an over-long note is refused naming the
+// field.
+func TestCLIPauseNote(t *testing.T) {
+	s := startAPIServer(t)
+	j := mustJSON[api.Job](t, s, "job", "create", "noted", "--handler", "noop", "--cron", "0 0 * * * ?")
+	id := strconv.FormatInt(j.ID, 10)
+	p := mustJSON[api.Job](t, s, "job", "pause", id, "--note", "db migration until 14:00")
+	if !p.Paused || p.PauseNote != "db migration until 14:00" || p.PausedBy == "" || p.PausedAt == nil {
+		t.Fatalf("paused job: paused %v by %q at %v note %q", p.Paused, p.PausedBy, p.PausedAt, p.PauseNote)
+	}
+	if out := s.mustCLI(t, "job", "get", id); !strings.Contains(out, "paused by "+p.PausedBy) || !strings.Contains(out, "db migration until 14:00") {
+		t.Errorf("job get does not show the pause note:\n%s", out)
+	}
+	if r := mustJSON[api.Job](t, s, "job", "resume", id); r.Paused || r.PauseNote != "" || r.PausedBy != "" || r.PausedAt != nil {
+		t.Errorf("resumed job keeps its pause: %+v", r)
+	}
+	code, _, errOut := s.cli(t, "job", "pause", id, "--note", strings.Repeat("x", 501))
+	if code != 2 || !strings.Contains(errOut, "note") {
+		t.Errorf("job pause with 501 characters: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -16,7 +16,7 @@ const jobCols = "id, group_name, name, description, target_kind, handler, app, p
 
 // jobSelectCols adds what the job's row keeps that no insert or update of the job writes:
 // script_version is ScriptVersionAdd's.
-const jobSelectCols = jobCols + ", script_version"
+const jobSelectCols = jobCols + ", script_version, paused_by, pause_note, paused_at"
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -25,7 +25,8 @@ func scanJob(r rowScanner) (*store.Job, error) {
 	var data, alarms, children string
 	err := r.Scan(&j.ID, &j.Group, &j.Name, &j.Description, &j.TargetKind, &j.Handler, &j.App, &j.Params,
 		&data, &j.Concurrency, &j.PersistData, &j.RequestsRecovery, &j.TimeoutMs, &j.MaxRetries,
-		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.ParamsSecret, &j.MaxConcurrent, &j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion)
+		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.ParamsSecret, &j.MaxConcurrent, &j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion,
+		&j.PausedBy, &j.PauseNote, &j.PausedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +225,20 @@ func (e *executor) JobUpdate(ctx context.Context, j *store.Job) error {
 		return fmt.Errorf("job %d: %w", j.ID, store.ErrNotFound)
 	}
 	j.UpdatedAt = now
+	return nil
+}
+
+// JobSetPause records (or, with empty values, clears) who paused the job, why and when.
+func (e *executor) JobSetPause(ctx context.Context, id int64, by, note string, at int64) error {
+	res, err := e.exec(ctx, "UPDATE jobs SET paused_by = ?, pause_note = ?, paused_at = ? WHERE id = ?", by, note, at, id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: set the pause note of job %d: %w", id, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
 	return nil
 }
 

@@ -45,6 +45,15 @@ func testJobs(t *testing.T, s store.Store) {
 		got.Concurrency != store.ConcurrencyCancel || got.MaxConcurrent != 0 {
 		t.Fatalf("after JobUpdate: %+v", got)
 	}
+	noErr(t, s.JobSetPause(ctx, j.ID, "alice", "vendor down", 1234))
+	got = get(s.JobGet(ctx, j.ID)).ok(t)
+	if got.PausedBy != "alice" || got.PauseNote != "vendor down" || got.PausedAt != 1234 {
+		t.Fatalf("after JobSetPause: by %q note %q at %d", got.PausedBy, got.PauseNote, got.PausedAt)
+	}
+	noErr(t, s.JobSetPause(ctx, j.ID, "", "", 0))
+	got = get(s.JobGet(ctx, j.ID)).ok(t)
+	equal(t, "pause cleared", got.PausedBy+got.PauseNote, "")
+	wantErr(t, s.JobSetPause(ctx, j.ID+1000, "a", "b", 1), store.ErrNotFound)
 	noErr(t, s.JobSetData(ctx, j.ID, map[string]any{"count": 2.0}))
 	got = get(s.JobGet(ctx, j.ID)).ok(t)
 	equal(t, "data count", got.Data["count"], any(2.0))
