@@ -145,7 +145,12 @@ func (s *Scheduler) resume(ctx context.Context, sel store.TriggerSelector) error
 		if _, err := q.TriggersResume(ctx, sel); err != nil {
 			return err
 		}
-		if sel.JobID != 0 { // a resumed job's pause note goes with its pause
+		if sel.JobID != 0 {
+			// A resumed job's pause note goes with its pause, and its failures in a row count
+			// again from 0, so pause on failure pauses it again after as many.
+			if _, err := q.JobCountResult(ctx, sel.JobID, false); err != nil {
+				return err
+			}
 			return q.JobSetPause(ctx, sel.JobID, "", "", 0)
 		}
 		return nil

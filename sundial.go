@@ -245,7 +245,10 @@ type Job struct {
 	Concurrency Concurrency // default Allow; the old names serial, discard, replace are read as buffer_all, skip, terminate
 	// MaxConcurrent is the limit of AtMost, 1 to 1000 (FieldError max_concurrent); 0 else.
 	MaxConcurrent int
-	PersistData   bool
+	// PauseAfterFailures, when not 0, pauses the job (with a note saying why) once this many
+	// of its runs in a row failed for good, 1 to 1000 (FieldError pause_after_failures).
+	PauseAfterFailures int
+	PersistData        bool
 	// RequestsRecovery re-runs an execution that was running on a node that died.
 	RequestsRecovery bool
 	// Timeout cancels the handler's context after this long; 0 means no timeout.
@@ -474,6 +477,9 @@ func jobRow(j Job) (*store.Job, error) {
 	if j.Group == "" {
 		j.Group = "default"
 	}
+	if j.PauseAfterFailures < 0 || j.PauseAfterFailures > 1000 {
+		return bad("pause_after_failures", "want 1 to 1000, or 0 for never, got %d", j.PauseAfterFailures)
+	}
 	overlap, err := jobrun.ParseOverlap(string(j.Concurrency), j.MaxConcurrent)
 	if err != nil {
 		var oe *jobrun.OverlapError
@@ -492,7 +498,7 @@ func jobRow(j Job) (*store.Job, error) {
 	return &store.Job{
 		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
 		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: Concurrency(overlap.Policy), MaxConcurrent: overlap.Max,
-		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
+		PauseAfterFailures: j.PauseAfterFailures, PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
 		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets,
 		ChildJobIDs: j.ChildJobIDs, Enabled: true,
 	}, nil

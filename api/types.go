@@ -42,6 +42,9 @@ type JobRequest struct {
 	// may run.
 	ChildJobIDs []int64          `json:"child_job_ids,omitempty"`
 	Triggers    []TriggerRequest `json:"triggers,omitempty"`
+	// PauseAfterFailures pauses the job, with a note, after that many of its runs in a row
+	// failed for good (1 to 1000; 0: never).
+	PauseAfterFailures int `json:"pause_after_failures,omitempty"`
 }
 
 // Job is a job as the API returns it.
@@ -81,12 +84,16 @@ type Job struct {
 	PausedBy  string `json:"paused_by,omitempty"`
 	PauseNote string `json:"pause_note,omitempty"`
 	PausedAt  *Time  `json:"paused_at,omitempty"`
+	// PauseAfterFailures is the job's pause on failure; ConsecutiveFailures its runs in a row
+	// that failed for good so far.
+	PauseAfterFailures  int `json:"pause_after_failures,omitempty"`
+	ConsecutiveFailures int `json:"consecutive_failures,omitempty"`
 }
 
 // Request returns the job's settings as a request body, for a PUT that changes some.
 func (j *Job) Request() JobRequest {
 	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
-		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, MaxConcurrent: j.MaxConcurrent, PersistData: j.PersistData,
+		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, MaxConcurrent: j.MaxConcurrent, PauseAfterFailures: j.PauseAfterFailures, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: j.AlarmTargets, ChildJobIDs: j.ChildJobIDs}
 }

@@ -41,7 +41,8 @@ func toJobOut(j *store.Job) api.Job {
 		Handler: j.Handler, Params: params, ParamsSecret: j.ParamsSecret, Data: data, Concurrency: string(j.Concurrency), MaxConcurrent: j.MaxConcurrent, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, AlarmTargets: targets, ChildJobIDs: children, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt),
-		PausedBy: j.PausedBy, PauseNote: j.PauseNote, PausedAt: pausedAt(j)}
+		PausedBy: j.PausedBy, PauseNote: j.PauseNote, PausedAt: pausedAt(j),
+		PauseAfterFailures: j.PauseAfterFailures, ConsecutiveFailures: j.ConsecutiveFailures}
 }
 
 // pausedAt is when the job was paused with a note, nil when it was not.
@@ -57,7 +58,7 @@ func pausedAt(j *store.Job) *api.Time {
 func jobOf(in *api.JobRequest) sundial.Job {
 	return sundial.Job{Group: in.Group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
 		Routing: in.Routing, Params: in.Params, ScriptNote: in.ScriptNote, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
-		MaxConcurrent: in.MaxConcurrent, PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
+		MaxConcurrent: in.MaxConcurrent, PauseAfterFailures: in.PauseAfterFailures, PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
 		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets, ParamsSecret: in.ParamsSecret,
 		ChildJobIDs: in.ChildJobIDs}

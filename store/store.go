@@ -56,6 +56,9 @@ type Querier interface {
 	// JobSetPause records who paused the job, why and when (Job.PausedBy, PauseNote,
 	// PausedAt); empty values and 0 clear it, on resume.
 	JobSetPause(ctx context.Context, id int64, by, note string, at int64) error
+	// JobCountResult counts a final result of the job: a failure adds one to its
+	// ConsecutiveFailures, a success sets it to 0. It returns the count after.
+	JobCountResult(ctx context.Context, id int64, failed bool) (int, error)
 	// JobDelete deletes the job and its triggers; its executions stay as history.
 	JobDelete(ctx context.Context, id int64) error
 

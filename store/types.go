@@ -90,6 +90,11 @@ type Job struct {
 	PausedBy  string
 	PauseNote string
 	PausedAt  int64
+	// PauseAfterFailures, when not 0, pauses the job after that many consecutive final
+	// failures; ConsecutiveFailures counts them (JobCountResult keeps it; JobInsert and
+	// JobUpdate ignore it).
+	PauseAfterFailures  int
+	ConsecutiveFailures int
 }
 
 // TriggerKind names a trigger's schedule kind; it matches schedule.Kind.

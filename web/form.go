@@ -33,7 +33,7 @@ type field struct {
 
 var jobFields = []field{
 	{"group", text}, {"name", text}, {"description", text}, {"handler", text}, {"app", text}, {"routing", text},
-	{"params", text}, {"params_secret", boolean}, {"script_note", text}, {"data", jsonText}, {"concurrency", text}, {"max_concurrent", integer}, {"persist_data", boolean},
+	{"params", text}, {"params_secret", boolean}, {"script_note", text}, {"data", jsonText}, {"concurrency", text}, {"max_concurrent", integer}, {"pause_after_failures", integer}, {"persist_data", boolean},
 	{"requests_recovery", boolean}, {"timeout_ms", integer}, {"max_retries", integer},
 	{"retry_backoff_ms", integer}, {"alarm_targets", lines}, {"child_job_ids", idList},
 }

@@ -95,3 +95,19 @@ func TestJobPauseNote(t *testing.T) {
 		t.Fatal("the pause note is still shown after a resume")
 	}
 }
+
+// TestJobFormPauseAfterFailures: the job form sets pause on failure (stored, shown on the job
+// page), and a count out of range is shown at its field.
+func TestJobFormPauseAfterFailures(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	p := c.createJob(csrf, url.Values{"name": {"bad"}, "triggers[0].cron": {"0 0 * * * ?"}, "pause_after_failures": {"1001"}}).mustStatus(t, http.StatusOK)
+	p.mustContain(t, `id="err-pause_after_failures" role="alert">`, "got 1001")
+	id := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"guarded"}, "triggers[0].cron": {"0 0 * * * ?"}, "pause_after_failures": {"3"}}))
+	j, err := h.st.JobGet(context.Background(), id)
+	if err != nil || j.PauseAfterFailures != 3 {
+		t.Fatalf("stored %+v, %v; want pause after 3 failures", j, err)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, "<dd>3 (0 in a row now)</dd>")
+}

@@ -22,7 +22,7 @@ type jobFlags struct {
 	paramsFile                                                           string
 	paramsSecret                                                         bool
 	timeout, backoff                                                     time.Duration
-	retries, maxConcurrent                                               int
+	retries, maxConcurrent, pauseAfterFailures                           int
 	recovery, persistData                                                bool
 	alarms                                                               []string
 }
@@ -40,6 +40,7 @@ func (j *jobFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&j.data, "data", "", `job data as a JSON object, e.g. '{"region":"eu"}'`)
 	f.StringVar(&j.concurrency, "concurrency", "", "overlap policy, when a fire finds the job running: allow, skip, buffer_one, "+
 		"buffer_all, cancel, terminate or at_most (old names: serial, discard, replace)")
+	f.IntVar(&j.pauseAfterFailures, "pause-after-failures", 0, "pause the job, with a note, after this many runs in a row failed for good (0: never)")
 	f.IntVar(&j.maxConcurrent, "max-concurrent", 0, "with --concurrency at_most: how many runs at once, across the cluster (1 to 1000)")
 	f.DurationVar(&j.timeout, "timeout", 0, "cancel a run after this long (e.g. 30s; 0: never)")
 	f.IntVar(&j.retries, "retries", 0, "retries after a failed run")
@@ -105,6 +106,9 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	}
 	if set("max-concurrent") {
 		req.MaxConcurrent = j.maxConcurrent
+	}
+	if set("pause-after-failures") {
+		req.PauseAfterFailures = j.pauseAfterFailures
 	}
 	for _, d := range []struct {
 		name string
@@ -208,6 +212,14 @@ func paramsShown(j api.Job) string {
 	return j.Params
 }
 
+// pauseShown is the job's pause on failure with its count so far.
+func pauseShown(j api.Job) string {
+	if j.PauseAfterFailures == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d (%d in a row now)", j.PauseAfterFailures, j.ConsecutiveFailures)
+}
+
 // concurrencyShown is the job's overlap policy with at_most's limit.
 func concurrencyShown(j api.Job) string {
 	if j.MaxConcurrent > 0 {
@@ -223,7 +235,7 @@ func showJob(w io.Writer, j api.Job) error {
 		data = string(b)
 	}
 	err := fields(w, "ID", itoa(j.ID), "Group", j.Group, "Name", j.Name, "Description", j.Description,
-		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", concurrencyShown(j),
+		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", concurrencyShown(j), "Pause after failures", pauseShown(j),
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
 		"Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
 		"Alarms", strings.Join(j.AlarmTargets, ", "), "State", jobState(j),

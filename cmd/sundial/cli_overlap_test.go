@@ -89,3 +89,20 @@ func TestCLIPauseNote(t *testing.T) {
 		t.Errorf("job pause with 501 characters: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestCLIPauseAfterFailures: --pause-after-failures is stored, shown by job get, and a count
+// out of range is refused naming the field.
+func TestCLIPauseAfterFailures(t *testing.T) {
+	s := startAPIServer(t)
+	j := mustJSON[api.Job](t, s, "job", "create", "guarded", "--handler", "noop", "--pause-after-failures", "3")
+	if j.PauseAfterFailures != 3 {
+		t.Fatalf("pause_after_failures %d, want 3", j.PauseAfterFailures)
+	}
+	if out := s.mustCLI(t, "job", "get", strconv.FormatInt(j.ID, 10)); !strings.Contains(out, "3 (0 in a row now)") {
+		t.Errorf("job get does not show pause on failure:\n%s", out)
+	}
+	code, _, errOut := s.cli(t, "job", "create", "bad", "--handler", "noop", "--pause-after-failures", "1001")
+	if code != 2 || !strings.Contains(errOut, "pause_after_failures") {
+		t.Errorf("--pause-after-failures 1001: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -13,7 +13,7 @@ func testJobs(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	j := &store.Job{Group: "billing", Name: "invoice", Description: "monthly", TargetKind: store.TargetRemote,
 		Handler: "invoiceHandler", App: "billing-app", Params: "--all", Data: map[string]any{"k": "v", "n": 1.5},
-		Concurrency: store.ConcurrencyAtMost, MaxConcurrent: 7, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
+		Concurrency: store.ConcurrencyAtMost, MaxConcurrent: 7, PauseAfterFailures: 4, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
 		MaxRetries: 3, RetryBackoffMs: 500, Routing: "round_robin", AlarmTargets: []string{"ops@example.com"},
 		ChildJobIDs: []int64{7, 8}, Enabled: true, ParamsSecret: true}
 	noErr(t, s.JobInsert(ctx, j))
@@ -45,6 +45,13 @@ func testJobs(t *testing.T, s store.Store) {
 		got.Concurrency != store.ConcurrencyCancel || got.MaxConcurrent != 0 {
 		t.Fatalf("after JobUpdate: %+v", got)
 	}
+	for i, failed := range []bool{true, true, false, true} {
+		n := get(s.JobCountResult(ctx, j.ID, failed)).ok(t)
+		equal(t, "failures in a row", n, []int{1, 2, 0, 1}[i])
+	}
+	equal(t, "failures in a row read back", get(s.JobGet(ctx, j.ID)).ok(t).ConsecutiveFailures, 1)
+	_, err = s.JobCountResult(ctx, j.ID+1000, true)
+	wantErr(t, err, store.ErrNotFound)
 	noErr(t, s.JobSetPause(ctx, j.ID, "alice", "vendor down", 1234))
 	got = get(s.JobGet(ctx, j.ID)).ok(t)
 	if got.PausedBy != "alice" || got.PauseNote != "vendor down" || got.PausedAt != 1234 {

@@ -12,6 +12,10 @@ ALTER TABLE triggers ADD COLUMN run_limit bigint NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN paused_by varchar(190) NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN pause_note varchar(500) NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN paused_at bigint NOT NULL DEFAULT 0;
+-- Pause on failure: the job pauses itself after pause_after_failures consecutive failures,
+-- counted in consecutive_failures by the transactions that write its results.
+ALTER TABLE jobs ADD COLUMN pause_after_failures integer NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN consecutive_failures integer NOT NULL DEFAULT 0;
 
 -- +goose Down
 UPDATE jobs SET concurrency = 'serial' WHERE concurrency IN ('buffer_all', 'buffer_one', 'at_most');
@@ -22,3 +26,5 @@ ALTER TABLE triggers DROP COLUMN run_limit;
 ALTER TABLE jobs DROP COLUMN paused_by;
 ALTER TABLE jobs DROP COLUMN pause_note;
 ALTER TABLE jobs DROP COLUMN paused_at;
+ALTER TABLE jobs DROP COLUMN pause_after_failures;
+ALTER TABLE jobs DROP COLUMN consecutive_failures;
