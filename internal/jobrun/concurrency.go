@@ -119,9 +119,6 @@ func (o Overlap) Limit() int {
 	return 1
 }
 
-// keepsNewest reports whether only the newest waiting run is kept.
-func (o Overlap) keepsNewest() bool { return o.Policy == BufferOne || o.Policy == Cancel }
-
 // Admission is what Admit decided for a run.
 type Admission int
 
