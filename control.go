@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
@@ -79,7 +80,29 @@ func (s *Scheduler) ResumeTrigger(ctx context.Context, triggerID int64) error {
 
 // PauseJob pauses every trigger of the job.
 func (s *Scheduler) PauseJob(ctx context.Context, jobID int64) error {
-	return s.pause(ctx, store.TriggerSelector{JobID: jobID})
+	return s.PauseJobNoted(ctx, jobID, "", "")
+}
+
+// MaxPauseNote is the longest note a pause takes, in characters.
+const MaxPauseNote = 500
+
+// PauseJobNoted pauses every trigger of the job and records, in the same transaction, who
+// paused it and why (FieldError note when the note is longer than MaxPauseNote); the API,
+// the CLI and the console show them until the job is resumed.
+func (s *Scheduler) PauseJobNoted(ctx context.Context, jobID int64, by, note string) error {
+	if n := utf8.RuneCountInString(note); n > MaxPauseNote {
+		return fmt.Errorf("sundial: pause job %d: %w", jobID, schedule.Fieldf("note", "at most %d characters, got %d", MaxPauseNote, n))
+	}
+	err := store.InTx(ctx, s.store, func(q store.Querier) error {
+		if _, err := q.TriggersPause(ctx, store.TriggerSelector{JobID: jobID}); err != nil {
+			return err
+		}
+		return q.JobSetPause(ctx, jobID, by, note, s.clock.Now().UnixMilli())
+	})
+	if err != nil {
+		return fmt.Errorf("sundial: pause job %d: %w", jobID, err)
+	}
+	return nil
 }
 
 // ResumeJob resumes every trigger of the job.
@@ -118,7 +141,20 @@ func (s *Scheduler) resume(ctx context.Context, sel store.TriggerSelector) error
 	if err := s.catchUp(ctx, sel); err != nil {
 		return fmt.Errorf("sundial: resume %+v: %w", sel, err)
 	}
-	if err := store.InTx(ctx, s.store, func(q store.Querier) error { _, err := q.TriggersResume(ctx, sel); return err }); err != nil {
+	if err := store.InTx(ctx, s.store, func(q store.Querier) error {
+		if _, err := q.TriggersResume(ctx, sel); err != nil {
+			return err
+		}
+		if sel.JobID != 0 {
+			// A resumed job's pause note goes with its pause, and its failures in a row count
+			// again from 0, so pause on failure pauses it again after as many.
+			if _, err := q.JobCountResult(ctx, sel.JobID, false); err != nil {
+				return err
+			}
+			return q.JobSetPause(ctx, sel.JobID, "", "", 0)
+		}
+		return nil
+	}); err != nil {
 		return fmt.Errorf("sundial: resume %+v: %w", sel, err)
 	}
 	s.engine.Wake()

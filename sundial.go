@@ -20,6 +20,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/internal/setting"
 	"github.com/sundial-scheduler/sundial/maintenance"
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -184,15 +185,36 @@ func (s *Scheduler) Clock() clock.Clock { return s.clock }
 // Store returns the scheduler's store.
 func (s *Scheduler) Store() store.Store { return s.store }
 
-// Concurrency says what happens when a job fires while an earlier fire still runs.
+// Concurrency says what happens when a job fires while an earlier fire still runs: its
+// overlap policy (docs/policies.md, "Overlap").
 type Concurrency = store.ConcurrencyPolicy
 
-// The concurrency policies.
+// The overlap policies.
 const (
-	Allow   = store.ConcurrencyAllow
-	Serial  = store.ConcurrencySerial
-	Discard = store.ConcurrencyDiscard
-	Replace = store.ConcurrencyReplace
+	// Allow runs fires side by side.
+	Allow = store.ConcurrencyAllow
+	// Skip drops a fire while one runs.
+	Skip = store.ConcurrencySkip
+	// BufferOne runs a fire once the running one ends; of fires waiting at once only the
+	// newest is kept, the others are recorded skipped.
+	BufferOne = store.ConcurrencyBufferOne
+	// BufferAll queues fires in order behind the running one.
+	BufferAll = store.ConcurrencyBufferAll
+	// Cancel asks the running fire to stop (its context is canceled) and runs the new one
+	// once it has ended; only the newest waiting fire is kept.
+	Cancel = store.ConcurrencyCancel
+	// Terminate cancels the running fire and runs the new one at once.
+	Terminate = store.ConcurrencyTerminate
+	// AtMost runs up to Job.MaxConcurrent fires side by side, across the cluster, and queues
+	// the rest as BufferAll.
+	AtMost = store.ConcurrencyAtMost
+)
+
+// The policies' old names; a job given one stores the policy it names.
+const (
+	Serial  = BufferAll
+	Discard = Skip
+	Replace = Terminate
 )
 
 // Job describes what to run.
@@ -223,8 +245,13 @@ type Job struct {
 	// Data is the job's data map; the handler sees a copy and, with PersistData, its changes
 	// are stored after a successful run.
 	Data        map[string]any
-	Concurrency Concurrency // default Allow
-	PersistData bool
+	Concurrency Concurrency // default Allow; the old names serial, discard, replace are read as buffer_all, skip, terminate
+	// MaxConcurrent is the limit of AtMost, 1 to 1000 (FieldError max_concurrent); 0 else.
+	MaxConcurrent int
+	// PauseAfterFailures, when not 0, pauses the job (with a note saying why) once this many
+	// of its runs in a row failed for good, 1 to 1000 (FieldError pause_after_failures).
+	PauseAfterFailures int
+	PersistData        bool
 	// RequestsRecovery re-runs an execution that was running on a node that died.
 	RequestsRecovery bool
 	// Timeout cancels the handler's context after this long; 0 means no timeout.
@@ -300,7 +327,14 @@ type Trigger struct {
 	// data interval covers the whole gap (see Execution.IntervalStart); "" leaves them to
 	// the misfire policy.
 	CatchUp string
+	// RemainingRuns, when not 0, is how many more times the trigger fires: each fire consumes
+	// one in the transaction that takes it, and the trigger completes at 0. From 1 to
+	// MaxRemainingRuns (FieldError remaining_runs).
+	RemainingRuns int64
 }
+
+// MaxRemainingRuns is the largest Trigger.RemainingRuns.
+const MaxRemainingRuns = 1_000_000_000
 
 // Cron parses a Quartz cron expression in zone (an IANA name; "" means UTC), for a Trigger's
 // Schedule.
@@ -483,13 +517,14 @@ func jobRow(j Job) (*store.Job, error) {
 	if j.Group == "" {
 		j.Group = "default"
 	}
-	if j.Concurrency == "" {
-		j.Concurrency = Allow
+	if j.PauseAfterFailures < 0 || j.PauseAfterFailures > 1000 {
+		return bad("pause_after_failures", "want 1 to 1000, or 0 for never, got %d", j.PauseAfterFailures)
 	}
-	switch j.Concurrency {
-	case Allow, Serial, Discard, Replace:
-	default:
-		return bad("concurrency", "want allow, serial, discard or replace, got %q", j.Concurrency)
+	overlap, err := jobrun.ParseOverlap(string(j.Concurrency), j.MaxConcurrent)
+	if err != nil {
+		var oe *jobrun.OverlapError
+		errors.As(err, &oe)
+		return bad(oe.Field, "%s", oe.Msg)
 	}
 	target := store.TargetLocal
 	if j.App != "" {
@@ -502,8 +537,8 @@ func jobRow(j Job) (*store.Job, error) {
 	}
 	return &store.Job{
 		Group: j.Group, Name: j.Name, Description: j.Description, TargetKind: target, App: j.App, Routing: j.Routing,
-		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: j.Concurrency,
-		PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
+		Handler: j.Handler, Params: j.Params, Data: j.Data, Concurrency: Concurrency(overlap.Policy), MaxConcurrent: overlap.Max,
+		PauseAfterFailures: j.PauseAfterFailures, PersistData: j.PersistData, RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.Timeout.Milliseconds(),
 		MaxRetries: j.MaxRetries, RetryBackoffMs: j.RetryBackoff.Milliseconds(), AlarmTargets: j.AlarmTargets,
 		AlarmPolicy: policy, ChildJobIDs: j.ChildJobIDs, Enabled: true, DispatchTimeoutMs: j.DispatchTimeout.Milliseconds(),
 	}, nil
@@ -588,6 +623,9 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 	if t.Priority > math.MaxInt32 || t.Priority < math.MinInt32 {
 		return bad(schedule.Fieldf("priority", "want a 32-bit integer, got %d", t.Priority))
 	}
+	if t.RemainingRuns < 0 || t.RemainingRuns > MaxRemainingRuns {
+		return bad(schedule.Fieldf("remaining_runs", "want 1 to %d, or 0 for no limit, got %d", MaxRemainingRuns, t.RemainingRuns))
+	}
 	params, err := s.runParams(job, t.Params)
 	if err != nil {
 		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
@@ -596,7 +634,7 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 		JobID: job.ID, Group: t.Group, Name: t.Name, Description: t.Description, Kind: store.TriggerKind(kind), Spec: spec,
 		TimeZone: t.TimeZone, StartAt: t.Start.UnixMilli(), EndAt: unixMilliOrZero(t.End),
 		CalendarName: t.Calendar, Priority: t.Priority, MisfirePolicy: t.Misfire.String(),
-		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(), Params: params, Data: t.Data,
+		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(), Params: params, Data: t.Data, RunLimit: t.RemainingRuns,
 		JitterMs: t.Jitter.Milliseconds(), DSTPolicy: dstColumn(t.DST),
 		CatchUpWindow: t.CatchUpWindow.Milliseconds(), CatchUp: t.CatchUp,
 	}, nil

@@ -302,6 +302,12 @@ func (c *Client) PauseJob(ctx context.Context, id int64) (*Job, error) {
 	return post[Job](ctx, c, "POST", idPath("/jobs", id, "/pause"), nil)
 }
 
+// PauseJobNoted is PauseJob with a note saying why; the job shows it, with who paused it and
+// when, until it is resumed.
+func (c *Client) PauseJobNoted(ctx context.Context, id int64, note string) (*Job, error) {
+	return post[Job](ctx, c, "POST", idPath("/jobs", id, "/pause"), map[string]string{"note": note})
+}
+
 // ResumeJob resumes the job's triggers and returns the job.
 func (c *Client) ResumeJob(ctx context.Context, id int64) (*Job, error) {
 	return post[Job](ctx, c, "POST", idPath("/jobs", id, "/resume"), nil)

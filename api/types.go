@@ -31,6 +31,7 @@ type JobRequest struct {
 	ScriptNote       string         `json:"script_note,omitempty"`
 	Data             map[string]any `json:"data,omitempty"`
 	Concurrency      string         `json:"concurrency,omitempty"`
+	MaxConcurrent    int            `json:"max_concurrent,omitempty"`
 	PersistData      bool           `json:"persist_data,omitempty"`
 	RequestsRecovery bool           `json:"requests_recovery,omitempty"`
 	TimeoutMs        int64          `json:"timeout_ms,omitempty"`
@@ -46,6 +47,9 @@ type JobRequest struct {
 	// may run.
 	ChildJobIDs []int64          `json:"child_job_ids,omitempty"`
 	Triggers    []TriggerRequest `json:"triggers,omitempty"`
+	// PauseAfterFailures pauses the job, with a note, after that many of its runs in a row
+	// failed for good (1 to 1000; 0: never).
+	PauseAfterFailures int `json:"pause_after_failures,omitempty"`
 }
 
 // Job is a job as the API returns it.
@@ -62,6 +66,7 @@ type Job struct {
 	ParamsSecret     bool           `json:"params_secret"`
 	Data             map[string]any `json:"data"`
 	Concurrency      string         `json:"concurrency"`
+	MaxConcurrent    int            `json:"max_concurrent,omitempty"`
 	PersistData      bool           `json:"persist_data"`
 	RequestsRecovery bool           `json:"requests_recovery"`
 	TimeoutMs        int64          `json:"timeout_ms"`
@@ -82,12 +87,21 @@ type Job struct {
 	Triggers []Trigger `json:"triggers,omitempty"`
 	// Warnings tell what may not work as meant, such as a handler no node here runs.
 	Warnings []string `json:"warnings,omitempty"`
+	// PausedBy, PauseNote and PausedAt say who paused the job, why and when (a pause with a
+	// note, or pause on failure); absent when it was not paused so.
+	PausedBy  string `json:"paused_by,omitempty"`
+	PauseNote string `json:"pause_note,omitempty"`
+	PausedAt  *Time  `json:"paused_at,omitempty"`
+	// PauseAfterFailures is the job's pause on failure; ConsecutiveFailures its runs in a row
+	// that failed for good so far.
+	PauseAfterFailures  int `json:"pause_after_failures,omitempty"`
+	ConsecutiveFailures int `json:"consecutive_failures,omitempty"`
 }
 
 // Request returns the job's settings as a request body, for a PUT that changes some.
 func (j *Job) Request() JobRequest {
 	return JobRequest{Group: j.Group, Name: j.Name, Description: j.Description, Handler: j.Handler, App: j.App,
-		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, PersistData: j.PersistData,
+		Routing: j.Routing, Params: j.Params, ParamsSecret: j.ParamsSecret, Data: j.Data, Concurrency: j.Concurrency, MaxConcurrent: j.MaxConcurrent, PauseAfterFailures: j.PauseAfterFailures, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, DispatchTimeoutMs: j.DispatchTimeoutMs, AlarmTargets: j.AlarmTargets, AlarmPolicy: &j.AlarmPolicy, ChildJobIDs: j.ChildJobIDs}
 }
@@ -140,6 +154,9 @@ type TriggerRequest struct {
 	// missed past the window one run covering the whole gap; empty: the misfire policy.
 	CatchUpWindow string `json:"catchup_window,omitempty"`
 	CatchUp       string `json:"catchup,omitempty"`
+	// RemainingRuns, when set, is how many more times the trigger fires (1 to 1000000000); it
+	// completes at 0.
+	RemainingRuns int64 `json:"remaining_runs,omitempty"`
 }
 
 // Trigger is a trigger as the API shows it.
@@ -176,6 +193,9 @@ type Trigger struct {
 	// Warnings, on the answer to adding a trigger, tell what may not work as meant, such as
 	// cron syntax Quartz reads leniently (MON/2 is MON).
 	Warnings []string `json:"warnings,omitempty"`
+	// RemainingRuns is how many more times a trigger with limited runs fires; absent for one
+	// without a limit.
+	RemainingRuns *int64 `json:"remaining_runs,omitempty"`
 }
 
 // CalendarRequest is the body of PUT /calendars/{name}.

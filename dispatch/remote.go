@@ -261,7 +261,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		return engine.Result{Err: fmt.Errorf("execution %d is no longer running for node %s (incarnation %s): not sent", ex.ID, owner.Node, owner.Incarnation)}
 	}
 	req := wire.RunRequest{ExecutionID: ex.ID, JobID: job.ID, Handler: job.Handler, Params: paramsOf(ex, job), ParamsSecret: job.ParamsSecret,
-		TimeoutMs: job.TimeoutMs, Concurrency: string(job.Concurrency), ShardIndex: index, ShardTotal: total,
+		TimeoutMs: job.TimeoutMs, Concurrency: sentPolicy(job), MaxConcurrent: job.MaxConcurrent, ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance,
 		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID}
@@ -732,4 +732,13 @@ func (d byTarget) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 // paramsOf is engine.Fire.Params for a shard's execution.
 func paramsOf(ex *store.Execution, job *store.Job) string {
 	return (&engine.Fire{Execution: ex, Job: job}).Params()
+}
+
+// sentPolicy is the name of the job's overlap policy an executor is sent (jobrun.Policy.Sent).
+func sentPolicy(job *store.Job) string {
+	p, err := jobrun.ParsePolicy(string(job.Concurrency))
+	if err != nil {
+		return string(job.Concurrency) // the executor refuses it, naming it
+	}
+	return p.Sent()
 }

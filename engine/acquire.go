@@ -198,7 +198,9 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 		cause = store.CauseMisfire
 		e.stats.Misfired.Add(1)
 	}
-	for !tr.Next.IsZero() && tr.Next.UnixMilli() <= dueBefore && len(execs) < room {
+	// A trigger's limited runs are consumed here, in the transaction that takes its fires.
+	limited := func() bool { return row.RunLimit > 0 && int64(tr.TimesTriggered) >= row.RunLimit }
+	for !tr.Next.IsZero() && tr.Next.UnixMilli() <= dueBefore && len(execs) < room && !limited() {
 		ex := &store.Execution{
 			JobID: row.JobID, TriggerID: row.ID, ScheduledAt: tr.Next.UnixMilli(),
 			Cause: cause, Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
@@ -211,7 +213,7 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 	}
 	upd := store.TriggerFireUpdate{ID: row.ID, State: store.TriggerWaiting, NextFireAt: millis(tr.Next),
 		PrevFireAt: millis(tr.Prev), TimesFired: int64(tr.TimesTriggered)}
-	if tr.Next.IsZero() {
+	if tr.Next.IsZero() || limited() {
 		upd.State = store.TriggerComplete
 	}
 	// Only a misfire instruction rewrites the schedule itself (a simple trigger restarted

@@ -66,19 +66,57 @@ func (l *runLedger) overlaps() [][2]ledgerRun {
 	return out
 }
 
+// peak returns the most runs under way at once and when.
+func (l *runLedger) peak() (int, time.Time) {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	l.mu.Lock()
+	var edges []edge
+	for _, r := range l.runs {
+		edges = append(edges, edge{r.start, 1}, edge{r.end, -1})
+	}
+	l.mu.Unlock()
+	// An end before a start at the same instant: a run that begins as another ends is not
+	// beside it.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	n, most, at := 0, 0, time.Time{}
+	for _, e := range edges {
+		if n += e.delta; n > most {
+			most, at = n, e.at
+		}
+	}
+	return most, at
+}
+
 // TestConcurrencyAcrossNodes runs an in-process job on three nodes of one database (two on
 // SQLite, sharing its one connection) with three triggers each firing faster than a run
-// lasts, and checks with a ledger kept outside the database that no two runs of a serial or
-// a discard job were ever under way at once, whichever node ran them.
+// lasts, and checks with a ledger kept outside the database that no two runs of a
+// buffer_all, skip, buffer_one or cancel job were ever under way at once, whichever node ran
+// them.
 func TestConcurrencyAcrossNodes(t *testing.T) {
-	for _, policy := range []store.ConcurrencyPolicy{store.ConcurrencySerial, store.ConcurrencyDiscard} {
+	for _, policy := range []store.ConcurrencyPolicy{store.ConcurrencyBufferAll, store.ConcurrencySkip,
+		store.ConcurrencyBufferOne, store.ConcurrencyCancel} {
 		t.Run(string(policy), func(t *testing.T) {
-			eachDialect(t, func(t *testing.T, dialect string) { testConcurrencyAcrossNodes(t, dialect, policy) })
+			eachDialect(t, func(t *testing.T, dialect string) { testConcurrencyAcrossNodes(t, dialect, policy, 0) })
 		})
 	}
 }
 
-func testConcurrencyAcrossNodes(t *testing.T, dialect string, policy store.ConcurrencyPolicy) {
+// TestAtMostAcrossNodes is TestConcurrencyAcrossNodes for at_most 2: the fires come faster
+// than two runs can take them, and the ledger must never hold three runs under way at once,
+// whichever nodes ran them, yet hold two at some point.
+func TestAtMostAcrossNodes(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) { testConcurrencyAcrossNodes(t, dialect, store.ConcurrencyAtMost, 2) })
+}
+
+func testConcurrencyAcrossNodes(t *testing.T, dialect string, policy store.ConcurrencyPolicy, limit int) {
 	const (
 		interval = 60 * time.Millisecond
 		runFor   = 50 * time.Millisecond
@@ -109,7 +147,7 @@ func testConcurrencyAcrossNodes(t *testing.T, dialect string, policy store.Concu
 		}
 		stores = append(stores, st)
 	}
-	job := insertJob(t, stores[0], "alone", func(j *store.Job) { j.Concurrency = policy })
+	job := insertJob(t, stores[0], "alone", func(j *store.Job) { j.Concurrency, j.MaxConcurrent = policy, limit })
 	start := time.Now().Add(time.Second)
 	for i := 0; i < triggers; i++ {
 		insertTrigger(t, stores[0], job, "t"+strconv.Itoa(i), schedule.Simple{Interval: interval, RepeatCount: schedule.RepeatForever},
@@ -133,7 +171,15 @@ func testConcurrencyAcrossNodes(t *testing.T, dialect string, policy store.Concu
 			t.Logf("stop %s: %v", e.NodeID(), err)
 		}
 	}
+	if limit > 1 {
+		if peak, at := ledger.peak(); peak != limit {
+			t.Errorf("at most %d runs: the ledger held %d at once at %s", limit, peak, at.Format("05.000"))
+		}
+	}
 	for _, o := range ledger.overlaps() {
+		if limit > 1 {
+			break
+		}
 		t.Errorf("execution %d on %s (%s – %s) overlaps execution %d on %s (%s – %s)",
 			o[0].exec, o[0].node, o[0].start.Format("05.000"), o[0].end.Format("05.000"),
 			o[1].exec, o[1].node, o[1].start.Format("05.000"), o[1].end.Format("05.000"))

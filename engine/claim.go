@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -12,9 +14,9 @@ const busyRetryDelay = markRetryDelay
 
 // claim is the outcome of one claim of fires.
 type claim struct {
-	won       map[int64]bool // the fires this node may run
-	busy      map[int64]bool // fires left acquired: their job runs on another node
-	discarded map[int64]bool // won, but their discard job runs on another node: skip them
+	won       map[int64]bool   // the fires this node may run
+	busy      map[int64]bool   // fires left acquired: their job runs on another node
+	discarded map[int64]string // won, to be recorded skipped for the reason given (see claimFires)
 }
 
 // runsAlone reports whether a job's fires must not run beside each other across the cluster.
@@ -25,11 +27,15 @@ func runsAlone(job *store.Job) bool {
 
 // claimFires wins fires with the acquired → running compare-and-set. The node's concurrency
 // tracker has already kept this node's fires apart; the fires in alone are those of jobs
-// whose policy must also hold across nodes, claimed under their job's row lock
-// (ExecutionsMarkRunningAlone). Of those, a fire whose job runs on another node is busy and
-// stays acquired, except for a discard job: its fire is claimed all the same, to be skipped.
-func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, alone []*Fire, firedAt int64) (claim, error) {
-	c := claim{won: map[int64]bool{}, busy: map[int64]bool{}, discarded: map[int64]bool{}}
+// whose overlap policy must also hold across nodes, claimed under their job's row lock
+// (ExecutionsMarkRunningAlone, which counts an at_most job's runs against its limit). Of
+// those, a fire whose job runs on another node is busy and stays acquired, except when its
+// policy drops it: a skip job's, and, for the policies that keep only the newest waiting fire
+// (buffer_one, cancel, terminate), one that a newer fire due by now waits behind. Those are
+// claimed all the same, to be recorded skipped. Cancel and terminate also ask the other
+// nodes to stop the job's runs.
+func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, alone []*Fire, limits map[int64]int, firedAt int64) (claim, error) {
+	c := claim{won: map[int64]bool{}, busy: map[int64]bool{}, discarded: map[int64]string{}}
 	if len(plain) > 0 {
 		won, err := e.store.ExecutionsMarkRunning(ctx, o, plain, firedAt)
 		if err != nil {
@@ -44,26 +50,43 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 	for i, f := range alone {
 		ids[i] = f.Execution.ID
 	}
-	won, busy, err := e.store.ExecutionsMarkRunningAlone(ctx, o, ids, firedAt)
+	won, busy, err := e.store.ExecutionsMarkRunningAlone(ctx, o, ids, limits, firedAt)
 	if err != nil {
 		return c, err
 	}
 	addIDs(c.won, won)
 	addIDs(c.busy, busy)
 	var discard []int64
+	why := map[int64]string{}
 	replaced := map[int64]bool{}
 	for _, f := range alone {
-		if !c.busy[f.Execution.ID] {
+		id := f.Execution.ID
+		if !c.busy[id] {
 			continue
 		}
-		switch f.Job.Concurrency {
-		case store.ConcurrencyDiscard:
-			discard = append(discard, f.Execution.ID)
-		case store.ConcurrencyReplace:
+		p := overlapOf(f.Job).Policy
+		switch p {
+		case jobrun.Skip:
+			discard = append(discard, id)
+			why[id] = "skipped: the previous fire of the job still runs on another node (overlap policy skip)"
+			continue
+		case jobrun.Cancel, jobrun.Terminate:
 			if !replaced[f.Job.ID] {
 				replaced[f.Job.ID] = true
-				e.replaceElsewhere(ctx, o, f.Job.ID)
+				e.replaceElsewhere(ctx, o, f.Job.ID, p)
 			}
+		case jobrun.BufferOne:
+		default:
+			continue
+		}
+		newer, err := e.newerWaiting(ctx, f.Execution, firedAt)
+		if err != nil {
+			e.log.Error("looking for a newer fire of the job", "job", f.Job.ID, "err", err)
+			continue // it stays busy and asks again
+		}
+		if newer != 0 {
+			discard = append(discard, id)
+			why[id] = fmt.Sprintf("skipped: a newer fire (%d) waits for the job's running fire (overlap policy %s)", newer, p)
 		}
 	}
 	if len(discard) > 0 {
@@ -75,16 +98,55 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 			delete(c.busy, id)
 		}
 		addIDs(c.won, won)
-		addIDs(c.discarded, won)
+		for _, id := range won {
+			c.discarded[id] = why[id]
+		}
 	}
 	return c, nil
 }
 
-// replaceElsewhere asks the other nodes that run job to kill their runs of it, for a replace
-// job's newer fire: the kill request each node reads while it runs handlers (Kill). The fire
+// atMostRoom returns, for the at_most jobs among the fires to claim alone, how many of their
+// fires may run across the cluster besides this node's other active ones: the job's limit less
+// the fires the node's tracker counts active that are not being claimed. The store counts the
+// other nodes' runs against it.
+func (c *concurrency) atMostRoom(alone []*Fire) map[int64]int {
+	claiming := map[int64]int{}
+	limits := map[int64]int{}
+	for _, f := range alone {
+		if ov := overlapOf(f.Job); ov.Policy == jobrun.AtMost {
+			claiming[f.Job.ID]++
+			limits[f.Job.ID] = ov.Limit()
+		}
+	}
+	for job, n := range claiming {
+		active, _ := c.t.Load(job)
+		limits[job] -= max(active-n, 0)
+	}
+	return limits
+}
+
+// newerWaiting returns a fire of x's job, due by now and later than x, that waits to start
+// (acquired by any node), or 0: the policies that keep only the newest waiting fire keep that
+// one. Every node orders the waiting fires alike (scheduled time, then id), so of several
+// waiting on several nodes each drops all but the newest without asking the others.
+func (e *Engine) newerWaiting(ctx context.Context, x *store.Execution, now int64) (int64, error) {
+	waiting, err := e.store.ExecutionList(ctx, store.ExecutionFilter{JobID: x.JobID, State: store.ExecAcquired, Limit: 1000})
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range waiting {
+		if w.ScheduledAt <= now && (w.ScheduledAt > x.ScheduledAt || w.ScheduledAt == x.ScheduledAt && w.ID > x.ID) {
+			return w.ID, nil
+		}
+	}
+	return 0, nil
+}
+
+// replaceElsewhere asks the other nodes that run job to kill their runs of it, for a cancel
+// or terminate job's newer fire: the kill request each node reads while it runs handlers (Kill). The fire
 // stays busy, and is claimed when those runs have ended. A request that fails is only
 // logged: the fire asks again after busyRetryDelay, and a request repeated is a no-op.
-func (e *Engine) replaceElsewhere(ctx context.Context, o store.Owner, job int64) {
+func (e *Engine) replaceElsewhere(ctx context.Context, o store.Owner, job int64, p jobrun.Policy) {
 	running, err := e.store.ExecutionList(ctx, store.ExecutionFilter{JobID: job, State: store.ExecRunning})
 	if err != nil {
 		e.log.Error("listing the runs a replace fire replaces", "job", job, "err", err)
@@ -98,7 +160,7 @@ func (e *Engine) replaceElsewhere(ctx context.Context, o store.Owner, job int64)
 			e.log.Error("asking another node to kill the run a replace fire replaces", "execution", x.ID, "node", x.Node, "err", err)
 			continue
 		}
-		e.log.Info("replacing a run on another node (concurrency policy replace)", "execution", x.ID, "node", x.Node, "job", job)
+		e.log.Info("replacing a run on another node", "policy", p, "execution", x.ID, "node", x.Node, "job", job)
 	}
 }
 

@@ -197,6 +197,9 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			}
 			e.jobs.forget(job.ID)
 		}
+		if err := e.pauseOnFailure(ctx, tx, cp); err != nil {
+			return nil, err
+		}
 		switch {
 		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
 			follow = append(follow, e.followUp(job, ex, store.CauseRetry, cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
@@ -252,6 +255,35 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 		e.Wake()
 	}
 	return moved, nil
+}
+
+// pausedByFailures is who a job paused by pause on failure names as its pauser.
+const pausedByFailures = "sundial (pause on failure)"
+
+// pauseOnFailure counts a final result of a job with pause on failure, in the transaction
+// that writes it: a success resets the count of failures in a row, a final failure (its
+// retries spent) adds one, and the one that reaches the job's limit pauses the job's
+// triggers with a note saying why. Counted in the database, the limit holds whichever nodes
+// and executors report the failures, and only one result reaches it.
+func (e *Engine) pauseOnFailure(ctx context.Context, tx store.Tx, cp completion) error {
+	ex, job := cp.fire.Execution, cp.fire.Job
+	failed := (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt >= job.MaxRetries
+	if job.PauseAfterFailures <= 0 || !failed && cp.state != store.ExecSucceeded {
+		return nil
+	}
+	n, err := tx.JobCountResult(ctx, job.ID, failed)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted meanwhile
+	}
+	if err != nil || !failed || n != job.PauseAfterFailures {
+		return err
+	}
+	if _, err := tx.TriggersPause(ctx, store.TriggerSelector{JobID: job.ID}); err != nil {
+		return err
+	}
+	note := fmt.Sprintf("paused after %d failures in a row (pause on failure); the last was execution %d", n, ex.ID)
+	e.log.Warn("job paused on failure", "job", job.ID, "failures", n, "execution", ex.ID)
+	return tx.JobSetPause(ctx, job.ID, pausedByFailures, note, cp.finished.UnixMilli())
 }
 
 // RemoteResult is the outcome of a fire that ran elsewhere (on an executor), reported to any

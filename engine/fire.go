@@ -19,7 +19,7 @@ import (
 // Causes a handler's context is canceled with; the execution's final state follows from them.
 var (
 	errTimedOut = errors.New("job timeout passed")
-	errReplaced = errors.New("replaced by a newer fire (concurrency policy replace)")
+	errReplaced = errors.New("replaced by a newer fire (overlap policy cancel or terminate)")
 	errStopping = errors.New("node stopping")
 	errNotAlive = errors.New("the node could not confirm that the cluster still counts it alive")
 )
@@ -150,19 +150,7 @@ func (e *Engine) admitFires(l *lifecycle, due []*pendingFire) ([]admitted, time.
 			e.startWhenDue(l, pf)
 			continue
 		}
-		if job == nil {
-			// The job is gone (deleted after the fire was acquired): the fire runs nothing
-			// and is recorded as failed with the reason.
-			job = &store.Job{ID: pf.exec.JobID, Concurrency: store.ConcurrencyAllow}
-			pf.exec.TriggerMsg = fmt.Sprintf("job %d no longer exists", pf.exec.JobID)
-		}
-		if job.ParamsSecret || secret.Sealed(pf.exec.Params) {
-			job = e.openParams(job, pf.exec)
-		}
-		f := &Fire{Execution: pf.exec, Job: withTriggerData(job, pf.exec), notBefore: pf.notBefore, acquiredAt: pf.acquiredAt}
-		if f.Job != job {
-			f.ownData, f.merged = job.Data, true
-		}
+		f := e.fireOf(job, pf)
 		f.WorkflowInput = inputs[pf.exec.WorkflowNode]
 		if pf.missed != "" {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
@@ -172,7 +160,13 @@ func (e *Engine) admitFires(l *lifecycle, due []*pendingFire) ([]admitted, time.
 			batch = append(batch, admitted{fire: f, unsure: pf.unsure})
 			continue
 		}
-		switch l.conc.admit(f) {
+		a, dropped := l.conc.admit(f)
+		for _, d := range dropped {
+			// Waited in the node's queue, displaced by this newer fire: claimed to be recorded.
+			batch = append(batch, admitted{fire: e.fireOf(job, d), skip: true, unsure: d.unsure,
+				why: fmt.Sprintf("skipped: a newer fire (%d) took its place (overlap policy %s)", f.Execution.ID, overlapOf(f.Job).Policy)})
+		}
+		switch a {
 		case admitRun:
 			batch = append(batch, admitted{fire: f, unsure: pf.unsure})
 		case admitSkip:
@@ -204,7 +198,7 @@ func (e *Engine) claimAdmitted(l *lifecycle, batch []admitted, now time.Time) (c
 	// retried as unsure, like one whose answer was lost.
 	claimCtx, cancelClaim := context.WithTimeout(l.claimCtx, storeTimeout)
 	e.signals.claimSent(len(batch))
-	c, err := e.claimFires(claimCtx, l.owner, plain, alone, now.UnixMilli())
+	c, err := e.claimFires(claimCtx, l.owner, plain, alone, l.conc.atMostRoom(alone), now.UnixMilli())
 	cancelClaim()
 	if err == nil {
 		return c, true
@@ -279,13 +273,13 @@ func (e *Engine) startClaimed(l *lifecycle, batch []admitted, c claim, now time.
 		case a.skip:
 			why := a.why
 			if why == "" {
-				why = "skipped: the previous fire of the job still runs (concurrency policy discard)"
+				why = "skipped: the previous fire of the job still runs (overlap policy skip)"
 			}
 			l.completer.add(completion{fire: a.fire, state: store.ExecSkipped, started: now,
 				finished: now, res: Result{Message: why}})
-		case c.discarded[ex.ID]:
+		case c.discarded[ex.ID] != "":
 			l.completer.add(completion{fire: a.fire, state: store.ExecSkipped, started: now,
-				finished: now, res: Result{Message: "skipped: the previous fire of the job still runs on another node (concurrency policy discard)"}})
+				finished: now, res: Result{Message: c.discarded[ex.ID]}})
 			next = l.conc.appendDone(next, a.fire)
 		case ex.TriggerMsg != "":
 			l.completer.add(completion{fire: a.fire, state: store.ExecFailed, started: now,
@@ -295,6 +289,23 @@ func (e *Engine) startClaimed(l *lifecycle, batch []admitted, c claim, now time.
 			e.launch(l, a.fire)
 		}
 	}
+}
+
+// fireOf is the fire of pf, with its job (nil when the job is gone: the fire runs nothing
+// and is recorded failed with the reason).
+func (e *Engine) fireOf(job *store.Job, pf *pendingFire) *Fire {
+	if job == nil {
+		job = &store.Job{ID: pf.exec.JobID, Concurrency: store.ConcurrencyAllow}
+		pf.exec.TriggerMsg = fmt.Sprintf("job %d no longer exists", pf.exec.JobID)
+	}
+	if job.ParamsSecret || secret.Sealed(pf.exec.Params) {
+		job = e.openParams(job, pf.exec)
+	}
+	f := &Fire{Execution: pf.exec, Job: withTriggerData(job, pf.exec), notBefore: pf.notBefore, acquiredAt: pf.acquiredAt}
+	if f.Job != job {
+		f.ownData, f.merged = job.Data, true
+	}
+	return f
 }
 
 // openParams returns a copy of a secret job with the params this fire runs with opened, for

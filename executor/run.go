@@ -66,7 +66,7 @@ func Logger(ctx context.Context) *slog.Logger {
 // runState is one accepted run, queued or running. Nothing in it is shared with other runs.
 type runState struct {
 	run    Run
-	policy jobrun.Policy
+	policy jobrun.Overlap
 	h      Handler
 	cancel context.CancelCauseFunc // nil while queued
 	// parent is the server's dispatch span (invalid when the server traces nothing).
@@ -92,7 +92,7 @@ func (c *stopCause) Error() string { return c.msg }
 
 // accept applies the job's concurrency policy to a run request.
 func (e *Executor) accept(req wire.RunRequest, parent trace.SpanContext) wire.RunResponse {
-	policy, err := jobrun.ParsePolicy(req.Concurrency)
+	policy, err := jobrun.ParseOverlap(req.Concurrency, req.MaxConcurrent)
 	if err != nil {
 		return wire.RunResponse{Message: err.Error()}
 	}
@@ -120,18 +120,17 @@ func (e *Executor) accept(req wire.RunRequest, parent trace.SpanContext) wire.Ru
 		return wire.RunResponse{Accepted: true, Message: "already ran"}
 	}
 	cause := &stopCause{state: wire.StateCanceled, code: wire.CodeFailed, msg: fmt.Sprintf("replaced by execution %d", req.ExecutionID)}
-	if policy == jobrun.Replace {
-		// Runs queued under the job's earlier serial policy go with the ones it replaces.
-		for _, old := range e.conc.TakeQueued(req.JobID) {
-			go e.finish(old, wire.Result{State: wire.StateCanceled, Code: wire.CodeFailed, Message: cause.msg + " before it started"}, time.Time{})
-		}
+	admission, dropped := e.conc.Admit(req.JobID, req.ExecutionID, policy, rs, cause)
+	for _, old := range dropped {
+		// Waited, and this newer run took its place (buffer_one, cancel, terminate).
+		go e.finish(old, wire.Result{State: wire.StateCanceled, Code: wire.CodeFailed, Message: cause.msg + " before it started"}, time.Time{})
 	}
-	switch e.conc.Admit(req.JobID, req.ExecutionID, policy, rs, cause) {
+	switch admission {
 	case jobrun.Queued:
 		e.runs[req.ExecutionID] = rs
 		active, queued := e.conc.Load(req.JobID)
 		return wire.RunResponse{Accepted: true, Message: fmt.Sprintf("queued behind %d run(s)", active+queued-1)}
-	case jobrun.Skip:
+	case jobrun.Skipped:
 		active, queued := e.conc.Load(req.JobID)
 		return wire.RunResponse{Message: fmt.Sprintf("discarded: job %d has %d run(s) in progress", req.JobID, active+queued)}
 	}
@@ -321,7 +320,7 @@ func (e *Executor) finish(rs *runState, res wire.Result, started time.Time) {
 			if e.stopping {
 				go e.finish(next, wire.Result{State: wire.StateCanceled, Code: wire.CodeFailed, Message: "executor stopped before the run started"}, time.Time{})
 			} else {
-				// Nothing of the job is active now, so the next queued run is admitted to run.
+				// The job has room now, so the next queued run is admitted to run.
 				e.conc.Admit(next.run.JobID, next.run.ExecutionID, next.policy, next, nil)
 				e.startLocked(next)
 			}

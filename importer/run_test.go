@@ -79,7 +79,7 @@ func testRunDryApplyAgain(t *testing.T, dialect string) {
 	for _, want := range []string{
 		"create    app billing: \"Billing\", manual http://10.0.0.5:9999, protocol xxl-job 2.x",
 		"create    calendar weekend: weekly:1,7",
-		"create    job billing/report: app billing handler shell routing round_robin, serial, retries 2, timeout 30s, alarm ops@example.com, children billing/mail, script with 3 versions",
+		"create    job billing/report: app billing handler shell routing round_robin, buffer_all, retries 2, timeout 30s, alarm ops@example.com, children billing/mail, script with 3 versions",
 		"create    trigger billing/report#1: cron \"0 0 2 * * ?\" Europe/Berlin, calendar xmas, misfire do_nothing, paused, next 2026-03-03 02:00:00 CET",
 		"create    trigger g2/every: every 1h0m0s, 10 repeats, misfire smart, next 2026-03-02 10:30:00 UTC",
 		"refused   job billing/bad: ",

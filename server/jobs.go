@@ -38,11 +38,22 @@ func toJobOut(j *store.Job) api.Job {
 	}
 	return api.Job{ID: j.ID, Group: j.Group, Name: j.Name, Description: j.Description, Target: string(j.TargetKind),
 		App: j.App, Routing: j.Routing,
-		Handler: j.Handler, Params: params, ParamsSecret: j.ParamsSecret, Data: data, Concurrency: string(j.Concurrency), PersistData: j.PersistData,
+		Handler: j.Handler, Params: params, ParamsSecret: j.ParamsSecret, Data: data, Concurrency: string(j.Concurrency), MaxConcurrent: j.MaxConcurrent, PersistData: j.PersistData,
 		RequestsRecovery: j.RequestsRecovery, TimeoutMs: j.TimeoutMs, MaxRetries: j.MaxRetries,
 		RetryBackoffMs: j.RetryBackoffMs, DispatchTimeoutMs: j.DispatchTimeoutMs, AlarmTargets: targets, ChildJobIDs: children,
 		AlarmPolicy: api.AlarmPolicy{Threshold: j.AlarmPolicy.Threshold, WindowMs: j.AlarmPolicy.WindowMs,
-			SilenceMs: j.AlarmPolicy.SilenceMs, Recovery: j.AlarmPolicy.Recovery}, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt)}
+			SilenceMs: j.AlarmPolicy.SilenceMs, Recovery: j.AlarmPolicy.Recovery}, Enabled: j.Enabled, CreatedAt: api.Time(j.CreatedAt), UpdatedAt: api.Time(j.UpdatedAt),
+		PausedBy: j.PausedBy, PauseNote: j.PauseNote, PausedAt: pausedAt(j),
+		PauseAfterFailures: j.PauseAfterFailures, ConsecutiveFailures: j.ConsecutiveFailures}
+}
+
+// pausedAt is when the job was paused with a note, nil when it was not.
+func pausedAt(j *store.Job) *api.Time {
+	if j.PausedAt == 0 {
+		return nil
+	}
+	t := api.Time(j.PausedAt)
+	return &t
 }
 
 // jobOf is the request's job for the scheduler, which checks it.
@@ -53,7 +64,7 @@ func jobOf(in *api.JobRequest) sundial.Job {
 	}
 	return sundial.Job{AlarmPolicy: policy, Group: in.Group, Name: in.Name, Description: in.Description, Handler: in.Handler, App: in.App,
 		Routing: in.Routing, Params: in.Params, ScriptNote: in.ScriptNote, Data: in.Data, Concurrency: sundial.Concurrency(in.Concurrency),
-		PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
+		MaxConcurrent: in.MaxConcurrent, PauseAfterFailures: in.PauseAfterFailures, PersistData: in.PersistData, RequestsRecovery: in.RequestsRecovery,
 		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxRetries: in.MaxRetries,
 		RetryBackoff: time.Duration(in.RetryBackoffMs) * time.Millisecond, AlarmTargets: in.AlarmTargets, ParamsSecret: in.ParamsSecret,
 		DispatchTimeout: time.Duration(in.DispatchTimeoutMs) * time.Millisecond,
@@ -70,6 +81,8 @@ type JobDelete struct {
 // JobRef names a job by its id.
 type JobRef struct {
 	ID int64 `json:"-"`
+	// Note, on a pause, says why; the pause records it with who paused the job and when.
+	Note string `json:"note,omitempty"`
 }
 
 // JobChange is a job's new settings (PUT /jobs/{id}).
@@ -480,7 +493,10 @@ func (s *Server) deleteJob(ctx context.Context, in *JobDelete) (*struct{}, error
 }
 
 func (s *Server) pauseJob(ctx context.Context, in *JobRef) (*api.Job, error) {
-	return s.jobAction(ctx, in.ID, "job.pause", s.sched.PauseJob)
+	by := actor(principalFrom(ctx))
+	return s.jobAction(ctx, in.ID, "job.pause", func(ctx context.Context, id int64) error {
+		return s.sched.PauseJobNoted(ctx, id, by, in.Note)
+	})
 }
 
 func (s *Server) resumeJob(ctx context.Context, in *JobRef) (*api.Job, error) {
@@ -517,6 +533,14 @@ func (s *Server) runJob(ctx context.Context, in *JobRun) (*store.Execution, erro
 func readJobRef(r *http.Request, in *JobRef) (err error) {
 	in.ID, err = pathID(r, "id")
 	return err
+}
+
+// readJobPause is readJobRef with the pause's optional body ({"note": "..."}).
+func readJobPause(r *http.Request, in *JobRef) (err error) {
+	if in.ID, err = pathID(r, "id"); err != nil || r.ContentLength == 0 {
+		return err
+	}
+	return decodeJSON(r.Body, in)
 }
 
 func readJobDelete(r *http.Request, in *JobDelete) (err error) {

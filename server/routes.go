@@ -59,7 +59,7 @@ func (s *Server) routeTable() []route {
 		opRoute("GET", v1+"/jobs/{id}", o.GetJob, readJobRef, writeOK(JobOut)),
 		opRoute("PUT", v1+"/jobs/{id}", o.UpdateJob, readJobChange, jsonStatus[api.Job](http.StatusOK)),
 		opRoute("DELETE", v1+"/jobs/{id}", o.DeleteJob, readJobDelete, noContent),
-		opRoute("POST", v1+"/jobs/{id}/pause", o.PauseJob, readJobRef, jsonStatus[api.Job](http.StatusOK)),
+		opRoute("POST", v1+"/jobs/{id}/pause", o.PauseJob, readJobPause, jsonStatus[api.Job](http.StatusOK)),
 		opRoute("POST", v1+"/jobs/{id}/resume", o.ResumeJob, readJobRef, jsonStatus[api.Job](http.StatusOK)),
 		opRoute("POST", v1+"/jobs/{id}/run", o.RunJob, readJobRun, writeRunStarted),
 		opRoute("GET", v1+"/jobs/{id}/script/versions", o.ListScriptVersions, readJobRef, writeScriptVersions),

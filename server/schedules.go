@@ -44,7 +44,8 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
 		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
 		Params: in.Params, Data: in.Data, DST: dst,
-		Jitter: time.Duration(in.JitterMs) * time.Millisecond, CatchUpWindow: window, CatchUp: catchUp}, nil
+		Jitter: time.Duration(in.JitterMs) * time.Millisecond, CatchUpWindow: window, CatchUp: catchUp,
+		RemainingRuns: in.RemainingRuns}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.
@@ -92,7 +93,7 @@ func toTriggerOut(t *store.Trigger) api.Trigger {
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,
 		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt),
 		JitterMs: t.JitterMs, DST: dstShown(t.DSTPolicy), CatchUp: t.CatchUp,
-		CatchUpWindow: catchUpWindowOf(t)}
+		CatchUpWindow: catchUpWindowOf(t), RemainingRuns: remainingRuns(t)}
 }
 
 // dstShown is a stored DST policy as the API shows it: its name, quartz for the default.
@@ -109,4 +110,13 @@ func catchUpWindowOf(t *store.Trigger) string {
 		return ""
 	}
 	return (time.Duration(t.CatchUpWindow) * time.Millisecond).String()
+}
+
+// remainingRuns is how many more times t fires when its runs are limited.
+func remainingRuns(t *store.Trigger) *int64 {
+	if t.RunLimit == 0 {
+		return nil
+	}
+	n := max(t.RunLimit-t.TimesFired, 0)
+	return &n
 }

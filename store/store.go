@@ -63,6 +63,12 @@ type Querier interface {
 	JobUpdate(ctx context.Context, j *Job) error
 	// JobSetData replaces the job's data map (a run of a PersistData job).
 	JobSetData(ctx context.Context, id int64, data map[string]any) error
+	// JobSetPause records who paused the job, why and when (Job.PausedBy, PauseNote,
+	// PausedAt); empty values and 0 clear it, on resume.
+	JobSetPause(ctx context.Context, id int64, by, note string, at int64) error
+	// JobCountResult counts a final result of the job: a failure adds one to its
+	// ConsecutiveFailures, a success sets it to 0. It returns the count after.
+	JobCountResult(ctx context.Context, id int64, failed bool) (int, error)
 	// JobDelete deletes the job and its triggers; its executions stay as history.
 	JobDelete(ctx context.Context, id int64) error
 
@@ -138,8 +144,11 @@ type Querier interface {
 	// policy forbids two runs at once, across the cluster: a fire whose job runs for another
 	// owner than o, or that follows a fire of the same job claimed in this call, is not moved
 	// and is returned in busy, still acquired by o. Claims of one job's fires by several
-	// nodes are serialised on the job's row.
-	ExecutionsMarkRunningAlone(ctx context.Context, o Owner, ids []int64, firedAt int64) (won, busy []int64, err error)
+	// nodes are serialised on the job's row. A job in limits may run that many fires at once
+	// instead (the at_most policy, less the runs o has apart from ids): its fire is moved
+	// while its runs for other owners and the fires moved in this call are fewer, and is
+	// busy otherwise.
+	ExecutionsMarkRunningAlone(ctx context.Context, o Owner, ids []int64, limits map[int64]int, firedAt int64) (won, busy []int64, err error)
 	// ExecutionsComplete moves running executions to the results' terminal states, whoever
 	// runs them (an executor reports to any node), and returns the IDs that moved.
 	ExecutionsComplete(ctx context.Context, rs []ExecutionResult) ([]int64, error)

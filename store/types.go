@@ -13,20 +13,29 @@ const (
 	TargetRemote TargetKind = "remote"
 )
 
-// ConcurrencyPolicy says what happens when a job fires while an earlier fire still runs.
+// ConcurrencyPolicy says what happens when a job fires while an earlier fire still runs: its
+// overlap policy. The stored values are internal/jobrun's Policy names, where each is
+// explained; the engine applies them.
 type ConcurrencyPolicy string
 
-// The concurrency policies.
+// The overlap policies as stored.
 const (
-	// ConcurrencyAllow runs fires side by side.
-	ConcurrencyAllow ConcurrencyPolicy = "allow"
-	// ConcurrencySerial queues a fire until the running one ends (Quartz
-	// @DisallowConcurrentExecution, XXL-JOB SERIAL_EXECUTION).
-	ConcurrencySerial ConcurrencyPolicy = "serial"
-	// ConcurrencyDiscard skips a fire while one runs (XXL-JOB DISCARD_LATER).
-	ConcurrencyDiscard ConcurrencyPolicy = "discard"
-	// ConcurrencyReplace cancels the running fire and runs the new one (XXL-JOB COVER_EARLY).
-	ConcurrencyReplace ConcurrencyPolicy = "replace"
+	ConcurrencyAllow     ConcurrencyPolicy = "allow"
+	ConcurrencySkip      ConcurrencyPolicy = "skip"
+	ConcurrencyBufferOne ConcurrencyPolicy = "buffer_one"
+	ConcurrencyBufferAll ConcurrencyPolicy = "buffer_all"
+	ConcurrencyCancel    ConcurrencyPolicy = "cancel"
+	ConcurrencyTerminate ConcurrencyPolicy = "terminate"
+	// ConcurrencyAtMost runs up to Job.MaxConcurrent fires side by side.
+	ConcurrencyAtMost ConcurrencyPolicy = "at_most"
+)
+
+// The policies' old names, kept for the code that names them so; their values are the new
+// names (migration 00028 rewrote stored rows, and input still accepts the old names).
+const (
+	ConcurrencySerial  = ConcurrencyBufferAll
+	ConcurrencyDiscard = ConcurrencySkip
+	ConcurrencyReplace = ConcurrencyTerminate
 )
 
 // Job is what to run.
@@ -52,6 +61,8 @@ type Job struct {
 	Data map[string]any
 
 	Concurrency ConcurrencyPolicy
+	// MaxConcurrent is the limit of ConcurrencyAtMost (1 to 1000); 0 for the other policies.
+	MaxConcurrent int
 	// PersistData stores the data a run returns back into Data (Quartz
 	// @PersistJobDataAfterExecution).
 	PersistData bool
@@ -81,6 +92,16 @@ type Job struct {
 	// ScriptVersion is a script job's current script version (the one Params holds), 0 for
 	// other jobs. ScriptVersionAdd sets it; JobInsert and JobUpdate ignore it.
 	ScriptVersion int64
+	// PausedBy, PauseNote and PausedAt say who paused the job, why and when; JobSetPause
+	// sets them, JobInsert and JobUpdate ignore them.
+	PausedBy  string
+	PauseNote string
+	PausedAt  int64
+	// PauseAfterFailures, when not 0, pauses the job after that many consecutive final
+	// failures; ConsecutiveFailures counts them (JobCountResult keeps it; JobInsert and
+	// JobUpdate ignore it).
+	PauseAfterFailures  int
+	ConsecutiveFailures int
 }
 
 // TriggerKind names a trigger's schedule kind; it matches schedule.Kind.
@@ -154,6 +175,10 @@ type Trigger struct {
 	NextFireAt   int64
 	PrevFireAt   int64
 	TimesFired   int64
+	// RunLimit, when not 0, is the TimesFired at which the trigger completes: its remaining
+	// runs are RunLimit - TimesFired, consumed in the transaction that acquires each fire (the
+	// one that advances TimesFired) and given back with a fire handed back unrun.
+	RunLimit int64
 	// Version is bumped by every write, so TriggerUpdate can refuse a stale copy.
 	Version int64
 

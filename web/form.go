@@ -33,7 +33,7 @@ type field struct {
 
 var jobFields = []field{
 	{"group", text}, {"name", text}, {"description", text}, {"handler", text}, {"app", text}, {"routing", text},
-	{"params", text}, {"params_secret", boolean}, {"script_note", text}, {"data", jsonText}, {"concurrency", text}, {"persist_data", boolean},
+	{"params", text}, {"params_secret", boolean}, {"script_note", text}, {"data", jsonText}, {"concurrency", text}, {"max_concurrent", integer}, {"pause_after_failures", integer}, {"persist_data", boolean},
 	{"requests_recovery", boolean}, {"timeout_ms", integer}, {"max_retries", integer},
 	{"retry_backoff_ms", integer}, {"dispatch_timeout_ms", integer}, {"alarm_targets", lines}, {"child_job_ids", idList},
 	{"alarm_policy.threshold", integer}, {"alarm_policy.window_ms", integer}, {"alarm_policy.silence_ms", integer},
@@ -54,7 +54,7 @@ var triggerKinds = map[string][]field{
 // triggerCommon are the fields every trigger kind sends.
 var triggerCommon = []field{
 	{"name", text}, {"time_zone", text}, {"start", text}, {"end", text}, {"calendar", text}, {"priority", integer},
-	{"misfire", text}, {"jitter_ms", integer}, {"dst", text}, {"catchup_window", text}, {"catchup", text},
+	{"misfire", text}, {"jitter_ms", integer}, {"dst", text}, {"catchup_window", text}, {"catchup", text}, {"remaining_runs", integer},
 }
 
 // Form is a form's values and errors by field path; Prefix is where the trigger's fields

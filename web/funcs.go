@@ -54,6 +54,7 @@ var funcs = template.FuncMap{
 		return v.Encode()
 	},
 	"schedText":    scheduleText,
+	"runsLeft":     func(t *store.Trigger) int64 { return max(t.RunLimit-t.TimesFired, 0) },
 	"previewCount": func() int { return previewCount },
 	"appOpts": func(apps []string, current string) [][2]string {
 		out := [][2]string{{"", "None (in-process)"}}
@@ -81,8 +82,10 @@ var funcs = template.FuncMap{
 		return out
 	},
 	"concurrencyOpts": func() [][2]string {
-		return [][2]string{{"allow", "Allow (side by side)"}, {"serial", "Serial (queue)"},
-			{"discard", "Discard (skip)"}, {"replace", "Replace (cancel old)"}}
+		return [][2]string{{"allow", "Allow (side by side)"}, {"skip", "Skip (drop the new fire)"},
+			{"buffer_one", "Buffer one (keep the newest)"}, {"buffer_all", "Buffer all (queue in order)"},
+			{"cancel", "Cancel (stop the old, then run)"}, {"terminate", "Terminate (kill the old, run now)"},
+			{"at_most", "At most N side by side"}}
 	},
 	"kindOpts": func() [][2]string {
 		return [][2]string{{"cron", "Cron expression"}, {"simple", "Every N milliseconds"}, {"once", "Once"},

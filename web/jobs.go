@@ -293,7 +293,8 @@ func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, op *server.E
 	if err != nil {
 		return err
 	}
-	if _, err := op.Execute(r.Context(), &server.JobRef{ID: id}); err != nil {
+	// A pause's note (the pause form's field) says why; a resume has none.
+	if _, err := op.Execute(r.Context(), &server.JobRef{ID: id, Note: r.PostFormValue("note")}); err != nil {
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=%s", id, done), http.StatusSeeOther)

@@ -29,14 +29,15 @@ func GlueType(handler string) string {
 	return GlueBean
 }
 
-// BlockStrategy maps a concurrency policy: serial queues, discard refuses while one runs,
-// replace kills the running one. XXL-JOB has no "allow" (runs side by side): its job thread
-// runs one at a time, so allow becomes serial.
+// BlockStrategy maps an overlap policy (by its name or old name): skip refuses while one
+// runs, cancel and terminate kill the running one, the others queue. XXL-JOB has no "allow"
+// (runs side by side) nor a limit: its job thread runs one at a time, so allow and at_most
+// become serial, and buffer_one too (its queue keeps every run).
 func BlockStrategy(concurrency string) string {
 	switch concurrency {
-	case "discard":
+	case "skip", "discard":
 		return BlockDiscard
-	case "replace":
+	case "terminate", "cancel", "replace":
 		return BlockCover
 	}
 	return BlockSerial

@@ -95,7 +95,8 @@ func TestMapping(t *testing.T) {
 			t.Errorf("GlueType(%q) = %q, want %q", h, got, want)
 		}
 	}
-	for c, want := range map[string]string{"": BlockSerial, "allow": BlockSerial, "serial": BlockSerial, "discard": BlockDiscard, "replace": BlockCover} {
+	for c, want := range map[string]string{"": BlockSerial, "allow": BlockSerial, "serial": BlockSerial, "discard": BlockDiscard, "replace": BlockCover,
+		"skip": BlockDiscard, "terminate": BlockCover, "cancel": BlockCover, "buffer_all": BlockSerial, "buffer_one": BlockSerial, "at_most": BlockSerial} {
 		if got := BlockStrategy(c); got != want {
 			t.Errorf("BlockStrategy(%q) = %q, want %q", c, got, want)
 		}

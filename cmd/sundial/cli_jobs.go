@@ -22,7 +22,7 @@ type jobFlags struct {
 	paramsFile                                                           string
 	paramsSecret                                                         bool
 	timeout, backoff, dispatchTimeout                                    time.Duration
-	retries                                                              int
+	retries, maxConcurrent, pauseAfterFailures                           int
 	recovery, persistData                                                bool
 	alarms                                                               []string
 	alarmThreshold                                                       int
@@ -41,7 +41,10 @@ func (j *jobFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&j.paramsFile, "params-file", "", "read the params from this file (- for stdin): secret params stay out of ps and shell history")
 	f.BoolVar(&j.paramsSecret, "params-secret", false, "store the params encrypted (the server needs --secret-key); shown as *** afterwards")
 	f.StringVar(&j.data, "data", "", `job data as a JSON object, e.g. '{"region":"eu"}'`)
-	f.StringVar(&j.concurrency, "concurrency", "", "when a fire finds the job running: allow, serial, discard or replace")
+	f.StringVar(&j.concurrency, "concurrency", "", "overlap policy, when a fire finds the job running: allow, skip, buffer_one, "+
+		"buffer_all, cancel, terminate or at_most (old names: serial, discard, replace)")
+	f.IntVar(&j.pauseAfterFailures, "pause-after-failures", 0, "pause the job, with a note, after this many runs in a row failed for good (0: never)")
+	f.IntVar(&j.maxConcurrent, "max-concurrent", 0, "with --concurrency at_most: how many runs at once, across the cluster (1 to 1000)")
 	f.DurationVar(&j.timeout, "timeout", 0, "cancel a run after this long (e.g. 30s; 0: never)")
 	f.IntVar(&j.retries, "retries", 0, "retries after a failed run")
 	f.DurationVar(&j.backoff, "backoff", 0, "wait before the first retry, doubling after each (e.g. 10s)")
@@ -106,6 +109,15 @@ func (j *jobFlags) apply(f *pflag.FlagSet, req *api.JobRequest, every bool) erro
 	}
 	if set("concurrency") {
 		req.Concurrency = j.concurrency
+		if !f.Changed("max-concurrent") && j.concurrency != "at_most" {
+			req.MaxConcurrent = 0 // the limit goes with at_most
+		}
+	}
+	if set("max-concurrent") {
+		req.MaxConcurrent = j.maxConcurrent
+	}
+	if set("pause-after-failures") {
+		req.PauseAfterFailures = j.pauseAfterFailures
 	}
 	if err := setMillis(set, msFlag{"timeout", j.timeout, &req.TimeoutMs}, msFlag{"backoff", j.backoff, &req.RetryBackoffMs},
 		msFlag{"dispatch-timeout", j.dispatchTimeout, &req.DispatchTimeoutMs}); err != nil {
@@ -246,6 +258,22 @@ func paramsShown(j api.Job) string {
 	return j.Params
 }
 
+// pauseShown is the job's pause on failure with its count so far.
+func pauseShown(j api.Job) string {
+	if j.PauseAfterFailures == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d (%d in a row now)", j.PauseAfterFailures, j.ConsecutiveFailures)
+}
+
+// concurrencyShown is the job's overlap policy with at_most's limit.
+func concurrencyShown(j api.Job) string {
+	if j.MaxConcurrent > 0 {
+		return j.Concurrency + " " + strconv.Itoa(j.MaxConcurrent)
+	}
+	return j.Concurrency
+}
+
 func showJob(w io.Writer, j api.Job) error {
 	data := ""
 	if len(j.Data) > 0 {
@@ -253,7 +281,7 @@ func showJob(w io.Writer, j api.Job) error {
 		data = string(b)
 	}
 	err := fields(w, "ID", itoa(j.ID), "Group", j.Group, "Name", j.Name, "Description", j.Description,
-		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", j.Concurrency,
+		"Handler", j.Handler, "App", j.App, "Routing", j.Routing, "Params", paramsShown(j), "Data", data, "Concurrency", concurrencyShown(j), "Pause after failures", pauseShown(j),
 		"Timeout", msDuration(j.TimeoutMs), "Retries", strconv.Itoa(j.MaxRetries), "Backoff", msDuration(j.RetryBackoffMs),
 		"Dispatch timeout", dispatchTimeoutShown(j), "Recovery", yesNo(j.RequestsRecovery), "Persist data", yesNo(j.PersistData),
 		"Alarms", strings.Join(j.AlarmTargets, ", "), "Alarm policy", alarmPolicyShown(j.AlarmPolicy), "State", jobState(j),
@@ -399,12 +427,16 @@ func newJobDeleteCmd(o *apiOptions) *cobra.Command {
 // newJobActionCmd makes pause and resume, which POST to /jobs/{id}/<action> and return the job.
 func newJobActionCmd(o *apiOptions, action, short, done string) *cobra.Command {
 	cmd := &cobra.Command{Use: action + " ID|NAME|GROUP/NAME", Short: short, Args: cobra.ExactArgs(1)}
+	var note string
+	if action == "pause" {
+		cmd.Flags().StringVar(&note, "note", "", "why the job is paused: shown with who paused it and when until it is resumed")
+	}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := jobRef(ctx, c, args[0])
 		if err != nil {
 			return err
 		}
-		act := c.PauseJob
+		act := func(ctx context.Context, id int64) (*api.Job, error) { return c.PauseJobNoted(ctx, id, note) }
 		if action == "resume" {
 			act = c.ResumeJob
 		}
@@ -448,6 +480,8 @@ func jobState(j api.Job) string {
 	switch {
 	case !j.Enabled:
 		return "disabled"
+	case j.Paused && j.PausedAt != nil:
+		return fmt.Sprintf("paused by %s at %s: %s", j.PausedBy, when(*j.PausedAt), j.PauseNote)
 	case j.Paused:
 		return "paused"
 	case len(j.Triggers) == 0:

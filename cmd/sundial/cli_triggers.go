@@ -43,7 +43,7 @@ Schedules (give one):
 Trigger options: --tz, --start/--end (RFC 3339), --calendar NAME (a stored exclusion calendar),
 --priority, --misfire POLICY, --jitter DURATION (spread each fire's start up to DURATION after its
 time), --dst quartz|once|once_skip_gap (local times a DST change repeats or skips),
---catchup-window DURATION, --catchup coalesce, --trigger-name, --trigger-group.`
+--catchup-window DURATION, --catchup coalesce, --remaining-runs N, --trigger-name, --trigger-group.`
 
 // triggerFlags are a trigger's schedule and options, for `job create` and `trigger add`.
 type triggerFlags struct {
@@ -59,6 +59,7 @@ type triggerFlags struct {
 	// The trigger's own description, params and data: `trigger add` only (on `job create`
 	// those flags are the job's).
 	description, params, data string
+	remainingRuns             int64
 }
 
 func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
@@ -81,6 +82,7 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 	f.StringVar(&t.dst, "dst", "", "DST policy: quartz (default), once, once_skip_gap")
 	f.StringVar(&t.catchUpWindow, "catchup-window", "", "how late a fire may be before the misfire policy applies, e.g. 2h (default the cluster's threshold)")
 	f.StringVar(&t.catchUp, "catchup", "", "coalesce: fires missed past the catch-up window become one run covering the gap")
+	f.Int64Var(&t.remainingRuns, "remaining-runs", 0, "fire this many more times, then complete (0: no limit)")
 	// On `job create`, --group is the job's group; the trigger's own name and group get a prefix.
 	name, grp := "name", "group"
 	if prefixed {
@@ -119,7 +121,7 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 	}
 	req := api.TriggerRequest{Group: t.group, Name: t.name, Start: t.start, End: t.end, Calendar: t.calendar,
 		Priority: t.priority, Misfire: t.misfire, Description: t.description, Params: t.params, DST: t.dst,
-		CatchUpWindow: t.catchUpWindow, CatchUp: t.catchUp}
+		CatchUpWindow: t.catchUpWindow, CatchUp: t.catchUp, RemainingRuns: t.remainingRuns}
 	if t.jitter < 0 || t.jitter%time.Millisecond != 0 {
 		return req, usageErrorf("--jitter %s: want a whole number of milliseconds, 0 or more", t.jitter)
 	}
@@ -223,6 +225,9 @@ func showTrigger(w io.Writer, t api.Trigger) error {
 		"Schedule", scheduleSummary(t), "Time zone", t.TimeZone, "Calendar", t.Calendar, "Priority", strconv.Itoa(t.Priority),
 		"Misfire", t.Misfire, "Jitter", (time.Duration(t.JitterMs) * time.Millisecond).String(), "DST", t.DST, "State", t.State, "Error", t.ErrorMessage, "Start", when(t.Start), "End", when(t.End),
 		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
+	if t.RemainingRuns != nil {
+		kv = append(kv, "Remaining runs", itoa(*t.RemainingRuns))
+	}
 	// A trigger's own description, params, data and catch-up policy are shown only when it
 	// has them.
 	if t.CatchUpWindow != "" {

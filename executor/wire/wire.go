@@ -54,12 +54,17 @@ type Misdirected struct {
 	Instance string `json:"instance"`
 }
 
-// Concurrency policies a run request may carry.
+// Concurrency policies a run request may carry (internal/jobrun.Policy explains them). A
+// server sends the first four names for allow, buffer_all, skip and terminate, which
+// executors of every version read; the last three came with overlap policies.
 const (
-	ConcurrencyAllow   = "allow"
-	ConcurrencySerial  = "serial"
-	ConcurrencyDiscard = "discard"
-	ConcurrencyReplace = "replace"
+	ConcurrencyAllow     = "allow"
+	ConcurrencySerial    = "serial"
+	ConcurrencyDiscard   = "discard"
+	ConcurrencyReplace   = "replace"
+	ConcurrencyBufferOne = "buffer_one"
+	ConcurrencyCancel    = "cancel"
+	ConcurrencyAtMost    = "at_most"
 )
 
 // Final states a result may carry.
@@ -187,6 +192,9 @@ type RunRequest struct {
 	// WorkflowInput is, for the run of a workflow node, what its handler is given: the run's
 	// params and its parent nodes' results ({"run_id", "node", "params", "parents"}).
 	WorkflowInput RawJSON `json:"workflow_input,omitempty"`
+	// MaxConcurrent is the limit of concurrency at_most (1 to 1000): how many runs of the job
+	// the executor runs side by side.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
 }
 
 // RunResponse is the executor's answer to run.

@@ -100,7 +100,7 @@ func testImportQuartz(t *testing.T, dialect string) {
 		"create    calendar nights: cron:* * 0-6 ? * *",
 		"Paused trigger groups: billing, later",
 		`create    job reports/nightly-report: "the nightly report", handler Gen$ReportJob, allow`,
-		"create    job billing/ledger: handler Gen$SerialJob, serial",
+		"create    job billing/ledger: handler Gen$SerialJob, buffer_all",
 		`create    trigger reports/weekday-halfhours: cron "0 0/30 9-17 ? * MON-FRI" Europe/Paris, calendar holidays, priority 7, misfire do_nothing, next 2027-01-04 09:00:00 CET, description "every half hour"`,
 		// A trigger's own job data is kept, to be merged over its job's at each fire.
 		`create    trigger ops/with-data: cron "0 0 3 * * ?" Europe/Paris, misfire smart, next 2027-01-05 03:00:00 CET, data {"mode":"full"}`,

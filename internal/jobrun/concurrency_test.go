@@ -12,7 +12,7 @@ var errReplaced = errors.New("replaced")
 // admission and the run's context.
 func started(t *testing.T, tr *Tracker[int64], id int64, p Policy) (Admission, context.Context) {
 	t.Helper()
-	a := tr.Admit(1, id, p, id, errReplaced)
+	a, _ := tr.Admit(1, id, Overlap{Policy: p}, id, errReplaced)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	t.Cleanup(func() { cancel(nil) })
 	if a == Run {
@@ -21,13 +21,13 @@ func started(t *testing.T, tr *Tracker[int64], id int64, p Policy) (Admission, c
 	return a, ctx
 }
 
-func TestTrackerSerialQueuesInOrder(t *testing.T) {
+func TestTrackerBufferAllQueuesInOrder(t *testing.T) {
 	tr := NewTracker[int64]()
-	if a, _ := started(t, tr, 1, Serial); a != Run {
+	if a, _ := started(t, tr, 1, BufferAll); a != Run {
 		t.Fatalf("run 1 of an idle job: %v, want Run", a)
 	}
 	for _, id := range []int64{2, 3} {
-		if a, _ := started(t, tr, id, Serial); a != Queued {
+		if a, _ := started(t, tr, id, BufferAll); a != Queued {
 			t.Fatalf("run %d while 1 is active: %v, want Queued", id, a)
 		}
 	}
@@ -35,7 +35,7 @@ func TestTrackerSerialQueuesInOrder(t *testing.T) {
 		t.Fatalf("load %d active %d queued, want 1 and 2", a, q)
 	}
 	// Another job is not held up by job 1.
-	if a := tr.Admit(2, 10, Serial, 10, nil); a != Run {
+	if a, _ := tr.Admit(2, 10, Overlap{Policy: BufferAll}, 10, nil); a != Run {
 		t.Fatalf("other job: %v", a)
 	}
 	next, ok := tr.Done(1, 1)
@@ -43,13 +43,13 @@ func TestTrackerSerialQueuesInOrder(t *testing.T) {
 		t.Fatalf("after 1: next %d %v, want 2", next, ok)
 	}
 	// The run handed back runs when admitted again, ahead of the rest of the queue.
-	if a, _ := started(t, tr, next, Serial); a != Run {
+	if a, _ := started(t, tr, next, BufferAll); a != Run {
 		t.Fatalf("run 2 handed back: %v, want Run", a)
 	}
 	if next, ok := tr.Done(1, 2); !ok || next != 3 {
 		t.Fatalf("after 2: next %d %v, want 3", next, ok)
 	}
-	started(t, tr, 3, Serial)
+	started(t, tr, 3, BufferAll)
 	if next, ok := tr.Done(1, 3); ok {
 		t.Fatalf("after 3: next %d, want none", next)
 	}
@@ -58,14 +58,14 @@ func TestTrackerSerialQueuesInOrder(t *testing.T) {
 	}
 }
 
-func TestTrackerDiscardAllowReplace(t *testing.T) {
+func TestTrackerSkipAllowTerminate(t *testing.T) {
 	tr := NewTracker[int64]()
-	started(t, tr, 1, Discard)
-	if a, _ := started(t, tr, 2, Discard); a != Skip {
+	started(t, tr, 1, Skip)
+	if a, _ := started(t, tr, 2, Skip); a != Skipped {
 		t.Fatalf("discard while one runs: %v", a)
 	}
 	tr.Done(1, 1)
-	if a, _ := started(t, tr, 3, Discard); a != Run {
+	if a, _ := started(t, tr, 3, Skip); a != Run {
 		t.Fatalf("discard when idle: %v", a)
 	}
 	tr.Done(1, 3)
@@ -80,7 +80,7 @@ func TestTrackerDiscardAllowReplace(t *testing.T) {
 	if ctx1.Err() != nil {
 		t.Fatal("allow canceled a run")
 	}
-	if a, ctx7 := started(t, tr, 7, Replace); a != Run || ctx7.Err() != nil {
+	if a, ctx7 := started(t, tr, 7, Terminate); a != Run || ctx7.Err() != nil {
 		t.Fatalf("replace: %v %v", a, ctx7.Err())
 	}
 	if !errors.Is(context.Cause(ctx1), errReplaced) {
@@ -93,9 +93,9 @@ func TestTrackerDiscardAllowReplace(t *testing.T) {
 
 func TestTrackerUnqueueTakeCancel(t *testing.T) {
 	tr := NewTracker[int64]()
-	started(t, tr, 1, Serial)
+	started(t, tr, 1, BufferAll)
 	for _, id := range []int64{2, 3, 4} {
-		started(t, tr, id, Serial)
+		started(t, tr, id, BufferAll)
 	}
 	if !tr.Unqueue(1, 3) || tr.Unqueue(1, 3) || tr.Unqueue(1, 1) {
 		t.Fatal("Unqueue: want true for a queued run only, once")
@@ -106,10 +106,10 @@ func TestTrackerUnqueueTakeCancel(t *testing.T) {
 	if _, ok := tr.Done(1, 1); ok {
 		t.Fatal("a taken queue handed a run back")
 	}
-	started(t, tr, 5, Serial)
-	started(t, tr, 6, Serial)
-	tr.Admit(2, 7, Serial, 7, nil)
-	tr.Admit(2, 8, Serial, 8, nil)
+	started(t, tr, 5, BufferAll)
+	started(t, tr, 6, BufferAll)
+	tr.Admit(2, 7, Overlap{Policy: BufferAll}, 7, nil)
+	tr.Admit(2, 8, Overlap{Policy: BufferAll}, 8, nil)
 	if got := tr.TakeAllQueued(); len(got) != 2 {
 		t.Fatalf("TakeAllQueued: %v, want runs 6 and 8", got)
 	}
@@ -121,7 +121,8 @@ func TestTrackerUnqueueTakeCancel(t *testing.T) {
 }
 
 func TestParsePolicy(t *testing.T) {
-	for in, want := range map[string]Policy{"": Allow, "allow": Allow, "serial": Serial, "discard": Discard, "replace": Replace} {
+	for in, want := range map[string]Policy{"": Allow, "allow": Allow, "serial": BufferAll, "discard": Skip, "replace": Terminate,
+		"skip": Skip, "buffer_one": BufferOne, "buffer_all": BufferAll, "cancel": Cancel, "terminate": Terminate, "at_most": AtMost} {
 		if got, err := ParsePolicy(in); err != nil || got != want {
 			t.Errorf("ParsePolicy(%q) = %q, %v", in, got, err)
 		}
@@ -138,7 +139,7 @@ func TestTrackerCancelByID(t *testing.T) {
 	if tr.Busy() {
 		t.Fatal("an empty tracker is busy")
 	}
-	if tr.Admit(3, 30, Allow, 30, nil) != Run || !tr.Busy() {
+	if a, _ := tr.Admit(3, 30, Overlap{Policy: Allow}, 30, nil); a != Run || !tr.Busy() {
 		t.Fatal("an admitted run makes the tracker busy")
 	}
 	if tr.Cancel(30, errReplaced) {

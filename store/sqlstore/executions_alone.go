@@ -15,7 +15,10 @@ import (
 // returned as busy, and of several fires of one job only the first given is claimed. Runs of
 // o itself do not count: keeping them apart is the node's own concurrency tracker's work,
 // and its finished runs may wait in its result writer a moment before they leave the table.
-func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, firedAt int64) (won, busy []int64, err error) {
+// A job in limits is counted instead: its runs for other owners and the fires claimed in this
+// call may number up to its limit (o's own runs are the caller's to subtract, as its tracker
+// knows them, finished or not, better than this table).
+func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, limits map[int64]int, firedAt int64) (won, busy []int64, err error) {
 	owned, ownedArgs := ownedBy(o)
 	err = e.inTx(ctx, func(e *executor) error {
 		won, busy = nil, nil
@@ -42,6 +45,7 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner
 			return nil
 		}
 		elsewhere := map[int64]bool{}
+		runs := map[int64]int{} // running executions of the jobs for other owners
 		for _, c := range chunks(len(jobIDs)) {
 			in, args := inList(jobIDs[c[0]:c[1]])
 			// Locked in id order, so two claimers never wait on each other crosswise. A deleted
@@ -59,17 +63,28 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner
 			for _, j := range running {
 				elsewhere[j] = true
 			}
+			counts, err := scanPairs(e.query(ctx, "SELECT job_id, COUNT(*) FROM executions_live WHERE job_id IN "+in+
+				" AND state = 'running' AND NOT ("+owned+") GROUP BY job_id", append(args, ownedArgs...)...))
+			if err != nil {
+				return err
+			}
+			for _, p := range counts {
+				runs[p[0]] = int(p[1])
+			}
 		}
 		var claim []int64
-		taken := map[int64]bool{}
+		taken := map[int64]int{}
 		for _, id := range ids {
 			job, ok := jobOf[id]
+			limit, limited := limits[job]
 			switch {
 			case !ok: // not acquired by node: lost to another node, as for ExecutionsMarkRunning
-			case elsewhere[job] || taken[job]:
+			case limited && runs[job]+taken[job] >= limit:
+				busy = append(busy, id)
+			case !limited && (elsewhere[job] || taken[job] > 0):
 				busy = append(busy, id)
 			default:
-				taken[job] = true
+				taken[job]++
 				claim = append(claim, id)
 			}
 		}

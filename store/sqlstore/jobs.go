@@ -12,11 +12,11 @@ import (
 
 const jobCols = "id, group_name, name, description, target_kind, handler, app, params, data, concurrency, " +
 	"persist_data, requests_recovery, timeout_ms, max_retries, retry_backoff_ms, routing, alarm_targets, " +
-	"child_job_ids, enabled, params_secret, alarm_policy, dispatch_timeout_ms, created_at, updated_at"
+	"child_job_ids, enabled, params_secret, alarm_policy, dispatch_timeout_ms, max_concurrent, pause_after_failures, created_at, updated_at"
 
 // jobSelectCols adds what the job's row keeps that no insert or update of the job writes:
 // script_version is ScriptVersionAdd's.
-const jobSelectCols = jobCols + ", script_version"
+const jobSelectCols = jobCols + ", script_version, paused_by, pause_note, paused_at, consecutive_failures"
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -25,7 +25,8 @@ func scanJob(r rowScanner) (*store.Job, error) {
 	var data, alarms, children, policy string
 	err := r.Scan(&j.ID, &j.Group, &j.Name, &j.Description, &j.TargetKind, &j.Handler, &j.App, &j.Params,
 		&data, &j.Concurrency, &j.PersistData, &j.RequestsRecovery, &j.TimeoutMs, &j.MaxRetries,
-		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.ParamsSecret, &policy, &j.DispatchTimeoutMs, &j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion)
+		&j.RetryBackoffMs, &j.Routing, &alarms, &children, &j.Enabled, &j.ParamsSecret, &policy, &j.DispatchTimeoutMs, &j.MaxConcurrent, &j.PauseAfterFailures,
+		&j.CreatedAt, &j.UpdatedAt, &j.ScriptVersion, &j.PausedBy, &j.PauseNote, &j.PausedAt, &j.ConsecutiveFailures)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func jobValues(j *store.Job) ([]any, error) {
 	}
 	return []any{j.Group, j.Name, j.Description, string(j.TargetKind), j.Handler, j.App, j.Params, data,
 		string(conc), j.PersistData, j.RequestsRecovery, j.TimeoutMs, j.MaxRetries, j.RetryBackoffMs,
-		j.Routing, alarms, children, j.Enabled, j.ParamsSecret, policy, j.DispatchTimeoutMs}, nil
+		j.Routing, alarms, children, j.Enabled, j.ParamsSecret, policy, j.DispatchTimeoutMs, j.MaxConcurrent, j.PauseAfterFailures}, nil
 }
 
 // JobInsert stores j and sets its ID and timestamps.
@@ -218,7 +219,7 @@ func (e *executor) JobUpdate(ctx context.Context, j *store.Job) error {
 	res, err := e.exec(ctx, `UPDATE jobs SET group_name = ?, name = ?, description = ?, target_kind = ?, handler = ?,
 		app = ?, params = ?, data = ?, concurrency = ?, persist_data = ?, requests_recovery = ?, timeout_ms = ?,
 		max_retries = ?, retry_backoff_ms = ?, routing = ?, alarm_targets = ?, child_job_ids = ?, enabled = ?,
-		params_secret = ?, alarm_policy = ?, dispatch_timeout_ms = ?, updated_at = ? WHERE id = ?`, vals...)
+		params_secret = ?, alarm_policy = ?, dispatch_timeout_ms = ?, max_concurrent = ?, pause_after_failures = ?, updated_at = ? WHERE id = ?`, vals...)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return &store.ExistsError{Kind: "job", Key: j.Group + "/" + j.Name}
@@ -232,6 +233,39 @@ func (e *executor) JobUpdate(ctx context.Context, j *store.Job) error {
 	}
 	j.UpdatedAt = now
 	return nil
+}
+
+// JobSetPause records (or, with empty values, clears) who paused the job, why and when.
+func (e *executor) JobSetPause(ctx context.Context, id int64, by, note string, at int64) error {
+	res, err := e.exec(ctx, "UPDATE jobs SET paused_by = ?, pause_note = ?, paused_at = ? WHERE id = ?", by, note, at, id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: set the pause note of job %d: %w", id, err)
+	}
+	if n, err := affected(res); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// JobCountResult counts a final result: failures in a row, reset by a success.
+func (e *executor) JobCountResult(ctx context.Context, id int64, failed bool) (int, error) {
+	q := "UPDATE jobs SET consecutive_failures = consecutive_failures + 1 WHERE id = ?"
+	if !failed {
+		q = "UPDATE jobs SET consecutive_failures = 0 WHERE id = ? AND consecutive_failures <> 0"
+	}
+	if _, err := e.exec(ctx, q, id); err != nil {
+		return 0, fmt.Errorf("sqlstore: count a result of job %d: %w", id, err)
+	}
+	var n int
+	if err := e.queryRow(ctx, "SELECT consecutive_failures FROM jobs WHERE id = ?", id).Scan(&n); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+		}
+		return 0, fmt.Errorf("sqlstore: count a result of job %d: %w", id, err)
+	}
+	return n, nil
 }
 
 // JobSetData replaces the job's data map.

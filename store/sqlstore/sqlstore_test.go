@@ -157,3 +157,41 @@ func rebind(dialect, q string) string {
 	}
 	return b.String()
 }
+
+// TestMigrationRenamesOverlapPolicies checks migration 00028: jobs stored with the old
+// policy names (serial, discard, replace) read back under the new ones, allow stays.
+func TestMigrationRenamesOverlapPolicies(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := sqlstore.Open(ctx, testdb.DSN(t, dialect))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.MigrateTo(ctx, 27); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]store.ConcurrencyPolicy{"serial": store.ConcurrencyBufferAll, "discard": store.ConcurrencySkip,
+				"replace": store.ConcurrencyTerminate, "allow": store.ConcurrencyAllow}
+			for old := range want {
+				if _, err := s.DB().ExecContext(ctx, rebind(dialect, "INSERT INTO jobs (group_name, name, description, target_kind, handler, params, data, concurrency,"+
+					" alarm_targets, child_job_ids, created_at, updated_at) VALUES ('g', ?, '', 'local', 'noop', '', '', ?, '', '', 1, 1)"), old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for old, now := range want {
+				j, err := s.JobGetByKey(ctx, "g", old)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if j.Concurrency != now || j.MaxConcurrent != 0 {
+					t.Errorf("job stored with %s reads %s (max %d), want %s", old, j.Concurrency, j.MaxConcurrent, now)
+				}
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ import (
 
 const triggerCols = "id, job_id, group_name, name, description, kind, spec, time_zone, start_at, end_at, " +
 	"calendar_name, priority, misfire_policy, state, error_message, next_fire_at, prev_fire_at, times_fired, " +
-	"version, created_at, updated_at, params, data, jitter_ms, dst_policy, catchup_window_ms, catchup"
+	"version, created_at, updated_at, params, data, jitter_ms, dst_policy, catchup_window_ms, catchup, run_limit"
 
 func scanTrigger(r rowScanner) (*store.Trigger, error) {
 	var t store.Trigger
@@ -20,7 +20,7 @@ func scanTrigger(r rowScanner) (*store.Trigger, error) {
 	err := r.Scan(&t.ID, &t.JobID, &t.Group, &t.Name, &t.Description, &t.Kind, &t.Spec, &t.TimeZone,
 		&t.StartAt, &t.EndAt, &cal, &t.Priority, &t.MisfirePolicy, &t.State, &t.ErrorMessage, &t.NextFireAt,
 		&t.PrevFireAt, &t.TimesFired, &t.Version, &t.CreatedAt, &t.UpdatedAt, &t.Params, &data, &t.JitterMs, &t.DSTPolicy,
-		&t.CatchUpWindow, &t.CatchUp)
+		&t.CatchUpWindow, &t.CatchUp, &t.RunLimit)
 	t.CalendarName = cal.String
 	if err == nil {
 		err = decodeJSON(data, &t.Data)
@@ -69,10 +69,10 @@ func (e *executor) TriggerInsert(ctx context.Context, t *store.Trigger) error {
 		return err
 	}
 	now := e.cfg.now()
-	id, err := e.insertID(ctx, "INSERT INTO triggers ("+triggerCols[len("id, "):]+") VALUES "+placeholders(26),
+	id, err := e.insertID(ctx, "INSERT INTO triggers ("+triggerCols[len("id, "):]+") VALUES "+placeholders(27),
 		t.JobID, t.Group, t.Name, t.Description, string(t.Kind), t.Spec, t.TimeZone, t.StartAt, t.EndAt,
 		nullString(t.CalendarName), prio, t.MisfirePolicy, string(state), t.ErrorMessage, t.NextFireAt,
-		t.PrevFireAt, t.TimesFired, int64(1), now, now, t.Params, data, t.JitterMs, t.DSTPolicy, t.CatchUpWindow, t.CatchUp)
+		t.PrevFireAt, t.TimesFired, int64(1), now, now, t.Params, data, t.JitterMs, t.DSTPolicy, t.CatchUpWindow, t.CatchUp, t.RunLimit)
 	if err != nil {
 		switch {
 		case isUniqueViolation(err):
@@ -167,10 +167,10 @@ func (e *executor) TriggerUpdate(ctx context.Context, t *store.Trigger) error {
 	res, err := e.exec(ctx, `UPDATE triggers SET job_id = ?, group_name = ?, name = ?, description = ?, kind = ?,
 		spec = ?, time_zone = ?, start_at = ?, end_at = ?, calendar_name = ?, priority = ?, misfire_policy = ?,
 		state = ?, error_message = ?, next_fire_at = ?, prev_fire_at = ?, times_fired = ?, params = ?, data = ?,
-		jitter_ms = ?, dst_policy = ?, catchup_window_ms = ?, catchup = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?`,
+		jitter_ms = ?, dst_policy = ?, catchup_window_ms = ?, catchup = ?, run_limit = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?`,
 		t.JobID, t.Group, t.Name, t.Description, string(t.Kind), t.Spec, t.TimeZone, t.StartAt, t.EndAt,
 		nullString(t.CalendarName), prio, t.MisfirePolicy, string(t.State), t.ErrorMessage, t.NextFireAt,
-		t.PrevFireAt, t.TimesFired, t.Params, data, t.JitterMs, t.DSTPolicy, t.CatchUpWindow, t.CatchUp, now, t.ID, t.Version)
+		t.PrevFireAt, t.TimesFired, t.Params, data, t.JitterMs, t.DSTPolicy, t.CatchUpWindow, t.CatchUp, t.RunLimit, now, t.ID, t.Version)
 	if err != nil {
 		switch {
 		case isUniqueViolation(err):

@@ -13,7 +13,7 @@ func testJobs(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	j := &store.Job{Group: "billing", Name: "invoice", Description: "monthly", TargetKind: store.TargetRemote,
 		Handler: "invoiceHandler", App: "billing-app", Params: "--all", Data: map[string]any{"k": "v", "n": 1.5},
-		Concurrency: store.ConcurrencySerial, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
+		Concurrency: store.ConcurrencyAtMost, MaxConcurrent: 7, PauseAfterFailures: 4, PersistData: true, RequestsRecovery: true, TimeoutMs: 30000,
 		MaxRetries: 3, RetryBackoffMs: 500, DispatchTimeoutMs: 15000, Routing: "round_robin", AlarmTargets: []string{"ops@example.com"},
 		AlarmPolicy: store.AlarmPolicy{Threshold: 3, WindowMs: 60000, SilenceMs: 120000, Recovery: true},
 		ChildJobIDs: []int64{7, 8}, Enabled: true, ParamsSecret: true}
@@ -40,11 +40,29 @@ func testJobs(t *testing.T, s store.Store) {
 
 	j.Description, j.Data, j.Enabled, j.AlarmTargets, j.ParamsSecret, j.DispatchTimeoutMs = "weekly", nil, false, nil, false, 2500
 	j.AlarmPolicy = store.AlarmPolicy{}
+	j.Concurrency, j.MaxConcurrent = store.ConcurrencyCancel, 0
 	noErr(t, s.JobUpdate(ctx, j))
 	got = get(s.JobGet(ctx, j.ID)).ok(t)
-	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil || got.ParamsSecret || got.DispatchTimeoutMs != 2500 {
+	if got.Description != "weekly" || got.Data != nil || got.Enabled || got.AlarmTargets != nil || got.ParamsSecret || got.DispatchTimeoutMs != 2500 ||
+		got.Concurrency != store.ConcurrencyCancel || got.MaxConcurrent != 0 {
 		t.Fatalf("after JobUpdate: %+v", got)
 	}
+	for i, failed := range []bool{true, true, false, true} {
+		n := get(s.JobCountResult(ctx, j.ID, failed)).ok(t)
+		equal(t, "failures in a row", n, []int{1, 2, 0, 1}[i])
+	}
+	equal(t, "failures in a row read back", get(s.JobGet(ctx, j.ID)).ok(t).ConsecutiveFailures, 1)
+	_, err = s.JobCountResult(ctx, j.ID+1000, true)
+	wantErr(t, err, store.ErrNotFound)
+	noErr(t, s.JobSetPause(ctx, j.ID, "alice", "vendor down", 1234))
+	got = get(s.JobGet(ctx, j.ID)).ok(t)
+	if got.PausedBy != "alice" || got.PauseNote != "vendor down" || got.PausedAt != 1234 {
+		t.Fatalf("after JobSetPause: by %q note %q at %d", got.PausedBy, got.PauseNote, got.PausedAt)
+	}
+	noErr(t, s.JobSetPause(ctx, j.ID, "", "", 0))
+	got = get(s.JobGet(ctx, j.ID)).ok(t)
+	equal(t, "pause cleared", got.PausedBy+got.PauseNote, "")
+	wantErr(t, s.JobSetPause(ctx, j.ID+1000, "a", "b", 1), store.ErrNotFound)
 	noErr(t, s.JobSetData(ctx, j.ID, map[string]any{"count": 2.0}))
 	got = get(s.JobGet(ctx, j.ID)).ok(t)
 	equal(t, "data count", got.Data["count"], any(2.0))

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ExecutionsInsert", func(t *testing.T) { t.Parallel(); testExecutionsInsert(t, open(t)) })
 	t.Run("ExecutionLifecycle", func(t *testing.T) { t.Parallel(); testExecutionLifecycle(t, open(t)) })
 	t.Run("MarkRunningAlone", func(t *testing.T) { t.Parallel(); testMarkRunningAlone(t, open(t)) })
+	t.Run("MarkRunningLimited", func(t *testing.T) { t.Parallel(); testMarkRunningLimited(t, open(t)) })
 	t.Run("CompleteTwice", func(t *testing.T) { t.Parallel(); testCompleteTwice(t, open(t)) })
 	t.Run("AlarmReclaim", func(t *testing.T) { t.Parallel(); testAlarmReclaim(t, open(t)) })
 	t.Run("JobAlarmState", func(t *testing.T) { t.Parallel(); testJobAlarmState(t, open(t)) })

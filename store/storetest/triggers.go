@@ -18,7 +18,7 @@ func testTriggers(t *testing.T, s store.Store) {
 	noErr(t, s.CalendarPut(ctx, &store.Calendar{Name: "holidays", Spec: `{"dates":["2026-12-25"]}`}))
 	tr := &store.Trigger{JobID: j.ID, Group: "tg", Name: "every-minute", Description: "d", Kind: store.TriggerCron,
 		Spec: `{"expr":"0 * * * * ?"}`, TimeZone: "Europe/Paris", StartAt: 1000, EndAt: 9_000_000, CalendarName: "holidays",
-		MisfirePolicy: "fire_once_now", NextFireAt: 60_000}
+		MisfirePolicy: "fire_once_now", NextFireAt: 60_000, RunLimit: 12}
 	noErr(t, s.TriggerInsert(ctx, tr))
 	equal(t, "default priority", tr.Priority, store.DefaultPriority)
 	equal(t, "default state", tr.State, store.TriggerWaiting)
@@ -39,11 +39,11 @@ func testTriggers(t *testing.T, s store.Store) {
 
 	// Optimistic update: a stale copy is refused.
 	stale := *got
-	got.Priority, got.CalendarName, got.Description = 9, "", "changed"
+	got.Priority, got.CalendarName, got.Description, got.RunLimit = 9, "", "changed", 3
 	noErr(t, s.TriggerUpdate(ctx, got))
 	equal(t, "version after update", got.Version, int64(2))
 	again := get(s.TriggerGet(ctx, tr.ID)).ok(t)
-	if again.Priority != 9 || again.CalendarName != "" || again.Description != "changed" || again.Version != 2 {
+	if again.Priority != 9 || again.CalendarName != "" || again.Description != "changed" || again.Version != 2 || again.RunLimit != 3 {
 		t.Fatalf("after TriggerUpdate: %+v", again)
 	}
 	stale.Description = "lost update"
