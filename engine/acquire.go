@@ -174,8 +174,7 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 	cause := store.CauseSchedule
 	var execs []*store.Execution
 	misfired := false
-	// A trigger with jitter counts its lateness from its fire's start, not its scheduled time.
-	window := e.catchUpWindow(row) + jitter(row, tr.Next)
+	window := e.lateAllowance(row, tr.Next)
 	if row.CatchUp == store.CatchUpCoalesce {
 		// The missed fires become one run now covering them all; the misfire policy, made
 		// for fires one by one, does not apply. Without room the trigger waits as it is:
@@ -276,7 +275,7 @@ func (e *Engine) misfireReturned(ctx context.Context, q store.Querier, returned 
 		slices.SortFunc(fs, func(a, b *pendingFire) int { return cmp.Compare(a.exec.ScheduledAt, b.exec.ScheduledAt) })
 		skip := len(fs) // fs[:skip] are skipped, the rest run
 		first := time.UnixMilli(fs[0].exec.ScheduledAt)
-		switch tr.Missed(cal, first, now, window+jitter(row, first)) {
+		switch tr.Missed(cal, first, now, e.lateAllowance(row, first)) {
 		case schedule.MissedFireAll:
 			continue
 		case schedule.MissedFireOnce:
@@ -303,6 +302,13 @@ func jitterDue(row *store.Trigger, ms int64) int64 {
 		return 0
 	}
 	return ms + jitter(row, time.UnixMilli(ms)).Milliseconds()
+}
+
+// lateAllowance is how late past its scheduled time t a fire of row may be before its
+// misfire policy (or its coalesced catch-up) applies: the trigger's catch-up window, counted
+// from the fire's jittered start.
+func (e *Engine) lateAllowance(row *store.Trigger, t time.Time) time.Duration {
+	return e.catchUpWindow(row) + jitter(row, t)
 }
 
 // catchUpWindow is how late the trigger's fire may be before its misfire policy (or its

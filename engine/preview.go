@@ -49,7 +49,7 @@ func (e *Engine) PreviewTrigger(ctx context.Context, row *store.Trigger, now tim
 	}
 	tr.SkipExcluded(cal)
 	var p Preview
-	window := e.catchUpWindow(row) + jitter(row, tr.Next)
+	window := e.lateAllowance(row, tr.Next)
 	if row.CatchUp == store.CatchUpCoalesce {
 		if _, ok := tr.Coalesce(cal, now, window); ok {
 			p.Misfired = true

@@ -258,15 +258,12 @@ func (s *Server) appendLogs(ctx context.Context, batch []logAppend) ([]error, er
 }
 
 func (s *Server) appendLogsTogether(ctx context.Context, batch []logAppend) error {
-	tx, err := s.store.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, a := range batch {
-		if _, err := tx.ExecutionLogAppend(ctx, a.id, a.lines); err != nil {
-			return err
+	return store.InTx(ctx, s.store, func(q store.Querier) error {
+		for _, a := range batch {
+			if _, err := q.ExecutionLogAppend(ctx, a.id, a.lines); err != nil {
+				return err
+			}
 		}
-	}
-	return tx.Commit()
+		return nil
+	})
 }
