@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -119,6 +121,25 @@ func (e *executor) moveToHistory(ctx context.Context, ids []int64, cond string, 
 	var moved []*store.Execution
 	err := e.inTx(ctx, func(e *executor) error {
 		wheres, whereArgs := e.liveWheres(ids, cond, condArgs)
+		if e.d().kind == sqlite {
+			// One writer at a time: the DELETE's RETURNING hands back the rows it removed, and
+			// nothing can change them before the history insert below. One statement fewer
+			// per batch than a locking read, an insert and a delete.
+			for i, where := range wheres {
+				xs, err := scanExecutions(e.query(ctx, "DELETE FROM executions_live WHERE "+where+" RETURNING "+executionCols, whereArgs[i]...))
+				if err != nil {
+					return err
+				}
+				moved = append(moved, xs...)
+			}
+			slices.SortFunc(moved, func(a, b *store.Execution) int { return cmp.Compare(a.ID, b.ID) })
+			for _, x := range moved {
+				if end != nil {
+					end(x)
+				}
+			}
+			return e.insertHistory(ctx, moved)
+		}
 		for i, where := range wheres {
 			xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions_live WHERE "+where+" ORDER BY id"+e.d().lock(), whereArgs[i]...))
 			if err != nil {
