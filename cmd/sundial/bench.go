@@ -244,10 +244,13 @@ func newBenchOverloadCmd(b *benchFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "overload",
 		Short: "Capacity first, then twice it demanded: slower, never stopped",
-		Long: `Measure the nodes' capacity (a burst of --capacity-fires one-shot fires all due at once,
-drained), then demand --factor times it for --duration (capacity × factor × interval
-triggers, each firing every --interval), and report:
+		Long: `Measure the nodes' capacity (a short ramp of steady loads: --ramp-from fires/s, then
+twice that, and so on, each for a second's warm-up and --ramp-step, until the nodes fire
+less than 90 % of the demand; the capacity is the most they fired), then demand --factor
+times it for --duration (capacity × factor × interval triggers, each firing every
+--interval), and report:
 
+  ramp               each step's demand and what the nodes fired
   windows            the fires started in each second of the demand; min is the fewest,
                      with its share of the capacity (target: at least 90 %, no window at 0)
   leadership_changes the nodes' leadership transitions until the drain ended (target 0)
@@ -260,12 +263,15 @@ triggers, each firing every --interval), and report:
 --capacity skips the measurement. --work gives each handler that much work, so that
 --max-running bounds the capacity (fires/s = max-running / work) below the database's.`,
 		Example: `  sundial bench overload --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable' --duration 60s
-  sundial bench overload --capacity-fires 200 --work 50ms --max-running 2 --duration 5s`,
+  sundial bench overload --db 'mysql://root@tcp(127.0.0.1:3306)/bench'
+  sundial bench overload --ramp-from 10 --work 50ms --max-running 2 --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
-			case cfg.CapacityFires < 1 || cfg.Capacity < 0:
-				return usageErrorf("--capacity-fires must be positive and --capacity not negative")
+			case cfg.RampFrom <= 0 || cfg.Capacity < 0:
+				return usageErrorf("--ramp-from must be positive and --capacity not negative")
+			case cfg.RampStep < 100*time.Millisecond:
+				return usageErrorf("--ramp-step %s: must be at least 100ms", cfg.RampStep)
 			case cfg.Factor <= 0:
 				return usageErrorf("--factor %g: must be positive", cfg.Factor)
 			case cfg.Interval < time.Millisecond || cfg.Duration < cfg.Interval:
@@ -282,7 +288,8 @@ triggers, each firing every --interval), and report:
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.CapacityFires, "capacity-fires", 20000, "one-shot fires of the burst the capacity is measured with")
+	f.Float64Var(&cfg.RampFrom, "ramp-from", 1000, "the capacity ramp's first demand, in fires/s (each step doubles it)")
+	f.DurationVar(&cfg.RampStep, "ramp-step", 2*time.Second, "how long each step of the capacity ramp is measured")
 	f.Float64Var(&cfg.Capacity, "capacity", 0, "take this capacity (fires/s) instead of measuring it")
 	f.Float64Var(&cfg.Factor, "factor", 2, "the demand, as a multiple of the capacity")
 	f.DurationVar(&cfg.Interval, "interval", time.Second, "each trigger's interval")

@@ -78,7 +78,7 @@ func TestBenchOverload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a few seconds of real time")
 	}
-	code, out, errOut := runCLI(t, "", "bench", "overload", "--capacity-fires", "20", "--work", "50ms", "--max-running", "2",
+	code, out, errOut := runCLI(t, "", "bench", "overload", "--ramp-from", "10", "--ramp-step", "1s", "--work", "50ms", "--max-running", "2",
 		"--duration", "2s", "--max-drain", "1m", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -97,7 +97,8 @@ func TestBenchOverload(t *testing.T) {
 func TestBenchOverloadBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"--factor", "0"},
-		{"--capacity-fires", "0"},
+		{"--ramp-from", "0"},
+		{"--ramp-step", "10ms"},
 		{"--interval", "0s"},
 		{"--duration", "100ms"},
 		{"--processes", "1"},

@@ -49,7 +49,7 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 	}
 	defer c.stores[0].JobDelete(context.Background(), job.ID)
 	res.InsertRate = rate
-	t0 := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	t0 := firstFireAt(len(ids), rate)
 	first := func(i int) time.Time { return t0.Add(time.Duration(i) * cfg.Interval / time.Duration(len(ids))) }
 	if err := c.release(ctx, ids, first); err != nil {
 		return res, err
@@ -62,6 +62,7 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 		c.stop()
 		return res, err
 	}
+	c.lateStart(t0)
 	if !sleepUntil(ctx, from) {
 		c.stop()
 		return res, ctx.Err()
