@@ -24,7 +24,7 @@ type firePathCost struct {
 // with a handler that returns at once, and counts the statements and transactions the fire
 // path sent for them: the acquisition rounds, the claims and the result writes (not the
 // heartbeats, lease and other per-second work of the node).
-func measureFirePath(t *testing.T, dialect string, n int) firePathCost {
+func measureFirePath(t *testing.T, dialect string, n int, output bool) firePathCost {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, testdb.DSN(t, dialect), sqlstore.WithOperationCounts())
@@ -41,6 +41,9 @@ func measureFirePath(t *testing.T, dialect string, n int) firePathCost {
 		insertTrigger(t, st, job, fmt.Sprintf("t%d", i), schedule.Simple{Interval: time.Second}, due, nil)
 	}
 	r := newRecorder()
+	if output {
+		r.behave = func(context.Context, *Fire) Result { return Result{Logs: []string{"one", "two"}} }
+	}
 	// One acquisition round at the start takes every fire (they are due within the
 	// look-ahead); no poll comes before the test ends.
 	e := newEngine(t, st, r, "writes", clock.Real{}, func(c *Config) { c.PollInterval, c.Acquirers = time.Hour, 1 })
@@ -81,7 +84,8 @@ func drain[T any](ch <-chan T) []T {
 // node's row held, due triggers and pending runs locked, the run inserted and probed for an
 // ended twin, the trigger advanced), one claim (acquired → running) and one result write (the
 // run moved to the history); 200 fires due at one instant share those statements, bar a
-// result write or two more when their handlers end a few milliseconds apart.
+// result write or two more when their handlers end a few milliseconds apart, and their output
+// adds one statement to each result write.
 func TestWritesPerFire(t *testing.T) {
 	// The statements of one result write: PostgreSQL moves the run in one statement, SQLite
 	// in two (a DELETE … RETURNING, the history insert), MySQL and MariaDB in three (a locking
@@ -95,13 +99,16 @@ func TestWritesPerFire(t *testing.T) {
 		lone := acquisition + claim[dialect] + completion[dialect]
 		for _, tc := range []struct {
 			fires                    int
+			output                   bool // each handler returns two lines of output
 			statements, transactions int64
 		}{
-			{1, lone, 3},
-			{200, lone + 2*completion[dialect], 5},
+			{1, false, lone, 3},
+			{200, false, lone + 2*completion[dialect], 5},
+			// The output of a result write is one statement, whatever its runs.
+			{200, true, lone + 1 + 2*(completion[dialect]+1), 5},
 		} {
-			c := measureFirePath(t, dialect, tc.fires)
-			t.Logf("%s, %d fires: %d statements, %d transactions, %d acquisition rounds", dialect, tc.fires, c.statements, c.transactions, c.rounds)
+			c := measureFirePath(t, dialect, tc.fires, tc.output)
+			t.Logf("%s, %d fires (output %v): %d statements, %d transactions, %d acquisition rounds", dialect, tc.fires, tc.output, c.statements, c.transactions, c.rounds)
 			for op, v := range c.byOp {
 				t.Logf("  %3d st %3d tx  %s", v.Statements, v.Transactions, op)
 			}

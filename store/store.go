@@ -315,6 +315,9 @@ type Querier interface {
 	// ignored, as are lines past the store's per-execution cap. It returns how many lines it
 	// stored.
 	ExecutionLogAppend(ctx context.Context, execID int64, lines []LogLine) (int64, error)
+	// ExecutionLogsAppend is ExecutionLogAppend for several executions at once, in one
+	// statement per chunk of rows: the output of a batch of results.
+	ExecutionLogsAppend(ctx context.Context, batch []ExecutionLines) (int64, error)
 	// ExecutionLogList returns up to limit lines with Line > afterLine, in order.
 	ExecutionLogList(ctx context.Context, execID int64, afterLine int64, limit int) ([]LogLine, error)
 

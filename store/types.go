@@ -403,6 +403,12 @@ type ScriptVersion struct {
 	CreatedAt int64
 }
 
+// ExecutionLines is one execution's output lines (ExecutionLogsAppend).
+type ExecutionLines struct {
+	ExecutionID int64
+	Lines       []LogLine
+}
+
 // LogLine is one line of an execution's output.
 type LogLine struct {
 	// Line numbers count from 1 per execution and are chosen by the writer, so a chunk that
