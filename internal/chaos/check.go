@@ -106,6 +106,9 @@ type Input struct {
 	Faults  []Fault
 	Start   int64 // when the load began (Unix ms)
 	Settle  time.Duration
+	// DBComplete says DB holds every execution the database ever had (no retention ran), so
+	// that a run in the ledger whose execution it lacks was forgotten (Report.Forgotten).
+	DBComplete bool
 }
 
 // Class is what became of one fire.
@@ -143,6 +146,10 @@ type Report struct {
 	StuckRows                 int
 	Unexpected                int // runs of fires the schedules do not call for
 	SerialOverlaps            int // two runs of a serial job at once
+	// Forgotten counts the runs the ledger holds whose execution the database does not: a
+	// commit the database acknowledged and then lost (a failover to a standby that lacked
+	// it).
+	Forgotten int
 	LateP50, LateP99, LateMax time.Duration
 	Kills                     []Kill
 	Faults                    []Fault
@@ -172,6 +179,9 @@ func (r *Report) Failed() []string {
 	}
 	if r.SerialOverlaps > 0 {
 		out = append(out, fmt.Sprintf("%d overlapping runs of serial jobs", r.SerialOverlaps))
+	}
+	if r.Forgotten > 0 {
+		out = append(out, fmt.Sprintf("%d runs the database forgot", r.Forgotten))
 	}
 	return out
 }
@@ -209,6 +219,15 @@ func Check(in Input) *Report {
 		}
 	}
 	roots := fireRoots(in.DB)
+	known := make(map[int64]bool, len(in.DB))
+	for _, d := range in.DB {
+		known[d.ID] = true
+	}
+	for _, e := range in.Ledger {
+		if in.DBComplete && e.Ev == "begin" && e.ExecID != 0 && !known[e.ExecID] {
+			r.Forgotten++
+		}
+	}
 	rootOf := func(execID, sched int64) int64 {
 		if root, ok := roots[execID]; ok {
 			return root

@@ -44,7 +44,16 @@ type Options struct {
 	Heartbeat time.Duration
 	// Log receives progress lines. Default io.Discard.
 	Log io.Writer
+	// Failover (PostgreSQL only) runs the database as a primary with a synchronous standby
+	// (pg_basebackup, streaming replication), gives the nodes a DSN naming both with
+	// target_session_attrs=read-write, and replaces the fault plan with one failover: the
+	// primary killed with SIGKILL at +12 s, the standby promoted. The long plan on PostgreSQL
+	// always runs on such a pair and fails over once a cycle.
+	Failover bool
 }
+
+// replicated reports whether the run's database is a primary with a standby.
+func (o *Options) replicated() bool { return o.Dialect == "postgres" && (o.Failover || o.Long) }
 
 func (o *Options) defaults() {
 	if o.Triggers <= 0 {
@@ -73,7 +82,8 @@ type cluster struct {
 	bin     string
 	dir     string
 	db      DBServer
-	proxy   *testdb.Proxy
+	// proxies stand between the nodes and the database: one, or one per server of a pair.
+	proxies []*testdb.Proxy
 	st      *sqlstore.Store // direct to the database, not through the proxy
 	nodes   []*process
 	execs   []*process
@@ -94,8 +104,11 @@ func (c *cluster) logf(format string, args ...any) {
 }
 
 // fault records a fault that took effect (err nil) or did not.
-func (c *cluster) fault(what string, err error) {
-	f := Fault{At: time.Now().UnixMilli(), What: what}
+func (c *cluster) fault(what string, err error) { c.faultAt(time.Now(), what, err) }
+
+// faultAt records a fault that took effect at a time past (err nil) or did not.
+func (c *cluster) faultAt(at time.Time, what string, err error) {
+	f := Fault{At: at.UnixMilli(), What: what}
 	if err != nil {
 		f.Err = err.Error()
 	}
@@ -148,7 +161,15 @@ func (c *cluster) setUp(ctx context.Context) error {
 		return err
 	}
 	c.ledger = filepath.Join(c.dir, "ledger.jsonl")
-	if c.db, err = NewDBServer(c.o.Dialect, filepath.Join(c.dir, "db")); err != nil {
+	if c.o.Failover && c.o.Dialect != "postgres" {
+		return fmt.Errorf("chaos: a failover needs PostgreSQL, not %s", c.o.Dialect)
+	}
+	if c.o.replicated() {
+		c.db, err = newPGPair(filepath.Join(c.dir, "db"))
+	} else {
+		c.db, err = NewDBServer(c.o.Dialect, filepath.Join(c.dir, "db"))
+	}
+	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(c.dir, "db"), 0o755); err != nil {
@@ -157,16 +178,30 @@ func (c *cluster) setUp(ctx context.Context) error {
 	if err := c.db.Start(ctx); err != nil {
 		return err
 	}
-	if c.proxy, err = testdb.NewProxy(c.db.Addr()); err != nil {
-		return err
+	upstream, direct := []string{c.db.Addr()}, c.db.DSN(c.db.Addr())
+	pair, _ := c.db.(replicated)
+	if pair != nil {
+		upstream, direct = pair.Addrs(), pair.MultiDSN(pair.Addrs())
 	}
-	if c.st, err = sqlstore.Open(ctx, c.db.DSN(c.db.Addr())); err != nil {
+	var through []string
+	for _, u := range upstream {
+		px, err := testdb.NewProxy(u)
+		if err != nil {
+			return err
+		}
+		c.proxies = append(c.proxies, px)
+		through = append(through, px.Addr())
+	}
+	if c.st, err = sqlstore.Open(ctx, direct); err != nil {
 		return err
 	}
 	if err := c.st.Migrate(ctx); err != nil {
 		return err
 	}
-	dsn := c.db.DSN(c.proxy.Addr())
+	dsn := c.db.DSN(through[0])
+	if pair != nil {
+		dsn = pair.MultiDSN(through)
+	}
 	for i := range 3 {
 		addr, err := loopbackAddr()
 		if err != nil {
@@ -207,7 +242,7 @@ func (c *cluster) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	c.logf("cluster up: 3 nodes, 2 executors, %s at %s through the proxy at %s", c.o.Dialect, c.db.Addr(), c.proxy.Addr())
+	c.logf("cluster up: 3 nodes, 2 executors, %s at %s through the proxies at %s", c.o.Dialect, upstream, through)
 	return nil
 }
 
@@ -368,7 +403,7 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 	}
 	c.mu.Lock()
 	in := Input{Dialect: c.o.Dialect, Jobs: jobs, Ledger: entries, DB: db, Faults: c.faults, Start: loadStart.UnixMilli(),
-		Settle: c.o.Settle}
+		Settle: c.o.Settle, DBComplete: true}
 	for _, p := range c.procs {
 		in.Procs = append(in.Procs, *p)
 	}
@@ -387,12 +422,14 @@ func (c *cluster) close() {
 	if c.st != nil {
 		c.st.Close()
 	}
-	if c.proxy != nil {
-		c.proxy.Close()
+	for _, px := range c.proxies {
+		px.Close()
 	}
 	if c.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := c.db.Crash(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if pair, ok := c.db.(replicated); ok {
+			pair.Shutdown(ctx)
+		} else if err := c.db.Crash(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			c.logf("stop database: %v", err)
 		}
 		cancel()
