@@ -138,18 +138,18 @@ type Finding struct {
 
 // Report is the checker's verdict on one run.
 type Report struct {
-	Dialect                   string
-	Fires                     int // fires the schedules call for
-	Runs                      int // handler runs the ledger holds
-	Counts                    map[Class]int
-	NotRunStates              map[string]int
-	StuckRows                 int
-	Unexpected                int // runs of fires the schedules do not call for
-	SerialOverlaps            int // two runs of a serial job at once
+	Dialect        string
+	Fires          int // fires the schedules call for
+	Runs           int // handler runs the ledger holds
+	Counts         map[Class]int
+	NotRunStates   map[string]int
+	StuckRows      int
+	Unexpected     int // runs of fires the schedules do not call for
+	SerialOverlaps int // two runs of a serial job at once
 	// Forgotten counts the runs the ledger holds whose execution the database does not: a
 	// commit the database acknowledged and then lost (a failover to a standby that lacked
 	// it).
-	Forgotten int
+	Forgotten                 int
 	LateP50, LateP99, LateMax time.Duration
 	Kills                     []Kill
 	Faults                    []Fault

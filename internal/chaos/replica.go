@@ -56,7 +56,7 @@ func newPGPair(dir string) (*pgPair, error) {
 func (p *pgPair) Dialect() string { return "postgres" }
 
 // Addr is the primary's.
-func (p *pgPair) Addr() string              { return p.srv[p.primary].addr }
+func (p *pgPair) Addr() string               { return p.srv[p.primary].addr }
 func (p *pgPair) DSN(hostport string) string { return p.srv[0].DSN(hostport) }
 func (p *pgPair) Addrs() []string            { return []string{p.srv[0].addr, p.srv[1].addr} }
 func (p *pgPair) MultiDSN(hostports []string) string {

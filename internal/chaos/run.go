@@ -78,10 +78,10 @@ func (o *Options) defaults() {
 
 // cluster is one experiment's moving parts.
 type cluster struct {
-	o       Options
-	bin     string
-	dir     string
-	db      DBServer
+	o   Options
+	bin string
+	dir string
+	db  DBServer
 	// proxies stand between the nodes and the database: one, or one per server of a pair.
 	proxies []*testdb.Proxy
 	st      *sqlstore.Store // direct to the database, not through the proxy
