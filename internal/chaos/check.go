@@ -55,6 +55,8 @@ type DBExec struct {
 	Late bool
 	// Msg is the database's trigger and handle messages, for the report.
 	Msg string
+	// WorkflowNode is the workflow node (of the workflow load) this execution ran, 0 for none.
+	WorkflowNode int64
 }
 
 // Live reports whether the execution is not over (pending, acquired or running).
@@ -149,7 +151,9 @@ type Report struct {
 	// Forgotten counts the runs the ledger holds whose execution the database does not: a
 	// commit the database acknowledged and then lost (a failover to a standby that lacked
 	// it).
-	Forgotten                 int
+	Forgotten int
+	// Workflows is the workflow load's verdict (nil without one).
+	Workflows                 *WorkflowReport
 	LateP50, LateP99, LateMax time.Duration
 	Kills                     []Kill
 	Faults                    []Fault
@@ -182,6 +186,9 @@ func (r *Report) Failed() []string {
 	}
 	if r.Forgotten > 0 {
 		out = append(out, fmt.Sprintf("%d runs the database forgot", r.Forgotten))
+	}
+	if r.Workflows != nil {
+		out = append(out, r.Workflows.Targets()...)
 	}
 	return out
 }

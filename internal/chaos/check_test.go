@@ -187,7 +187,7 @@ func TestCheckForgotten(t *testing.T) {
 	a := begin(1, t0, 0, 1, "node1:n1:1", t0+5)
 	b := begin(1, t0+1000, 0, 2, "node1:n1:1", t0+1005)
 	in := Input{Jobs: []JobSpec{checkJob(1, false, 0)}, Ledger: []Entry{a, end(a, true, t0+50), b, end(b, true, t0+1050)},
-		DB: []DBExec{{ID: 1, JobID: 1, Sched: t0, State: "succeeded"}, {ID: 3, JobID: 1, Sched: t0 + 2000, State: "failed"}},
+		DB:         []DBExec{{ID: 1, JobID: 1, Sched: t0, State: "succeeded"}, {ID: 3, JobID: 1, Sched: t0 + 2000, State: "failed"}},
 		DBComplete: true}
 	r := Check(in)
 	if r.Forgotten != 1 || len(r.Failed()) != 1 {

@@ -50,6 +50,9 @@ type Options struct {
 	// primary killed with SIGKILL at +12 s, the standby promoted. The long plan on PostgreSQL
 	// always runs on such a pair and fails over once a cycle.
 	Failover bool
+	// WorkflowEvery is how often a run of the workflow load (a diamond DAG, see
+	// workflows.go) starts during the load. Default 2 s; negative: no workflow load.
+	WorkflowEvery time.Duration
 }
 
 // replicated reports whether the run's database is a primary with a standby.
@@ -73,6 +76,9 @@ func (o *Options) defaults() {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.WorkflowEvery == 0 {
+		o.WorkflowEvery = 2 * time.Second
 	}
 }
 
@@ -147,12 +153,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var wf *WorkflowSpec
+	if o.WorkflowEvery > 0 {
+		if wf, err = c.scheduleWorkflows(ctx); err != nil {
+			return nil, err
+		}
+	}
 	loadStart := jobs[0].Trigger.Start
 	w := c.watch(ctx)
+	wfWait := func() {}
+	if wf != nil {
+		wfWait = c.startWorkflows(ctx, wf, loadStart, loadStart.Add(o.Load))
+	}
 	c.runFaults(ctx, loadStart.Add(o.Load))
+	wfWait()
 	c.settle(ctx, loadStart.Add(o.Load))
 	w.stop()
-	return c.check(ctx, jobs, loadStart)
+	return c.check(ctx, jobs, wf, loadStart)
 }
 
 func (c *cluster) setUp(ctx context.Context) error {
@@ -374,7 +391,7 @@ func (c *cluster) settle(ctx context.Context, loadEnd time.Time) {
 }
 
 // check reads the database, stops the cluster, reads the ledger, and classifies.
-func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time) (*Report, error) {
+func (c *cluster) check(ctx context.Context, jobs []JobSpec, wf *WorkflowSpec, loadStart time.Time) (*Report, error) {
 	// The database first, as the settle left it: a node's clean stop hands its acquired
 	// fires back to pending, which would hide the rows it had stranded.
 	var db []DBExec
@@ -387,12 +404,20 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 		for _, e := range page {
 			db = append(db, DBExec{ID: e.ID, JobID: e.JobID, Sched: e.ScheduledAt, Attempt: e.Attempt, Shard: e.ShardIndex,
 				State: string(e.State), Node: e.Node, Cause: string(e.Cause), FiredAt: e.FiredAt, FinishedAt: e.FinishedAt,
-				Late: strings.HasSuffix(e.HandleMsg, engine.LateSuffix), Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
+				WorkflowNode: e.WorkflowNode,
+				Late:         strings.HasSuffix(e.HandleMsg, engine.LateSuffix), Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
 		}
 		if len(page) < 1000 {
 			break
 		}
 		after = page[len(page)-1].ID
+	}
+	var runs []WFRun
+	if wf != nil {
+		var err error
+		if runs, err = c.readWorkflows(ctx, wf, db); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range append(append([]*process{}, c.execs...), c.nodes...) {
 		p.stop(10 * time.Second)
@@ -400,6 +425,31 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 	entries, err := ReadLedger(c.ledger)
 	if err != nil {
 		return nil, err
+	}
+	// The workflow load's runs are checked apart: their jobs have no schedule.
+	var wfReport *WorkflowReport
+	if wf != nil {
+		wfJobs := map[int64]bool{}
+		for _, id := range wf.Jobs {
+			wfJobs[id] = true
+		}
+		var wfEntries, rest []Entry
+		for _, e := range entries {
+			if wfJobs[e.JobID] {
+				wfEntries = append(wfEntries, e)
+			} else {
+				rest = append(rest, e)
+			}
+		}
+		entries = rest
+		var restDB []DBExec
+		for _, d := range db {
+			if !wfJobs[d.JobID] {
+				restDB = append(restDB, d)
+			}
+		}
+		db = restDB
+		wfReport = CheckWorkflows(wf, runs, wfEntries)
 	}
 	c.mu.Lock()
 	in := Input{Dialect: c.o.Dialect, Jobs: jobs, Ledger: entries, DB: db, Faults: c.faults, Start: loadStart.UnixMilli(),
@@ -411,7 +461,9 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 		in.Kills = append(in.Kills, *k)
 	}
 	c.mu.Unlock()
-	return Check(in), nil
+	rep := Check(in)
+	rep.Workflows = wfReport
+	return rep, nil
 }
 
 func (c *cluster) close() {
