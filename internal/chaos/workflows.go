@@ -15,7 +15,7 @@ import (
 )
 
 // The workflow load: a diamond (a → b, a → c, b → d, c → d) whose nodes run the ledger
-// handler in-process, each job retrying twice and requesting recovery, started once every
+// handler in-process (100–400 ms), each job retrying twice and requesting recovery, started once every
 // Options.WorkflowEvery during the load. The nodes' executions are the cluster's like any
 // fire's, so the faults hit them mid-run; the checker (CheckWorkflows) wants each node of
 // each run to have run once, after its parents, and every run to end.
@@ -38,7 +38,7 @@ func (c *cluster) scheduleWorkflows(ctx context.Context) (*WorkflowSpec, error) 
 	spec := &WorkflowSpec{Jobs: map[string]int64{}, Edges: diamond}
 	g := workflow.Graph{Edges: diamond}
 	for _, n := range []string{"a", "b", "c", "d"} {
-		params, _ := json.Marshal(JobParams{RunMs: 50 + c.rng.IntN(150)})
+		params, _ := json.Marshal(JobParams{RunMs: 100 + c.rng.IntN(300)})
 		id, err := sched.ScheduleJob(ctx, sundial.Job{Name: "chaos-wf-" + n, Handler: "ledger", Params: string(params),
 			RequestsRecovery: true, MaxRetries: 2, RetryBackoff: 200 * time.Millisecond})
 		if err != nil {
