@@ -449,7 +449,13 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, wf *WorkflowSpec, l
 			}
 		}
 		db = restDB
-		wfReport = CheckWorkflows(wf, runs, wfEntries)
+		c.mu.Lock()
+		var procs []Proc
+		for _, p := range c.procs {
+			procs = append(procs, *p)
+		}
+		c.mu.Unlock()
+		wfReport = CheckWorkflows(wf, runs, wfEntries, procs)
 	}
 	c.mu.Lock()
 	in := Input{Dialect: c.o.Dialect, Jobs: jobs, Ledger: entries, DB: db, Faults: c.faults, Start: loadStart.UnixMilli(),

@@ -163,8 +163,21 @@ func (r *WorkflowReport) String() string {
 // ran once (a node begun again after one of its runs succeeded is double), after each parent
 // succeeded, and each run ended; a succeeded run's nodes each have a successful run in the
 // ledger. It is pure, like Check.
-func CheckWorkflows(spec *WorkflowSpec, runs []WFRun, ledger []Entry) *WorkflowReport {
+//
+// A run begun again after a success is justified (counted in Recovered, not Double) when the
+// process of the successful run died after it began — killed, or frozen past the node timeout
+// — before its result could be stored, as Check justifies a fire's re-run.
+func CheckWorkflows(spec *WorkflowSpec, runs []WFRun, ledger []Entry, procs []Proc) *WorkflowReport {
 	r := &WorkflowReport{Runs: len(runs)}
+	byName := map[string]Proc{}
+	for _, p := range procs {
+		byName[p.Name] = p
+	}
+	// died reports whether the process of e died after e began.
+	died := func(e Entry) bool {
+		p, ok := byName[e.Proc]
+		return ok && ((p.Killed != 0 && p.Killed >= e.At) || (p.Frozen != 0 && p.Thawed >= e.At))
+	}
 	type span struct{ firstBegin, lastOKEnd, okEnds int64 }
 	begins := map[int64][]Entry{} // by execution
 	ends := map[int64][]Entry{}
@@ -216,10 +229,17 @@ func CheckWorkflows(spec *WorkflowSpec, runs []WFRun, ledger []Entry) *WorkflowR
 				s.lastOKEnd = oks[len(oks)-1].At
 			}
 			nodes[n.Node] = s
+			again := len(oks) > 0 && bs[len(bs)-1].At > oks[0].At
+			justified := len(oks) > 0 && died(oks[0])
 			switch {
-			case len(oks) > 1 || (len(oks) == 1 && bs[len(bs)-1].At > oks[0].At):
+			case again && !justified:
 				r.Double++
-				find("run %d node %s: %d runs begun, %d succeeded, one begun after a success", run.ID, n.Node, len(bs), len(oks))
+				var who []string
+				for _, b := range bs {
+					who = append(who, fmt.Sprintf("exec %d on %s at %d", b.ExecID, b.Proc, b.At))
+				}
+				find("run %d node %s: %d runs begun, %d succeeded, one begun after a success: %s", run.ID, n.Node, len(bs), len(oks),
+					strings.Join(who, "; "))
 			case len(bs) > 1:
 				r.Recovered++
 			}

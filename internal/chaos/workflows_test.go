@@ -44,7 +44,7 @@ func TestCheckWorkflows(t *testing.T) {
 		{ID: 3, State: "running", Nodes: []WFNode{node(9, "a", 130)}},
 		{ID: 4, State: "succeeded", Nodes: []WFNode{node(10, "a", 140), node(11, "b", 420, 421), node(12, "c", 422), node(13, "d", 440)}},
 	}
-	r := CheckWorkflows(spec, runs, ledger)
+	r := CheckWorkflows(spec, runs, ledger, nil)
 	t.Log(r)
 	if r.Runs != 4 || r.Succeeded != 3 || r.Unfinished != 1 || r.Double != 1 || r.EarlyStarts != 2 || r.Recovered != 1 || r.Lost != 0 {
 		t.Errorf("report %+v: want 4 runs, 3 succeeded, 1 unfinished, 1 double, 2 early starts (d before b and c), 1 recovered, 0 lost", r)
@@ -52,8 +52,18 @@ func TestCheckWorkflows(t *testing.T) {
 	if got := strings.Join(r.Targets(), ", "); !strings.Contains(got, "1 workflow runs unfinished") || !strings.Contains(got, "1 workflow nodes run twice") {
 		t.Errorf("targets %q", got)
 	}
+	// Run 2's double is justified when the process of a's first, successful run was killed
+	// after it began (before its result was stored).
+	for i := range ledger {
+		if ledger[i].ExecID == 110 {
+			ledger[i].Proc = "node1:n1:1"
+		}
+	}
+	if r := CheckWorkflows(spec, runs, ledger, []Proc{{Name: "node1:n1:1", Killed: 2050}}); r.Double != 0 || r.Recovered != 2 {
+		t.Errorf("double %d, recovered %d with the first run's process killed: want 0, 2", r.Double, r.Recovered)
+	}
 	// A succeeded node whose success the ledger lacks is lost.
-	r = CheckWorkflows(spec, []WFRun{{ID: 5, State: "succeeded", Nodes: []WFNode{node(14, "a", 999)}}}, ledger)
+	r = CheckWorkflows(spec, []WFRun{{ID: 5, State: "succeeded", Nodes: []WFNode{node(14, "a", 999)}}}, ledger, nil)
 	if r.Lost != 1 {
 		t.Errorf("lost %d, want 1", r.Lost)
 	}
