@@ -339,6 +339,7 @@ load rate, and whether the database's plan for the due triggers' lock reads the 
 			if b.opts.Processes > 0 || b.opts.Nodes > 1 {
 				return usageErrorf("--processes, --nodes: the scale scenario runs one node, in a process of its own")
 			}
+			cfg.Progress = func(r bench.Result) { fmt.Fprintln(cmd.ErrOrStderr(), r) }
 			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
 				return bench.Scale(ctx, opts, cfg)
 			})

@@ -29,6 +29,9 @@ type ScaleConfig struct {
 	Duration time.Duration
 	// StartTimeout bounds the wait for a node process to start. Default 10 minutes.
 	StartTimeout time.Duration
+	// Progress, when set, is given each size's result as soon as it is measured (a run to
+	// 10M stored takes long enough that one wants the smaller sizes' figures before it ends).
+	Progress func(Result)
 }
 
 // ScaleReport is what the scale scenario measured beyond a Result's common fields.
@@ -116,6 +119,9 @@ func Scale(ctx context.Context, opts Options, cfg ScaleConfig) ([]Result, error)
 		r, err := c.scaleRun(ctx, cfg, rep)
 		r.Stored = n
 		out = append(out, r)
+		if cfg.Progress != nil {
+			cfg.Progress(r)
+		}
 		if err != nil {
 			return out, err
 		}
