@@ -80,16 +80,23 @@ func (b *benchFlags) run(cmd *cobra.Command, scenario func(ctx context.Context, 
 }
 
 // spawnNode starts `sundial bench node` as a separate process with the run's engine flags.
-func (b *benchFlags) spawnNode(cmd *cobra.Command) func(ctx context.Context, dsn string, until time.Time, out string) (*exec.Cmd, error) {
-	return func(ctx context.Context, dsn string, until time.Time, out string) (*exec.Cmd, error) {
+func (b *benchFlags) spawnNode(cmd *cobra.Command) func(ctx context.Context, spec bench.NodeSpec) (*exec.Cmd, error) {
+	return func(ctx context.Context, spec bench.NodeSpec) (*exec.Cmd, error) {
 		self, err := os.Executable()
 		if err != nil {
 			return nil, err
 		}
-		c := exec.CommandContext(ctx, self, "bench", "node", "--db", dsn, "--until", strconv.FormatInt(until.UnixMilli(), 10),
-			"--out", out, "--batch", strconv.Itoa(b.opts.Engine.BatchSize), "--look-ahead", b.opts.Engine.LookAhead.String(),
+		var until int64 // 0: until standard input ends
+		if !spec.Until.IsZero() {
+			until = spec.Until.UnixMilli()
+		}
+		c := exec.CommandContext(ctx, self, "bench", "node", "--db", spec.DSN, "--until", strconv.FormatInt(until, 10),
+			"--out", spec.Out, "--stats", spec.Stats, "--batch", strconv.Itoa(b.opts.Engine.BatchSize), "--look-ahead", b.opts.Engine.LookAhead.String(),
 			"--acquirers", strconv.Itoa(b.opts.Engine.Acquirers), "--log-level", b.logLevel.String())
 		c.Stderr = cmd.ErrOrStderr()
+		if spec.Stdin != nil {
+			c.Stdin = spec.Stdin
+		}
 		return c, c.Start()
 	}
 }
@@ -97,7 +104,7 @@ func (b *benchFlags) spawnNode(cmd *cobra.Command) func(ctx context.Context, dsn
 func newBenchNodeCmd(b *benchFlags) *cobra.Command {
 	var (
 		until int64
-		out   string
+		spec  bench.NodeSpec
 	)
 	cmd := &cobra.Command{
 		Use:    "node",
@@ -105,16 +112,20 @@ func newBenchNodeCmd(b *benchFlags) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if b.db == "" || until == 0 || out == "" {
-				return usageErrorf("--db, --until and --out are required")
+			if b.db == "" || spec.Out == "" {
+				return usageErrorf("--db and --out are required")
 			}
-			b.opts.DSN = b.db
+			spec.DSN = b.db
+			if until > 0 {
+				spec.Until = time.UnixMilli(until)
+			}
 			b.opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
-			return bench.RunNode(cmd.Context(), b.opts, time.UnixMilli(until), out)
+			return bench.RunNode(cmd.Context(), b.opts, spec, cmd.InOrStdin())
 		},
 	}
-	cmd.Flags().Int64Var(&until, "until", 0, "stop at this Unix time in milliseconds")
-	cmd.Flags().StringVar(&out, "out", "", "write the fires run to this file")
+	cmd.Flags().Int64Var(&until, "until", 0, "stop at this Unix time in milliseconds (0: when standard input ends)")
+	cmd.Flags().StringVar(&spec.Out, "out", "", "write the fires run to this file")
+	cmd.Flags().StringVar(&spec.Stats, "stats", "", "write the start time, counter samples and peak memory to this file")
 	return cmd
 }
 
@@ -302,44 +313,52 @@ times it for --duration (capacity × factor × interval triggers, each firing ev
 
 func newBenchScaleCmd(b *benchFlags) *cobra.Command {
 	var (
-		cfg    bench.SteadyConfig
+		cfg    bench.ScaleConfig
 		stored string
 	)
 	cmd := &cobra.Command{
-		Use:     "scale",
-		Short:   "The steady load with more triggers stored (default 10k, 100k, 1M): cost must stay flat",
-		Example: `  sundial bench scale --triggers 1000 --stored 10000,100000,1000000`,
+		Use:   "scale",
+		Short: "The same firing load with 10k, 100k, 1M (or more) triggers stored: cost must stay flat",
+		Long: `Bulk-load stored triggers that are not due (COPY on PostgreSQL, multi-row INSERTs
+elsewhere), up to each --stored size in turn (each adds to the last), and run the same
+firing load on them (--triggers firing every --interval, measured for --duration after
+--warmup) on one node in a process of its own.
+
+Per size it reports the node's per-fire cost (store statements and transactions per fire,
+the node process's CPU seconds per 1,000 fires), its peak resident memory (VmHWM from
+/proc), how long the node took to start (from its first line until its engine ran), the
+load rate, and whether the database's plan for the due triggers' lock reads the due index
+(acquire_uses_due_index) rather than every stored trigger.`,
+		Example: `  sundial bench scale --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable' --stored 10000,100000,1000000,10000000`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkSteady(cfg); err != nil {
-				return err
+			if cfg.Firing < 1 || cfg.Interval < time.Millisecond || cfg.Duration <= 0 || cfg.Warmup < 0 {
+				return usageErrorf("--triggers must be positive, --interval at least 1ms, --duration positive")
 			}
-			var sizes []int
+			last := 0
 			for _, s := range strings.Split(stored, ",") {
 				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil || n < cfg.Triggers {
-					return usageErrorf("--stored %q: want a list of counts, each at least --triggers", stored)
+				if err != nil || n < cfg.Firing || n < last {
+					return usageErrorf("--stored %q: want ascending counts, each at least --triggers", stored)
 				}
-				sizes = append(sizes, n)
+				cfg.Stored, last = append(cfg.Stored, n), n
 			}
+			if b.opts.Processes > 0 || b.opts.Nodes > 1 {
+				return usageErrorf("--processes, --nodes: the scale scenario runs one node, in a process of its own")
+			}
+			cfg.Progress = func(r bench.Result) { fmt.Fprintln(cmd.ErrOrStderr(), r) }
 			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
-				var out []bench.Result
-				for _, n := range sizes {
-					c := cfg
-					c.Idle = n - cfg.Triggers
-					r, err := bench.Steady(ctx, opts, c)
-					r.Scenario = "scale"
-					out = append(out, r)
-					if err != nil {
-						return out, err
-					}
-				}
-				return out, nil
+				return bench.Scale(ctx, opts, cfg)
 			})
 		},
 	}
-	steadyFlags(cmd, &cfg, 1000)
-	cmd.Flags().StringVar(&stored, "stored", "10000,100000,1000000", "comma-separated numbers of stored triggers")
+	f := cmd.Flags()
+	f.IntVar(&cfg.Firing, "triggers", 1000, "firing triggers")
+	f.DurationVar(&cfg.Interval, "interval", time.Second, "each firing trigger's interval")
+	f.DurationVar(&cfg.Warmup, "warmup", 5*time.Second, "warm-up before the measured window")
+	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured window")
+	f.DurationVar(&cfg.StartTimeout, "start-timeout", 10*time.Minute, "the longest wait for the node process to start")
+	f.StringVar(&stored, "stored", "10000,100000,1000000", "comma-separated, ascending numbers of stored triggers")
 	return cmd
 }
 

@@ -35,6 +35,41 @@ func TestBenchSeparateProcesses(t *testing.T) {
 	}
 }
 
+// TestBenchScale runs `sundial bench scale` small on PostgreSQL, its node in a process of its
+// own, and checks what it reports per size: the stored count, fires each once, a node start
+// time and the node process's peak memory, costs per fire, and an acquisition planned on the
+// due index.
+func TestBenchScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a few seconds of real time")
+	}
+	dsn := testdb.DSN(t, "postgres")
+	bin := buildBinary(t, t.TempDir())
+	out, err := exec.Command(bin, "bench", "scale", "--db", dsn, "--stored", "3000,20000", "--triggers", "50",
+		"--interval", "200ms", "--warmup", "500ms", "--duration", "2s", "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("sundial bench scale: %v\n%s", err, out)
+	}
+	var results []bench.Result
+	if err := json.Unmarshal(out, &results); err != nil || len(results) != 2 {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	for i, r := range results {
+		t.Log(r)
+		s := r.Scale
+		if r.Stored != []int{3000, 20000}[i] || s == nil || !s.NodeProcess || s.NodeStart <= 0 || s.LoadRate <= 0 {
+			t.Errorf("%s: want %d stored, a node process and its start time", r, []int{3000, 20000}[i])
+			continue
+		}
+		if r.Duplicates != 0 || r.Missing != 0 || r.Fires == 0 || r.StatementsPerFire <= 0 || r.CPUPer1000Fires <= 0 || r.RSSMiB <= 0 {
+			t.Errorf("%s: want some fires, each once, and their cost", r)
+		}
+		if !s.AcquireIndex {
+			t.Errorf("%d stored: the due triggers' lock is not planned on the due index:\n%s", r.Stored, s.AcquirePlan)
+		}
+	}
+}
+
 // TestBenchRemote runs `sundial bench remote` small on its default SQLite store and checks
 // the command's wiring and correctness only: every fire of the window started once on an
 // executor and its execution completed.
