@@ -89,10 +89,48 @@ func Retention(st store.Store, retention, interval time.Duration, clk clock.Cloc
 	return retentionDuty("retention", DeleteOld, st, retention, interval, clk, log)
 }
 
-// DeleteOld deletes the finished executions (with their output) fired before the instant,
-// in keyset batches, and returns how many it deleted.
+// DeleteOld deletes the finished executions (with their output) fired before the instant and
+// returns how many it deleted: first whole day partitions of the history (PostgreSQL), then
+// what is left before the instant (the boundary day, the rows of other databases) in keyset
+// batches.
 func DeleteOld(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
-	return deleteInBatches(ctx, st.ExecutionsDeleteFiredBefore, before, "executions", log)
+	days, dropped, err := st.HistoryDropPartitions(ctx, before.UnixMilli())
+	if len(days) > 0 {
+		log.Info("dropped old history partitions", "days", days, "count", dropped, "before", before)
+	}
+	if err != nil {
+		// A partition not dropped now (its lock not granted in time) is dropped at the next
+		// run; the batches below still keep the history within its horizon.
+		log.Warn("drop old history partitions", "err", err)
+	}
+	n, err := deleteInBatches(ctx, st.ExecutionsDeleteFiredBefore, before, "executions", log)
+	return dropped + n, err
+}
+
+// HistoryInterval is how often the leader creates the history's partitions ahead, and
+// HistoryAhead how many days ahead: a week of leader outages before fires land in the
+// default partition.
+const (
+	HistoryInterval = time.Hour
+	HistoryAhead    = 7
+)
+
+// HistoryPartitions creates the history's day partitions from today to HistoryAhead days on
+// (PostgreSQL; a no-op elsewhere), every interval.
+func HistoryPartitions(st store.Store, interval time.Duration, clk clock.Clock, log *slog.Logger) *Periodic {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return NewPeriodic("history partitions", interval, clk, log, func(ctx context.Context) error {
+		days, err := st.HistoryPartitionsEnsure(ctx, clk.Now().UnixMilli(), HistoryAhead)
+		if len(days) > 0 {
+			log.Info("created history partitions", "days", days)
+		}
+		return err
+	})
 }
 
 // AuditRetention deletes the audit entries older than retention, every interval. It is apart
