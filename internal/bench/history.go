@@ -144,9 +144,11 @@ func History(ctx context.Context, opts Options, cfg HistoryConfig) (HistoryResul
 
 	// The reads of the console and the API: page 1 and a page deep in the middle (keyset).
 	var midID int64
-	if err := st.DB().QueryRowContext(ctx, "SELECT MIN(id) + (MAX(id) - MIN(id)) / 2 FROM executions").Scan(&midID); err != nil {
+	var lo, hi int64
+	if err := st.DB().QueryRowContext(ctx, "SELECT MIN(id), MAX(id) FROM executions").Scan(&lo, &hi); err != nil {
 		return res, err
 	}
+	midID = lo + (hi-lo)/2
 	mid := first + int64(cfg.Days)*dayMs/2
 	reads := []struct {
 		name string
