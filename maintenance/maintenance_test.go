@@ -163,7 +163,7 @@ func TestDeleteOld(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			n, err := DeleteOld(ctx, st, now.Add(-30*24*time.Hour), testLogger(t))
+			n, err := DeleteOld(ctx, st, now.Add(-30*24*time.Hour), nil, testLogger(t))
 			if err != nil || n != 1 {
 				t.Fatalf("DeleteOld = %d, %v; want the one old finished execution", n, err)
 			}
@@ -206,7 +206,7 @@ func TestDeleteOldAudit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n, err := DeleteOldAudit(ctx, st, now.Add(-365*24*time.Hour), testLogger(t))
+			n, err := DeleteOldAudit(ctx, st, now.Add(-365*24*time.Hour), nil, testLogger(t))
 			if err != nil || n != 2 {
 				t.Fatalf("DeleteOldAudit = %d, %v; want the two entries older than a year", n, err)
 			}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -60,6 +61,10 @@ type HistoryRead struct {
 	Name   string        `json:"name"`
 	Median time.Duration `json:"median_ns"`
 	Rows   int           `json:"rows"`
+	// Buffers is how many 8 KiB pages the history's part of the read touched (PostgreSQL:
+	// EXPLAIN (ANALYZE, BUFFERS) of the same statement, shared hits and reads): unlike the
+	// time, it does not depend on what else the machine runs.
+	Buffers int64 `json:"buffers,omitempty"`
 }
 
 // HistoryRetains is one day's retention: how long it took and what it deleted.
@@ -72,7 +77,11 @@ func (r HistoryResult) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "history %s: %d rows over %d days (%d partitions), loaded in %s\n", r.Dialect, r.Rows, r.Days, r.Partitions, r.Load.Round(time.Millisecond))
 	for _, q := range r.Reads {
-		fmt.Fprintf(&b, "  %-28s %10s  (%d rows)\n", q.Name, q.Median.Round(10*time.Microsecond), q.Rows)
+		fmt.Fprintf(&b, "  %-28s %10s  (%d rows", q.Name, q.Median.Round(10*time.Microsecond), q.Rows)
+		if q.Buffers > 0 {
+			fmt.Fprintf(&b, ", %d buffers", q.Buffers)
+		}
+		b.WriteString(")\n")
 	}
 	fmt.Fprintf(&b, "  %-28s %10s  (%d rows)\n", "retention of one day", r.Retention.Took.Round(time.Millisecond), r.Retention.Deleted)
 	if r.FiresAlone > 0 {
@@ -150,6 +159,19 @@ func History(ctx context.Context, opts Options, cfg HistoryConfig) (HistoryResul
 	}
 	midID = lo + (hi-lo)/2
 	mid := first + int64(cfg.Days)*dayMs/2
+	hour := int64(time.Hour / time.Millisecond)
+	// The history's part of each list as ExecutionList writes it, for its buffer count.
+	cols := "SELECT id, job_id, scheduled_at, fired_at, state, cause, node FROM executions WHERE 1 = 1"
+	sqlOf := map[string]string{
+		"list newest":               cols + " ORDER BY id DESC LIMIT 50",
+		"list deep page":            cols + fmt.Sprintf(" AND id < %d ORDER BY id DESC LIMIT 50", midID),
+		"by job":                    cols + " AND job_id = 7 ORDER BY id DESC LIMIT 50",
+		"by job deep page":          cols + fmt.Sprintf(" AND id < %d AND job_id = 7 ORDER BY id DESC LIMIT 50", midID),
+		"by state failed":           cols + " AND state = 'failed' ORDER BY id DESC LIMIT 50",
+		"by state failed deep page": cols + fmt.Sprintf(" AND id < %d AND state = 'failed' ORDER BY id DESC LIMIT 50", midID),
+		"fired in one hour":         cols + fmt.Sprintf(" AND fired_at >= %d AND fired_at < %d ORDER BY fired_at DESC, id DESC LIMIT 50", mid, mid+hour),
+		"report refresh of one day": fmt.Sprintf("SELECT job_id, state, COUNT(*) FROM executions WHERE fired_at >= %d AND fired_at < %d GROUP BY job_id, state", mid-mid%dayMs, mid-mid%dayMs+dayMs),
+	}
 	reads := []struct {
 		name string
 		run  func() (int, error)
@@ -160,7 +182,7 @@ func History(ctx context.Context, opts Options, cfg HistoryConfig) (HistoryResul
 		{"by job deep page", listOf(ctx, st, store.ExecutionFilter{JobID: 7, Desc: true, AfterID: midID})},
 		{"by state failed", listOf(ctx, st, store.ExecutionFilter{State: store.ExecFailed, Desc: true})},
 		{"by state failed deep page", listOf(ctx, st, store.ExecutionFilter{State: store.ExecFailed, Desc: true, AfterID: midID})},
-		{"fired in one hour", listOf(ctx, st, store.ExecutionFilter{FiredFrom: mid, FiredTo: mid + int64(time.Hour/time.Millisecond), Desc: true})},
+		{"fired in one hour", listOf(ctx, st, store.ExecutionFilter{FiredFrom: mid, FiredTo: mid + hour, Desc: true})},
 		{"report (30 days, dashboard)", func() (int, error) {
 			day := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(maintenance.DayLayout) }
 			rs, err := st.ReportsDaily(ctx, day(first), day(today), 0, nil)
@@ -190,7 +212,13 @@ func History(ctx context.Context, opts Options, cfg HistoryConfig) (HistoryResul
 			}
 		}
 		slices.Sort(times)
-		res.Reads = append(res.Reads, HistoryRead{Name: r.name, Median: times[len(times)/2], Rows: n})
+		read := HistoryRead{Name: r.name, Median: times[len(times)/2], Rows: n}
+		if q, ok := sqlOf[r.name]; ok && res.Dialect == "postgres" {
+			if read.Buffers, err = buffersOf(ctx, st.DB(), q); err != nil {
+				return res, err
+			}
+		}
+		res.Reads = append(res.Reads, read)
 	}
 	if res.Dialect == "postgres" {
 		res.Plans = map[string]string{}
@@ -209,7 +237,7 @@ func History(ctx context.Context, opts Options, cfg HistoryConfig) (HistoryResul
 
 	// One day's retention: the oldest day.
 	t0 := time.Now()
-	res.Retention.Deleted, err = maintenance.DeleteOld(ctx, st, time.UnixMilli(first+dayMs), slog.New(slog.DiscardHandler))
+	res.Retention.Deleted, err = maintenance.DeleteOld(ctx, st, time.UnixMilli(first+dayMs), nil, slog.New(slog.DiscardHandler))
 	res.Retention.Took = time.Since(t0)
 	if err != nil {
 		return res, err
@@ -234,7 +262,7 @@ func History(ctx context.Context, opts Options, cfg HistoryConfig) (HistoryResul
 				return
 			}
 			t0 := time.Now()
-			n, err := maintenance.DeleteOld(rctx, st, time.UnixMilli(first+2*dayMs), slog.New(slog.DiscardHandler))
+			n, err := maintenance.DeleteOld(rctx, st, time.UnixMilli(first+2*dayMs), nil, slog.New(slog.DiscardHandler))
 			res.RetentionFiring = HistoryRetains{Took: time.Since(t0), Deleted: n}
 			if err != nil && rctx.Err() == nil {
 				retainErr = err
@@ -260,6 +288,24 @@ func listOf(ctx context.Context, st store.Store, f store.ExecutionFilter) func()
 		xs, err := st.ExecutionList(ctx, f)
 		return len(xs), err
 	}
+}
+
+// buffersOf runs q under EXPLAIN (ANALYZE, BUFFERS) and returns the pages it touched.
+func buffersOf(ctx context.Context, db *sql.DB, q string) (int64, error) {
+	var out string
+	if err := db.QueryRowContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q).Scan(&out); err != nil {
+		return 0, fmt.Errorf("history: explain analyze %s: %w", q, err)
+	}
+	var plans []struct {
+		Plan struct {
+			Hit  int64 `json:"Shared Hit Blocks"`
+			Read int64 `json:"Shared Read Blocks"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+		return 0, fmt.Errorf("history: explain analyze %s: %q: %v", q, out, err)
+	}
+	return plans[0].Plan.Hit + plans[0].Plan.Read, nil
 }
 
 func explain(ctx context.Context, db *sql.DB, q string) (string, error) {
