@@ -1,7 +1,9 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -109,9 +111,16 @@ func (e *executor) HistoryPartitionsEnsure(ctx context.Context, now int64, ahead
 	return created, nil
 }
 
+// errKeepPartition rolls back the drop of a partition a late fire ended in meanwhile.
+var errKeepPartition = errors.New("a late fire ended in the partition")
+
 // HistoryDropPartitions drops the old day partitions whose every row was fired before the
-// horizon. The partition is locked against inserts (a late fire of its day ending now)
-// before it is checked, so the check still holds when it is dropped.
+// horizon. The check, the count and the deletion of the output lines run first without
+// blocking anyone; then the history is locked (the exclusive lock DROP needs anyway, taken on
+// the parent first, in the order the inserts take theirs, so neither waits on the other in a
+// cycle) and the check and the count are made again, since a run of that day may have ended
+// in between: a late fire keeps the partition, a row fired before the horizon has its output
+// deleted too. The lock waits at most partitionLockTimeout.
 func (e *executor) HistoryDropPartitions(ctx context.Context, firedBefore int64) ([]string, int64, error) {
 	if e.d().kind != postgres {
 		return nil, 0, nil
@@ -128,25 +137,49 @@ func (e *executor) HistoryDropPartitions(ctx context.Context, firedBefore int64)
 		}
 		var n int64
 		dropped := false
+		young := func(e *executor) (bool, error) {
+			var y bool
+			err := e.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+p.Name+" WHERE fired_at >= ?)", firedBefore).Scan(&y)
+			return y, err
+		}
+		count := func(e *executor) (int64, error) {
+			var c int64
+			err := e.queryRow(ctx, "SELECT COUNT(*) FROM "+p.Name).Scan(&c)
+			return c, err
+		}
+		deleteLogs := func(e *executor) error {
+			_, err := e.exec(ctx, "DELETE FROM execution_logs WHERE execution_id IN (SELECT id FROM "+p.Name+")")
+			return err
+		}
 		err := e.inTx(ctx, func(e *executor) error {
+			if y, err := young(e); err != nil || y {
+				return err // a late fire of that day: ExecutionsDeleteFiredBefore takes the rest
+			}
+			var err error
+			if n, err = count(e); err != nil {
+				return err
+			}
+			if err := deleteLogs(e); err != nil {
+				return err
+			}
 			if _, err := e.exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
 				return err
 			}
-			if _, err := e.exec(ctx, "LOCK TABLE "+p.Name+" IN SHARE MODE"); err != nil {
+			if _, err := e.exec(ctx, "LOCK TABLE executions IN ACCESS EXCLUSIVE MODE"); err != nil {
 				return err
 			}
-			var young bool
-			if err := e.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+p.Name+" WHERE fired_at >= ?)", firedBefore).Scan(&young); err != nil {
+			if y, err := young(e); err != nil || y {
+				return cmp.Or(err, errKeepPartition) // keeps the output lines deleted above too
+			}
+			again, err := count(e)
+			if err != nil {
 				return err
 			}
-			if young {
-				return nil // a late fire of that day: ExecutionsDeleteFiredBefore takes the rest
-			}
-			if err := e.queryRow(ctx, "SELECT COUNT(*) FROM "+p.Name).Scan(&n); err != nil {
-				return err
-			}
-			if _, err := e.exec(ctx, "DELETE FROM execution_logs WHERE execution_id IN (SELECT id FROM "+p.Name+")"); err != nil {
-				return err
+			if again != n {
+				n = again
+				if err := deleteLogs(e); err != nil {
+					return err
+				}
 			}
 			if _, err := e.exec(ctx, "DROP TABLE "+p.Name); err != nil {
 				return err
@@ -154,6 +187,9 @@ func (e *executor) HistoryDropPartitions(ctx context.Context, firedBefore int64)
 			dropped = true
 			return nil
 		})
+		if errors.Is(err, errKeepPartition) {
+			continue
+		}
 		if err != nil {
 			return days, total, fmt.Errorf("sqlstore: drop history partition %s: %w", p.Name, err)
 		}
