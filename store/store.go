@@ -195,6 +195,20 @@ type Querier interface {
 	// firedBefore, oldest first, with their log lines, and returns how many it deleted: the
 	// retention sweep calls it until it returns less than limit.
 	ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error)
+	// HistoryPartitionsEnsure makes sure the history has a partition for each UTC day from
+	// the day of now to ahead days after it, and returns the days it created (YYYY-MM-DD).
+	// Rows of those days that the default partition took are moved into them. Where the
+	// history is not partitioned (SQLite, MariaDB/MySQL) it does nothing.
+	HistoryPartitionsEnsure(ctx context.Context, now int64, ahead int) ([]string, error)
+	// HistoryPartitions lists the history's day partitions, oldest first (none where the
+	// history is not partitioned).
+	HistoryPartitions(ctx context.Context) ([]HistoryPartition, error)
+	// HistoryDropPartitions drops, with their log lines, the day partitions that end at or
+	// before firedBefore and hold no execution fired at or after it (so dropping one deletes
+	// exactly what ExecutionsDeleteFiredBefore would), and returns the days dropped and the
+	// rows they held. What is left before the horizon (the boundary day, the default
+	// partition, a day holding a late fire) is ExecutionsDeleteFiredBefore's.
+	HistoryDropPartitions(ctx context.Context, firedBefore int64) ([]string, int64, error)
 	// ExecutionsLoseRunning moves the running executions of o, a life that died, to lost,
 	// stamping FinishedAt with the database clock, and returns them as they are after the
 	// move. Runs an executor accepted (DispatchAccepted) are not the node's to lose: they go

@@ -668,3 +668,13 @@ type WorkflowNode struct {
 
 // MaxResultBytes is the largest JSON result a run may return; a larger one fails the run.
 const MaxResultBytes = 64 << 10
+
+// HistoryPartition is one day partition of the history (PostgreSQL).
+type HistoryPartition struct {
+	// Day is the UTC date of the scheduled times it holds, YYYY-MM-DD.
+	Day string
+	// Name is the partition's table.
+	Name string
+	// From and To bound its scheduled times, in Unix milliseconds: From <= scheduled_at < To.
+	From, To int64
+}

@@ -153,7 +153,7 @@ process's CPU seconds per 1,000 fires and peak resident memory.`,
 	}
 	b.register(cmd)
 	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b),
-		newBenchRemoteCmd(&b), newBenchOverloadCmd(&b), newBenchNodeCmd(&b))
+		newBenchRemoteCmd(&b), newBenchOverloadCmd(&b), newBenchHistoryCmd(&b), newBenchNodeCmd(&b))
 	return cmd
 }
 
@@ -401,5 +401,63 @@ func newBenchScheduleCmd(b *benchFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&cfg.Jobs, "jobs", 2000, "jobs to create each way")
+	return cmd
+}
+
+func newBenchHistoryCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.HistoryConfig
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "N ended executions over 30 days: the lists, the report and one day's retention timed",
+		Long: `Load N ended executions over the last --days days straight into the history (COPY on
+PostgreSQL, multi-row inserts elsewhere) of an empty store, then time the console's and the
+API's reads (newest, by job, by state, a fired-time hour; page 1 and a keyset page deep in
+the middle), the dashboard's 30-day report, one day's report refresh and one day's
+retention, and the fires/s of a steady load alone and with the next days' retention running.
+On PostgreSQL it also prints the plans that show which partitions a statement reads.`,
+		Example: `  sundial bench history --db 'postgres://postgres@127.0.0.1:5432/hist?sslmode=disable' --rows 10000000
+  sundial bench history --db 'mysql://root@tcp(127.0.0.1:3306)/hist' --rows 1000000 --triggers 0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Rows < 1 || cfg.Days < 3 || cfg.Jobs < 1 {
+				return usageErrorf("--rows and --jobs must be positive, --days at least 3")
+			}
+			if cfg.Fire.Triggers > 0 {
+				if err := checkSteady(cfg.Fire); err != nil {
+					return err
+				}
+			}
+			if b.output != "table" && b.output != "json" {
+				return usageErrorf("-o %q: want table or json", b.output)
+			}
+			if b.db == "" {
+				return usageErrorf("--db is required: the history scenario loads millions of rows into it")
+			}
+			opts := b.opts
+			opts.DSN = b.db
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
+			r, err := bench.History(cmd.Context(), opts, cfg)
+			if b.output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if werr := enc.Encode(r); werr != nil {
+					return werr
+				}
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), r)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Rows, "rows", 1000000, "ended executions to load (N)")
+	f.IntVar(&cfg.Days, "days", 30, "days they span, ending today")
+	f.IntVar(&cfg.Jobs, "jobs", 1000, "jobs they belong to")
+	f.IntVar(&cfg.Repeat, "repeat", 5, "runs of each read (the median is printed)")
+	f.BoolVar(&cfg.Reuse, "reuse", false, "keep the history already loaded (a second run)")
+	f.IntVar(&cfg.Fire.Triggers, "triggers", 2000, "steady load fired alone and beside the retention (0: not measured)")
+	f.DurationVar(&cfg.Fire.Interval, "interval", time.Second, "each trigger's interval")
+	f.DurationVar(&cfg.Fire.Warmup, "warmup", 3*time.Second, "warm-up before the measured window")
+	f.DurationVar(&cfg.Fire.Duration, "duration", 10*time.Second, "measured window")
 	return cmd
 }

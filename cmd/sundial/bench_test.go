@@ -144,3 +144,57 @@ func TestBenchOverloadBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchHistory runs `sundial bench history` small on every database and checks what it
+// read: full pages, a day's rows deleted by retention (on PostgreSQL as a dropped partition),
+// the plans on PostgreSQL. Timings are the benchmark's to measure, not a test's.
+func TestBenchHistory(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			dsn := testdb.DSN(t, dialect)
+			code, out, errOut := runCLI(t, "", "bench", "history", "--db", dsn, "--rows", "3000", "--jobs", "10",
+				"--repeat", "1", "--triggers", "0", "-o", "json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var r bench.HistoryResult
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("output %s: %v", out, err)
+			}
+			if r.Rows != 3000 || r.Days != 30 {
+				t.Errorf("%d rows over %d days, want 3000 over 30", r.Rows, r.Days)
+			}
+			for _, q := range r.Reads {
+				if strings.HasPrefix(q.Name, "list") || strings.HasPrefix(q.Name, "by job") {
+					if q.Rows != 50 {
+						t.Errorf("%s: %d rows, want a full page of 50", q.Name, q.Rows)
+					}
+				}
+			}
+			if r.Retention.Deleted != 100 {
+				t.Errorf("retention of one day deleted %d rows, want 100 (3000 over 30 days)", r.Retention.Deleted)
+			}
+			if (r.Partitions > 0) != (dialect == "postgres") || (len(r.Plans) > 0) != (dialect == "postgres") {
+				t.Errorf("%d partitions, %d plans on %s", r.Partitions, len(r.Plans), dialect)
+			}
+		})
+	}
+}
+
+func TestBenchHistoryBadInput(t *testing.T) {
+	db := t.TempDir() + "/h.db"
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--db", db, "--rows", "0"}, "--rows"},
+		{[]string{"--db", db, "--days", "2"}, "--days"},
+		{[]string{"--db", db, "-o", "yaml"}, "-o"},
+		{nil, "--db"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"bench", "history"}, c.args...)...)
+		if code != 2 || !strings.Contains(errOut, c.flag) {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and a message naming %s", c.args, code, errOut, c.flag)
+		}
+	}
+}

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Calendars", func(t *testing.T) { t.Parallel(); testCalendars(t, open(t)) })
 	t.Run("ExecutionsInsert", func(t *testing.T) { t.Parallel(); testExecutionsInsert(t, open(t)) })
 	t.Run("ExecutionLifecycle", func(t *testing.T) { t.Parallel(); testExecutionLifecycle(t, open(t)) })
+	t.Run("HistoryPartitions", func(t *testing.T) { t.Parallel(); testHistoryPartitions(t, open(t)) })
 	t.Run("MarkRunningAlone", func(t *testing.T) { t.Parallel(); testMarkRunningAlone(t, open(t)) })
 	t.Run("MarkRunningLimited", func(t *testing.T) { t.Parallel(); testMarkRunningLimited(t, open(t)) })
 	t.Run("CompleteTwice", func(t *testing.T) { t.Parallel(); testCompleteTwice(t, open(t)) })
