@@ -83,8 +83,14 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 	}
 	ctx = jobrun.WithRun(ctx, run)
 	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(out.add)))
+	ctx, sc := d.s.withMapScope(ctx, f)
 	err = h(ctx)
 	res := engine.Result{Err: err, Logs: out.take(), Return: extras.take()}
+	if sc != nil && sc.mapped && err == nil {
+		// The run waits for its sub-tasks without this worker: the node that reduces its map
+		// completes it (mapRunner.reduce).
+		res.Async = true
+	}
 	if f.Job.PersistData {
 		res.Data = run.Data
 	}
