@@ -209,6 +209,7 @@ type mapRunner struct {
 	s       *Scheduler
 	log     *slog.Logger
 	wakeCh  chan struct{}
+	freed   chan struct{} // a worker ended
 	results chan store.SubtaskResult
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
@@ -237,6 +238,7 @@ func (s *Scheduler) startMapRunner() {
 	r := s.mapRun
 	r.cancel = cancel
 	r.results = make(chan store.SubtaskResult, s.mapCfg.Workers)
+	r.freed = make(chan struct{}, 1)
 	r.done.Add(2)
 	go r.loop(ctx)
 	go r.writer(ctx)
@@ -286,8 +288,16 @@ func (r *mapRunner) loop(ctx context.Context) {
 			continue
 		}
 		free := cfg.Workers - len(slots)
+		if free < max(cfg.Workers/4, 1) {
+			// Busy: claim again when a quarter of the workers are free, not one by one.
+			select {
+			case <-ctx.Done():
+			case <-r.freed:
+			}
+			continue
+		}
 		claimed := 0
-		if free > 0 {
+		{
 			ts, err := r.s.store.SubtasksClaim(ctx, owner, names, min(free, cfg.Batch))
 			if err != nil {
 				r.log.Warn("claim sub-tasks", "err", err)
@@ -296,7 +306,13 @@ func (r *mapRunner) loop(ctx context.Context) {
 			for _, st := range ts {
 				slots <- struct{}{}
 				go func() {
-					defer func() { <-slots }()
+					defer func() {
+						<-slots
+						select {
+						case r.freed <- struct{}{}:
+						default:
+						}
+					}()
 					r.runTask(ctx, owner, mrs[st.Handler], st)
 				}()
 			}
@@ -311,7 +327,7 @@ func (r *mapRunner) loop(ctx context.Context) {
 		for _, m := range maps {
 			r.reduce(ctx, owner, mrs[m.Handler], m)
 		}
-		if claimed == 0 && len(maps) == 0 || free == 0 {
+		if claimed == 0 && len(maps) == 0 {
 			r.sleep(ctx, cfg.PollInterval)
 		}
 	}

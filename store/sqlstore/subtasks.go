@@ -1,9 +1,11 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/store"
@@ -48,6 +50,32 @@ func (e *executor) SubtasksMap(ctx context.Context, m *store.SubtaskMap, ts []*s
 		}
 		if cur.State != store.MapWaiting {
 			return fmt.Errorf("map of execution %d is %s: %w", m.ExecutionID, cur.State, store.ErrConflict)
+		}
+		if e.d().kind == postgres {
+			// Arrays: one statement text and a few parameters for any chunk size.
+			const chunk = 10000
+			for start := 0; start < len(ts); start += chunk {
+				part := ts[start:min(start+chunk, len(ts))]
+				k := len(part)
+				parents, depths, seqs, maxes, payloads := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]string, k)
+				for i, t := range part {
+					parents[i], depths[i], seqs[i], maxes[i], payloads[i] = t.ParentID, int64(t.Depth), int64(t.Seq), int64(max(t.MaxAttempts, 1)), t.Payload
+				}
+				res, err := e.exec(ctx, "INSERT INTO subtasks (execution_id, job_id, handler, parent_id, depth, seq, payload, state, attempt, max_attempts, owner, result, created_at)"+
+					" SELECT ?, ?, ?, u.parent_id, u.depth, u.seq, u.payload, ?, 0, u.max_attempts, '', '', ?"+
+					" FROM unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[]) AS u(parent_id, depth, seq, payload, max_attempts)"+
+					" ON CONFLICT DO NOTHING",
+					m.ExecutionID, m.JobID, m.Handler, store.SubtaskPending, now, parents, depths, seqs, payloads, maxes)
+				if err != nil {
+					return err
+				}
+				n, err := affected(res)
+				if err != nil {
+					return err
+				}
+				inserted += int(n)
+			}
+			ts = nil
 		}
 		const cols = 13
 		for start := 0; start < len(ts); start += maxBatchRows {
@@ -100,6 +128,19 @@ func (e *executor) SubtasksClaim(ctx context.Context, owner string, handlers []s
 	var out []*store.Subtask
 	err := e.inTx(ctx, func(e *executor) error {
 		hl, hargs := inList(handlers)
+		if e.d().kind == postgres {
+			// One statement: the rows locked (skipping those another claim holds) are moved.
+			rows, err := e.query(ctx, "UPDATE subtasks SET state = ?, attempt = attempt + 1, owner = ?, claimed_at = "+e.d().nowMillis()+
+				" WHERE id IN (SELECT id FROM subtasks WHERE state = ? AND handler IN "+hl+" ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)"+
+				" RETURNING "+subtaskCols,
+				append(append([]any{store.SubtaskRunning, owner, store.SubtaskPending}, hargs...), limit)...)
+			if err != nil {
+				return err
+			}
+			out, err = scanAll(rows, scanSubtask, "sub-tasks")
+			slices.SortFunc(out, func(a, b *store.Subtask) int { return cmp.Compare(a.ID, b.ID) })
+			return err
+		}
 		ids, err := scanInt64s(e.query(ctx, "SELECT id FROM subtasks WHERE state = ? AND handler IN "+hl+" ORDER BY id LIMIT ?"+e.d().lockSkip(),
 			append(append([]any{store.SubtaskPending}, hargs...), limit)...))
 		if err != nil || len(ids) == 0 {
@@ -128,8 +169,24 @@ func (e *executor) SubtasksClaim(ctx context.Context, owner string, handlers []s
 	return out, nil
 }
 
-// SubtasksComplete writes each result with its own compare-and-set, all in one transaction.
+// subtaskResultCols are the columns of a batch of results joined into the update.
+var subtaskResultCols = []string{"id", "attempt", "owner", "st", "result", "message"}
+
+// subtaskResultSet is the update a result makes: a failure with attempts left goes back to
+// pending for the next claim.
+const subtaskResultSet = "state = CASE WHEN u.st = 'failed' AND t.attempt < t.max_attempts THEN 'pending' ELSE u.st END," +
+	" result = u.result, message = u.message, finished_at = "
+
+// SubtasksComplete writes a batch of results with one statement on PostgreSQL (arrays) and
+// SQLite (a VALUES table) per chunk, each row a compare-and-set on state, attempt and owner.
+// MySQL's multi-table UPDATE returns no rows, so there each result is its own statement, all
+// in one transaction.
 func (e *executor) SubtasksComplete(ctx context.Context, rs []store.SubtaskResult) ([]int64, error) {
+	for _, r := range rs {
+		if r.State != store.SubtaskSucceeded && r.State != store.SubtaskFailed {
+			return nil, fmt.Errorf("sqlstore: sub-task %d: state %q is not a result", r.ID, r.State)
+		}
+	}
 	var done []int64
 	err := e.retryDeadlock(ctx, func(e *executor) error {
 		done = done[:0]
@@ -137,15 +194,40 @@ func (e *executor) SubtasksComplete(ctx context.Context, rs []store.SubtaskResul
 		if err != nil {
 			return err
 		}
+		switch e.d().kind {
+		case postgres:
+			n := len(rs)
+			ids, attempts := make([]int64, n), make([]int64, n)
+			owners, states, results, msgs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+			for i, r := range rs {
+				ids[i], attempts[i], owners[i], states[i], results[i], msgs[i] = r.ID, int64(r.Attempt), r.Owner, r.State, r.Result, truncate(r.Message, 2000)
+			}
+			done, err = scanInt64s(e.query(ctx, "UPDATE subtasks AS t SET "+subtaskResultSet+"?"+
+				" FROM unnest(?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[]) AS u("+strings.Join(subtaskResultCols, ", ")+")"+
+				" WHERE t.id = u.id AND t.state = 'running' AND t.attempt = u.attempt AND t.owner = u.owner RETURNING t.id",
+				now, ids, attempts, owners, states, results, msgs))
+			return err
+		case sqlite:
+			for _, c := range chunks(len(rs)) {
+				args := make([]any, 0, (c[1]-c[0])*len(subtaskResultCols)+1)
+				for _, r := range rs[c[0]:c[1]] {
+					args = append(args, r.ID, r.Attempt, r.Owner, r.State, r.Result, truncate(r.Message, 2000))
+				}
+				got, err := scanInt64s(e.query(ctx, "WITH "+e.d().valuesTable(subtaskResultCols, c[1]-c[0])+
+					" UPDATE subtasks AS t SET "+subtaskResultSet+"? FROM u"+
+					" WHERE t.id = u.id AND t.state = 'running' AND t.attempt = u.attempt AND t.owner = u.owner RETURNING id",
+					append(args, now)...))
+				if err != nil {
+					return err
+				}
+				done = append(done, got...)
+			}
+			return nil
+		}
 		for _, r := range rs {
 			set := "state = '" + store.SubtaskSucceeded + "'"
-			switch r.State {
-			case store.SubtaskSucceeded:
-			case store.SubtaskFailed:
-				// An attempt left: back to pending for the next claim, owner cleared.
+			if r.State == store.SubtaskFailed {
 				set = "state = CASE WHEN attempt < max_attempts THEN '" + store.SubtaskPending + "' ELSE '" + store.SubtaskFailed + "' END"
-			default:
-				return fmt.Errorf("sub-task %d: state %q is not a result", r.ID, r.State)
 			}
 			res, err := e.exec(ctx, "UPDATE subtasks SET "+set+", result = ?, message = ?, finished_at = ? WHERE id = ? AND state = ? AND attempt = ? AND owner = ?",
 				r.Result, truncate(r.Message, 2000), now, r.ID, store.SubtaskRunning, r.Attempt, r.Owner)
