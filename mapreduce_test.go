@@ -1,12 +1,17 @@
 package sundial_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,6 +153,154 @@ func TestMapReduce(t *testing.T) {
 			if counts[store.SubtaskSucceeded] != n+2 || len(counts) != 1 {
 				t.Fatalf("sub-task counts %v", counts)
 			}
+		})
+	}
+}
+
+// TestMapReduceKilledNode kills, with SIGKILL, a node process in the middle of a map it
+// started (it holds the run and a batch of running sub-tasks), then starts two survivor
+// nodes. Once the victim is declared dead its sub-tasks are claimed again and the survivors
+// finish the map and reduce it. A ledger kept outside the database (the victim's stdout and
+// the survivors' memory) records every run of every sub-task with a token the run returns:
+// each sub-task's accepted result is the token of exactly one run in the ledger, every
+// payload succeeded, the run ended succeeded, and only the sub-tasks the victim held when it
+// died ran twice.
+func TestMapReduceKilledNode(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := testdb.DSN(t, dialect)
+			st := teststore.OpenDSN(t, dsn)
+			admin, err := sundial.New(sundial.Config{Store: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := admin.ScheduleJob(ctx, sundial.Job{Name: "ledger", Handler: "ledger", MaxRetries: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			xid, err := admin.TriggerNow(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "SUNDIAL_MAP_CHILD_DSN="+dsn)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			runs := map[string][]string{} // payload → tokens of its runs
+			tokens := map[string]int{}
+			lines := bufio.NewScanner(out)
+			for lines.Scan() {
+				var p, token string
+				if _, err := fmt.Sscanf(lines.Text(), "RAN %s %s", &p, &token); err == nil {
+					runs[p] = append(runs[p], token)
+					tokens[token]++
+				}
+				if len(tokens) == 300 { // well into the map: kill it
+					break
+				}
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			// Lines the victim wrote before it died are in its ledger too.
+			for lines.Scan() {
+				var p, token string
+				if _, err := fmt.Sscanf(lines.Text(), "RAN %s %s", &p, &token); err == nil {
+					runs[p] = append(runs[p], token)
+					tokens[token]++
+				}
+			}
+			victimHeld, err := st.SubtasksList(ctx, store.SubtaskFilter{ExecutionID: xid, State: store.SubtaskRunning, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			var mu sync.Mutex
+			reduced := make(chan int64, 2)
+			mr := sundial.MapReduce{
+				Start: sundial.MapTestStart(3000),
+				Reduce: func(ctx context.Context, rs *sundial.MapResults) error {
+					reduced <- rs.Total
+					return nil
+				},
+			}
+			var nodes []*sundial.Scheduler
+			for i := range 2 {
+				name := fmt.Sprintf("survivor%d", i)
+				mr.Task = sundial.MapLedgerTask(name, func(l string) {
+					var p, token string
+					fmt.Sscanf(l, "RAN %s %s", &p, &token)
+					mu.Lock()
+					runs[p] = append(runs[p], token)
+					tokens[token]++
+					mu.Unlock()
+				})
+				s, err := sundial.New(sundial.Config{Store: st, NodeID: name, Engine: sundial.MapTestEngine,
+					MapReduce: sundial.MapConfig{Workers: 16, Batch: 50, PollInterval: 50 * time.Millisecond}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.RegisterMapReduce("ledger", mr)
+				if err := s.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				nodes = append(nodes, s)
+			}
+			select {
+			case total := <-reduced:
+				if total != 3000 {
+					t.Errorf("reduced a map of %d sub-tasks, want 3000", total)
+				}
+			case <-time.After(90 * time.Second):
+				t.Fatal("no reduce within 90 s")
+			}
+			for _, s := range nodes {
+				if err := s.Stop(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			x, err := st.ExecutionGet(ctx, xid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.State != store.ExecSucceeded {
+				t.Fatalf("the run is %s (%s), want succeeded", x.State, x.HandleMsg)
+			}
+			all, err := st.SubtasksList(ctx, store.SubtaskFilter{ExecutionID: xid, Limit: 10000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 3000 {
+				t.Fatalf("%d sub-tasks stored, want 3000", len(all))
+			}
+			twice := 0
+			for _, s := range all {
+				var token string
+				if s.State != store.SubtaskSucceeded || json.Unmarshal([]byte(s.Result), &token) != nil {
+					t.Fatalf("sub-task %d (payload %s) is %s with result %q", s.ID, s.Payload, s.State, s.Result)
+				}
+				if tokens[token] != 1 || !slices.Contains(runs[s.Payload], token) {
+					t.Fatalf("sub-task %d (payload %s): accepted result %s is in the ledger %d times (runs %v)", s.ID, s.Payload, token, tokens[token], runs[s.Payload])
+				}
+				if len(runs[s.Payload]) > 1 {
+					twice++
+				}
+			}
+			if twice > len(victimHeld) {
+				t.Fatalf("%d sub-tasks ran twice, but the victim held only %d when it died", twice, len(victimHeld))
+			}
+			t.Logf("victim ran %d, held %d when killed; %d ran again", 300, len(victimHeld), twice)
 		})
 	}
 }
