@@ -104,4 +104,12 @@ func testSubtasks(t *testing.T, s store.Store) {
 	if len(failed) != 1 || failed[0].ID != a[0].ID || failed[0].Message != "boom" && failed[0].Attempt != 2 {
 		t.Fatalf("failed sub-tasks: %+v", failed)
 	}
+
+	// Retention deletes a run's sub-tasks and map with it.
+	if n := get(s.ExecutionsDeleteFiredBefore(ctx, 1, 10)).ok(t); n != 1 {
+		t.Fatalf("retention deleted %d executions, want the mapped one", n)
+	}
+	equal(t, "sub-tasks after retention", len(get(s.SubtaskCounts(ctx, x.ID)).ok(t)), 0)
+	_, err = s.SubtaskMapGet(ctx, x.ID)
+	wantErr(t, err, store.ErrNotFound)
 }
