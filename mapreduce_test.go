@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -42,6 +43,7 @@ func TestMapReduce(t *testing.T) {
 					for i := range ps {
 						ps[i] = json.RawMessage(strconv.Itoa(i))
 					}
+					sundial.Logger(ctx).Info("mapping", "n", n)
 					return sundial.Map(ctx, ps)
 				},
 				Task: func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
@@ -145,6 +147,10 @@ func TestMapReduce(t *testing.T) {
 			}
 			if x.State != store.ExecSucceeded {
 				t.Fatalf("the run is %s (%s), want succeeded", x.State, x.HandleMsg)
+			}
+			lines, err := st.ExecutionLogList(ctx, xid, 0, 10)
+			if err != nil || len(lines) != 1 || !strings.Contains(lines[0].Message, "mapping") {
+				t.Fatalf("the run's output: %+v (%v), want Start's line", lines, err)
 			}
 			counts, err := st.SubtaskCounts(ctx, xid)
 			if err != nil {
