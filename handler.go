@@ -10,6 +10,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // Execution is what a handler knows about the fire it runs.
@@ -83,8 +84,25 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 	}
 	ctx = jobrun.WithRun(ctx, run)
 	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(out.add)))
+	ctx, sc := d.s.withMapScope(ctx, f)
 	err = h(ctx)
 	res := engine.Result{Err: err, Logs: out.take(), Return: extras.take()}
+	if sc != nil && sc.mapped && err == nil {
+		// The run waits for its sub-tasks without this worker: the node that reduces its map
+		// completes it (mapRunner.reduce). An async result's lines are not written by the
+		// engine, so Start's are stored here.
+		res.Async = true
+		if len(res.Logs) > 0 {
+			now := d.s.clock.Now().UnixMilli()
+			lines := make([]store.LogLine, len(res.Logs))
+			for i, l := range res.Logs {
+				lines[i] = store.LogLine{Line: int64(i + 1), At: now, Message: l}
+			}
+			if _, err := d.s.store.ExecutionLogAppend(ctx, ex.ID, lines); err != nil {
+				return engine.Result{Err: fmt.Errorf("store the output of a run that mapped: %w", err)}
+			}
+		}
+	}
 	if f.Job.PersistData {
 		res.Data = run.Data
 	}

@@ -58,6 +58,8 @@ type Config struct {
 	// returns the one the engine uses: a server wraps it to send remote jobs to executors
 	// (dispatch.ByTarget).
 	Dispatcher func(local engine.Dispatcher) engine.Dispatcher
+	// MapReduce tunes the node's runner of sub-tasks (RegisterMapReduce).
+	MapReduce MapConfig
 	// Engine tunes the scheduling loop further (batch size, look-ahead, poll interval). The
 	// fields above are shorthands for its fields of the same names: give each setting in
 	// either place, since two different values are an error. Its Dispatcher is the
@@ -90,8 +92,12 @@ type Scheduler struct {
 	// maint runs the leader's duties while the node leads.
 	maint *maintenance.Manager
 
-	mu       sync.RWMutex
-	handlers map[string]Handler
+	mu         sync.RWMutex
+	handlers   map[string]Handler
+	mapReduces map[string]MapReduce
+	// mapRun runs sub-tasks and reduces on this node (mapreduce.go); mapCfg is its config.
+	mapRun *mapRunner
+	mapCfg MapConfig
 }
 
 // New returns a stopped scheduler.
@@ -101,7 +107,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock, minInterval: cfg.MinInterval,
-		secrets: ec.Secrets}
+		secrets: ec.Secrets, mapReduces: map[string]MapReduce{}, mapCfg: cfg.MapReduce.withDefaults()}
 	// A workflow's trigger job runs nothing itself: the engine starts the workflow's run
 	// when the job's fire is recorded succeeded.
 	s.handlers[engine.WorkflowHandler] = func(context.Context) error { return nil }
@@ -118,6 +124,11 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s.engine = e
+	logger := ec.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s.mapRun = &mapRunner{s: s, log: logger, wakeCh: make(chan struct{}, 1)}
 	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger))
 	return s, nil
 }
@@ -162,6 +173,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err := s.engine.Start(ctx); err != nil {
 		return err
 	}
+	s.startMapRunner()
 	return s.maint.Start(ctx)
 }
 
@@ -169,6 +181,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // the cluster. It is idempotent.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.maint.Stop()
+	s.mapRun.stop(ctx)
 	return s.engine.Stop(ctx)
 }
 

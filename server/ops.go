@@ -51,6 +51,8 @@ type Ops struct {
 	ExecutionAttempts *Endpoint[ExecutionRef, []*store.Execution]
 	KillExecution     *Endpoint[ExecutionRef, store.Execution]
 	RetryExecution    *Endpoint[ExecutionRef, store.Execution]
+	// A map/reduce run's sub-tasks, read by whoever may read the run.
+	ListSubtasks *Endpoint[SubtaskQuery, SubtaskPage]
 
 	ListApps  *Endpoint[AllOf, []api.App]
 	GetApp    *Endpoint[AppRef, api.App]
@@ -156,6 +158,9 @@ func (s *Server) newOps() *Ops {
 		ExecutionAttempts: endpoint(s, ActRead, byExecution, s.attempts),
 		KillExecution:     endpoint(s, ActOperate, byExecution, hidingSecretParams(s, s.killExecution)),
 		RetryExecution:    endpoint(s, ActOperate, byExecution, hidingSecretParams(s, s.retryExecution)),
+		ListSubtasks: endpoint(s, ActRead, func(ctx context.Context, in *SubtaskQuery) (target, error) {
+			return s.executionTarget(ctx, in.ID)
+		}, s.listSubtasks),
 
 		ListApps: endpoint(s, ActRead, nil, s.listApps),
 		GetApp:   endpoint(s, ActRead, nil, s.getApp),

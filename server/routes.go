@@ -98,6 +98,7 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/executions/{id}/output", read(byExecution), s.executionOutput},
 		opRoute("POST", v1+"/executions/{id}/kill", o.KillExecution, readExecutionRef, writeKilled),
 		opRoute("POST", v1+"/executions/{id}/retry", o.RetryExecution, readExecutionRef, writeRunStarted),
+		opRoute("GET", v1+"/executions/{id}/subtasks", o.ListSubtasks, readSubtaskQuery, writeSubtaskPage),
 
 		opRoute("GET", v1+"/nodes", o.ListNodes, nil, writePageOf(func(n api.Node) string { return n.ID })),
 

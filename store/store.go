@@ -20,6 +20,8 @@ var (
 	ErrInUse = errors.New("in use")
 	// ErrConflict means an update carried a stale Version.
 	ErrConflict = errors.New("version conflict")
+	// ErrLimit means the call would pass a limit (the sub-tasks of one map).
+	ErrLimit = errors.New("over the limit")
 )
 
 // ExistsError is ErrAlreadyExists for a named row. Its message is the whole of what a user
@@ -51,6 +53,8 @@ func (e *ExistsError) Is(target error) bool { return target == ErrAlreadyExists 
 type Querier interface {
 	// DBNow returns the database's clock in Unix milliseconds.
 	DBNow(ctx context.Context) (int64, error)
+
+	Subtasks
 
 	// JobInsert stores j and sets its ID, CreatedAt and UpdatedAt.
 	JobInsert(ctx context.Context, j *Job) error

@@ -153,7 +153,7 @@ process's CPU seconds per 1,000 fires and peak resident memory.`,
 	}
 	b.register(cmd)
 	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b),
-		newBenchRemoteCmd(&b), newBenchOverloadCmd(&b), newBenchHistoryCmd(&b), newBenchNodeCmd(&b))
+		newBenchRemoteCmd(&b), newBenchOverloadCmd(&b), newBenchHistoryCmd(&b), newBenchNodeCmd(&b), newBenchMapCmd(&b))
 	return cmd
 }
 
@@ -459,5 +459,48 @@ On PostgreSQL it also prints the plans that show which partitions a statement re
 	f.DurationVar(&cfg.Fire.Interval, "interval", time.Second, "each trigger's interval")
 	f.DurationVar(&cfg.Fire.Warmup, "warmup", 3*time.Second, "warm-up before the measured window")
 	f.DurationVar(&cfg.Fire.Duration, "duration", 10*time.Second, "measured window")
+	return cmd
+}
+func newBenchMapCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.MapConfig
+	cmd := &cobra.Command{
+		Use:     "map",
+		Short:   "One run maps N sub-tasks over K executors (nodes sharing the store); sub-tasks/s",
+		Example: `  sundial bench map --subtasks 100000 --executors 4 --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable'`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Subtasks < 1 || cfg.Executors < 1 {
+				return usageErrorf("--subtasks %d --executors %d: both must be at least 1", cfg.Subtasks, cfg.Executors)
+			}
+			if b.output != "table" && b.output != "json" {
+				return usageErrorf("-o %q: want table or json", b.output)
+			}
+			opts := b.opts
+			opts.DSN = b.db
+			if opts.DSN == "" {
+				dir, err := os.MkdirTemp("", "sundial-bench")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				opts.DSN = filepath.Join(dir, "bench.db")
+			}
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
+			r, err := bench.Map(cmd.Context(), opts, cfg)
+			if err != nil {
+				return err
+			}
+			if b.output == "json" {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Subtasks, "subtasks", 100000, "sub-tasks the run maps (N)")
+	f.IntVar(&cfg.Executors, "executors", 4, "nodes running sub-tasks (K)")
+	f.IntVar(&cfg.Workers, "workers", 64, "sub-tasks running at once per node")
+	f.IntVar(&cfg.Batch, "map-batch", 500, "sub-tasks per claim and per result write")
 	return cmd
 }

@@ -369,7 +369,8 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 	return out, nil
 }
 
-// nodesRun is the condition that a running execution is its node's to lose: an in-process
+// nodesRun is the condition that a running execution is its node's to lose (a run waiting
+// for its sub-tasks is not): an in-process
 // run, or a remote run whose acceptance was not recorded (trigger code
 // store.DispatchAccepted) and whose executor instance is not registered. A run sent to an
 // instance that is registered may have been taken (the node died, or lost the database,
@@ -378,7 +379,10 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 // instance goes silent or restarts. Losing it here would re-run it beside the executor's run.
 const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200 AND NOT EXISTS (SELECT 1 FROM registry r" +
 	" WHERE r.app = executions_live.executor_app AND r.address = executions_live.executor_address" +
-	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))"
+	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))" +
+	// A run that mapped waits for its sub-tasks, which outlive the node that started it: the
+	// runner that claims its map reduces and completes it (subtasks.go).
+	" AND NOT EXISTS (SELECT 1 FROM subtask_maps sm WHERE sm.execution_id = executions_live.id AND sm.state <> 'done')"
 
 // ExecutionsLoseRunning marks the running executions of a dead life lost and returns them.
 func (e *executor) ExecutionsLoseRunning(ctx context.Context, o store.Owner) ([]*store.Execution, error) {
