@@ -1,0 +1,148 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sundial-scheduler/sundial"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// etlWorkflow stores the workflow the browser tests draw: extract (the harness's talker, which
+// runs until released) -> check (a decision on params.full) -> load when true, skip_load
+// when false; alert runs on extract's failure. load returns a result.
+func etlWorkflow(t *testing.T, h *harness) (name string, extract int64) {
+	t.Helper()
+	ctx := context.Background()
+	h.srv.Register("loader", func(ctx context.Context) error { return sundial.SetResult(ctx, map[string]int{"rows": 42}) })
+	job := func(name, handler string) int64 {
+		id, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: name, Handler: handler})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	extract = job("extract-orders", "talker")
+	load, skip, alert := job("load-warehouse", "loader"), job("note-skip", "echo"), job("page-oncall", "echo")
+	graph := fmt.Sprintf(`{"nodes":[{"name":"extract","job_id":%d},{"name":"check","kind":"decision","expr":"params.full == true"},
+		{"name":"load","job_id":%d},{"name":"skip_load","job_id":%d},{"name":"alert","job_id":%d}],
+		"edges":[{"from":"extract","to":"check"},{"from":"check","to":"load","when":"true"},{"from":"check","to":"skip_load","when":"false"},
+		{"from":"extract","to":"alert","when":"on_failure"}]}`, extract, load, skip, alert)
+	if err := h.st.WorkflowInsert(ctx, &store.Workflow{Name: "etl", Description: "Nightly orders load", Graph: graph, Params: `{"full":true}`}); err != nil {
+		t.Fatal(err)
+	}
+	return "etl", extract
+}
+
+// nodeClasses is the JavaScript that maps each drawn node to its class attribute.
+const nodeClasses = `JSON.stringify(Object.fromEntries([...document.querySelectorAll(".wf-svg .wf-node")].map(n => [n.dataset.node, n.getAttribute("class")])))`
+
+// In Chromium an operator opens the workflow list and a workflow: its graph is drawn with a
+// shape per node kind and a stroke per edge condition, job nodes linking to their jobs. Run
+// now starts a run whose page colours each node by its state and follows it live: the
+// running extract turns succeeded once released, the decision's true branch runs and its
+// result shows, the false branch and the failure branch are skipped.
+func TestBrowserWorkflowGraphAndLiveRun(t *testing.T) {
+	h := browserHarness(t)
+	name, extract := etlWorkflow(t, h)
+	b := newBrowser(t, h, 1280, 900)
+	b.login()
+	b.do("open the workflow list",
+		chromedp.Navigate(h.url+"/workflows"),
+		chromedp.WaitVisible(chromedp.CSS(`#workflow-table a[href="/workflows/etl"]`)),
+		chromedp.Click(chromedp.CSS(`#workflow-table a[href="/workflows/etl"]`)),
+		chromedp.WaitVisible(chromedp.CSS(".wf-svg")))
+	b.waitJSOr("5 nodes and 4 edges drawn", nodeClasses,
+		`document.querySelectorAll(".wf-svg .wf-node").length === 5 && document.querySelectorAll(".wf-svg .wf-edge").length === 4`)
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`[
+		document.querySelector('.wf-node[data-node="check"]').getAttribute("class"),
+		document.querySelector('.wf-node[data-node="check"] polygon') ? "polygon" : "none",
+		document.querySelector('.wf-node[data-node="extract"] rect') ? "rect" : "none",
+		document.querySelector('.wf-node[data-node="extract"]').closest("a").getAttribute("href"),
+		document.querySelector('.wf-edge-g[data-from="extract"][data-to="alert"] path').getAttribute("class"),
+		document.querySelector('.wf-edge-g[data-from="check"][data-to="load"] path').getAttribute("class"),
+		getComputedStyle(document.querySelector('.wf-edge-g[data-from="extract"][data-to="alert"] path')).strokeDasharray,
+		getComputedStyle(document.querySelector('.wf-edge-g[data-from="extract"][data-to="check"] path')).strokeDasharray,
+		].join("|")`))
+	want := fmt.Sprintf("wf-node kind-decision|polygon|rect|/jobs/%d|wf-edge on_failure|wf-edge true|6px, 4px|none", extract)
+	if err != nil || got != want {
+		t.Fatalf("the drawn graph:\n got %s (%v)\nwant %s", got, err, want)
+	}
+	b.screenshot("workflow-graph")
+
+	b.do("run it now",
+		chromedp.Click(chromedp.ID("wf-run-open")),
+		chromedp.WaitVisible(chromedp.ID("wf-params")),
+		fill("wf-params", `{"full": true}`),
+		chromedp.Click(chromedp.ID("wf-run-submit")),
+		chromedp.WaitVisible(chromedp.ID("wf-live")))
+	<-h.talking
+	b.waitJSOr("extract drawn running, the rest pending", nodeClasses, `(() => {
+		const c = n => (document.querySelector('.wf-svg .wf-node[data-node="' + n + '"]') || {}).getAttribute?.("class") || "";
+		return c("extract").includes("state-running") && c("load").includes("state-pending") && c("check").includes("state-pending");
+	})()`)
+	if live := b.text("#wf-run-state"); !strings.Contains(live, "running") {
+		t.Fatalf("the run's state shown: %q", live)
+	}
+	b.screenshot("workflow-run-running")
+	// The page was loaded before extract ended: what follows arrives by its polling.
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[chromedp.Void](`window.__samePage = true`)); err != nil {
+		t.Fatal(err)
+	}
+	h.release <- struct{}{}
+	b.waitJSOr("the run followed to its end", nodeClasses, `(() => {
+		const c = n => (document.querySelector('.wf-svg .wf-node[data-node="' + n + '"]') || {}).getAttribute?.("class") || "";
+		return c("extract").includes("state-succeeded") && c("check").includes("state-true") && c("load").includes("state-succeeded")
+			&& c("skip_load").includes("state-skipped") && c("alert").includes("state-skipped")
+			&& document.getElementById("wf-live").dataset.state === "succeeded";
+	})()`)
+	same, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`window.__samePage === true`))
+	if err != nil || !same {
+		t.Fatalf("the page reloaded instead of updating in place (%v)", err)
+	}
+	row := b.text(`#wf-nodes tr[data-node="load"]`)
+	if !strings.Contains(row, `"rows":42`) || !strings.Contains(row, "#") {
+		t.Fatalf("load's row shows no result or execution: %q", row)
+	}
+	href, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('.wf-node[data-node="load"]').closest("a").getAttribute("href")`))
+	if err != nil || !strings.HasPrefix(href, "/executions/") {
+		t.Fatalf("load links to %q (%v), want its execution", href, err)
+	}
+	// Ended: the page stops asking.
+	if polling, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.getElementById("wf-live").hasAttribute("hx-trigger")`)); err != nil || polling {
+		t.Fatalf("the ended run's page still polls (%v)", err)
+	}
+	shot(t, b, "workflow-run-light")
+	b.preferDark()
+	shot(t, b, "workflow-run-dark")
+	phone := newBrowser(t, h, 390, 844)
+	phone.login()
+	phone.do("open the run on a phone", chromedp.Navigate(h.url+"/workflows/"+name), chromedp.WaitVisible(chromedp.CSS(".wf-svg")),
+		chromedp.Click(chromedp.CSS(`#wf-runs a`)), chromedp.WaitVisible(chromedp.CSS(".wf-svg .state-succeeded")))
+	width, err := chromedp.Run(phone.ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+	if err != nil || width > 390 {
+		t.Fatalf("on a phone the page is %d px wide (%v)", width, err)
+	}
+	shot(t, phone, "workflow-run-phone")
+}
+
+// shot saves a screenshot, and a copy in SUNDIAL_SHOTS when set (for a person to look at).
+func shot(t *testing.T, b *browser, name string) {
+	t.Helper()
+	path := b.screenshot(name)
+	if dir := os.Getenv("SUNDIAL_SHOTS"); dir != "" {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name+".png"), data, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
