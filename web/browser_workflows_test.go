@@ -115,8 +115,8 @@ func TestBrowserWorkflowGraphAndLiveRun(t *testing.T) {
 		t.Fatalf("load links to %q (%v), want its execution", href, err)
 	}
 	// Ended: the page stops asking.
-	if polling, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.getElementById("wf-live").hasAttribute("hx-trigger")`)); err != nil || polling {
-		t.Fatalf("the ended run's page still polls (%v)", err)
+	if polling, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.getElementById("wf-live").hasAttribute("hx-trigger") || !!document.getElementById("wf-cancel")`)); err != nil || polling {
+		t.Fatalf("the ended run's page still polls or offers Cancel (%v)", err)
 	}
 	shot(t, b, "workflow-run-light")
 	b.preferDark()
@@ -144,5 +144,67 @@ func shot(t *testing.T, b *browser, name string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// setSelect picks a select's option by value as a person would (the change event fires).
+func setSelect(id, value string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.getElementById(%q); s.value = %q;
+		s.dispatchEvent(new Event("change", {bubbles: true})); })()`, id, value))
+}
+
+// In Chromium an operator builds a workflow in the editor: the preview draws the nodes and
+// edges as they are typed; a node named twice is refused with the error at that node's name
+// (from the workflow's own validation), nothing stored; fixed, it is created and shown.
+func TestBrowserWorkflowEditor(t *testing.T) {
+	h := browserHarness(t)
+	ctx := context.Background()
+	var ids []int64
+	for _, n := range []string{"extract-orders", "load-warehouse"} {
+		id, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: n, Handler: "echo"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	b := newBrowser(t, h, 1280, 1000)
+	b.login()
+	b.do("open the editor and name the first node",
+		chromedp.Navigate(h.url+"/workflows"),
+		chromedp.Click(chromedp.ID("new-workflow")),
+		chromedp.WaitVisible(chromedp.ID("node-name-0")),
+		fill("name", "orders"),
+		fill("node-name-0", "extract"),
+		setSelect("node-job-0", fmt.Sprint(ids[0])),
+		chromedp.Click(chromedp.ID("add-node")),
+		chromedp.WaitVisible(chromedp.ID("node-name-1")),
+		fill("node-name-1", "extract"),
+		setSelect("node-job-1", fmt.Sprint(ids[1])))
+	b.waitJSOr("the preview to draw the first node and name the duplicate", `document.getElementById("wf-preview").innerText`,
+		`document.querySelectorAll("#wf-preview .wf-node").length === 1 && /named twice/.test(document.getElementById("wf-preview").innerText)`)
+	b.do("submit it as it is", chromedp.Click(chromedp.ID("wf-save")), chromedp.WaitVisible(chromedp.ID("err-node-name-1")))
+	b.waitJS("the error at the second node's name", `/node "extract" is named twice/.test(document.getElementById("err-node-name-1").textContent)
+		&& document.getElementById("node-name-1").getAttribute("aria-invalid") === "true" && document.getElementById("err-node-name-0").textContent === ""`)
+	if ws, err := h.st.WorkflowList(ctx, 0, 10); err != nil || len(ws) != 0 {
+		t.Fatalf("the refused workflow was stored: %d (%v)", len(ws), err)
+	}
+	shot(t, b, "workflow-editor-error")
+	b.do("fix the name and join the nodes",
+		fill("node-name-1", "load"),
+		fill("edge-from-0", "extract"),
+		fill("edge-to-0", "load"),
+		setSelect("edge-when-0", "always"))
+	b.waitJSOr("the preview to draw both nodes and the always edge", `document.getElementById("wf-preview").innerHTML`,
+		`document.querySelectorAll("#wf-preview .wf-node").length === 2 && document.querySelector('#wf-preview .wf-edge.always') !== null
+		&& !document.getElementById("wf-preview-error")`)
+	shot(t, b, "workflow-editor-preview")
+	b.do("create it", chromedp.Click(chromedp.ID("wf-save")), chromedp.WaitVisible(chromedp.CSS(".wf-svg .wf-edge.always")))
+	w, err := h.st.WorkflowGetByName(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"nodes":[{"name":"extract","kind":"job","job_id":%d,"on_failure":"fail"},{"name":"load","kind":"job","job_id":%d,"on_failure":"fail"}],"edges":[{"from":"extract","to":"load","when":"always"}]}`, ids[0], ids[1])
+	if w.Graph != want {
+		t.Fatalf("stored graph\n got %s\nwant %s", w.Graph, want)
 	}
 }
