@@ -208,3 +208,60 @@ func TestBrowserWorkflowEditor(t *testing.T) {
 		t.Fatalf("stored graph\n got %s\nwant %s", w.Graph, want)
 	}
 }
+
+// In Chromium an operator backfills a workflow from its page: a dry run lists the runs in the
+// dialog and stores nothing; started, the backfill is listed on the page, and its workflow
+// runs, marked backfill, show their data intervals.
+func TestBrowserWorkflowBackfill(t *testing.T) {
+	h := browserHarness(t)
+	ctx := context.Background()
+	load, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: "load", Handler: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.WorkflowInsert(ctx, &store.Workflow{Name: "nightly", Graph: fmt.Sprintf(`{"nodes":[{"name":"load","job_id":%d}]}`, load)}); err != nil {
+		t.Fatal(err)
+	}
+	cron, err := sundial.Cron("0 0 2 * * ?", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.srv.Scheduler().ScheduleJob(ctx, sundial.Job{Name: "nightly-trigger", Handler: "sundial.workflow", Params: "nightly"},
+		sundial.Trigger{Schedule: cron}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, h, 1280, 900)
+	b.login()
+	b.do("dry-run two nights",
+		chromedp.Navigate(h.url+"/workflows/nightly"),
+		chromedp.WaitVisible(chromedp.CSS("#wf-triggers")),
+		chromedp.Click(chromedp.ID("backfill-open")),
+		chromedp.WaitVisible(chromedp.ID("backfill-from")),
+		fill("backfill-from", "2026-03-01T00:00:00Z"),
+		fill("backfill-to", "2026-03-02T23:00:00Z"),
+		chromedp.Click(chromedp.ID("backfill-dry-run")),
+		chromedp.WaitVisible(chromedp.ID("backfill-plan")))
+	if plan := b.text("#backfill-plan"); !strings.Contains(plan, "Dry run: 2 scheduled time(s) in 2 run(s); nothing stored.") {
+		t.Fatalf("the plan shown:\n%s", plan)
+	}
+	if rs, err := h.st.WorkflowRunList(ctx, 0, 0, 10); err != nil || len(rs) != 0 {
+		t.Fatalf("the dry run started %d runs (%v)", len(rs), err)
+	}
+	b.do("start it", chromedp.Click(chromedp.ID("backfill-submit")), chromedp.WaitVisible(chromedp.ID("backfills")))
+	for range 2 {
+		<-h.ran
+	}
+	b.do("open a run", chromedp.Navigate(h.url+"/workflows/nightly"), chromedp.WaitVisible(chromedp.CSS("#wf-runs")))
+	b.waitJSOr("two backfill runs listed", `document.getElementById("wf-runs").innerText`,
+		`(document.getElementById("wf-runs").innerText.match(/backfill/g) || []).length === 2`)
+	b.do("open a run", chromedp.Click(chromedp.CSS("#wf-runs a")), chromedp.WaitVisible(chromedp.ID("wf-run-interval")))
+	iv, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](
+		`[...document.querySelectorAll("#wf-run-interval time")].map(t => t.getAttribute("datetime")).join(" ")`))
+	if want := "2026-03-01T02:00:00Z 2026-03-02T02:00:00Z"; err != nil || iv != want {
+		t.Fatalf("the newest run's interval %q (%v), want %q", iv, err, want)
+	}
+	if bf := b.text("#wf-run-backfill"); !strings.Contains(bf, "backfill") {
+		t.Fatalf("the run's backfill: %q", bf)
+	}
+	shot(t, b, "workflow-backfill-run")
+}

@@ -132,6 +132,7 @@ func (c *Console) routes() {
 	page("POST /workflows/preview", c.workflowPreview)
 	page("GET /workflows/{name}", c.workflowDetail)
 	page("POST /workflows/{name}/run", c.workflowRun)
+	page("POST /workflows/{name}/backfills", c.workflowBackfill)
 	page("GET /workflow-runs/{id}", c.workflowRunPage)
 	page("POST /workflow-runs/{id}/cancel", c.workflowRunCancel)
 

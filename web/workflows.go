@@ -175,13 +175,30 @@ type workflowView struct {
 	More     bool
 	// Params is the run-now form's value, Err its error.
 	Params, Err string
+	// Backfill is the backfill dialog's form, Plan a dry run's answer; Backfills are those of
+	// the workflow's trigger jobs.
+	Backfill  Form
+	Plan      *api.Backfill
+	Backfills []api.Backfill
+}
+
+// workflowForms are the dialogs of a workflow's page a refused or planned action reopens.
+type workflowForms struct {
+	Params, Err string
+	Backfill    Form
+	Plan        *api.Backfill
 }
 
 func (c *Console) workflowDetail(w http.ResponseWriter, r *http.Request) error {
-	return c.showWorkflow(w, r, http.StatusOK, "", "")
+	return c.showWorkflowWith(w, r, http.StatusOK, workflowForms{})
 }
 
 func (c *Console) showWorkflow(w http.ResponseWriter, r *http.Request, status int, params, perr string) error {
+	return c.showWorkflowWith(w, r, status, workflowForms{Params: params, Err: perr})
+}
+
+func (c *Console) showWorkflowWith(w http.ResponseWriter, r *http.Request, status int, forms workflowForms) error {
+	params, perr := forms.Params, forms.Err
 	name := r.PathValue("name")
 	wf, err := c.ops().GetWorkflow.Execute(r.Context(), &server.WorkflowRef{Name: name})
 	if err != nil {
@@ -195,7 +212,7 @@ func (c *Console) showWorkflow(w http.ResponseWriter, r *http.Request, status in
 	if err != nil {
 		return err
 	}
-	v := workflowView{Workflow: wf, Graph: newGraphView(g, names), Params: params, Err: perr}
+	v := workflowView{Workflow: wf, Graph: newGraphView(g, names), Params: params, Err: perr, Backfill: forms.Backfill, Plan: forms.Plan}
 	if params == "" {
 		v.Params = wf.Params
 	}
@@ -206,6 +223,11 @@ func (c *Console) showWorkflow(w http.ResponseWriter, r *http.Request, status in
 	for _, j := range triggers.Jobs {
 		if strings.TrimSpace(j.Params) == wf.Name {
 			v.Triggers = append(v.Triggers, jobRow{Job: j, Triggers: triggers.Triggers[j.ID], Last: triggers.Last[j.ID]})
+			bs, err := c.ops().ListBackfills.Execute(r.Context(), &server.JobRef{ID: j.ID})
+			if err != nil {
+				return err
+			}
+			v.Backfills = append(v.Backfills, *bs...)
 		}
 	}
 	runs, err := c.ops().ListWorkflowRuns.Execute(r.Context(), &server.WorkflowRunQuery{Name: name, Limit: workflowRunsShown})

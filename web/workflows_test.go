@@ -20,7 +20,7 @@ func TestWorkflowPagesViewerHasNoActions(t *testing.T) {
 	admin := h.client()
 	csrf := admin.login()
 	admin.get("/workflows").mustStatus(t, http.StatusOK).mustContain(t, `id="new-workflow"`, `href="/workflows/etl"`)
-	admin.get("/workflows/"+name).mustStatus(t, http.StatusOK).mustContain(t, `id="wf-run-open"`, `class="wf-graph"`, "Nightly orders load")
+	admin.get("/workflows/"+name).mustStatus(t, http.StatusOK).mustContain(t, `id="wf-run-open"`, `id="backfill-open"`, `class="wf-graph"`, "Nightly orders load")
 	run := admin.post("/workflows/"+name+"/run", csrf, url.Values{"params": {`{"full": false}`}}).mustStatus(t, http.StatusSeeOther)
 	var runID int64
 	if _, err := fmt.Sscanf(run.header.Get("Location"), "/workflow-runs/%d", &runID); err != nil {
@@ -36,7 +36,7 @@ func TestWorkflowPagesViewerHasNoActions(t *testing.T) {
 	pages := map[string]string{"/workflows": `href="/workflows/etl"`, "/workflows/" + name: `class="wf-graph"`, runPage: `id="wf-nodes"`}
 	for path, shows := range pages {
 		p := viewer.get(path).mustStatus(t, http.StatusOK).mustContain(t, shows)
-		for _, action := range []string{`id="new-workflow"`, `id="wf-run-open"`, `id="wf-run-dialog"`, `id="wf-cancel"`} {
+		for _, action := range []string{`id="new-workflow"`, `id="wf-run-open"`, `id="wf-run-dialog"`, `id="wf-cancel"`, `id="backfill-open"`, `id="backfill-dialog"`} {
 			if strings.Contains(p.body, action) {
 				t.Errorf("%s offers a viewer %s", path, action)
 			}
@@ -45,6 +45,8 @@ func TestWorkflowPagesViewerHasNoActions(t *testing.T) {
 	viewer.get("/workflows/new").mustStatus(t, http.StatusForbidden)
 	viewer.post("/workflows/"+name+"/run", vcsrf, nil).mustStatus(t, http.StatusForbidden)
 	viewer.post(runPage+"/cancel", vcsrf, nil).mustStatus(t, http.StatusForbidden)
+	viewer.post("/workflows/"+name+"/backfills", vcsrf, url.Values{"from": {"2026-03-01T00:00:00Z"}, "to": {"2026-03-02T00:00:00Z"}}).
+		mustStatus(t, http.StatusForbidden)
 	viewer.post("/workflows/new", vcsrf, url.Values{"name": {"sneaky"}, "node_name": {"a"}, "node_kind": {"decision"},
 		"node_expr": {"true"}, "node_job": {""}, "node_on_failure": {"fail"}}).mustStatus(t, http.StatusForbidden)
 	ctx := context.Background()
