@@ -74,7 +74,7 @@ func TestBrowserWorkflowGraphAndLiveRun(t *testing.T) {
 	if err != nil || got != want {
 		t.Fatalf("the drawn graph:\n got %s (%v)\nwant %s", got, err, want)
 	}
-	b.screenshot("workflow-graph")
+	shot(t, b, "workflow-detail-light")
 
 	b.do("run it now",
 		chromedp.Click(chromedp.ID("wf-run-open")),
@@ -123,13 +123,25 @@ func TestBrowserWorkflowGraphAndLiveRun(t *testing.T) {
 	shot(t, b, "workflow-run-dark")
 	phone := newBrowser(t, h, 390, 844)
 	phone.login()
-	phone.do("open the run on a phone", chromedp.Navigate(h.url+"/workflows/"+name), chromedp.WaitVisible(chromedp.CSS(".wf-svg")),
-		chromedp.Click(chromedp.CSS(`#wf-runs a`)), chromedp.WaitVisible(chromedp.CSS(".wf-svg .state-succeeded")))
-	width, err := chromedp.Run(phone.ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
-	if err != nil || width > 390 {
-		t.Fatalf("on a phone the page is %d px wide (%v)", width, err)
+	fits := func(page string) {
+		t.Helper()
+		width, err := chromedp.Run(phone.ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		if err != nil || width > 390 {
+			t.Fatalf("on a phone %s is %d px wide (%v)", page, width, err)
+		}
 	}
+	phone.do("open the workflow on a phone", chromedp.Navigate(h.url+"/workflows/"+name), chromedp.WaitVisible(chromedp.CSS(".wf-svg")))
+	fits("the workflow")
+	shot(t, phone, "workflow-detail-phone")
+	phone.do("open the run on a phone", chromedp.Click(chromedp.CSS(`#wf-runs a`)), chromedp.WaitVisible(chromedp.CSS(".wf-svg .state-succeeded")))
+	fits("the run")
 	shot(t, phone, "workflow-run-phone")
+	phone.do("open the editor on a phone", chromedp.Navigate(h.url+"/workflows/new"), chromedp.WaitVisible(chromedp.ID("node-name-0")))
+	fits("the editor")
+	shot(t, phone, "workflow-editor-phone")
+	phone.preferDark()
+	phone.do("open the workflow in dark mode", chromedp.Navigate(h.url+"/workflows/"+name), chromedp.WaitVisible(chromedp.CSS(".wf-svg")))
+	shot(t, phone, "workflow-detail-phone-dark")
 }
 
 // shot saves a screenshot, and a copy in SUNDIAL_SHOTS when set (for a person to look at).
