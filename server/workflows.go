@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,6 +46,8 @@ type WorkflowRunRef struct {
 type WorkflowRunOut struct {
 	Run   *store.WorkflowRun
 	Nodes []*store.WorkflowNode
+	// Workflow is the run's workflow when read alone (GetWorkflowRun), nil once deleted.
+	Workflow *store.Workflow
 }
 
 // WorkflowPage and WorkflowRunPage are pages; More says another follows the last.
@@ -199,7 +202,14 @@ func (s *Server) getWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*Workf
 	if err != nil {
 		return nil, err
 	}
-	return s.runOut(ctx, run)
+	out, err := s.runOut(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if out.Workflow, err = s.store.WorkflowGet(ctx, run.WorkflowID); errors.Is(err, store.ErrNotFound) {
+		err = nil // its runs outlive it
+	}
+	return out, err
 }
 
 func (s *Server) cancelWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*WorkflowRunOut, error) {

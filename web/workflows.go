@@ -111,6 +111,29 @@ func (v graphView) withRun(nodes []*store.WorkflowNode) graphView {
 	return v
 }
 
+// graphJobsShown bounds the jobs a graph's page names one by one; a larger graph shows ids.
+const graphJobsShown = 50
+
+// graphJobNames names the jobs g's nodes reference, each read through the API's operation (a
+// job out of the reader's scope, or gone, stays an id). A run's page asks every second: it
+// reads these few jobs, not the job list.
+func (c *Console) graphJobNames(r *http.Request, g *workflow.Graph) map[int64]string {
+	names := map[int64]string{}
+	for _, n := range g.Nodes {
+		if n.JobID == 0 || len(names) >= graphJobsShown {
+			continue
+		}
+		if _, seen := names[n.JobID]; seen {
+			continue
+		}
+		names[n.JobID] = ""
+		if d, err := c.ops().GetJob.Execute(r.Context(), &server.JobRef{ID: n.JobID}); err == nil {
+			names[n.JobID] = d.Job.Name
+		}
+	}
+	return names
+}
+
 // readableJobs names the jobs the console may show (a job out of the reader's scope stays an id).
 func (c *Console) readableJobs(r *http.Request) (map[int64]string, []*store.Job, error) {
 	names := map[int64]string{}
@@ -208,10 +231,7 @@ func (c *Console) showWorkflowWith(w http.ResponseWriter, r *http.Request, statu
 	if err != nil {
 		return err
 	}
-	names, _, err := c.readableJobs(r)
-	if err != nil {
-		return err
-	}
+	names := c.graphJobNames(r, g)
 	v := workflowView{Workflow: wf, Graph: newGraphView(g, names), Params: params, Err: perr, Backfill: forms.Backfill, Plan: forms.Plan}
 	if params == "" {
 		v.Params = wf.Params
@@ -295,19 +315,10 @@ func (c *Console) workflowRunPage(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	names, _, err := c.readableJobs(r)
-	if err != nil {
-		return err
-	}
+	names := c.graphJobNames(r, g)
 	v := workflowRunView{Run: out.Run, Graph: newGraphView(g, names).withRun(out.Nodes), Now: c.clock.Now().UnixMilli()}
-	// The workflow may have been deleted since; its runs stay as history.
-	if ws, err := c.ops().ListWorkflows.Execute(r.Context(), &server.WorkflowQuery{Limit: 1000}); err == nil {
-		for _, wf := range ws.Workflows {
-			if wf.ID == out.Run.WorkflowID {
-				v.Workflow = wf
-			}
-		}
-	}
+	// The workflow may have been deleted since (nil); its runs stay as history.
+	v.Workflow = out.Workflow
 	vw := &view{Title: fmt.Sprintf("Workflow run #%d", id), Nav: "workflows", Data: v, Flash: flashText(r.URL.Query().Get("done"))}
 	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Target") == "wf-live" {
 		vw.User, vw.CSRF = userFrom(r.Context()), csrfFrom(r.Context())
