@@ -13,6 +13,10 @@ import (
 	"github.com/sundial-scheduler/sundial/store"
 )
 
+// WorkflowHandler is the handler of a workflow's trigger jobs (engine.WorkflowHandler): a job
+// with it whose params are a workflow's name starts a run of that workflow at each fire.
+const WorkflowHandler = engine.WorkflowHandler
+
 // WorkflowRef names a workflow.
 type WorkflowRef struct {
 	Name string `json:"name"`

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
-	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
@@ -60,6 +59,16 @@ type graphEdge struct {
 func (g graphView) JSON() string {
 	b, _ := json.Marshal(g)
 	return string(b)
+}
+
+// parseGraph reads a stored graph to draw it (the engine validated it when it was stored).
+func parseGraph(src string) (*workflow.Graph, error) {
+	var g workflow.Graph
+	if err := json.Unmarshal([]byte(src), &g); err != nil {
+		return nil, fmt.Errorf("web: workflow graph: %w", err)
+	}
+	g.Normalize()
+	return &g, nil
 }
 
 // newGraphView is a workflow graph to draw; jobs names the referenced jobs (absent ones are
@@ -146,7 +155,7 @@ func (c *Console) readableJobs(r *http.Request) (map[int64]string, []*store.Job,
 		}
 		for _, j := range page.Jobs {
 			names[j.ID] = j.Name
-			if j.Handler != engine.WorkflowHandler {
+			if j.Handler != server.WorkflowHandler {
 				all = append(all, j)
 			}
 		}
@@ -176,7 +185,7 @@ func (c *Console) workflowsPage(w http.ResponseWriter, r *http.Request) error {
 	rows := make([]workflowRow, len(page.Workflows))
 	for i, wf := range page.Workflows {
 		rows[i] = workflowRow{Workflow: wf}
-		if g, err := engine.ParseGraph(wf.Graph); err == nil {
+		if g, err := parseGraph(wf.Graph); err == nil {
 			rows[i].Nodes = len(g.Nodes)
 		}
 	}
@@ -227,7 +236,7 @@ func (c *Console) showWorkflowWith(w http.ResponseWriter, r *http.Request, statu
 	if err != nil {
 		return err
 	}
-	g, err := engine.ParseGraph(wf.Graph)
+	g, err := parseGraph(wf.Graph)
 	if err != nil {
 		return err
 	}
@@ -236,7 +245,7 @@ func (c *Console) showWorkflowWith(w http.ResponseWriter, r *http.Request, statu
 	if params == "" {
 		v.Params = wf.Params
 	}
-	triggers, err := c.ops().ListJobs.Execute(r.Context(), &server.JobQuery{Handler: engine.WorkflowHandler, Limit: 1000, WithTriggers: true, WithLast: true})
+	triggers, err := c.ops().ListJobs.Execute(r.Context(), &server.JobQuery{Handler: server.WorkflowHandler, Limit: 1000, WithTriggers: true, WithLast: true})
 	if err != nil {
 		return err
 	}
@@ -311,7 +320,7 @@ func (c *Console) workflowRunPage(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	g, err := engine.ParseGraph(out.Run.Graph)
+	g, err := parseGraph(out.Run.Graph)
 	if err != nil {
 		return err
 	}
