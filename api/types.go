@@ -287,8 +287,11 @@ type BackfillRun struct {
 
 // Backfill is a backfill as the API shows it; a dry run's has ID 0 and its Plan.
 type Backfill struct {
-	ID            int64         `json:"id,omitempty"`
-	JobID         int64         `json:"job_id"`
+	ID    int64 `json:"id,omitempty"`
+	JobID int64 `json:"job_id"`
+	// Workflow names the workflow a backfill of its trigger job runs (POST
+	// /workflows/{name}/backfills answers with it).
+	Workflow      string        `json:"workflow,omitempty"`
 	TriggerID     int64         `json:"trigger_id"`
 	From          Time          `json:"from"`
 	To            Time          `json:"to"`

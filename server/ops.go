@@ -80,6 +80,7 @@ type Ops struct {
 	ListWorkflowRuns  *Endpoint[WorkflowRunQuery, WorkflowRunPage]
 	GetWorkflowRun    *Endpoint[WorkflowRunRef, WorkflowRunOut]
 	CancelWorkflowRun *Endpoint[WorkflowRunRef, WorkflowRunOut]
+	BackfillWorkflow  *Endpoint[WorkflowBackfillAdd, api.Backfill]
 
 	ListUsers     *Endpoint[UserQuery, api.Page[api.User]]
 	CreateUser    *Endpoint[api.UserRequest, api.User]
@@ -204,6 +205,7 @@ func (s *Server) newOps() *Ops {
 		CancelWorkflowRun: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowRunRef) (target, error) {
 			return s.byWorkflowRun(ctx, in.ID)
 		}, s.cancelWorkflowRun),
+		BackfillWorkflow: endpoint(s, ActOperate, s.workflowBackfillTarget, s.backfillWorkflow),
 
 		ListUsers:     endpoint(s, ActAdmin, nil, s.listUsers),
 		CreateUser:    endpoint(s, ActAdmin, nil, s.createUser),

@@ -86,6 +86,7 @@ func (s *Server) routeTable() []route {
 		opRoute("GET", v1+"/workflows", o.ListWorkflows, readWorkflowQuery, writeWorkflowPage),
 		opRoute("POST", v1+"/workflows", o.CreateWorkflow, readWorkflowCreate, writeWorkflowCreated),
 		opRoute("GET", v1+"/workflows/{name}", o.GetWorkflow, readWorkflowRef, writeOK(toWorkflowOut)),
+		opRoute("POST", v1+"/workflows/{name}/backfills", o.BackfillWorkflow, readWorkflowBackfillAdd, writeBackfillAdded),
 		opRoute("POST", v1+"/workflows/{name}/run", o.RunWorkflow, readWorkflowRunStart, writeWorkflowRunStarted),
 		opRoute("GET", v1+"/workflows/{name}/runs", o.ListWorkflowRuns, readWorkflowRunQuery, writeWorkflowRunPage),
 		opRoute("GET", v1+"/workflow-runs/{id}", o.GetWorkflowRun, readWorkflowRunRef, writeOK(toWorkflowRunWithNodes)),

@@ -429,6 +429,9 @@ type Querier interface {
 	BackfillUpdate(ctx context.Context, b *Backfill) error
 	// ExecutionsLiveOfBackfill counts the backfill's live executions.
 	ExecutionsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error)
+	// WorkflowRunsLiveOfBackfill counts the backfill's workflow runs still running (a backfill
+	// of a workflow's trigger job: its fires end at once, its runs go on).
+	WorkflowRunsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error)
 	// ExecutionsCancelPendingOfBackfill ends the backfill's pending executions as canceled
 	// (FinishedAt now) and returns how many.
 	ExecutionsCancelPendingOfBackfill(ctx context.Context, backfillID, now int64) (int, error)

@@ -645,6 +645,12 @@ type WorkflowRun struct {
 	Message    string
 	CreatedAt  int64
 	FinishedAt int64
+	// IntervalStart and IntervalEnd (Unix ms) are the data interval of the fire that started
+	// the run (its trigger job's, or a backfill's), 0 for a run started by hand; BackfillID
+	// the backfill that made it. Each node's execution is given them.
+	IntervalStart int64
+	IntervalEnd   int64
+	BackfillID    int64
 }
 
 // WorkflowNode is the state of one node in one run: (RunID, Node) is unique, so a node is

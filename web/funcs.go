@@ -36,6 +36,7 @@ var funcs = template.FuncMap{
 	"size":     textSize,
 	"stateCls": stateClass,
 	"add":      func(a, b int) int { return a + b },
+	"sub":      func(a, b int64) int64 { return a - b },
 	"asset":    asset,
 	"fid":      fieldID,
 	"dict":     dict,

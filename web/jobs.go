@@ -243,6 +243,10 @@ func flashText(done string) string {
 		return "Retry " + n + " queued."
 	case "restored":
 		return "Script restored as version " + n + "."
+	case "wf-created":
+		return "Workflow created."
+	case "wf-canceled":
+		return "Canceled workflow run " + n + ": nodes not started yet never start."
 	}
 	return ""
 }

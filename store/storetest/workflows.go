@@ -33,8 +33,14 @@ func testWorkflows(t *testing.T, s store.Store) {
 
 	r := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: w.Params, Cause: store.CauseManual}
 	noErr(t, s.WorkflowRunInsert(ctx, r))
-	r2 := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: "{}", Cause: store.CauseManual}
+	r2 := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: "{}", Cause: store.CauseBackfill,
+		IntervalStart: 1_000, IntervalEnd: 2_000, BackfillID: 7}
 	noErr(t, s.WorkflowRunInsert(ctx, r2))
+	got2 := get(s.WorkflowRunGet(ctx, r2.ID)).ok(t)
+	equal(t, "a backfill run's interval and backfill", [3]int64{got2.IntervalStart, got2.IntervalEnd, got2.BackfillID}, [3]int64{1_000, 2_000, 7})
+	equal(t, "a run by hand has none", get(s.WorkflowRunGet(ctx, r.ID)).ok(t).IntervalEnd, int64(0))
+	equal(t, "backfill 7's running runs", get(s.WorkflowRunsLiveOfBackfill(ctx, 7)).ok(t), 1)
+	equal(t, "backfill 8's running runs", get(s.WorkflowRunsLiveOfBackfill(ctx, 8)).ok(t), 0)
 	sameIDs(t, "runs", ids(get(s.WorkflowRunList(ctx, w.ID, 0, 10)).ok(t), func(r *store.WorkflowRun) int64 { return r.ID }), []int64{r.ID, r2.ID})
 	equal(t, "runs before", len(get(s.WorkflowRunList(ctx, w.ID, r2.ID, 10)).ok(t)), 1)
 
