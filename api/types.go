@@ -157,6 +157,9 @@ type TriggerRequest struct {
 	// RemainingRuns, when set, is how many more times the trigger fires (1 to 1000000000); it
 	// completes at 0.
 	RemainingRuns int64 `json:"remaining_runs,omitempty"`
+	// Zones, when it lists more than one IANA zone, makes the trigger fire at its schedule's
+	// times in each zone, each fire with its zone (time_zone, if given, must be the first).
+	Zones []string `json:"zones,omitempty"`
 }
 
 // Trigger is a trigger as the API shows it.
@@ -196,6 +199,8 @@ type Trigger struct {
 	// RemainingRuns is how many more times a trigger with limited runs fires; absent for one
 	// without a limit.
 	RemainingRuns *int64 `json:"remaining_runs,omitempty"`
+	// Zones lists the zones of a trigger of several zones, time_zone first; absent for one.
+	Zones []string `json:"zones,omitempty"`
 }
 
 // CalendarRequest is the body of PUT /calendars/{name}.
@@ -260,6 +265,8 @@ type Execution struct {
 	IntervalStart Time  `json:"interval_start,omitzero"`
 	IntervalEnd   Time  `json:"interval_end,omitzero"`
 	BackfillID    int64 `json:"backfill_id,omitempty"`
+	// FireZone is the zone the schedule fired in (a trigger of several zones fires in each).
+	FireZone string `json:"fire_zone,omitempty"`
 }
 
 // BackfillRequest is the body of POST /jobs/{id}/backfills: run the job for every scheduled
@@ -580,6 +587,9 @@ type TriggerNext struct {
 	// hour after a spring-forward change, where fires of skipped local times land), "overlap"
 	// (a local time that occurs twice), "" otherwise; empty when no fire is marked.
 	DST []string `json:"dst,omitempty"`
+	// Zones, for a trigger of several zones, is the zone of each fire, index by index with
+	// Fires (each fire is written in its zone); empty for a trigger of one zone.
+	Zones []string `json:"zones,omitempty"`
 }
 
 // FormatZoned writes t as the API writes a time in a zone: RFC 3339 with milliseconds and

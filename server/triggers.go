@@ -74,8 +74,9 @@ func (s *Server) nextFires(ctx context.Context, in *NextFiresQuery) (*TriggerPag
 	if err != nil {
 		return nil, err
 	}
+	// Each zone of a trigger of several zones has its own next fire: its zone rows are listed.
 	ts, err := s.store.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: limit,
-		Scope: principalFrom(ctx).ReadScope()})
+		Scope: principalFrom(ctx).ReadScope(), WithZoneRows: true})
 	if err != nil {
 		return nil, err
 	}
@@ -188,14 +189,29 @@ func (s *Server) triggerNext(ctx context.Context, in *TriggerNextQuery) (*api.Tr
 	if err != nil {
 		return nil, err
 	}
-	var p engine.Preview
-	if in.After.IsZero() {
-		p, err = s.sched.Engine().PreviewTrigger(ctx, t, s.clock.Now(), n)
-	} else {
-		p, err = s.sched.Engine().PreviewTriggerAfter(ctx, t, in.After, n)
+	rows := []*store.Trigger{t}
+	if len(t.Zones) > 1 {
+		zr, err := s.store.TriggerList(ctx, store.TriggerFilter{ZoneOf: t.ID, Limit: len(t.Zones)})
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, zr...)
 	}
-	if err != nil {
-		return nil, err
+	ps, zones := make([]engine.Preview, len(rows)), make([]string, len(rows))
+	for i, row := range rows {
+		if in.After.IsZero() {
+			ps[i], err = s.sched.Engine().PreviewTrigger(ctx, row, s.clock.Now(), n)
+		} else {
+			ps[i], err = s.sched.Engine().PreviewTriggerAfter(ctx, row, in.After, n)
+		}
+		if err != nil {
+			return nil, err
+		}
+		zones[i] = row.TimeZone
+	}
+	p := ps[0]
+	if len(rows) > 1 {
+		p = engine.MergeZones(ps, zones, n)
 	}
 	out := api.TriggerNext{TriggerID: t.ID, TimeZone: t.TimeZone, State: string(t.State), Misfired: p.Misfired,
 		Fires: make([]string, len(p.Fires))}
@@ -208,7 +224,7 @@ func (s *Server) triggerNext(ctx context.Context, in *TriggerNextQuery) (*api.Tr
 	for _, d := range p.Due {
 		out.Due = append(out.Due, api.FormatZoned(d))
 	}
-	out.DST = p.DST
+	out.DST, out.Zones = p.DST, p.Zones
 	return &out, nil
 }
 
