@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,8 @@ Schedules (give one):
 Trigger options: --tz, --start/--end (RFC 3339), --calendar NAME (a stored exclusion calendar),
 --priority, --misfire POLICY, --jitter DURATION (spread each fire's start up to DURATION after its
 time), --dst quartz|once|once_skip_gap (local times a DST change repeats or skips),
---catchup-window DURATION, --catchup coalesce, --remaining-runs N, --trigger-name, --trigger-group.`
+--catchup-window DURATION, --catchup coalesce, --remaining-runs N, --trigger-name, --trigger-group,
+--zone ZONE (repeated) or --zones Z1,Z2: fire at the schedule's times in each zone.`
 
 // triggerFlags are a trigger's schedule and options, for `job create` and `trigger add`.
 type triggerFlags struct {
@@ -56,6 +58,7 @@ type triggerFlags struct {
 	name, group                        string
 	jitter                             time.Duration
 	dst                                string
+	zone, zones                        []string
 	// The trigger's own description, params and data: `trigger add` only (on `job create`
 	// those flags are the job's).
 	description, params, data string
@@ -80,6 +83,8 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 	f.StringVar(&t.misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
 	f.DurationVar(&t.jitter, "jitter", 0, "start each fire up to this long after its time, by an offset fixed per fire (e.g. 5m)")
 	f.StringVar(&t.dst, "dst", "", "DST policy: quartz (default), once, once_skip_gap")
+	f.StringArrayVar(&t.zone, "zone", nil, "fire in this IANA zone too; repeat for several (the first is the trigger's time zone)")
+	f.StringSliceVar(&t.zones, "zones", nil, "the zones to fire in, comma-separated (as --zone repeated)")
 	f.StringVar(&t.catchUpWindow, "catchup-window", "", "how late a fire may be before the misfire policy applies, e.g. 2h (default the cluster's threshold)")
 	f.StringVar(&t.catchUp, "catchup", "", "coalesce: fires missed past the catch-up window become one run covering the gap")
 	f.Int64Var(&t.remainingRuns, "remaining-runs", 0, "fire this many more times, then complete (0: no limit)")
@@ -136,6 +141,7 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 			strings.Join(forms, ", "))
 	}
 	req.TimeZone = t.tz
+	req.Zones = append(slices.Clone(t.zone), t.zones...)
 	var repeat *int
 	if f.Changed("repeat") {
 		repeat = &t.repeat
@@ -227,6 +233,9 @@ func showTrigger(w io.Writer, t api.Trigger) error {
 		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
 	if t.RemainingRuns != nil {
 		kv = append(kv, "Remaining runs", itoa(*t.RemainingRuns))
+	}
+	if len(t.Zones) > 0 {
+		kv = append(kv, "Zones", strings.Join(t.Zones, ", "))
 	}
 	// A trigger's own description, params, data and catch-up policy are shown only when it
 	// has them.
@@ -382,6 +391,9 @@ getFireTimeAfter lists for the same trigger, to check an imported store against 
 				}
 				if i < len(next.DST) && next.DST[i] != "" {
 					line += "  DST " + next.DST[i]
+				}
+				if i < len(next.Zones) {
+					line += "  " + next.Zones[i]
 				}
 				fmt.Fprintln(w, line)
 			}
