@@ -104,6 +104,11 @@ type Job struct {
 	ConsecutiveFailures int
 }
 
+// PausedByFailures is the PausedBy of a job that paused itself by pause on failure
+// (Job.PauseAfterFailures). Its PausedAt is the FinishedAt of the failure that paused it, so
+// the alarm of that failure is told as the pause (package alarm, event job.paused).
+const PausedByFailures = "sundial (pause on failure)"
+
 // TriggerKind names a trigger's schedule kind; it matches schedule.Kind.
 type TriggerKind string
 
