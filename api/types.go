@@ -162,6 +162,18 @@ type TriggerRequest struct {
 	Zones []string `json:"zones,omitempty"`
 }
 
+// TriggerPolicy is the body of PATCH /triggers/{id}: the trigger's policies to change (see
+// TriggerRequest); an absent field keeps the trigger's. An empty catchup_window goes back to
+// the cluster's misfire threshold, an empty catchup to the misfire policy alone.
+type TriggerPolicy struct {
+	Misfire       *string `json:"misfire,omitempty"`
+	CatchUpWindow *string `json:"catchup_window,omitempty"`
+	CatchUp       *string `json:"catchup,omitempty"`
+	JitterMs      *int64  `json:"jitter_ms,omitempty"`
+	DST           *string `json:"dst,omitempty"`
+	Priority      *int    `json:"priority,omitempty"`
+}
+
 // Trigger is a trigger as the API shows it.
 type Trigger struct {
 	ID    int64  `json:"id"`

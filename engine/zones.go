@@ -90,3 +90,20 @@ func MergeZones(ps []Preview, zones []string, n int) Preview {
 	}
 	return out
 }
+
+// NextFireAfter is the first time a stored trigger fires strictly after the instant, by its
+// schedule (with its DST policy) and calendar; zero when it never does. A trigger whose DST
+// policy changed has its next fire recomputed with it.
+func (e *Engine) NextFireAfter(ctx context.Context, q store.Querier, row *store.Trigger, after time.Time) (time.Time, error) {
+	tr, cal, err := e.buildTrigger(ctx, q, row)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("trigger %d: %w", row.ID, err)
+	}
+	next, ok := tr.FireTimeAfter(after)
+	if !ok {
+		return time.Time{}, nil
+	}
+	tr.Next = next
+	tr.SkipExcluded(cal)
+	return tr.Next, nil
+}

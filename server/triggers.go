@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -44,6 +45,12 @@ type TriggerNextQuery struct {
 	// After lists the times the schedule and calendar give strictly after it, whatever the
 	// trigger's state (zero: the next fires as the scheduler will fire them).
 	After time.Time `json:"-"`
+}
+
+// TriggerPolicyUpdate changes the policies of trigger ID.
+type TriggerPolicyUpdate struct {
+	ID int64 `json:"-"`
+	api.TriggerPolicy
 }
 
 // NextFiresQuery lists the waiting triggers of the caller's apps by their next fire, the
@@ -156,6 +163,48 @@ func (s *Server) deleteTrigger(ctx context.Context, in *TriggerRef) (*store.Trig
 	return t, nil
 }
 
+// updateTrigger changes a stored trigger's policies, read as a new trigger's are
+// (api.TriggerRequest's parsers) and checked by the scheduler.
+func (s *Server) updateTrigger(ctx context.Context, in *TriggerPolicyUpdate) (*store.Trigger, error) {
+	var p sundial.TriggerPolicy
+	in2 := api.TriggerRequest{}
+	if v := in.Misfire; v != nil {
+		in2.Misfire = *v
+		m, err := in2.MisfirePolicy()
+		if err != nil {
+			return nil, err
+		}
+		p.Misfire = &m
+	}
+	if v := in.DST; v != nil {
+		in2.DST = *v
+		d, err := in2.DSTPolicy()
+		if err != nil {
+			return nil, err
+		}
+		p.DST = &d
+	}
+	if v := in.CatchUpWindow; v != nil {
+		in2.CatchUpWindow = *v
+		w, _, err := in2.CatchUpPolicy()
+		if err != nil {
+			return nil, err
+		}
+		p.CatchUpWindow = &w
+	}
+	if v := in.JitterMs; v != nil {
+		// Checked before it becomes a Duration, which a count of milliseconds could overflow.
+		if err := schedule.ValidateJitter(*v); err != nil {
+			return nil, err
+		}
+		j := time.Duration(*v) * time.Millisecond
+		p.Jitter = &j
+	}
+	p.CatchUp, p.Priority = in.CatchUp, in.Priority
+	actx := s.auditedCtx(ctx, "trigger.update", "trigger", strconv.FormatInt(in.ID, 10), triggerSnapshot(in.ID))
+	return s.sched.UpdateTriggerPolicy(actx, in.ID, p)
+}
+
 func (s *Server) pauseTrigger(ctx context.Context, in *TriggerRef) (*store.Trigger, error) {
 	return s.triggerAction(ctx, in.ID, "trigger.pause", s.sched.PauseTrigger)
 }
@@ -240,6 +289,13 @@ func readTriggerAdd(r *http.Request, in *TriggerAdd) (err error) {
 		return err
 	}
 	return decodeOp(r, &in.TriggerRequest)
+}
+
+func readTriggerPolicy(r *http.Request, in *TriggerPolicyUpdate) (err error) {
+	if in.ID, err = pathID(r, "id"); err != nil {
+		return err
+	}
+	return decodeOp(r, &in.TriggerPolicy)
 }
 
 func readJobTriggers(r *http.Request, in *JobTriggers) (err error) {
