@@ -183,7 +183,7 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 func newTriggerCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("trigger", "Add, inspect and control a job's triggers", o,
-		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerNextCmd(o), newTriggerAddCmd(o), newTriggerDeleteCmd(o),
+		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerNextCmd(o), newTriggerAddCmd(o), newTriggerUpdateCmd(o), newTriggerDeleteCmd(o),
 		newTriggerActionCmd(o, "pause", "Pause a trigger", "Paused"),
 		newTriggerActionCmd(o, "resume", "Resume a paused trigger", "Resumed"))
 }
@@ -331,6 +331,55 @@ func newTriggerActionCmd(o *apiOptions, action, short, done string) *cobra.Comma
 			_, err := fmt.Fprintf(w, "%s trigger %d (%s)\n", done, id, t.State)
 			return err
 		})
+	})
+	return cmd
+}
+
+// newTriggerUpdateCmd changes a stored trigger's policies; only the flags given change.
+func newTriggerUpdateCmd(o *apiOptions) *cobra.Command {
+	var misfire, window, catchUp, dst string
+	var jitter time.Duration
+	var priority int
+	cmd := &cobra.Command{Use: "update ID", Short: "Change a trigger's catch-up, jitter, DST, misfire policy or priority",
+		Example: `  sundial trigger update 7 --catchup-window 4h --catchup coalesce --jitter 5m --dst once`, Args: cobra.ExactArgs(1)}
+	f := cmd.Flags()
+	f.StringVar(&misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
+	f.StringVar(&window, "catchup-window", "", `how late a fire may be before the misfire policy applies, e.g. 2h ("" : the cluster's threshold)`)
+	f.StringVar(&catchUp, "catchup", "", `coalesce, or "" for the misfire policy alone`)
+	f.DurationVar(&jitter, "jitter", 0, "start each fire up to this long after its time (0: none)")
+	f.StringVar(&dst, "dst", "", "DST policy: quartz, once, once_skip_gap")
+	f.IntVar(&priority, "priority", 0, "fires first among fires due at the same time when higher")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := parseID("trigger", args[0])
+		if err != nil {
+			return err
+		}
+		var p api.TriggerPolicy
+		set := func(name string, v *string) *string {
+			if f.Changed(name) {
+				return v
+			}
+			return nil
+		}
+		p.Misfire, p.CatchUpWindow, p.CatchUp, p.DST = set("misfire", &misfire), set("catchup-window", &window), set("catchup", &catchUp), set("dst", &dst)
+		if f.Changed("jitter") {
+			if jitter < 0 || jitter%time.Millisecond != 0 {
+				return usageErrorf("--jitter %s: want a whole number of milliseconds, 0 or more", jitter)
+			}
+			ms := jitter.Milliseconds()
+			p.JitterMs = &ms
+		}
+		if f.Changed("priority") {
+			p.Priority = &priority
+		}
+		if p == (api.TriggerPolicy{}) {
+			return usageErrorf("give at least one of --misfire, --catchup-window, --catchup, --jitter, --dst, --priority")
+		}
+		t, err := c.UpdateTrigger(ctx, id, p)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, t, showTrigger)
 	})
 	return cmd
 }

@@ -36,3 +36,24 @@ func TestCLITriggerZones(t *testing.T) {
 		t.Errorf("bad zone: exit %d, stderr %q; want a failure in one line naming zones[1]", code, errOut)
 	}
 }
+
+// TestCLITriggerUpdate: `trigger update` changes the policies its flags name and keeps the
+// others; no flag, or a bad value, fails in one line naming it.
+func TestCLITriggerUpdate(t *testing.T) {
+	s := startAPIServer(t)
+	j := mustJSON[api.Job](t, s, "job", "create", "edited", "--handler", "noop", "--cron", "0 0 2 * * ?", "--jitter", "1m")
+	id := itoa(j.Triggers[0].ID)
+	tr := mustJSON[api.Trigger](t, s, "trigger", "update", id, "--catchup-window", "4h", "--catchup", "coalesce", "--dst", "once", "--misfire", "do_nothing")
+	if tr.CatchUpWindow != "4h0m0s" || tr.CatchUp != "coalesce" || tr.DST != "once" || tr.Misfire != "do_nothing" || tr.JitterMs != 60_000 {
+		t.Fatalf("updated trigger %+v", tr)
+	}
+	if got := s.mustCLI(t, "trigger", "update", id, "--jitter", "0"); !strings.Contains(got, "Jitter") || !strings.Contains(got, "coalesce") {
+		t.Errorf("trigger update output:\n%s", got)
+	}
+	for _, bad := range [][]string{{}, {"--dst", "twice"}, {"--catchup", "sometimes"}} {
+		code, _, errOut := s.cli(t, append([]string{"trigger", "update", id}, bad...)...)
+		if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want a failure in one line", bad, code, errOut)
+		}
+	}
+}
