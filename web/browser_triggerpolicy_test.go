@@ -51,7 +51,7 @@ func TestBrowserTriggerPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.CatchUpWindow != (4 * time.Hour).Milliseconds() || got.CatchUp != "coalesce" || got.JitterMs != 30000 ||
+	if got.CatchUpWindow != (4*time.Hour).Milliseconds() || got.CatchUp != "coalesce" || got.JitterMs != 30000 ||
 		got.DSTPolicy != "once" || got.MisfirePolicy != "do_nothing" {
 		t.Errorf("stored trigger %+v", got)
 	}

@@ -20,11 +20,11 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"ms":       fmtMillis,
-	"msShort":  fmtMillisShort,
-	"msIn":     fmtMillisIn,
-	"tm":       func(t api.Time) template.HTML { return fmtMillis(int64(t)) },
-	"dur":      fmtDuration,
+	"ms":      fmtMillis,
+	"msShort": fmtMillisShort,
+	"msIn":    fmtMillisIn,
+	"tm":      func(t api.Time) template.HTML { return fmtMillis(int64(t)) },
+	"dur":     fmtDuration,
 	// goDur writes milliseconds as a Go duration (2h0m0s) for an input the API reads back;
 	// "" for 0.
 	"goDur": func(ms int64) string {
