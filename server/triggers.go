@@ -156,6 +156,9 @@ func (s *Server) deleteTrigger(ctx context.Context, in *TriggerRef) (*store.Trig
 	if err != nil {
 		return nil, err
 	}
+	if err := notZoneRow(t); err != nil {
+		return nil, err
+	}
 	actx := s.auditedCtx(ctx, "trigger.delete", "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id))
 	if err := store.InTx(actx, s.store, func(q store.Querier) error { return q.TriggerDelete(actx, id) }); err != nil {
 		return nil, err
@@ -214,13 +217,26 @@ func (s *Server) resumeTrigger(ctx context.Context, in *TriggerRef) (*store.Trig
 }
 
 func (s *Server) triggerAction(ctx context.Context, id int64, action string, act func(ctx context.Context, id int64) error) (*store.Trigger, error) {
-	if _, err := s.store.TriggerGet(ctx, id); err != nil {
+	t, err := s.store.TriggerGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := notZoneRow(t); err != nil {
 		return nil, err
 	}
 	if err := act(s.auditedCtx(ctx, action, "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id)), id); err != nil {
 		return nil, err
 	}
 	return s.store.TriggerGet(ctx, id)
+}
+
+// notZoneRow refuses to act on a zone row of a trigger of several zones (store.Trigger.ZoneOf)
+// alone: the trigger is paused, resumed and deleted as a whole, by its own id.
+func notZoneRow(t *store.Trigger) error {
+	if t.ZoneOf != 0 {
+		return invalidField("id", "trigger %d is the zone %s of trigger %d: act on that one", t.ID, t.TimeZone, t.ZoneOf)
+	}
+	return nil
 }
 
 // triggerNext previews a stored trigger's next fire times as the scheduler will fire them:

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // TestTriggerZonesAPI: a trigger of two zones is one trigger in the API (its zones listed),
@@ -50,6 +52,21 @@ func TestTriggerZonesAPI(t *testing.T) {
 		e.call("GET", fmt.Sprintf("/api/v1/jobs/%d/triggers", j.ID), nil, 200, &page)
 		if len(page.Items) != 1 {
 			t.Errorf("%d triggers after the refused ones, want 1", len(page.Items))
+		}
+		// A zone row is not a trigger of its own: acting on it alone is refused.
+		zrs, err := e.st.TriggerList(context.Background(), store.TriggerFilter{ZoneOf: tr.ID})
+		if err != nil || len(zrs) != 1 || zrs[0].TimeZone != "Africa/Abidjan" {
+			t.Fatalf("zone rows %+v, %v", zrs, err)
+		}
+		for _, path := range []string{"", "/pause"} {
+			method := map[string]string{"": "DELETE", "/pause": "POST"}[path]
+			if err := e.callErr(method, fmt.Sprintf("/api/v1/triggers/%d%s", zrs[0].ID, path), nil, 400); err.Field != "id" {
+				t.Errorf("%s zone row %d%s: field %q, want id", method, zrs[0].ID, path, err.Field)
+			}
+		}
+		e.call("DELETE", fmt.Sprintf("/api/v1/triggers/%d", tr.ID), nil, 204, nil)
+		if zrs, err := e.st.TriggerList(context.Background(), store.TriggerFilter{ZoneOf: tr.ID}); err != nil || len(zrs) != 0 {
+			t.Errorf("after deleting the trigger: zone rows %+v, %v", zrs, err)
 		}
 	})
 }
