@@ -39,6 +39,9 @@ type Execution struct {
 	IntervalStart, IntervalEnd time.Time
 	// BackfillID is the backfill that made the run; 0 for none.
 	BackfillID int64
+	// FireZone is the IANA zone the schedule fired in: a trigger of several zones fires at
+	// its times in each, once per zone. "" for runs no schedule made.
+	FireZone string
 }
 
 // ExecutionFrom returns the execution a handler's context carries, or nil outside a handler.
@@ -73,6 +76,7 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 		Params: f.Params(), Data: maps.Clone(f.Job.Data),
 		IdempotencyKey: jobrun.IdempotencyKey(ex.JobID, ex.TriggerID, ex.ScheduledAt, ex.ShardIndex),
 		IntervalStart:  jobrun.Millis(ex.IntervalStart), IntervalEnd: jobrun.Millis(ex.IntervalEnd), BackfillID: ex.BackfillID,
+		FireZone: ex.FireZone,
 	}
 	if run.Data == nil {
 		run.Data = map[string]any{}

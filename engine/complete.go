@@ -262,7 +262,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 }
 
 // pausedByFailures is who a job paused by pause on failure names as its pauser.
-const pausedByFailures = "sundial (pause on failure)"
+const pausedByFailures = store.PausedByFailures
 
 // pauseOnFailure counts a final result of a job with pause on failure, in the transaction
 // that writes it: a success resets the count of failures in a row, a final failure (its
@@ -287,6 +287,8 @@ func (e *Engine) pauseOnFailure(ctx context.Context, tx store.Tx, cp completion)
 	}
 	note := fmt.Sprintf("paused after %d failures in a row (pause on failure); the last was execution %d", n, ex.ID)
 	e.log.Warn("job paused on failure", "job", job.ID, "failures", n, "execution", ex.ID)
+	// Paused at the failure's own finish: its alarm, pending in this transaction, is then
+	// told as the pause (package alarm, event job.paused).
 	return tx.JobSetPause(ctx, job.ID, pausedByFailures, note, cp.finished.UnixMilli())
 }
 

@@ -32,6 +32,7 @@ type Ops struct {
 	GetTrigger      *Endpoint[TriggerRef, store.Trigger]
 	DeleteTrigger   *Endpoint[TriggerRef, store.Trigger]
 	PauseTrigger    *Endpoint[TriggerRef, store.Trigger]
+	UpdateTrigger   *Endpoint[TriggerPolicyUpdate, store.Trigger]
 	ResumeTrigger   *Endpoint[TriggerRef, store.Trigger]
 	TriggerNext     *Endpoint[TriggerNextQuery, api.TriggerNext]
 	NextFires       *Endpoint[NextFiresQuery, TriggerPage]
@@ -129,6 +130,9 @@ func (s *Server) newOps() *Ops {
 		GetTrigger:    endpoint(s, ActRead, byTrigger, s.getTrigger),
 		DeleteTrigger: endpoint(s, ActOperate, byTrigger, s.deleteTrigger),
 		PauseTrigger:  endpoint(s, ActOperate, byTrigger, s.pauseTrigger),
+		UpdateTrigger: endpoint(s, ActOperate, func(ctx context.Context, in *TriggerPolicyUpdate) (target, error) {
+			return s.triggerTarget(ctx, in.ID)
+		}, s.updateTrigger),
 		ResumeTrigger: endpoint(s, ActOperate, byTrigger, s.resumeTrigger),
 		TriggerNext: endpoint(s, ActRead, func(ctx context.Context, in *TriggerNextQuery) (target, error) {
 			return s.triggerTarget(ctx, in.ID)

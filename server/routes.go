@@ -76,6 +76,7 @@ func (s *Server) routeTable() []route {
 		opRoute("POST", v1+"/backfills/{id}/cancel", o.CancelBackfill, readBackfillRef, jsonStatus[api.Backfill](http.StatusOK)),
 		opRoute("DELETE", v1+"/triggers/{id}", o.DeleteTrigger, readTriggerRef, noContent),
 		opRoute("POST", v1+"/triggers/{id}/pause", o.PauseTrigger, readTriggerRef, writeOK(toTriggerOut)),
+		opRoute("PATCH", v1+"/triggers/{id}", o.UpdateTrigger, readTriggerPolicy, writeOK(toTriggerOut)),
 		opRoute("POST", v1+"/triggers/{id}/resume", o.ResumeTrigger, readTriggerRef, writeOK(toTriggerOut)),
 
 		opRoute("GET", v1+"/calendars", o.ListCalendars, readCalendarQuery, writeCalendarPage),

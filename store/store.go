@@ -591,6 +591,11 @@ type TriggerFilter struct {
 	ByNextFire bool
 	// Scope, when not nil, keeps the triggers of the jobs a reader of these apps may see.
 	Scope []string
+	// WithZoneRows lists the zone rows of triggers of several zones too (Trigger.ZoneOf);
+	// without it a list holds the triggers the API shows. ZoneOf, when not 0, keeps the zone
+	// rows of that trigger alone.
+	WithZoneRows bool
+	ZoneOf       int64
 }
 
 // ExecutionFilter selects executions for ExecutionList.

@@ -104,6 +104,11 @@ type Job struct {
 	ConsecutiveFailures int
 }
 
+// PausedByFailures is the PausedBy of a job that paused itself by pause on failure
+// (Job.PauseAfterFailures). Its PausedAt is the FinishedAt of the failure that paused it, so
+// the alarm of that failure is told as the pause (package alarm, event job.paused).
+const PausedByFailures = "sundial (pause on failure)"
+
 // TriggerKind names a trigger's schedule kind; it matches schedule.Kind.
 type TriggerKind string
 
@@ -169,6 +174,14 @@ type Trigger struct {
 	// for the misfire policy alone.
 	CatchUpWindow int64
 	CatchUp       string
+	// Zones, on a trigger of several zones, lists them all, TimeZone first; empty for a
+	// trigger of one zone. Each further zone is stored as a row of its own (a zone row) whose
+	// ZoneOf is this trigger's ID: it has its own next fire and its own fire key (its ID and
+	// the scheduled time), so two zones firing at the same instant are two fires. Lists and
+	// the API show the trigger alone (TriggerFilter.WithZoneRows); pausing, resuming and
+	// deleting it by id take its zone rows along.
+	Zones  []string
+	ZoneOf int64
 
 	State        TriggerState
 	ErrorMessage string
@@ -356,6 +369,10 @@ type Execution struct {
 	// run outside workflows: the one field the completion path tests before it advances a
 	// workflow run, so ordinary fires cost no query. Retries and recovery re-runs keep it.
 	WorkflowNode int64
+	// FireZone is the IANA zone of the trigger row that fired the run (a trigger of several
+	// zones fires once per zone); "" for runs no schedule made. Retries and recovery re-runs
+	// keep it.
+	FireZone string
 }
 
 // BackfillState is where a backfill is in its life.

@@ -116,6 +116,7 @@ func (c *Console) routes() {
 	page("POST /jobs/{id}/triggers", c.triggerAdd)
 	page("GET /jobs/{id}/script/versions/{version}", c.scriptVersion)
 	page("POST /jobs/{id}/script/versions/{version}/restore", c.scriptRestore)
+	page("POST /triggers/{id}/policy", c.triggerPolicy)
 	page("POST /triggers/{id}/{action}", c.triggerAction)
 	page("POST /jobs/{id}/backfills", c.backfillCreate)
 	page("POST /backfills/{id}/cancel", c.backfillCancel)

@@ -332,7 +332,7 @@ func (e *executor) completePostgres(ctx context.Context, cond string, condArgs [
 		" r.handle_code, r.handle_msg, CASE WHEN r.started_at = 0 THEN d.started_at ELSE r.started_at END, r.finished_at,"+
 		" CASE WHEN r.alarm_state = '' THEN d.alarm_state ELSE r.alarm_state END,"+
 		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation, d.script_version, d.params,"+
-		" d.executor_app, d.output_lost + r.output_lost, d.interval_start, d.interval_end, d.backfill_id, d.workflow_node FROM d JOIN r ON r.id = d.id RETURNING id",
+		" d.executor_app, d.output_lost + r.output_lost, d.interval_start, d.interval_end, d.backfill_id, d.workflow_node, d.fire_zone FROM d JOIN r ON r.id = d.id RETURNING id",
 		concat([]any{ids, states, codes, msgs, started, finished, has, data, alarms, lost, ids}, condArgs)...))
 }
 

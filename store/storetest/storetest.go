@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Triggers", func(t *testing.T) { t.Parallel(); testTriggers(t, open(t)) })
 	t.Run("TriggersPagination", func(t *testing.T) { t.Parallel(); testTriggersPagination(t, open(t)) })
 	t.Run("TriggerParamsData", func(t *testing.T) { t.Parallel(); testTriggerParamsData(t, open(t)) })
+	t.Run("TriggerZoneRows", func(t *testing.T) { t.Parallel(); testTriggerZoneRows(t, open(t)) })
 	t.Run("CatchUpAndBackfills", func(t *testing.T) { t.Parallel(); testCatchUpAndBackfills(t, open(t)) })
 	t.Run("FireQuota", func(t *testing.T) { t.Parallel(); testFireQuota(t, open(t)) })
 	t.Run("PauseResume", func(t *testing.T) { t.Parallel(); testPauseResume(t, open(t)) })
