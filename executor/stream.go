@@ -34,13 +34,13 @@ const streamDialTimeout = 10 * time.Second
 
 // streams are the open streams, by server index.
 type streams struct {
-	mu     sync.Mutex
-	peers  []*streamconn.Peer
+	mu    sync.Mutex
+	peers []*streamconn.Peer
 	// opened is closed when the first stream opens: Start registers once it has.
 	opened     chan struct{}
 	openedOnce sync.Once
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 }
 
 func (e *Executor) openStreams() {

@@ -84,16 +84,12 @@ func (s *Server) executorStream(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && strings.HasPrefix(token, credentialPrefix) {
-		go s.watchCredential(ctx, cancel, token)
+		go s.watchCredential(ctx, c, token)
 	}
 	err = s.serveStream(ctx, c, st, r)
 	st.Close(err)
 	cause := context.Cause(ctx)
-	status, reason := websocket.StatusGoingAway, "stream ended"
-	if errors.Is(cause, errRevoked) {
-		status, reason = websocket.StatusPolicyViolation, errRevoked.Error()
-	}
-	_ = c.Close(status, reason)
+	_ = c.Close(websocket.StatusGoingAway, "stream ended")
 	s.log.Info("executor stream closed", "app", from.app, "instance", from.instance, "err", err, "cause", cause)
 	return nil
 }
@@ -103,7 +99,7 @@ var errRevoked = errors.New("the executor credential was revoked")
 // watchCredential ends the stream once its credential is gone (revoked or rotated): the
 // stream was admitted by it, and what comes over it is taken on its word. It looks every
 // heartbeat interval, as often as an executor's HTTP requests would meet the check.
-func (s *Server) watchCredential(ctx context.Context, cancel context.CancelCauseFunc, token string) {
+func (s *Server) watchCredential(ctx context.Context, c *websocket.Conn, token string) {
 	hash := hashSecret(token)
 	for {
 		t := s.clock.NewTimer(s.cfg.ExecutorHeartbeat)
@@ -115,7 +111,8 @@ func (s *Server) watchCredential(ctx context.Context, cancel context.CancelCause
 		}
 		if _, err := s.store.AppCredentialByHash(ctx, hash); errors.Is(err, store.ErrNotFound) {
 			s.log.Warn("closing an executor stream: its credential was revoked")
-			cancel(errRevoked)
+			// Closed here, with its reason: the read loop then ends.
+			_ = c.Close(websocket.StatusPolicyViolation, errRevoked.Error())
 			return
 		}
 	}
