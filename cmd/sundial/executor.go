@@ -162,8 +162,14 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	if err := ex.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Sundial executor %q is listening on %s (servers %s, shell %s)\n",
-		o.app, ex.Address(), strings.Join(ex.Servers(), ", "), map[bool]string{true: "enabled", false: "disabled"}[o.enableShell])
+	shell := map[bool]string{true: "enabled", false: "disabled"}[o.enableShell]
+	if o.transport == executor.TransportPush {
+		fmt.Fprintf(stdout, "Sundial executor %q is listening on %s (servers %s, shell %s)\n",
+			o.app, ex.Address(), strings.Join(ex.Servers(), ", "), shell)
+	} else {
+		fmt.Fprintf(stdout, "Sundial executor %q is listening for runs on its streams to %s, as %s (shell %s)\n",
+			o.app, strings.Join(ex.Servers(), ", "), ex.Address(), shell)
+	}
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way
 	drain, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
