@@ -249,8 +249,8 @@ func (e *Executor) Handle(name string, h Handler) {
 // Address is the URL the executor registered, valid after Start.
 func (e *Executor) Address() string { return e.address }
 
-// Start opens the spool, listens, and registers with the server. It returns once the
-// endpoint is listening and the first registration succeeded; it keeps retrying a
+// Start opens the spool, opens its streams to the servers (or, with TransportPush, listens),
+// and registers. It returns once the first registration succeeded; it keeps retrying a
 // registration the server cannot answer (network error, 5xx) until ctx ends, and fails at
 // once on a refusal (401, 400). After Start the executor heartbeats and delivers results in
 // the background until Stop.
