@@ -84,7 +84,7 @@ func (rt *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestBeatNotReplayable(t *testing.T) {
 	ctx := context.Background()
 	f := newRemoteFixture(t)
-	other, err := executor.New(executor.Config{Servers: []string{f.peer.URL}, Token: fixtureToken, App: "billing", Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
+	other, err := executor.New(executor.Config{Servers: []string{f.peer.URL}, Token: fixtureToken, App: "billing", Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,6 +98,8 @@ type Remote struct {
 	reading map[string]*appRead
 	// waitHook, set by tests, is called when a fire waits for another's read.
 	waitHook func()
+	// streams are the executor streams this node holds, by instance (stream.go).
+	streams map[string]*Stream
 
 	// The followers of XXL-JOB runs' output (xxl.go) run until Close.
 	ctx       context.Context
@@ -173,7 +175,8 @@ func NewRemote(cfg Config) *Remote {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Remote{cfg: cfg, router: newRouter(), instances: map[string]appInstances{}, reading: map[string]*appRead{},
-		sends: recordBatcher(cfg.Store), acceptances: recordBatcher(cfg.Store),
+		streams: map[string]*Stream{},
+		sends:   recordBatcher(cfg.Store), acceptances: recordBatcher(cfg.Store),
 		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
 		keys: &keyring{st: cfg.Store, clk: cfg.Clock, interval: cfg.HeartbeatInterval}}
 }
@@ -438,13 +441,18 @@ func (r *Remote) addresses(ctx context.Context, app, handler string) ([]string, 
 		return slices.Clone(got.manual), len(got.manual), got.app, nil
 	}
 	var out []string
+	online := 0
 	for _, in := range got.live {
+		if streamed, here := r.streamHere(in.Address); streamed && !here {
+			continue // its stream is another node's: this one cannot reach it
+		}
+		online++
 		if len(in.Handlers) == 0 || slices.Contains(in.Handlers, handler) {
 			out = append(out, in.Address)
 		}
 	}
 	slices.Sort(out)
-	return out, len(got.live), got.app, nil
+	return out, online, got.app, nil
 }
 
 // appInstances reads the app's manual addresses or live instances, reusing a read younger
@@ -670,6 +678,9 @@ func (r *Remote) call(ctx context.Context, app, addr, path, instance string, bod
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
+	}
+	if strings.HasPrefix(addr, wire.StreamScheme) {
+		return r.callStream(ctx, app, addr, path, instance, b, out)
 	}
 	addr = strings.TrimSuffix(addr, "/")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, addr+path, bytes.NewReader(b))

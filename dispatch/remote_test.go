@@ -209,7 +209,7 @@ func newRemoteFixtureOn(t *testing.T, st store.Store) *remoteFixture {
 	}
 	fx.peer = executortest.NewPeer(t, fixtureToken)
 	fx.peer.Signer = clusterSigner(t, st)
-	fx.exe, err = executor.New(executor.Config{Servers: []string{fx.peer.URL}, Token: fixtureToken, App: "billing", Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
+	fx.exe, err = executor.New(executor.Config{Servers: []string{fx.peer.URL}, Token: fixtureToken, App: "billing", Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

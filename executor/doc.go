@@ -9,7 +9,11 @@
 // the next as soon as one does not answer. It serves four calls from the server — run,
 // kill, beat and idle-beat — runs each accepted run under the job's concurrency policy and
 // timeout, streams the lines a handler logs through [Logger] to the server, and reports the
-// result. The server's calls carry no credential: each is signed with the cluster key the
+// result. By default (TransportStream) those calls come down a WebSocket the executor dials to
+// each server node and holds open, in signed batches, and its own requests go up it: it
+// listens on no port, so it works behind NAT and in containers the servers cannot reach;
+// TransportPush makes it listen and the servers POST to it ("The stream" in
+// docs/executor-protocol.md). The server's calls carry no credential: each is signed with the cluster key the
 // server names in its answer to every registration, and the executor refuses one that is
 // not, is replayed, altered, stale, or meant for another app, instance or address
 // (docs/executor-protocol.md, "Signed calls"); each of its own requests carries the proof of

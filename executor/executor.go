@@ -55,7 +55,11 @@ type Config struct {
 	// Version is what this executor reports it runs, shown by `sundial executor list`.
 	// Default: the version of the Sundial module it is built with.
 	Version string
-	// Listen is the address the executor's HTTP endpoint listens on. Default ":9999".
+	// Transport is how the server's calls reach the executor: TransportStream (the default)
+	// or TransportPush.
+	Transport string
+	// Listen is the address the executor's HTTP endpoint listens on (push transport only).
+	// Default ":9999".
 	Listen string
 	// Advertise is the URL the server calls this executor on, e.g. "http://10.0.0.5:9999".
 	// Default: the listener's address; when it listens on all interfaces, the local address
@@ -91,6 +95,18 @@ type Config struct {
 // lines go to the server ([Logger]); it is canceled on timeout, kill, replacement by a newer
 // run, or executor stop. A nil error is success.
 type Handler func(ctx context.Context) error
+
+// Transports (Config.Transport).
+const (
+	// TransportStream: the executor dials every server node it is given and holds a stream
+	// (a WebSocket) open to each; the nodes send its runs down the streams, and its
+	// registrations, output and results go up them. It listens on no port, so it works behind
+	// NAT and in containers whose address the servers cannot reach.
+	TransportStream = "stream"
+	// TransportPush: the executor listens (Listen), registers the address the servers reach
+	// it at (Advertise), and the servers POST its runs there.
+	TransportPush = "push"
+)
 
 const (
 	defaultListen    = ":9999"
@@ -137,6 +153,8 @@ type Executor struct {
 	instance   string        // this process's id, sent with every registration
 	servers    []string      // base URLs of the server nodes
 	server     atomic.Int64  // index in servers of the node that answered last
+	streams    streams       // the stream transport's streams, one per server (stream.go)
+	callTable  map[string]call
 
 	stopOnce sync.Once
 	stopErr  error
@@ -156,6 +174,13 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Version == "" {
 		cfg.Version = version.Module()
+	}
+	switch cfg.Transport {
+	case "":
+		cfg.Transport = TransportStream
+	case TransportStream, TransportPush:
+	default:
+		return nil, fmt.Errorf("executor: Transport %q: want %q or %q", cfg.Transport, TransportStream, TransportPush)
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = defaultListen
@@ -205,6 +230,7 @@ func New(cfg Config) (*Executor, error) {
 		key:      key,
 		verify:   execsign.NewVerifier(cfg.Clock.Now),
 	}
+	e.callTable = e.calls()
 	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
 	return e, nil
 }
@@ -223,8 +249,8 @@ func (e *Executor) Handle(name string, h Handler) {
 // Address is the URL the executor registered, valid after Start.
 func (e *Executor) Address() string { return e.address }
 
-// Start opens the spool, listens, and registers with the server. It returns once the
-// endpoint is listening and the first registration succeeded; it keeps retrying a
+// Start opens the spool, opens its streams to the servers (or, with TransportPush, listens),
+// and registers. It returns once the first registration succeeded; it keeps retrying a
 // registration the server cannot answer (network error, 5xx) until ctx ends, and fails at
 // once on a refusal (401, 400). After Start the executor heartbeats and delivers results in
 // the background until Stop.
@@ -241,6 +267,37 @@ func (e *Executor) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if e.cfg.Transport == TransportStream {
+		// Nothing listens: the executor is reached down the streams it opens.
+		e.address = wire.StreamAddress(e.instance)
+		e.openStreams()
+		e.awaitStream(ctx)
+	} else if err := e.listen(); err != nil {
+		return err
+	}
+	// Spooled results of an earlier process go out as soon as possible, even before the
+	// registration: the server takes results from any executor with the token.
+	e.rep = rep
+	go rep.loop()
+
+	if err := e.registerUntil(ctx); err != nil {
+		e.rep.close(context.WithoutCancel(ctx))
+		if e.srv != nil {
+			_ = e.srv.Close()
+			<-e.srvDone
+		}
+		e.closeStreams()
+		return err
+	}
+	hbCtx, cancel := context.WithCancel(context.Background())
+	e.hbCancel, e.hbDone = cancel, make(chan struct{})
+	go e.heartbeat(hbCtx)
+	e.log.Info("executor started", "transport", e.cfg.Transport, "address", e.address, "instance", e.instance, "servers", e.servers, "handlers", e.handlerNames())
+	return nil
+}
+
+// listen starts the push transport's endpoint.
+func (e *Executor) listen() error {
 	ln, err := net.Listen("tcp", e.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("executor: listen on %s: %w", e.cfg.Listen, err)
@@ -258,21 +315,6 @@ func (e *Executor) Start(ctx context.Context) error {
 			e.log.Error("executor endpoint stopped", "err", err)
 		}
 	}()
-	// Spooled results of an earlier process go out as soon as possible, even before the
-	// registration: the server takes results from any executor with the token.
-	e.rep = rep
-	go rep.loop()
-
-	if err := e.registerUntil(ctx); err != nil {
-		e.rep.close(context.WithoutCancel(ctx))
-		_ = e.srv.Close()
-		<-e.srvDone
-		return err
-	}
-	hbCtx, cancel := context.WithCancel(context.Background())
-	e.hbCancel, e.hbDone = cancel, make(chan struct{})
-	go e.heartbeat(hbCtx)
-	e.log.Info("executor started", "address", e.address, "instance", e.instance, "servers", e.servers, "handlers", e.handlerNames())
 	return nil
 }
 
@@ -439,16 +481,20 @@ func (e *Executor) stop(ctx context.Context) error {
 		<-drained // each run reports within abandonGrace of its cancellation
 	}
 
-	// The endpoint stays up while handlers drain so that kill still works.
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if err := e.srv.Shutdown(shutCtx); err != nil {
-		_ = e.srv.Close()
+	// The endpoint (or the streams) stays up while handlers drain so that kill still works.
+	if e.srv != nil {
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if err := e.srv.Shutdown(shutCtx); err != nil {
+			_ = e.srv.Close()
+		}
+		<-e.srvDone
 	}
-	<-e.srvDone
+	// Results go up the streams while they are open.
 	if err := e.rep.close(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	e.closeStreams()
 	e.log.Info("executor stopped", "address", e.address)
 	return errors.Join(errs...)
 }
@@ -481,38 +527,54 @@ func (e *Executor) cancelAll(cause error) {
 // and this instance (or, for the harmless beat and idle-beat, for this address): see signed.
 func (e *Executor) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+wire.PathRun, e.signed(wire.PathRun, true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
-		var req wire.RunRequest
-		if !decode(w, body, &req) {
-			return
-		}
-		if req.Instance != to {
-			http.Error(w, fmt.Sprintf("the run names instance %q and its signature %q", req.Instance, to), http.StatusBadRequest)
-			return
-		}
-		// The server sends the fire's trace context (W3C traceparent) with the run.
-		resp := e.accept(req, trace.SpanContextFromContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
-		resp.Instance = e.instance
-		writeJSON(w, resp)
-	}))
-	mux.HandleFunc("POST "+wire.PathKill, e.signed(wire.PathKill, true, func(w http.ResponseWriter, r *http.Request, body []byte, _ string) {
-		var req wire.KillRequest
-		if !decode(w, body, &req) {
-			return
-		}
-		writeJSON(w, wire.KillResponse{Killed: e.kill(req.ExecutionID), Instance: e.instance})
-	}))
-	mux.HandleFunc("POST "+wire.PathBeat, e.signed(wire.PathBeat, false, func(w http.ResponseWriter, _ *http.Request, _ []byte, _ string) {
-		writeJSON(w, wire.BeatResponse{Instance: e.instance})
-	}))
-	mux.HandleFunc("POST "+wire.PathIdleBeat, e.signed(wire.PathIdleBeat, false, func(w http.ResponseWriter, _ *http.Request, body []byte, _ string) {
-		var req wire.IdleBeatRequest
-		if !decode(w, body, &req) {
-			return
-		}
-		writeJSON(w, wire.IdleBeatResponse{Idle: e.idle(req.JobID)})
-	}))
+	for path, c := range e.callTable {
+		mux.HandleFunc("POST "+path, e.signed(path, c.needInstance, c.serve))
+	}
 	return mux
+}
+
+// call serves one of the server's calls, over HTTP or a stream: body is read, the signature
+// checked, and to the instance it was signed for.
+type call struct {
+	needInstance bool
+	serve        func(w http.ResponseWriter, r *http.Request, body []byte, to string)
+}
+
+// calls are the server's calls by path.
+func (e *Executor) calls() map[string]call {
+	return map[string]call{
+		wire.PathRun: {true, func(w http.ResponseWriter, r *http.Request, body []byte, to string) {
+			var req wire.RunRequest
+			if !decode(w, body, &req) {
+				return
+			}
+			if req.Instance != to {
+				http.Error(w, fmt.Sprintf("the run names instance %q and its signature %q", req.Instance, to), http.StatusBadRequest)
+				return
+			}
+			// The server sends the fire's trace context (W3C traceparent) with the run.
+			resp := e.accept(req, trace.SpanContextFromContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
+			resp.Instance = e.instance
+			writeJSON(w, resp)
+		}},
+		wire.PathKill: {true, func(w http.ResponseWriter, r *http.Request, body []byte, _ string) {
+			var req wire.KillRequest
+			if !decode(w, body, &req) {
+				return
+			}
+			writeJSON(w, wire.KillResponse{Killed: e.kill(req.ExecutionID), Instance: e.instance})
+		}},
+		wire.PathBeat: {false, func(w http.ResponseWriter, _ *http.Request, _ []byte, _ string) {
+			writeJSON(w, wire.BeatResponse{Instance: e.instance})
+		}},
+		wire.PathIdleBeat: {false, func(w http.ResponseWriter, _ *http.Request, body []byte, _ string) {
+			var req wire.IdleBeatRequest
+			if !decode(w, body, &req) {
+				return
+			}
+			writeJSON(w, wire.IdleBeatResponse{Idle: e.idle(req.JobID)})
+		}},
+	}
 }
 
 // signed admits a call to path only with a valid cluster signature (execsign): by a key the
@@ -606,8 +668,8 @@ func permanent(err error) bool {
 
 // postTo sends body (JSON) to path on the server at base and decodes a JSON answer into out
 // (if not nil).
-func (e *Executor) postTo(ctx context.Context, base, path string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
+func (e *Executor) postTo(ctx context.Context, server int, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.servers[server]+path, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
 	}

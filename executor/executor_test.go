@@ -57,7 +57,7 @@ func start(t *testing.T, add func(*executor.Executor)) *setup {
 func startOn(t *testing.T, peer *executortest.Peer, dir string, add func(*executor.Executor)) *setup {
 	t.Helper()
 	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing",
-		Listen: "127.0.0.1:0", SpoolDir: dir, Logger: testLogger(t)})
+		Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: dir, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestRegistersAndHeartbeats(t *testing.T) {
 func TestWrongToken(t *testing.T) {
 	peer := executortest.NewPeer(t, token)
 	ex, err := executor.New(executor.Config{Server: peer.URL, Token: "wrong", App: "billing",
-		Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: testLogger(t)})
+		Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -788,7 +788,7 @@ func TestClockDrivesTheExecutor(t *testing.T) {
 	stuck := make(chan struct{})
 	t.Cleanup(func() { close(stuck) })
 	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing",
-		Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: testLogger(t), Clock: fake})
+		Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: testLogger(t), Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -848,7 +848,7 @@ func TestStopSaysWhatItWaitsFor(t *testing.T) {
 	peer := executortest.NewPeer(t, token)
 	logs := make(records, 100)
 	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing",
-		Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: slog.New(logs)})
+		Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,10 @@ func (e *Executor) post(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
 	}
+	send := e.postTo
+	if e.cfg.Transport == TransportStream {
+		send = e.postStream
+	}
 	start := int(e.server.Load())
 	var errs []error
 	for i := range e.servers {
@@ -74,7 +78,7 @@ func (e *Executor) post(ctx context.Context, path string, in, out any) error {
 		if i < len(e.servers)-1 {
 			callCtx, cancel = context.WithTimeout(ctx, e.serverWait())
 		}
-		err := e.postTo(callCtx, e.servers[k], path, body, out)
+		err := send(callCtx, k, path, body, out)
 		cancel()
 		if err == nil || permanent(err) {
 			if k != start && e.server.CompareAndSwap(int64(start), int64(k)) {

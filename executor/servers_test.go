@@ -17,7 +17,7 @@ func TestFailover(t *testing.T) {
 	first, second := executortest.NewPeer(t, token), executortest.NewPeer(t, token)
 	release := make(chan struct{})
 	ex, err := executor.New(executor.Config{Servers: []string{first.URL, second.URL}, Token: token, App: "billing",
-		Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), HeartbeatInterval: 50 * time.Millisecond, Logger: testLogger(t)})
+		Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: t.TempDir(), HeartbeatInterval: 50 * time.Millisecond, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // and dribbles a /run body, at its read timeout, as the scheduler's server does.
 func TestExecutorCutsSlowBody(t *testing.T) {
 	peer := executortest.NewPeer(t, token)
-	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing", Listen: "127.0.0.1:0",
+	ex, err := executor.New(executor.Config{Server: peer.URL, Token: token, App: "billing", Transport: executor.TransportPush, Listen: "127.0.0.1:0",
 		SpoolDir: t.TempDir(), Logger: testLogger(t), HTTP: httpserve.Limits{ReadTimeout: 300 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

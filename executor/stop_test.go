@@ -38,7 +38,7 @@ func TestStopBoundedWhileServerHangs(t *testing.T) {
 	defer front.Close()
 	dir := t.TempDir()
 	ex, err := executor.New(executor.Config{Server: front.URL, Token: token, App: "billing",
-		Listen: "127.0.0.1:0", SpoolDir: dir, Logger: testLogger(t)})
+		Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: dir, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,7 +254,7 @@ func (c *cluster) startNodes(t *testing.T, serverURL string, heartbeat time.Dura
 			listen := freeAddr(t)
 			n.gate.setTarget(listen)
 			ex, err := executor.New(executor.Config{Server: serverURL, Token: execToken, App: "pool",
-				Listen: listen, Advertise: n.gate.url(), SpoolDir: n.spool, HeartbeatInterval: heartbeat,
+				Transport: executor.TransportPush, Listen: listen, Advertise: n.gate.url(), SpoolDir: n.spool, HeartbeatInterval: heartbeat,
 				HTTPClient: &http.Client{Transport: n.client, Timeout: 5 * time.Second}, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)

@@ -50,7 +50,7 @@ func TestExecutorEndToEnd(t *testing.T) {
 func (e *env) sdkExecutor(app, name string, handler func(context.Context) error) *executor.Executor {
 	e.t.Helper()
 	ex, err := executor.New(executor.Config{Server: e.url, Token: execToken, App: app,
-		Listen: "127.0.0.1:0", SpoolDir: e.t.TempDir()})
+		Transport: executor.TransportPush, Listen: "127.0.0.1:0", SpoolDir: e.t.TempDir()})
 	if err != nil {
 		e.t.Fatal(err)
 	}

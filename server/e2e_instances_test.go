@@ -36,7 +36,7 @@ func startSolo(t *testing.T, gate *tcpGate, servers []string, spool string, rele
 		gate.setTarget(listen)
 		gate.dropConns() // a restarted process: connections to the old one are gone
 		ex, err := executor.New(executor.Config{Servers: servers, Token: execToken, App: "solo",
-			Listen: listen, Advertise: gate.url(), SpoolDir: spool, HeartbeatInterval: 100 * time.Millisecond,
+			Transport: executor.TransportPush, Listen: listen, Advertise: gate.url(), SpoolDir: spool, HeartbeatInterval: 100 * time.Millisecond,
 			HTTPClient: &http.Client{Transport: s.client, Timeout: 5 * time.Second}, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)

@@ -28,7 +28,7 @@ import (
 func ledgerExecutor(t *testing.T, e *env, app, credential string, hold chan struct{}) (*executor.Executor, string) {
 	t.Helper()
 	ledger := filepath.Join(t.TempDir(), app+"-ledger")
-	ex, err := executor.New(executor.Config{Server: e.url, Token: credential, App: app, Listen: "127.0.0.1:0",
+	ex, err := executor.New(executor.Config{Server: e.url, Token: credential, App: app, Transport: executor.TransportPush, Listen: "127.0.0.1:0",
 		SpoolDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

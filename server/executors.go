@@ -20,11 +20,16 @@ import (
 var errBadExecutorToken = &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated",
 	Message: "executor endpoints need Authorization: Bearer <the app's executor credential> (sundial app credential create)"}
 
-// validRegistration checks a register (with needHandlers) or unregister body.
-func validRegistration(in *wire.Registration, needHandlers bool) error {
+// validRegistration checks a register (with needHandlers) or unregister body; streamed is the
+// instance whose stream it came over ("" over HTTP), whose address is wire.StreamAddress of
+// it and no other: an address nothing listens on, which only that instance's stream reaches.
+func validRegistration(in *wire.Registration, needHandlers bool, streamed string) error {
 	switch {
 	case in.App == "":
 		return invalidField("app", "must not be empty")
+	case streamed != "" && in.Address != wire.StreamAddress(streamed):
+		return invalidField("address", "an executor on a stream registers %q, got %q", wire.StreamAddress(streamed), in.Address)
+	case streamed != "":
 	case !strings.HasPrefix(in.Address, "http://") && !strings.HasPrefix(in.Address, "https://"):
 		return invalidField("address", "want the executor's base URL (http://host:port), got %q", in.Address)
 	case len(in.Instance) > 64:
@@ -42,7 +47,7 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if err := validRegistration(&in, true); err != nil {
+	if err := validRegistration(&in, true, streamedInstance(r.Context())); err != nil {
 		return err
 	}
 	if err := s.checkApp(r.Context(), in.App); err != nil {
@@ -76,7 +81,9 @@ func (s *Server) executorRegister(w http.ResponseWriter, r *http.Request) error 
 // call is signed for the app). A refusal of the second kind is written to the audit log: it is
 // what an attacker would try.
 func (s *Server) register(r *http.Request, app, address string, beat func() error) error {
-	if err := s.allowedAddress(address); err != nil {
+	// A streamed instance's address is called by no one (validRegistration took it only
+	// from its own stream): --executor-networks bound where runs are sent.
+	if err := s.allowedAddress(address); err != nil && !strings.HasPrefix(address, wire.StreamScheme) {
 		s.rejected.WithLabelValues(rejectAddressTaken).Inc()
 		return invalidField("address", "%v", err)
 	}
@@ -102,7 +109,7 @@ func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) erro
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	if err := validRegistration(&in, false); err != nil {
+	if err := validRegistration(&in, false, streamedInstance(r.Context())); err != nil {
 		return err
 	}
 	if err := s.checkApp(r.Context(), in.App); err != nil {

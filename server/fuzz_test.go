@@ -67,7 +67,7 @@ func FuzzRequestDecoders(f *testing.F) {
 				err = nil
 			}
 		case *wire.Registration:
-			err = validRegistration(in, true)
+			err = validRegistration(in, true, "")
 		}
 		want400(t, err)
 	})

@@ -143,7 +143,7 @@ func TestMutualTLS(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	ex, err := executor.New(executor.Config{Server: base, Token: execToken, App: "billing", Listen: "127.0.0.1:0",
+	ex, err := executor.New(executor.Config{Server: base, Token: execToken, App: "billing", Transport: executor.TransportPush, Listen: "127.0.0.1:0",
 		SpoolDir: t.TempDir(), TLS: executorCert, TLSCA: ca.pool, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

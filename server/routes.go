@@ -123,6 +123,8 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/executor/unregister", publicRoute, s.executorAuth(s.executorUnregister)},
 		{"POST", v1 + "/executor/logs", publicRoute, s.executorAuth(s.executorLogs)},
 		{"POST", v1 + "/executor/results", publicRoute, s.executorAuth(s.executorResults)},
+		// The stream transport: a WebSocket the executor opens and holds (executors_stream.go).
+		{"GET", v1 + "/executor/stream", publicRoute, s.executorAuth(s.executorStream)},
 	}
 }
 

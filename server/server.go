@@ -159,6 +159,12 @@ type Server struct {
 	// follow) end instead of holding the shutdown up.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// executorStreams is closed when the HTTP side shuts down (not when the node stops:
+	// executors deliver the results of runs the node handed them up their streams while it
+	// drains, as they would POST them): the executor streams then end, and the executors
+	// move to other nodes. The server's Shutdown does not see them (hijacked connections).
+	executorStreams    chan struct{}
+	executorStreamOnce sync.Once
 }
 
 // New builds a server around a new scheduler node; it registers the built-in handlers. The
@@ -229,7 +235,7 @@ func New(cfg Config) (*Server, error) {
 	remote.SeesDatabaseWith(sched.Engine().SeesDatabaseFor)
 	clk = sched.Clock() // given in Config.Scheduler or its Engine
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
-		closing: make(chan struct{}), handlers: map[string]bool{}, remote: remote, secrets: secrets}
+		closing: make(chan struct{}), executorStreams: make(chan struct{}), handlers: map[string]bool{}, remote: remote, secrets: secrets}
 	cfg.Login = cfg.Login.withDefaults()
 	if cfg.Login.PasswordCost < bcrypt.MinCost || cfg.Login.PasswordCost > bcrypt.MaxCost {
 		return nil, fmt.Errorf("server: login password cost %d: want %d to %d", cfg.Login.PasswordCost, bcrypt.MinCost, bcrypt.MaxCost)
@@ -359,6 +365,13 @@ func (s *Server) Stop(ctx context.Context) error {
 
 func (s *Server) closeStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
+// CloseExecutorStreams ends the executor streams this server holds, and refuses new ones. Serve
+// calls it as its HTTP side shuts down; a program that serves Handler itself calls it when it
+// shuts its HTTP server down.
+func (s *Server) CloseExecutorStreams() {
+	s.executorStreamOnce.Do(func() { close(s.executorStreams) })
+}
+
 // Serve starts the node (unless Start already ran), serves HTTP on ln until ctx is canceled,
 // then shuts down in order: the HTTP server first (no new requests; open ones finish), then
 // the node, which drains its running handlers.
@@ -372,6 +385,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := httpserve.NewServer(s.handler, s.cfg.HTTP, s.cfg.TLS, s.log)
 	httpserve.ClientCerts(hs, s.cfg.ExecutorCA, false) // people on the same port have none
 	hs.RegisterOnShutdown(s.closeStreams)
+	hs.RegisterOnShutdown(s.CloseExecutorStreams)
 	served := make(chan error, 1)
 	go func() { served <- httpserve.Serve(hs, ln, s.cfg.HTTP) }()
 	s.log.Info("serving", "addr", ln.Addr().String())

@@ -113,7 +113,7 @@ func TestTraceRemoteFire(t *testing.T) {
 		c.ExecutorHeartbeat = time.Second
 		c.Scheduler.Engine.TracerProvider = serverTP
 	})
-	ex, err := executor.New(executor.Config{Server: e.url, Token: execToken, App: "billing", Listen: "127.0.0.1:0",
+	ex, err := executor.New(executor.Config{Server: e.url, Token: execToken, App: "billing", Transport: executor.TransportPush, Listen: "127.0.0.1:0",
 		SpoolDir: t.TempDir(), TracerProvider: execTP})
 	if err != nil {
 		t.Fatal(err)

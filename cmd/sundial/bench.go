@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sundial-scheduler/sundial/dispatch"
+	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/internal/bench"
 )
 
@@ -203,11 +204,13 @@ func newBenchRemoteCmd(b *benchFlags) *cobra.Command {
 remote job, run through real executors over HTTP.
 
 Each node (--nodes) is a full server — engine plus the executor endpoints — serving HTTP
-on a loopback port; --executors executors built with the executor SDK, one app, each
-listen on their own loopback port and run a no-op handler. The executors register
-before the nodes start, the job's routing (--routing) picks one per fire, the node POSTs
-the run to it, and the executor reports the result back to a node's results endpoint,
-which completes the execution.
+on a loopback port; --executors executors built with the executor SDK, one app, run a
+no-op handler. The executors register before the nodes start and the job's routing
+(--routing) picks one per fire. With --transport stream (the default) each executor holds
+a WebSocket to each node: the node sends runs down it in batches and the results come back
+up it. With --transport push each executor listens on its own loopback port, the node
+POSTs the run to it, and the executor reports the result back to a node's results
+endpoint. Either way the results complete the executions in batches.
 
 Everything runs in this one process: there is no network between the machines, and
 the CPU seconds and memory are those of the nodes, the executors and both HTTP sides
@@ -228,6 +231,9 @@ sharding_broadcast is refused (it runs each fire on every executor).`,
 			if cfg.Executors < 1 {
 				return usageErrorf("--executors %d: must be at least 1", cfg.Executors)
 			}
+			if cfg.Transport != executor.TransportStream && cfg.Transport != executor.TransportPush {
+				return usageErrorf("--transport %q: want stream or push", cfg.Transport)
+			}
 			st, err := dispatch.ParseStrategy(cfg.Routing)
 			if err != nil {
 				return usageErrorf("--routing: %v", err)
@@ -246,6 +252,7 @@ sharding_broadcast is refused (it runs each fire on every executor).`,
 	}
 	steadyFlags(cmd, &cfg.SteadyConfig, 1000)
 	cmd.Flags().IntVar(&cfg.Executors, "executors", 2, "executor instances (E), all of one app")
+	cmd.Flags().StringVar(&cfg.Transport, "transport", executor.TransportStream, "the executors' transport: stream (each holds a WebSocket to each node) or push (the nodes POST runs to them)")
 	cmd.Flags().StringVar(&cfg.Routing, "routing", string(dispatch.RoundRobin), "the job's routing strategy (first, round_robin, random, consistent_hash, least_frequently_used, least_recently_used, failover, busy_over, last)")
 	return cmd
 }

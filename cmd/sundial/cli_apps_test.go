@@ -66,7 +66,7 @@ func TestCLIApps(t *testing.T) {
 // startCLIExecutor starts an SDK executor of app whose handler "hold" runs until killed.
 func startCLIExecutor(t *testing.T, s *apiServer, app string) *executor.Executor {
 	t.Helper()
-	ex, err := executor.New(executor.Config{Server: s.url, Token: cliExecutorToken, App: app, Listen: "127.0.0.1:0",
+	ex, err := executor.New(executor.Config{Server: s.url, Token: cliExecutorToken, App: app, Transport: executor.TransportPush, Listen: "127.0.0.1:0",
 		SpoolDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func executorCall(t *testing.T, s *apiServer, credential string) int {
 // not as an empty list.
 func TestCLIAppGetExecutorWithoutHandlers(t *testing.T) {
 	s := startAPIServer(t)
-	ex, err := executor.New(executor.Config{Server: s.url, Token: cliExecutorToken, App: "idle", Listen: "127.0.0.1:0",
+	ex, err := executor.New(executor.Config{Server: s.url, Token: cliExecutorToken, App: "idle", Transport: executor.TransportPush, Listen: "127.0.0.1:0",
 		SpoolDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ type executorOptions struct {
 	servers             []string
 	token, app          string
 	listen, advertise   string
+	transport           string
 	spoolDir            string
 	enableShell         bool
 	logFormat, logLevel string
@@ -92,8 +93,9 @@ line wins.`,
 	f.StringVar(&o.tlsCA, "tls-ca", "", "CA file (PEM) of the servers' certificates: turns on mutual TLS; the executor refuses "+
 		"callers without a client certificate it signed, verifies the servers against it, and presents --tls-cert to them (needs --tls-cert)")
 	f.StringVar(&o.app, "app", "", "app (executor group) to join (required)")
-	f.StringVar(&o.listen, "listen", ":9999", "address to listen on for the server's calls")
-	f.StringVar(&o.advertise, "advertise", "", "URL the server calls this executor on (default: derived from --listen)")
+	f.StringVar(&o.transport, "transport", executor.TransportStream, "how the servers' calls reach the executor: stream (it dials each --server and holds a WebSocket open: no port to open, works behind NAT) or push (it listens on --listen and the servers call --advertise)")
+	f.StringVar(&o.listen, "listen", ":9999", "address to listen on for the server's calls (--transport push)")
+	f.StringVar(&o.advertise, "advertise", "", "URL the server calls this executor on (--transport push; default: derived from --listen)")
 	f.StringVar(&o.spoolDir, "spool-dir", "", "directory for results not delivered yet (default: under the user cache directory)")
 	f.BoolVar(&o.enableShell, "enable-shell", false, "allow the shell handler to run scripts")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -145,7 +147,7 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 		tp = sdk
 	}
 	ex, err := executor.New(executor.Config{Servers: o.servers, Token: o.token, App: o.app,
-		Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs, TLSCA: ca, TracerProvider: tp})
+		Transport: o.transport, Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs, TLSCA: ca, TracerProvider: tp})
 	if err != nil {
 		return usageError{err}
 	}
@@ -160,8 +162,14 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 	if err := ex.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Sundial executor %q is listening on %s (servers %s, shell %s)\n",
-		o.app, ex.Address(), strings.Join(ex.Servers(), ", "), map[bool]string{true: "enabled", false: "disabled"}[o.enableShell])
+	shell := map[bool]string{true: "enabled", false: "disabled"}[o.enableShell]
+	if o.transport == executor.TransportPush {
+		fmt.Fprintf(stdout, "Sundial executor %q is listening on %s (servers %s, shell %s)\n",
+			o.app, ex.Address(), strings.Join(ex.Servers(), ", "), shell)
+	} else {
+		fmt.Fprintf(stdout, "Sundial executor %q is listening for runs on its streams to %s, as %s (shell %s)\n",
+			o.app, strings.Join(ex.Servers(), ", "), ex.Address(), shell)
+	}
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way
 	drain, cancel := context.WithTimeout(context.Background(), o.drainTimeout)

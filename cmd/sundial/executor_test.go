@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
 	"github.com/sundial-scheduler/sundial/executor/wire"
 )
@@ -34,7 +35,7 @@ func startExecutorCmd(t *testing.T, enableShell bool) (*executortest.Peer, strin
 	done := make(chan error, 1)
 	go func() {
 		done <- runExecutor(ctx, outW, io.Discard, executorOptions{servers: []string{peer.URL}, token: execToken, app: "ops",
-			listen: "127.0.0.1:0", spoolDir: t.TempDir(), enableShell: enableShell,
+			transport: executor.TransportPush, listen: "127.0.0.1:0", spoolDir: t.TempDir(), enableShell: enableShell,
 			logFormat: "text", logLevel: "error", drainTimeout: 5 * time.Second})
 		outW.Close()
 	}()

@@ -121,7 +121,8 @@ func startServer(t *testing.T, bin, dir string, args ...string) *serverProc {
 	select {
 	case u, ok := <-found:
 		if !ok {
-			t.Fatalf("server exited before listening")
+			_ = cmd.Wait()
+			t.Fatalf("server exited before listening: %s", p.stderr.String())
 		}
 		p.url, p.banner = u, banner.String()
 	case <-time.After(30 * time.Second):

@@ -271,3 +271,51 @@ func (r *RawJSON) UnmarshalJSON(b []byte) error {
 	*r = RawJSON(b)
 	return nil
 }
+
+// The stream transport (docs/executor-protocol.md, "The stream"): the executor dials
+// PathStream on a server node (a WebSocket), authenticated as every request is (credential,
+// app and instance headers, the proof of the instance's key over the opening GET), and holds
+// it open. Each WebSocket text message is one StreamFrame. Over it go, both ways, the calls
+// of the push transport unchanged (their paths and bodies), so each side serves them with
+// the code that serves them over HTTP.
+const (
+	PathStream = "/api/v1/executor/stream"
+	// StreamScheme prefixes the address a streamed instance registers: StreamScheme +
+	// its instance id. Nothing listens there: a node sends that instance's runs down its
+	// stream, and only a node that holds the stream can.
+	StreamScheme = "stream://"
+	// StreamSubprotocol is the WebSocket subprotocol both sides speak.
+	StreamSubprotocol = "sundial-executor.v1"
+)
+
+// StreamFrame is one message of the stream. A frame carries calls or replies (or both).
+type StreamFrame struct {
+	// Calls are requests to the other side, a JSON array of StreamCall kept as sent (the
+	// signature covers these bytes): from the server the executor's calls (/run, /kill,
+	// /beat, /idle-beat), in a batch; from the executor the server's executor routes
+	// (register, unregister, logs, results).
+	Calls RawJSON `json:"calls,omitempty"`
+	// Signature signs, from the server, Calls as the body of one call of path PathStream
+	// (the execsign header's value, for the executor's app, instance and StreamAddress):
+	// the executor verifies a batch once.
+	Signature string `json:"signature,omitempty"`
+	// Replies answer calls the other side made, by id.
+	Replies []StreamReply `json:"replies,omitempty"`
+}
+
+// StreamCall is one call over the stream: the path and body it has over HTTP.
+type StreamCall struct {
+	ID   uint64  `json:"id"`
+	Path string  `json:"path"`
+	Body RawJSON `json:"body,omitempty"`
+}
+
+// StreamReply answers the call with the same id: the HTTP status and body it would have had.
+type StreamReply struct {
+	ID     uint64  `json:"id"`
+	Status int     `json:"status"`
+	Body   RawJSON `json:"body,omitempty"`
+}
+
+// StreamAddress is the address a streamed instance registers.
+func StreamAddress(instance string) string { return StreamScheme + instance }

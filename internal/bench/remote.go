@@ -30,6 +30,9 @@ type RemoteConfig struct {
 	// Routing is the job's routing strategy (dispatch.Strategies). Default round_robin;
 	// sharding_broadcast is refused, since it runs each fire once per executor.
 	Routing string
+	// Transport is the executors' (executor.TransportStream, the default, or
+	// executor.TransportPush).
+	Transport string
 }
 
 // remoteHandler is the executors' handler name.
@@ -114,8 +117,13 @@ func (r *remoteRig) start(ctx context.Context, c *cluster) error {
 	}
 	r.spool = spool
 	for i := range r.cfg.Executors {
-		// Executors spread over the nodes: any node takes registrations and results.
-		ex, err := executor.New(executor.Config{Server: urls[i%len(urls)], Token: r.token, App: r.app,
+		// Pushed executors spread over the nodes: any node takes registrations and results.
+		// Streamed ones hold a stream to each node: a node sends runs only down its own.
+		servers := []string{urls[i%len(urls)]}
+		if r.cfg.Transport != executor.TransportPush {
+			servers = urls
+		}
+		ex, err := executor.New(executor.Config{Servers: servers, Token: r.token, App: r.app, Transport: r.cfg.Transport,
 			Listen: "127.0.0.1:0", SpoolDir: filepath.Join(spool, strconv.Itoa(i)), Logger: c.opts.Logger})
 		if err != nil {
 			return fmt.Errorf("bench: executor %d: %w", i, err)

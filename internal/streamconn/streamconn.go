@@ -1,0 +1,228 @@
+// Package streamconn is one end of an executor stream (docs/executor-protocol.md, "The
+// stream"): calls and replies, each side's, queued and written together in frames by one
+// writer, so that runs go down and results come back in batches as large as the load makes
+// them (what queues while a frame is written goes in the next one, and a lone call is written
+// at once). The server's dispatcher and the executor SDK both use it; the WebSocket is
+// theirs.
+package streamconn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/sundial-scheduler/sundial/executor/wire"
+)
+
+// maxFrameCalls bounds the calls of one frame, so that one frame stays well under the read
+// limits of both sides.
+const maxFrameCalls = 500
+
+// ErrClosed is a call on a stream that closed before its reply came.
+var ErrClosed = errors.New("the executor stream closed")
+
+// Peer is one side of a stream.
+type Peer struct {
+	write func(ctx context.Context, frame []byte) error
+	// sign, when set, signs the JSON of a frame's calls (the server's side).
+	sign func(calls []byte) (string, error)
+
+	mu      sync.Mutex
+	calls   []wire.StreamCall
+	replies []wire.StreamReply
+	waiting map[uint64]chan wire.StreamReply
+	next    uint64
+	wake    chan struct{}
+	done    chan struct{}
+	err     error
+}
+
+// New returns a peer that writes frames with write (one call at a time) and signs the calls
+// of each with sign (nil: unsigned). Run must be running for anything to be written.
+func New(write func(ctx context.Context, frame []byte) error, sign func(calls []byte) (string, error)) *Peer {
+	return &Peer{write: write, sign: sign, waiting: map[uint64]chan wire.StreamReply{},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Done is closed when the peer is closed.
+func (p *Peer) Done() <-chan struct{} { return p.done }
+
+// Err is why the peer closed (nil while open).
+func (p *Peer) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Close ends the peer: calls waiting for a reply get ErrClosed (wrapping cause).
+func (p *Peer) Close(cause error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return
+	}
+	if cause == nil {
+		cause = ErrClosed
+	}
+	p.err = fmt.Errorf("%w: %w", ErrClosed, cause)
+	close(p.done)
+}
+
+// Call sends path and body to the other side and waits for its reply, until ctx ends or the
+// stream closes. A call whose ctx ended may still have been delivered.
+func (p *Peer) Call(ctx context.Context, path string, body []byte) (wire.StreamReply, error) {
+	ch := make(chan wire.StreamReply, 1)
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return wire.StreamReply{}, err
+	}
+	p.next++
+	id := p.next
+	p.waiting[id] = ch
+	p.calls = append(p.calls, wire.StreamCall{ID: id, Path: path, Body: wire.RawJSON(body)})
+	p.mu.Unlock()
+	p.signal()
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		p.forget(id)
+		return wire.StreamReply{}, ctx.Err()
+	case <-p.done:
+		p.forget(id)
+		return wire.StreamReply{}, p.Err()
+	}
+}
+
+func (p *Peer) forget(id uint64) {
+	p.mu.Lock()
+	delete(p.waiting, id)
+	p.mu.Unlock()
+}
+
+// Reply queues the answer to one of the other side's calls.
+func (p *Peer) Reply(r wire.StreamReply) {
+	p.mu.Lock()
+	p.replies = append(p.replies, r)
+	p.mu.Unlock()
+	p.signal()
+}
+
+// Deliver hands replies the other side sent to the calls waiting for them.
+func (p *Peer) Deliver(replies []wire.StreamReply) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range replies {
+		if ch := p.waiting[r.ID]; ch != nil {
+			delete(p.waiting, r.ID)
+			ch <- r
+		}
+	}
+}
+
+func (p *Peer) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run writes what is queued, a frame at a time, until the peer closes or a write fails
+// (which closes it).
+func (p *Peer) Run(ctx context.Context) {
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-ctx.Done():
+			p.Close(ctx.Err())
+			return
+		case <-p.wake:
+		}
+		for {
+			p.mu.Lock()
+			n := min(len(p.calls), maxFrameCalls)
+			calls := p.calls[:n:n]
+			p.calls = p.calls[n:]
+			replies := p.replies
+			p.replies = nil
+			more := len(p.calls) > 0
+			p.mu.Unlock()
+			if len(calls) == 0 && len(replies) == 0 {
+				break
+			}
+			if err := p.writeFrame(ctx, calls, replies); err != nil {
+				p.Close(err)
+				return
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+func (p *Peer) writeFrame(ctx context.Context, calls []wire.StreamCall, replies []wire.StreamReply) error {
+	f := wire.StreamFrame{Replies: replies}
+	if len(calls) > 0 {
+		b, err := json.Marshal(calls)
+		if err != nil {
+			return err
+		}
+		f.Calls = wire.RawJSON(b)
+		if p.sign != nil {
+			if f.Signature, err = p.sign(b); err != nil {
+				return fmt.Errorf("sign a frame of %d calls: %w", len(calls), err)
+			}
+		}
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	return p.write(ctx, b)
+}
+
+// Recorder is the http.ResponseWriter a call over the stream is served with, by the handler
+// that serves it over HTTP: its status and body become the reply.
+type Recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder { return &Recorder{header: http.Header{}} }
+
+func (r *Recorder) Header() http.Header { return r.header }
+
+func (r *Recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *Recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
+}
+
+// Reply is what was written, as the reply to call id. A body that is not JSON (an error
+// text) is sent as a JSON string.
+func (r *Recorder) Reply(id uint64) wire.StreamReply {
+	status := r.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	body := bytes.TrimSpace(r.body.Bytes())
+	if len(body) > 0 && !json.Valid(body) {
+		body, _ = json.Marshal(string(body))
+	}
+	return wire.StreamReply{ID: id, Status: status, Body: wire.RawJSON(body)}
+}

@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
+)
+
+// streamExecutor starts a real SDK executor of app on the stream transport, with credential.
+func (e *env) streamExecutor(app, credential, name string, handler func(context.Context) error) *executor.Executor {
+	e.t.Helper()
+	ex, err := executor.New(executor.Config{Server: e.url, Token: credential, App: app, Transport: executor.TransportStream,
+		SpoolDir: e.t.TempDir()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ex.Handle(name, handler)
+	if err := ex.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = ex.Stop(context.Background()) })
+	return ex
+}
+
+// TestStreamRunsAndResults: an executor on the stream transport listens on nothing, registers
+// its stream address, takes a run down the stream and reports its output and result up it.
+func TestStreamRunsAndResults(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Second)
+		ex := e.streamExecutor("billing", execToken, "report", func(ctx context.Context) error {
+			executor.Logger(ctx).Info("over the stream")
+			return nil
+		})
+		if !strings.HasPrefix(ex.Address(), wire.StreamScheme) || ex.StreamsOpen() != 1 {
+			t.Fatalf("address %q, %d streams open; want a stream address and 1", ex.Address(), ex.StreamsOpen())
+		}
+		var job api.Job
+		e.call("POST", "/api/v1/jobs", map[string]any{"name": "report", "handler": "report", "app": "billing",
+			"routing": "round_robin", "triggers": []any{map[string]any{"once": true}}}, http.StatusCreated, &job)
+		run := e.onlyRunSucceeded(job.ID)
+		if x := e.execution(run.ID); x.ExecutorAddress != ex.Address() {
+			t.Errorf("ran on %q, want %q", x.ExecutorAddress, ex.Address())
+		}
+		var out struct {
+			Lines []struct {
+				Message string `json:"message"`
+			} `json:"items"`
+		}
+		eventually(t, "the output line", func() bool {
+			e.call("GET", "/api/v1/executions/"+itoa(run.ID)+"/output", nil, 200, &out)
+			return len(out.Lines) > 0
+		})
+		if !strings.Contains(out.Lines[0].Message, "over the stream") {
+			t.Errorf("output %+v", out.Lines)
+		}
+	})
+}
+
+// rawStream is a stream opened by hand with a credential, as an attacker holding one would.
+type rawStream struct {
+	t    *testing.T
+	c    *websocket.Conn
+	next uint64
+}
+
+// dialStream opens a stream as app's instance (made by inst) with credential; it returns
+// the HTTP status when the opening is refused.
+func (e *env) dialStream(credential, app, instance string) (*rawStream, int) {
+	e.t.Helper()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+credential)
+	h.Set(wire.HeaderApp, app)
+	h.Set(wire.HeaderInstance, instance)
+	instanceKey(instance).Prove(&http.Request{Method: http.MethodGet, Header: h}, wire.PathStream, nil, app, time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, e.url+wire.PathStream, &websocket.DialOptions{HTTPHeader: h, Subprotocols: []string{wire.StreamSubprotocol}})
+	if err != nil {
+		if resp == nil {
+			e.t.Fatal(err)
+		}
+		return nil, resp.StatusCode
+	}
+	e.t.Cleanup(func() { c.CloseNow() })
+	return &rawStream{t: e.t, c: c}, http.StatusSwitchingProtocols
+}
+
+// call sends one call up the stream and returns its reply; it fails the test when a frame
+// of calls (a run) comes down meanwhile.
+func (s *rawStream) call(path string, body any) wire.StreamReply {
+	s.t.Helper()
+	s.next++
+	b, _ := json.Marshal(body)
+	calls, _ := json.Marshal([]wire.StreamCall{{ID: s.next, Path: path, Body: wire.RawJSON(b)}})
+	frame, _ := json.Marshal(wire.StreamFrame{Calls: wire.RawJSON(calls)})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.c.Write(ctx, websocket.MessageText, frame); err != nil {
+		s.t.Fatal(err)
+	}
+	for {
+		_, data, err := s.c.Read(ctx)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		var f wire.StreamFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			s.t.Fatal(err)
+		}
+		if f.Calls != "" {
+			s.t.Fatalf("calls came down another app's stream: %s", f.Calls)
+		}
+		for _, r := range f.Replies {
+			if r.ID == s.next {
+				return r
+			}
+		}
+	}
+}
+
+// TestStreamTrust: a stream is bound to the app of its credential and to its proven
+// instance. Opened with alpha's credential it cannot name beta (403), register into beta
+// (403) or at beta's instance's stream address (400), report a result or output of beta's
+// running run (403; the run stays running), and receives none of beta's runs, which run on
+// beta's streamed executor. When alpha's credential is revoked, its stream is closed.
+func TestStreamTrust(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, 300*time.Millisecond)
+		alphaCred, betaCred := credential(e, "alpha"), credential(e, "beta")
+		release := make(chan struct{})
+		started := make(chan int64, 4)
+		beta := e.streamExecutor("beta", betaCred, "report", func(ctx context.Context) error {
+			run, _ := executor.RunFrom(ctx)
+			started <- run.ExecutionID
+			<-release
+			return nil
+		})
+
+		if _, status := e.dialStream(alphaCred, "beta", inst("mallory")); status != http.StatusForbidden {
+			t.Fatalf("a stream naming beta with alpha's credential: %d, want 403", status)
+		}
+		s, status := e.dialStream(alphaCred, "alpha", inst("mallory"))
+		if status != http.StatusSwitchingProtocols {
+			t.Fatalf("alpha's stream: %d", status)
+		}
+		if r := s.call(wire.PathRegister, map[string]any{"app": "beta", "address": wire.StreamAddress(inst("mallory")),
+			"instance": inst("mallory"), "handlers": []string{"report"}}); r.Status != http.StatusForbidden {
+			t.Fatalf("register into beta over alpha's stream: %d %s, want 403", r.Status, r.Body)
+		}
+		if r := s.call(wire.PathRegister, map[string]any{"app": "alpha", "address": beta.Address(),
+			"instance": inst("mallory"), "handlers": []string{"report"}}); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "address") {
+			t.Fatalf("register at beta's stream address: %d %s, want 400 naming address", r.Status, r.Body)
+		}
+		if r := s.call(wire.PathRegister, map[string]any{"app": "alpha", "address": wire.StreamAddress(inst("mallory")),
+			"instance": inst("mallory"), "handlers": []string{"report"}}); r.Status != http.StatusOK {
+			t.Fatalf("alpha's own registration: %d %s", r.Status, r.Body)
+		}
+
+		job := e.remoteJob("beta", "round_robin", nil)
+		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, nil)
+		id := <-started
+		now := time.Now().UnixMilli()
+		if r := s.call(wire.PathResults, result(id, now, now)); r.Status != http.StatusForbidden {
+			t.Fatalf("alpha's stream reporting beta's run: %d %s, want 403", r.Status, r.Body)
+		}
+		if r := s.call(wire.PathLogs, map[string]any{"execution_id": id, "lines": []map[string]any{{"line": 1, "at": now, "message": "planted"}}}); r.Status != http.StatusForbidden {
+			t.Fatalf("alpha's stream writing beta's output: %d %s, want 403", r.Status, r.Body)
+		}
+		if x := e.execution(id); x.State != "running" || x.ExecutorAddress != beta.Address() {
+			t.Fatalf("beta's run after alpha's reports: %+v", x)
+		}
+		close(release)
+		eventually(t, "beta's run to succeed", func() bool { return e.execution(id).State == "succeeded" })
+
+		// Revoked: the stream is closed by the server (policy violation).
+		e.call("DELETE", "/api/v1/apps/alpha/credentials", nil, 204, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for {
+			_, _, err := s.c.Read(ctx)
+			if err == nil {
+				continue
+			}
+			if st := websocket.CloseStatus(err); st != websocket.StatusPolicyViolation {
+				t.Fatalf("alpha's stream after the revocation: %v (close status %d), want closed for policy violation", err, st)
+			}
+			break
+		}
+		if _, status := e.dialStream(alphaCred, "alpha", inst("mallory")); status != http.StatusUnauthorized {
+			t.Fatalf("a stream with the revoked credential: %d, want 401", status)
+		}
+	})
+}

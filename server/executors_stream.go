@@ -1,0 +1,194 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sundial-scheduler/sundial/executor/wire"
+	"github.com/sundial-scheduler/sundial/internal/streamconn"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// The server's end of an executor stream (docs/executor-protocol.md, "The stream"). The
+// opening GET passes executorAuth as every executor request does (the credential, the app
+// and the proof of the instance's key), which binds the stream to that app and instance:
+// every call that comes over it is served by the route's own handler as if it had come
+// with those headers, so the trust checks (checkApp, sentTo) are the ones HTTP calls pass.
+
+// streamReadLimit bounds one frame from an executor: a batch of results with their values
+// (100 results of at most 64 KiB each) and more.
+const streamReadLimit = 32 << 20
+
+// streamCalls bounds the executor's calls a stream serves at once.
+const streamCalls = 64
+
+type streamedKey struct{}
+
+// streamedInstance is the instance whose stream a call came over ("" over HTTP).
+func streamedInstance(ctx context.Context) string {
+	s, _ := ctx.Value(streamedKey{}).(string)
+	return s
+}
+
+func (s *Server) executorStream(w http.ResponseWriter, r *http.Request) error {
+	from := senderOf(r)
+	switch {
+	case from.app == "":
+		return invalidField(wire.HeaderApp, "a stream names its app")
+	case from.instance == "":
+		return invalidField(wire.HeaderInstance, "a stream names its instance, proven by its key")
+	}
+	if err := s.checkApp(r.Context(), from.app); err != nil {
+		return err
+	}
+	select {
+	case <-s.executorStreams:
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the server is stopping"}
+	default:
+	}
+	// The server's read and write timeouts are for requests: a stream lives for hours.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.StreamSubprotocol}})
+	if err != nil {
+		return nil // Accept answered
+	}
+	if c.Subprotocol() != wire.StreamSubprotocol {
+		_ = c.Close(websocket.StatusPolicyViolation, "want subprotocol "+wire.StreamSubprotocol)
+		return nil
+	}
+	c.SetReadLimit(streamReadLimit)
+	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), streamedKey{}, from.instance))
+	defer cancel(nil)
+	st := s.remote.AttachStream(from.app, from.instance, func(ctx context.Context, b []byte) error {
+		return c.Write(ctx, websocket.MessageText, b)
+	})
+	s.log.Info("executor stream opened", "app", from.app, "instance", from.instance, "remote", r.RemoteAddr)
+	go st.Run(ctx)
+	go func() {
+		select {
+		case <-s.executorStreams:
+			cancel(errors.New("the server is stopping"))
+		case <-st.Done():
+			cancel(st.Err())
+		case <-ctx.Done():
+		}
+	}()
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && strings.HasPrefix(token, credentialPrefix) {
+		go s.watchCredential(ctx, c, token)
+	}
+	err = s.serveStream(ctx, c, st, r)
+	st.Close(err)
+	cause := context.Cause(ctx)
+	_ = c.Close(websocket.StatusGoingAway, "stream ended")
+	s.log.Info("executor stream closed", "app", from.app, "instance", from.instance, "err", err, "cause", cause)
+	return nil
+}
+
+var errRevoked = errors.New("the executor credential was revoked")
+
+// watchCredential ends the stream once its credential is gone (revoked or rotated): the
+// stream was admitted by it, and what comes over it is taken on its word. It looks every
+// heartbeat interval, as often as an executor's HTTP requests would meet the check.
+func (s *Server) watchCredential(ctx context.Context, c *websocket.Conn, token string) {
+	hash := hashSecret(token)
+	for {
+		t := s.clock.NewTimer(s.cfg.ExecutorHeartbeat)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if _, err := s.store.AppCredentialByHash(ctx, hash); errors.Is(err, store.ErrNotFound) {
+			s.log.Warn("closing an executor stream: its credential was revoked")
+			// Closed here, with its reason: the read loop then ends.
+			_ = c.Close(websocket.StatusPolicyViolation, errRevoked.Error())
+			return
+		}
+	}
+}
+
+// serveStream reads the executor's frames until the stream ends: replies go to the calls
+// waiting for them, calls are served (up to streamCalls at once) by their routes' handlers.
+func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interface {
+	Deliver([]wire.StreamReply)
+	Reply(wire.StreamReply)
+}, open *http.Request) error {
+	sem := make(chan struct{}, streamCalls)
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			return err
+		}
+		if typ != websocket.MessageText {
+			return errors.New("a binary frame on the executor stream")
+		}
+		var f wire.StreamFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			return fmt.Errorf("a frame from the executor: %w", err)
+		}
+		st.Deliver(f.Replies)
+		if f.Calls == "" {
+			continue
+		}
+		var calls []wire.StreamCall
+		if err := json.Unmarshal([]byte(f.Calls), &calls); err != nil {
+			return fmt.Errorf("the calls of a frame from the executor: %w", err)
+		}
+		for _, call := range calls {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			go func() {
+				defer func() { <-sem }()
+				st.Reply(s.serveStreamCall(ctx, open, call))
+			}()
+		}
+	}
+}
+
+// serveStreamCall serves one of the executor's calls with its route's handler, as a request
+// from the stream's app and instance.
+func (s *Server) serveStreamCall(ctx context.Context, open *http.Request, call wire.StreamCall) wire.StreamReply {
+	rec := streamconn.NewRecorder()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, call.Path, bytes.NewReader([]byte(call.Body)))
+	if err != nil {
+		s.writeError(rec, open, invalidField("path", "%v", err))
+		return rec.Reply(call.ID)
+	}
+	req.RemoteAddr = open.RemoteAddr
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(wire.HeaderApp, open.Header.Get(wire.HeaderApp))
+	req.Header.Set(wire.HeaderInstance, open.Header.Get(wire.HeaderInstance))
+	var h apiHandler
+	switch call.Path {
+	case wire.PathRegister:
+		h = s.executorRegister
+	case wire.PathUnregister:
+		h = s.executorUnregister
+	case wire.PathLogs:
+		h = s.executorLogs
+	case wire.PathResults:
+		h = s.executorResults
+	default:
+		h = func(http.ResponseWriter, *http.Request) error {
+			return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no executor call %q over the stream", call.Path)}
+		}
+	}
+	if err := h(rec, req); err != nil {
+		s.writeError(rec, req, err)
+	}
+	return rec.Reply(call.ID)
+}
