@@ -31,6 +31,10 @@ type process struct {
 	addr   string // fixed across restarts
 	args   func(p *process) []string
 	logDir string
+	// stream: an executor on the stream transport, which listens on nothing; it is up when
+	// its log gains the start banner (banners counts those of its earlier lives).
+	stream  bool
+	banners int
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -41,6 +45,9 @@ func (p *process) start(bin string) (*Proc, error) {
 	log, err := os.OpenFile(filepath.Join(p.logDir, p.label+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
+	}
+	if p.stream {
+		p.banners = p.bannerCount()
 	}
 	cmd := exec.Command(bin, p.args(p)...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -57,8 +64,8 @@ func (p *process) start(bin string) (*Proc, error) {
 	return p.life, nil
 }
 
-// waitUp waits until the process answers on its address: a node's /healthz, an executor's
-// port.
+// waitUp waits until the process answers on its address (a node's /healthz, a push executor's
+// port) or, for a stream executor, until it printed its start banner.
 func (p *process) waitUp(ctx context.Context, node bool) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -69,6 +76,10 @@ func (p *process) waitUp(ctx context.Context, node bool) error {
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+p.addr+"/healthz", nil)
 			if resp, err = http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
+			}
+		} else if p.stream {
+			if p.bannerCount() <= p.banners {
+				err = fmt.Errorf("%s has not printed its start banner to %s.log", p.label, p.label)
 			}
 		} else {
 			var c net.Conn
@@ -156,4 +167,14 @@ func loopbackAddr() (string, error) {
 		return "", err
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+}
+
+// streamBanner is what `sundial executor` prints once its streams are open and it is
+// registered (cmd/sundial/executor.go).
+const streamBanner = "is listening for runs on its streams"
+
+// bannerCount is how many times the process's log holds the stream executor's start banner.
+func (p *process) bannerCount() int {
+	b, _ := os.ReadFile(filepath.Join(p.logDir, p.label+".log"))
+	return bytes.Count(b, []byte(streamBanner))
 }

@@ -243,10 +243,15 @@ func (c *cluster) setUp(ctx context.Context) error {
 		}
 		server := strings.Join(urls, ",")
 		spool := filepath.Join(c.dir, fmt.Sprintf("spool%d", i+1))
+		// The first executor takes the SDK's default transport (it dials every node and holds
+		// a stream to each), the second the push transport XXL-JOB-style executors use, so the
+		// faults reach both paths.
+		transport := []string{"stream", "push"}[i]
 		c.execs = append(c.execs, &process{label: fmt.Sprintf("exec%d", i+1), addr: addr, logDir: c.dir,
+			stream: transport == "stream",
 			args: func(p *process) []string {
-				return []string{"executor", "--server", server, "--listen", p.addr, "--proc", p.label,
-					"--ledger", c.ledger, "--spool-dir", spool}
+				return []string{"executor", "--server", server, "--transport", transport, "--listen", p.addr,
+					"--proc", p.label, "--ledger", c.ledger, "--spool-dir", spool}
 			}})
 	}
 	for _, n := range c.nodes {
