@@ -439,6 +439,11 @@ type Querier interface {
 	// WorkflowRunList lists the runs of a workflow (of every workflow for 0), newest first,
 	// below beforeID when it is not 0.
 	WorkflowRunList(ctx context.Context, workflowID, beforeID int64, limit int) ([]*WorkflowRun, error)
+	// WorkflowRunsOverdue lists up to limit running runs whose DeadlineAt is set and not
+	// after now, earliest deadline first.
+	WorkflowRunsOverdue(ctx context.Context, now int64, limit int) ([]*WorkflowRun, error)
+	// WorkflowRunsRunning counts the workflow's running runs.
+	WorkflowRunsRunning(ctx context.Context, workflowID int64) (int, error)
 	// WorkflowRunFinish moves a running run to a final state (compare-and-set on running) and
 	// reports whether it moved.
 	WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error)

@@ -639,6 +639,13 @@ type WorkflowRun struct {
 	Message    string
 	CreatedAt  int64
 	FinishedAt int64
+	// Version is the workflow's version the run started with (Graph is that version's).
+	Version int64
+	// DeadlineAt (Unix ms) is when the run times out, 0 for never.
+	DeadlineAt int64
+	// ParentNode is the workflow node (WorkflowNode.ID) whose sub-workflow this run is, 0 for
+	// a run of its own.
+	ParentNode int64
 }
 
 // WorkflowNode is the state of one node in one run: (RunID, Node) is unique, so a node is

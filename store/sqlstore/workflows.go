@@ -9,7 +9,7 @@ import (
 
 const (
 	workflowCols     = "id, name, description, graph, params, version, created_at, updated_at"
-	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at"
+	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node"
 	workflowNodeCols = "id, run_id, node, state, execution_id, input, result, message, updated_at"
 )
 
@@ -21,7 +21,7 @@ func scanWorkflow(r rowScanner) (*store.Workflow, error) {
 
 func scanWorkflowRun(r rowScanner) (*store.WorkflowRun, error) {
 	var w store.WorkflowRun
-	err := r.Scan(&w.ID, &w.WorkflowID, &w.State, &w.Graph, &w.Params, &w.Cause, &w.Message, &w.CreatedAt, &w.FinishedAt)
+	err := r.Scan(&w.ID, &w.WorkflowID, &w.State, &w.Graph, &w.Params, &w.Cause, &w.Message, &w.CreatedAt, &w.FinishedAt, &w.Version, &w.DeadlineAt, &w.ParentNode)
 	return &w, err
 }
 
@@ -101,8 +101,8 @@ func (e *executor) WorkflowRunInsert(ctx context.Context, r *store.WorkflowRun) 
 	if r.CreatedAt == 0 {
 		r.CreatedAt = e.cfg.now()
 	}
-	id, err := e.insertID(ctx, "INSERT INTO workflow_runs (workflow_id, state, graph, params, cause, message, created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-		r.WorkflowID, r.State, r.Graph, r.Params, string(r.Cause), r.Message, r.CreatedAt, r.FinishedAt)
+	id, err := e.insertID(ctx, "INSERT INTO workflow_runs (workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.WorkflowID, r.State, r.Graph, r.Params, string(r.Cause), r.Message, r.CreatedAt, r.FinishedAt, r.Version, r.DeadlineAt, r.ParentNode)
 	if err != nil {
 		return fmt.Errorf("sqlstore: insert a run of workflow %d: %w", r.WorkflowID, err)
 	}
@@ -134,6 +134,25 @@ func (e *executor) WorkflowRunList(ctx context.Context, workflowID, beforeID int
 		return nil, fmt.Errorf("sqlstore: list runs of workflow %d: %w", workflowID, err)
 	}
 	return scanAll(rows, scanWorkflowRun, "workflow runs")
+}
+
+// WorkflowRunsOverdue reads running runs whose deadline has passed, by the (state,
+// deadline_at) index.
+func (e *executor) WorkflowRunsOverdue(ctx context.Context, now int64, limit int) ([]*store.WorkflowRun, error) {
+	rows, err := e.query(ctx, "SELECT "+workflowRunCols+" FROM workflow_runs WHERE state = 'running' AND deadline_at > 0 AND deadline_at <= ? ORDER BY deadline_at LIMIT ?",
+		now, limitOr(limit))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list overdue workflow runs: %w", err)
+	}
+	return scanAll(rows, scanWorkflowRun, "workflow runs")
+}
+
+func (e *executor) WorkflowRunsRunning(ctx context.Context, workflowID int64) (int, error) {
+	var n int
+	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM workflow_runs WHERE workflow_id = ? AND state = 'running'", workflowID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlstore: count running runs of workflow %d: %w", workflowID, err)
+	}
+	return n, nil
 }
 
 func (e *executor) WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error) {

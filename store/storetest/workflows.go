@@ -33,8 +33,15 @@ func testWorkflows(t *testing.T, s store.Store) {
 
 	r := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: w.Params, Cause: store.CauseManual}
 	noErr(t, s.WorkflowRunInsert(ctx, r))
-	r2 := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: "{}", Cause: store.CauseManual}
+	r2 := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: "{}", Cause: store.CauseManual,
+		Version: 2, DeadlineAt: 1000, ParentNode: 77}
 	noErr(t, s.WorkflowRunInsert(ctx, r2))
+	back := get(s.WorkflowRunGet(ctx, r2.ID)).ok(t)
+	equal(t, "version, deadline, parent", [3]int64{back.Version, back.DeadlineAt, back.ParentNode}, [3]int64{2, 1000, 77})
+	// Overdue: running with a deadline passed; a run without a deadline never is.
+	equal(t, "not yet overdue", len(get(s.WorkflowRunsOverdue(ctx, 999, 10)).ok(t)), 0)
+	sameIDs(t, "overdue", ids(get(s.WorkflowRunsOverdue(ctx, 1000, 10)).ok(t), func(r *store.WorkflowRun) int64 { return r.ID }), []int64{r2.ID})
+	equal(t, "running runs", get(s.WorkflowRunsRunning(ctx, w.ID)).ok(t), 2)
 	sameIDs(t, "runs", ids(get(s.WorkflowRunList(ctx, w.ID, 0, 10)).ok(t), func(r *store.WorkflowRun) int64 { return r.ID }), []int64{r.ID, r2.ID})
 	equal(t, "runs before", len(get(s.WorkflowRunList(ctx, w.ID, r2.ID, 10)).ok(t)), 1)
 
@@ -63,6 +70,7 @@ func testWorkflows(t *testing.T, s store.Store) {
 
 	equal(t, "finished", get(s.WorkflowRunFinish(ctx, r.ID, "succeeded", "", 10)).ok(t), true)
 	equal(t, "finished twice", get(s.WorkflowRunFinish(ctx, r.ID, "failed", "late", 11)).ok(t), false)
+	equal(t, "running runs after a finish", get(s.WorkflowRunsRunning(ctx, w.ID)).ok(t), 1)
 	fin := get(s.WorkflowRunGet(ctx, r.ID)).ok(t)
 	equal(t, "run state", fin.State+fin.Message, "succeeded")
 	equal(t, "run finished at", fin.FinishedAt, int64(10))
