@@ -118,7 +118,8 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s.engine = e
-	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger))
+	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger),
+		maintenance.WorkflowTimeouts(e, s.clock, ec.Logger))
 	return s, nil
 }
 

@@ -108,7 +108,7 @@ func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Ex
 		case cause == lostWithNode && job.RequestsRecovery:
 			follow = append(follow, e.followUp(job, ex, store.CauseRecovery, ex.ScheduledAt))
 			continue
-		case cause == lostWithExecutor && ex.Attempt < job.MaxRetries:
+		case ex.WorkflowNode == 0 && cause == lostWithExecutor && ex.Attempt < job.MaxRetries:
 			follow = append(follow, e.followUp(job, ex, store.CauseRetry, now.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
 			continue
 		case len(job.AlarmTargets) > 0:
@@ -116,7 +116,9 @@ func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Ex
 		}
 		if ex.WorkflowNode != 0 {
 			// A final loss ends the workflow node as a failure, in the loss's transaction.
-			ends = append(ends, nodeEnd{node: ex.WorkflowNode, execution: ex.ID, message: "lost"})
+			// Lost with its executor, it is retried by the node's retries (or its job's).
+			ends = append(ends, nodeEnd{node: ex.WorkflowNode, execution: ex.ID, message: "lost",
+				retryable: cause == lostWithExecutor, ex: ex, job: job})
 		}
 	}
 	if len(ends) > 0 {

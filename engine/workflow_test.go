@@ -505,7 +505,10 @@ func TestWorkflowCancel(t *testing.T) {
 		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
 			"a": func(ctx context.Context, f *Fire) Result {
 				started <- struct{}{}
-				<-release
+				select {
+				case <-release:
+				case <-ctx.Done(): // killed with its run
+				}
 				return led.handle("n1", nil)(ctx, f)
 			},
 			"b": led.handle("n1", nil),
@@ -529,25 +532,29 @@ func TestWorkflowCancel(t *testing.T) {
 			t.Fatalf("a second cancel: %v, %v; want nothing changed", ok, err)
 		}
 
-		// Running: it ends, is recorded, and b never starts.
+		// Running: its execution is killed (the handler's context ends), its end is recorded
+		// canceled, and b never starts.
 		startEngine(t, e)
 		run, err = e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "a to start", started, 1)
+		_, nodes = runState(t, st, run.ID)
 		if ok, err := e.CancelWorkflowRun(ctx, run.ID, "canceled by test"); !ok || err != nil {
 			t.Fatalf("cancel: %v, %v", ok, err)
 		}
-		_, nodes = runState(t, st, run.ID)
-		close(release)
 		for {
 			if id := waitFor(t, "a's end", e.signals.completed, 1)[0]; id == nodes["a"].ExecutionID {
 				break
 			}
 		}
+		close(release)
 		got, nodes = runState(t, st, run.ID)
-		wantStates(t, got, nodes, "canceled", map[string]string{"a": "succeeded"})
+		wantStates(t, got, nodes, "canceled", map[string]string{"a": "canceled"})
+		if x, err := st.ExecutionGet(ctx, nodes["a"].ExecutionID); err != nil || x.State != store.ExecCanceled || !strings.Contains(x.HandleMsg, "killed") {
+			t.Errorf("a's execution %+v, %v: want it killed", x, err)
+		}
 		if led.count("b") != 0 {
 			t.Error("b ran after its run was canceled")
 		}
@@ -579,6 +586,118 @@ func TestWorkflowJobDeleted(t *testing.T) {
 		}
 		if _, err := st.JobGet(ctx, jobs["a"].ID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the job is still there: %v", err)
+		}
+	})
+}
+
+// TestWorkflowNodeRunSettings checks a node's own run settings: retries (with their backoff)
+// in place of its job's max_retries, none where the job has some, and a timeout in place of
+// its job's.
+func TestWorkflowNodeRunSettings(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		jobs := wfJobs(t, st, func(j *store.Job) {
+			if j.Handler == "once" {
+				j.MaxRetries = 3 // the node says 0
+			}
+		}, "flaky", "once", "slow")
+		w := insertWorkflow(t, st, "settings", `{"nodes":[{"name":"flaky","job_id":%d,"retries":2,"retry_backoff_ms":1},
+			{"name":"once","job_id":%d,"retries":0,"on_failure":"continue"},{"name":"slow","job_id":%d,"timeout_ms":50,"on_failure":"continue"}]}`, "",
+			jobs["flaky"].ID, jobs["once"].ID, jobs["slow"].ID)
+		led := newLedger()
+		rec := newRecorder()
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
+			"flaky": led.handle("n1", func(_ WorkflowInput, f *Fire) (any, error) {
+				if f.Execution.Attempt < 2 {
+					return nil, errors.New("not yet")
+				}
+				return "third time", nil
+			}),
+			"once": led.handle("n1", func(WorkflowInput, *Fire) (any, error) { return nil, errors.New("boom") }),
+			"slow": func(ctx context.Context, f *Fire) Result {
+				led.handle("n1", nil)(ctx, f)
+				<-ctx.Done() // the job has no timeout: only the node's ends it
+				return Result{Err: ctx.Err()}
+			},
+		})
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		run, err := e.StartWorkflow(context.Background(), w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, nodes := waitRun(t, e, st, run.ID)
+		wantStates(t, run, nodes, "succeeded", map[string]string{"flaky": "succeeded", "once": "failed", "slow": "failed"})
+		if led.count("flaky") != 3 || led.count("once") != 1 || led.count("slow") != 1 {
+			t.Errorf("ledger %v: want flaky 3 times (2 node retries), once once (node retries 0 over the job's 3), slow once", led.runs)
+		}
+		x, err := st.ExecutionGet(context.Background(), nodes["flaky"].ExecutionID)
+		if err != nil || x.Attempt != 2 || x.Cause != store.CauseRetry {
+			t.Errorf("flaky's linked execution %+v, %v: want its second retry", x, err)
+		}
+		x, err = st.ExecutionGet(context.Background(), nodes["slow"].ExecutionID)
+		if err != nil || x.State != store.ExecTimedOut {
+			t.Errorf("slow's execution %+v, %v: want timed out by the node's timeout", x, err)
+		}
+	})
+}
+
+// TestWorkflowTimeout fails a run whose timeout elapses (by the time the engine is given):
+// its running node's execution is killed and recorded canceled, and what waits never starts.
+func TestWorkflowTimeout(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, nil, "a", "b")
+		w := insertWorkflow(t, st, "bounded", `{"timeout_ms":60000,"nodes":[{"name":"a","job_id":%d},{"name":"b","job_id":%d}],
+			"edges":[{"from":"a","to":"b"}]}`, "", jobs["a"].ID, jobs["b"].ID)
+		led := newLedger()
+		started := make(chan struct{}, 1)
+		rec := newRecorder()
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
+			"a": func(ctx context.Context, f *Fire) Result {
+				started <- struct{}{}
+				<-ctx.Done()
+				return led.handle("n1", nil)(ctx, f)
+			},
+			"b": led.handle("n1", nil),
+		})
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.DeadlineAt != run.CreatedAt+60000 {
+			t.Fatalf("run deadline %d, created %d: want a minute later", run.DeadlineAt, run.CreatedAt)
+		}
+		waitFor(t, "a to start", started, 1)
+		at := time.UnixMilli(run.DeadlineAt)
+		if n, err := e.timeOutWorkflowsAt(ctx, at.Add(-time.Millisecond)); n != 0 || err != nil {
+			t.Fatalf("before the deadline: %d ended, %v", n, err)
+		}
+		_, nodes := runState(t, st, run.ID)
+		if n, err := e.timeOutWorkflowsAt(ctx, at); n != 1 || err != nil {
+			t.Fatalf("at the deadline: %d ended, %v", n, err)
+		}
+		for {
+			if id := waitFor(t, "a's end", e.signals.completed, 1)[0]; id == nodes["a"].ExecutionID {
+				break
+			}
+		}
+		got, nodes := runState(t, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "canceled"})
+		if !strings.Contains(got.Message, "timed out") {
+			t.Errorf("run message %q does not say it timed out", got.Message)
+		}
+		if x, err := st.ExecutionGet(ctx, nodes["a"].ExecutionID); err != nil || x.State != store.ExecCanceled {
+			t.Errorf("a's execution %+v, %v: want it killed", x, err)
+		}
+		if led.count("b") != 0 {
+			t.Error("b ran after its run timed out")
+		}
+		if n, err := e.timeOutWorkflowsAt(ctx, at.Add(time.Hour)); n != 0 || err != nil {
+			t.Errorf("a second sweep: %d ended, %v", n, err)
 		}
 	})
 }

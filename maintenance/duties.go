@@ -17,6 +17,15 @@ func NodeRecovery(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Periodic
 	return NewPeriodic("node recovery", e.HeartbeatInterval(), clk, log, e.RecoverDeadNodes)
 }
 
+// WorkflowTimeouts fails the workflow runs whose timeout has elapsed every heartbeat
+// interval (engine.TimeOutWorkflows).
+func WorkflowTimeouts(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Periodic {
+	return NewPeriodic("workflow timeouts", e.HeartbeatInterval(), clk, log, func(ctx context.Context) error {
+		_, err := e.TimeOutWorkflows(ctx)
+		return err
+	})
+}
+
 // ExecutorSweep forgets the executor instances silent for three heartbeat intervals and has
 // the engine declare their running executions lost (engine.LoseOnExecutor), every heartbeat
 // interval, once this node has reached the database for three intervals without a break. When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
