@@ -448,6 +448,14 @@ type Querier interface {
 	// reports whether it moved.
 	WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error)
 
+	// WorkflowRunReopen moves an ended run from state from back to running, clearing its
+	// message and end, with a new deadline (0 for none): a compare-and-set that reports
+	// whether it moved.
+	WorkflowRunReopen(ctx context.Context, id int64, from string, deadlineAt int64) (bool, error)
+	// WorkflowNodesDelete deletes node states of the run (ids of other runs are left), so
+	// the run judges those nodes again as pending.
+	WorkflowNodesDelete(ctx context.Context, runID int64, ids []int64) error
+
 	// WorkflowNodesInsert inserts node states and sets their IDs; a (RunID, Node) already
 	// stored fails the call with ErrAlreadyExists.
 	WorkflowNodesInsert(ctx context.Context, ns []*WorkflowNode) error

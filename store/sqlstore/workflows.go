@@ -165,6 +165,27 @@ func (e *executor) WorkflowRunFinish(ctx context.Context, id int64, state, messa
 	return n == 1, err
 }
 
+// WorkflowRunReopen is a compare-and-set on the run's state.
+func (e *executor) WorkflowRunReopen(ctx context.Context, id int64, from string, deadlineAt int64) (bool, error) {
+	res, err := e.exec(ctx, "UPDATE workflow_runs SET state = 'running', message = '', finished_at = 0, deadline_at = ? WHERE id = ? AND state = ?",
+		deadlineAt, id, from)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: reopen workflow run %d: %w", id, err)
+	}
+	n, err := affected(res)
+	return n == 1, err
+}
+
+func (e *executor) WorkflowNodesDelete(ctx context.Context, runID int64, ids []int64) error {
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		if _, err := e.exec(ctx, "DELETE FROM workflow_nodes WHERE run_id = ? AND id IN "+in, append([]any{runID}, args...)...); err != nil {
+			return fmt.Errorf("sqlstore: delete %d nodes of workflow run %d: %w", len(ids), runID, err)
+		}
+	}
+	return nil
+}
+
 func (e *executor) WorkflowNodesInsert(ctx context.Context, ns []*store.WorkflowNode) error {
 	for _, n := range ns {
 		if n.UpdatedAt == 0 {

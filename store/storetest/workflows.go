@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -74,6 +75,18 @@ func testWorkflows(t *testing.T, s store.Store) {
 	fin := get(s.WorkflowRunGet(ctx, r.ID)).ok(t)
 	equal(t, "run state", fin.State+fin.Message, "succeeded")
 	equal(t, "run finished at", fin.FinishedAt, int64(10))
+
+	// Reopen is a compare-and-set on the ended state; deleting nodes leaves other runs'.
+	equal(t, "reopen from a state it is not in", get(s.WorkflowRunReopen(ctx, r.ID, "failed", 0)).ok(t), false)
+	equal(t, "reopened", get(s.WorkflowRunReopen(ctx, r.ID, "succeeded", 500)).ok(t), true)
+	equal(t, "reopened twice", get(s.WorkflowRunReopen(ctx, r.ID, "succeeded", 500)).ok(t), false)
+	re := get(s.WorkflowRunGet(ctx, r.ID)).ok(t)
+	equal(t, "reopened run", fmt.Sprintln(re.State, re.FinishedAt, re.DeadlineAt), "running 0 500\n")
+	other := get(s.WorkflowNodes(ctx, r2.ID)).ok(t)
+	noErr(t, s.WorkflowNodesDelete(ctx, r.ID, []int64{a.ID, other[0].ID}))
+	equal(t, "nodes of run after delete", len(get(s.WorkflowNodes(ctx, r.ID)).ok(t)), 0)
+	equal(t, "other run's node kept", len(get(s.WorkflowNodes(ctx, r2.ID)).ok(t)), 1)
+	equal(t, "finished again", get(s.WorkflowRunFinish(ctx, r.ID, "succeeded", "", 10)).ok(t), true)
 
 	// Canceling what has not started: pending and acquired executions move, a running one
 	// does not.
