@@ -657,3 +657,241 @@ func (e *Engine) DeleteJobTx(ctx context.Context, q store.Querier, jobID int64) 
 	_, err := e.advanceWorkflows(ctx, q, ends, e.clock.Now())
 	return err
 }
+
+// The operators' repairs of a workflow run. Each takes the run's lock and moves each node it
+// touches by a compare-and-set on the node's state, in one transaction: two operators (or an
+// operator and a node's end) racing on one node cannot both start it; the second is refused
+// with a *StateError (HTTP 409).
+
+// retriable reports whether an operator may run the node again: a node that ended without
+// succeeding (failed; canceled; skipped after it ran and failed with on_failure skip).
+func retriable(n *store.WorkflowNode) bool {
+	switch workflow.State(n.State) {
+	case workflow.Failed, workflow.Canceled:
+		return true
+	case workflow.Skipped:
+		return n.ExecutionID != 0
+	}
+	return false
+}
+
+// RetryWorkflowNode runs a node of a run again now, as its execution's next attempt (a
+// decision is decided again): the node must have ended without succeeding. Its descendants
+// that never ran because of it (skipped or canceled, with no execution) are judged again, and
+// a run that had ended is reopened (with its timeout counted from now).
+func (e *Engine) RetryWorkflowNode(ctx context.Context, runID int64, node string) (*store.WorkflowRun, error) {
+	return e.repairRun(ctx, runID, func(g *workflow.Graph, nodes map[string]*store.WorkflowNode) ([]repair, error) {
+		n := nodes[node]
+		if _, ok := g.Node(node); !ok {
+			return nil, fmt.Errorf("workflow run %d has no node %q: %w", runID, node, store.ErrNotFound)
+		}
+		if n == nil || !retriable(n) {
+			return nil, &StateError{Msg: fmt.Sprintf("node %s of workflow run %d is %s: only a node that failed or was canceled can be retried", node, runID, stateOf(n))}
+		}
+		return []repair{{node: n}}, nil
+	})
+}
+
+// RetryWorkflowRun runs again every node of a run that ended without succeeding (see
+// RetryWorkflowNode), and reopens the run: a retry from its failed nodes.
+func (e *Engine) RetryWorkflowRun(ctx context.Context, runID int64) (*store.WorkflowRun, error) {
+	return e.repairRun(ctx, runID, func(g *workflow.Graph, nodes map[string]*store.WorkflowNode) ([]repair, error) {
+		var out []repair
+		for _, spec := range g.Nodes {
+			// A canceled node with no execution never started: it is judged again, not retried.
+			if n := nodes[spec.Name]; n != nil && retriable(n) && (n.ExecutionID != 0 || n.State == string(workflow.Failed)) {
+				out = append(out, repair{node: n})
+			}
+		}
+		if len(out) == 0 {
+			return nil, &StateError{Msg: fmt.Sprintf("workflow run %d has no failed node to retry", runID)}
+		}
+		return out, nil
+	})
+}
+
+// MarkWorkflowNodeSucceeded records a node that ended without succeeding (or has not
+// started) as succeeded, with result (JSON, "" for none) as its result: its children run as if
+// it had. A run that had ended is reopened. A running node is refused (kill it first).
+func (e *Engine) MarkWorkflowNodeSucceeded(ctx context.Context, runID int64, node, result string) (*store.WorkflowRun, error) {
+	if err := checkResult(json.RawMessage(result)); err != nil {
+		return nil, schedule.Fieldf("result", "%v", err)
+	}
+	return e.repairRun(ctx, runID, func(g *workflow.Graph, nodes map[string]*store.WorkflowNode) ([]repair, error) {
+		if _, ok := g.Node(node); !ok {
+			return nil, fmt.Errorf("workflow run %d has no node %q: %w", runID, node, store.ErrNotFound)
+		}
+		n := nodes[node]
+		if n != nil && !retriable(n) && n.State != string(workflow.Skipped) {
+			return nil, &StateError{Msg: fmt.Sprintf("node %s of workflow run %d is %s: only a node that has not succeeded and is not running can be marked succeeded", node, runID, n.State)}
+		}
+		if n == nil {
+			n = &store.WorkflowNode{RunID: runID, Node: node, State: string(workflow.Pending)}
+		}
+		return []repair{{node: n, succeeded: true, result: result}}, nil
+	})
+}
+
+func stateOf(n *store.WorkflowNode) string {
+	if n == nil {
+		return string(workflow.Pending)
+	}
+	return n.State
+}
+
+// repair is one node an operator moves: run again, or marked succeeded with result.
+type repair struct {
+	node      *store.WorkflowNode
+	succeeded bool
+	result    string
+}
+
+// repairRun locks the run, asks pick for the nodes to move, reopens the run if it had ended,
+// moves them, forgets the nodes that never ran because of them, and steps the run.
+func (e *Engine) repairRun(ctx context.Context, runID int64, pick func(*workflow.Graph, map[string]*store.WorkflowNode) ([]repair, error)) (*store.WorkflowRun, error) {
+	var run *store.WorkflowRun
+	err := store.InTx(ctx, e.store, func(q store.Querier) error {
+		var err error
+		if run, err = q.WorkflowRunLock(ctx, runID); err != nil {
+			return err
+		}
+		g, err := ParseGraph(run.Graph)
+		if err != nil {
+			return fmt.Errorf("workflow run %d: %w", runID, err)
+		}
+		rows, err := q.WorkflowNodes(ctx, runID)
+		if err != nil {
+			return err
+		}
+		nodes := make(map[string]*store.WorkflowNode, len(rows))
+		for _, r := range rows {
+			nodes[r.Node] = r
+		}
+		repairs, err := pick(g, nodes)
+		if err != nil {
+			return err
+		}
+		now := e.clock.Now()
+		reopened := false
+		if run.State != string(workflow.RunRunning) {
+			deadline := int64(0)
+			if g.TimeoutMs > 0 {
+				deadline = now.UnixMilli() + g.TimeoutMs
+			}
+			moved, err := q.WorkflowRunReopen(ctx, runID, run.State, deadline)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				return &StateError{Msg: fmt.Sprintf("workflow run %d changed meanwhile", runID)}
+			}
+			run.State, run.Message, run.FinishedAt, run.DeadlineAt = string(workflow.RunRunning), "", 0, deadline
+			reopened = true
+		}
+		// The nodes that never ran because of the repaired ones are judged again: their
+		// skipped or canceled descendants with no execution, and, in a reopened run, every
+		// node its end canceled before it started.
+		forget := map[int64]bool{}
+		children := map[string][]string{}
+		for _, ed := range g.Edges {
+			children[ed.From] = append(children[ed.From], ed.To)
+		}
+		var walk func(name string)
+		walk = func(name string) {
+			for _, c := range children[name] {
+				if r := nodes[c]; r != nil && r.ExecutionID == 0 && (r.State == string(workflow.Skipped) || r.State == string(workflow.Canceled)) {
+					forget[r.ID] = true
+				}
+				walk(c)
+			}
+		}
+		for _, rp := range repairs {
+			walk(rp.node.Node)
+		}
+		if reopened {
+			for _, r := range rows {
+				if r.ExecutionID == 0 && r.State == string(workflow.Canceled) {
+					forget[r.ID] = true
+				}
+			}
+		}
+		var jobIDs []int64
+		for _, rp := range repairs {
+			if spec, _ := g.Node(rp.node.Node); !rp.succeeded && spec.Kind == workflow.KindJob {
+				jobIDs = append(jobIDs, spec.JobID)
+			}
+		}
+		jobs := map[int64]*store.Job{}
+		if len(jobIDs) > 0 {
+			js, err := q.JobsGet(ctx, jobIDs)
+			if err != nil {
+				return err
+			}
+			for _, j := range js {
+				jobs[j.ID] = j
+			}
+		}
+		for _, rp := range repairs {
+			n, spec := rp.node, workflow.Node{}
+			spec, _ = g.Node(n.Node)
+			from := n.State
+			switch {
+			case rp.succeeded && n.ID == 0:
+				n.State, n.Result, n.Message, n.UpdatedAt = string(workflow.Succeeded), rp.result, "marked succeeded", now.UnixMilli()
+				if err := q.WorkflowNodesInsert(ctx, []*store.WorkflowNode{n}); err != nil {
+					if errors.Is(err, store.ErrAlreadyExists) {
+						return &StateError{Msg: fmt.Sprintf("node %s of workflow run %d started meanwhile", n.Node, runID)}
+					}
+					return err
+				}
+				continue
+			case rp.succeeded:
+				n.State, n.Result, n.Message = string(workflow.Succeeded), rp.result, "marked succeeded"
+			case spec.Kind == workflow.KindDecision || n.ExecutionID == 0:
+				forget[n.ID] = true // decided (or started) again by the step below
+				continue
+			default:
+				job := jobs[spec.JobID]
+				if job == nil {
+					return &StateError{Msg: fmt.Sprintf("node %s of workflow run %d: its job %d does not exist", n.Node, runID, spec.JobID)}
+				}
+				last, err := q.ExecutionGet(ctx, n.ExecutionID)
+				if err != nil {
+					return fmt.Errorf("node %s of workflow run %d: its execution: %w", n.Node, runID, err)
+				}
+				next := e.followUp(job, last, store.CauseRetry, now.UnixMilli())
+				if _, err := q.ExecutionsInsert(ctx, []*store.Execution{next}); err != nil {
+					return err
+				}
+				n.State, n.ExecutionID, n.Result, n.Message = string(workflow.Running), next.ID, "", "retried"
+			}
+			n.UpdatedAt = now.UnixMilli()
+			moved, err := q.WorkflowNodeUpdate(ctx, n, from)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				return &StateError{Msg: fmt.Sprintf("node %s of workflow run %d changed meanwhile", n.Node, runID)}
+			}
+		}
+		if len(forget) > 0 {
+			ids := make([]int64, 0, len(forget))
+			for id := range forget {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			if err := q.WorkflowNodesDelete(ctx, runID, ids); err != nil {
+				return err
+			}
+		}
+		return e.stepRun(ctx, q, run, g, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if run.State != string(workflow.RunRunning) {
+		e.signals.workflowsEnded([]int64{run.ID})
+	}
+	e.Wake()
+	return run, nil
+}

@@ -701,3 +701,118 @@ func TestWorkflowTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkflowRetryFromFailed repairs failed runs as an operator does: a retry from the
+// failed nodes reruns b (its next attempt) and judges again c, which b's failure canceled,
+// while a and d, which succeeded, do not run again; two operators retrying the same node at
+// once start it once (the other is refused); marking a failed node succeeded with a result
+// hands that result to its children.
+func TestWorkflowRetryFromFailed(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, nil, "a", "b", "c", "d")
+		w := insertWorkflow(t, st, "repair", `{"nodes":[{"name":"a","job_id":%d},{"name":"b","job_id":%d},{"name":"c","job_id":%d},{"name":"d","job_id":%d}],
+			"edges":[{"from":"a","to":"b"},{"from":"b","to":"c"},{"from":"a","to":"d"}]}`, "", jobs["a"].ID, jobs["b"].ID, jobs["c"].ID, jobs["d"].ID)
+		led := newLedger()
+		var mu sync.Mutex
+		bFails := true
+		rec := newRecorder()
+		ok := func(WorkflowInput, *Fire) (any, error) { return nil, nil }
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
+			"a": led.handle("n1", ok),
+			"b": led.handle("n1", func(WorkflowInput, *Fire) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if bFails {
+					return nil, errors.New("b broke")
+				}
+				return map[string]int{"n": 1}, nil
+			}),
+			"c": led.handle("n1", func(in WorkflowInput, _ *Fire) (any, error) { return in.Parents["b"], nil }),
+			"d": led.handle("n1", ok),
+		})
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, nodes := waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "succeeded", "b": "failed", "c": "canceled", "d": "succeeded"})
+		firstB := nodes["b"].ExecutionID
+
+		// Nothing to repair in a node that succeeded, nor in one the run does not have.
+		var se *StateError
+		if _, err := e.RetryWorkflowNode(ctx, run.ID, "a"); !errors.As(err, &se) {
+			t.Errorf("retry of a succeeded node: %v, want a StateError", err)
+		}
+		if _, err := e.RetryWorkflowNode(ctx, run.ID, "zz"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("retry of no node: %v, want not found", err)
+		}
+
+		// Two operators retry b at once (while it still fails): one starts it, one is refused.
+		// b's handler waits on mu meanwhile, so the retried b cannot end (and be retriable
+		// again) before the second operator's call is answered.
+		mu.Lock()
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { _, err := e.RetryWorkflowNode(ctx, run.ID, "b"); errs <- err }()
+		}
+		e1, e2 := <-errs, <-errs
+		mu.Unlock()
+		if (e1 == nil) == (e2 == nil) || !errors.As(errors.Join(e1, e2), &se) {
+			t.Fatalf("two retries of b at once: %v and %v; want one started and one refused", e1, e2)
+		}
+		got, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "succeeded", "b": "failed", "c": "canceled", "d": "succeeded"})
+		if led.count("b") != 2 {
+			t.Errorf("b ran %d times, want its first run and one operator's retry", led.count("b"))
+		}
+
+		// Retry from the failed nodes, b fixed: b runs again as its next attempt, c follows.
+		mu.Lock()
+		bFails = false
+		mu.Unlock()
+		if _, err := e.RetryWorkflowRun(ctx, run.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "succeeded", map[string]string{"a": "succeeded", "b": "succeeded", "c": "succeeded", "d": "succeeded"})
+		if fmt.Sprint(led.count("a"), led.count("b"), led.count("c"), led.count("d")) != "1 3 1 1" {
+			t.Errorf("ledger %v: want a, c, d once and b three times", led.runs)
+		}
+		x, err := st.ExecutionGet(ctx, nodes["b"].ExecutionID)
+		if err != nil || x.Attempt != 2 || x.WorkflowNode != nodes["b"].ID || x.ID == firstB {
+			t.Errorf("b's execution %+v, %v: want its attempt 2, linked to the node", x, err)
+		}
+		if nodes["c"].Result != `{"n":1}` {
+			t.Errorf("c's result %s: want the retried b's", nodes["c"].Result)
+		}
+		if _, err := e.RetryWorkflowRun(ctx, run.ID); !errors.As(err, &se) {
+			t.Errorf("retry of a succeeded run: %v, want a StateError", err)
+		}
+
+		// Mark succeeded: b fails again in a new run; marked succeeded with a result, c gets it.
+		mu.Lock()
+		bFails = true
+		mu.Unlock()
+		run, err = e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "succeeded", "b": "failed", "c": "canceled", "d": "succeeded"})
+		if _, err := e.MarkWorkflowNodeSucceeded(ctx, run.ID, "b", `{"n":`); err == nil {
+			t.Error("a result that is not JSON was taken")
+		}
+		if _, err := e.MarkWorkflowNodeSucceeded(ctx, run.ID, "b", `{"n":7}`); err != nil {
+			t.Fatal(err)
+		}
+		got, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "succeeded", map[string]string{"a": "succeeded", "b": "succeeded", "c": "succeeded", "d": "succeeded"})
+		if nodes["c"].Result != `{"n":7}` || led.count("b") != 4 {
+			t.Errorf("c's result %s, b ran %d times: want the marked result and b not run again", nodes["c"].Result, led.count("b"))
+		}
+	})
+}
