@@ -290,7 +290,9 @@ func runOp(o *apiOptions, use, short string, nodeArg bool, do func(ctx context.C
 
 func newWorkflowRunRetryCmd(o *apiOptions) *cobra.Command {
 	return runOp(o, "retry RUN_ID", "Retry a run from its failed nodes (each node that failed or was canceled runs again)", false,
-		func(ctx context.Context, c *api.Client, id int64, _ string) (*api.WorkflowRun, error) { return c.RetryWorkflowRun(ctx, id) })
+		func(ctx context.Context, c *api.Client, id int64, _ string) (*api.WorkflowRun, error) {
+			return c.RetryWorkflowRun(ctx, id)
+		})
 }
 
 func newWorkflowRunRetryNodeCmd(o *apiOptions) *cobra.Command {
