@@ -99,9 +99,15 @@ func Retention(st store.Store, retention, interval time.Duration, clk clock.Cloc
 }
 
 // DeleteOld deletes the finished executions (with their output) fired before the instant,
-// in keyset batches, and returns how many it deleted.
+// and the workflow runs (with their nodes' states) that ended before it, in batches, and
+// returns how many executions it deleted.
 func DeleteOld(ctx context.Context, st store.Store, before time.Time, log *slog.Logger) (int64, error) {
-	return deleteInBatches(ctx, st.ExecutionsDeleteFiredBefore, before, "executions", log)
+	n, err := deleteInBatches(ctx, st.ExecutionsDeleteFiredBefore, before, "executions", log)
+	if err != nil {
+		return n, err
+	}
+	_, err = deleteInBatches(ctx, st.WorkflowRunsDeleteFinishedBefore, before, "workflow runs", log)
+	return n, err
 }
 
 // AuditRetention deletes the audit entries older than retention, every interval. It is apart

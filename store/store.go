@@ -448,6 +448,9 @@ type Querier interface {
 	// reports whether it moved.
 	WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error)
 
+	// WorkflowRunsDeleteFinishedBefore deletes up to limit runs that ended before before
+	// (Unix ms), with their nodes, and returns how many runs it deleted.
+	WorkflowRunsDeleteFinishedBefore(ctx context.Context, before int64, limit int) (int64, error)
 	// WorkflowRunReopen moves an ended run from state from back to running, clearing its
 	// message and end, with a new deadline (0 for none): a compare-and-set that reports
 	// whether it moved.

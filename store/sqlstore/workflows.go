@@ -165,6 +165,47 @@ func (e *executor) WorkflowRunFinish(ctx context.Context, id int64, state, messa
 	return n == 1, err
 }
 
+// WorkflowRunsDeleteFinishedBefore deletes a batch of old ended runs: their nodes first, so
+// a delete cut short leaves a run without nodes, which the next batch deletes, and never
+// nodes without their run.
+func (e *executor) WorkflowRunsDeleteFinishedBefore(ctx context.Context, before int64, limit int) (int64, error) {
+	rows, err := e.query(ctx, "SELECT id FROM workflow_runs WHERE state <> 'running' AND finished_at > 0 AND finished_at < ? ORDER BY id LIMIT ?",
+		before, limitOr(limit))
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: old workflow runs: %w", err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		if _, err := e.exec(ctx, "DELETE FROM workflow_nodes WHERE run_id IN "+in, args...); err != nil {
+			return n, fmt.Errorf("sqlstore: delete the nodes of old workflow runs: %w", err)
+		}
+		res, err := e.exec(ctx, "DELETE FROM workflow_runs WHERE id IN "+in, args...)
+		if err != nil {
+			return n, fmt.Errorf("sqlstore: delete old workflow runs: %w", err)
+		}
+		k, err := affected(res)
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
 // WorkflowRunReopen is a compare-and-set on the run's state.
 func (e *executor) WorkflowRunReopen(ctx context.Context, id int64, from string, deadlineAt int64) (bool, error) {
 	res, err := e.exec(ctx, "UPDATE workflow_runs SET state = 'running', message = '', finished_at = 0, deadline_at = ? WHERE id = ? AND state = ?",

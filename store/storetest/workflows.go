@@ -87,6 +87,12 @@ func testWorkflows(t *testing.T, s store.Store) {
 	equal(t, "nodes of run after delete", len(get(s.WorkflowNodes(ctx, r.ID)).ok(t)), 0)
 	equal(t, "other run's node kept", len(get(s.WorkflowNodes(ctx, r2.ID)).ok(t)), 1)
 	equal(t, "finished again", get(s.WorkflowRunFinish(ctx, r.ID, "succeeded", "", 10)).ok(t), true)
+	// Retention: runs that ended before the instant go, with their nodes; running ones stay.
+	equal(t, "nothing ended before 10", get(s.WorkflowRunsDeleteFinishedBefore(ctx, 10, 100)).ok(t), int64(0))
+	equal(t, "ended before 11", get(s.WorkflowRunsDeleteFinishedBefore(ctx, 11, 100)).ok(t), int64(1))
+	wantErr(t, get(s.WorkflowRunGet(ctx, r.ID)).err, store.ErrNotFound)
+	equal(t, "running run kept", get(s.WorkflowRunGet(ctx, r2.ID)).ok(t).State, "running")
+	equal(t, "its node kept", len(get(s.WorkflowNodes(ctx, r2.ID)).ok(t)), 1)
 
 	// Canceling what has not started: pending and acquired executions move, a running one
 	// does not.
