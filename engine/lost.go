@@ -111,8 +111,10 @@ func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Ex
 		case ex.WorkflowNode == 0 && cause == lostWithExecutor && ex.Attempt < job.MaxRetries:
 			follow = append(follow, e.followUp(job, ex, store.CauseRetry, now.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
 			continue
-		case len(job.AlarmTargets) > 0:
-			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
+		case len(job.AlarmTargets) > 0 && (ex.WorkflowNode == 0 || cause != lostWithExecutor):
+			// The loss is final (a workflow node's retries, which may differ from its job's,
+			// are decided with its end below): tell the job's targets.
+			alarmed = append(alarmed, ex.ID)
 		}
 		if ex.WorkflowNode != 0 {
 			// A final loss ends the workflow node as a failure, in the loss's transaction.

@@ -408,7 +408,19 @@ func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Querier, ends []
 					return nil, err
 				}
 				retried = true
+				// The job's own retries decided its alarm with the result; the node's retries
+				// decide it here: an attempt that is retried tells nobody.
+				if _, err := tx.ExecutionsSetAlarm(ctx, []int64{end.execution}, store.AlarmPending, store.AlarmNone); err != nil {
+					return nil, err
+				}
 				continue
+			}
+			if !end.succeeded && end.retryable && end.ex != nil && end.job != nil && len(end.job.AlarmTargets) > 0 {
+				// The node's final failure alarms once (a no-op when its result made the alarm
+				// pending already).
+				if _, err := tx.ExecutionsSetAlarm(ctx, []int64{end.execution}, store.AlarmNone, store.AlarmPending); err != nil {
+					return nil, err
+				}
 			}
 			state, _ := spec.Outcome(end.succeeded)
 			if end.canceled && run.State != string(workflow.RunRunning) {

@@ -816,3 +816,47 @@ func TestWorkflowRetryFromFailed(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkflowNodeRetriesAlarmOnce gives a node more retries than its job (which has alarm
+// targets): its attempts that are retried alarm nobody, and its final failure alarms once;
+// a node with fewer retries than its job alarms on its final failure, which its job would
+// have retried.
+func TestWorkflowNodeRetriesAlarmOnce(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, func(j *store.Job) {
+			j.AlarmTargets = []string{"ops@example.com"}
+			if j.Handler == "few" {
+				j.MaxRetries = 5
+			}
+		}, "many", "few")
+		w := insertWorkflow(t, st, "alarms", `{"nodes":[{"name":"many","job_id":%d,"retries":2,"on_failure":"continue"},
+			{"name":"few","job_id":%d,"retries":0,"on_failure":"continue"}]}`, "", jobs["many"].ID, jobs["few"].ID)
+		rec := newRecorder()
+		rec.behave = func(context.Context, *Fire) Result { return Result{Err: errors.New("down")} }
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRun(t, e, st, run.ID)
+		for name, want := range map[string]string{"many": "none none pending", "few": "pending"} {
+			xs, err := st.ExecutionList(ctx, store.ExecutionFilter{JobID: jobs[name].ID, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]string, len(xs))
+			for _, x := range xs {
+				got[x.Attempt] = string(x.AlarmState)
+				if got[x.Attempt] == "" {
+					got[x.Attempt] = "none"
+				}
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("node %s's alarms by attempt: %v, want %s", name, got, want)
+			}
+		}
+	})
+}
