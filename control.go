@@ -175,8 +175,15 @@ func (s *Scheduler) catchUp(ctx context.Context, sel store.TriggerSelector) erro
 		if t.State == store.TriggerPaused {
 			paused = append(paused, t)
 		}
+		if len(t.Zones) > 1 { // its zone rows were resumed with it
+			rows, err := s.store.TriggerList(ctx, store.TriggerFilter{ZoneOf: t.ID, State: store.TriggerPaused, Limit: len(t.Zones)})
+			if err != nil {
+				return err
+			}
+			paused = append(paused, rows...)
+		}
 	} else {
-		f := store.TriggerFilter{JobID: sel.JobID, Group: sel.Group, State: store.TriggerPaused, Limit: 1000}
+		f := store.TriggerFilter{JobID: sel.JobID, Group: sel.Group, State: store.TriggerPaused, Limit: 1000, WithZoneRows: true}
 		for {
 			page, err := s.store.TriggerList(ctx, f)
 			if err != nil {

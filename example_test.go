@@ -2,10 +2,12 @@ package sundial_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/sundial-scheduler/sundial"
@@ -62,4 +64,61 @@ func Example() {
 	}
 	fmt.Println("hello,", <-greeted)
 	// Output: hello, world
+}
+
+// Split a run into sub-tasks: Start maps one payload per file, every node that registered the
+// handler runs them (each exactly once to an accepted result, retried up to the job's
+// MaxRetries), and Reduce adds up their results once all have ended.
+func ExampleScheduler_RegisterMapReduce() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "sundial-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlstore.Open(ctx, filepath.Join(dir, "sundial.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	s, err := sundial.New(sundial.Config{Store: st})
+	if err != nil {
+		log.Fatal(err)
+	}
+	total := make(chan int, 1)
+	s.RegisterMapReduce("count-lines", sundial.MapReduce{
+		Start: func(ctx context.Context) error {
+			return sundial.Map(ctx, []json.RawMessage{
+				json.RawMessage(`"a.log"`), json.RawMessage(`"b.log"`), json.RawMessage(`"c.log"`)})
+		},
+		Task: func(ctx context.Context, file json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(strconv.Itoa(len(file))), nil // the file's line count, say
+		},
+		Reduce: func(ctx context.Context, results *sundial.MapResults) error {
+			sum := 0
+			err := results.Each(ctx, func(r sundial.SubtaskResult) error {
+				n, _ := strconv.Atoi(string(r.Result))
+				sum += n
+				return nil
+			})
+			total <- sum
+			return err
+		},
+	})
+	if err := s.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer s.Stop(ctx)
+	id, err := s.ScheduleJob(ctx, sundial.Job{Name: "count", Handler: "count-lines", MaxRetries: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := s.TriggerNow(ctx, id); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("lines:", <-total)
+	// Output: lines: 21
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // Execution is what a handler knows about the fire it runs.
@@ -38,6 +39,9 @@ type Execution struct {
 	IntervalStart, IntervalEnd time.Time
 	// BackfillID is the backfill that made the run; 0 for none.
 	BackfillID int64
+	// FireZone is the IANA zone the schedule fired in: a trigger of several zones fires at
+	// its times in each, once per zone. "" for runs no schedule made.
+	FireZone string
 }
 
 // ExecutionFrom returns the execution a handler's context carries, or nil outside a handler.
@@ -72,6 +76,7 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 		Params: f.Params(), Data: maps.Clone(f.Job.Data),
 		IdempotencyKey: jobrun.IdempotencyKey(ex.JobID, ex.TriggerID, ex.ScheduledAt, ex.ShardIndex),
 		IntervalStart:  jobrun.Millis(ex.IntervalStart), IntervalEnd: jobrun.Millis(ex.IntervalEnd), BackfillID: ex.BackfillID,
+		FireZone: ex.FireZone,
 	}
 	if run.Data == nil {
 		run.Data = map[string]any{}
@@ -83,8 +88,25 @@ func (d localDispatcher) Dispatch(ctx context.Context, f *engine.Fire) engine.Re
 	}
 	ctx = jobrun.WithRun(ctx, run)
 	ctx = jobrun.WithLogger(ctx, slog.New(jobrun.NewOutputHandler(out.add)))
+	ctx, sc := d.s.withMapScope(ctx, f)
 	err = h(ctx)
 	res := engine.Result{Err: err, Logs: out.take(), Return: extras.take()}
+	if sc != nil && sc.mapped && err == nil {
+		// The run waits for its sub-tasks without this worker: the node that reduces its map
+		// completes it (mapRunner.reduce). An async result's lines are not written by the
+		// engine, so Start's are stored here.
+		res.Async = true
+		if len(res.Logs) > 0 {
+			now := d.s.clock.Now().UnixMilli()
+			lines := make([]store.LogLine, len(res.Logs))
+			for i, l := range res.Logs {
+				lines[i] = store.LogLine{Line: int64(i + 1), At: now, Message: l}
+			}
+			if _, err := d.s.store.ExecutionLogAppend(ctx, ex.ID, lines); err != nil {
+				return engine.Result{Err: fmt.Errorf("store the output of a run that mapped: %w", err)}
+			}
+		}
+	}
 	if f.Job.PersistData {
 		res.Data = run.Data
 	}

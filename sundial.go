@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +60,8 @@ type Config struct {
 	// returns the one the engine uses: a server wraps it to send remote jobs to executors
 	// (dispatch.ByTarget).
 	Dispatcher func(local engine.Dispatcher) engine.Dispatcher
+	// MapReduce tunes the node's runner of sub-tasks (RegisterMapReduce).
+	MapReduce MapConfig
 	// Engine tunes the scheduling loop further (batch size, look-ahead, poll interval). The
 	// fields above are shorthands for its fields of the same names: give each setting in
 	// either place, since two different values are an error. Its Dispatcher is the
@@ -90,8 +94,12 @@ type Scheduler struct {
 	// maint runs the leader's duties while the node leads.
 	maint *maintenance.Manager
 
-	mu       sync.RWMutex
-	handlers map[string]Handler
+	mu         sync.RWMutex
+	handlers   map[string]Handler
+	mapReduces map[string]MapReduce
+	// mapRun runs sub-tasks and reduces on this node (mapreduce.go); mapCfg is its config.
+	mapRun *mapRunner
+	mapCfg MapConfig
 }
 
 // New returns a stopped scheduler.
@@ -101,7 +109,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{store: ec.Store, handlers: map[string]Handler{}, clock: ec.Clock, minInterval: cfg.MinInterval,
-		secrets: ec.Secrets}
+		secrets: ec.Secrets, mapReduces: map[string]MapReduce{}, mapCfg: cfg.MapReduce.withDefaults()}
 	// A workflow's trigger job runs nothing itself: the engine starts the workflow's run
 	// when the job's fire is recorded succeeded.
 	s.handlers[engine.WorkflowHandler] = func(context.Context) error { return nil }
@@ -118,6 +126,11 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s.engine = e
+	logger := ec.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s.mapRun = &mapRunner{s: s, log: logger, wakeCh: make(chan struct{}, 1)}
 	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger),
 		maintenance.WorkflowTimeouts(e, s.clock, ec.Logger))
 	return s, nil
@@ -163,6 +176,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err := s.engine.Start(ctx); err != nil {
 		return err
 	}
+	s.startMapRunner()
 	return s.maint.Start(ctx)
 }
 
@@ -170,6 +184,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // the cluster. It is idempotent.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.maint.Stop()
+	s.mapRun.stop(ctx)
 	return s.engine.Stop(ctx)
 }
 
@@ -296,6 +311,11 @@ type Trigger struct {
 	// TimeZone is the zone of the schedule and its calendar (IANA name). Default: the zone
 	// the schedule was built with (see Cron), else "UTC".
 	TimeZone string
+	// Zones, when it lists more than one zone, makes the trigger fire at its schedule's times
+	// in each (at most MaxZones, each once; TimeZone empty or the first): every fire carries
+	// its zone (Execution.FireZone), and the same instant in two zones is two fires. Each
+	// zone after the first is stored as a zone row of its own (store.Trigger.Zones).
+	Zones []string
 	// Start is when the trigger may first fire; the zero value means now. End (optional) is
 	// the last instant it may fire.
 	Start, End time.Time
@@ -333,6 +353,9 @@ type Trigger struct {
 	// MaxRemainingRuns (FieldError remaining_runs).
 	RemainingRuns int64
 }
+
+// MaxZones is the most zones a Trigger lists.
+const MaxZones = 24
 
 // MaxRemainingRuns is the largest Trigger.RemainingRuns.
 const MaxRemainingRuns = 1_000_000_000
@@ -415,7 +438,7 @@ func (s *Scheduler) ScheduleJobTx(ctx context.Context, tx store.Querier, job Job
 	}
 	for _, tr := range rows {
 		tr.JobID = row.ID
-		if err := insertTrigger(ctx, tx, tr); err != nil {
+		if err := s.insertTrigger(ctx, tx, tr); err != nil {
 			return 0, err
 		}
 	}
@@ -443,7 +466,7 @@ func (s *Scheduler) AddTriggerTx(ctx context.Context, q store.Querier, jobID int
 	if err != nil {
 		return nil, err
 	}
-	if err := insertTrigger(ctx, q, row); err != nil {
+	if err := s.insertTrigger(ctx, q, row); err != nil {
 		return nil, err
 	}
 	return row, nil
@@ -459,9 +482,20 @@ func (s *Scheduler) TriggerRowTx(ctx context.Context, q store.Querier, jobID int
 	return s.triggerRow(ctx, q, job, t)
 }
 
-func insertTrigger(ctx context.Context, ex store.Querier, row *store.Trigger) error {
+// insertTrigger stores row and, for a trigger of several zones, a zone row for each zone
+// after its first (engine.ZoneRow), in ex's transaction.
+func (s *Scheduler) insertTrigger(ctx context.Context, ex store.Querier, row *store.Trigger) error {
 	if err := ex.TriggerInsert(ctx, row); err != nil {
 		return fmt.Errorf("sundial: trigger %s/%s: %w", row.Group, row.Name, err)
+	}
+	for _, z := range row.Zones[min(1, len(row.Zones)):] {
+		zr, err := s.engine.ZoneRow(ctx, ex, row, z)
+		if err != nil {
+			return fmt.Errorf("sundial: %w", err)
+		}
+		if err := ex.TriggerInsert(ctx, zr); err != nil {
+			return fmt.Errorf("sundial: trigger %s/%s: zone %s: %w", row.Group, row.Name, z, err)
+		}
 	}
 	return nil
 }
@@ -566,6 +600,13 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 			return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
 		}
 	}
+	zones, err := checkZones(t.TimeZone, t.Zones)
+	if err != nil {
+		return nil, fmt.Errorf("sundial: trigger %s: %w", t.Name, err)
+	}
+	if len(zones) > 0 {
+		t.TimeZone = zones[0]
+	}
 	if t.TimeZone == "" {
 		t.TimeZone = "UTC"
 		if loc := schedule.LocationOf(t.Schedule); loc != nil {
@@ -637,8 +678,40 @@ func (s *Scheduler) triggerRow(ctx context.Context, ex store.Querier, job *store
 		CalendarName: t.Calendar, Priority: t.Priority, MisfirePolicy: t.Misfire.String(),
 		State: store.TriggerWaiting, NextFireAt: first.UnixMilli(), Params: params, Data: t.Data, RunLimit: t.RemainingRuns,
 		JitterMs: t.Jitter.Milliseconds(), DSTPolicy: dstColumn(t.DST),
-		CatchUpWindow: t.CatchUpWindow.Milliseconds(), CatchUp: t.CatchUp,
+		CatchUpWindow: t.CatchUpWindow.Milliseconds(), CatchUp: t.CatchUp, Zones: zones,
 	}, nil
+}
+
+// checkZones checks a trigger's zones (FieldError zones[i]) and returns them; nil for a
+// trigger of one zone, which is then TimeZone (or the only zone listed).
+func checkZones(timeZone string, zones []string) ([]string, error) {
+	if len(zones) == 0 {
+		return nil, nil
+	}
+	if len(zones) > MaxZones {
+		return nil, schedule.Fieldf("zones", "at most %d zones, got %d", MaxZones, len(zones))
+	}
+	if timeZone != "" && timeZone != zones[0] {
+		return nil, schedule.Fieldf("time_zone", "%q is not the first of zones (%q): give one or the other, or the same first", timeZone, zones[0])
+	}
+	seen := map[string]int{}
+	for i, z := range zones {
+		field := fmt.Sprintf("zones[%d]", i)
+		if z == "" || strings.Contains(z, ",") {
+			return nil, schedule.Fieldf(field, "want an IANA zone (e.g. Europe/Paris), got %q", z)
+		}
+		if _, err := schedule.LoadZone(z); err != nil {
+			return nil, &schedule.FieldError{Field: field, Err: err}
+		}
+		if j, dup := seen[z]; dup {
+			return nil, schedule.Fieldf(field, "%q is also zones[%d]", z, j)
+		}
+		seen[z] = i
+	}
+	if len(zones) == 1 {
+		return nil, nil
+	}
+	return slices.Clone(zones), nil
 }
 
 // dstColumn is a DST policy as a trigger row stores it: "" for the default, so rows from

@@ -116,6 +116,12 @@ func messageOf(ev Event) Message {
 		m.Recovered = true
 		m.Title = fmt.Sprintf("Sundial: job %s recovered", job)
 		m.Lines = []string{fmt.Sprintf("Job %s (id %d) succeeded again (execution %d).", job, ev.JobID, ev.ExecutionID)}
+	case EventPaused:
+		m.Title = fmt.Sprintf("Sundial: job %s paused after %d failures", job, ev.Failures)
+		m.Lines = []string{fmt.Sprintf("Job %s (id %d) paused itself after %d failures in a row; it fires no more until resumed.", job, ev.JobID, ev.Failures), ev.Reason}
+		if ev.HandleMsg != "" {
+			m.Lines = append(m.Lines, "Last result: "+clip(ev.HandleMsg, 1000))
+		}
 	case EventRaised:
 		m.Title = fmt.Sprintf("Sundial: job %s needs attention", job)
 		m.Lines = []string{fmt.Sprintf("Job %s (id %d): %s", job, ev.JobID, ev.Reason)}

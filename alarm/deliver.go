@@ -54,6 +54,8 @@ type Event struct {
 	ScheduledAt     *string `json:"scheduled_at"`
 	FiredAt         *string `json:"fired_at"`
 	FinishedAt      *string `json:"finished_at"`
+	// Failures, on job.paused, is how many failures in a row paused the job.
+	Failures int `json:"failures,omitempty"`
 }
 
 // rfc3339 formats Unix milliseconds as RFC 3339 UTC with milliseconds; nil for 0 (never).
@@ -169,7 +171,7 @@ func oneLine(s string) string {
 }
 
 func message(from, to string, ev Event, date time.Time) []byte {
-	if ev.Event == EventRecovered || ev.Event == EventRaised {
+	if ev.Event == EventRecovered || ev.Event == EventRaised || ev.Event == EventPaused {
 		return shortMessage(from, to, ev, date)
 	}
 	subject := fmt.Sprintf("Sundial: job %s/%s %s (execution %d)", ev.JobGroup, ev.JobName, ev.State, ev.ExecutionID)

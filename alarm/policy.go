@@ -27,6 +27,9 @@ const (
 	EventRecovered = "execution.recovered"
 	// EventRaised is an alarm raised for a job by Raise, with a reason, not by a run.
 	EventRaised = "job.alarm"
+	// EventPaused is the alarm of the failure that paused its job (pause on failure): told
+	// whatever the job's alarm policy, with the pause note as its reason.
+	EventPaused = "job.paused"
 )
 
 // decidedKept is how many executions' decisions a job's state remembers; an alarm comes

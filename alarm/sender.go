@@ -274,15 +274,27 @@ func (s *Sender) deliver(ctx context.Context, x *store.Execution, job *store.Job
 		s.log.Error("alarm policy: the job's alarm state could not be kept; trying again later", "execution", x.ID, "job", job.ID, "err", err)
 		return store.AlarmPending
 	}
+	ev := eventOf(job, x)
+	if pausedBy(job, x) {
+		// The failure that paused its job: told once, as the pause, whatever the policy
+		// decided (the policy still counted it). Its claim makes it once in the cluster.
+		ev.Event, ev.Reason, ev.Failures = EventPaused, job.PauseNote, job.PauseAfterFailures
+		return s.tell(ctx, job, ev)
+	}
 	if d == Quiet {
 		s.log.Debug("alarm held back by the job's alarm policy", "execution", x.ID, "job", job.ID, "state", x.State)
 		return store.AlarmNone
 	}
-	ev := eventOf(job, x)
 	if d == Recover {
 		ev.Event = EventRecovered
 	}
 	return s.tell(ctx, job, ev)
+}
+
+// pausedBy reports whether x is the failure that paused job by pause on failure: the engine
+// pauses the job in the transaction that writes x's result, stamped with x's finish.
+func pausedBy(job *store.Job, x *store.Execution) bool {
+	return job.PausedBy == store.PausedByFailures && job.PausedAt == x.FinishedAt && x.State != store.ExecSucceeded
 }
 
 // tell delivers ev to every target of job and returns the outcome to record.

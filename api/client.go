@@ -396,6 +396,11 @@ func (c *Client) PauseTrigger(ctx context.Context, id int64) (*Trigger, error) {
 	return post[Trigger](ctx, c, "POST", idPath("/triggers", id, "/pause"), nil)
 }
 
+// UpdateTrigger changes a trigger's policies (the fields p sets) and returns it.
+func (c *Client) UpdateTrigger(ctx context.Context, id int64, p TriggerPolicy) (*Trigger, error) {
+	return post[Trigger](ctx, c, "PATCH", idPath("/triggers", id, ""), p)
+}
+
 // ResumeTrigger resumes a trigger and returns it.
 func (c *Client) ResumeTrigger(ctx context.Context, id int64) (*Trigger, error) {
 	return post[Trigger](ctx, c, "POST", idPath("/triggers", id, "/resume"), nil)

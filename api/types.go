@@ -157,6 +157,21 @@ type TriggerRequest struct {
 	// RemainingRuns, when set, is how many more times the trigger fires (1 to 1000000000); it
 	// completes at 0.
 	RemainingRuns int64 `json:"remaining_runs,omitempty"`
+	// Zones, when it lists more than one IANA zone, makes the trigger fire at its schedule's
+	// times in each zone, each fire with its zone (time_zone, if given, must be the first).
+	Zones []string `json:"zones,omitempty"`
+}
+
+// TriggerPolicy is the body of PATCH /triggers/{id}: the trigger's policies to change (see
+// TriggerRequest); an absent field keeps the trigger's. An empty catchup_window goes back to
+// the cluster's misfire threshold, an empty catchup to the misfire policy alone.
+type TriggerPolicy struct {
+	Misfire       *string `json:"misfire,omitempty"`
+	CatchUpWindow *string `json:"catchup_window,omitempty"`
+	CatchUp       *string `json:"catchup,omitempty"`
+	JitterMs      *int64  `json:"jitter_ms,omitempty"`
+	DST           *string `json:"dst,omitempty"`
+	Priority      *int    `json:"priority,omitempty"`
 }
 
 // Trigger is a trigger as the API shows it.
@@ -196,6 +211,8 @@ type Trigger struct {
 	// RemainingRuns is how many more times a trigger with limited runs fires; absent for one
 	// without a limit.
 	RemainingRuns *int64 `json:"remaining_runs,omitempty"`
+	// Zones lists the zones of a trigger of several zones, time_zone first; absent for one.
+	Zones []string `json:"zones,omitempty"`
 }
 
 // CalendarRequest is the body of PUT /calendars/{name}.
@@ -260,6 +277,8 @@ type Execution struct {
 	IntervalStart Time  `json:"interval_start,omitzero"`
 	IntervalEnd   Time  `json:"interval_end,omitzero"`
 	BackfillID    int64 `json:"backfill_id,omitempty"`
+	// FireZone is the zone the schedule fired in (a trigger of several zones fires in each).
+	FireZone string `json:"fire_zone,omitempty"`
 }
 
 // BackfillRequest is the body of POST /jobs/{id}/backfills: run the job for every scheduled
@@ -287,8 +306,11 @@ type BackfillRun struct {
 
 // Backfill is a backfill as the API shows it; a dry run's has ID 0 and its Plan.
 type Backfill struct {
-	ID            int64         `json:"id,omitempty"`
-	JobID         int64         `json:"job_id"`
+	ID    int64 `json:"id,omitempty"`
+	JobID int64 `json:"job_id"`
+	// Workflow names the workflow a backfill of its trigger job runs (POST
+	// /workflows/{name}/backfills answers with it).
+	Workflow      string        `json:"workflow,omitempty"`
 	TriggerID     int64         `json:"trigger_id"`
 	From          Time          `json:"from"`
 	To            Time          `json:"to"`
@@ -580,6 +602,9 @@ type TriggerNext struct {
 	// hour after a spring-forward change, where fires of skipped local times land), "overlap"
 	// (a local time that occurs twice), "" otherwise; empty when no fire is marked.
 	DST []string `json:"dst,omitempty"`
+	// Zones, for a trigger of several zones, is the zone of each fire, index by index with
+	// Fires (each fire is written in its zone); empty for a trigger of one zone.
+	Zones []string `json:"zones,omitempty"`
 }
 
 // FormatZoned writes t as the API writes a time in a zone: RFC 3339 with milliseconds and

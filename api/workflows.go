@@ -61,11 +61,17 @@ type WorkflowRun struct {
 	Cause      string          `json:"cause"`
 	Message    string          `json:"message,omitempty"`
 	// Version is the workflow's version the run started with (it keeps that graph).
-	Version    int64          `json:"workflow_version,omitempty"`
-	DeadlineAt Time           `json:"deadline_at,omitempty"`
-	CreatedAt  Time           `json:"created_at"`
-	FinishedAt Time           `json:"finished_at,omitempty"`
-	Nodes      []WorkflowNode `json:"nodes,omitempty"`
+	Version    int64 `json:"workflow_version,omitempty"`
+	DeadlineAt Time  `json:"deadline_at,omitempty"`
+	CreatedAt  Time  `json:"created_at"`
+	FinishedAt Time  `json:"finished_at,omitempty"`
+	// IntervalStart and IntervalEnd are the data interval of the fire that started the run (its
+	// trigger job's, or a backfill's), given to each node's execution; BackfillID names the
+	// backfill that made it.
+	IntervalStart Time           `json:"interval_start,omitzero"`
+	IntervalEnd   Time           `json:"interval_end,omitzero"`
+	BackfillID    int64          `json:"backfill_id,omitempty"`
+	Nodes         []WorkflowNode `json:"nodes,omitempty"`
 }
 
 // WorkflowNode is the state of one node of a run, linked to its newest execution.
@@ -81,6 +87,13 @@ type WorkflowNode struct {
 // CreateWorkflow stores a workflow.
 func (c *Client) CreateWorkflow(ctx context.Context, req WorkflowRequest) (*Workflow, error) {
 	return post[Workflow](ctx, c, "POST", v1+"/workflows", req)
+}
+
+// BackfillWorkflow runs the workflow for every scheduled time of its trigger in req's range:
+// a backfill of its trigger job, each run a workflow run marked backfill with its data
+// interval; with req.DryRun it returns the plan and stores nothing.
+func (c *Client) BackfillWorkflow(ctx context.Context, name string, req BackfillRequest) (*Backfill, error) {
+	return post[Backfill](ctx, c, "POST", namePath("/workflows", name)+"/backfills", req)
 }
 
 // GetWorkflow returns a workflow by name.

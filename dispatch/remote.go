@@ -264,7 +264,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		TimeoutMs: job.TimeoutMs, Concurrency: sentPolicy(job), MaxConcurrent: job.MaxConcurrent, ShardIndex: index, ShardTotal: total,
 		ScheduledAt: ex.ScheduledAt, Attempt: ex.Attempt, TriggerID: ex.TriggerID, FiredAt: ex.FiredAt,
 		IdempotencyKey: jobrun.IdempotencyKey(job.ID, ex.TriggerID, ex.ScheduledAt, index), Instance: instance,
-		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID}
+		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID, FireZone: ex.FireZone}
 	if input != "" {
 		req.WorkflowInput = wire.RawJSON(input)
 	}
@@ -386,7 +386,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 			FiredAt: ex.FiredAt, Cause: ex.Cause, Attempt: ex.Attempt, Node: ex.Node, Incarnation: ex.Incarnation, ExecutorAddress: addrs[i],
 			ExecutorApp: job.App, ShardIndex: i, ShardTotal: total, State: store.ExecRunning, StartedAt: ex.FiredAt,
 			Params: ex.Params, ScriptVersion: job.ScriptVersion,
-			IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID})
+			IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID, FireZone: ex.FireZone})
 	}
 	dups, err := r.cfg.Store.ExecutionsInsert(ctx, shards)
 	if err != nil {

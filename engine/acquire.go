@@ -188,7 +188,7 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 			ex := &store.Execution{
 				JobID: row.JobID, TriggerID: row.ID, ScheduledAt: now.UnixMilli(), Cause: store.CauseMisfire,
 				Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
-				IntervalStart: iv.Start.UnixMilli(), IntervalEnd: iv.End.UnixMilli(),
+				IntervalStart: iv.Start.UnixMilli(), IntervalEnd: iv.End.UnixMilli(), FireZone: row.TimeZone,
 			}
 			fromTrigger(ex, row)
 			execs = append(execs, ex)
@@ -203,7 +203,7 @@ func (e *Engine) advanceTrigger(ctx context.Context, ex store.Querier, o store.O
 		ex := &store.Execution{
 			JobID: row.JobID, TriggerID: row.ID, ScheduledAt: tr.Next.UnixMilli(),
 			Cause: cause, Node: o.Node, Incarnation: o.Incarnation, State: store.ExecAcquired,
-			IntervalStart: tr.IntervalStart().UnixMilli(), IntervalEnd: tr.Next.UnixMilli(),
+			IntervalStart: tr.IntervalStart().UnixMilli(), IntervalEnd: tr.Next.UnixMilli(), FireZone: row.TimeZone,
 		}
 		fromTrigger(ex, row)
 		execs = append(execs, ex)

@@ -170,6 +170,13 @@ func (e *Engine) advanceBackfill(ctx context.Context, tx store.Tx, b *store.Back
 	if err != nil {
 		return 0, err
 	}
+	// A backfill of a workflow's trigger job: each fire ends at once and starts a workflow
+	// run, which is the run the backfill's concurrency bounds and whose end it waits for.
+	wfRuns, err := tx.WorkflowRunsLiveOfBackfill(ctx, b.ID)
+	if err != nil {
+		return 0, err
+	}
+	live += wfRuns
 	if b.Created >= b.Total {
 		if live == 0 {
 			b.State = store.BackfillDone

@@ -177,6 +177,11 @@ func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (
 	if err != nil {
 		return false, err
 	}
+	// The dead life's sub-tasks go back to pending for any runner, and the maps it was
+	// reducing to waiting: a result it sends late is refused by the compare-and-set.
+	if _, err := tx.SubtasksRelease(ctx, []string{SubtaskOwner(o)}); err != nil {
+		return false, err
+	}
 	out, ended, err := e.continueLost(ctx, tx, lost, lostWithNode)
 	if err != nil {
 		return false, err

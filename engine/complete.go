@@ -174,6 +174,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 		return nil, err
 	}
 	movedSet := idSet(moved)
+	var output []store.ExecutionLines // the batch's output, stored in one statement
 	var follow []*store.Execution
 	var ends []nodeEnd
 	var triggered []*Fire
@@ -187,9 +188,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			for i, msg := range cp.res.Logs {
 				lines[i] = store.LogLine{Line: int64(i + 1), At: cp.finished.UnixMilli(), Message: msg}
 			}
-			if _, err := tx.ExecutionLogAppend(ctx, ex.ID, lines); err != nil {
-				return nil, err
-			}
+			output = append(output, store.ExecutionLines{ExecutionID: ex.ID, Lines: lines})
 		}
 		if job.PersistData && cp.res.Data != nil && cp.state == store.ExecSucceeded {
 			if err := tx.JobSetData(ctx, job.ID, persistedData(cp.res.Data, cp.fire.jobData(), ex)); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -222,6 +221,11 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 				follow = append(follow, &store.Execution{JobID: child, ScheduledAt: cp.finished.UnixMilli(),
 					Cause: store.CauseChild, State: store.ExecPending})
 			}
+		}
+	}
+	if len(output) > 0 {
+		if _, err := tx.ExecutionLogsAppend(ctx, output); err != nil {
+			return nil, err
 		}
 	}
 	if len(follow) > 0 {
@@ -259,7 +263,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 }
 
 // pausedByFailures is who a job paused by pause on failure names as its pauser.
-const pausedByFailures = "sundial (pause on failure)"
+const pausedByFailures = store.PausedByFailures
 
 // pauseOnFailure counts a final result of a job with pause on failure, in the transaction
 // that writes it: a success resets the count of failures in a row, a final failure (its
@@ -284,6 +288,8 @@ func (e *Engine) pauseOnFailure(ctx context.Context, tx store.Tx, cp completion)
 	}
 	note := fmt.Sprintf("paused after %d failures in a row (pause on failure); the last was execution %d", n, ex.ID)
 	e.log.Warn("job paused on failure", "job", job.ID, "failures", n, "execution", ex.ID)
+	// Paused at the failure's own finish: its alarm, pending in this transaction, is then
+	// told as the pause (package alarm, event job.paused).
 	return tx.JobSetPause(ctx, job.ID, pausedByFailures, note, cp.finished.UnixMilli())
 }
 

@@ -116,6 +116,19 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// SubtaskOwner names a node's life as the owner of the sub-tasks it runs.
+func SubtaskOwner(o store.Owner) string { return o.Node + "/" + o.Incarnation }
+
+// SubtaskOwner is the owner the node's current life claims sub-tasks as, and false while it
+// has none (stopped, or declared dead and not joined again).
+func (e *Engine) SubtaskOwner() (string, bool) {
+	l := e.waking.Load()
+	if l == nil {
+		return "", false
+	}
+	return SubtaskOwner(l.owner), true
+}
+
 // NodeID returns the node's name in the cluster.
 func (e *Engine) NodeID() string { return e.cfg.NodeID }
 

@@ -150,7 +150,7 @@ func nextAttempt(ex *store.Execution, cause store.ExecutionCause, scheduledAt in
 	return &store.Execution{JobID: ex.JobID, TriggerID: ex.TriggerID, ScheduledAt: scheduledAt,
 		Cause: cause, Attempt: ex.Attempt + 1, State: store.ExecPending,
 		ShardIndex: ex.ShardIndex, ShardTotal: ex.ShardTotal, Params: ex.Params, Data: ex.Data,
-		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID, WorkflowNode: ex.WorkflowNode}
+		IntervalStart: ex.IntervalStart, IntervalEnd: ex.IntervalEnd, BackfillID: ex.BackfillID, WorkflowNode: ex.WorkflowNode, FireZone: ex.FireZone}
 }
 
 // followUp is nextAttempt of a run of job, its params kept as the run keeps them: sealed when

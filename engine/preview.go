@@ -21,6 +21,9 @@ type Preview struct {
 	Due []time.Time
 	// DST marks each fire next to a DST change (schedule.DSTMark); nil when none is.
 	DST []string
+	// Zones, for a trigger of several zones (MergeZones), is the zone of each fire; nil for a
+	// trigger of one.
+	Zones []string
 }
 
 // annotate adds the fires' starts under the trigger's jitter and their DST marks.

@@ -147,7 +147,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params str
 	// One transaction, with the audit entry the caller's context asks for (store.InTx).
 	var run *store.WorkflowRun
 	err = store.InTx(ctx, e.store, func(q store.Querier) error {
-		run, err = e.startRun(ctx, q, w, g, params, cause, e.clock.Now())
+		run, err = e.startRun(ctx, q, w, g, params, cause, nil, e.clock.Now())
 		return err
 	})
 	if err != nil {
@@ -160,13 +160,17 @@ func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params str
 	return run, nil
 }
 
-// startRun inserts a run of w in q and starts its ready nodes.
+// startRun inserts a run of w in q and starts its ready nodes; fire, when a trigger job's
+// execution started the run, gives it that fire's data interval and backfill.
 func (e *Engine) startRun(ctx context.Context, q store.Querier, w *store.Workflow, g *workflow.Graph, params string,
-	cause store.ExecutionCause, now time.Time) (*store.WorkflowRun, error) {
+	cause store.ExecutionCause, fire *store.Execution, now time.Time) (*store.WorkflowRun, error) {
 	run := &store.WorkflowRun{WorkflowID: w.ID, State: string(workflow.RunRunning), Graph: w.Graph, Params: params, Cause: cause,
 		CreatedAt: now.UnixMilli(), Version: w.Version}
 	if g.TimeoutMs > 0 {
 		run.DeadlineAt = now.UnixMilli() + g.TimeoutMs
+	}
+	if fire != nil {
+		run.IntervalStart, run.IntervalEnd, run.BackfillID = fire.IntervalStart, fire.IntervalEnd, fire.BackfillID
 	}
 	if err := q.WorkflowRunInsert(ctx, run); err != nil {
 		return nil, err
@@ -202,7 +206,7 @@ func (e *Engine) startTriggered(ctx context.Context, tx store.Querier, fires []*
 		if err != nil {
 			return nil, fmt.Errorf("workflow %s: %w", w.Name, err)
 		}
-		run, err := e.startRun(ctx, tx, w, g, w.Params, f.Execution.Cause, now)
+		run, err := e.startRun(ctx, tx, w, g, w.Params, f.Execution.Cause, f.Execution, now)
 		if err != nil {
 			return nil, err
 		}
@@ -531,8 +535,11 @@ func (e *Engine) stepRun(ctx context.Context, tx store.Querier, run *store.Workf
 			xs := make([]*store.Execution, len(jobNodes))
 			for i, n := range jobNodes {
 				spec, _ := g.Node(n.Node)
+				// A node runs for its run's data interval. Not in its backfill: a backfill's
+				// runs are the trigger job's fires and the workflow runs they start, which its
+				// concurrency counts.
 				xs[i] = &store.Execution{JobID: spec.JobID, ScheduledAt: now.UnixMilli(), Cause: store.CauseWorkflow,
-					State: store.ExecPending, WorkflowNode: n.ID}
+					State: store.ExecPending, WorkflowNode: n.ID, IntervalStart: run.IntervalStart, IntervalEnd: run.IntervalEnd}
 			}
 			if _, err := tx.ExecutionsInsert(ctx, xs); err != nil {
 				return err

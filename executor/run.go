@@ -44,6 +44,9 @@ type Run struct {
 	IntervalStart, IntervalEnd time.Time
 	// BackfillID is the backfill that made the run; 0 for none.
 	BackfillID int64
+	// FireZone is the IANA zone the schedule fired in (see wire.RunRequest); "" for runs no
+	// schedule made.
+	FireZone string
 	// WorkflowInput is, for the run of a workflow node, the run's params and its parent
 	// nodes' results as JSON ({"run_id", "node", "params", "parents"}); "" otherwise.
 	WorkflowInput string
@@ -148,7 +151,7 @@ func runOf(req wire.RunRequest) Run {
 		ScheduledAt: time.UnixMilli(req.ScheduledAt), IdempotencyKey: req.IdempotencyKey,
 		Timeout:       time.Duration(req.TimeoutMs) * time.Millisecond,
 		IntervalStart: jobrun.Millis(req.IntervalStart), IntervalEnd: jobrun.Millis(req.IntervalEnd), BackfillID: req.BackfillID,
-		WorkflowInput: string(req.WorkflowInput),
+		WorkflowInput: string(req.WorkflowInput), FireZone: req.FireZone,
 	}
 	if req.FiredAt != 0 {
 		r.FiredAt = time.UnixMilli(req.FiredAt)

@@ -151,6 +151,11 @@ func TestDeleteOld(t *testing.T) {
 				return &store.Execution{JobID: 1, ScheduledAt: fired, FiredAt: fired, Cause: store.CauseAPI, State: state}
 			}
 			oldDone, oldRunning, recentDone := mk(store.ExecSucceeded, old), mk(store.ExecRunning, old), mk(store.ExecFailed, recent)
+			// The old day has a partition (PostgreSQL), which goes whole: the running
+			// execution is in the live table, not in it.
+			if _, err := st.HistoryPartitionsEnsure(ctx, old, 0); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := st.ExecutionsInsert(ctx, []*store.Execution{oldDone, oldRunning, recentDone}); err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +163,7 @@ func TestDeleteOld(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			n, err := DeleteOld(ctx, st, now.Add(-30*24*time.Hour), testLogger(t))
+			n, err := DeleteOld(ctx, st, now.Add(-30*24*time.Hour), nil, testLogger(t))
 			if err != nil || n != 1 {
 				t.Fatalf("DeleteOld = %d, %v; want the one old finished execution", n, err)
 			}
@@ -167,6 +172,16 @@ func TestDeleteOld(t *testing.T) {
 			}
 			if lines, err := st.ExecutionLogList(ctx, oldDone.ID, 0, 10); err != nil || len(lines) != 0 {
 				t.Errorf("its output is still there: %v, %v", lines, err)
+			}
+			oldDay := time.UnixMilli(old).UTC().Format("2006-01-02")
+			ps, err := st.HistoryPartitions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range ps {
+				if p.Day == oldDay {
+					t.Errorf("the partition of %s, all of it older than the retention, is still there", oldDay)
+				}
 			}
 			for _, keep := range []*store.Execution{oldRunning, recentDone} {
 				if _, err := st.ExecutionGet(ctx, keep.ID); err != nil {
@@ -191,7 +206,7 @@ func TestDeleteOldAudit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n, err := DeleteOldAudit(ctx, st, now.Add(-365*24*time.Hour), testLogger(t))
+			n, err := DeleteOldAudit(ctx, st, now.Add(-365*24*time.Hour), nil, testLogger(t))
 			if err != nil || n != 2 {
 				t.Fatalf("DeleteOldAudit = %d, %v; want the two entries older than a year", n, err)
 			}

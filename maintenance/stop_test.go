@@ -25,6 +25,9 @@ func TestDutiesStopBoundedDatabaseCut(t *testing.T) {
 			return AuditRetention(st, time.Hour, time.Hour, nil, nil)
 		},
 		"reports": func(st store.Store) *Periodic { return Reports(st, time.Hour, nil, nil) },
+		"history partitions": func(st store.Store) *Periodic {
+			return HistoryPartitions(st, time.Hour, nil, nil)
+		},
 	}
 	for _, dialect := range []string{"postgres", "mysql"} {
 		for name, duty := range duties {

@@ -22,7 +22,7 @@ func toExecutionOut(x *store.Execution) api.Execution {
 		HandleCode: x.HandleCode, HandleMsg: x.HandleMsg, TriggerMsg: x.TriggerMsg, StartedAt: api.Time(x.StartedAt),
 		FinishedAt: api.Time(x.FinishedAt), ExecutorAddress: x.ExecutorAddress, ShardIndex: x.ShardIndex, ShardTotal: x.ShardTotal,
 		AlarmState: string(x.AlarmState), ScriptVersion: x.ScriptVersion, Params: secret.Shown(x.Params),
-		OutputLost: x.OutputLost, IntervalStart: api.Time(x.IntervalStart), IntervalEnd: api.Time(x.IntervalEnd), BackfillID: x.BackfillID}
+		OutputLost: x.OutputLost, IntervalStart: api.Time(x.IntervalStart), IntervalEnd: api.Time(x.IntervalEnd), BackfillID: x.BackfillID, FireZone: x.FireZone}
 }
 
 // hideSecretParams masks the params of the executions of jobs whose params are secret. Such

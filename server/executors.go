@@ -258,12 +258,14 @@ func (s *Server) appendLogs(ctx context.Context, batch []logAppend) ([]error, er
 }
 
 func (s *Server) appendLogsTogether(ctx context.Context, batch []logAppend) error {
+	all := make([]store.ExecutionLines, len(batch))
+	for i, a := range batch {
+		all[i] = store.ExecutionLines{ExecutionID: a.id, Lines: a.lines}
+	}
+	// One statement per chunk of rows; the transaction keeps the chunks of a large batch
+	// together, so that a refused batch leaves nothing half stored before each is tried alone.
 	return store.InTx(ctx, s.store, func(q store.Querier) error {
-		for _, a := range batch {
-			if _, err := q.ExecutionLogAppend(ctx, a.id, a.lines); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := q.ExecutionLogsAppend(ctx, all)
+		return err
 	})
 }

@@ -32,6 +32,7 @@ type Ops struct {
 	GetTrigger      *Endpoint[TriggerRef, store.Trigger]
 	DeleteTrigger   *Endpoint[TriggerRef, store.Trigger]
 	PauseTrigger    *Endpoint[TriggerRef, store.Trigger]
+	UpdateTrigger   *Endpoint[TriggerPolicyUpdate, store.Trigger]
 	ResumeTrigger   *Endpoint[TriggerRef, store.Trigger]
 	TriggerNext     *Endpoint[TriggerNextQuery, api.TriggerNext]
 	NextFires       *Endpoint[NextFiresQuery, TriggerPage]
@@ -51,6 +52,8 @@ type Ops struct {
 	ExecutionAttempts *Endpoint[ExecutionRef, []*store.Execution]
 	KillExecution     *Endpoint[ExecutionRef, store.Execution]
 	RetryExecution    *Endpoint[ExecutionRef, store.Execution]
+	// A map/reduce run's sub-tasks, read by whoever may read the run.
+	ListSubtasks *Endpoint[SubtaskQuery, SubtaskPage]
 
 	ListApps  *Endpoint[AllOf, []api.App]
 	GetApp    *Endpoint[AppRef, api.App]
@@ -83,6 +86,7 @@ type Ops struct {
 	RetryWorkflowRun  *Endpoint[WorkflowRunRef, WorkflowRunOut]
 	RetryWorkflowNode *Endpoint[WorkflowNodeRef, WorkflowRunOut]
 	MarkWorkflowNode  *Endpoint[WorkflowNodeMark, WorkflowRunOut]
+	BackfillWorkflow  *Endpoint[WorkflowBackfillAdd, api.Backfill]
 
 	ListUsers     *Endpoint[UserQuery, api.Page[api.User]]
 	CreateUser    *Endpoint[api.UserRequest, api.User]
@@ -131,6 +135,9 @@ func (s *Server) newOps() *Ops {
 		GetTrigger:    endpoint(s, ActRead, byTrigger, s.getTrigger),
 		DeleteTrigger: endpoint(s, ActOperate, byTrigger, s.deleteTrigger),
 		PauseTrigger:  endpoint(s, ActOperate, byTrigger, s.pauseTrigger),
+		UpdateTrigger: endpoint(s, ActOperate, func(ctx context.Context, in *TriggerPolicyUpdate) (target, error) {
+			return s.triggerTarget(ctx, in.ID)
+		}, s.updateTrigger),
 		ResumeTrigger: endpoint(s, ActOperate, byTrigger, s.resumeTrigger),
 		TriggerNext: endpoint(s, ActRead, func(ctx context.Context, in *TriggerNextQuery) (target, error) {
 			return s.triggerTarget(ctx, in.ID)
@@ -161,6 +168,9 @@ func (s *Server) newOps() *Ops {
 		ExecutionAttempts: endpoint(s, ActRead, byExecution, s.attempts),
 		KillExecution:     endpoint(s, ActOperate, byExecution, hidingSecretParams(s, s.killExecution)),
 		RetryExecution:    endpoint(s, ActOperate, byExecution, hidingSecretParams(s, s.retryExecution)),
+		ListSubtasks: endpoint(s, ActRead, func(ctx context.Context, in *SubtaskQuery) (target, error) {
+			return s.executionTarget(ctx, in.ID)
+		}, s.listSubtasks),
 
 		ListApps: endpoint(s, ActRead, nil, s.listApps),
 		GetApp:   endpoint(s, ActRead, nil, s.getApp),
@@ -228,6 +238,7 @@ func (s *Server) newOps() *Ops {
 		MarkWorkflowNode: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowNodeMark) (target, error) {
 			return s.byWorkflowRun(ctx, in.ID)
 		}, s.markWorkflowNode),
+		BackfillWorkflow: endpoint(s, ActOperate, s.workflowBackfillTarget, s.backfillWorkflow),
 
 		ListUsers:     endpoint(s, ActAdmin, nil, s.listUsers),
 		CreateUser:    endpoint(s, ActAdmin, nil, s.createUser),

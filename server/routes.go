@@ -76,6 +76,7 @@ func (s *Server) routeTable() []route {
 		opRoute("POST", v1+"/backfills/{id}/cancel", o.CancelBackfill, readBackfillRef, jsonStatus[api.Backfill](http.StatusOK)),
 		opRoute("DELETE", v1+"/triggers/{id}", o.DeleteTrigger, readTriggerRef, noContent),
 		opRoute("POST", v1+"/triggers/{id}/pause", o.PauseTrigger, readTriggerRef, writeOK(toTriggerOut)),
+		opRoute("PATCH", v1+"/triggers/{id}", o.UpdateTrigger, readTriggerPolicy, writeOK(toTriggerOut)),
 		opRoute("POST", v1+"/triggers/{id}/resume", o.ResumeTrigger, readTriggerRef, writeOK(toTriggerOut)),
 
 		opRoute("GET", v1+"/calendars", o.ListCalendars, readCalendarQuery, writeCalendarPage),
@@ -86,6 +87,7 @@ func (s *Server) routeTable() []route {
 		opRoute("GET", v1+"/workflows", o.ListWorkflows, readWorkflowQuery, writeWorkflowPage),
 		opRoute("POST", v1+"/workflows", o.CreateWorkflow, readWorkflowCreate, writeWorkflowCreated),
 		opRoute("GET", v1+"/workflows/{name}", o.GetWorkflow, readWorkflowRef, writeOK(toWorkflowOut)),
+		opRoute("POST", v1+"/workflows/{name}/backfills", o.BackfillWorkflow, readWorkflowBackfillAdd, writeBackfillAdded),
 		opRoute("POST", v1+"/workflows/{name}/run", o.RunWorkflow, readWorkflowRunStart, writeWorkflowRunStarted),
 		opRoute("GET", v1+"/workflows/{name}/runs", o.ListWorkflowRuns, readWorkflowRunQuery, writeWorkflowRunPage),
 		opRoute("GET", v1+"/workflow-runs/{id}", o.GetWorkflowRun, readWorkflowRunRef, writeOK(toWorkflowRunWithNodes)),
@@ -103,6 +105,7 @@ func (s *Server) routeTable() []route {
 		{"GET", v1 + "/executions/{id}/output", read(byExecution), s.executionOutput},
 		opRoute("POST", v1+"/executions/{id}/kill", o.KillExecution, readExecutionRef, writeKilled),
 		opRoute("POST", v1+"/executions/{id}/retry", o.RetryExecution, readExecutionRef, writeRunStarted),
+		opRoute("GET", v1+"/executions/{id}/subtasks", o.ListSubtasks, readSubtaskQuery, writeSubtaskPage),
 
 		opRoute("GET", v1+"/nodes", o.ListNodes, nil, writePageOf(func(n api.Node) string { return n.ID })),
 

@@ -38,14 +38,14 @@ func triggerOf(in *api.TriggerRequest) (sundial.Trigger, error) {
 		return sundial.Trigger{}, err
 	}
 	zone := in.TimeZone
-	if zone == "" {
+	if zone == "" && len(in.Zones) == 0 {
 		zone = "UTC"
 	}
 	return sundial.Trigger{Group: in.Group, Name: in.Name, Schedule: sched, TimeZone: zone, Start: start, End: end,
 		Calendar: in.Calendar, Priority: in.Priority, Misfire: misfire, Description: in.Description,
 		Params: in.Params, Data: in.Data, DST: dst,
 		Jitter: time.Duration(in.JitterMs) * time.Millisecond, CatchUpWindow: window, CatchUp: catchUp,
-		RemainingRuns: in.RemainingRuns}, nil
+		RemainingRuns: in.RemainingRuns, Zones: in.Zones}, nil
 }
 
 // nestField puts a field error under prefix ("triggers[0]"); other errors pass.
@@ -93,7 +93,7 @@ func toTriggerOut(t *store.Trigger) api.Trigger {
 		NextFireAt: api.Time(t.NextFireAt), PrevFireAt: api.Time(t.PrevFireAt), TimesFired: t.TimesFired,
 		CreatedAt: api.Time(t.CreatedAt), UpdatedAt: api.Time(t.UpdatedAt),
 		JitterMs: t.JitterMs, DST: dstShown(t.DSTPolicy), CatchUp: t.CatchUp,
-		CatchUpWindow: catchUpWindowOf(t), RemainingRuns: remainingRuns(t)}
+		CatchUpWindow: catchUpWindowOf(t), RemainingRuns: remainingRuns(t), Zones: t.Zones}
 }
 
 // dstShown is a stored DST policy as the API shows it: its name, quartz for the default.

@@ -260,6 +260,7 @@ func New(cfg Config) (*Server, error) {
 		maintenance.ExecutorSweep(e, cfg.Store, cfg.ExecutorHeartbeat, s.alarms.Wake, clk, cfg.Logger),
 		maintenance.Reports(cfg.Store, s.ReportInterval(), clk, cfg.Logger),
 		maintenance.Retention(cfg.Store, cfg.Retention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
+		maintenance.HistoryPartitions(cfg.Store, maintenance.HistoryInterval, clk, cfg.Logger),
 		maintenance.AuditRetention(cfg.Store, cfg.AuditRetention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
 		s.alarms)
 	s.registerBuiltins()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -46,6 +47,12 @@ type TriggerNextQuery struct {
 	After time.Time `json:"-"`
 }
 
+// TriggerPolicyUpdate changes the policies of trigger ID.
+type TriggerPolicyUpdate struct {
+	ID int64 `json:"-"`
+	api.TriggerPolicy
+}
+
 // NextFiresQuery lists the waiting triggers of the caller's apps by their next fire, the
 // soonest first.
 type NextFiresQuery struct {
@@ -74,8 +81,9 @@ func (s *Server) nextFires(ctx context.Context, in *NextFiresQuery) (*TriggerPag
 	if err != nil {
 		return nil, err
 	}
+	// Each zone of a trigger of several zones has its own next fire: its zone rows are listed.
 	ts, err := s.store.TriggerList(ctx, store.TriggerFilter{State: store.TriggerWaiting, ByNextFire: true, Limit: limit,
-		Scope: principalFrom(ctx).ReadScope()})
+		Scope: principalFrom(ctx).ReadScope(), WithZoneRows: true})
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +156,56 @@ func (s *Server) deleteTrigger(ctx context.Context, in *TriggerRef) (*store.Trig
 	if err != nil {
 		return nil, err
 	}
+	if err := notZoneRow(t); err != nil {
+		return nil, err
+	}
 	actx := s.auditedCtx(ctx, "trigger.delete", "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id))
 	if err := store.InTx(actx, s.store, func(q store.Querier) error { return q.TriggerDelete(actx, id) }); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// updateTrigger changes a stored trigger's policies, read as a new trigger's are
+// (api.TriggerRequest's parsers) and checked by the scheduler.
+func (s *Server) updateTrigger(ctx context.Context, in *TriggerPolicyUpdate) (*store.Trigger, error) {
+	var p sundial.TriggerPolicy
+	in2 := api.TriggerRequest{}
+	if v := in.Misfire; v != nil {
+		in2.Misfire = *v
+		m, err := in2.MisfirePolicy()
+		if err != nil {
+			return nil, err
+		}
+		p.Misfire = &m
+	}
+	if v := in.DST; v != nil {
+		in2.DST = *v
+		d, err := in2.DSTPolicy()
+		if err != nil {
+			return nil, err
+		}
+		p.DST = &d
+	}
+	if v := in.CatchUpWindow; v != nil {
+		in2.CatchUpWindow = *v
+		w, _, err := in2.CatchUpPolicy()
+		if err != nil {
+			return nil, err
+		}
+		p.CatchUpWindow = &w
+	}
+	if v := in.JitterMs; v != nil {
+		// Checked before it becomes a Duration, which a count of milliseconds could overflow.
+		if err := schedule.ValidateJitter(*v); err != nil {
+			return nil, err
+		}
+		j := time.Duration(*v) * time.Millisecond
+		p.Jitter = &j
+	}
+	p.CatchUp, p.Priority = in.CatchUp, in.Priority
+	actx := s.auditedCtx(ctx, "trigger.update", "trigger", strconv.FormatInt(in.ID, 10), triggerSnapshot(in.ID))
+	return s.sched.UpdateTriggerPolicy(actx, in.ID, p)
 }
 
 func (s *Server) pauseTrigger(ctx context.Context, in *TriggerRef) (*store.Trigger, error) {
@@ -164,13 +217,26 @@ func (s *Server) resumeTrigger(ctx context.Context, in *TriggerRef) (*store.Trig
 }
 
 func (s *Server) triggerAction(ctx context.Context, id int64, action string, act func(ctx context.Context, id int64) error) (*store.Trigger, error) {
-	if _, err := s.store.TriggerGet(ctx, id); err != nil {
+	t, err := s.store.TriggerGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := notZoneRow(t); err != nil {
 		return nil, err
 	}
 	if err := act(s.auditedCtx(ctx, action, "trigger", strconv.FormatInt(id, 10), triggerSnapshot(id)), id); err != nil {
 		return nil, err
 	}
 	return s.store.TriggerGet(ctx, id)
+}
+
+// notZoneRow refuses to act on a zone row of a trigger of several zones (store.Trigger.ZoneOf)
+// alone: the trigger is paused, resumed and deleted as a whole, by its own id.
+func notZoneRow(t *store.Trigger) error {
+	if t.ZoneOf != 0 {
+		return invalidField("id", "trigger %d is the zone %s of trigger %d: act on that one", t.ID, t.TimeZone, t.ZoneOf)
+	}
+	return nil
 }
 
 // triggerNext previews a stored trigger's next fire times as the scheduler will fire them:
@@ -188,14 +254,29 @@ func (s *Server) triggerNext(ctx context.Context, in *TriggerNextQuery) (*api.Tr
 	if err != nil {
 		return nil, err
 	}
-	var p engine.Preview
-	if in.After.IsZero() {
-		p, err = s.sched.Engine().PreviewTrigger(ctx, t, s.clock.Now(), n)
-	} else {
-		p, err = s.sched.Engine().PreviewTriggerAfter(ctx, t, in.After, n)
+	rows := []*store.Trigger{t}
+	if len(t.Zones) > 1 {
+		zr, err := s.store.TriggerList(ctx, store.TriggerFilter{ZoneOf: t.ID, Limit: len(t.Zones)})
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, zr...)
 	}
-	if err != nil {
-		return nil, err
+	ps, zones := make([]engine.Preview, len(rows)), make([]string, len(rows))
+	for i, row := range rows {
+		if in.After.IsZero() {
+			ps[i], err = s.sched.Engine().PreviewTrigger(ctx, row, s.clock.Now(), n)
+		} else {
+			ps[i], err = s.sched.Engine().PreviewTriggerAfter(ctx, row, in.After, n)
+		}
+		if err != nil {
+			return nil, err
+		}
+		zones[i] = row.TimeZone
+	}
+	p := ps[0]
+	if len(rows) > 1 {
+		p = engine.MergeZones(ps, zones, n)
 	}
 	out := api.TriggerNext{TriggerID: t.ID, TimeZone: t.TimeZone, State: string(t.State), Misfired: p.Misfired,
 		Fires: make([]string, len(p.Fires))}
@@ -208,7 +289,7 @@ func (s *Server) triggerNext(ctx context.Context, in *TriggerNextQuery) (*api.Tr
 	for _, d := range p.Due {
 		out.Due = append(out.Due, api.FormatZoned(d))
 	}
-	out.DST = p.DST
+	out.DST, out.Zones = p.DST, p.Zones
 	return &out, nil
 }
 
@@ -224,6 +305,13 @@ func readTriggerAdd(r *http.Request, in *TriggerAdd) (err error) {
 		return err
 	}
 	return decodeOp(r, &in.TriggerRequest)
+}
+
+func readTriggerPolicy(r *http.Request, in *TriggerPolicyUpdate) (err error) {
+	if in.ID, err = pathID(r, "id"); err != nil {
+		return err
+	}
+	return decodeOp(r, &in.TriggerPolicy)
 }
 
 func readJobTriggers(r *http.Request, in *JobTriggers) (err error) {

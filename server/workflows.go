@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
 )
+
+// WorkflowHandler is the handler of a workflow's trigger jobs (engine.WorkflowHandler): a job
+// with it whose params are a workflow's name starts a run of that workflow at each fire.
+const WorkflowHandler = engine.WorkflowHandler
 
 // WorkflowRef names a workflow.
 type WorkflowRef struct {
@@ -64,6 +69,8 @@ type WorkflowNodeMark struct {
 type WorkflowRunOut struct {
 	Run   *store.WorkflowRun
 	Nodes []*store.WorkflowNode
+	// Workflow is the run's workflow when read alone (GetWorkflowRun), nil once deleted.
+	Workflow *store.Workflow
 }
 
 // WorkflowPage and WorkflowRunPage are pages; More says another follows the last.
@@ -218,7 +225,14 @@ func (s *Server) getWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*Workf
 	if err != nil {
 		return nil, err
 	}
-	return s.runOut(ctx, run)
+	out, err := s.runOut(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if out.Workflow, err = s.store.WorkflowGet(ctx, run.WorkflowID); errors.Is(err, store.ErrNotFound) {
+		err = nil // its runs outlive it
+	}
+	return out, err
 }
 
 func (s *Server) cancelWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*WorkflowRunOut, error) {
@@ -347,6 +361,98 @@ func readWorkflowNodeMark(r *http.Request, in *WorkflowNodeMark) error {
 	return decodeOp(r, &in.WorkflowNodeMark)
 }
 
+// WorkflowBackfillAdd asks for a backfill of a workflow (POST /workflows/{name}/backfills).
+type WorkflowBackfillAdd struct {
+	Name string
+	api.BackfillRequest
+}
+
+// A workflow is scheduled by its trigger jobs (handler sundial.workflow, params its name), so
+// its backfill is a backfill of one of their triggers: each fire starts a workflow run marked
+// backfill with the fire's data interval (engine.startRun).
+
+// workflowBackfillTarget is the apps of the workflow's jobs and of its trigger jobs: a person
+// backfills a workflow when they may run each.
+func (s *Server) workflowBackfillTarget(ctx context.Context, in *WorkflowBackfillAdd) (target, error) {
+	t, err := s.byWorkflow(ctx, in.Name)
+	if err != nil {
+		return t, err
+	}
+	starters, err := s.workflowStarters(ctx, in.Name)
+	if err != nil {
+		return t, err
+	}
+	for _, j := range starters {
+		t.apps = append(t.apps, j.App)
+	}
+	return t, nil
+}
+
+// workflowStarters are the workflow's trigger jobs.
+func (s *Server) workflowStarters(ctx context.Context, name string) ([]*store.Job, error) {
+	var out []*store.Job
+	var after int64
+	for {
+		js, err := s.store.JobList(ctx, store.JobFilter{Handler: engine.WorkflowHandler, AfterID: after, Limit: maxPageSize})
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range js {
+			if strings.TrimSpace(j.Params) == name {
+				out = append(out, j)
+			}
+			after = j.ID
+		}
+		if len(js) < maxPageSize {
+			return out, nil
+		}
+	}
+}
+
+// backfillWorkflow backfills the trigger of the workflow's trigger jobs that in.Trigger names,
+// or their only one.
+func (s *Server) backfillWorkflow(ctx context.Context, in *WorkflowBackfillAdd) (*api.Backfill, error) {
+	if _, err := s.store.WorkflowGetByName(ctx, in.Name); err != nil {
+		return nil, err
+	}
+	starters, err := s.workflowStarters(ctx, in.Name)
+	if err != nil {
+		return nil, err
+	}
+	var jobID int64
+	var triggers int
+	for _, j := range starters {
+		ts, err := s.store.TriggerList(ctx, store.TriggerFilter{JobID: j.ID, Limit: maxPageSize})
+		if err != nil {
+			return nil, err
+		}
+		for _, tr := range ts {
+			triggers++
+			if in.Trigger == 0 || tr.ID == in.Trigger {
+				jobID = j.ID
+			}
+		}
+	}
+	switch {
+	case in.Trigger != 0 && jobID == 0:
+		return nil, invalidField("trigger", "trigger %d is not one of workflow %s's (its trigger jobs' triggers)", in.Trigger, in.Name)
+	case in.Trigger == 0 && triggers != 1:
+		return nil, invalidField("trigger", "workflow %s has %d triggers (on its trigger jobs, handler %s): name the one whose schedule the backfill follows",
+			in.Name, triggers, engine.WorkflowHandler)
+	}
+	b, err := s.createBackfill(ctx, &BackfillAdd{JobID: jobID, BackfillRequest: in.BackfillRequest})
+	if err != nil {
+		return nil, err
+	}
+	b.Workflow = in.Name
+	return b, nil
+}
+
+func readWorkflowBackfillAdd(r *http.Request, in *WorkflowBackfillAdd) error {
+	in.Name = r.PathValue("name")
+	return decodeOp(r, &in.BackfillRequest)
+}
+
 func rawJSON(s string) json.RawMessage {
 	if s == "" {
 		return nil
@@ -362,7 +468,7 @@ func toWorkflowOut(w *store.Workflow) api.Workflow {
 func toWorkflowRunOut(r *store.WorkflowRun) api.WorkflowRun {
 	return api.WorkflowRun{ID: r.ID, WorkflowID: r.WorkflowID, State: r.State, Params: rawJSON(r.Params), Cause: string(r.Cause),
 		Message: r.Message, CreatedAt: api.Time(r.CreatedAt), FinishedAt: api.Time(r.FinishedAt), Version: r.Version,
-		DeadlineAt: api.Time(r.DeadlineAt)}
+		DeadlineAt: api.Time(r.DeadlineAt), IntervalStart: api.Time(r.IntervalStart), IntervalEnd: api.Time(r.IntervalEnd), BackfillID: r.BackfillID}
 }
 
 func toWorkflowRunWithNodes(o *WorkflowRunOut) api.WorkflowRun {

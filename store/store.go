@@ -20,6 +20,8 @@ var (
 	ErrInUse = errors.New("in use")
 	// ErrConflict means an update carried a stale Version.
 	ErrConflict = errors.New("version conflict")
+	// ErrLimit means the call would pass a limit (the sub-tasks of one map).
+	ErrLimit = errors.New("over the limit")
 )
 
 // ExistsError is ErrAlreadyExists for a named row. Its message is the whole of what a user
@@ -51,6 +53,8 @@ func (e *ExistsError) Is(target error) bool { return target == ErrAlreadyExists 
 type Querier interface {
 	// DBNow returns the database's clock in Unix milliseconds.
 	DBNow(ctx context.Context) (int64, error)
+
+	Subtasks
 
 	// JobInsert stores j and sets its ID, CreatedAt and UpdatedAt.
 	JobInsert(ctx context.Context, j *Job) error
@@ -195,6 +199,20 @@ type Querier interface {
 	// firedBefore, oldest first, with their log lines, and returns how many it deleted: the
 	// retention sweep calls it until it returns less than limit.
 	ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error)
+	// HistoryPartitionsEnsure makes sure the history has a partition for each UTC day from
+	// the day of now to ahead days after it, and returns the days it created (YYYY-MM-DD).
+	// Rows of those days that the default partition took are moved into them. Where the
+	// history is not partitioned (SQLite, MariaDB/MySQL) it does nothing.
+	HistoryPartitionsEnsure(ctx context.Context, now int64, ahead int) ([]string, error)
+	// HistoryPartitions lists the history's day partitions, oldest first (none where the
+	// history is not partitioned).
+	HistoryPartitions(ctx context.Context) ([]HistoryPartition, error)
+	// HistoryDropPartitions drops, with their log lines, the day partitions that end at or
+	// before firedBefore and hold no execution fired at or after it (so dropping one deletes
+	// exactly what ExecutionsDeleteFiredBefore would), and returns the days dropped and the
+	// rows they held. What is left before the horizon (the boundary day, the default
+	// partition, a day holding a late fire) is ExecutionsDeleteFiredBefore's.
+	HistoryDropPartitions(ctx context.Context, firedBefore int64) ([]string, int64, error)
 	// ExecutionsLoseRunning moves the running executions of o, a life that died, to lost,
 	// stamping FinishedAt with the database clock, and returns them as they are after the
 	// move. Runs an executor accepted (DispatchAccepted) are not the node's to lose: they go
@@ -315,6 +333,9 @@ type Querier interface {
 	// ignored, as are lines past the store's per-execution cap. It returns how many lines it
 	// stored.
 	ExecutionLogAppend(ctx context.Context, execID int64, lines []LogLine) (int64, error)
+	// ExecutionLogsAppend is ExecutionLogAppend for several executions at once, in one
+	// statement per chunk of rows: the output of a batch of results.
+	ExecutionLogsAppend(ctx context.Context, batch []ExecutionLines) (int64, error)
 	// ExecutionLogList returns up to limit lines with Line > afterLine, in order.
 	ExecutionLogList(ctx context.Context, execID int64, afterLine int64, limit int) ([]LogLine, error)
 
@@ -408,6 +429,9 @@ type Querier interface {
 	BackfillUpdate(ctx context.Context, b *Backfill) error
 	// ExecutionsLiveOfBackfill counts the backfill's live executions.
 	ExecutionsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error)
+	// WorkflowRunsLiveOfBackfill counts the backfill's workflow runs still running (a backfill
+	// of a workflow's trigger job: its fires end at once, its runs go on).
+	WorkflowRunsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error)
 	// ExecutionsCancelPendingOfBackfill ends the backfill's pending executions as canceled
 	// (FinishedAt now) and returns how many.
 	ExecutionsCancelPendingOfBackfill(ctx context.Context, backfillID, now int64) (int, error)
@@ -583,6 +607,11 @@ type TriggerFilter struct {
 	ByNextFire bool
 	// Scope, when not nil, keeps the triggers of the jobs a reader of these apps may see.
 	Scope []string
+	// WithZoneRows lists the zone rows of triggers of several zones too (Trigger.ZoneOf);
+	// without it a list holds the triggers the API shows. ZoneOf, when not 0, keeps the zone
+	// rows of that trigger alone.
+	WithZoneRows bool
+	ZoneOf       int64
 }
 
 // ExecutionFilter selects executions for ExecutionList.

@@ -104,6 +104,11 @@ type Job struct {
 	ConsecutiveFailures int
 }
 
+// PausedByFailures is the PausedBy of a job that paused itself by pause on failure
+// (Job.PauseAfterFailures). Its PausedAt is the FinishedAt of the failure that paused it, so
+// the alarm of that failure is told as the pause (package alarm, event job.paused).
+const PausedByFailures = "sundial (pause on failure)"
+
 // TriggerKind names a trigger's schedule kind; it matches schedule.Kind.
 type TriggerKind string
 
@@ -169,6 +174,14 @@ type Trigger struct {
 	// for the misfire policy alone.
 	CatchUpWindow int64
 	CatchUp       string
+	// Zones, on a trigger of several zones, lists them all, TimeZone first; empty for a
+	// trigger of one zone. Each further zone is stored as a row of its own (a zone row) whose
+	// ZoneOf is this trigger's ID: it has its own next fire and its own fire key (its ID and
+	// the scheduled time), so two zones firing at the same instant are two fires. Lists and
+	// the API show the trigger alone (TriggerFilter.WithZoneRows); pausing, resuming and
+	// deleting it by id take its zone rows along.
+	Zones  []string
+	ZoneOf int64
 
 	State        TriggerState
 	ErrorMessage string
@@ -356,6 +369,10 @@ type Execution struct {
 	// run outside workflows: the one field the completion path tests before it advances a
 	// workflow run, so ordinary fires cost no query. Retries and recovery re-runs keep it.
 	WorkflowNode int64
+	// FireZone is the IANA zone of the trigger row that fired the run (a trigger of several
+	// zones fires once per zone); "" for runs no schedule made. Retries and recovery re-runs
+	// keep it.
+	FireZone string
 }
 
 // BackfillState is where a backfill is in its life.
@@ -401,6 +418,12 @@ type ScriptVersion struct {
 	Script    string
 	Note      string
 	CreatedAt int64
+}
+
+// ExecutionLines is one execution's output lines (ExecutionLogsAppend).
+type ExecutionLines struct {
+	ExecutionID int64
+	Lines       []LogLine
 }
 
 // LogLine is one line of an execution's output.
@@ -646,6 +669,12 @@ type WorkflowRun struct {
 	// ParentNode is the workflow node (WorkflowNode.ID) whose sub-workflow this run is, 0 for
 	// a run of its own.
 	ParentNode int64
+	// IntervalStart and IntervalEnd (Unix ms) are the data interval of the fire that started
+	// the run (its trigger job's, or a backfill's), 0 for a run started by hand; BackfillID
+	// the backfill that made it. Each node's execution is given them.
+	IntervalStart int64
+	IntervalEnd   int64
+	BackfillID    int64
 }
 
 // WorkflowNode is the state of one node in one run: (RunID, Node) is unique, so a node is
@@ -669,3 +698,13 @@ type WorkflowNode struct {
 
 // MaxResultBytes is the largest JSON result a run may return; a larger one fails the run.
 const MaxResultBytes = 64 << 10
+
+// HistoryPartition is one day partition of the history (PostgreSQL).
+type HistoryPartition struct {
+	// Day is the UTC date of the scheduled times it holds, YYYY-MM-DD.
+	Day string
+	// Name is the partition's table.
+	Name string
+	// From and To bound its scheduled times, in Unix milliseconds: From <= scheduled_at < To.
+	From, To int64
+}

@@ -161,6 +161,11 @@ type executionView struct {
 	Lines []store.LogLine
 	// LastLine is where the live tail continues.
 	LastLine int64
+	// Subtasks is a page of the run's map/reduce sub-tasks (after ?subtasks_after=) with the
+	// counts of all of them by state; no counts for a run that mapped nothing.
+	Subtasks     *server.SubtaskPage
+	SubtaskNext  int64
+	SubtaskState []string
 }
 
 // executionDetail shows one execution: its messages, where it ran, the attempts of its fire
@@ -196,6 +201,17 @@ func (c *Console) executionDetail(w http.ResponseWriter, r *http.Request) error 
 	if n := len(xv.Lines); n > 0 {
 		xv.LastLine = xv.Lines[n-1].Line
 	}
+	after, err := queryInt(r.URL.Query(), "subtasks_after")
+	if err != nil {
+		return err
+	}
+	if xv.Subtasks, err = c.ops().ListSubtasks.Execute(ctx, &server.SubtaskQuery{ID: id, After: after, Limit: 50}); err != nil {
+		return err
+	}
+	if st := xv.Subtasks.Subtasks; xv.Subtasks.More && len(st) > 0 {
+		xv.SubtaskNext = st[len(st)-1].ID
+	}
+	xv.SubtaskState = store.SubtaskStates
 	return c.render(w, r, http.StatusOK, "execution", &view{Title: fmt.Sprintf("Execution %d", id), Nav: "executions",
 		Data: xv, Flash: flashText(r.URL.Query().Get("done"))})
 }

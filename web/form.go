@@ -24,6 +24,7 @@ const (
 	lines    // a list of strings, one per line
 	jsonText // a JSON object
 	idList   // job ids separated by commas or spaces
+	words    // a list of strings separated by commas or spaces (zones)
 )
 
 type field struct {
@@ -55,6 +56,7 @@ var triggerKinds = map[string][]field{
 var triggerCommon = []field{
 	{"name", text}, {"time_zone", text}, {"start", text}, {"end", text}, {"calendar", text}, {"priority", integer},
 	{"misfire", text}, {"jitter_ms", integer}, {"dst", text}, {"catchup_window", text}, {"catchup", text}, {"remaining_runs", integer},
+	{"zones", words},
 }
 
 // Form is a form's values and errors by field path; Prefix is where the trigger's fields
@@ -157,6 +159,10 @@ func fieldPath(apiField string) string {
 			return list
 		}
 	}
+	// A trigger's zones[i] (under its prefix) shows at its Zones input.
+	if i := strings.Index(apiField, "zones["); i >= 0 && (i == 0 || apiField[i-1] == '.') {
+		return apiField[:i+len("zones")]
+	}
 	return apiField
 }
 
@@ -199,6 +205,12 @@ func put(obj map[string]any, form url.Values, name string, fd field) error {
 			}
 		}
 		v = ls
+	case words:
+		ws := strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+		if len(ws) == 0 {
+			return nil
+		}
+		v = ws
 	case idList:
 		var ids []int64
 		for _, f := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
@@ -273,6 +285,15 @@ func triggerJSON(form url.Values, prefix string) (map[string]any, error) {
 			return nil, err
 		}
 	}
+	// The editor's Zones input lists the zones besides the time zone: the API's zones list
+	// them all, the time zone first.
+	if also, ok := out["zones"].([]string); ok {
+		tz, _ := out["time_zone"].(string)
+		if tz == "" {
+			tz = "UTC"
+		}
+		out["zones"] = append([]string{tz}, also...)
+	}
 	return out, nil
 }
 
@@ -290,10 +311,13 @@ func flatten(prefix string, obj map[string]any, into url.Values) {
 			}
 			flatten(prefix+k+".", v, into)
 		case []any:
+			if k == "zones" && len(v) > 0 {
+				v = v[1:] // the first is the time zone; the input lists the others
+			}
 			ls := make([]string, len(v))
-			sep := ", " // numbers (job ids) share one input
+			sep := ", " // numbers (job ids) and zones share one input
 			for i, x := range v {
-				if _, num := x.(float64); !num {
+				if _, num := x.(float64); !num && k != "zones" {
 					sep = "\n"
 				}
 				ls[i] = fmt.Sprint(x)

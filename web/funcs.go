@@ -20,11 +20,19 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"ms":       fmtMillis,
-	"msShort":  fmtMillisShort,
-	"msIn":     fmtMillisIn,
-	"tm":       func(t api.Time) template.HTML { return fmtMillis(int64(t)) },
-	"dur":      fmtDuration,
+	"ms":      fmtMillis,
+	"msShort": fmtMillisShort,
+	"msIn":    fmtMillisIn,
+	"tm":      func(t api.Time) template.HTML { return fmtMillis(int64(t)) },
+	"dur":     fmtDuration,
+	// goDur writes milliseconds as a Go duration (2h0m0s) for an input the API reads back;
+	// "" for 0.
+	"goDur": func(ms int64) string {
+		if ms == 0 {
+			return ""
+		}
+		return (time.Duration(ms) * time.Millisecond).String()
+	},
 	"ago":      func(now, at int64) string { return fmtDuration(now - at) },
 	"since":    func(now, t api.Time) string { return fmtDuration(int64(now - t)) },
 	"join":     strings.Join,
@@ -36,6 +44,7 @@ var funcs = template.FuncMap{
 	"size":     textSize,
 	"stateCls": stateClass,
 	"add":      func(a, b int) int { return a + b },
+	"sub":      func(a, b int64) int64 { return a - b },
 	"asset":    asset,
 	"fid":      fieldID,
 	"dict":     dict,

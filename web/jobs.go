@@ -10,6 +10,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial"
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -215,6 +216,8 @@ func flashText(done string) string {
 		return "Job paused."
 	case "job-resumed":
 		return "Job resumed."
+	case "trigger-policy":
+		return "Trigger policies saved."
 	case "trigger-pause", "trigger-resume", "trigger-delete":
 		return "Trigger " + strings.TrimPrefix(kind, "trigger-") + "d."
 	case "calendar":
@@ -243,6 +246,10 @@ func flashText(done string) string {
 		return "Retry " + n + " queued."
 	case "restored":
 		return "Script restored as version " + n + "."
+	case "wf-created":
+		return "Workflow created."
+	case "wf-canceled":
+		return "Canceled workflow run " + n + ": nodes not started yet never start."
 	}
 	return ""
 }
@@ -340,6 +347,30 @@ func (c *Console) jobDelete(w http.ResponseWriter, r *http.Request) error {
 }
 
 // triggerAction pauses, resumes or deletes one trigger and returns to its job.
+// triggerPolicy saves the policies of a stored trigger from the job page's form, through the
+// op PATCH /triggers/{id} uses.
+func (c *Console) triggerPolicy(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	v := func(name string) *string { s := strings.TrimSpace(r.PostFormValue(name)); return &s }
+	p := api.TriggerPolicy{CatchUpWindow: v("catchup_window"), CatchUp: v("catchup"), DST: v("dst"), Misfire: v("misfire")}
+	jitter := int64(0)
+	if raw := *v("jitter_ms"); raw != "" {
+		if jitter, err = strconv.ParseInt(raw, 10, 64); err != nil {
+			return schedule.Fieldf("jitter_ms", "want a whole number, got %q", raw)
+		}
+	}
+	p.JitterMs = &jitter
+	t, err := c.ops().UpdateTrigger.Execute(r.Context(), &server.TriggerPolicyUpdate{ID: id, TriggerPolicy: p})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=trigger-policy", t.JobID), http.StatusSeeOther)
+	return nil
+}
+
 func (c *Console) triggerAction(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathInt(r, "id")
 	if err != nil {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/schedule"
@@ -38,6 +40,9 @@ type previewTime struct {
 	At string
 	// Note tells of a daylight-saving change at this fire.
 	Note string
+	// Zone, for a trigger of several zones, is the zone the fire is in.
+	Zone string
+	at   time.Time
 }
 
 // preview answers the editor's htmx request as the schedule is typed: the next fire times in
@@ -81,6 +86,8 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 	if err != nil {
 		return fail("time_zone", "%v", err)
 	}
+	// The Zones input lists the zones besides the time zone (triggerJSON).
+	zones := append([]string{zone}, strings.FieldsFunc(get("zones"), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })...)
 	kind := get("kind")
 	if kind == "" {
 		kind = "cron"
@@ -92,7 +99,7 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 	if perr != "" {
 		return fail(field, "%s", perr)
 	}
-	pv := previewView{Zone: zone}
+	pv := previewView{Zone: strings.Join(zones, ", ")}
 	if cr, ok := sched.(*schedule.Cron); ok {
 		pv.Warnings = cr.Warnings()
 	}
@@ -102,7 +109,7 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 	if err != nil {
 		return fail("dst", "%v", err)
 	}
-	if sched, err = schedule.WithDST(sched, dst); err != nil {
+	if _, err = schedule.WithDST(sched, dst); err != nil {
 		return fail("dst", "%v", err)
 	}
 	start := c.clock.Now()
@@ -111,35 +118,61 @@ func (c *Console) previewOf(r *http.Request, q url.Values, prefix string) previe
 			return fail("start", "want a time like 2026-01-02T15:04:05Z, got %q", s)
 		}
 	}
-	tr := &schedule.Trigger{Schedule: sched, Start: start}
+	var end time.Time
 	if s := get("end"); s != "" {
-		if tr.End, err = time.Parse(time.RFC3339, s); err != nil {
+		if end, err = time.Parse(time.RFC3339, s); err != nil {
 			return fail("end", "want a time like 2026-01-02T15:04:05Z, got %q", s)
 		}
 	}
-	if err := tr.Validate(); err != nil {
-		return fail(kindField(kind), "%v", err)
-	}
-	var cal schedule.Calendar
-	if name := get("calendar"); name != "" {
-		res, err := c.ops().ResolveCalendar.Execute(r.Context(), &server.CalendarIn{Name: name, Loc: loc})
-		if err != nil {
-			return fail("calendar", "%v", err)
+	// A trigger of several zones fires the schedule in each: the same times listed per zone,
+	// merged in time order (the same instant in two zones is two fires).
+	ends := true
+	for i, z := range zones {
+		zloc := loc
+		if i > 0 || z != zone {
+			if zloc, err = schedule.LoadZone(z); err != nil {
+				return fail("zones", "%v", err)
+			}
 		}
-		cal = res.Calendar
+		zs, err := schedule.DecodeSpec(sched.Kind(), schedule.EncodeSpec(sched), zloc)
+		if err == nil {
+			zs, err = schedule.WithDST(zs, dst)
+		}
+		if err != nil {
+			return fail(kindField(kind), "%v", err)
+		}
+		tr := &schedule.Trigger{Schedule: zs, Start: start, End: end}
+		if err := tr.Validate(); err != nil {
+			return fail(kindField(kind), "%v", err)
+		}
+		var cal schedule.Calendar
+		if name := get("calendar"); name != "" {
+			res, err := c.ops().ResolveCalendar.Execute(r.Context(), &server.CalendarIn{Name: name, Loc: zloc})
+			if err != nil {
+				return fail("calendar", "%v", err)
+			}
+			cal = res.Calendar
+		}
+		next, err := tr.ComputeFirst(cal)
+		if err != nil {
+			return fail(kindField(kind), "%v", err)
+		}
+		var prev time.Time
+		n := 0
+		for ; n < previewCount && !next.IsZero(); n++ {
+			pt := previewTime{At: next.In(zloc).Format("Mon 2006-01-02 15:04:05 MST"), Note: dstNote(zs, prev, next, zloc), at: next}
+			if len(zones) > 1 {
+				pt.Zone = z
+			}
+			pv.Times = append(pv.Times, pt)
+			tr.Triggered(cal)
+			prev, next = next, tr.Next
+		}
+		ends = ends && n < previewCount
 	}
-	next, err := tr.ComputeFirst(cal)
-	if err != nil {
-		return fail(kindField(kind), "%v", err)
-	}
-	var prev time.Time
-	for len(pv.Times) < previewCount && !next.IsZero() {
-		pv.Times = append(pv.Times, previewTime{At: next.In(loc).Format("Mon 2006-01-02 15:04:05 MST"),
-			Note: dstNote(sched, prev, next, loc)})
-		tr.Triggered(cal)
-		prev, next = next, tr.Next
-	}
-	pv.Ends = len(pv.Times) < previewCount
+	slices.SortStableFunc(pv.Times, func(a, b previewTime) int { return a.at.Compare(b.at) })
+	pv.Times = pv.Times[:min(len(pv.Times), previewCount)]
+	pv.Ends = ends && len(pv.Times) < previewCount
 	return pv
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/sundial-scheduler/sundial/store"
@@ -51,4 +52,33 @@ func TestTriggerJitterAndDSTInConsole(t *testing.T) {
 		"Sun 2026-03-01 02:30:00 EST", "Sun 2026-03-08 03:00:00 EDT", "Sun 2026-03-15 02:30:00 EDT")
 	q.Set("triggers[0].dst", "bogus")
 	c.do("GET", "/preview?"+q.Encode(), nil, nil).mustContain(t, `id="err-triggers-0-dst" role="alert" hx-swap-oob="true">DST policy`)
+}
+
+// TestTriggerZonesInConsole: the editor's "Also in zones" input (the zones besides the time
+// zone) makes a trigger of several zones; the
+// job page shows its zones, the copy form keeps them, the editor's preview lists each fire
+// with its zone (the same instant twice), and a bad zone is shown at the Zones input.
+func TestTriggerZonesInConsole(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	ctx := context.Background()
+	id := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"zoned"}, "triggers[0].cron": {"0 30 1 * * ?"},
+		"triggers[0].time_zone": {"Europe/London"}, "triggers[0].zones": {"Africa/Abidjan"}}))
+	ts, _ := h.st.TriggerList(ctx, store.TriggerFilter{JobID: id})
+	if len(ts) != 1 || strings.Join(ts[0].Zones, ",") != "Europe/London,Africa/Abidjan" {
+		t.Fatalf("stored triggers %+v", ts)
+	}
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, "in Europe/London, Africa/Abidjan")
+	c.get(fmt.Sprintf("/jobs/%d/copy", id)).mustContain(t, `value="Africa/Abidjan"`)
+	c.post(fmt.Sprintf("/jobs/%d/triggers", id), csrf, url.Values{"kind": {"cron"}, "cron": {"0 0 2 * * ?"},
+		"time_zone": {"UTC"}, "zones": {"Europe/Paris Mars/Olympus"}}).mustContain(t, `id="err-zones" role="alert">`, "Mars/Olympus")
+
+	q := url.Values{"prefix": {"triggers[0]."}, "triggers[0].kind": {"cron"}, "triggers[0].cron": {"0 30 1 * * ?"},
+		"triggers[0].time_zone": {"Europe/London"}, "triggers[0].zones": {"Africa/Abidjan"}, "triggers[0].start": {"2026-03-28T00:00:00Z"}}
+	c.do("GET", "/preview?"+q.Encode(), nil, nil).mustStatus(t, http.StatusOK).mustContain(t,
+		`Sat 2026-03-28 01:30:00 GMT <span class="zone">Europe/London</span>`,
+		`Sat 2026-03-28 01:30:00 GMT <span class="zone">Africa/Abidjan</span>`,
+		`Sun 2026-03-29 01:30:00 GMT <span class="zone">Africa/Abidjan</span>`,
+		`Mon 2026-03-30 01:30:00 BST <span class="zone">Europe/London</span>`)
 }

@@ -116,6 +116,7 @@ func (c *Console) routes() {
 	page("POST /jobs/{id}/triggers", c.triggerAdd)
 	page("GET /jobs/{id}/script/versions/{version}", c.scriptVersion)
 	page("POST /jobs/{id}/script/versions/{version}/restore", c.scriptRestore)
+	page("POST /triggers/{id}/policy", c.triggerPolicy)
 	page("POST /triggers/{id}/{action}", c.triggerAction)
 	page("POST /jobs/{id}/backfills", c.backfillCreate)
 	page("POST /backfills/{id}/cancel", c.backfillCancel)
@@ -125,6 +126,16 @@ func (c *Console) routes() {
 	page("GET /executions/{id}", c.executionDetail)
 	page("POST /executions/{id}/kill", c.executionKill)
 	page("POST /executions/{id}/retry", c.executionRetry)
+
+	page("GET /workflows", c.workflowsPage)
+	page("GET /workflows/new", c.workflowNew)
+	page("POST /workflows/new", c.workflowCreate)
+	page("POST /workflows/preview", c.workflowPreview)
+	page("GET /workflows/{name}", c.workflowDetail)
+	page("POST /workflows/{name}/run", c.workflowRun)
+	page("POST /workflows/{name}/backfills", c.workflowBackfill)
+	page("GET /workflow-runs/{id}", c.workflowRunPage)
+	page("POST /workflow-runs/{id}/cancel", c.workflowRunCancel)
 
 	page("GET /apps", c.appsPage)
 	// The apps' changes are refused to all but admins by their operations, not by the route.

@@ -75,6 +75,7 @@ func TestStaticAssetsEmbedded(t *testing.T) {
 	h := newHarness(t, "sqlite")
 	c := h.client()
 	for _, path := range []string{"/static/vendor/htmx.org-2.0.11/htmx.min.js", "/static/vendor/uplot-1.6.32/uPlot.iife.min.js",
+		"/static/vendor/dagre-3.1.3/dagre.min.js", "/static/vendor/dagre-3.1.3/LICENSE", "/static/console/workflow.js",
 		"/static/vendor/codemirror-5.65.20/codemirror.js", "/static/vendor/htmx.org-2.0.11/LICENSE",
 		"/static/console/app.js", "/static/console/app.css"} {
 		p := c.get(path).mustStatus(t, http.StatusOK)

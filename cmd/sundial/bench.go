@@ -80,16 +80,23 @@ func (b *benchFlags) run(cmd *cobra.Command, scenario func(ctx context.Context, 
 }
 
 // spawnNode starts `sundial bench node` as a separate process with the run's engine flags.
-func (b *benchFlags) spawnNode(cmd *cobra.Command) func(ctx context.Context, dsn string, until time.Time, out string) (*exec.Cmd, error) {
-	return func(ctx context.Context, dsn string, until time.Time, out string) (*exec.Cmd, error) {
+func (b *benchFlags) spawnNode(cmd *cobra.Command) func(ctx context.Context, spec bench.NodeSpec) (*exec.Cmd, error) {
+	return func(ctx context.Context, spec bench.NodeSpec) (*exec.Cmd, error) {
 		self, err := os.Executable()
 		if err != nil {
 			return nil, err
 		}
-		c := exec.CommandContext(ctx, self, "bench", "node", "--db", dsn, "--until", strconv.FormatInt(until.UnixMilli(), 10),
-			"--out", out, "--batch", strconv.Itoa(b.opts.Engine.BatchSize), "--look-ahead", b.opts.Engine.LookAhead.String(),
+		var until int64 // 0: until standard input ends
+		if !spec.Until.IsZero() {
+			until = spec.Until.UnixMilli()
+		}
+		c := exec.CommandContext(ctx, self, "bench", "node", "--db", spec.DSN, "--until", strconv.FormatInt(until, 10),
+			"--out", spec.Out, "--stats", spec.Stats, "--batch", strconv.Itoa(b.opts.Engine.BatchSize), "--look-ahead", b.opts.Engine.LookAhead.String(),
 			"--acquirers", strconv.Itoa(b.opts.Engine.Acquirers), "--log-level", b.logLevel.String())
 		c.Stderr = cmd.ErrOrStderr()
+		if spec.Stdin != nil {
+			c.Stdin = spec.Stdin
+		}
 		return c, c.Start()
 	}
 }
@@ -97,7 +104,7 @@ func (b *benchFlags) spawnNode(cmd *cobra.Command) func(ctx context.Context, dsn
 func newBenchNodeCmd(b *benchFlags) *cobra.Command {
 	var (
 		until int64
-		out   string
+		spec  bench.NodeSpec
 	)
 	cmd := &cobra.Command{
 		Use:    "node",
@@ -105,16 +112,20 @@ func newBenchNodeCmd(b *benchFlags) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if b.db == "" || until == 0 || out == "" {
-				return usageErrorf("--db, --until and --out are required")
+			if b.db == "" || spec.Out == "" {
+				return usageErrorf("--db and --out are required")
 			}
-			b.opts.DSN = b.db
+			spec.DSN = b.db
+			if until > 0 {
+				spec.Until = time.UnixMilli(until)
+			}
 			b.opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
-			return bench.RunNode(cmd.Context(), b.opts, time.UnixMilli(until), out)
+			return bench.RunNode(cmd.Context(), b.opts, spec, cmd.InOrStdin())
 		},
 	}
-	cmd.Flags().Int64Var(&until, "until", 0, "stop at this Unix time in milliseconds")
-	cmd.Flags().StringVar(&out, "out", "", "write the fires run to this file")
+	cmd.Flags().Int64Var(&until, "until", 0, "stop at this Unix time in milliseconds (0: when standard input ends)")
+	cmd.Flags().StringVar(&spec.Out, "out", "", "write the fires run to this file")
+	cmd.Flags().StringVar(&spec.Stats, "stats", "", "write the start time, counter samples and peak memory to this file")
 	return cmd
 }
 
@@ -142,7 +153,7 @@ process's CPU seconds per 1,000 fires and peak resident memory.`,
 	}
 	b.register(cmd)
 	cmd.AddCommand(newBenchSteadyCmd(&b), newBenchScaleCmd(&b), newBenchBacklogCmd(&b), newBenchScheduleCmd(&b),
-		newBenchRemoteCmd(&b), newBenchOverloadCmd(&b), newBenchNodeCmd(&b))
+		newBenchRemoteCmd(&b), newBenchOverloadCmd(&b), newBenchHistoryCmd(&b), newBenchNodeCmd(&b), newBenchMapCmd(&b))
 	return cmd
 }
 
@@ -244,10 +255,13 @@ func newBenchOverloadCmd(b *benchFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "overload",
 		Short: "Capacity first, then twice it demanded: slower, never stopped",
-		Long: `Measure the nodes' capacity (a burst of --capacity-fires one-shot fires all due at once,
-drained), then demand --factor times it for --duration (capacity × factor × interval
-triggers, each firing every --interval), and report:
+		Long: `Measure the nodes' capacity (a short ramp of steady loads: --ramp-from fires/s, then
+twice that, and so on, each for a second's warm-up and --ramp-step, until the nodes fire
+less than 90 % of the demand; the capacity is the most they fired), then demand --factor
+times it for --duration (capacity × factor × interval triggers, each firing every
+--interval), and report:
 
+  ramp               each step's demand and what the nodes fired
   windows            the fires started in each second of the demand; min is the fewest,
                      with its share of the capacity (target: at least 90 %, no window at 0)
   leadership_changes the nodes' leadership transitions until the drain ended (target 0)
@@ -260,12 +274,15 @@ triggers, each firing every --interval), and report:
 --capacity skips the measurement. --work gives each handler that much work, so that
 --max-running bounds the capacity (fires/s = max-running / work) below the database's.`,
 		Example: `  sundial bench overload --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable' --duration 60s
-  sundial bench overload --capacity-fires 200 --work 50ms --max-running 2 --duration 5s`,
+  sundial bench overload --db 'mysql://root@tcp(127.0.0.1:3306)/bench'
+  sundial bench overload --ramp-from 10 --work 50ms --max-running 2 --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
-			case cfg.CapacityFires < 1 || cfg.Capacity < 0:
-				return usageErrorf("--capacity-fires must be positive and --capacity not negative")
+			case cfg.RampFrom <= 0 || cfg.Capacity < 0:
+				return usageErrorf("--ramp-from must be positive and --capacity not negative")
+			case cfg.RampStep < 100*time.Millisecond:
+				return usageErrorf("--ramp-step %s: must be at least 100ms", cfg.RampStep)
 			case cfg.Factor <= 0:
 				return usageErrorf("--factor %g: must be positive", cfg.Factor)
 			case cfg.Interval < time.Millisecond || cfg.Duration < cfg.Interval:
@@ -282,7 +299,8 @@ triggers, each firing every --interval), and report:
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.CapacityFires, "capacity-fires", 20000, "one-shot fires of the burst the capacity is measured with")
+	f.Float64Var(&cfg.RampFrom, "ramp-from", 1000, "the capacity ramp's first demand, in fires/s (each step doubles it)")
+	f.DurationVar(&cfg.RampStep, "ramp-step", 2*time.Second, "how long each step of the capacity ramp is measured")
 	f.Float64Var(&cfg.Capacity, "capacity", 0, "take this capacity (fires/s) instead of measuring it")
 	f.Float64Var(&cfg.Factor, "factor", 2, "the demand, as a multiple of the capacity")
 	f.DurationVar(&cfg.Interval, "interval", time.Second, "each trigger's interval")
@@ -295,44 +313,52 @@ triggers, each firing every --interval), and report:
 
 func newBenchScaleCmd(b *benchFlags) *cobra.Command {
 	var (
-		cfg    bench.SteadyConfig
+		cfg    bench.ScaleConfig
 		stored string
 	)
 	cmd := &cobra.Command{
-		Use:     "scale",
-		Short:   "The steady load with more triggers stored (default 10k, 100k, 1M): cost must stay flat",
-		Example: `  sundial bench scale --triggers 1000 --stored 10000,100000,1000000`,
+		Use:   "scale",
+		Short: "The same firing load with 10k, 100k, 1M (or more) triggers stored: cost must stay flat",
+		Long: `Bulk-load stored triggers that are not due (COPY on PostgreSQL, multi-row INSERTs
+elsewhere), up to each --stored size in turn (each adds to the last), and run the same
+firing load on them (--triggers firing every --interval, measured for --duration after
+--warmup) on one node in a process of its own.
+
+Per size it reports the node's per-fire cost (store statements and transactions per fire,
+the node process's CPU seconds per 1,000 fires), its peak resident memory (VmHWM from
+/proc), how long the node took to start (from its first line until its engine ran), the
+load rate, and whether the database's plan for the due triggers' lock reads the due index
+(acquire_uses_due_index) rather than every stored trigger.`,
+		Example: `  sundial bench scale --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable' --stored 10000,100000,1000000,10000000`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkSteady(cfg); err != nil {
-				return err
+			if cfg.Firing < 1 || cfg.Interval < time.Millisecond || cfg.Duration <= 0 || cfg.Warmup < 0 {
+				return usageErrorf("--triggers must be positive, --interval at least 1ms, --duration positive")
 			}
-			var sizes []int
+			last := 0
 			for _, s := range strings.Split(stored, ",") {
 				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil || n < cfg.Triggers {
-					return usageErrorf("--stored %q: want a list of counts, each at least --triggers", stored)
+				if err != nil || n < cfg.Firing || n < last {
+					return usageErrorf("--stored %q: want ascending counts, each at least --triggers", stored)
 				}
-				sizes = append(sizes, n)
+				cfg.Stored, last = append(cfg.Stored, n), n
 			}
+			if b.opts.Processes > 0 || b.opts.Nodes > 1 {
+				return usageErrorf("--processes, --nodes: the scale scenario runs one node, in a process of its own")
+			}
+			cfg.Progress = func(r bench.Result) { fmt.Fprintln(cmd.ErrOrStderr(), r) }
 			return b.run(cmd, func(ctx context.Context, opts bench.Options) ([]bench.Result, error) {
-				var out []bench.Result
-				for _, n := range sizes {
-					c := cfg
-					c.Idle = n - cfg.Triggers
-					r, err := bench.Steady(ctx, opts, c)
-					r.Scenario = "scale"
-					out = append(out, r)
-					if err != nil {
-						return out, err
-					}
-				}
-				return out, nil
+				return bench.Scale(ctx, opts, cfg)
 			})
 		},
 	}
-	steadyFlags(cmd, &cfg, 1000)
-	cmd.Flags().StringVar(&stored, "stored", "10000,100000,1000000", "comma-separated numbers of stored triggers")
+	f := cmd.Flags()
+	f.IntVar(&cfg.Firing, "triggers", 1000, "firing triggers")
+	f.DurationVar(&cfg.Interval, "interval", time.Second, "each firing trigger's interval")
+	f.DurationVar(&cfg.Warmup, "warmup", 5*time.Second, "warm-up before the measured window")
+	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured window")
+	f.DurationVar(&cfg.StartTimeout, "start-timeout", 10*time.Minute, "the longest wait for the node process to start")
+	f.StringVar(&stored, "stored", "10000,100000,1000000", "comma-separated, ascending numbers of stored triggers")
 	return cmd
 }
 
@@ -375,5 +401,106 @@ func newBenchScheduleCmd(b *benchFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&cfg.Jobs, "jobs", 2000, "jobs to create each way")
+	return cmd
+}
+
+func newBenchHistoryCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.HistoryConfig
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "N ended executions over 30 days: the lists, the report and one day's retention timed",
+		Long: `Load N ended executions over the last --days days straight into the history (COPY on
+PostgreSQL, multi-row inserts elsewhere) of an empty store, then time the console's and the
+API's reads (newest, by job, by state, a fired-time hour; page 1 and a keyset page deep in
+the middle), the dashboard's 30-day report, one day's report refresh and one day's
+retention, and the fires/s of a steady load alone and with the next days' retention running.
+On PostgreSQL it also prints the plans that show which partitions a statement reads.`,
+		Example: `  sundial bench history --db 'postgres://postgres@127.0.0.1:5432/hist?sslmode=disable' --rows 10000000
+  sundial bench history --db 'mysql://root@tcp(127.0.0.1:3306)/hist' --rows 1000000 --triggers 0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Rows < 1 || cfg.Days < 3 || cfg.Jobs < 1 {
+				return usageErrorf("--rows and --jobs must be positive, --days at least 3")
+			}
+			if cfg.Fire.Triggers > 0 {
+				if err := checkSteady(cfg.Fire); err != nil {
+					return err
+				}
+			}
+			if b.output != "table" && b.output != "json" {
+				return usageErrorf("-o %q: want table or json", b.output)
+			}
+			if b.db == "" {
+				return usageErrorf("--db is required: the history scenario loads millions of rows into it")
+			}
+			opts := b.opts
+			opts.DSN = b.db
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
+			r, err := bench.History(cmd.Context(), opts, cfg)
+			if b.output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if werr := enc.Encode(r); werr != nil {
+					return werr
+				}
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), r)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Rows, "rows", 1000000, "ended executions to load (N)")
+	f.IntVar(&cfg.Days, "days", 30, "days they span, ending today")
+	f.IntVar(&cfg.Jobs, "jobs", 1000, "jobs they belong to")
+	f.IntVar(&cfg.Repeat, "repeat", 5, "runs of each read (the median is printed)")
+	f.BoolVar(&cfg.Reuse, "reuse", false, "keep the history already loaded (a second run)")
+	f.IntVar(&cfg.Fire.Triggers, "triggers", 2000, "steady load fired alone and beside the retention (0: not measured)")
+	f.DurationVar(&cfg.Fire.Interval, "interval", time.Second, "each trigger's interval")
+	f.DurationVar(&cfg.Fire.Warmup, "warmup", 3*time.Second, "warm-up before the measured window")
+	f.DurationVar(&cfg.Fire.Duration, "duration", 10*time.Second, "measured window")
+	return cmd
+}
+func newBenchMapCmd(b *benchFlags) *cobra.Command {
+	var cfg bench.MapConfig
+	cmd := &cobra.Command{
+		Use:     "map",
+		Short:   "One run maps N sub-tasks over K executors (nodes sharing the store); sub-tasks/s",
+		Example: `  sundial bench map --subtasks 100000 --executors 4 --db 'postgres://postgres@127.0.0.1:5432/bench?sslmode=disable'`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Subtasks < 1 || cfg.Executors < 1 {
+				return usageErrorf("--subtasks %d --executors %d: both must be at least 1", cfg.Subtasks, cfg.Executors)
+			}
+			if b.output != "table" && b.output != "json" {
+				return usageErrorf("-o %q: want table or json", b.output)
+			}
+			opts := b.opts
+			opts.DSN = b.db
+			if opts.DSN == "" {
+				dir, err := os.MkdirTemp("", "sundial-bench")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				opts.DSN = filepath.Join(dir, "bench.db")
+			}
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
+			r, err := bench.Map(cmd.Context(), opts, cfg)
+			if err != nil {
+				return err
+			}
+			if b.output == "json" {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Subtasks, "subtasks", 100000, "sub-tasks the run maps (N)")
+	f.IntVar(&cfg.Executors, "executors", 4, "nodes running sub-tasks (K)")
+	f.IntVar(&cfg.Workers, "workers", 64, "sub-tasks running at once per node")
+	f.IntVar(&cfg.Batch, "map-batch", 500, "sub-tasks per claim and per result write")
 	return cmd
 }

@@ -33,13 +33,7 @@ each run cover N consecutive times. --dry-run lists the runs and stores nothing.
   sundial backfill run 7 --from 2026-03-01T00:00:00Z --to 2026-03-02T00:00:00Z --max-concurrent 4`,
 		Args: cobra.ExactArgs(1),
 	}
-	f := cmd.Flags()
-	f.StringVar(&req.From, "from", "", "the range's first instant, RFC 3339 (required)")
-	f.StringVar(&req.To, "to", "", "the range's last instant, RFC 3339 (required)")
-	f.Int64Var(&req.Trigger, "trigger", 0, "the trigger whose schedule gives the times (default the job's only one)")
-	f.IntVar(&req.MaxConcurrent, "max-concurrent", 1, "runs at once (1..100)")
-	f.IntVar(&req.Chunk, "chunk", 1, "consecutive scheduled times one run covers")
-	f.BoolVar(&req.DryRun, "dry-run", false, "list the runs without storing anything")
+	backfillFlags(cmd, &req, "the job's only one")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		if req.From == "" || req.To == "" {
 			return usageErrorf("give the range: --from and --to (RFC 3339)")
@@ -52,24 +46,43 @@ each run cover N consecutive times. --dry-run lists the runs and stores nothing.
 		if err != nil {
 			return err
 		}
-		return printOne(cmd.OutOrStdout(), o, b, func(w io.Writer, b api.Backfill) error {
-			if req.DryRun {
-				t := newTable(w, "RUN INTERVAL-START INTERVAL-END TIMES")
-				for i, r := range b.Plan {
-					t.row(strconv.Itoa(i+1), rfc(r.IntervalStart), rfc(r.IntervalEnd), strconv.Itoa(len(r.Times)))
-				}
-				if err := t.flush(); err != nil {
-					return err
-				}
-				_, err := fmt.Fprintf(w, "dry run: %d scheduled times in %d runs; nothing stored\n", b.Total, len(b.Plan))
-				return err
-			}
-			_, err := fmt.Fprintf(w, "Started backfill %d of job %d: %d scheduled times, at most %d at once; follow it with: sundial backfill get %d\n",
-				b.ID, b.JobID, b.Total, b.MaxConcurrent, b.ID)
-			return err
-		})
+		return printOne(cmd.OutOrStdout(), o, b, showBackfillStarted)
 	})
 	return cmd
+}
+
+// backfillFlags are the flags of a backfill's range and pace (sundial backfill run, sundial
+// workflow backfill).
+func backfillFlags(cmd *cobra.Command, req *api.BackfillRequest, onlyTrigger string) {
+	f := cmd.Flags()
+	f.StringVar(&req.From, "from", "", "the range's first instant, RFC 3339 (required)")
+	f.StringVar(&req.To, "to", "", "the range's last instant, RFC 3339 (required)")
+	f.Int64Var(&req.Trigger, "trigger", 0, "the trigger whose schedule gives the times (default "+onlyTrigger+")")
+	f.IntVar(&req.MaxConcurrent, "max-concurrent", 1, "runs at once (1..100)")
+	f.IntVar(&req.Chunk, "chunk", 1, "consecutive scheduled times one run covers")
+	f.BoolVar(&req.DryRun, "dry-run", false, "list the runs without storing anything")
+}
+
+// showBackfillStarted shows a dry run's plan, or the backfill started.
+func showBackfillStarted(w io.Writer, b api.Backfill) error {
+	if b.ID == 0 {
+		t := newTable(w, "RUN INTERVAL-START INTERVAL-END TIMES")
+		for i, r := range b.Plan {
+			t.row(strconv.Itoa(i+1), rfc(r.IntervalStart), rfc(r.IntervalEnd), strconv.Itoa(len(r.Times)))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(w, "dry run: %d scheduled times in %d runs; nothing stored\n", b.Total, len(b.Plan))
+		return err
+	}
+	of := fmt.Sprintf("job %d", b.JobID)
+	if b.Workflow != "" {
+		of = fmt.Sprintf("workflow %s (trigger job %d)", b.Workflow, b.JobID)
+	}
+	_, err := fmt.Fprintf(w, "Started backfill %d of %s: %d scheduled times, at most %d at once; follow it with: sundial backfill get %d\n",
+		b.ID, of, b.Total, b.MaxConcurrent, b.ID)
+	return err
 }
 
 func newBackfillListCmd(o *apiOptions) *cobra.Command {

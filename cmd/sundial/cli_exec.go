@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,7 @@ func shard(x api.Execution) string {
 func newExecCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("exec", "Inspect executions and their output; kill and retry them", o,
-		newExecListCmd(o), newExecGetCmd(o), newExecLogsCmd(o),
+		newExecListCmd(o), newExecGetCmd(o), newExecLogsCmd(o), newExecSubtasksCmd(o),
 		newExecActionCmd(o, "kill", "Stop a running execution", `Stop a running execution on its executor, or on the node that runs it in process (any
 node takes the request): the handler's context is canceled and the execution ends canceled.`),
 		newExecActionCmd(o, "retry", "Run an ended execution again now", `Run an ended execution again now, as its next attempt (same job, trigger and shard);
@@ -239,4 +240,63 @@ func followLogs(ctx context.Context, c *api.Client, id int64, stdout, stderr io.
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+func newExecSubtasksCmd(o *apiOptions) *cobra.Command {
+	var p pageOptions
+	var state string
+	cmd := &cobra.Command{Use: "subtasks ID", Short: "List a map/reduce run's sub-tasks, with their counts by state", Args: cobra.ExactArgs(1),
+		Example: `  sundial exec subtasks 42
+  sundial exec subtasks 42 --state failed --all -o json`}
+	p.addFlags(cmd)
+	cmd.Flags().StringVar(&state, "state", "", "only this state: pending, running, succeeded, failed, canceled")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := parseID("execution", args[0])
+		if err != nil {
+			return err
+		}
+		var counts map[string]int64
+		l, err := list(ctx, &p, func(ctx context.Context, lo api.ListOptions) (*api.Page[api.Subtask], error) {
+			pg, err := c.ListSubtasks(ctx, id, state, lo)
+			if err != nil {
+				return nil, err
+			}
+			counts = pg.Counts
+			return &pg.Page, nil
+		})
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		if o.machine() {
+			return o.encode(w, api.SubtaskPage{Page: l, Counts: counts})
+		}
+		var b []string
+		for _, st := range []string{"pending", "running", "succeeded", "failed", "canceled"} {
+			if n := counts[st]; n > 0 {
+				b = append(b, fmt.Sprintf("%s %d", st, n))
+			}
+		}
+		if len(b) == 0 {
+			b = []string{"none"}
+		}
+		fmt.Fprintf(w, "sub-tasks of execution %d: %s\n", id, strings.Join(b, ", "))
+		return printList(w, o, l, "ID PARENT DEPTH STATE ATTEMPT OWNER PAYLOAD RESULT MESSAGE", func(st api.Subtask) []string {
+			parent := ""
+			if st.ParentID != 0 {
+				parent = itoa(st.ParentID)
+			}
+			return []string{itoa(st.ID), parent, strconv.Itoa(st.Depth), st.State, fmt.Sprintf("%d/%d", st.Attempt, st.MaxAttempts),
+				st.Owner, clip(string(st.Payload)), clip(string(st.Result)), st.Message}
+		})
+	})
+	return cmd
+}
+
+// clip shortens a JSON value for a table cell.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,8 @@ Schedules (give one):
 Trigger options: --tz, --start/--end (RFC 3339), --calendar NAME (a stored exclusion calendar),
 --priority, --misfire POLICY, --jitter DURATION (spread each fire's start up to DURATION after its
 time), --dst quartz|once|once_skip_gap (local times a DST change repeats or skips),
---catchup-window DURATION, --catchup coalesce, --remaining-runs N, --trigger-name, --trigger-group.`
+--catchup-window DURATION, --catchup coalesce, --remaining-runs N, --trigger-name, --trigger-group,
+--zone ZONE (repeated) or --zones Z1,Z2: fire at the schedule's times in each zone.`
 
 // triggerFlags are a trigger's schedule and options, for `job create` and `trigger add`.
 type triggerFlags struct {
@@ -56,6 +58,7 @@ type triggerFlags struct {
 	name, group                        string
 	jitter                             time.Duration
 	dst                                string
+	zone, zones                        []string
 	// The trigger's own description, params and data: `trigger add` only (on `job create`
 	// those flags are the job's).
 	description, params, data string
@@ -80,6 +83,8 @@ func (t *triggerFlags) add(f *pflag.FlagSet, prefixed bool) {
 	f.StringVar(&t.misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
 	f.DurationVar(&t.jitter, "jitter", 0, "start each fire up to this long after its time, by an offset fixed per fire (e.g. 5m)")
 	f.StringVar(&t.dst, "dst", "", "DST policy: quartz (default), once, once_skip_gap")
+	f.StringArrayVar(&t.zone, "zone", nil, "fire in this IANA zone too; repeat for several (the first is the trigger's time zone)")
+	f.StringSliceVar(&t.zones, "zones", nil, "the zones to fire in, comma-separated (as --zone repeated)")
 	f.StringVar(&t.catchUpWindow, "catchup-window", "", "how late a fire may be before the misfire policy applies, e.g. 2h (default the cluster's threshold)")
 	f.StringVar(&t.catchUp, "catchup", "", "coalesce: fires missed past the catch-up window become one run covering the gap")
 	f.Int64Var(&t.remainingRuns, "remaining-runs", 0, "fire this many more times, then complete (0: no limit)")
@@ -136,6 +141,7 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 			strings.Join(forms, ", "))
 	}
 	req.TimeZone = t.tz
+	req.Zones = append(slices.Clone(t.zone), t.zones...)
 	var repeat *int
 	if f.Changed("repeat") {
 		repeat = &t.repeat
@@ -177,7 +183,7 @@ func (t *triggerFlags) request(f *pflag.FlagSet) (api.TriggerRequest, error) {
 func newTriggerCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("trigger", "Add, inspect and control a job's triggers", o,
-		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerNextCmd(o), newTriggerAddCmd(o), newTriggerDeleteCmd(o),
+		newTriggerListCmd(o), newTriggerGetCmd(o), newTriggerNextCmd(o), newTriggerAddCmd(o), newTriggerUpdateCmd(o), newTriggerDeleteCmd(o),
 		newTriggerActionCmd(o, "pause", "Pause a trigger", "Paused"),
 		newTriggerActionCmd(o, "resume", "Resume a paused trigger", "Resumed"))
 }
@@ -227,6 +233,9 @@ func showTrigger(w io.Writer, t api.Trigger) error {
 		"Next fire", when(t.NextFireAt), "Previous fire", when(t.PrevFireAt), "Times fired", itoa(t.TimesFired)}
 	if t.RemainingRuns != nil {
 		kv = append(kv, "Remaining runs", itoa(*t.RemainingRuns))
+	}
+	if len(t.Zones) > 0 {
+		kv = append(kv, "Zones", strings.Join(t.Zones, ", "))
 	}
 	// A trigger's own description, params, data and catch-up policy are shown only when it
 	// has them.
@@ -326,6 +335,55 @@ func newTriggerActionCmd(o *apiOptions, action, short, done string) *cobra.Comma
 	return cmd
 }
 
+// newTriggerUpdateCmd changes a stored trigger's policies; only the flags given change.
+func newTriggerUpdateCmd(o *apiOptions) *cobra.Command {
+	var misfire, window, catchUp, dst string
+	var jitter time.Duration
+	var priority int
+	cmd := &cobra.Command{Use: "update ID", Short: "Change a trigger's catch-up, jitter, DST, misfire policy or priority",
+		Example: `  sundial trigger update 7 --catchup-window 4h --catchup coalesce --jitter 5m --dst once`, Args: cobra.ExactArgs(1)}
+	f := cmd.Flags()
+	f.StringVar(&misfire, "misfire", "", "misfire policy: smart, ignore, fire_now, do_nothing, reschedule_…")
+	f.StringVar(&window, "catchup-window", "", `how late a fire may be before the misfire policy applies, e.g. 2h ("" : the cluster's threshold)`)
+	f.StringVar(&catchUp, "catchup", "", `coalesce, or "" for the misfire policy alone`)
+	f.DurationVar(&jitter, "jitter", 0, "start each fire up to this long after its time (0: none)")
+	f.StringVar(&dst, "dst", "", "DST policy: quartz, once, once_skip_gap")
+	f.IntVar(&priority, "priority", 0, "fires first among fires due at the same time when higher")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := parseID("trigger", args[0])
+		if err != nil {
+			return err
+		}
+		var p api.TriggerPolicy
+		set := func(name string, v *string) *string {
+			if f.Changed(name) {
+				return v
+			}
+			return nil
+		}
+		p.Misfire, p.CatchUpWindow, p.CatchUp, p.DST = set("misfire", &misfire), set("catchup-window", &window), set("catchup", &catchUp), set("dst", &dst)
+		if f.Changed("jitter") {
+			if jitter < 0 || jitter%time.Millisecond != 0 {
+				return usageErrorf("--jitter %s: want a whole number of milliseconds, 0 or more", jitter)
+			}
+			ms := jitter.Milliseconds()
+			p.JitterMs = &ms
+		}
+		if f.Changed("priority") {
+			p.Priority = &priority
+		}
+		if p == (api.TriggerPolicy{}) {
+			return usageErrorf("give at least one of --misfire, --catchup-window, --catchup, --jitter, --dst, --priority")
+		}
+		t, err := c.UpdateTrigger(ctx, id, p)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, t, showTrigger)
+	})
+	return cmd
+}
+
 func newTriggerNextCmd(o *apiOptions) *cobra.Command {
 	var n int
 	var afterFlag string
@@ -382,6 +440,9 @@ getFireTimeAfter lists for the same trigger, to check an imported store against 
 				}
 				if i < len(next.DST) && next.DST[i] != "" {
 					line += "  DST " + next.DST[i]
+				}
+				if i < len(next.Zones) {
+					line += "  " + next.Zones[i]
 				}
 				fmt.Fprintln(w, line)
 			}

@@ -17,7 +17,7 @@ func newWorkflowCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("workflow", "Manage workflows (DAGs of jobs) and their runs", o,
 		newWorkflowCreateCmd(o), newWorkflowGetCmd(o), newWorkflowListCmd(o), newWorkflowUpdateCmd(o), newWorkflowDeleteCmd(o),
-		newWorkflowRunCmd(o), newWorkflowRunsCmd(o), newWorkflowStatusCmd(o), newWorkflowCancelCmd(o))
+		newWorkflowRunCmd(o), newWorkflowRunsCmd(o), newWorkflowStatusCmd(o), newWorkflowCancelCmd(o), newWorkflowBackfillCmd(o))
 }
 
 // jsonArg reads a JSON flag's value: the text itself, or @FILE (@- for standard input).
@@ -116,8 +116,15 @@ func newWorkflowListCmd(o *apiOptions) *cobra.Command {
 }
 
 func showWorkflowRun(w io.Writer, r api.WorkflowRun) error {
-	if err := fields(w, "Run", strconv.FormatInt(r.ID, 10), "Workflow", strconv.FormatInt(r.WorkflowID, 10), "State", r.State,
-		"Message", r.Message, "Params", string(r.Params), "Created", when(r.CreatedAt), "Finished", when(r.FinishedAt)); err != nil {
+	kv := []string{"Run", strconv.FormatInt(r.ID, 10), "Workflow", strconv.FormatInt(r.WorkflowID, 10), "State", r.State,
+		"Message", r.Message, "Params", string(r.Params), "Cause", r.Cause, "Created", when(r.CreatedAt), "Finished", when(r.FinishedAt)}
+	if r.IntervalEnd != 0 {
+		kv = append(kv, "Interval", rfc(r.IntervalStart)+" .. "+rfc(r.IntervalEnd))
+	}
+	if r.BackfillID != 0 {
+		kv = append(kv, "Backfill", strconv.FormatInt(r.BackfillID, 10))
+	}
+	if err := fields(w, kv...); err != nil {
 		return err
 	}
 	if len(r.Nodes) == 0 {
@@ -159,6 +166,34 @@ like one of them is run with "sundial workflow run -- NAME".)`,
 			return err
 		}
 		return printOne(cmd.OutOrStdout(), o, r, showWorkflowRun)
+	})
+	return cmd
+}
+
+func newWorkflowBackfillCmd(o *apiOptions) *cobra.Command {
+	var req api.BackfillRequest
+	cmd := &cobra.Command{
+		Use:   "backfill NAME --from TIME --to TIME [--trigger ID] [--max-concurrent N] [--chunk N] [--dry-run]",
+		Short: "Backfill a workflow: one workflow run per scheduled time of its trigger in [from, to]",
+		Long: `Backfill a workflow: one run for every time its trigger's schedule gives in [--from, --to]
+(RFC 3339, both included). Its trigger is that of its trigger job (handler sundial.workflow,
+params the workflow's name). Each run is marked cause backfill and given its data interval,
+which each node's execution gets (SUNDIAL_INTERVAL_START/END in a script). --max-concurrent
+bounds the workflow runs at once. Follow it with sundial backfill get, cancel it with
+sundial backfill cancel.`,
+		Example: `  sundial workflow backfill etl --from 2026-03-01T00:00:00Z --to 2026-03-31T23:59:59Z --dry-run`,
+		Args:    cobra.ExactArgs(1),
+	}
+	backfillFlags(cmd, &req, "the workflow's only one")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		if req.From == "" || req.To == "" {
+			return usageErrorf("give the range: --from and --to (RFC 3339)")
+		}
+		b, err := c.BackfillWorkflow(ctx, args[0], req)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, b, showBackfillStarted)
 	})
 	return cmd
 }

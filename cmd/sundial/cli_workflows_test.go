@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,4 +125,53 @@ func TestCLIWorkflowRunOps(t *testing.T) {
 	if code, _, _ := s.cli(t, "workflow", "get", "fix"); code == 0 {
 		t.Error("the deleted workflow is still there")
 	}
+}
+
+// TestCLIWorkflowBackfill backfills a workflow through its trigger job: a dry run plans one
+// run per nightly time and stores nothing; the backfill makes workflow runs marked backfill
+// with their data intervals (shown by workflow status); a workflow without a trigger is
+// refused with exit 2 and one line naming the trigger field. On every database.
+func TestCLIWorkflowBackfill(t *testing.T) {
+	onEveryDatabase(t, func(t *testing.T, s *apiServer) {
+		load := mustJSON[api.Job](t, s, "job", "create", "load", "--handler", "noop")
+		s.mustCLI(t, "workflow", "create", "nightly", "--graph", fmt.Sprintf(`{"nodes":[{"name":"load","job_id":%d}]}`, load.ID))
+		rng := []string{"--from", "2026-03-01T00:00:00Z", "--to", "2026-03-03T00:00:00Z"}
+		code, _, errOut := s.cli(t, append([]string{"workflow", "backfill", "nightly"}, rng...)...)
+		if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "trigger") {
+			t.Errorf("no trigger: exit %d, %q; want 2 and one line naming the trigger", code, errOut)
+		}
+		s.mustCLI(t, "job", "create", "nightly-trigger", "--handler", "sundial.workflow", "--params", "nightly", "--cron", "0 0 2 * * ?")
+		plan := mustJSON[api.Backfill](t, s, append([]string{"workflow", "backfill", "nightly", "--dry-run"}, rng...)...)
+		if plan.ID != 0 || plan.Total != 2 || plan.Workflow != "nightly" {
+			t.Fatalf("dry run: %+v", plan)
+		}
+		if out := s.mustCLI(t, append([]string{"workflow", "backfill", "nightly", "--dry-run"}, rng...)...); !strings.Contains(out, "nothing stored") {
+			t.Errorf("dry run:\n%s", out)
+		}
+		out := s.mustCLI(t, append([]string{"workflow", "backfill", "nightly", "--max-concurrent", "2"}, rng...)...)
+		var id int64
+		if _, err := fmt.Sscanf(out, "Started backfill %d of workflow nightly", &id); err != nil {
+			t.Fatalf("backfill said %q", out)
+		}
+		eventually(t, "the backfill to finish", func() bool {
+			return mustJSON[api.Backfill](t, s, "backfill", "get", strconv.FormatInt(id, 10)).State == "done"
+		})
+		runs := mustJSON[api.Page[api.WorkflowRun]](t, s, "workflow", "runs", "nightly")
+		var got []string
+		for _, r := range runs.Items {
+			if r.Cause != "backfill" || r.BackfillID != id || r.State != "succeeded" {
+				t.Errorf("run %+v: want a succeeded run of backfill %d", r, id)
+			}
+			got = append(got, rfc(r.IntervalStart)+" "+rfc(r.IntervalEnd))
+		}
+		slices.Sort(got)
+		want := []string{"2026-02-28T02:00:00Z 2026-03-01T02:00:00Z", "2026-03-01T02:00:00Z 2026-03-02T02:00:00Z"}
+		if !slices.Equal(got, want) {
+			t.Errorf("the runs' intervals %q, want %q", got, want)
+		}
+		if out := s.mustCLI(t, "workflow", "status", strconv.FormatInt(runs.Items[0].ID, 10)); !strings.Contains(out, "Interval:") ||
+			!strings.Contains(out, "Backfill:") || !strings.Contains(out, "backfill") {
+			t.Errorf("workflow status does not show the interval and backfill:\n%s", out)
+		}
+	})
 }

@@ -121,6 +121,9 @@ func runFields(run executor.Run) []runField {
 	if run.BackfillID != 0 {
 		fs = append(fs, runField{"BACKFILL_ID", "Sundial-Backfill-Id", strconv.FormatInt(run.BackfillID, 10)})
 	}
+	if run.FireZone != "" {
+		fs = append(fs, runField{"FIRE_ZONE", "Sundial-Fire-Zone", run.FireZone})
+	}
 	return fs
 }
 

@@ -189,6 +189,9 @@ type RunRequest struct {
 	IntervalEnd   int64 `json:"interval_end,omitempty"`
 	// BackfillID names the backfill that made the run; absent for others.
 	BackfillID int64 `json:"backfill_id,omitempty"`
+	// FireZone is the IANA zone the schedule fired in (a trigger of several zones fires in
+	// each); absent for runs no schedule made.
+	FireZone string `json:"fire_zone,omitempty"`
 	// WorkflowInput is, for the run of a workflow node, what its handler is given: the run's
 	// params and its parent nodes' results ({"run_id", "node", "params", "parents"}).
 	WorkflowInput RawJSON `json:"workflow_input,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -32,9 +33,8 @@ type Options struct {
 	Nodes int
 	// Processes is how many more nodes run as separate processes, each started by Spawn.
 	Processes int
-	// Spawn starts a node process on the store that runs until the given time and then
-	// writes the fires it ran to out (see RunNode and WriteFires).
-	Spawn func(ctx context.Context, dsn string, until time.Time, out string) (*exec.Cmd, error)
+	// Spawn starts a node process (`sundial bench node`, whose body is RunNode) as spec says.
+	Spawn func(ctx context.Context, spec NodeSpec) (*exec.Cmd, error)
 	// Engine tunes the engines; Store, Dispatcher, NodeID and Logger are set by the run.
 	Engine engine.Config
 	Logger *slog.Logger
@@ -88,6 +88,8 @@ type Result struct {
 
 	// The overload scenario (Overload) fills these.
 	Overload *OverloadReport `json:"overload,omitempty"`
+	// The scale scenario (Scale) fills these.
+	Scale *ScaleReport `json:"scale,omitempty"`
 }
 
 // OperationCost is one store operation's statements and transactions per fire.
@@ -146,6 +148,9 @@ func (r Result) String() string {
 	}
 	if r.Overload != nil {
 		s += " " + r.Overload.String()
+	}
+	if r.Scale != nil {
+		s += " " + r.Scale.String()
 	}
 	return s + fmt.Sprintf(" stmts/fire=%.2f tx/fire=%.2f cpu-s/1k=%.3f rss=%.0fMiB",
 		r.StatementsPerFire, r.TransactionsPerFire, r.CPUPer1000Fires, r.RSSMiB)
@@ -287,7 +292,7 @@ func (c *cluster) spawn(ctx context.Context, until time.Time) error {
 	}
 	for i := range c.opts.Processes {
 		out := filepath.Join(os.TempDir(), fmt.Sprintf("sundial-bench-%d-%d.fires", os.Getpid(), i))
-		cmd, err := c.opts.Spawn(ctx, c.opts.DSN, until, out)
+		cmd, err := c.opts.Spawn(ctx, NodeSpec{DSN: c.opts.DSN, Until: until, Out: out})
 		if err != nil {
 			return err
 		}
@@ -318,10 +323,26 @@ func (c *cluster) reap() error {
 	return errors.Join(errs...)
 }
 
-// RunNode runs one node on dsn until the given time, then writes the fires it ran to out:
-// the body of a node process of a multi-process run.
-func RunNode(ctx context.Context, opts Options, until time.Time, out string) error {
-	opts.Nodes, opts.Processes = 1, 0
+// NodeSpec is what a node process of a multi-process run is told.
+type NodeSpec struct {
+	DSN string
+	// Until is when the node stops; zero: when its standard input ends (Stdin closed).
+	Until time.Time
+	// Out receives the fires the node ran, when it stops.
+	Out string
+	// Stats, when set, receives the node's start time as soon as it started, then a sample of
+	// its counters every 100 ms and its peak resident memory when it stops (see nodeStats).
+	Stats string
+	// Stdin is the node's standard input (with a zero Until: the parent closes its other end
+	// to stop the node).
+	Stdin *os.File
+}
+
+// RunNode runs one node on spec.DSN until spec says, then writes the fires it ran to
+// spec.Out: the body of a node process of a multi-process run.
+func RunNode(ctx context.Context, opts Options, spec NodeSpec, stdin io.Reader) error {
+	begun := time.Now()
+	opts.Nodes, opts.Processes, opts.DSN = 1, 0, spec.DSN
 	c, err := openCluster(ctx, opts)
 	if err != nil {
 		return err
@@ -330,11 +351,26 @@ func RunNode(ctx context.Context, opts Options, until time.Time, out string) err
 	if err := c.start(ctx); err != nil {
 		return err
 	}
-	sleepUntil(ctx, until)
-	if _, err := c.stop(); err != nil {
+	var stats *statsWriter
+	if spec.Stats != "" {
+		if stats, err = newStatsWriter(spec.Stats, time.Since(begun), c.stores[0]); err != nil {
+			c.stop()
+			return err
+		}
+	}
+	if spec.Until.IsZero() {
+		_, _ = io.Copy(io.Discard, stdin)
+	} else {
+		sleepUntil(ctx, spec.Until)
+	}
+	_, err = c.stop()
+	if stats != nil {
+		err = errors.Join(err, stats.close())
+	}
+	if err != nil {
 		return err
 	}
-	return writeFires(out, c.rec.fires)
+	return writeFires(spec.Out, c.rec.fires)
 }
 
 func writeFires(path string, fires []fire) error {

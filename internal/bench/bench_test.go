@@ -49,9 +49,19 @@ func TestScenariosSmoke(t *testing.T) {
 			// must be reached: all of it.
 			r, err := Steady(ctx, opts, steady)
 			check(r, err, 1)
-			steady.Idle = 300 // the scale scenario: the same load with more triggers stored
-			r, err = Steady(ctx, opts, steady)
-			check(r, err, 1)
+			// The scale scenario: the same load on 320 then 600 stored triggers, bulk-loaded;
+			// its node in this process.
+			rs, err := Scale(ctx, opts, ScaleConfig{Stored: []int{steady.Triggers + 300, steady.Triggers + 580},
+				Firing: steady.Triggers, Interval: steady.Interval, Warmup: steady.Warmup, Duration: steady.Duration})
+			if len(rs) != 2 {
+				t.Fatalf("scale: %d results, %v", len(rs), err)
+			}
+			for _, r := range rs {
+				check(r, err, 1)
+				if r.Scale.NodeStart <= 0 || r.Scale.LoadRate <= 0 || !r.Scale.AcquireIndex {
+					t.Errorf("%s: want a start time, a load rate and the due index (plan %q)", r, r.Scale.AcquirePlan)
+				}
+			}
 			// remote: the same kind of load through a server and two SDK executors over HTTP.
 			remote := RemoteConfig{SteadyConfig: SteadyConfig{Triggers: 50, Interval: 200 * time.Millisecond,
 				Warmup: 500 * time.Millisecond, Duration: 2 * time.Second}, Executors: 2}

@@ -15,9 +15,6 @@ type SteadyConfig struct {
 	Interval time.Duration
 	Warmup   time.Duration
 	Duration time.Duration
-	// Idle stores this many more triggers that do not fire during the run (the scale
-	// scenario: the same load with 10k, 100k, 1M triggers stored).
-	Idle int
 }
 
 // Steady runs the steady scenario.
@@ -33,23 +30,16 @@ func Steady(ctx context.Context, opts Options, cfg SteadyConfig) (Result, error)
 // steady runs the steady load on c's nodes, whichever kind they are (bare engines or
 // servers with executors), and measures it.
 func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig) (Result, error) {
-	res := Result{Scenario: scenario, Triggers: cfg.Triggers, Stored: cfg.Triggers + cfg.Idle, Nodes: len(c.stores) + c.opts.Processes,
+	res := Result{Scenario: scenario, Triggers: cfg.Triggers, Nodes: len(c.stores) + c.opts.Processes,
 		Demanded: float64(cfg.Triggers) * float64(time.Second) / float64(cfg.Interval)}
 
-	if cfg.Idle > 0 {
-		idle, _, _, err := c.insertTriggers(ctx, cfg.Idle, cfg.Interval, schedule.RepeatForever)
-		if err != nil {
-			return res, err
-		}
-		defer c.stores[0].JobDelete(context.Background(), idle.ID)
-	}
 	job, ids, rate, err := c.insertTriggers(ctx, cfg.Triggers, cfg.Interval, schedule.RepeatForever)
 	if err != nil {
 		return res, err
 	}
 	defer c.stores[0].JobDelete(context.Background(), job.ID)
 	res.InsertRate = rate
-	t0 := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	t0 := firstFireAt(len(ids), rate)
 	first := func(i int) time.Time { return t0.Add(time.Duration(i) * cfg.Interval / time.Duration(len(ids))) }
 	if err := c.release(ctx, ids, first); err != nil {
 		return res, err
@@ -62,6 +52,7 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 		c.stop()
 		return res, err
 	}
+	c.lateStart(t0)
 	if !sleepUntil(ctx, from) {
 		c.stop()
 		return res, ctx.Err()

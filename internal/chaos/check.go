@@ -55,6 +55,8 @@ type DBExec struct {
 	Late bool
 	// Msg is the database's trigger and handle messages, for the report.
 	Msg string
+	// WorkflowNode is the workflow node (of the workflow load) this execution ran, 0 for none.
+	WorkflowNode int64
 }
 
 // Live reports whether the execution is not over (pending, acquired or running).
@@ -106,6 +108,9 @@ type Input struct {
 	Faults  []Fault
 	Start   int64 // when the load began (Unix ms)
 	Settle  time.Duration
+	// DBComplete says DB holds every execution the database ever had (no retention ran), so
+	// that a run in the ledger whose execution it lacks was forgotten (Report.Forgotten).
+	DBComplete bool
 }
 
 // Class is what became of one fire.
@@ -135,14 +140,20 @@ type Finding struct {
 
 // Report is the checker's verdict on one run.
 type Report struct {
-	Dialect                   string
-	Fires                     int // fires the schedules call for
-	Runs                      int // handler runs the ledger holds
-	Counts                    map[Class]int
-	NotRunStates              map[string]int
-	StuckRows                 int
-	Unexpected                int // runs of fires the schedules do not call for
-	SerialOverlaps            int // two runs of a serial job at once
+	Dialect        string
+	Fires          int // fires the schedules call for
+	Runs           int // handler runs the ledger holds
+	Counts         map[Class]int
+	NotRunStates   map[string]int
+	StuckRows      int
+	Unexpected     int // runs of fires the schedules do not call for
+	SerialOverlaps int // two runs of a serial job at once
+	// Forgotten counts the runs the ledger holds whose execution the database does not: a
+	// commit the database acknowledged and then lost (a failover to a standby that lacked
+	// it).
+	Forgotten int
+	// Workflows is the workflow load's verdict (nil without one).
+	Workflows                 *WorkflowReport
 	LateP50, LateP99, LateMax time.Duration
 	Kills                     []Kill
 	Faults                    []Fault
@@ -172,6 +183,12 @@ func (r *Report) Failed() []string {
 	}
 	if r.SerialOverlaps > 0 {
 		out = append(out, fmt.Sprintf("%d overlapping runs of serial jobs", r.SerialOverlaps))
+	}
+	if r.Forgotten > 0 {
+		out = append(out, fmt.Sprintf("%d runs the database forgot", r.Forgotten))
+	}
+	if r.Workflows != nil {
+		out = append(out, r.Workflows.Targets()...)
 	}
 	return out
 }
@@ -209,6 +226,15 @@ func Check(in Input) *Report {
 		}
 	}
 	roots := fireRoots(in.DB)
+	known := make(map[int64]bool, len(in.DB))
+	for _, d := range in.DB {
+		known[d.ID] = true
+	}
+	for _, e := range in.Ledger {
+		if in.DBComplete && e.Ev == "begin" && e.ExecID != 0 && !known[e.ExecID] {
+			r.Forgotten++
+		}
+	}
 	rootOf := func(execID, sched int64) int64 {
 		if root, ok := roots[execID]; ok {
 			return root

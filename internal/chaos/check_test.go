@@ -178,3 +178,23 @@ func TestSerialOverlap(t *testing.T) {
 		t.Fatalf("overlaps %d, once %d: want 1 and 3\n%s", r.SerialOverlaps, r.Counts[Once], r)
 	}
 }
+
+// TestCheckForgotten: a run the ledger holds whose execution the database lacks (a commit
+// lost in a failover) fails the run when the database's list is complete, and is not
+// counted when it may not be.
+func TestCheckForgotten(t *testing.T) {
+	const t0 = 1_000_000
+	a := begin(1, t0, 0, 1, "node1:n1:1", t0+5)
+	b := begin(1, t0+1000, 0, 2, "node1:n1:1", t0+1005)
+	in := Input{Jobs: []JobSpec{checkJob(1, false, 0)}, Ledger: []Entry{a, end(a, true, t0+50), b, end(b, true, t0+1050)},
+		DB:         []DBExec{{ID: 1, JobID: 1, Sched: t0, State: "succeeded"}, {ID: 3, JobID: 1, Sched: t0 + 2000, State: "failed"}},
+		DBComplete: true}
+	r := Check(in)
+	if r.Forgotten != 1 || len(r.Failed()) != 1 {
+		t.Errorf("forgotten %d, failed %v: want 1 (execution 2 ran and the database lacks it)", r.Forgotten, r.Failed())
+	}
+	in.DBComplete = false
+	if r := Check(in); r.Forgotten != 0 {
+		t.Errorf("forgotten %d with an incomplete list, want 0", r.Forgotten)
+	}
+}

@@ -3,8 +3,10 @@
 // or MariaDB server the suite starts itself, reached through a TCP proxy), puts a steady load of
 // triggers on it, injects faults (SIGKILL and restart of nodes with the same or a new node id,
 // SIGSTOP past the node timeout, executor restarts on the same address, database restarts,
-// network cuts), and then checks every fire the schedules call for against a ledger that the
-// handlers append to outside the database.
+// network cuts; on PostgreSQL, with Options.Failover and in the long plan, a failover from a
+// primary to its synchronous standby), and then checks every fire the schedules call for, and
+// every node of the workflow load's runs (CheckWorkflows), against a ledger that the handlers
+// append to outside the database.
 //
 // The checker (Check) is pure: it classifies each fire as once, retried, recovery re-run,
 // double, zombie, missing, not run (recorded as failed or lost in the database) or stuck, and

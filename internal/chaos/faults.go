@@ -24,6 +24,9 @@ type step struct {
 func (c *cluster) plan() []step {
 	nodeTimeout := 3 * c.o.Heartbeat
 	freeze := nodeTimeout + 2*c.o.Heartbeat + 2*time.Second
+	if c.o.Failover {
+		return []step{{12 * time.Second, c.failover}}
+	}
 	if !c.o.Long {
 		cut := 10 * time.Second
 		return []step{
@@ -52,6 +55,9 @@ func (c *cluster) plan() []step {
 			step{base + 95*time.Second, func(ctx context.Context) { c.latency(100, 50, 15*time.Second) }},
 			step{base + 112*time.Second, func(ctx context.Context) { c.killNode(ctx, node(1), true, 2*time.Second) }},
 		)
+		if _, ok := c.db.(replicated); ok {
+			steps = append(steps, step{base + 116*time.Second, c.failover})
+		}
 	}
 	return steps
 }
@@ -177,18 +183,43 @@ func (c *cluster) restartDB(ctx context.Context, down time.Duration) {
 	c.logf("database back after %s of recovery", time.Since(t).Round(100*time.Millisecond))
 }
 
-// cut partitions the database from the nodes for d.
-func (c *cluster) cut(d time.Duration) {
-	what := fmt.Sprintf("network to the database cut for %s", d)
-	if err := c.proxy.Cut(); err != nil {
+// failover kills the primary database server with SIGKILL and promotes its synchronous
+// standby; the nodes, given both in a multi-host DSN, must find the new primary themselves.
+// The old primary's host then becomes the new standby.
+func (c *cluster) failover(ctx context.Context) {
+	pair := c.db.(replicated)
+	from := pair.Addr()
+	killed, promoted, err := pair.Failover(ctx)
+	what := fmt.Sprintf("SIGKILL the primary database %s, promote the standby %s", from, pair.Addr())
+	if promoted.IsZero() {
 		c.fault(what, err)
 		return
 	}
+	c.faultAt(killed, what, nil)
+	c.logf("standby promoted %s after the kill", promoted.Sub(killed).Round(time.Millisecond))
+	if err != nil {
+		c.fault("make a new standby of "+from, err)
+		return
+	}
+	c.logf("new standby on %s synchronous after %s", from, time.Since(promoted).Round(time.Millisecond))
+}
+
+// cut partitions the database from the nodes for d.
+func (c *cluster) cut(d time.Duration) {
+	what := fmt.Sprintf("network to the database cut for %s", d)
+	for _, px := range c.proxies {
+		if err := px.Cut(); err != nil {
+			c.fault(what, err)
+			return
+		}
+	}
 	c.fault(what, nil)
 	time.Sleep(d)
-	if err := c.proxy.Heal(); err != nil {
-		c.fault("heal the network to the database", err)
-		return
+	for _, px := range c.proxies {
+		if err := px.Heal(); err != nil {
+			c.fault("heal the network to the database", err)
+			return
+		}
 	}
 	c.logf("network healed")
 }
@@ -196,14 +227,18 @@ func (c *cluster) cut(d time.Duration) {
 // latency adds ms ± jitter each way between the nodes and the database for d.
 func (c *cluster) latency(ms, jitter int, d time.Duration) {
 	what := fmt.Sprintf("latency %d±%d ms to the database for %s", ms, jitter, d)
-	if err := c.proxy.Latency(ms, jitter); err != nil {
-		c.fault(what, err)
-		return
+	for _, px := range c.proxies {
+		if err := px.Latency(ms, jitter); err != nil {
+			c.fault(what, err)
+			return
+		}
 	}
 	c.fault(what, nil)
 	time.Sleep(d)
-	if err := c.proxy.Latency(0, 0); err != nil {
-		c.fault("remove the latency to the database", err)
+	for _, px := range c.proxies {
+		if err := px.Latency(0, 0); err != nil {
+			c.fault("remove the latency to the database", err)
+		}
 	}
 }
 

@@ -22,8 +22,12 @@ func (r *Report) String() string {
 		}
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "  unexpected runs %d, overlapping runs of serial jobs %d\n", r.Unexpected, r.SerialOverlaps)
+	fmt.Fprintf(&b, "  unexpected runs %d, overlapping runs of serial jobs %d, runs the database forgot %d\n",
+		r.Unexpected, r.SerialOverlaps, r.Forgotten)
 	fmt.Fprintf(&b, "  lateness of the first run: p50 %v, p99 %v, max %v\n", r.LateP50, r.LateP99, r.LateMax)
+	if r.Workflows != nil {
+		b.WriteString(r.Workflows.String())
+	}
 	if len(r.Faults) > 0 {
 		b.WriteString("faults:\n")
 		for _, f := range r.Faults {

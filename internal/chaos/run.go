@@ -44,7 +44,19 @@ type Options struct {
 	Heartbeat time.Duration
 	// Log receives progress lines. Default io.Discard.
 	Log io.Writer
+	// Failover (PostgreSQL only) runs the database as a primary with a synchronous standby
+	// (pg_basebackup, streaming replication), gives the nodes a DSN naming both with
+	// target_session_attrs=read-write, and replaces the fault plan with one failover: the
+	// primary killed with SIGKILL at +12 s, the standby promoted. The long plan on PostgreSQL
+	// always runs on such a pair and fails over once a cycle.
+	Failover bool
+	// WorkflowEvery is how often a run of the workflow load (a diamond DAG, see
+	// workflows.go) starts during the load. Default 300 ms (about three runs, 12 node runs, a second); negative: no workflow load.
+	WorkflowEvery time.Duration
 }
+
+// replicated reports whether the run's database is a primary with a standby.
+func (o *Options) replicated() bool { return o.Dialect == "postgres" && (o.Failover || o.Long) }
 
 func (o *Options) defaults() {
 	if o.Triggers <= 0 {
@@ -65,15 +77,19 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.WorkflowEvery == 0 {
+		o.WorkflowEvery = 300 * time.Millisecond
+	}
 }
 
 // cluster is one experiment's moving parts.
 type cluster struct {
-	o       Options
-	bin     string
-	dir     string
-	db      DBServer
-	proxy   *testdb.Proxy
+	o   Options
+	bin string
+	dir string
+	db  DBServer
+	// proxies stand between the nodes and the database: one, or one per server of a pair.
+	proxies []*testdb.Proxy
 	st      *sqlstore.Store // direct to the database, not through the proxy
 	nodes   []*process
 	execs   []*process
@@ -94,8 +110,11 @@ func (c *cluster) logf(format string, args ...any) {
 }
 
 // fault records a fault that took effect (err nil) or did not.
-func (c *cluster) fault(what string, err error) {
-	f := Fault{At: time.Now().UnixMilli(), What: what}
+func (c *cluster) fault(what string, err error) { c.faultAt(time.Now(), what, err) }
+
+// faultAt records a fault that took effect at a time past (err nil) or did not.
+func (c *cluster) faultAt(at time.Time, what string, err error) {
+	f := Fault{At: at.UnixMilli(), What: what}
 	if err != nil {
 		f.Err = err.Error()
 	}
@@ -134,12 +153,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var wf *WorkflowSpec
+	if o.WorkflowEvery > 0 {
+		if wf, err = c.scheduleWorkflows(ctx); err != nil {
+			return nil, err
+		}
+	}
 	loadStart := jobs[0].Trigger.Start
 	w := c.watch(ctx)
+	wfWait := func() {}
+	if wf != nil {
+		wfWait = c.startWorkflows(ctx, wf, loadStart, loadStart.Add(o.Load))
+	}
 	c.runFaults(ctx, loadStart.Add(o.Load))
+	wfWait()
 	c.settle(ctx, loadStart.Add(o.Load))
 	w.stop()
-	return c.check(ctx, jobs, loadStart)
+	return c.check(ctx, jobs, wf, loadStart)
 }
 
 func (c *cluster) setUp(ctx context.Context) error {
@@ -148,7 +178,15 @@ func (c *cluster) setUp(ctx context.Context) error {
 		return err
 	}
 	c.ledger = filepath.Join(c.dir, "ledger.jsonl")
-	if c.db, err = NewDBServer(c.o.Dialect, filepath.Join(c.dir, "db")); err != nil {
+	if c.o.Failover && c.o.Dialect != "postgres" {
+		return fmt.Errorf("chaos: a failover needs PostgreSQL, not %s", c.o.Dialect)
+	}
+	if c.o.replicated() {
+		c.db, err = newPGPair(filepath.Join(c.dir, "db"))
+	} else {
+		c.db, err = NewDBServer(c.o.Dialect, filepath.Join(c.dir, "db"))
+	}
+	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(c.dir, "db"), 0o755); err != nil {
@@ -157,16 +195,30 @@ func (c *cluster) setUp(ctx context.Context) error {
 	if err := c.db.Start(ctx); err != nil {
 		return err
 	}
-	if c.proxy, err = testdb.NewProxy(c.db.Addr()); err != nil {
-		return err
+	upstream, direct := []string{c.db.Addr()}, c.db.DSN(c.db.Addr())
+	pair, _ := c.db.(replicated)
+	if pair != nil {
+		upstream, direct = pair.Addrs(), pair.MultiDSN(pair.Addrs())
 	}
-	if c.st, err = sqlstore.Open(ctx, c.db.DSN(c.db.Addr())); err != nil {
+	var through []string
+	for _, u := range upstream {
+		px, err := testdb.NewProxy(u)
+		if err != nil {
+			return err
+		}
+		c.proxies = append(c.proxies, px)
+		through = append(through, px.Addr())
+	}
+	if c.st, err = sqlstore.Open(ctx, direct); err != nil {
 		return err
 	}
 	if err := c.st.Migrate(ctx); err != nil {
 		return err
 	}
-	dsn := c.db.DSN(c.proxy.Addr())
+	dsn := c.db.DSN(through[0])
+	if pair != nil {
+		dsn = pair.MultiDSN(through)
+	}
 	for i := range 3 {
 		addr, err := loopbackAddr()
 		if err != nil {
@@ -207,7 +259,7 @@ func (c *cluster) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	c.logf("cluster up: 3 nodes, 2 executors, %s at %s through the proxy at %s", c.o.Dialect, c.db.Addr(), c.proxy.Addr())
+	c.logf("cluster up: 3 nodes, 2 executors, %s at %s through the proxies at %s", c.o.Dialect, upstream, through)
 	return nil
 }
 
@@ -339,7 +391,7 @@ func (c *cluster) settle(ctx context.Context, loadEnd time.Time) {
 }
 
 // check reads the database, stops the cluster, reads the ledger, and classifies.
-func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time) (*Report, error) {
+func (c *cluster) check(ctx context.Context, jobs []JobSpec, wf *WorkflowSpec, loadStart time.Time) (*Report, error) {
 	// The database first, as the settle left it: a node's clean stop hands its acquired
 	// fires back to pending, which would hide the rows it had stranded.
 	var db []DBExec
@@ -352,12 +404,20 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 		for _, e := range page {
 			db = append(db, DBExec{ID: e.ID, JobID: e.JobID, Sched: e.ScheduledAt, Attempt: e.Attempt, Shard: e.ShardIndex,
 				State: string(e.State), Node: e.Node, Cause: string(e.Cause), FiredAt: e.FiredAt, FinishedAt: e.FinishedAt,
-				Late: strings.HasSuffix(e.HandleMsg, engine.LateSuffix), Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
+				WorkflowNode: e.WorkflowNode,
+				Late:         strings.HasSuffix(e.HandleMsg, engine.LateSuffix), Msg: strings.TrimSpace(e.TriggerMsg + " " + e.HandleMsg)})
 		}
 		if len(page) < 1000 {
 			break
 		}
 		after = page[len(page)-1].ID
+	}
+	var runs []WFRun
+	if wf != nil {
+		var err error
+		if runs, err = c.readWorkflows(ctx, wf, db); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range append(append([]*process{}, c.execs...), c.nodes...) {
 		p.stop(10 * time.Second)
@@ -366,9 +426,40 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 	if err != nil {
 		return nil, err
 	}
+	// The workflow load's runs are checked apart: their jobs have no schedule.
+	var wfReport *WorkflowReport
+	if wf != nil {
+		wfJobs := map[int64]bool{}
+		for _, id := range wf.Jobs {
+			wfJobs[id] = true
+		}
+		var wfEntries, rest []Entry
+		for _, e := range entries {
+			if wfJobs[e.JobID] {
+				wfEntries = append(wfEntries, e)
+			} else {
+				rest = append(rest, e)
+			}
+		}
+		entries = rest
+		var restDB []DBExec
+		for _, d := range db {
+			if !wfJobs[d.JobID] {
+				restDB = append(restDB, d)
+			}
+		}
+		db = restDB
+		c.mu.Lock()
+		var procs []Proc
+		for _, p := range c.procs {
+			procs = append(procs, *p)
+		}
+		c.mu.Unlock()
+		wfReport = CheckWorkflows(wf, runs, wfEntries, procs)
+	}
 	c.mu.Lock()
 	in := Input{Dialect: c.o.Dialect, Jobs: jobs, Ledger: entries, DB: db, Faults: c.faults, Start: loadStart.UnixMilli(),
-		Settle: c.o.Settle}
+		Settle: c.o.Settle, DBComplete: true}
 	for _, p := range c.procs {
 		in.Procs = append(in.Procs, *p)
 	}
@@ -376,7 +467,9 @@ func (c *cluster) check(ctx context.Context, jobs []JobSpec, loadStart time.Time
 		in.Kills = append(in.Kills, *k)
 	}
 	c.mu.Unlock()
-	return Check(in), nil
+	rep := Check(in)
+	rep.Workflows = wfReport
+	return rep, nil
 }
 
 func (c *cluster) close() {
@@ -387,12 +480,14 @@ func (c *cluster) close() {
 	if c.st != nil {
 		c.st.Close()
 	}
-	if c.proxy != nil {
-		c.proxy.Close()
+	for _, px := range c.proxies {
+		px.Close()
 	}
 	if c.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := c.db.Crash(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if pair, ok := c.db.(replicated); ok {
+			pair.Shutdown(ctx)
+		} else if err := c.db.Crash(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			c.logf("stop database: %v", err)
 		}
 		cancel()

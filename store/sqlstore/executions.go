@@ -14,14 +14,14 @@ import (
 
 const executionCols = "id, job_id, trigger_id, scheduled_at, fired_at, cause, attempt, node, executor_address, " +
 	"shard_index, shard_total, state, trigger_code, trigger_msg, handle_code, handle_msg, started_at, finished_at, " +
-	"alarm_state, data, incarnation, script_version, params, executor_app, output_lost, interval_start, interval_end, backfill_id, workflow_node"
+	"alarm_state, data, incarnation, script_version, params, executor_app, output_lost, interval_start, interval_end, backfill_id, workflow_node, fire_zone"
 
 // executionInsertCols is executionCols without id.
 const executionInsertCols = "job_id, trigger_id, scheduled_at, fired_at, cause, attempt, node, executor_address, " +
 	"shard_index, shard_total, state, trigger_code, trigger_msg, handle_code, handle_msg, started_at, finished_at, " +
-	"alarm_state, data, incarnation, script_version, params, executor_app, output_lost, interval_start, interval_end, backfill_id, workflow_node"
+	"alarm_state, data, incarnation, script_version, params, executor_app, output_lost, interval_start, interval_end, backfill_id, workflow_node, fire_zone"
 
-const executionInsertWidth = 28
+const executionInsertWidth = 29
 
 var executionInsertColList = strings.Split(executionInsertCols, ", ")
 
@@ -32,7 +32,7 @@ func scanExecution(r rowScanner) (*store.Execution, error) {
 	err := r.Scan(&x.ID, &x.JobID, &trig, &x.ScheduledAt, &x.FiredAt, &x.Cause, &x.Attempt, &x.Node,
 		&x.ExecutorAddress, &x.ShardIndex, &x.ShardTotal, &x.State, &x.TriggerCode, &x.TriggerMsg,
 		&x.HandleCode, &x.HandleMsg, &x.StartedAt, &x.FinishedAt, &x.AlarmState, &data, &x.Incarnation,
-		&x.ScriptVersion, &x.Params, &x.ExecutorApp, &x.OutputLost, &x.IntervalStart, &x.IntervalEnd, &x.BackfillID, &x.WorkflowNode)
+		&x.ScriptVersion, &x.Params, &x.ExecutorApp, &x.OutputLost, &x.IntervalStart, &x.IntervalEnd, &x.BackfillID, &x.WorkflowNode, &x.FireZone)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func executionRows(es []*store.Execution, withID bool) (string, []any, error) {
 		args = append(args, x.JobID, nullInt64(x.TriggerID), x.ScheduledAt, x.FiredAt, string(x.Cause), x.Attempt,
 			x.Node, x.ExecutorAddress, x.ShardIndex, x.ShardTotal, string(x.State), x.TriggerCode, x.TriggerMsg,
 			x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(x.AlarmState), data, x.Incarnation,
-			x.ScriptVersion, x.Params, x.ExecutorApp, x.OutputLost, x.IntervalStart, x.IntervalEnd, x.BackfillID, x.WorkflowNode)
+			x.ScriptVersion, x.Params, x.ExecutorApp, x.OutputLost, x.IntervalStart, x.IntervalEnd, x.BackfillID, x.WorkflowNode, x.FireZone)
 		if i > 0 {
 			values = append(values, ", "...)
 		}
@@ -233,6 +233,7 @@ func executionArrays(es []*store.Execution) ([]any, error) {
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	params, apps, lost := make([]string, n), make([]string, n), make([]int64, n)
 	istart, iend, backfills, wfnodes := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	zones := make([]string, n)
 	for i, x := range es {
 		d, err := encodeJSON(x.Data, x.Data == nil)
 		if err != nil {
@@ -245,9 +246,10 @@ func executionArrays(es []*store.Execution) ([]any, error) {
 		tmsgs[i], hmsgs[i], alarms[i], data[i], incs[i] = x.TriggerMsg, x.HandleMsg, string(x.AlarmState), d, x.Incarnation
 		versions[i], params[i], apps[i], lost[i] = x.ScriptVersion, x.Params, x.ExecutorApp, x.OutputLost
 		istart[i], iend[i], backfills[i], wfnodes[i] = x.IntervalStart, x.IntervalEnd, x.BackfillID, x.WorkflowNode
+		zones[i] = x.FireZone
 	}
 	return []any{ids, jobs, triggers, scheduled, fired, causes, attempts, nodes, addrs, shards, totals, states, tcodes,
-		tmsgs, hcodes, hmsgs, started, finished, alarms, data, incs, versions, params, apps, lost, istart, iend, backfills, wfnodes}, nil
+		tmsgs, hcodes, hmsgs, started, finished, alarms, data, incs, versions, params, apps, lost, istart, iend, backfills, wfnodes, zones}, nil
 }
 
 // pgExecutionsUnnest is the FROM clause matching executionArrays, and pgExecutionSelect the
@@ -255,11 +257,11 @@ func executionArrays(es []*store.Execution) ([]any, error) {
 const (
 	pgExecutionsUnnest = "unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[]," +
 		" ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::bigint[]," +
-		" ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[]) AS u(" + executionCols + ")"
+		" ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[]) AS u(" + executionCols + ")"
 	pgExecutionSelect = "u.job_id, NULLIF(u.trigger_id, 0), u.scheduled_at, u.fired_at, u.cause, u.attempt, u.node," +
 		" u.executor_address, u.shard_index, u.shard_total, u.state, u.trigger_code, u.trigger_msg, u.handle_code, u.handle_msg," +
 		" u.started_at, u.finished_at, u.alarm_state, u.data, u.incarnation, u.script_version, u.params, u.executor_app, u.output_lost," +
-		" u.interval_start, u.interval_end, u.backfill_id, u.workflow_node"
+		" u.interval_start, u.interval_end, u.backfill_id, u.workflow_node, u.fire_zone"
 )
 
 // Duplicate fires are refused by the live table's unique key, and a fire whose twin has

@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -119,6 +121,25 @@ func (e *executor) moveToHistory(ctx context.Context, ids []int64, cond string, 
 	var moved []*store.Execution
 	err := e.inTx(ctx, func(e *executor) error {
 		wheres, whereArgs := e.liveWheres(ids, cond, condArgs)
+		if e.d().kind == sqlite {
+			// One writer at a time: the DELETE's RETURNING hands back the rows it removed, and
+			// nothing can change them before the history insert below. One statement fewer
+			// per batch than a locking read, an insert and a delete.
+			for i, where := range wheres {
+				xs, err := scanExecutions(e.query(ctx, "DELETE FROM executions_live WHERE "+where+" RETURNING "+executionCols, whereArgs[i]...))
+				if err != nil {
+					return err
+				}
+				moved = append(moved, xs...)
+			}
+			slices.SortFunc(moved, func(a, b *store.Execution) int { return cmp.Compare(a.ID, b.ID) })
+			for _, x := range moved {
+				if end != nil {
+					end(x)
+				}
+			}
+			return e.insertHistory(ctx, moved)
+		}
 		for i, where := range wheres {
 			xs, err := scanExecutions(e.query(ctx, "SELECT "+executionCols+" FROM executions_live WHERE "+where+" ORDER BY id"+e.d().lock(), whereArgs[i]...))
 			if err != nil {
@@ -311,7 +332,7 @@ func (e *executor) completePostgres(ctx context.Context, cond string, condArgs [
 		" r.handle_code, r.handle_msg, CASE WHEN r.started_at = 0 THEN d.started_at ELSE r.started_at END, r.finished_at,"+
 		" CASE WHEN r.alarm_state = '' THEN d.alarm_state ELSE r.alarm_state END,"+
 		" CASE WHEN r.has_data = 1 THEN r.data ELSE d.data END, d.incarnation, d.script_version, d.params,"+
-		" d.executor_app, d.output_lost + r.output_lost, d.interval_start, d.interval_end, d.backfill_id, d.workflow_node FROM d JOIN r ON r.id = d.id RETURNING id",
+		" d.executor_app, d.output_lost + r.output_lost, d.interval_start, d.interval_end, d.backfill_id, d.workflow_node, d.fire_zone FROM d JOIN r ON r.id = d.id RETURNING id",
 		concat([]any{ids, states, codes, msgs, started, finished, has, data, alarms, lost, ids}, condArgs)...))
 }
 
@@ -348,7 +369,8 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 	return out, nil
 }
 
-// nodesRun is the condition that a running execution is its node's to lose: an in-process
+// nodesRun is the condition that a running execution is its node's to lose (a run waiting
+// for its sub-tasks is not): an in-process
 // run, or a remote run whose acceptance was not recorded (trigger code
 // store.DispatchAccepted) and whose executor instance is not registered. A run sent to an
 // instance that is registered may have been taken (the node died, or lost the database,
@@ -357,7 +379,10 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 // instance goes silent or restarts. Losing it here would re-run it beside the executor's run.
 const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200 AND NOT EXISTS (SELECT 1 FROM registry r" +
 	" WHERE r.app = executions_live.executor_app AND r.address = executions_live.executor_address" +
-	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))"
+	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))" +
+	// A run that mapped waits for its sub-tasks, which outlive the node that started it: the
+	// runner that claims its map reduces and completes it (subtasks.go).
+	" AND NOT EXISTS (SELECT 1 FROM subtask_maps sm WHERE sm.execution_id = executions_live.id AND sm.state <> 'done')"
 
 // ExecutionsLoseRunning marks the running executions of a dead life lost and returns them.
 func (e *executor) ExecutionsLoseRunning(ctx context.Context, o store.Owner) ([]*store.Execution, error) {

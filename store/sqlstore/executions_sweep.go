@@ -106,8 +106,12 @@ func (e *executor) ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore 
 		}
 		for _, c := range chunks(len(ids)) {
 			in, args := inList(ids[c[0]:c[1]])
-			if _, err := e.exec(ctx, "DELETE FROM execution_logs WHERE execution_id IN "+in, args...); err != nil {
-				return err
+			// An execution's output and its map/reduce sub-tasks go with it.
+			for _, q := range []string{"DELETE FROM execution_logs WHERE execution_id IN ", "DELETE FROM subtasks WHERE execution_id IN ",
+				"DELETE FROM subtask_maps WHERE execution_id IN "} {
+				if _, err := e.exec(ctx, q+in, args...); err != nil {
+					return err
+				}
 			}
 			res, err := e.exec(ctx, "DELETE FROM executions WHERE id IN "+in, args...)
 			if err != nil {

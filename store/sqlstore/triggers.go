@@ -5,23 +5,27 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
 
 const triggerCols = "id, job_id, group_name, name, description, kind, spec, time_zone, start_at, end_at, " +
 	"calendar_name, priority, misfire_policy, state, error_message, next_fire_at, prev_fire_at, times_fired, " +
-	"version, created_at, updated_at, params, data, jitter_ms, dst_policy, catchup_window_ms, catchup, run_limit"
+	"version, created_at, updated_at, params, data, jitter_ms, dst_policy, catchup_window_ms, catchup, run_limit, zone_of, zones"
 
 func scanTrigger(r rowScanner) (*store.Trigger, error) {
 	var t store.Trigger
 	var cal sql.NullString
-	var data string
+	var data, zones string
 	err := r.Scan(&t.ID, &t.JobID, &t.Group, &t.Name, &t.Description, &t.Kind, &t.Spec, &t.TimeZone,
 		&t.StartAt, &t.EndAt, &cal, &t.Priority, &t.MisfirePolicy, &t.State, &t.ErrorMessage, &t.NextFireAt,
 		&t.PrevFireAt, &t.TimesFired, &t.Version, &t.CreatedAt, &t.UpdatedAt, &t.Params, &data, &t.JitterMs, &t.DSTPolicy,
-		&t.CatchUpWindow, &t.CatchUp, &t.RunLimit)
+		&t.CatchUpWindow, &t.CatchUp, &t.RunLimit, &t.ZoneOf, &zones)
 	t.CalendarName = cal.String
+	if zones != "" {
+		t.Zones = strings.Split(zones, ",")
+	}
 	if err == nil {
 		err = decodeJSON(data, &t.Data)
 	}
@@ -69,10 +73,11 @@ func (e *executor) TriggerInsert(ctx context.Context, t *store.Trigger) error {
 		return err
 	}
 	now := e.cfg.now()
-	id, err := e.insertID(ctx, "INSERT INTO triggers ("+triggerCols[len("id, "):]+") VALUES "+placeholders(27),
+	id, err := e.insertID(ctx, "INSERT INTO triggers ("+triggerCols[len("id, "):]+") VALUES "+placeholders(29),
 		t.JobID, t.Group, t.Name, t.Description, string(t.Kind), t.Spec, t.TimeZone, t.StartAt, t.EndAt,
 		nullString(t.CalendarName), prio, t.MisfirePolicy, string(state), t.ErrorMessage, t.NextFireAt,
-		t.PrevFireAt, t.TimesFired, int64(1), now, now, t.Params, data, t.JitterMs, t.DSTPolicy, t.CatchUpWindow, t.CatchUp, t.RunLimit)
+		t.PrevFireAt, t.TimesFired, int64(1), now, now, t.Params, data, t.JitterMs, t.DSTPolicy, t.CatchUpWindow, t.CatchUp, t.RunLimit,
+		t.ZoneOf, strings.Join(t.Zones, ","))
 	if err != nil {
 		switch {
 		case isUniqueViolation(err):
@@ -136,6 +141,13 @@ func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*s
 		q += " AND group_name = ?"
 		args = append(args, f.Group)
 	}
+	switch {
+	case f.ZoneOf != 0:
+		q += " AND zone_of = ?"
+		args = append(args, f.ZoneOf)
+	case !f.WithZoneRows:
+		q += " AND zone_of = 0"
+	}
 	if f.State != "" {
 		q += " AND state = ?"
 		args = append(args, string(f.State))
@@ -198,6 +210,10 @@ func (e *executor) TriggerUpdate(ctx context.Context, t *store.Trigger) error {
 
 // TriggerDelete deletes the trigger id.
 func (e *executor) TriggerDelete(ctx context.Context, id int64) error {
+	// A trigger's zone rows go with it (they are the same trigger in its other zones).
+	if _, err := e.exec(ctx, "DELETE FROM triggers WHERE zone_of = ?", id); err != nil {
+		return fmt.Errorf("sqlstore: delete trigger %d: zone rows: %w", id, err)
+	}
 	res, err := e.exec(ctx, "DELETE FROM triggers WHERE id = ?", id)
 	if err != nil {
 		return fmt.Errorf("sqlstore: delete trigger %d: %w", id, err)
@@ -217,7 +233,8 @@ func selector(sel store.TriggerSelector) (string, []any, error) {
 	var args []any
 	if sel.TriggerID != 0 {
 		set++
-		cond, args = "id = ?", []any{sel.TriggerID}
+		// A trigger's zone rows are paused and resumed with it.
+		cond, args = "(id = ? OR zone_of = ?)", []any{sel.TriggerID, sel.TriggerID}
 	}
 	if sel.JobID != 0 {
 		set++

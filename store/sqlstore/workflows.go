@@ -9,7 +9,7 @@ import (
 
 const (
 	workflowCols     = "id, name, description, graph, params, version, created_at, updated_at"
-	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node"
+	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node, interval_start, interval_end, backfill_id"
 	workflowNodeCols = "id, run_id, node, state, execution_id, input, result, message, updated_at"
 )
 
@@ -21,7 +21,8 @@ func scanWorkflow(r rowScanner) (*store.Workflow, error) {
 
 func scanWorkflowRun(r rowScanner) (*store.WorkflowRun, error) {
 	var w store.WorkflowRun
-	err := r.Scan(&w.ID, &w.WorkflowID, &w.State, &w.Graph, &w.Params, &w.Cause, &w.Message, &w.CreatedAt, &w.FinishedAt, &w.Version, &w.DeadlineAt, &w.ParentNode)
+	err := r.Scan(&w.ID, &w.WorkflowID, &w.State, &w.Graph, &w.Params, &w.Cause, &w.Message, &w.CreatedAt, &w.FinishedAt, &w.Version, &w.DeadlineAt, &w.ParentNode,
+		&w.IntervalStart, &w.IntervalEnd, &w.BackfillID)
 	return &w, err
 }
 
@@ -101,8 +102,10 @@ func (e *executor) WorkflowRunInsert(ctx context.Context, r *store.WorkflowRun) 
 	if r.CreatedAt == 0 {
 		r.CreatedAt = e.cfg.now()
 	}
-	id, err := e.insertID(ctx, "INSERT INTO workflow_runs (workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		r.WorkflowID, r.State, r.Graph, r.Params, string(r.Cause), r.Message, r.CreatedAt, r.FinishedAt, r.Version, r.DeadlineAt, r.ParentNode)
+	id, err := e.insertID(ctx, "INSERT INTO workflow_runs (workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node,"+
+		" interval_start, interval_end, backfill_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.WorkflowID, r.State, r.Graph, r.Params, string(r.Cause), r.Message, r.CreatedAt, r.FinishedAt, r.Version, r.DeadlineAt, r.ParentNode,
+		r.IntervalStart, r.IntervalEnd, r.BackfillID)
 	if err != nil {
 		return fmt.Errorf("sqlstore: insert a run of workflow %d: %w", r.WorkflowID, err)
 	}
@@ -151,6 +154,14 @@ func (e *executor) WorkflowRunsRunning(ctx context.Context, workflowID int64) (i
 	var n int
 	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM workflow_runs WHERE workflow_id = ? AND state = 'running'", workflowID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlstore: count running runs of workflow %d: %w", workflowID, err)
+	}
+	return n, nil
+}
+
+func (e *executor) WorkflowRunsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error) {
+	var n int
+	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM workflow_runs WHERE backfill_id = ? AND state = 'running'", backfillID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlstore: count running workflow runs of backfill %d: %w", backfillID, err)
 	}
 	return n, nil
 }

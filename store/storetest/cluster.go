@@ -36,6 +36,16 @@ func testLogs(t *testing.T, s store.Store) {
 	}
 	equal(t, "log pages", fmt.Sprint(got), fmt.Sprint(lines(1, 8)))
 	equal(t, "other execution", len(get(s.ExecutionLogList(ctx, 8, 0, 100)).ok(t)), 2)
+
+	// Several executions' output at once: each execution's lines are its own, and the lines
+	// stored already and those below 1 are skipped as one by one.
+	n := get(s.ExecutionLogsAppend(ctx, []store.ExecutionLines{
+		{ExecutionID: 8, Lines: lines(2, 4)}, {ExecutionID: 9, Lines: lines(0, 3)}, {ExecutionID: 10},
+	})).ok(t)
+	equal(t, "appended together", n, int64(5))
+	equal(t, "execution 8 after", fmt.Sprint(get(s.ExecutionLogList(ctx, 8, 0, 100)).ok(t)), fmt.Sprint(lines(1, 4)))
+	equal(t, "execution 9", fmt.Sprint(get(s.ExecutionLogList(ctx, 9, 0, 100)).ok(t)), fmt.Sprint(lines(1, 3)))
+	equal(t, "nothing", get(s.ExecutionLogsAppend(ctx, nil)).ok(t), int64(0))
 }
 
 func testNodes(t *testing.T, s store.Store) {

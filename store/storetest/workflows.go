@@ -34,11 +34,15 @@ func testWorkflows(t *testing.T, s store.Store) {
 
 	r := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: w.Params, Cause: store.CauseManual}
 	noErr(t, s.WorkflowRunInsert(ctx, r))
-	r2 := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: "{}", Cause: store.CauseManual,
-		Version: 2, DeadlineAt: 1000, ParentNode: 77}
+	r2 := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: "{}", Cause: store.CauseBackfill,
+		Version: 2, DeadlineAt: 1000, ParentNode: 77, IntervalStart: 1_000, IntervalEnd: 2_000, BackfillID: 7}
 	noErr(t, s.WorkflowRunInsert(ctx, r2))
 	back := get(s.WorkflowRunGet(ctx, r2.ID)).ok(t)
 	equal(t, "version, deadline, parent", [3]int64{back.Version, back.DeadlineAt, back.ParentNode}, [3]int64{2, 1000, 77})
+	equal(t, "a backfill run's interval and backfill", [3]int64{back.IntervalStart, back.IntervalEnd, back.BackfillID}, [3]int64{1_000, 2_000, 7})
+	equal(t, "a run by hand has none", get(s.WorkflowRunGet(ctx, r.ID)).ok(t).IntervalEnd, int64(0))
+	equal(t, "backfill 7's running runs", get(s.WorkflowRunsLiveOfBackfill(ctx, 7)).ok(t), 1)
+	equal(t, "backfill 8's running runs", get(s.WorkflowRunsLiveOfBackfill(ctx, 8)).ok(t), 0)
 	// Overdue: running with a deadline passed; a run without a deadline never is.
 	equal(t, "not yet overdue", len(get(s.WorkflowRunsOverdue(ctx, 999, 10)).ok(t)), 0)
 	sameIDs(t, "overdue", ids(get(s.WorkflowRunsOverdue(ctx, 1000, 10)).ok(t), func(r *store.WorkflowRun) int64 { return r.ID }), []int64{r2.ID})
