@@ -131,7 +131,8 @@ func New(cfg Config) (*Scheduler, error) {
 		logger = slog.Default()
 	}
 	s.mapRun = &mapRunner{s: s, log: logger, wakeCh: make(chan struct{}, 1)}
-	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger))
+	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger),
+		maintenance.WorkflowTimeouts(e, s.clock, ec.Logger))
 	return s, nil
 }
 

@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
-
+	"net/url"
 	"strconv"
 )
 
@@ -30,6 +30,22 @@ type Workflow struct {
 	UpdatedAt   Time            `json:"updated_at"`
 }
 
+// WorkflowUpdate is the body of PUT /workflows/{name}: the workflow's new description, graph
+// and params. Version, when not 0, must be the workflow's current version (a compare-and-set:
+// 409 when another edit came first). Running runs keep the graph they started with.
+type WorkflowUpdate struct {
+	Description string          `json:"description,omitempty"`
+	Graph       json.RawMessage `json:"graph"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	Version     int64           `json:"version,omitempty"`
+}
+
+// WorkflowNodeMark is the body of POST /workflow-runs/{id}/nodes/{node}/mark-succeeded: the
+// node's result, as its children see it (none when empty).
+type WorkflowNodeMark struct {
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
 // WorkflowRunRequest is the body of POST /workflows/{name}/run: params replace the
 // workflow's own when given.
 type WorkflowRunRequest struct {
@@ -44,8 +60,11 @@ type WorkflowRun struct {
 	Params     json.RawMessage `json:"params,omitempty"`
 	Cause      string          `json:"cause"`
 	Message    string          `json:"message,omitempty"`
-	CreatedAt  Time            `json:"created_at"`
-	FinishedAt Time            `json:"finished_at,omitempty"`
+	// Version is the workflow's version the run started with (it keeps that graph).
+	Version    int64 `json:"workflow_version,omitempty"`
+	DeadlineAt Time  `json:"deadline_at,omitempty"`
+	CreatedAt  Time  `json:"created_at"`
+	FinishedAt Time  `json:"finished_at,omitempty"`
 	// IntervalStart and IntervalEnd are the data interval of the fire that started the run (its
 	// trigger job's, or a backfill's), given to each node's execution; BackfillID names the
 	// backfill that made it.
@@ -106,4 +125,34 @@ func (c *Client) GetWorkflowRun(ctx context.Context, id int64) (*WorkflowRun, er
 // CancelWorkflowRun cancels a running run: its pending nodes never start.
 func (c *Client) CancelWorkflowRun(ctx context.Context, id int64) (*WorkflowRun, error) {
 	return post[WorkflowRun](ctx, c, "POST", v1+"/workflow-runs/"+strconv.FormatInt(id, 10)+"/cancel", nil)
+}
+
+func runPath(id int64) string { return v1 + "/workflow-runs/" + strconv.FormatInt(id, 10) }
+
+// UpdateWorkflow replaces a workflow's description, graph and params.
+func (c *Client) UpdateWorkflow(ctx context.Context, name string, req WorkflowUpdate) (*Workflow, error) {
+	return post[Workflow](ctx, c, "PUT", namePath("/workflows", name), req)
+}
+
+// DeleteWorkflow deletes a workflow that has no running run (409 otherwise); its runs stay
+// as history.
+func (c *Client) DeleteWorkflow(ctx context.Context, name string) error {
+	return c.call(ctx, "DELETE", namePath("/workflows", name), nil, nil, nil)
+}
+
+// RetryWorkflowRun runs again every node of the run that failed or was canceled, reopening
+// the run: a retry from its failed nodes.
+func (c *Client) RetryWorkflowRun(ctx context.Context, id int64) (*WorkflowRun, error) {
+	return post[WorkflowRun](ctx, c, "POST", runPath(id)+"/retry", nil)
+}
+
+// RetryWorkflowNode runs one node of the run again (a node that failed or was canceled).
+func (c *Client) RetryWorkflowNode(ctx context.Context, id int64, node string) (*WorkflowRun, error) {
+	return post[WorkflowRun](ctx, c, "POST", runPath(id)+"/nodes/"+url.PathEscape(node)+"/retry", nil)
+}
+
+// MarkWorkflowNodeSucceeded records a node that has not succeeded as succeeded, with result
+// (JSON, nil for none) as what its children are given.
+func (c *Client) MarkWorkflowNodeSucceeded(ctx context.Context, id int64, node string, result json.RawMessage) (*WorkflowRun, error) {
+	return post[WorkflowRun](ctx, c, "POST", runPath(id)+"/nodes/"+url.PathEscape(node)+"/mark-succeeded", WorkflowNodeMark{Result: result})
 }

@@ -243,7 +243,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 // An XXL-JOB app's runs (xc set) go out by sendXXL.
 func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int, xc *xxljob.Client, input string) engine.Result {
 	if xc != nil {
-		return r.sendXXL(ctx, ex, job, addr, index, total, xc)
+		return r.sendXXL(ctx, ex, job, addr, index, total, xc, input)
 	}
 	msg := fmt.Sprintf("sent to %s", addr)
 	if total > 1 {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -55,14 +56,34 @@ func (p xxlProber) idleBeat(ctx context.Context, addr string, jobID int64) (bool
 // triggerParam maps the job onto XXL-JOB's trigger: a script job (xxljob.GlueType) sends
 // its script as the glue source, stamped with its newest script version's time so the
 // executor rebuilds its script file when the script changed.
-func (r *Remote) triggerParam(ctx context.Context, ex *store.Execution, job *store.Job, index, total int) (xxljob.TriggerParam, error) {
-	p := xxljob.TriggerParam{JobID: job.ID, ExecutorHandler: job.Handler, ExecutorParams: paramsOf(ex, job),
+//
+// A workflow node's run (input not "") sends its workflow input as the job param, the one
+// string an XXL-JOB handler is given: {"run_id", "node", "params", "parents", ...}, with the
+// job's own params as "job_params" when it has any.
+func (r *Remote) triggerParam(ctx context.Context, ex *store.Execution, job *store.Job, index, total int, input string) (xxljob.TriggerParam, error) {
+	params := paramsOf(ex, job)
+	if input != "" {
+		own := params
+		if xxljob.GlueType(job.Handler) != xxljob.GlueBean {
+			own = "" // a script job's params are its script
+		}
+		var err error
+		if params, err = xxlWorkflowParam(input, own); err != nil {
+			return xxljob.TriggerParam{}, fmt.Errorf("execution %d: %w", ex.ID, err)
+		}
+	}
+	p := xxljob.TriggerParam{JobID: job.ID, ExecutorHandler: job.Handler, ExecutorParams: params,
 		ExecutorBlockStrategy: xxljob.BlockStrategy(string(job.Concurrency)), ExecutorTimeout: xxljob.TimeoutSeconds(job.TimeoutMs),
 		LogID: ex.ID, LogDateTime: ex.FiredAt, GlueType: xxljob.GlueType(job.Handler), BroadcastIndex: index, BroadcastTotal: total}
 	if p.GlueType == xxljob.GlueBean {
 		return p, nil
 	}
-	p.ExecutorHandler, p.ExecutorParams, p.GlueSource, p.GlueUpdatetime = "", "", job.Params, job.UpdatedAt
+	// A script's params are its script; a workflow node's script still gets its input.
+	scriptParam := ""
+	if input != "" {
+		scriptParam = p.ExecutorParams
+	}
+	p.ExecutorHandler, p.ExecutorParams, p.GlueSource, p.GlueUpdatetime = "", scriptParam, job.Params, job.UpdatedAt
 	vs, err := r.cfg.Store.ScriptVersionList(ctx, job.ID)
 	if err != nil {
 		return p, fmt.Errorf("job %d: script versions: %w", job.ID, err)
@@ -76,12 +97,12 @@ func (r *Remote) triggerParam(ctx context.Context, ex *store.Execution, job *sto
 // sendXXL is send for an XXL-JOB executor: record the dispatch, post the trigger, record the
 // acceptance, follow the output. A trigger is not repeated when no answer comes: an XXL-JOB
 // executor would run it twice (it forgets a log id once the run left its queue).
-func (r *Remote) sendXXL(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int, xc *xxljob.Client) engine.Result {
+func (r *Remote) sendXXL(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int, xc *xxljob.Client, input string) engine.Result {
 	msg := fmt.Sprintf("sent to %s (XXL-JOB %s)", addr, xc.Gen)
 	if total > 1 {
 		msg = fmt.Sprintf("shard %d/%d sent to %s (XXL-JOB %s)", index, total, addr, xc.Gen)
 	}
-	param, err := r.triggerParam(ctx, ex, job, index, total)
+	param, err := r.triggerParam(ctx, ex, job, index, total, input)
 	if err != nil {
 		return engine.Result{Err: err}
 	}
@@ -207,4 +228,19 @@ func (r *Remote) KillExecution(ctx context.Context, x *store.Execution) (bool, e
 		}
 	}
 	return true, nil
+}
+
+// xxlWorkflowParam is a workflow node's XXL-JOB job param: its workflow input, and the job's
+// params (for a script job, none: its params are its script) as job_params.
+func xxlWorkflowParam(input, jobParams string) (string, error) {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(input), &in); err != nil {
+		return "", fmt.Errorf("workflow input: %w", err)
+	}
+	if jobParams != "" {
+		b, _ := json.Marshal(jobParams)
+		in["job_params"] = b
+	}
+	out, err := json.Marshal(in)
+	return string(out), err
 }

@@ -200,7 +200,7 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			return nil, err
 		}
 		switch {
-		case (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
+		case ex.WorkflowNode == 0 && (cp.state == store.ExecFailed || cp.state == store.ExecTimedOut) && ex.Attempt < job.MaxRetries:
 			follow = append(follow, e.followUp(job, ex, store.CauseRetry, cp.finished.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
 		case ex.WorkflowNode != 0 && cp.state == store.ExecCanceled && (errors.Is(cp.res.Err, errStopping) || errors.Is(cp.res.Err, errNotAlive)):
 			// A scheduler node that stopped (or could not confirm it lives) before its handler
@@ -208,8 +208,9 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 			// whichever node takes it.
 			follow = append(follow, e.followUp(job, ex, store.CauseRecovery, ex.ScheduledAt))
 		case ex.WorkflowNode != 0:
-			// The node's final attempt: its run advances in this transaction. The flag on the
-			// execution is all the path tests, so runs outside workflows cost nothing more.
+			// The node's end: its run advances (or the node is retried by its own retries, or its
+			// job's) in this transaction. The flag on the execution is all the path tests, so
+			// runs outside workflows cost nothing more.
 			ends = append(ends, workflowEnd(cp))
 		}
 		if cp.state == store.ExecSucceeded && job.Handler == WorkflowHandler {
@@ -415,7 +416,8 @@ func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millis
 // large, fails the node.
 func workflowEnd(cp completion) nodeEnd {
 	end := nodeEnd{node: cp.fire.Execution.WorkflowNode, execution: cp.fire.Execution.ID, succeeded: cp.state == store.ExecSucceeded,
-		message: cp.res.Message}
+		message: cp.res.Message, retryable: cp.state == store.ExecFailed || cp.state == store.ExecTimedOut,
+		canceled: cp.state == store.ExecCanceled, ex: cp.fire.Execution, job: cp.fire.Job}
 	if cp.res.Err != nil {
 		end.message = cp.res.Err.Error()
 	}

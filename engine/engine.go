@@ -24,6 +24,8 @@ type Engine struct {
 	store store.Store
 	clock clock.Clock
 	log   *slog.Logger
+	// remoteKill kills the executor runs of ended workflow runs (SetRemoteKiller).
+	remoteKill atomic.Pointer[RemoteKiller]
 
 	jobs *jobCache
 	cals *calendarCache

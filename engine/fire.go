@@ -152,6 +152,7 @@ func (e *Engine) admitFires(l *lifecycle, due []*pendingFire) ([]admitted, time.
 		}
 		f := e.fireOf(job, pf)
 		f.WorkflowInput = inputs[pf.exec.WorkflowNode]
+		nodeTimeout(f)
 		if pf.missed != "" {
 			batch = append(batch, admitted{fire: f, skip: true, why: pf.missed, unsure: pf.unsure})
 			continue

@@ -108,15 +108,19 @@ func (e *Engine) continueLost(ctx context.Context, tx store.Tx, lost []*store.Ex
 		case cause == lostWithNode && job.RequestsRecovery:
 			follow = append(follow, e.followUp(job, ex, store.CauseRecovery, ex.ScheduledAt))
 			continue
-		case cause == lostWithExecutor && ex.Attempt < job.MaxRetries:
+		case ex.WorkflowNode == 0 && cause == lostWithExecutor && ex.Attempt < job.MaxRetries:
 			follow = append(follow, e.followUp(job, ex, store.CauseRetry, now.Add(retryBackoff(job, ex.Attempt)).UnixMilli()))
 			continue
-		case len(job.AlarmTargets) > 0:
-			alarmed = append(alarmed, ex.ID) // the loss is final: tell the job's targets
+		case len(job.AlarmTargets) > 0 && (ex.WorkflowNode == 0 || cause != lostWithExecutor):
+			// The loss is final (a workflow node's retries, which may differ from its job's,
+			// are decided with its end below): tell the job's targets.
+			alarmed = append(alarmed, ex.ID)
 		}
 		if ex.WorkflowNode != 0 {
 			// A final loss ends the workflow node as a failure, in the loss's transaction.
-			ends = append(ends, nodeEnd{node: ex.WorkflowNode, execution: ex.ID, message: "lost"})
+			// Lost with its executor, it is retried by the node's retries (or its job's).
+			ends = append(ends, nodeEnd{node: ex.WorkflowNode, execution: ex.ID, message: "lost",
+				retryable: cause == lostWithExecutor, ex: ex, job: job})
 		}
 	}
 	if len(ends) > 0 {

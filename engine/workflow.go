@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sundial-scheduler/sundial/internal/backoff"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/workflow"
@@ -21,12 +22,21 @@ import (
 // node row, unique per (run, node), is inserted once: no node runs twice, and none is lost
 // when a scheduler node dies between two nodes' ends.
 
-// nodeEnd is the end of a workflow node's execution: its final attempt.
+// nodeEnd is the end of a workflow node's execution. Whether it is the node's final attempt
+// is decided where the run's graph is read (advanceWorkflows): a retryable end of a run
+// whose ex and job are known is retried by the node's retries, or its job's.
 type nodeEnd struct {
 	node, execution int64
 	succeeded       bool
 	result          string
 	message         string
+	// retryable: the run failed or timed out (not killed, nor lost with its job).
+	retryable bool
+	// canceled: the run was killed or canceled; once its workflow run has ended the node is
+	// recorded canceled rather than failed.
+	canceled bool
+	ex       *store.Execution
+	job      *store.Job
 }
 
 // WorkflowInput is what a node's handler is given: the run's params and, by parent node name,
@@ -36,6 +46,45 @@ type WorkflowInput struct {
 	Node    string                     `json:"node"`
 	Params  map[string]any             `json:"params"`
 	Parents map[string]json.RawMessage `json:"parents"`
+	// TimeoutMs is the node's own timeout, which replaces its job's (0: the job's).
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
+}
+
+// nodeTimeout gives a workflow node's fire the node's timeout in place of its job's: the
+// fire's job becomes a copy (the cached job is shared), so in-process, shell and remote
+// runs are all bounded by it, and the job's other settings stay as they are.
+func nodeTimeout(f *Fire) {
+	if f.WorkflowInput == "" || f.Job == nil {
+		return
+	}
+	var in struct {
+		TimeoutMs int64 `json:"timeout_ms"`
+	}
+	if json.Unmarshal([]byte(f.WorkflowInput), &in) != nil || in.TimeoutMs <= 0 {
+		return
+	}
+	j := *f.Job
+	j.TimeoutMs = in.TimeoutMs
+	f.Job = &j
+}
+
+// nodeRetry is, for a retryable end of a node, when its next attempt runs, or false when its
+// retries (the node's own, or else its job's) are spent.
+func nodeRetry(spec workflow.Node, end nodeEnd) (time.Duration, bool) {
+	if end.succeeded || !end.retryable || end.ex == nil || end.job == nil {
+		return 0, false
+	}
+	retries, initial := end.job.MaxRetries, end.job.RetryBackoffMs
+	if spec.Retries != nil {
+		retries = *spec.Retries
+	}
+	if spec.RetryBackoffMs > 0 {
+		initial = spec.RetryBackoffMs
+	}
+	if end.ex.Attempt >= retries {
+		return 0, false
+	}
+	return backoff.Policy{Initial: msDuration(initial), Max: maxRetryBackoff}.Delay(end.ex.Attempt), true
 }
 
 // ParseGraph decodes a stored or submitted graph, fills its defaults and validates it: a
@@ -116,7 +165,10 @@ func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params str
 func (e *Engine) startRun(ctx context.Context, q store.Querier, w *store.Workflow, g *workflow.Graph, params string,
 	cause store.ExecutionCause, fire *store.Execution, now time.Time) (*store.WorkflowRun, error) {
 	run := &store.WorkflowRun{WorkflowID: w.ID, State: string(workflow.RunRunning), Graph: w.Graph, Params: params, Cause: cause,
-		CreatedAt: now.UnixMilli()}
+		CreatedAt: now.UnixMilli(), Version: w.Version}
+	if g.TimeoutMs > 0 {
+		run.DeadlineAt = now.UnixMilli() + g.TimeoutMs
+	}
 	if fire != nil {
 		run.IntervalStart, run.IntervalEnd, run.BackfillID = fire.IntervalStart, fire.IntervalEnd, fire.BackfillID
 	}
@@ -165,24 +217,64 @@ func (e *Engine) startTriggered(ctx context.Context, tx store.Querier, fires []*
 	return ended, nil
 }
 
-// CancelWorkflowRun ends a running workflow run as canceled: its pending nodes never start.
-// Node runs in flight go on and are recorded; the run no longer advances. It reports false
-// when the run had ended already.
+// CancelWorkflowRun ends a running workflow run as canceled: its pending nodes never start,
+// and the executions of its running nodes are killed (see endRun). It reports false when the
+// run had ended already.
 func (e *Engine) CancelWorkflowRun(ctx context.Context, runID int64, message string) (bool, error) {
+	return e.endRun(ctx, runID, workflow.RunCanceled, message)
+}
+
+// TimeOutWorkflows fails the running workflow runs whose timeout has elapsed by the engine's
+// clock, as CancelWorkflowRun cancels, and returns how many it ended. The leader calls it
+// every heartbeat interval (maintenance.WorkflowTimeouts).
+func (e *Engine) TimeOutWorkflows(ctx context.Context) (int, error) {
+	return e.timeOutWorkflowsAt(ctx, e.clock.Now())
+}
+
+func (e *Engine) timeOutWorkflowsAt(ctx context.Context, now time.Time) (int, error) {
+	n := 0
+	for {
+		runs, err := e.store.WorkflowRunsOverdue(ctx, now.UnixMilli(), 100)
+		if err != nil {
+			return n, err
+		}
+		for _, r := range runs {
+			limit := time.Duration(r.DeadlineAt-r.CreatedAt) * time.Millisecond
+			ended, err := e.endRun(ctx, r.ID, workflow.RunFailed, fmt.Sprintf("timed out: the workflow's timeout of %s elapsed", limit))
+			if err != nil {
+				return n, fmt.Errorf("time out workflow run %d: %w", r.ID, err)
+			}
+			if ended {
+				n++
+			}
+		}
+		if len(runs) < 100 {
+			return n, nil
+		}
+	}
+}
+
+// endRun moves a running run to state (compare-and-set on running): its nodes whose
+// executions have not started are canceled with them, so no node can run them, and after the
+// commit the executions of its running nodes are killed (in process, here or on their node
+// through a kill request; on an executor, through the remote killer the server sets). Their
+// ends are recorded canceled and nothing follows them. It reports false when the run had
+// ended already.
+func (e *Engine) endRun(ctx context.Context, runID int64, state workflow.RunState, message string) (bool, error) {
+	var running []int64
 	err := store.InTx(ctx, e.store, func(q store.Querier) error {
+		running = nil
 		if _, err := q.WorkflowRunLock(ctx, runID); err != nil {
 			return err
 		}
 		now := e.clock.Now().UnixMilli()
-		moved, err := q.WorkflowRunFinish(ctx, runID, string(workflow.RunCanceled), message, now)
+		moved, err := q.WorkflowRunFinish(ctx, runID, string(state), message, now)
 		if err == nil && !moved {
 			err = errRunEnded // nothing changed: no audit entry either
 		}
 		if err != nil {
 			return err
 		}
-		// Nodes whose run has not started yet never start: their executions are canceled.
-		// Those running go on; their ends are recorded, and nothing follows them.
 		nodes, err := q.WorkflowNodes(ctx, runID)
 		if err != nil {
 			return err
@@ -199,7 +291,12 @@ func (e *Engine) CancelWorkflowRun(ctx context.Context, runID int64, message str
 		if err != nil {
 			return err
 		}
-		for _, id := range canceled {
+		gone := idSet(canceled)
+		for _, id := range ids {
+			if !gone[id] {
+				running = append(running, id)
+				continue
+			}
 			n := byExec[id]
 			n.State, n.Message, n.UpdatedAt = string(workflow.Canceled), message, now
 			if _, err := q.WorkflowNodeUpdate(ctx, n, string(workflow.Running)); err != nil {
@@ -215,7 +312,47 @@ func (e *Engine) CancelWorkflowRun(ctx context.Context, runID int64, message str
 		return false, err
 	}
 	e.signals.workflowsEnded([]int64{runID})
+	e.killRunning(ctx, running)
 	return true, nil
+}
+
+// RemoteKiller kills a run on its executor; it reports whether the executor was running it.
+type RemoteKiller func(ctx context.Context, x *store.Execution) (bool, error)
+
+// SetRemoteKiller sets how the executions of ended workflow runs that run on executors are
+// killed (the server's dispatcher); without one they run to their end, and nothing follows.
+func (e *Engine) SetRemoteKiller(k RemoteKiller) { e.remoteKill.Store(&k) }
+
+// killRunning kills the running executions ids, best effort: one that ended meanwhile needs
+// nothing, and a failure is logged (the run has ended; the execution's end advances nothing).
+func (e *Engine) killRunning(ctx context.Context, ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	xs, err := e.store.ExecutionsGet(ctx, ids)
+	if err != nil {
+		e.log.Error("reading the running nodes of an ended workflow run", "executions", ids, "err", err)
+		return
+	}
+	for _, x := range xs {
+		if x.State != store.ExecRunning {
+			continue
+		}
+		if x.ExecutorAddress == "" {
+			_, err = e.Kill(ctx, x)
+		} else if k := e.remoteKill.Load(); k != nil {
+			var killed bool
+			if killed, err = (*k)(ctx, x); err == nil && !killed {
+				// The executor was not running it: its end is recorded here.
+				now := e.clock.Now()
+				_, err = e.CompleteRemote(ctx, []RemoteResult{{ExecutionID: x.ID, State: store.ExecCanceled,
+					Message: "killed with its workflow run (the executor was not running it)", Started: now, Finished: now}})
+			}
+		}
+		if err != nil {
+			e.log.Warn("killing a node of an ended workflow run", "execution", x.ID, "err", err)
+		}
+	}
 }
 
 var errRunEnded = errors.New("the workflow run has ended")
@@ -223,6 +360,12 @@ var errRunEnded = errors.New("the workflow run has ended")
 // advanceWorkflows records the ends of workflow nodes in tx and starts what they make ready.
 // Runs are locked in id order, so two writers of ends of the same runs cannot deadlock.
 func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Querier, ends []nodeEnd, now time.Time) (ended []int64, err error) {
+	retried := false
+	defer func() {
+		if retried && err == nil {
+			e.Wake()
+		}
+	}()
 	ids := make([]int64, len(ends))
 	for i, end := range ends {
 		ids[i] = end.node
@@ -258,7 +401,35 @@ func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Querier, ends []
 				continue
 			}
 			spec, _ := g.Node(n.Node)
+			if delay, ok := nodeRetry(spec, end); ok && run.State == string(workflow.RunRunning) {
+				// Not the final attempt: the node stays running, linked to its retry.
+				next := e.followUp(end.job, end.ex, store.CauseRetry, now.Add(delay).UnixMilli())
+				if _, err := tx.ExecutionsInsert(ctx, []*store.Execution{next}); err != nil {
+					return nil, err
+				}
+				n.ExecutionID, n.Message, n.UpdatedAt = next.ID, end.message, now.UnixMilli()
+				if _, err := tx.WorkflowNodeUpdate(ctx, n, n.State); err != nil {
+					return nil, err
+				}
+				retried = true
+				// The job's own retries decided its alarm with the result; the node's retries
+				// decide it here: an attempt that is retried tells nobody.
+				if _, err := tx.ExecutionsSetAlarm(ctx, []int64{end.execution}, store.AlarmPending, store.AlarmNone); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if !end.succeeded && end.retryable && end.ex != nil && end.job != nil && len(end.job.AlarmTargets) > 0 {
+				// The node's final failure alarms once (a no-op when its result made the alarm
+				// pending already).
+				if _, err := tx.ExecutionsSetAlarm(ctx, []int64{end.execution}, store.AlarmNone, store.AlarmPending); err != nil {
+					return nil, err
+				}
+			}
 			state, _ := spec.Outcome(end.succeeded)
+			if end.canceled && run.State != string(workflow.RunRunning) {
+				state = workflow.Canceled // killed with its run
+			}
 			from := n.State
 			n.State, n.ExecutionID, n.Result, n.Message, n.UpdatedAt = string(state), end.execution, end.result, end.message, now.UnixMilli()
 			if _, err := tx.WorkflowNodeUpdate(ctx, n, from); err != nil {
@@ -316,7 +487,7 @@ func (e *Engine) stepRun(ctx context.Context, tx store.Querier, run *store.Workf
 		decided := false
 		for _, name := range start {
 			spec, _ := g.Node(name)
-			in := WorkflowInput{RunID: run.ID, Node: name, Params: params, Parents: map[string]json.RawMessage{}}
+			in := WorkflowInput{RunID: run.ID, Node: name, Params: params, Parents: map[string]json.RawMessage{}, TimeoutMs: spec.TimeoutMs}
 			for _, p := range g.Parents(name) {
 				in.Parents[p] = results[p]
 			}
@@ -504,4 +675,242 @@ func (e *Engine) DeleteJobTx(ctx context.Context, q store.Querier, jobID int64) 
 	}
 	_, err := e.advanceWorkflows(ctx, q, ends, e.clock.Now())
 	return err
+}
+
+// The operators' repairs of a workflow run. Each takes the run's lock and moves each node it
+// touches by a compare-and-set on the node's state, in one transaction: two operators (or an
+// operator and a node's end) racing on one node cannot both start it; the second is refused
+// with a *StateError (HTTP 409).
+
+// retriable reports whether an operator may run the node again: a node that ended without
+// succeeding (failed; canceled; skipped after it ran and failed with on_failure skip).
+func retriable(n *store.WorkflowNode) bool {
+	switch workflow.State(n.State) {
+	case workflow.Failed, workflow.Canceled:
+		return true
+	case workflow.Skipped:
+		return n.ExecutionID != 0
+	}
+	return false
+}
+
+// RetryWorkflowNode runs a node of a run again now, as its execution's next attempt (a
+// decision is decided again): the node must have ended without succeeding. Its descendants
+// that never ran because of it (skipped or canceled, with no execution) are judged again, and
+// a run that had ended is reopened (with its timeout counted from now).
+func (e *Engine) RetryWorkflowNode(ctx context.Context, runID int64, node string) (*store.WorkflowRun, error) {
+	return e.repairRun(ctx, runID, func(g *workflow.Graph, nodes map[string]*store.WorkflowNode) ([]repair, error) {
+		n := nodes[node]
+		if _, ok := g.Node(node); !ok {
+			return nil, fmt.Errorf("workflow run %d has no node %q: %w", runID, node, store.ErrNotFound)
+		}
+		if n == nil || !retriable(n) {
+			return nil, &StateError{Msg: fmt.Sprintf("node %s of workflow run %d is %s: only a node that failed or was canceled can be retried", node, runID, stateOf(n))}
+		}
+		return []repair{{node: n}}, nil
+	})
+}
+
+// RetryWorkflowRun runs again every node of a run that ended without succeeding (see
+// RetryWorkflowNode), and reopens the run: a retry from its failed nodes.
+func (e *Engine) RetryWorkflowRun(ctx context.Context, runID int64) (*store.WorkflowRun, error) {
+	return e.repairRun(ctx, runID, func(g *workflow.Graph, nodes map[string]*store.WorkflowNode) ([]repair, error) {
+		var out []repair
+		for _, spec := range g.Nodes {
+			// A canceled node with no execution never started: it is judged again, not retried.
+			if n := nodes[spec.Name]; n != nil && retriable(n) && (n.ExecutionID != 0 || n.State == string(workflow.Failed)) {
+				out = append(out, repair{node: n})
+			}
+		}
+		if len(out) == 0 {
+			return nil, &StateError{Msg: fmt.Sprintf("workflow run %d has no failed node to retry", runID)}
+		}
+		return out, nil
+	})
+}
+
+// MarkWorkflowNodeSucceeded records a node that ended without succeeding (or has not
+// started) as succeeded, with result (JSON, "" for none) as its result: its children run as if
+// it had. A run that had ended is reopened. A running node is refused (kill it first).
+func (e *Engine) MarkWorkflowNodeSucceeded(ctx context.Context, runID int64, node, result string) (*store.WorkflowRun, error) {
+	if err := checkResult(json.RawMessage(result)); err != nil {
+		return nil, schedule.Fieldf("result", "%v", err)
+	}
+	return e.repairRun(ctx, runID, func(g *workflow.Graph, nodes map[string]*store.WorkflowNode) ([]repair, error) {
+		if _, ok := g.Node(node); !ok {
+			return nil, fmt.Errorf("workflow run %d has no node %q: %w", runID, node, store.ErrNotFound)
+		}
+		n := nodes[node]
+		if n != nil && !retriable(n) && n.State != string(workflow.Skipped) {
+			return nil, &StateError{Msg: fmt.Sprintf("node %s of workflow run %d is %s: only a node that has not succeeded and is not running can be marked succeeded", node, runID, n.State)}
+		}
+		if n == nil {
+			n = &store.WorkflowNode{RunID: runID, Node: node, State: string(workflow.Pending)}
+		}
+		return []repair{{node: n, succeeded: true, result: result}}, nil
+	})
+}
+
+func stateOf(n *store.WorkflowNode) string {
+	if n == nil {
+		return string(workflow.Pending)
+	}
+	return n.State
+}
+
+// repair is one node an operator moves: run again, or marked succeeded with result.
+type repair struct {
+	node      *store.WorkflowNode
+	succeeded bool
+	result    string
+}
+
+// repairRun locks the run, asks pick for the nodes to move, reopens the run if it had ended,
+// moves them, forgets the nodes that never ran because of them, and steps the run.
+func (e *Engine) repairRun(ctx context.Context, runID int64, pick func(*workflow.Graph, map[string]*store.WorkflowNode) ([]repair, error)) (*store.WorkflowRun, error) {
+	var run *store.WorkflowRun
+	err := store.InTx(ctx, e.store, func(q store.Querier) error {
+		var err error
+		if run, err = q.WorkflowRunLock(ctx, runID); err != nil {
+			return err
+		}
+		g, err := ParseGraph(run.Graph)
+		if err != nil {
+			return fmt.Errorf("workflow run %d: %w", runID, err)
+		}
+		rows, err := q.WorkflowNodes(ctx, runID)
+		if err != nil {
+			return err
+		}
+		nodes := make(map[string]*store.WorkflowNode, len(rows))
+		for _, r := range rows {
+			nodes[r.Node] = r
+		}
+		repairs, err := pick(g, nodes)
+		if err != nil {
+			return err
+		}
+		now := e.clock.Now()
+		reopened := false
+		if run.State != string(workflow.RunRunning) {
+			deadline := int64(0)
+			if g.TimeoutMs > 0 {
+				deadline = now.UnixMilli() + g.TimeoutMs
+			}
+			moved, err := q.WorkflowRunReopen(ctx, runID, run.State, deadline)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				return &StateError{Msg: fmt.Sprintf("workflow run %d changed meanwhile", runID)}
+			}
+			run.State, run.Message, run.FinishedAt, run.DeadlineAt = string(workflow.RunRunning), "", 0, deadline
+			reopened = true
+		}
+		// The nodes that never ran because of the repaired ones are judged again: their
+		// skipped or canceled descendants with no execution, and, in a reopened run, every
+		// node its end canceled before it started.
+		forget := map[int64]bool{}
+		children := map[string][]string{}
+		for _, ed := range g.Edges {
+			children[ed.From] = append(children[ed.From], ed.To)
+		}
+		var walk func(name string)
+		walk = func(name string) {
+			for _, c := range children[name] {
+				if r := nodes[c]; r != nil && r.ExecutionID == 0 && (r.State == string(workflow.Skipped) || r.State == string(workflow.Canceled)) {
+					forget[r.ID] = true
+				}
+				walk(c)
+			}
+		}
+		for _, rp := range repairs {
+			walk(rp.node.Node)
+		}
+		if reopened {
+			for _, r := range rows {
+				if r.ExecutionID == 0 && r.State == string(workflow.Canceled) {
+					forget[r.ID] = true
+				}
+			}
+		}
+		var jobIDs []int64
+		for _, rp := range repairs {
+			if spec, _ := g.Node(rp.node.Node); !rp.succeeded && spec.Kind == workflow.KindJob {
+				jobIDs = append(jobIDs, spec.JobID)
+			}
+		}
+		jobs := map[int64]*store.Job{}
+		if len(jobIDs) > 0 {
+			js, err := q.JobsGet(ctx, jobIDs)
+			if err != nil {
+				return err
+			}
+			for _, j := range js {
+				jobs[j.ID] = j
+			}
+		}
+		for _, rp := range repairs {
+			n, spec := rp.node, workflow.Node{}
+			spec, _ = g.Node(n.Node)
+			from := n.State
+			switch {
+			case rp.succeeded && n.ID == 0:
+				n.State, n.Result, n.Message, n.UpdatedAt = string(workflow.Succeeded), rp.result, "marked succeeded", now.UnixMilli()
+				if err := q.WorkflowNodesInsert(ctx, []*store.WorkflowNode{n}); err != nil {
+					if errors.Is(err, store.ErrAlreadyExists) {
+						return &StateError{Msg: fmt.Sprintf("node %s of workflow run %d started meanwhile", n.Node, runID)}
+					}
+					return err
+				}
+				continue
+			case rp.succeeded:
+				n.State, n.Result, n.Message = string(workflow.Succeeded), rp.result, "marked succeeded"
+			case spec.Kind == workflow.KindDecision || n.ExecutionID == 0:
+				forget[n.ID] = true // decided (or started) again by the step below
+				continue
+			default:
+				job := jobs[spec.JobID]
+				if job == nil {
+					return &StateError{Msg: fmt.Sprintf("node %s of workflow run %d: its job %d does not exist", n.Node, runID, spec.JobID)}
+				}
+				last, err := q.ExecutionGet(ctx, n.ExecutionID)
+				if err != nil {
+					return fmt.Errorf("node %s of workflow run %d: its execution: %w", n.Node, runID, err)
+				}
+				next := e.followUp(job, last, store.CauseRetry, now.UnixMilli())
+				if _, err := q.ExecutionsInsert(ctx, []*store.Execution{next}); err != nil {
+					return err
+				}
+				n.State, n.ExecutionID, n.Result, n.Message = string(workflow.Running), next.ID, "", "retried"
+			}
+			n.UpdatedAt = now.UnixMilli()
+			moved, err := q.WorkflowNodeUpdate(ctx, n, from)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				return &StateError{Msg: fmt.Sprintf("node %s of workflow run %d changed meanwhile", n.Node, runID)}
+			}
+		}
+		if len(forget) > 0 {
+			ids := make([]int64, 0, len(forget))
+			for id := range forget {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			if err := q.WorkflowNodesDelete(ctx, runID, ids); err != nil {
+				return err
+			}
+		}
+		return e.stepRun(ctx, q, run, g, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if run.State != string(workflow.RunRunning) {
+		e.signals.workflowsEnded([]int64{run.ID})
+	}
+	e.Wake()
+	return run, nil
 }

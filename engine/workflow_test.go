@@ -505,7 +505,10 @@ func TestWorkflowCancel(t *testing.T) {
 		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
 			"a": func(ctx context.Context, f *Fire) Result {
 				started <- struct{}{}
-				<-release
+				select {
+				case <-release:
+				case <-ctx.Done(): // killed with its run
+				}
 				return led.handle("n1", nil)(ctx, f)
 			},
 			"b": led.handle("n1", nil),
@@ -529,25 +532,29 @@ func TestWorkflowCancel(t *testing.T) {
 			t.Fatalf("a second cancel: %v, %v; want nothing changed", ok, err)
 		}
 
-		// Running: it ends, is recorded, and b never starts.
+		// Running: its execution is killed (the handler's context ends), its end is recorded
+		// canceled, and b never starts.
 		startEngine(t, e)
 		run, err = e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "a to start", started, 1)
+		_, nodes = runState(t, st, run.ID)
 		if ok, err := e.CancelWorkflowRun(ctx, run.ID, "canceled by test"); !ok || err != nil {
 			t.Fatalf("cancel: %v, %v", ok, err)
 		}
-		_, nodes = runState(t, st, run.ID)
-		close(release)
 		for {
 			if id := waitFor(t, "a's end", e.signals.completed, 1)[0]; id == nodes["a"].ExecutionID {
 				break
 			}
 		}
+		close(release)
 		got, nodes = runState(t, st, run.ID)
-		wantStates(t, got, nodes, "canceled", map[string]string{"a": "succeeded"})
+		wantStates(t, got, nodes, "canceled", map[string]string{"a": "canceled"})
+		if x, err := st.ExecutionGet(ctx, nodes["a"].ExecutionID); err != nil || x.State != store.ExecCanceled || !strings.Contains(x.HandleMsg, "killed") {
+			t.Errorf("a's execution %+v, %v: want it killed", x, err)
+		}
 		if led.count("b") != 0 {
 			t.Error("b ran after its run was canceled")
 		}
@@ -579,6 +586,277 @@ func TestWorkflowJobDeleted(t *testing.T) {
 		}
 		if _, err := st.JobGet(ctx, jobs["a"].ID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the job is still there: %v", err)
+		}
+	})
+}
+
+// TestWorkflowNodeRunSettings checks a node's own run settings: retries (with their backoff)
+// in place of its job's max_retries, none where the job has some, and a timeout in place of
+// its job's.
+func TestWorkflowNodeRunSettings(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		jobs := wfJobs(t, st, func(j *store.Job) {
+			if j.Handler == "once" {
+				j.MaxRetries = 3 // the node says 0
+			}
+		}, "flaky", "once", "slow")
+		w := insertWorkflow(t, st, "settings", `{"nodes":[{"name":"flaky","job_id":%d,"retries":2,"retry_backoff_ms":1},
+			{"name":"once","job_id":%d,"retries":0,"on_failure":"continue"},{"name":"slow","job_id":%d,"timeout_ms":50,"on_failure":"continue"}]}`, "",
+			jobs["flaky"].ID, jobs["once"].ID, jobs["slow"].ID)
+		led := newLedger()
+		rec := newRecorder()
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
+			"flaky": led.handle("n1", func(_ WorkflowInput, f *Fire) (any, error) {
+				if f.Execution.Attempt < 2 {
+					return nil, errors.New("not yet")
+				}
+				return "third time", nil
+			}),
+			"once": led.handle("n1", func(WorkflowInput, *Fire) (any, error) { return nil, errors.New("boom") }),
+			"slow": func(ctx context.Context, f *Fire) Result {
+				led.handle("n1", nil)(ctx, f)
+				<-ctx.Done() // the job has no timeout: only the node's ends it
+				return Result{Err: ctx.Err()}
+			},
+		})
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		run, err := e.StartWorkflow(context.Background(), w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, nodes := waitRun(t, e, st, run.ID)
+		wantStates(t, run, nodes, "succeeded", map[string]string{"flaky": "succeeded", "once": "failed", "slow": "failed"})
+		if led.count("flaky") != 3 || led.count("once") != 1 || led.count("slow") != 1 {
+			t.Errorf("ledger %v: want flaky 3 times (2 node retries), once once (node retries 0 over the job's 3), slow once", led.runs)
+		}
+		x, err := st.ExecutionGet(context.Background(), nodes["flaky"].ExecutionID)
+		if err != nil || x.Attempt != 2 || x.Cause != store.CauseRetry {
+			t.Errorf("flaky's linked execution %+v, %v: want its second retry", x, err)
+		}
+		x, err = st.ExecutionGet(context.Background(), nodes["slow"].ExecutionID)
+		if err != nil || x.State != store.ExecTimedOut {
+			t.Errorf("slow's execution %+v, %v: want timed out by the node's timeout", x, err)
+		}
+	})
+}
+
+// TestWorkflowTimeout fails a run whose timeout elapses (by the time the engine is given):
+// its running node's execution is killed and recorded canceled, and what waits never starts.
+func TestWorkflowTimeout(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, nil, "a", "b")
+		w := insertWorkflow(t, st, "bounded", `{"timeout_ms":60000,"nodes":[{"name":"a","job_id":%d},{"name":"b","job_id":%d}],
+			"edges":[{"from":"a","to":"b"}]}`, "", jobs["a"].ID, jobs["b"].ID)
+		led := newLedger()
+		started := make(chan struct{}, 1)
+		rec := newRecorder()
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
+			"a": func(ctx context.Context, f *Fire) Result {
+				started <- struct{}{}
+				<-ctx.Done()
+				return led.handle("n1", nil)(ctx, f)
+			},
+			"b": led.handle("n1", nil),
+		})
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.DeadlineAt != run.CreatedAt+60000 {
+			t.Fatalf("run deadline %d, created %d: want a minute later", run.DeadlineAt, run.CreatedAt)
+		}
+		waitFor(t, "a to start", started, 1)
+		at := time.UnixMilli(run.DeadlineAt)
+		if n, err := e.timeOutWorkflowsAt(ctx, at.Add(-time.Millisecond)); n != 0 || err != nil {
+			t.Fatalf("before the deadline: %d ended, %v", n, err)
+		}
+		_, nodes := runState(t, st, run.ID)
+		if n, err := e.timeOutWorkflowsAt(ctx, at); n != 1 || err != nil {
+			t.Fatalf("at the deadline: %d ended, %v", n, err)
+		}
+		for {
+			if id := waitFor(t, "a's end", e.signals.completed, 1)[0]; id == nodes["a"].ExecutionID {
+				break
+			}
+		}
+		got, nodes := runState(t, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "canceled"})
+		if !strings.Contains(got.Message, "timed out") {
+			t.Errorf("run message %q does not say it timed out", got.Message)
+		}
+		if x, err := st.ExecutionGet(ctx, nodes["a"].ExecutionID); err != nil || x.State != store.ExecCanceled {
+			t.Errorf("a's execution %+v, %v: want it killed", x, err)
+		}
+		if led.count("b") != 0 {
+			t.Error("b ran after its run timed out")
+		}
+		if n, err := e.timeOutWorkflowsAt(ctx, at.Add(time.Hour)); n != 0 || err != nil {
+			t.Errorf("a second sweep: %d ended, %v", n, err)
+		}
+	})
+}
+
+// TestWorkflowRetryFromFailed repairs failed runs as an operator does: a retry from the
+// failed nodes reruns b (its next attempt) and judges again c, which b's failure canceled,
+// while a and d, which succeeded, do not run again; two operators retrying the same node at
+// once start it once (the other is refused); marking a failed node succeeded with a result
+// hands that result to its children.
+func TestWorkflowRetryFromFailed(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, nil, "a", "b", "c", "d")
+		w := insertWorkflow(t, st, "repair", `{"nodes":[{"name":"a","job_id":%d},{"name":"b","job_id":%d},{"name":"c","job_id":%d},{"name":"d","job_id":%d}],
+			"edges":[{"from":"a","to":"b"},{"from":"b","to":"c"},{"from":"a","to":"d"}]}`, "", jobs["a"].ID, jobs["b"].ID, jobs["c"].ID, jobs["d"].ID)
+		led := newLedger()
+		var mu sync.Mutex
+		bFails := true
+		rec := newRecorder()
+		ok := func(WorkflowInput, *Fire) (any, error) { return nil, nil }
+		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
+			"a": led.handle("n1", ok),
+			"b": led.handle("n1", func(WorkflowInput, *Fire) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if bFails {
+					return nil, errors.New("b broke")
+				}
+				return map[string]int{"n": 1}, nil
+			}),
+			"c": led.handle("n1", func(in WorkflowInput, _ *Fire) (any, error) { return in.Parents["b"], nil }),
+			"d": led.handle("n1", ok),
+		})
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, nodes := waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "succeeded", "b": "failed", "c": "canceled", "d": "succeeded"})
+		firstB := nodes["b"].ExecutionID
+
+		// Nothing to repair in a node that succeeded, nor in one the run does not have.
+		var se *StateError
+		if _, err := e.RetryWorkflowNode(ctx, run.ID, "a"); !errors.As(err, &se) {
+			t.Errorf("retry of a succeeded node: %v, want a StateError", err)
+		}
+		if _, err := e.RetryWorkflowNode(ctx, run.ID, "zz"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("retry of no node: %v, want not found", err)
+		}
+
+		// Two operators retry b at once (while it still fails): one starts it, one is refused.
+		// b's handler waits on mu meanwhile, so the retried b cannot end (and be retriable
+		// again) before the second operator's call is answered.
+		mu.Lock()
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { _, err := e.RetryWorkflowNode(ctx, run.ID, "b"); errs <- err }()
+		}
+		e1, e2 := <-errs, <-errs
+		mu.Unlock()
+		if (e1 == nil) == (e2 == nil) || !errors.As(errors.Join(e1, e2), &se) {
+			t.Fatalf("two retries of b at once: %v and %v; want one started and one refused", e1, e2)
+		}
+		got, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "succeeded", "b": "failed", "c": "canceled", "d": "succeeded"})
+		if led.count("b") != 2 {
+			t.Errorf("b ran %d times, want its first run and one operator's retry", led.count("b"))
+		}
+
+		// Retry from the failed nodes, b fixed: b runs again as its next attempt, c follows.
+		mu.Lock()
+		bFails = false
+		mu.Unlock()
+		if _, err := e.RetryWorkflowRun(ctx, run.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "succeeded", map[string]string{"a": "succeeded", "b": "succeeded", "c": "succeeded", "d": "succeeded"})
+		if fmt.Sprint(led.count("a"), led.count("b"), led.count("c"), led.count("d")) != "1 3 1 1" {
+			t.Errorf("ledger %v: want a, c, d once and b three times", led.runs)
+		}
+		x, err := st.ExecutionGet(ctx, nodes["b"].ExecutionID)
+		if err != nil || x.Attempt != 2 || x.WorkflowNode != nodes["b"].ID || x.ID == firstB {
+			t.Errorf("b's execution %+v, %v: want its attempt 2, linked to the node", x, err)
+		}
+		if nodes["c"].Result != `{"n":1}` {
+			t.Errorf("c's result %s: want the retried b's", nodes["c"].Result)
+		}
+		if _, err := e.RetryWorkflowRun(ctx, run.ID); !errors.As(err, &se) {
+			t.Errorf("retry of a succeeded run: %v, want a StateError", err)
+		}
+
+		// Mark succeeded: b fails again in a new run; marked succeeded with a result, c gets it.
+		mu.Lock()
+		bFails = true
+		mu.Unlock()
+		run, err = e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "failed", map[string]string{"a": "succeeded", "b": "failed", "c": "canceled", "d": "succeeded"})
+		if _, err := e.MarkWorkflowNodeSucceeded(ctx, run.ID, "b", `{"n":`); err == nil {
+			t.Error("a result that is not JSON was taken")
+		}
+		if _, err := e.MarkWorkflowNodeSucceeded(ctx, run.ID, "b", `{"n":7}`); err != nil {
+			t.Fatal(err)
+		}
+		got, nodes = waitRun(t, e, st, run.ID)
+		wantStates(t, got, nodes, "succeeded", map[string]string{"a": "succeeded", "b": "succeeded", "c": "succeeded", "d": "succeeded"})
+		if nodes["c"].Result != `{"n":7}` || led.count("b") != 4 {
+			t.Errorf("c's result %s, b ran %d times: want the marked result and b not run again", nodes["c"].Result, led.count("b"))
+		}
+	})
+}
+
+// TestWorkflowNodeRetriesAlarmOnce gives a node more retries than its job (which has alarm
+// targets): its attempts that are retried alarm nobody, and its final failure alarms once;
+// a node with fewer retries than its job alarms on its final failure, which its job would
+// have retried.
+func TestWorkflowNodeRetriesAlarmOnce(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		st := openStore(t, dialect)
+		ctx := context.Background()
+		jobs := wfJobs(t, st, func(j *store.Job) {
+			j.AlarmTargets = []string{"ops@example.com"}
+			if j.Handler == "few" {
+				j.MaxRetries = 5
+			}
+		}, "many", "few")
+		w := insertWorkflow(t, st, "alarms", `{"nodes":[{"name":"many","job_id":%d,"retries":2,"on_failure":"continue"},
+			{"name":"few","job_id":%d,"retries":0,"on_failure":"continue"}]}`, "", jobs["many"].ID, jobs["few"].ID)
+		rec := newRecorder()
+		rec.behave = func(context.Context, *Fire) Result { return Result{Err: errors.New("down")} }
+		e := newEngine(t, st, rec, "n1", clock.Real{}, nil)
+		startEngine(t, e)
+		run, err := e.StartWorkflow(ctx, w.ID, "", store.CauseManual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRun(t, e, st, run.ID)
+		for name, want := range map[string]string{"many": "none none pending", "few": "pending"} {
+			xs, err := st.ExecutionList(ctx, store.ExecutionFilter{JobID: jobs[name].ID, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]string, len(xs))
+			for _, x := range xs {
+				got[x.Attempt] = string(x.AlarmState)
+				if got[x.Attempt] == "" {
+					got[x.Attempt] = "none"
+				}
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("node %s's alarms by attempt: %v, want %s", name, got, want)
+			}
 		}
 	})
 }

@@ -17,6 +17,15 @@ func NodeRecovery(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Periodic
 	return NewPeriodic("node recovery", e.HeartbeatInterval(), clk, log, e.RecoverDeadNodes)
 }
 
+// WorkflowTimeouts fails the workflow runs whose timeout has elapsed every heartbeat
+// interval (engine.TimeOutWorkflows).
+func WorkflowTimeouts(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Periodic {
+	return NewPeriodic("workflow timeouts", e.HeartbeatInterval(), clk, log, func(ctx context.Context) error {
+		_, err := e.TimeOutWorkflows(ctx)
+		return err
+	})
+}
+
 // ExecutorSweep forgets the executor instances silent for three heartbeat intervals and has
 // the engine declare their running executions lost (engine.LoseOnExecutor), every heartbeat
 // interval, once this node has reached the database for three intervals without a break. When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
@@ -89,10 +98,11 @@ func Retention(st store.Store, retention, interval time.Duration, clk clock.Cloc
 	return retentionDuty("retention", DeleteOld, st, retention, interval, clk, log)
 }
 
-// DeleteOld deletes the finished executions (with their output) fired before the instant and
-// returns how many it deleted: first whole day partitions of the history (PostgreSQL), then
-// what is left before the instant (the boundary day, the rows of other databases) in keyset
-// batches, paused between on clk (nil: the real clock).
+// DeleteOld deletes the finished executions (with their output) fired before the instant,
+// and the workflow runs (with their nodes' states) that ended before it, and returns how many
+// executions it deleted: first whole day partitions of the history (PostgreSQL), then what is
+// left before the instant (the boundary day, the rows of other databases) in keyset batches,
+// paused between on clk (nil: the real clock).
 func DeleteOld(ctx context.Context, st store.Store, before time.Time, clk clock.Clock, log *slog.Logger) (int64, error) {
 	days, dropped, err := st.HistoryDropPartitions(ctx, before.UnixMilli())
 	if len(days) > 0 {
@@ -104,6 +114,10 @@ func DeleteOld(ctx context.Context, st store.Store, before time.Time, clk clock.
 		log.Warn("drop old history partitions", "err", err)
 	}
 	n, err := deleteInBatches(ctx, st.ExecutionsDeleteFiredBefore, before, "executions", clk, log)
+	if err != nil {
+		return dropped + n, err
+	}
+	_, err = deleteInBatches(ctx, st.WorkflowRunsDeleteFinishedBefore, before, "workflow runs", clk, log)
 	return dropped + n, err
 }
 

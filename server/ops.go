@@ -81,6 +81,11 @@ type Ops struct {
 	ListWorkflowRuns  *Endpoint[WorkflowRunQuery, WorkflowRunPage]
 	GetWorkflowRun    *Endpoint[WorkflowRunRef, WorkflowRunOut]
 	CancelWorkflowRun *Endpoint[WorkflowRunRef, WorkflowRunOut]
+	UpdateWorkflow    *Endpoint[WorkflowChange, store.Workflow]
+	DeleteWorkflow    *Endpoint[WorkflowRef, struct{}]
+	RetryWorkflowRun  *Endpoint[WorkflowRunRef, WorkflowRunOut]
+	RetryWorkflowNode *Endpoint[WorkflowNodeRef, WorkflowRunOut]
+	MarkWorkflowNode  *Endpoint[WorkflowNodeMark, WorkflowRunOut]
 	BackfillWorkflow  *Endpoint[WorkflowBackfillAdd, api.Backfill]
 
 	ListUsers     *Endpoint[UserQuery, api.Page[api.User]]
@@ -209,6 +214,30 @@ func (s *Server) newOps() *Ops {
 		CancelWorkflowRun: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowRunRef) (target, error) {
 			return s.byWorkflowRun(ctx, in.ID)
 		}, s.cancelWorkflowRun),
+		// An edit must be in scope for the workflow's jobs before and after it.
+		UpdateWorkflow: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowChange) (target, error) {
+			before, err := s.byWorkflow(ctx, in.Name)
+			if err != nil {
+				return target{}, err
+			}
+			after, err := s.graphTarget(ctx, string(in.Graph))
+			if err != nil {
+				return target{}, err
+			}
+			return target{apps: append(before.apps, after.apps...)}, nil
+		}, s.updateWorkflow),
+		DeleteWorkflow: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowRef) (target, error) {
+			return s.byWorkflow(ctx, in.Name)
+		}, s.deleteWorkflow),
+		RetryWorkflowRun: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowRunRef) (target, error) {
+			return s.byWorkflowRun(ctx, in.ID)
+		}, s.retryWorkflowRun),
+		RetryWorkflowNode: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowNodeRef) (target, error) {
+			return s.byWorkflowRun(ctx, in.ID)
+		}, s.retryWorkflowNode),
+		MarkWorkflowNode: endpoint(s, ActOperate, func(ctx context.Context, in *WorkflowNodeMark) (target, error) {
+			return s.byWorkflowRun(ctx, in.ID)
+		}, s.markWorkflowNode),
 		BackfillWorkflow: endpoint(s, ActOperate, s.workflowBackfillTarget, s.backfillWorkflow),
 
 		ListUsers:     endpoint(s, ActAdmin, nil, s.listUsers),

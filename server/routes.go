@@ -92,6 +92,11 @@ func (s *Server) routeTable() []route {
 		opRoute("GET", v1+"/workflows/{name}/runs", o.ListWorkflowRuns, readWorkflowRunQuery, writeWorkflowRunPage),
 		opRoute("GET", v1+"/workflow-runs/{id}", o.GetWorkflowRun, readWorkflowRunRef, writeOK(toWorkflowRunWithNodes)),
 		opRoute("POST", v1+"/workflow-runs/{id}/cancel", o.CancelWorkflowRun, readWorkflowRunRef, writeOK(toWorkflowRunWithNodes)),
+		opRoute("PUT", v1+"/workflows/{name}", o.UpdateWorkflow, readWorkflowChange, writeOK(toWorkflowOut)),
+		opRoute("DELETE", v1+"/workflows/{name}", o.DeleteWorkflow, readWorkflowRef, noContent),
+		opRoute("POST", v1+"/workflow-runs/{id}/retry", o.RetryWorkflowRun, readWorkflowRunRef, writeOK(toWorkflowRunWithNodes)),
+		opRoute("POST", v1+"/workflow-runs/{id}/nodes/{node}/retry", o.RetryWorkflowNode, readWorkflowNodeRef, writeOK(toWorkflowRunWithNodes)),
+		opRoute("POST", v1+"/workflow-runs/{id}/nodes/{node}/mark-succeeded", o.MarkWorkflowNode, readWorkflowNodeMark, writeOK(toWorkflowRunWithNodes)),
 
 		opRoute("GET", v1+"/executions", o.ListExecutions, readExecutionQuery, writeExecutionPage),
 		opRoute("GET", v1+"/executions/{id}", o.GetExecution, readExecutionRef, writeOK(toExecutionOut)),

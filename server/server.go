@@ -233,6 +233,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	remote.RecordWith(sched.Engine().CompleteRemote)
 	remote.SeesDatabaseWith(sched.Engine().SeesDatabaseFor)
+	// A canceled or timed-out workflow run's nodes running on executors are killed there.
+	sched.Engine().SetRemoteKiller(remote.KillExecution)
 	clk = sched.Clock() // given in Config.Scheduler or its Engine
 	s := &Server{cfg: cfg, store: cfg.Store, sched: sched, log: cfg.Logger, clock: clk, mux: http.NewServeMux(),
 		closing: make(chan struct{}), executorStreams: make(chan struct{}), handlers: map[string]bool{}, remote: remote, secrets: secrets}

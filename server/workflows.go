@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,6 +45,24 @@ type WorkflowRunQuery struct {
 // WorkflowRunRef names a workflow run.
 type WorkflowRunRef struct {
 	ID int64 `json:"id"`
+}
+
+// WorkflowChange replaces workflow Name's description, graph and params.
+type WorkflowChange struct {
+	Name string `json:"name"`
+	api.WorkflowUpdate
+}
+
+// WorkflowNodeRef names a node of a workflow run.
+type WorkflowNodeRef struct {
+	ID   int64  `json:"id"`
+	Node string `json:"node"`
+}
+
+// WorkflowNodeMark marks a node of a run succeeded with a result.
+type WorkflowNodeMark struct {
+	WorkflowNodeRef
+	api.WorkflowNodeMark
 }
 
 // WorkflowRunOut is a run with its nodes (nil in lists).
@@ -228,6 +247,120 @@ func (s *Server) cancelWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*Wo
 	return s.getWorkflowRun(ctx, in)
 }
 
+// updateWorkflow replaces a workflow's description, graph and params (a compare-and-set on
+// the version when the request gives one). Runs that have started keep the graph and version
+// they started with; the jobs the nodes reference are read when each node starts.
+func (s *Server) updateWorkflow(ctx context.Context, in *WorkflowChange) (*store.Workflow, error) {
+	params := string(in.Params)
+	if params == "null" {
+		params = ""
+	}
+	if _, err := engine.ParseParams(params); err != nil {
+		return nil, err
+	}
+	var w *store.Workflow
+	actx := s.auditedCtx(ctx, "workflow.update", "workflow", in.Name, func(ctx context.Context, q store.Querier) (any, error) {
+		return q.WorkflowGetByName(ctx, in.Name)
+	})
+	err := store.InTx(actx, s.store, func(q store.Querier) error {
+		var err error
+		if w, err = q.WorkflowGetByName(ctx, in.Name); err != nil {
+			return err
+		}
+		if in.Version != 0 && in.Version != w.Version {
+			return &apiError{Status: http.StatusConflict, Code: "conflict",
+				Message: fmt.Sprintf("workflow %s is at version %d, not %d: another edit came first", in.Name, w.Version, in.Version)}
+		}
+		w.Description, w.Graph, w.Params = in.Description, string(in.Graph), params
+		return q.WorkflowUpdate(ctx, w)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// deleteWorkflow deletes a workflow whose runs have all ended: a running run would go on
+// with no workflow to show it under, so it is canceled first (409 names how many). Ended
+// runs stay as history.
+func (s *Server) deleteWorkflow(ctx context.Context, in *WorkflowRef) (*struct{}, error) {
+	actx := s.auditedCtx(ctx, "workflow.delete", "workflow", in.Name, func(ctx context.Context, q store.Querier) (any, error) {
+		return q.WorkflowGetByName(ctx, in.Name)
+	})
+	err := store.InTx(actx, s.store, func(q store.Querier) error {
+		w, err := q.WorkflowGetByName(ctx, in.Name)
+		if err != nil {
+			return err
+		}
+		n, err := q.WorkflowRunsRunning(ctx, w.ID)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return conflict("workflow %s has %d running runs: cancel them first", in.Name, n)
+		}
+		return q.WorkflowDelete(ctx, w.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
+}
+
+// repaired maps the engine's refusal of a repair to 409, and answers the run with its nodes.
+func (s *Server) repaired(ctx context.Context, id int64, err error) (*WorkflowRunOut, error) {
+	if se := (*engine.StateError)(nil); errors.As(err, &se) {
+		return nil, conflict("%s", se.Msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.getWorkflowRun(ctx, &WorkflowRunRef{ID: id})
+}
+
+func (s *Server) retryWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*WorkflowRunOut, error) {
+	actx := s.auditedCtx(ctx, "workflow.retry", "workflow_run", strconv.FormatInt(in.ID, 10), nil)
+	_, err := s.sched.Engine().RetryWorkflowRun(actx, in.ID)
+	return s.repaired(ctx, in.ID, err)
+}
+
+func (s *Server) retryWorkflowNode(ctx context.Context, in *WorkflowNodeRef) (*WorkflowRunOut, error) {
+	actx := s.auditedCtx(ctx, "workflow.retry_node", "workflow_run", fmt.Sprintf("%d/%s", in.ID, in.Node), nil)
+	_, err := s.sched.Engine().RetryWorkflowNode(actx, in.ID, in.Node)
+	return s.repaired(ctx, in.ID, err)
+}
+
+func (s *Server) markWorkflowNode(ctx context.Context, in *WorkflowNodeMark) (*WorkflowRunOut, error) {
+	result := string(in.Result)
+	if result == "null" {
+		result = ""
+	}
+	actx := s.auditedCtx(ctx, "workflow.mark_succeeded", "workflow_run", fmt.Sprintf("%d/%s", in.ID, in.Node), nil)
+	_, err := s.sched.Engine().MarkWorkflowNodeSucceeded(actx, in.ID, in.Node, result)
+	return s.repaired(ctx, in.ID, err)
+}
+
+func readWorkflowChange(r *http.Request, in *WorkflowChange) error {
+	in.Name = r.PathValue("name")
+	return decodeOp(r, &in.WorkflowUpdate)
+}
+
+func readWorkflowNodeRef(r *http.Request, in *WorkflowNodeRef) (err error) {
+	in.Node = r.PathValue("node")
+	in.ID, err = pathID(r, "id")
+	return err
+}
+
+func readWorkflowNodeMark(r *http.Request, in *WorkflowNodeMark) error {
+	if err := readWorkflowNodeRef(r, &in.WorkflowNodeRef); err != nil {
+		return err
+	}
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decodeOp(r, &in.WorkflowNodeMark)
+}
+
 // WorkflowBackfillAdd asks for a backfill of a workflow (POST /workflows/{name}/backfills).
 type WorkflowBackfillAdd struct {
 	Name string
@@ -334,8 +467,8 @@ func toWorkflowOut(w *store.Workflow) api.Workflow {
 
 func toWorkflowRunOut(r *store.WorkflowRun) api.WorkflowRun {
 	return api.WorkflowRun{ID: r.ID, WorkflowID: r.WorkflowID, State: r.State, Params: rawJSON(r.Params), Cause: string(r.Cause),
-		Message: r.Message, CreatedAt: api.Time(r.CreatedAt), FinishedAt: api.Time(r.FinishedAt),
-		IntervalStart: api.Time(r.IntervalStart), IntervalEnd: api.Time(r.IntervalEnd), BackfillID: r.BackfillID}
+		Message: r.Message, CreatedAt: api.Time(r.CreatedAt), FinishedAt: api.Time(r.FinishedAt), Version: r.Version,
+		DeadlineAt: api.Time(r.DeadlineAt), IntervalStart: api.Time(r.IntervalStart), IntervalEnd: api.Time(r.IntervalEnd), BackfillID: r.BackfillID}
 }
 
 func toWorkflowRunWithNodes(o *WorkflowRunOut) api.WorkflowRun {

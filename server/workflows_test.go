@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,6 +162,157 @@ func TestWorkflowRemoteDataPassing(t *testing.T) {
 		}
 		if run.State != "succeeded" || got["first"] != "succeeded 4" || got["second"] != "succeeded 40" {
 			t.Fatalf("run %s (%s), nodes %q: want first 4 and second 40", run.State, run.Message, got)
+		}
+	})
+}
+
+// TestWorkflowOpsAPI repairs, edits and deletes workflows over the API: a viewer and an
+// operator of another app get 403 on each op; an operator retries a failed node and the run
+// from its failed nodes, marks a node succeeded with a result, updates the workflow (a run
+// keeps the version it started with; a stale version is 409) and deletes it once no run is
+// running (409 before; the cancel kills the running node's execution).
+func TestWorkflowOpsAPI(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		var mu sync.Mutex
+		fail := true
+		blockStarted := make(chan struct{}, 1)
+		e := newEnvOn(t, openStore(t, dialect), nil, func(s *Server) {
+			s.Register("wf_flaky", func(ctx context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if fail {
+					return fmt.Errorf("flaky failed")
+				}
+				return sundial.SetResult(ctx, "fixed")
+			})
+			s.Register("wf_next", func(ctx context.Context) error {
+				return sundial.SetResult(ctx, sundial.WorkflowFrom(ctx).Parents["a"])
+			})
+			s.Register("wf_block", func(ctx context.Context) error {
+				blockStarted <- struct{}{}
+				<-ctx.Done()
+				return ctx.Err()
+			})
+		})
+		ctx := context.Background()
+		admin := e.client()
+		flaky := must(admin.CreateJob(ctx, jobReq("flaky", "", "wf_flaky")))(t).ID
+		next := must(admin.CreateJob(ctx, jobReq("next", "", "wf_next")))(t).ID
+		block := must(admin.CreateJob(ctx, jobReq("block", "", "wf_block")))(t).ID
+		graph := fmt.Sprintf(`{"nodes":[{"name":"a","job_id":%d},{"name":"b","job_id":%d}],"edges":[{"from":"a","to":"b"}]}`, flaky, next)
+		must(admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "ops", Graph: json.RawMessage(graph)}))(t)
+		ended := func(id int64) *api.WorkflowRun {
+			var run *api.WorkflowRun
+			eventually(t, "the run to end", func() bool {
+				run = must(admin.GetWorkflowRun(ctx, id))(t)
+				return run.State != "running"
+			})
+			return run
+		}
+		states := func(run *api.WorkflowRun) string {
+			var out []string
+			for _, n := range run.Nodes {
+				out = append(out, n.Node+"="+n.State+string(n.Result))
+			}
+			return run.State + " " + strings.Join(out, " ")
+		}
+		run := ended(must(admin.RunWorkflow(ctx, "ops", nil))(t).ID)
+		if got := states(run); got != "failed a=failed b=canceled" {
+			t.Fatalf("run: %s", got)
+		}
+		if run.Version != 1 {
+			t.Errorf("run's workflow version %d, want 1", run.Version)
+		}
+
+		// Nobody but an operator in scope may touch it.
+		viewer, _ := e.userClient(api.UserRequest{Name: "vera", Role: api.RoleViewer})
+		other, _ := e.userClient(api.UserRequest{Name: "otto", Role: api.RoleOperator, Scope: []string{"beta"}})
+		for who, c := range map[string]*api.Client{"viewer": viewer, "beta's operator": other} {
+			_, err := c.RetryWorkflowRun(ctx, run.ID)
+			wantStatus(t, who+" retries a run", err, http.StatusForbidden)
+			_, err = c.RetryWorkflowNode(ctx, run.ID, "a")
+			wantStatus(t, who+" retries a node", err, http.StatusForbidden)
+			_, err = c.MarkWorkflowNodeSucceeded(ctx, run.ID, "a", nil)
+			wantStatus(t, who+" marks a node", err, http.StatusForbidden)
+			_, err = c.CancelWorkflowRun(ctx, run.ID)
+			wantStatus(t, who+" cancels a run", err, http.StatusForbidden)
+			_, err = c.UpdateWorkflow(ctx, "ops", api.WorkflowUpdate{Graph: json.RawMessage(graph)})
+			wantStatus(t, who+" updates a workflow", err, http.StatusForbidden)
+			wantStatus(t, who+" deletes a workflow", c.DeleteWorkflow(ctx, "ops"), http.StatusForbidden)
+		}
+		if got := states(must(admin.GetWorkflowRun(ctx, run.ID))(t)); got != "failed a=failed b=canceled" {
+			t.Fatalf("refused ops changed the run: %s", got)
+		}
+
+		// Retry the node, fixed: the run is reopened and b follows with a's result.
+		mu.Lock()
+		fail = false
+		mu.Unlock()
+		must(admin.RetryWorkflowNode(ctx, run.ID, "a"))(t)
+		if got := states(ended(run.ID)); got != `succeeded a=succeeded"fixed" b=succeeded"fixed"` {
+			t.Fatalf("after the node's retry: %s", got)
+		}
+		_, err := admin.RetryWorkflowRun(ctx, run.ID)
+		wantStatus(t, "retry a succeeded run", err, http.StatusConflict)
+		_, err = admin.RetryWorkflowNode(ctx, run.ID, "nosuch")
+		wantStatus(t, "retry no node", err, http.StatusNotFound)
+
+		// Retry from the failed nodes, and mark succeeded.
+		mu.Lock()
+		fail = true
+		mu.Unlock()
+		run = ended(must(admin.RunWorkflow(ctx, "ops", nil))(t).ID)
+		must(admin.RetryWorkflowRun(ctx, run.ID))(t)
+		if got := states(ended(run.ID)); got != "failed a=failed b=canceled" {
+			t.Fatalf("retried while a still fails: %s", got)
+		}
+		must(admin.MarkWorkflowNodeSucceeded(ctx, run.ID, "a", json.RawMessage(`{"by":"hand"}`)))(t)
+		if got := states(ended(run.ID)); got != `succeeded a=succeeded{"by":"hand"} b=succeeded{"by":"hand"}` {
+			t.Fatalf("after marking a: %s", got)
+		}
+		_, err = admin.MarkWorkflowNodeSucceeded(ctx, run.ID, "a", nil)
+		wantStatus(t, "mark a succeeded node", err, http.StatusConflict)
+
+		// Update: a bad graph names its field; a stale version is refused; runs keep theirs.
+		_, err = admin.UpdateWorkflow(ctx, "ops", api.WorkflowUpdate{Graph: json.RawMessage(`{"nodes":[{"name":"a","job_id":1,"retries":-1}]}`)})
+		if ae := wantStatus(t, "bad graph", err, http.StatusBadRequest); ae.Field != "nodes[0].retries" {
+			t.Errorf("bad graph's field %q", ae.Field)
+		}
+		blockGraph := fmt.Sprintf(`{"nodes":[{"name":"a","job_id":%d}]}`, block)
+		w := must(admin.UpdateWorkflow(ctx, "ops", api.WorkflowUpdate{Graph: json.RawMessage(blockGraph), Version: 1}))(t)
+		if w.Version != 2 {
+			t.Errorf("updated version %d", w.Version)
+		}
+		_, err = admin.UpdateWorkflow(ctx, "ops", api.WorkflowUpdate{Graph: json.RawMessage(blockGraph), Version: 1})
+		wantStatus(t, "stale update", err, http.StatusConflict)
+		if got := must(admin.GetWorkflowRun(ctx, run.ID))(t); got.Version != 1 || len(got.Nodes) != 2 {
+			t.Errorf("an earlier run %+v: want version 1 and its two nodes", got)
+		}
+
+		// Delete: refused while a run runs; the cancel kills its node.
+		running := must(admin.RunWorkflow(ctx, "ops", nil))(t)
+		<-blockStarted
+		if running.Version != 2 {
+			t.Errorf("new run's version %d, want 2", running.Version)
+		}
+		wantStatus(t, "delete with a running run", admin.DeleteWorkflow(ctx, "ops"), http.StatusConflict)
+		must(admin.CancelWorkflowRun(ctx, running.ID))(t)
+		var x *api.Execution
+		eventually(t, "the node's execution to end", func() bool {
+			r := must(admin.GetWorkflowRun(ctx, running.ID))(t)
+			x = must(admin.GetExecution(ctx, r.Nodes[0].ExecutionID))(t)
+			return x.State != "running"
+		})
+		if x.State != "canceled" {
+			t.Errorf("the canceled run's node execution is %s, want killed (canceled)", x.State)
+		}
+		if err := admin.DeleteWorkflow(ctx, "ops"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = admin.GetWorkflow(ctx, "ops")
+		wantStatus(t, "read a deleted workflow", err, http.StatusNotFound)
+		if _, err := admin.GetWorkflowRun(ctx, running.ID); err != nil {
+			t.Errorf("a deleted workflow's run is gone from history: %v", err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -182,6 +183,24 @@ func testXXLGeneration(t *testing.T, e *env, gen string) {
 		x = e.await(x.ID, "succeeded")
 		if p := byURL(x.ExecutorAddress).triggerOf(x.ID); p["executorParams"] != "p-now" {
 			t.Fatalf("trigger of a run with its own params: %v, want executorParams p-now", p)
+		}
+	})
+
+	t.Run("workflow input in the job param", func(t *testing.T) {
+		id := job("first", "demoJobHandler", nil)
+		must(c.CreateWorkflow(ctx, api.WorkflowRequest{Name: fmt.Sprintf("xxl-%d", id),
+			Graph: json.RawMessage(fmt.Sprintf(`{"nodes":[{"name":"n","job_id":%d}]}`, id))}))(t)
+		run := must(c.RunWorkflow(ctx, fmt.Sprintf("xxl-%d", id), json.RawMessage(`{"day":"mon"}`)))(t)
+		x := e.await(run.Nodes[0].ExecutionID, "succeeded")
+		var in struct {
+			RunID     int64          `json:"run_id"`
+			Node      string         `json:"node"`
+			Params    map[string]any `json:"params"`
+			JobParams string         `json:"job_params"`
+		}
+		raw, _ := byURL(x.ExecutorAddress).triggerOf(x.ID)["executorParams"].(string)
+		if err := json.Unmarshal([]byte(raw), &in); err != nil || in.RunID != run.ID || in.Node != "n" || in.Params["day"] != "mon" || in.JobParams != "p-first" {
+			t.Fatalf("executorParams %q (%v): want the workflow input with the job's params", raw, err)
 		}
 	})
 

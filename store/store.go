@@ -463,9 +463,25 @@ type Querier interface {
 	// WorkflowRunList lists the runs of a workflow (of every workflow for 0), newest first,
 	// below beforeID when it is not 0.
 	WorkflowRunList(ctx context.Context, workflowID, beforeID int64, limit int) ([]*WorkflowRun, error)
+	// WorkflowRunsOverdue lists up to limit running runs whose DeadlineAt is set and not
+	// after now, earliest deadline first.
+	WorkflowRunsOverdue(ctx context.Context, now int64, limit int) ([]*WorkflowRun, error)
+	// WorkflowRunsRunning counts the workflow's running runs.
+	WorkflowRunsRunning(ctx context.Context, workflowID int64) (int, error)
 	// WorkflowRunFinish moves a running run to a final state (compare-and-set on running) and
 	// reports whether it moved.
 	WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error)
+
+	// WorkflowRunsDeleteFinishedBefore deletes up to limit runs that ended before before
+	// (Unix ms), with their nodes, and returns how many runs it deleted.
+	WorkflowRunsDeleteFinishedBefore(ctx context.Context, before int64, limit int) (int64, error)
+	// WorkflowRunReopen moves an ended run from state from back to running, clearing its
+	// message and end, with a new deadline (0 for none): a compare-and-set that reports
+	// whether it moved.
+	WorkflowRunReopen(ctx context.Context, id int64, from string, deadlineAt int64) (bool, error)
+	// WorkflowNodesDelete deletes node states of the run (ids of other runs are left), so
+	// the run judges those nodes again as pending.
+	WorkflowNodesDelete(ctx context.Context, runID int64, ids []int64) error
 
 	// WorkflowNodesInsert inserts node states and sets their IDs; a (RunID, Node) already
 	// stored fails the call with ErrAlreadyExists.

@@ -662,6 +662,13 @@ type WorkflowRun struct {
 	Message    string
 	CreatedAt  int64
 	FinishedAt int64
+	// Version is the workflow's version the run started with (Graph is that version's).
+	Version int64
+	// DeadlineAt (Unix ms) is when the run times out, 0 for never.
+	DeadlineAt int64
+	// ParentNode is the workflow node (WorkflowNode.ID) whose sub-workflow this run is, 0 for
+	// a run of its own.
+	ParentNode int64
 	// IntervalStart and IntervalEnd (Unix ms) are the data interval of the fire that started
 	// the run (its trigger job's, or a backfill's), 0 for a run started by hand; BackfillID
 	// the backfill that made it. Each node's execution is given them.

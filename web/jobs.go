@@ -248,6 +248,12 @@ func flashText(done string) string {
 		return "Script restored as version " + n + "."
 	case "wf-created":
 		return "Workflow created."
+	case "wf-retried":
+		return "Retrying workflow run " + n + "."
+	case "wf-node-retried":
+		return "Retrying the node of workflow run " + n + "."
+	case "wf-node-marked":
+		return "Marked the node of workflow run " + n + " succeeded."
 	case "wf-canceled":
 		return "Canceled workflow run " + n + ": nodes not started yet never start."
 	}

@@ -136,6 +136,9 @@ func (c *Console) routes() {
 	page("POST /workflows/{name}/backfills", c.workflowBackfill)
 	page("GET /workflow-runs/{id}", c.workflowRunPage)
 	page("POST /workflow-runs/{id}/cancel", c.workflowRunCancel)
+	page("POST /workflow-runs/{id}/retry", c.workflowRunRetry)
+	page("POST /workflow-runs/{id}/nodes/{node}/retry", c.workflowNodeRetry)
+	page("POST /workflow-runs/{id}/nodes/{node}/mark-succeeded", c.workflowNodeMark)
 
 	page("GET /apps", c.appsPage)
 	// The apps' changes are refused to all but admins by their operations, not by the route.

@@ -349,6 +349,48 @@ func (c *Console) workflowRunCancel(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// workflowRunRetry starts a run's failed and canceled nodes again through the API's
+// operation (the engine refuses a run with none: 409).
+func (c *Console) workflowRunRetry(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := c.ops().RetryWorkflowRun.Execute(r.Context(), &server.WorkflowRunRef{ID: id}); err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/workflow-runs/%d?done=wf-retried-%d", id, id), http.StatusSeeOther)
+	return nil
+}
+
+// workflowNodeRetry starts one failed or canceled node of a run again.
+func (c *Console) workflowNodeRetry(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := c.ops().RetryWorkflowNode.Execute(r.Context(), &server.WorkflowNodeRef{ID: id, Node: r.PathValue("node")}); err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/workflow-runs/%d?done=wf-node-retried-%d", id, id), http.StatusSeeOther)
+	return nil
+}
+
+// workflowNodeMark marks a node of a run succeeded (with no result), so the nodes after it
+// start.
+func (c *Console) workflowNodeMark(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathInt(r, "id")
+	if err != nil {
+		return err
+	}
+	in := &server.WorkflowNodeMark{WorkflowNodeRef: server.WorkflowNodeRef{ID: id, Node: r.PathValue("node")}}
+	if _, err := c.ops().MarkWorkflowNode.Execute(r.Context(), in); err != nil {
+		return err
+	}
+	http.Redirect(w, r, fmt.Sprintf("/workflow-runs/%d?done=wf-node-marked-%d", id, id), http.StatusSeeOther)
+	return nil
+}
+
 // The editor. Its form lists nodes (node_name, node_kind, node_job, node_expr,
 // node_on_failure, one of each per row) and edges (edge_from, edge_to, edge_when); blank
 // rows are left out. A validation error names a graph field (nodes[2].expr): it is shown at

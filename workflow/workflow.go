@@ -62,6 +62,14 @@ type Node struct {
 	// Expr is a decision node's expression; it must yield a bool.
 	Expr      string `json:"expr,omitempty"`
 	OnFailure OnFail `json:"on_failure,omitempty"`
+	// TimeoutMs bounds each attempt of a job node's run in place of its job's timeout (0
+	// keeps the job's): the same job can be quick in one workflow and slow in another.
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
+	// Retries, when given, is how many times a failed or timed-out run of the node is
+	// retried in place of its job's max_retries; RetryBackoffMs (0 keeps the job's) is the
+	// first retry's delay, doubled for each further one.
+	Retries        *int  `json:"retries,omitempty"`
+	RetryBackoffMs int64 `json:"retry_backoff_ms,omitempty"`
 }
 
 // Edge leads from a parent node to a child.
@@ -75,12 +83,18 @@ type Edge struct {
 type Graph struct {
 	Nodes []Node `json:"nodes"`
 	Edges []Edge `json:"edges,omitempty"`
+	// TimeoutMs bounds a whole run (0 for none): when it elapses the run fails, its nodes
+	// that have not started never do, and those running are killed.
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
 }
 
 // Limits of a workflow's size.
 const (
 	MaxNodes      = 500
 	MaxNameLength = 100
+	// MaxRetries bounds a node's retries, and MaxTimeoutMs a node's or a run's timeout (30 days).
+	MaxRetries   = 100
+	MaxTimeoutMs = 30 * 24 * 3600 * 1000
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -111,6 +125,9 @@ func (g *Graph) Validate() error {
 	if len(g.Nodes) > MaxNodes {
 		return schedule.Fieldf("nodes", "%d nodes is more than the %d allowed", len(g.Nodes), MaxNodes)
 	}
+	if g.TimeoutMs < 0 || g.TimeoutMs > MaxTimeoutMs {
+		return schedule.Fieldf("timeout_ms", "%d is not a timeout from 0 (none) to %d ms", g.TimeoutMs, MaxTimeoutMs)
+	}
 	index := make(map[string]int, len(g.Nodes))
 	for i, n := range g.Nodes {
 		field := fmt.Sprintf("nodes[%d]", i)
@@ -125,6 +142,9 @@ func (g *Graph) Validate() error {
 		case FailWorkflow, Continue, Skip:
 		default:
 			return schedule.Fieldf(field+".on_failure", "%q is not one of fail, continue, skip", n.OnFailure)
+		}
+		if err := n.validateRun(field); err != nil {
+			return err
 		}
 		switch n.Kind {
 		case KindJob:
@@ -178,6 +198,26 @@ func (g *Graph) Validate() error {
 	}
 	if cycle := g.cycle(); cycle != nil {
 		return schedule.Fieldf("edges", "cycle: %s", strings.Join(cycle, " -> "))
+	}
+	return nil
+}
+
+// validateRun checks a node's timeout and retries: in range, and on job nodes only (a
+// decision runs no job to time out or retry).
+func (n Node) validateRun(field string) error {
+	switch {
+	case n.TimeoutMs < 0 || n.TimeoutMs > MaxTimeoutMs:
+		return schedule.Fieldf(field+".timeout_ms", "%d is not a timeout from 0 (the job's) to %d ms", n.TimeoutMs, MaxTimeoutMs)
+	case n.Retries != nil && (*n.Retries < 0 || *n.Retries > MaxRetries):
+		return schedule.Fieldf(field+".retries", "%d is not a number of retries from 0 to %d", *n.Retries, MaxRetries)
+	case n.RetryBackoffMs < 0 || n.RetryBackoffMs > MaxTimeoutMs:
+		return schedule.Fieldf(field+".retry_backoff_ms", "%d is not a delay from 0 (the job's) to %d ms", n.RetryBackoffMs, MaxTimeoutMs)
+	case n.Kind == KindJob:
+		return nil
+	case n.TimeoutMs != 0:
+		return schedule.Fieldf(field+".timeout_ms", "only a job node has a timeout")
+	case n.Retries != nil || n.RetryBackoffMs != 0:
+		return schedule.Fieldf(field+".retries", "only a job node is retried")
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ func graph(nodes []Node, edges ...Edge) *Graph {
 	return g
 }
 
+func ptr(n int) *int { return &n }
+
 func jobs(names ...string) []Node {
 	var out []Node
 	for i, n := range names {
@@ -40,6 +42,13 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"expr not bool", graph([]Node{{Name: "d", Kind: KindDecision, Expr: "1 + 2"}}), "nodes[0].expr", "bool"},
 		{"host function", graph([]Node{{Name: "d", Kind: KindDecision, Expr: `now() > 0`}}), "nodes[0].expr", "now"},
 		{"long expr", graph([]Node{{Name: "d", Kind: KindDecision, Expr: strings.Repeat("true && ", 200) + "true"}}), "nodes[0].expr", "allowed"},
+		{"node timeout", graph([]Node{{Name: "a", JobID: 1, TimeoutMs: -1}}), "nodes[0].timeout_ms", "not a timeout"},
+		{"retries", graph([]Node{{Name: "a", JobID: 1, Retries: ptr(-1)}}), "nodes[0].retries", "not a number of retries"},
+		{"too many retries", graph([]Node{{Name: "a", JobID: 1, Retries: ptr(MaxRetries + 1)}}), "nodes[0].retries", "from 0 to 100"},
+		{"backoff", graph([]Node{{Name: "a", JobID: 1, RetryBackoffMs: -5}}), "nodes[0].retry_backoff_ms", "not a delay"},
+		{"decision retried", graph([]Node{{Name: "d", Kind: KindDecision, Expr: "true", Retries: ptr(1)}}), "nodes[0].retries", "only a job node"},
+		{"decision timeout", graph([]Node{{Name: "d", Kind: KindDecision, Expr: "true", TimeoutMs: 5}}), "nodes[0].timeout_ms", "only a job node"},
+		{"run timeout", &Graph{Nodes: jobs("a"), TimeoutMs: -1}, "timeout_ms", "not a timeout"},
 		{"unknown from", graph(jobs("a"), Edge{From: "x", To: "a"}), "edges[0].from", `"x"`},
 		{"unknown to", graph(jobs("a"), Edge{From: "a", To: "y"}), "edges[0].to", `"y"`},
 		{"self", graph(jobs("a"), Edge{From: "a", To: "a"}), "edges[0].to", "cycle: a -> a"},

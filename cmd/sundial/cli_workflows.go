@@ -16,8 +16,8 @@ import (
 func newWorkflowCmd() *cobra.Command {
 	o := &apiOptions{}
 	return group("workflow", "Manage workflows (DAGs of jobs) and their runs", o,
-		newWorkflowCreateCmd(o), newWorkflowGetCmd(o), newWorkflowListCmd(o), newWorkflowRunCmd(o), newWorkflowRunsCmd(o),
-		newWorkflowStatusCmd(o), newWorkflowCancelCmd(o), newWorkflowBackfillCmd(o))
+		newWorkflowCreateCmd(o), newWorkflowGetCmd(o), newWorkflowListCmd(o), newWorkflowUpdateCmd(o), newWorkflowDeleteCmd(o),
+		newWorkflowRunCmd(o), newWorkflowRunsCmd(o), newWorkflowStatusCmd(o), newWorkflowCancelCmd(o), newWorkflowBackfillCmd(o))
 }
 
 // jsonArg reads a JSON flag's value: the text itself, or @FILE (@- for standard input).
@@ -144,8 +144,17 @@ func showWorkflowRun(w io.Writer, r api.WorkflowRun) error {
 
 func newWorkflowRunCmd(o *apiOptions) *cobra.Command {
 	var params string
-	cmd := &cobra.Command{Use: "run NAME", Short: "Run a workflow now", Args: cobra.ExactArgs(1),
-		Example: `  sundial workflow run etl --params '{"day":"2024-01-02"}'`}
+	cmd := &cobra.Command{Use: "run NAME", Short: "Run a workflow now; or act on a run (retry, retry-node, mark-succeeded, cancel)",
+		Long: `Run a workflow now, with params in place of the workflow's own. The subcommands act on a
+run: retry (from its failed nodes), retry-node, mark-succeeded and cancel. (A workflow named
+like one of them is run with "sundial workflow run -- NAME".)`,
+		Args: cobra.ExactArgs(1),
+		Example: `  sundial workflow run etl --params '{"day":"2024-01-02"}'
+  sundial workflow run retry 42
+  sundial workflow run retry-node 42 load
+  sundial workflow run mark-succeeded 42 load --result '{"rows":0}'
+  sundial workflow run cancel 42`}
+	cmd.AddCommand(newWorkflowRunRetryCmd(o), newWorkflowRunRetryNodeCmd(o), newWorkflowRunMarkCmd(o), newWorkflowCancelCmd(o))
 	cmd.Flags().StringVar(&params, "params", "", "params of this run, in place of the workflow's (a JSON object, or @FILE)")
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		p, err := jsonArg(cmd, "params", params)
@@ -224,13 +233,124 @@ func newWorkflowStatusCmd(o *apiOptions) *cobra.Command {
 }
 
 func newWorkflowCancelCmd(o *apiOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "cancel RUN_ID", Short: "Cancel a workflow run: its pending nodes never start", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "cancel RUN_ID", Short: "Cancel a workflow run: its pending nodes never start, its running ones are killed", Args: cobra.ExactArgs(1)}
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		id, err := parseID("run", args[0])
 		if err != nil {
 			return err
 		}
 		r, err := c.CancelWorkflowRun(ctx, id)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, r, showWorkflowRun)
+	})
+	return cmd
+}
+
+func newWorkflowUpdateCmd(o *apiOptions) *cobra.Command {
+	var graph, params, desc string
+	var version int64
+	cmd := &cobra.Command{
+		Use:   "update NAME --graph JSON|@FILE",
+		Short: "Replace a workflow's graph, params and description",
+		Long: `Replace a workflow's graph, params and description (see create). Runs that have started
+keep the graph they started with. With --version, the update is refused (exit 1, 409) when
+the workflow is no longer at that version.`,
+		Example: `  sundial workflow update etl --graph @etl.json --version 3`,
+		Args:    cobra.ExactArgs(1),
+	}
+	f := cmd.Flags()
+	f.StringVar(&graph, "graph", "", "the graph as JSON, or @FILE (required)")
+	f.StringVar(&params, "params", "", "default params of a run (a JSON object, or @FILE)")
+	f.StringVar(&desc, "description", "", "what the workflow is for")
+	f.Int64Var(&version, "version", 0, "the version the update replaces (0: whatever is current)")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		if graph == "" {
+			return usageErrorf("--graph: give the workflow's nodes and edges as JSON or @FILE")
+		}
+		g, err := jsonArg(cmd, "graph", graph)
+		if err != nil {
+			return err
+		}
+		p, err := jsonArg(cmd, "params", params)
+		if err != nil {
+			return err
+		}
+		w, err := c.UpdateWorkflow(ctx, args[0], api.WorkflowUpdate{Description: desc, Graph: g, Params: p, Version: version})
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, w, showWorkflow)
+	})
+	return cmd
+}
+
+func newWorkflowDeleteCmd(o *apiOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "delete NAME", Short: "Delete a workflow with no running run; its runs stay as history", Args: cobra.ExactArgs(1)}
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		if err := c.DeleteWorkflow(ctx, args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "workflow %s deleted\n", args[0])
+		return nil
+	})
+	return cmd
+}
+
+// runOp is a subcommand of "workflow run" acting on run RUN_ID (and a node, for nodeArg).
+func runOp(o *apiOptions, use, short string, nodeArg bool, do func(ctx context.Context, c *api.Client, id int64, node string) (*api.WorkflowRun, error)) *cobra.Command {
+	n := 1
+	if nodeArg {
+		n = 2
+	}
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(n)}
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := parseID("run", args[0])
+		if err != nil {
+			return err
+		}
+		node := ""
+		if nodeArg {
+			node = args[1]
+		}
+		r, err := do(ctx, c, id, node)
+		if err != nil {
+			return err
+		}
+		return printOne(cmd.OutOrStdout(), o, r, showWorkflowRun)
+	})
+	return cmd
+}
+
+func newWorkflowRunRetryCmd(o *apiOptions) *cobra.Command {
+	return runOp(o, "retry RUN_ID", "Retry a run from its failed nodes (each node that failed or was canceled runs again)", false,
+		func(ctx context.Context, c *api.Client, id int64, _ string) (*api.WorkflowRun, error) {
+			return c.RetryWorkflowRun(ctx, id)
+		})
+}
+
+func newWorkflowRunRetryNodeCmd(o *apiOptions) *cobra.Command {
+	return runOp(o, "retry-node RUN_ID NODE", "Run one node of a run again (a node that failed or was canceled)", true,
+		func(ctx context.Context, c *api.Client, id int64, node string) (*api.WorkflowRun, error) {
+			return c.RetryWorkflowNode(ctx, id, node)
+		})
+}
+
+func newWorkflowRunMarkCmd(o *apiOptions) *cobra.Command {
+	var result string
+	cmd := runOp(o, "mark-succeeded RUN_ID NODE", "Record a node that has not succeeded as succeeded; its children run", true, nil)
+	cmd.Flags().StringVar(&result, "result", "", "the node's result its children are given (JSON, or @FILE)")
+	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
+		id, err := parseID("run", args[0])
+		if err != nil {
+			return err
+		}
+		res, err := jsonArg(cmd, "result", result)
+		if err != nil {
+			return err
+		}
+		r, err := c.MarkWorkflowNodeSucceeded(ctx, id, args[1], res)
 		if err != nil {
 			return err
 		}

@@ -70,6 +70,63 @@ func TestCLIWorkflow(t *testing.T) {
 	}
 }
 
+// TestCLIWorkflowRunOps repairs a failed run from the CLI (workflow run retry, retry-node,
+// mark-succeeded with a result, cancel), updates a workflow (a stale --version is exit 1 with
+// one line) and deletes it.
+func TestCLIWorkflowRunOps(t *testing.T) {
+	s := startAPIServer(t)
+	bad := mustJSON[api.Job](t, s, "job", "create", "broken", "--handler", "no-such-handler")
+	next := mustJSON[api.Job](t, s, "job", "create", "after", "--handler", "noop")
+	graph := fmt.Sprintf(`{"nodes":[{"name":"bad","job_id":%d},{"name":"next","job_id":%d}],"edges":[{"from":"bad","to":"next"}]}`, bad.ID, next.ID)
+	mustJSON[api.Workflow](t, s, "workflow", "create", "fix", "--graph", graph)
+	ended := func(id string) api.WorkflowRun {
+		var run api.WorkflowRun
+		eventually(t, "the run to end", func() bool {
+			run = mustJSON[api.WorkflowRun](t, s, "workflow", "status", id)
+			return run.State != "running"
+		})
+		return run
+	}
+	run := mustJSON[api.WorkflowRun](t, s, "workflow", "run", "fix")
+	id := strconv.FormatInt(run.ID, 10)
+	if run = ended(id); run.State != "failed" {
+		t.Fatalf("run %+v: want failed", run)
+	}
+	mustJSON[api.WorkflowRun](t, s, "workflow", "run", "retry-node", id, "bad")
+	if run = ended(id); run.State != "failed" || run.Nodes[0].Message == "" {
+		t.Fatalf("after retry-node %+v: want failed again", run)
+	}
+	mustJSON[api.WorkflowRun](t, s, "workflow", "run", "retry", id)
+	if run = ended(id); run.State != "failed" {
+		t.Fatalf("after retry %+v: want failed again", run)
+	}
+	mustJSON[api.WorkflowRun](t, s, "workflow", "run", "mark-succeeded", id, "bad", "--result", `{"rows":0}`)
+	if run = ended(id); run.State != "succeeded" || string(run.Nodes[0].Result) != `{"rows":0}` {
+		t.Fatalf("after mark-succeeded %+v: want succeeded with the result", run)
+	}
+	if code, _, errOut := s.cli(t, "workflow", "run", "retry", id); code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "no failed node") {
+		t.Errorf("retry of a succeeded run: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := s.cli(t, "workflow", "run", "mark-succeeded", id, "bad", "--result", "{nope"); code != 2 || !strings.Contains(errOut, "--result") {
+		t.Errorf("bad result: exit %d, %q", code, errOut)
+	}
+	if got := mustJSON[api.WorkflowRun](t, s, "workflow", "run", "cancel", id); got.State != "succeeded" {
+		t.Errorf("canceling an ended run made it %s", got.State)
+	}
+
+	w := mustJSON[api.Workflow](t, s, "workflow", "update", "fix", "--graph", graph, "--description", "fixed", "--version", "1")
+	if w.Version != 2 || w.Description != "fixed" {
+		t.Errorf("updated %+v", w)
+	}
+	if code, _, errOut := s.cli(t, "workflow", "update", "fix", "--graph", graph, "--version", "1"); code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "version") {
+		t.Errorf("stale update: exit %d, %q", code, errOut)
+	}
+	s.mustCLI(t, "workflow", "delete", "fix")
+	if code, _, _ := s.cli(t, "workflow", "get", "fix"); code == 0 {
+		t.Error("the deleted workflow is still there")
+	}
+}
+
 // TestCLIWorkflowBackfill backfills a workflow through its trigger job: a dry run plans one
 // run per nightly time and stores nothing; the backfill makes workflow runs marked backfill
 // with their data intervals (shown by workflow status); a workflow without a trigger is

@@ -9,7 +9,7 @@ import (
 
 const (
 	workflowCols     = "id, name, description, graph, params, version, created_at, updated_at"
-	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at, interval_start, interval_end, backfill_id"
+	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node, interval_start, interval_end, backfill_id"
 	workflowNodeCols = "id, run_id, node, state, execution_id, input, result, message, updated_at"
 )
 
@@ -21,7 +21,7 @@ func scanWorkflow(r rowScanner) (*store.Workflow, error) {
 
 func scanWorkflowRun(r rowScanner) (*store.WorkflowRun, error) {
 	var w store.WorkflowRun
-	err := r.Scan(&w.ID, &w.WorkflowID, &w.State, &w.Graph, &w.Params, &w.Cause, &w.Message, &w.CreatedAt, &w.FinishedAt,
+	err := r.Scan(&w.ID, &w.WorkflowID, &w.State, &w.Graph, &w.Params, &w.Cause, &w.Message, &w.CreatedAt, &w.FinishedAt, &w.Version, &w.DeadlineAt, &w.ParentNode,
 		&w.IntervalStart, &w.IntervalEnd, &w.BackfillID)
 	return &w, err
 }
@@ -102,9 +102,10 @@ func (e *executor) WorkflowRunInsert(ctx context.Context, r *store.WorkflowRun) 
 	if r.CreatedAt == 0 {
 		r.CreatedAt = e.cfg.now()
 	}
-	id, err := e.insertID(ctx, "INSERT INTO workflow_runs (workflow_id, state, graph, params, cause, message, created_at, finished_at,"+
-		" interval_start, interval_end, backfill_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		r.WorkflowID, r.State, r.Graph, r.Params, string(r.Cause), r.Message, r.CreatedAt, r.FinishedAt, r.IntervalStart, r.IntervalEnd, r.BackfillID)
+	id, err := e.insertID(ctx, "INSERT INTO workflow_runs (workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node,"+
+		" interval_start, interval_end, backfill_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		r.WorkflowID, r.State, r.Graph, r.Params, string(r.Cause), r.Message, r.CreatedAt, r.FinishedAt, r.Version, r.DeadlineAt, r.ParentNode,
+		r.IntervalStart, r.IntervalEnd, r.BackfillID)
 	if err != nil {
 		return fmt.Errorf("sqlstore: insert a run of workflow %d: %w", r.WorkflowID, err)
 	}
@@ -138,6 +139,25 @@ func (e *executor) WorkflowRunList(ctx context.Context, workflowID, beforeID int
 	return scanAll(rows, scanWorkflowRun, "workflow runs")
 }
 
+// WorkflowRunsOverdue reads running runs whose deadline has passed, by the (state,
+// deadline_at) index.
+func (e *executor) WorkflowRunsOverdue(ctx context.Context, now int64, limit int) ([]*store.WorkflowRun, error) {
+	rows, err := e.query(ctx, "SELECT "+workflowRunCols+" FROM workflow_runs WHERE state = 'running' AND deadline_at > 0 AND deadline_at <= ? ORDER BY deadline_at LIMIT ?",
+		now, limitOr(limit))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list overdue workflow runs: %w", err)
+	}
+	return scanAll(rows, scanWorkflowRun, "workflow runs")
+}
+
+func (e *executor) WorkflowRunsRunning(ctx context.Context, workflowID int64) (int, error) {
+	var n int
+	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM workflow_runs WHERE workflow_id = ? AND state = 'running'", workflowID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlstore: count running runs of workflow %d: %w", workflowID, err)
+	}
+	return n, nil
+}
+
 func (e *executor) WorkflowRunsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error) {
 	var n int
 	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM workflow_runs WHERE backfill_id = ? AND state = 'running'", backfillID).Scan(&n); err != nil {
@@ -154,6 +174,68 @@ func (e *executor) WorkflowRunFinish(ctx context.Context, id int64, state, messa
 	}
 	n, err := affected(res)
 	return n == 1, err
+}
+
+// WorkflowRunsDeleteFinishedBefore deletes a batch of old ended runs: their nodes first, so
+// a delete cut short leaves a run without nodes, which the next batch deletes, and never
+// nodes without their run.
+func (e *executor) WorkflowRunsDeleteFinishedBefore(ctx context.Context, before int64, limit int) (int64, error) {
+	rows, err := e.query(ctx, "SELECT id FROM workflow_runs WHERE state <> 'running' AND finished_at > 0 AND finished_at < ? ORDER BY id LIMIT ?",
+		before, limitOr(limit))
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: old workflow runs: %w", err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		if _, err := e.exec(ctx, "DELETE FROM workflow_nodes WHERE run_id IN "+in, args...); err != nil {
+			return n, fmt.Errorf("sqlstore: delete the nodes of old workflow runs: %w", err)
+		}
+		res, err := e.exec(ctx, "DELETE FROM workflow_runs WHERE id IN "+in, args...)
+		if err != nil {
+			return n, fmt.Errorf("sqlstore: delete old workflow runs: %w", err)
+		}
+		k, err := affected(res)
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// WorkflowRunReopen is a compare-and-set on the run's state.
+func (e *executor) WorkflowRunReopen(ctx context.Context, id int64, from string, deadlineAt int64) (bool, error) {
+	res, err := e.exec(ctx, "UPDATE workflow_runs SET state = 'running', message = '', finished_at = 0, deadline_at = ? WHERE id = ? AND state = ?",
+		deadlineAt, id, from)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: reopen workflow run %d: %w", id, err)
+	}
+	n, err := affected(res)
+	return n == 1, err
+}
+
+func (e *executor) WorkflowNodesDelete(ctx context.Context, runID int64, ids []int64) error {
+	for _, c := range chunks(len(ids)) {
+		in, args := inList(ids[c[0]:c[1]])
+		if _, err := e.exec(ctx, "DELETE FROM workflow_nodes WHERE run_id = ? AND id IN "+in, append([]any{runID}, args...)...); err != nil {
+			return fmt.Errorf("sqlstore: delete %d nodes of workflow run %d: %w", len(ids), runID, err)
+		}
+	}
+	return nil
 }
 
 func (e *executor) WorkflowNodesInsert(ctx context.Context, ns []*store.WorkflowNode) error {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,13 +35,18 @@ func testWorkflows(t *testing.T, s store.Store) {
 	r := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: w.Params, Cause: store.CauseManual}
 	noErr(t, s.WorkflowRunInsert(ctx, r))
 	r2 := &store.WorkflowRun{WorkflowID: w.ID, State: "running", Graph: w.Graph, Params: "{}", Cause: store.CauseBackfill,
-		IntervalStart: 1_000, IntervalEnd: 2_000, BackfillID: 7}
+		Version: 2, DeadlineAt: 1000, ParentNode: 77, IntervalStart: 1_000, IntervalEnd: 2_000, BackfillID: 7}
 	noErr(t, s.WorkflowRunInsert(ctx, r2))
-	got2 := get(s.WorkflowRunGet(ctx, r2.ID)).ok(t)
-	equal(t, "a backfill run's interval and backfill", [3]int64{got2.IntervalStart, got2.IntervalEnd, got2.BackfillID}, [3]int64{1_000, 2_000, 7})
+	back := get(s.WorkflowRunGet(ctx, r2.ID)).ok(t)
+	equal(t, "version, deadline, parent", [3]int64{back.Version, back.DeadlineAt, back.ParentNode}, [3]int64{2, 1000, 77})
+	equal(t, "a backfill run's interval and backfill", [3]int64{back.IntervalStart, back.IntervalEnd, back.BackfillID}, [3]int64{1_000, 2_000, 7})
 	equal(t, "a run by hand has none", get(s.WorkflowRunGet(ctx, r.ID)).ok(t).IntervalEnd, int64(0))
 	equal(t, "backfill 7's running runs", get(s.WorkflowRunsLiveOfBackfill(ctx, 7)).ok(t), 1)
 	equal(t, "backfill 8's running runs", get(s.WorkflowRunsLiveOfBackfill(ctx, 8)).ok(t), 0)
+	// Overdue: running with a deadline passed; a run without a deadline never is.
+	equal(t, "not yet overdue", len(get(s.WorkflowRunsOverdue(ctx, 999, 10)).ok(t)), 0)
+	sameIDs(t, "overdue", ids(get(s.WorkflowRunsOverdue(ctx, 1000, 10)).ok(t), func(r *store.WorkflowRun) int64 { return r.ID }), []int64{r2.ID})
+	equal(t, "running runs", get(s.WorkflowRunsRunning(ctx, w.ID)).ok(t), 2)
 	sameIDs(t, "runs", ids(get(s.WorkflowRunList(ctx, w.ID, 0, 10)).ok(t), func(r *store.WorkflowRun) int64 { return r.ID }), []int64{r.ID, r2.ID})
 	equal(t, "runs before", len(get(s.WorkflowRunList(ctx, w.ID, r2.ID, 10)).ok(t)), 1)
 
@@ -69,9 +75,28 @@ func testWorkflows(t *testing.T, s store.Store) {
 
 	equal(t, "finished", get(s.WorkflowRunFinish(ctx, r.ID, "succeeded", "", 10)).ok(t), true)
 	equal(t, "finished twice", get(s.WorkflowRunFinish(ctx, r.ID, "failed", "late", 11)).ok(t), false)
+	equal(t, "running runs after a finish", get(s.WorkflowRunsRunning(ctx, w.ID)).ok(t), 1)
 	fin := get(s.WorkflowRunGet(ctx, r.ID)).ok(t)
 	equal(t, "run state", fin.State+fin.Message, "succeeded")
 	equal(t, "run finished at", fin.FinishedAt, int64(10))
+
+	// Reopen is a compare-and-set on the ended state; deleting nodes leaves other runs'.
+	equal(t, "reopen from a state it is not in", get(s.WorkflowRunReopen(ctx, r.ID, "failed", 0)).ok(t), false)
+	equal(t, "reopened", get(s.WorkflowRunReopen(ctx, r.ID, "succeeded", 500)).ok(t), true)
+	equal(t, "reopened twice", get(s.WorkflowRunReopen(ctx, r.ID, "succeeded", 500)).ok(t), false)
+	re := get(s.WorkflowRunGet(ctx, r.ID)).ok(t)
+	equal(t, "reopened run", fmt.Sprintln(re.State, re.FinishedAt, re.DeadlineAt), "running 0 500\n")
+	other := get(s.WorkflowNodes(ctx, r2.ID)).ok(t)
+	noErr(t, s.WorkflowNodesDelete(ctx, r.ID, []int64{a.ID, other[0].ID}))
+	equal(t, "nodes of run after delete", len(get(s.WorkflowNodes(ctx, r.ID)).ok(t)), 0)
+	equal(t, "other run's node kept", len(get(s.WorkflowNodes(ctx, r2.ID)).ok(t)), 1)
+	equal(t, "finished again", get(s.WorkflowRunFinish(ctx, r.ID, "succeeded", "", 10)).ok(t), true)
+	// Retention: runs that ended before the instant go, with their nodes; running ones stay.
+	equal(t, "nothing ended before 10", get(s.WorkflowRunsDeleteFinishedBefore(ctx, 10, 100)).ok(t), int64(0))
+	equal(t, "ended before 11", get(s.WorkflowRunsDeleteFinishedBefore(ctx, 11, 100)).ok(t), int64(1))
+	wantErr(t, get(s.WorkflowRunGet(ctx, r.ID)).err, store.ErrNotFound)
+	equal(t, "running run kept", get(s.WorkflowRunGet(ctx, r2.ID)).ok(t).State, "running")
+	equal(t, "its node kept", len(get(s.WorkflowNodes(ctx, r2.ID)).ok(t)), 1)
 
 	// Canceling what has not started: pending and acquired executions move, a running one
 	// does not.
