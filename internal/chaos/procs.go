@@ -32,7 +32,7 @@ type process struct {
 	args   func(p *process) []string
 	logDir string
 	// stream: an executor on the stream transport, which listens on nothing; it is up when
-	// its log gains the start banner (banners counts those of its earlier lives).
+	// its log gains the line ExecutorUp (banners counts those of its earlier lives).
 	stream  bool
 	banners int
 
@@ -65,7 +65,7 @@ func (p *process) start(bin string) (*Proc, error) {
 }
 
 // waitUp waits until the process answers on its address (a node's /healthz, a push executor's
-// port) or, for a stream executor, until it printed its start banner.
+// port) or, for a stream executor, until it printed ExecutorUp.
 func (p *process) waitUp(ctx context.Context, node bool) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -79,7 +79,7 @@ func (p *process) waitUp(ctx context.Context, node bool) error {
 			}
 		} else if p.stream {
 			if p.bannerCount() <= p.banners {
-				err = fmt.Errorf("%s has not printed its start banner to %s.log", p.label, p.label)
+				err = fmt.Errorf("%s has not printed %q to %s.log", p.label, ExecutorUp, p.label)
 			}
 		} else {
 			var c net.Conn
@@ -169,12 +169,12 @@ func loopbackAddr() (string, error) {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }
 
-// streamBanner is what `sundial executor` prints once its streams are open and it is
-// registered (cmd/sundial/executor.go).
-const streamBanner = "is listening for runs on its streams"
+// ExecutorUp is the line a chaos executor prints once it is registered: a stream executor
+// listens on nothing, so that line is how the suite knows it is up.
+const ExecutorUp = "chaos executor: registered"
 
-// bannerCount is how many times the process's log holds the stream executor's start banner.
+// bannerCount is how many times the process's log holds ExecutorUp.
 func (p *process) bannerCount() int {
 	b, _ := os.ReadFile(filepath.Join(p.logDir, p.label+".log"))
-	return bytes.Count(b, []byte(streamBanner))
+	return bytes.Count(b, []byte(ExecutorUp))
 }

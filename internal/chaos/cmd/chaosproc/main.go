@@ -137,7 +137,8 @@ func runNode(ctx context.Context, args []string) error {
 func runExecutor(ctx context.Context, args []string) error {
 	c := newFlags("exec")
 	servers := c.fs.String("server", "", "server base URLs, comma-separated (the executor fails over between them)")
-	listen := c.fs.String("listen", "127.0.0.1:0", "listen address")
+	listen := c.fs.String("listen", "127.0.0.1:0", "listen address (push transport)")
+	transport := c.fs.String("transport", executor.TransportStream, "stream or push")
 	app := c.fs.String("app", "chaos", "app")
 	token := c.fs.String("token", "chaos", "executor token")
 	spool := c.fs.String("spool-dir", "", "spool directory")
@@ -147,7 +148,7 @@ func runExecutor(ctx context.Context, args []string) error {
 	}
 	defer led.Close()
 	ex, err := executor.New(executor.Config{Servers: strings.Split(*servers, ","), Token: *token, App: *app, Listen: *listen,
-		SpoolDir: *spool, Logger: log})
+		Transport: *transport, SpoolDir: *spool, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -160,6 +161,7 @@ func runExecutor(ctx context.Context, args []string) error {
 	if err := ex.Start(ctx); err != nil {
 		return err
 	}
+	fmt.Println(chaos.ExecutorUp)
 	<-ctx.Done()
 	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
