@@ -29,7 +29,12 @@ func WorkflowTimeouts(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Peri
 // ExecutorSweep forgets the executor instances silent for three heartbeat intervals and has
 // the engine declare their running executions lost (engine.LoseOnExecutor), every heartbeat
 // interval, once this node has reached the database for three intervals without a break. When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
-func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, alarmed func(), clk clock.Clock, log *slog.Logger) *Periodic {
+//
+// perInstance tells the addresses that name one executor process (a stream executor's): no
+// later process can register one again, so its runs are lost as soon as no registration
+// holds it, also when their dispatch was recorded after the sweep forgot the instance (a
+// push address, taken again by the executor's next process, is judged by that one's beats).
+func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, perInstance func(address string) bool, alarmed func(), clk clock.Clock, log *slog.Logger) *Periodic {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -54,8 +59,52 @@ func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, al
 			}
 			log.Warn("executor went silent", "app", in.App, "address", in.Address, "lost", out.Lost, "retried", out.FollowUp)
 		}
-		return nil
+		if perInstance == nil {
+			return nil
+		}
+		return loseOrphaned(ctx, e, st, perInstance, alarmed, log)
 	})
+}
+
+// loseOrphaned declares lost the running executions handed to a per-instance address that
+// no registration holds any more.
+func loseOrphaned(ctx context.Context, e *engine.Engine, st store.Store, perInstance func(string) bool, alarmed func(), log *slog.Logger) error {
+	running, err := st.ExecutionsRunningByExecutor(ctx, "")
+	if err != nil {
+		return fmt.Errorf("count the runs handed to executors: %w", err)
+	}
+	var orphans []store.ExecutorKey
+	for k := range running {
+		if perInstance(k.Address) {
+			orphans = append(orphans, k)
+		}
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	// Every registration, however silent: one not swept yet is the sweep's to judge.
+	live, err := st.RegistryLive(ctx, "", 100*365*24*time.Hour)
+	if err != nil {
+		return fmt.Errorf("read the executor registry: %w", err)
+	}
+	held := make(map[store.ExecutorKey]bool, len(live))
+	for _, in := range live {
+		held[store.ExecutorKey{App: in.App, Address: in.Address}] = true
+	}
+	for _, k := range orphans {
+		if held[k] {
+			continue
+		}
+		out, err := e.LoseOnExecutor(ctx, k.App, k.Address)
+		if err != nil {
+			return err
+		}
+		if out.Alarmed > 0 && alarmed != nil {
+			alarmed()
+		}
+		log.Warn("runs handed to an executor no registration holds", "app", k.App, "address", k.Address, "lost", out.Lost, "retried", out.FollowUp)
+	}
+	return nil
 }
 
 // Reports recomputes today's and yesterday's daily report rows every interval

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,6 +214,55 @@ func TestDeleteOldAudit(t *testing.T) {
 			left, err := st.AuditList(ctx, store.AuditFilter{})
 			if err != nil || len(left) != 1 {
 				t.Fatalf("left: %+v, %v; want the recent entry", left, err)
+			}
+		})
+	}
+}
+
+// TestLoseOrphaned: a run handed to a per-instance (stream) address that no registration
+// holds is lost, also when its dispatch was recorded after the sweep forgot the instance; a
+// run on a registered per-instance address and one on a push address without a registration
+// (judged by the next process's beats there) go on.
+func TestLoseOrphaned(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			st := teststore.Open(t, dialect)
+			e, err := engine.New(engine.Config{Store: st, Dispatcher: noDispatch{}, NodeID: "n1", Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "h",
+				Concurrency: store.ConcurrencyAllow, Enabled: true}
+			if err := st.JobInsert(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			const orphan, registered, push = "stream://dead-instance", "stream://live-instance", "http://10.0.0.1:9999"
+			if err := st.RegistryBeat(ctx, "billing", registered, "live-instance", "1", []string{"h"}); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UnixMilli()
+			runs := map[string]*store.Execution{}
+			for i, addr := range []string{orphan, registered, push} {
+				x := &store.Execution{JobID: job.ID, TriggerID: 1, ScheduledAt: now, FiredAt: now, Cause: store.CauseAPI,
+					State: store.ExecRunning, ExecutorAddress: addr, ExecutorApp: "billing", ShardIndex: i, ShardTotal: 3}
+				if dups, err := st.ExecutionsInsert(ctx, []*store.Execution{x}); err != nil || len(dups) > 0 {
+					t.Fatalf("insert the run on %s: %v (%d refused)", addr, err, len(dups))
+				}
+				runs[addr] = x
+			}
+			isStream := func(a string) bool { return strings.HasPrefix(a, "stream://") }
+			if err := loseOrphaned(ctx, e, st, isStream, nil, testLogger(t)); err != nil {
+				t.Fatal(err)
+			}
+			for addr, want := range map[string]store.ExecutionState{orphan: store.ExecLost, registered: store.ExecRunning, push: store.ExecRunning} {
+				got, err := st.ExecutionGet(ctx, runs[addr].ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.State != want {
+					t.Errorf("run on %s: %s, want %s", addr, got.State, want)
+				}
 			}
 		})
 	}

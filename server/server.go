@@ -27,6 +27,7 @@ import (
 	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/groupcommit"
 	"github.com/sundial-scheduler/sundial/internal/httpserve"
 	"github.com/sundial-scheduler/sundial/internal/setting"
@@ -263,7 +264,7 @@ func New(cfg Config) (*Server, error) {
 	// Reports and retention keep the executor sweep's pace at the least.
 	e := sched.Engine()
 	sched.Maintenance().Add(
-		maintenance.ExecutorSweep(e, cfg.Store, cfg.ExecutorHeartbeat, s.alarms.Wake, clk, cfg.Logger),
+		maintenance.ExecutorSweep(e, cfg.Store, cfg.ExecutorHeartbeat, wire.IsStreamAddress, s.alarms.Wake, clk, cfg.Logger),
 		maintenance.Reports(cfg.Store, s.ReportInterval(), clk, cfg.Logger),
 		maintenance.Retention(cfg.Store, cfg.Retention, max(maintenance.RetentionInterval, cfg.ExecutorHeartbeat), clk, cfg.Logger),
 		maintenance.HistoryPartitions(cfg.Store, maintenance.HistoryInterval, clk, cfg.Logger),

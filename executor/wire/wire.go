@@ -4,7 +4,10 @@
 // Times are Unix milliseconds.
 package wire
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Paths of the server's executor endpoints, under the server's base URL.
 const (
@@ -319,3 +322,7 @@ type StreamReply struct {
 
 // StreamAddress is the address a streamed instance registers.
 func StreamAddress(instance string) string { return StreamScheme + instance }
+
+// IsStreamAddress tells a stream executor's address: it names one executor process, which
+// holds it only while its registration lives.
+func IsStreamAddress(address string) bool { return strings.HasPrefix(address, StreamScheme) }
