@@ -28,7 +28,8 @@ func (s *Store) LoadTriggers(ctx context.Context, n int, row func(i int) store.T
 		}
 		return []any{t.JobID, t.Group, t.Name, t.Description, string(t.Kind), t.Spec, t.TimeZone, t.StartAt, t.EndAt,
 			nullString(t.CalendarName), int64(t.Priority), t.MisfirePolicy, string(t.State), t.ErrorMessage, t.NextFireAt,
-			t.PrevFireAt, t.TimesFired, int64(1), now, now, t.Params, "", t.JitterMs, t.DSTPolicy, t.CatchUpWindow, t.CatchUp, t.RunLimit}
+			t.PrevFireAt, t.TimesFired, int64(1), now, now, t.Params, "", t.JitterMs, t.DSTPolicy, t.CatchUpWindow, t.CatchUp, t.RunLimit,
+			t.ZoneOf, strings.Join(t.Zones, ",")}
 	}
 	cols := strings.Split(triggerCols[len("id, "):], ", ")
 	if s.cfg.dialect.kind == postgres {
