@@ -100,6 +100,23 @@ func envInt(b *testing.B, name string, def int) int {
 // versions, a user, and the page where the job list's hundredth page starts.
 type pageIDs struct {
 	job, execution, scriptJob, user, jobsPage100 int64
+	workflow                                     string
+	workflowRun                                  int64
+}
+
+// seedWorkflow stores a workflow of one node running job and a run of it, for the workflow
+// pages.
+func seedWorkflow(ctx context.Context, st store.Store, job int64) (string, int64, error) {
+	w := &store.Workflow{Name: "nightly", Graph: fmt.Sprintf(`{"nodes":[{"name":"load","job_id":%d}]}`, job)}
+	if err := st.WorkflowInsert(ctx, w); err != nil {
+		return "", 0, err
+	}
+	r := &store.WorkflowRun{WorkflowID: w.ID, State: "succeeded", Graph: w.Graph, Cause: store.CauseManual,
+		CreatedAt: time.Now().UnixMilli(), FinishedAt: time.Now().UnixMilli(), Version: w.Version}
+	if err := st.WorkflowRunInsert(ctx, r); err != nil {
+		return "", 0, err
+	}
+	return w.Name, r.ID, nil
 }
 
 // consolePages are the console's pages, each signed-in GET page once and the API call its
@@ -142,6 +159,10 @@ func consolePages(ids pageIDs, now time.Time) []struct{ name, path string } {
 		{"account", "/account"},
 		{"login", "/login"},
 		{"reset", "/reset"},
+		{"workflows", "/workflows"},
+		{"workflow-new", "/workflows/new"},
+		{"workflow", "/workflows/" + ids.workflow},
+		{"workflow-run", fmt.Sprintf("/workflow-runs/%d", ids.workflowRun)},
 	}
 }
 
@@ -237,7 +258,12 @@ func seedVolume(b *testing.B, srv *server.Server, st store.Store, jobs, execs in
 		Params: "echo two\n", ScriptNote: "second"}); err != nil {
 		b.Fatal(err)
 	}
-	return pageIDs{job: ids[len(ids)-1], execution: lastExec, scriptJob: script, jobsPage100: ids[len(ids)/2]}
+	wf, wfRun, err := seedWorkflow(ctx, st, ids[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pageIDs{job: ids[len(ids)-1], execution: lastExec, scriptJob: script, jobsPage100: ids[len(ids)/2],
+		workflow: wf, workflowRun: wfRun}
 }
 
 // benchLogin signs in through the console's form and returns the session cookie.

@@ -48,11 +48,15 @@ func TestBrowserEveryPage(t *testing.T) {
 		{Line: 2, At: now.UnixMilli(), Message: "error: upstream timed out after 30s"}}); err != nil {
 		t.Fatal(err)
 	}
+	wf, wfRun, err := seedWorkflow(ctx, h.st, job)
+	if err != nil {
+		t.Fatal(err)
+	}
 	admin, err := h.st.UserGetByName(ctx, adminName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages := consolePages(pageIDs{job: job, execution: x.ID, scriptJob: script, user: admin.ID, jobsPage100: job}, now.UTC())
+	pages := consolePages(pageIDs{job: job, execution: x.ID, scriptJob: script, user: admin.ID, jobsPage100: job, workflow: wf, workflowRun: wfRun}, now.UTC())
 
 	for _, mode := range []struct {
 		name  string

@@ -56,12 +56,16 @@ func TestConsolePagesCovered(t *testing.T) {
 	if err := h.st.AppPut(ctx, &store.App{Name: "billing", AddressMode: store.AddressAuto}); err != nil {
 		t.Fatal(err)
 	}
+	wf, wfRun, err := seedWorkflow(ctx, h.st, job)
+	if err != nil {
+		t.Fatal(err)
+	}
 	admin, err := h.st.UserGetByName(ctx, adminName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	covered := map[string]bool{}
-	for _, p := range consolePages(pageIDs{job: job, execution: x.ID, scriptJob: script, user: admin.ID, jobsPage100: job}, time.Now().UTC()) {
+	for _, p := range consolePages(pageIDs{job: job, execution: x.ID, scriptJob: script, user: admin.ID, jobsPage100: job, workflow: wf, workflowRun: wfRun}, time.Now().UTC()) {
 		c.get(p.path).mustStatus(t, http.StatusOK)
 		_, pattern := mux.Handler(httptest.NewRequest(http.MethodGet, p.path, nil))
 		covered[pattern] = true
