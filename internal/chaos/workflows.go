@@ -178,7 +178,11 @@ func CheckWorkflows(spec *WorkflowSpec, runs []WFRun, ledger []Entry, procs []Pr
 		p, ok := byName[e.Proc]
 		return ok && ((p.Killed != 0 && p.Killed >= e.At) || (p.Frozen != 0 && p.Thawed >= e.At))
 	}
-	type span struct{ firstBegin, lastOKEnd, okEnds int64 }
+	// A node succeeds more than once when a fault re-ran it after its first success (excused
+	// below when that success's process died). A child is early only when it began before
+	// the parent's first success: the engine starts it from a recorded success, and a later
+	// success is the re-run's.
+	type span struct{ firstBegin, firstOKEnd, okEnds int64 }
 	begins := map[int64][]Entry{} // by execution
 	ends := map[int64][]Entry{}
 	for _, e := range ledger {
@@ -226,7 +230,7 @@ func CheckWorkflows(spec *WorkflowSpec, runs []WFRun, ledger []Entry, procs []Pr
 				s.firstBegin = bs[0].At
 			}
 			if len(oks) > 0 {
-				s.lastOKEnd = oks[len(oks)-1].At
+				s.firstOKEnd = oks[0].At
 			}
 			nodes[n.Node] = s
 			again := len(oks) > 0 && bs[len(bs)-1].At > oks[0].At
@@ -250,7 +254,7 @@ func CheckWorkflows(spec *WorkflowSpec, runs []WFRun, ledger []Entry, procs []Pr
 		}
 		for _, e := range spec.Edges {
 			p, ch := nodes[e.From], nodes[e.To]
-			if ch.firstBegin != 0 && (p.okEnds == 0 || ch.firstBegin < p.lastOKEnd) {
+			if ch.firstBegin != 0 && (p.okEnds == 0 || ch.firstBegin < p.firstOKEnd) {
 				r.EarlyStarts++
 				find("run %d: node %s began before its parent %s succeeded", run.ID, e.To, e.From)
 			}

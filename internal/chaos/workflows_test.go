@@ -62,6 +62,17 @@ func TestCheckWorkflows(t *testing.T) {
 	if r := CheckWorkflows(spec, runs, ledger, []Proc{{Name: "node1:n1:1", Killed: 2050}}); r.Double != 0 || r.Recovered != 2 {
 		t.Errorf("double %d, recovered %d with the first run's process killed: want 0, 2", r.Double, r.Recovered)
 	}
+	// A child begun after its parent's first success is not early when the parent ran again
+	// (its first process killed after the success was stored) and succeeded later too.
+	run(160, 6000, true, true)
+	run(161, 6100, true, true)
+	run(260, 6050, true, true)
+	run(261, 6050, true, true)
+	run(360, 6200, true, true)
+	rerun := []WFRun{{ID: 6, State: "succeeded", Nodes: []WFNode{node(15, "a", 160, 161), node(16, "b", 260), node(17, "c", 261), node(18, "d", 360)}}}
+	if r := CheckWorkflows(spec, rerun, ledger, nil); r.EarlyStarts != 0 {
+		t.Errorf("early starts %d for children begun after the parent's first success, want 0: %v", r.EarlyStarts, r.Findings)
+	}
 	// A succeeded node whose success the ledger lacks is lost.
 	r = CheckWorkflows(spec, []WFRun{{ID: 5, State: "succeeded", Nodes: []WFNode{node(14, "a", 999)}}}, ledger, nil)
 	if r.Lost != 1 {
