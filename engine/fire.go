@@ -369,18 +369,18 @@ func (e *Engine) retryLater(l *lifecycle, fires []*pendingFire) {
 
 // launch runs the fire's handler on its own goroutine once a MaxRunning slot is free.
 func (e *Engine) launch(l *lifecycle, f *Fire) {
-	if !e.takeSlot(l) {
-		// Won but the node is stopping: record it rather than leave it running forever.
-		now := e.clock.Now()
-		l.completer.add(completion{fire: f, state: store.ExecCanceled, started: now, finished: now,
-			res: Result{Err: errStopping}})
-		l.conc.done(f) // stopping: the queued fires are dropped and stay acquired until the release
-		return
-	}
+	// A claim that wins while the node stops (it was in flight when Stop began) runs in the
+	// drain without a slot: the claim made the fire running in the store, so no other node
+	// will take it, and neither cancelling it (a fire lost to a graceful stop) nor waiting
+	// for a slot (which holds the claim loop, and so the stop, until the drain budget is
+	// spent) would do. The excess over MaxRunning is one claim round's winners at most.
+	slot := e.takeSlot(l)
 	l.handlers.Add(1)
 	go func() {
 		defer l.handlers.Done()
-		defer func() { <-l.slots }()
+		if slot {
+			defer func() { <-l.slots }()
+		}
 		// A fire claimed StartLead ahead waits for its millisecond. A stop does not cut the
 		// wait short: the fire is claimed, and the drain runs it like one already running.
 		if due := time.UnixMilli(max(f.Execution.ScheduledAt, f.notBefore)); e.clock.Now().Before(due) {
@@ -400,7 +400,8 @@ func (e *Engine) launch(l *lifecycle, f *Fire) {
 	}()
 }
 
-// takeSlot waits for a MaxRunning slot; it reports false when the node stops first.
+// takeSlot waits for a MaxRunning slot while the node runs; it reports false, at once, when
+// the node is stopping.
 func (e *Engine) takeSlot(l *lifecycle) bool {
 	if l.ctx.Err() != nil {
 		return false

@@ -297,6 +297,7 @@ func TestJitterExactlyOnceTwoNodes(t *testing.T) {
 					missing--
 				}
 			case <-deadline:
+				reportMissing(t, stores[0], job.ID, rec, ledger)
 				t.Fatalf("%d of %d ledger fires did not run", missing, len(ledger))
 			}
 			if nodes > 1 && !stopped && missing < len(ledger)/2 {
@@ -325,4 +326,26 @@ func TestJitterExactlyOnceTwoNodes(t *testing.T) {
 		}
 		mu.Unlock()
 	})
+}
+
+// reportMissing logs, for each ledger fire that did not run, the job's execution rows at its
+// key: what the store says became of it.
+func reportMissing[V any](t *testing.T, st store.Store, jobID int64, rec *recorder, ledger map[fireKey]V) {
+	t.Helper()
+	rows, err := st.ExecutionList(context.Background(), store.ExecutionFilter{JobID: jobID, Limit: 100_000})
+	if err != nil {
+		t.Logf("listing executions: %v", err)
+		return
+	}
+	for k := range ledger {
+		if rec.ran(k) {
+			continue
+		}
+		t.Logf("missing: %s", describe(k))
+		for _, x := range rows {
+			if x.TriggerID == k.trigger && x.ScheduledAt == k.scheduledAt {
+				t.Logf("  row %d state %s cause %s node %s fired %d inc %s handle %q", x.ID, x.State, x.Cause, x.Node, x.FiredAt, x.Incarnation, x.HandleMsg)
+			}
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // TestStopWithDatabaseGone: the database goes away while a handler runs; its result cannot
@@ -195,5 +196,64 @@ func (p *tcpProxy) close() {
 	p.ln.Close()
 	for _, c := range p.conns {
 		c.Close()
+	}
+}
+
+// TestStopRunsClaimWonDuringStop: a claim is in flight (its row locked by another
+// transaction) when Stop begins; the claim then wins. The fire is running in the store, so no
+// other node will take it: the drain must run it. It used to be recorded canceled ("node
+// stopping") without running — a fire lost to a graceful stop, seen as missing fires in
+// TestJitterExactlyOnceTwoNodes under load.
+func TestStopRunsClaimWonDuringStop(t *testing.T) {
+	for _, dialect := range []string{"postgres", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st := teststore.Open(t, dialect)
+			rec := newRecorder()
+			e := newEngine(t, st, rec, "node", clock.Real{}, func(c *Config) {
+				c.PollInterval, c.HeartbeatInterval, c.NodeTimeout = time.Hour, time.Hour, 3*time.Hour
+			})
+			job := insertJob(t, st, "job", nil)
+			tr := insertTrigger(t, st, job, "once", schedule.Simple{}, time.Now().Add(300*time.Millisecond), nil)
+			startEngine(t, e)
+			for n := 0; n == 0; {
+				n = waitFor(t, "an acquisition", e.signals.acquired, 1)[0]
+			}
+			tx, err := st.DB().BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("SELECT id FROM executions WHERE job_id = %d FOR UPDATE", job.ID)); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the claim", e.signals.claiming, 1)
+			e.lifeMu.Lock()
+			l := e.life
+			e.lifeMu.Unlock()
+			stopped := make(chan error, 1)
+			go func() { stopped <- e.Stop(ctx) }()
+			<-l.ctx.Done() // the stop began: the loops take no more work
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-stopped; err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			k := fireKey{tr.ID, tr.NextFireAt}
+			if !rec.ran(k) {
+				t.Errorf("%s: claimed during the stop and never run", describe(k))
+			}
+			xs, err := st.ExecutionList(ctx, store.ExecutionFilter{JobID: job.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(xs) != 1 || xs[0].State != store.ExecSucceeded {
+				for _, x := range xs {
+					t.Logf("execution %d: %s %q", x.ID, x.State, x.HandleMsg)
+				}
+				t.Errorf("executions: %d, want one succeeded", len(xs))
+			}
+		})
 	}
 }
