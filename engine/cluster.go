@@ -57,7 +57,8 @@ func (e *Engine) pause(l *lifecycle) bool {
 func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 	ctx := l.ctx
 	sent := e.clock.Now()
-	if _, err := e.store.NodeHeartbeat(ctx, l.owner, nodeName()); err != nil {
+	n, err := e.store.NodeHeartbeat(ctx, l.owner, nodeName())
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return true
 		}
@@ -73,7 +74,7 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 		return false
 	}
 	l.fence.renew(sent.Add(e.cfg.NodeTimeout))
-	e.beat(sent)
+	e.beat(sent, n.LastSeen)
 	lead := false
 	_, held, err := e.store.LeaseAcquire(ctx, leaderLease, e.cfg.NodeID, e.cfg.NodeTimeout)
 	switch {
@@ -103,16 +104,25 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 // node's row is stale: the first node back would otherwise declare all the others dead before
 // their own next heartbeat, and lose every run of the cluster. Waiting one node timeout lets
 // the living beat; only the dead stay silent.
+//
+// A node that has not beaten since this node's view began (its silence may be the outage's)
+// gets longer, outageGrace: a node busy catching up after the heal, its connections opened
+// again and its heartbeat queued behind the backlog, may take more than a node timeout to
+// beat, and declaring it dead then runs twice every run whose success waited in its result
+// batch (the runs are recovered; the success is refused). One that beat since and fell
+// silent again is judged by the node timeout alone.
 func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
 	if !e.seesCluster() {
 		return nil
 	}
+	graceOver := e.SeesDatabaseFor(e.outageGrace())
+	from := e.viewFrom.Load()
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
 	if err != nil {
 		return err
 	}
 	for _, n := range stale {
-		if n.ID == e.cfg.NodeID {
+		if n.ID == e.cfg.NodeID || (n.LastSeen < from && !graceOver) {
 			continue
 		}
 		handedBack, err := e.recoverLife(ctx, n.Owner(), true)
@@ -126,14 +136,16 @@ func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
 	return nil
 }
 
-// beat records a heartbeat sent at sent that succeeded. A gap of more than a node timeout
-// since the previous one (or a failure between them) starts the node's view of the cluster
-// anew.
-func (e *Engine) beat(sent time.Time) {
+// beat records a heartbeat sent at sent that succeeded, recorded at dbAt by the database's
+// clock. A gap of more than a node timeout since the previous one (or a failure between them)
+// starts the node's view of the cluster anew.
+func (e *Engine) beat(sent time.Time, dbAt int64) {
 	at := sent.UnixMilli()
-	if prev := e.lastBeat.Swap(at); prev == 0 || at-prev > e.cfg.NodeTimeout.Milliseconds() {
+	if prev := e.lastBeat.Load(); prev == 0 || at-prev > e.cfg.NodeTimeout.Milliseconds() {
+		e.viewFrom.Store(dbAt)
 		e.seeing.Store(at)
 	}
+	e.lastBeat.Store(at)
 }
 
 // seesCluster reports whether the node has seen the database without a gap for a node timeout
@@ -195,3 +207,13 @@ func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (
 	e.log.Warn("recovered a dead node", "dead", o.Node, "incarnation", o.Incarnation, "released", released, "lost", out.Lost, "refired", out.FollowUp)
 	return released > 0 || out.FollowUp > 0, nil
 }
+
+// outageGrace is how long a node must have seen the database without a gap before it
+// declares dead a node that has not beaten since the gap began: the node timeout and
+// outageGraceBeats heartbeats more (18 s with the default 2 s heartbeat). It is bounded, so a
+// node that died during the outage is still recovered.
+func (e *Engine) outageGrace() time.Duration {
+	return e.cfg.NodeTimeout + outageGraceBeats*e.cfg.HeartbeatInterval
+}
+
+const outageGraceBeats = 6

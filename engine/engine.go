@@ -43,6 +43,10 @@ type Engine struct {
 	// 0 after one failed; seeing is when the heartbeats began to succeed without a gap of a
 	// node timeout. See seesCluster.
 	lastBeat, seeing atomic.Int64
+	// viewFrom is the database's time (Unix ms) of the first heartbeat of the node's present
+	// unbroken view of the database: a node whose last beat is older may have been silent
+	// only because the database was away (see RecoverDeadNodes).
+	viewFrom atomic.Int64
 
 	leadership *Leadership
 	stats      Stats
@@ -191,11 +195,12 @@ func (e *Engine) startLife(ctx context.Context) error {
 	owner := store.Owner{Node: e.cfg.NodeID, Incarnation: newIncarnation()}
 	f := newFence()
 	sent := e.clock.Now()
-	if _, err := e.store.NodeRegister(ctx, owner, nodeName()); err != nil {
+	n, err := e.store.NodeRegister(ctx, owner, nodeName())
+	if err != nil {
 		return fmt.Errorf("engine: register node %s: %w", e.cfg.NodeID, err)
 	}
 	f.renew(sent.Add(e.cfg.NodeTimeout))
-	e.beat(sent)
+	e.beat(sent, n.LastSeen)
 	if err := e.recoverEarlierLives(ctx, owner); err != nil {
 		// The row stays, silent: the leader recovers this life and the earlier ones' work
 		// stays stranded only until the node starts again.

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
+	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// TestNoDoubleAfterDatabaseCut: node b runs a fire of a job that requests recovery; the
+// database is cut (every byte dropped, nothing closed) as the run ends, so its success waits
+// in b's result batch. The cut lasts past the node timeout. When it heals, b is slower to
+// come back than the leader a (under load its first beat after an outage can take longer
+// than the node timeout: the chaos suite's 39 doubles): here b's own path to the database
+// heals a while after a's. The leader must not declare b dead for a silence the outage
+// caused: b beats within the grace, its result is written, and the fire runs once, by the
+// ledger kept outside the database. It used to be declared dead as soon as a had seen the
+// database for a node timeout, and its recovered run ran a second time.
+//
+// b's path stays cut for longer than the grace in the second case: the grace is bounded, and
+// b is then declared dead and its run recovered as before.
+//
+// SQLite has no network to cut: PostgreSQL and MySQL only. Staleness is judged by the
+// database's clock, so the engines run on the real clock; the test calls the leader's
+// recovery itself, at the moments the rules turn on.
+func TestNoDoubleAfterDatabaseCut(t *testing.T) {
+	for _, dialect := range []string{"postgres", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			for _, late := range []bool{false, true} {
+				name := map[bool]string{false: "b back within the grace", true: "b back after the grace"}[late]
+				t.Run(name, func(t *testing.T) { testNoDoubleAfterCut(t, dialect, late) })
+			}
+		})
+	}
+}
+
+func testNoDoubleAfterCut(t *testing.T, dialect string, late bool) {
+	ctx := context.Background()
+	// a reaches the database through cut; b through its own proxy in front of cut, so that
+	// cutting the first cuts both, and b's path can heal later.
+	dsnA, cut := testdb.Proxied(t, dialect)
+	bPath, err := testdb.NewProxy(cut.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bPath.Close)
+	stA := teststore.OpenDSN(t, dsnA)
+	stB := teststore.OpenDSN(t, strings.Replace(dsnA, cut.Addr(), bPath.Addr(), 1))
+
+	// The ledger, outside the database: every run of every fire, recoveries included.
+	var mu sync.Mutex
+	ledger := map[fireKey][]string{}
+	rec := newRecorder()
+	release := make(chan struct{})
+	rec.behave = func(_ context.Context, f *Fire) Result {
+		if f.Execution.Cause != store.CauseRecovery {
+			<-release
+		}
+		return Result{Message: "ok"}
+	}
+	ledgered := func(node string) Dispatcher {
+		return dispatchFunc(func(ctx context.Context, f *Fire) Result {
+			mu.Lock()
+			k := fireKey{f.Execution.TriggerID, f.Execution.ScheduledAt}
+			ledger[k] = append(ledger[k], node)
+			mu.Unlock()
+			return nodeDispatcher{rec, node}.Dispatch(ctx, f)
+		})
+	}
+	tune := func(c *Config) { c.DrainTimeout, c.LeaveTimeout = 5*time.Second, 5*time.Second }
+	b := newEngine(t, stB, rec, "b", clock.Real{}, tune)
+	b.cfg.Dispatcher = ledgered("b")
+	a := newEngine(t, stA, rec, "a", clock.Real{}, tune)
+	a.cfg.Dispatcher = ledgered("a")
+
+	job := insertJob(t, stA, "job", func(j *store.Job) { j.RequestsRecovery = true })
+	insertTrigger(t, stA, job, "once", schedule.Simple{}, time.Now().Add(300*time.Millisecond), nil)
+	startEngine(t, b)
+	waitFor(t, "b to start the run", rec.started, 1)
+	startEngine(t, a) // after b claimed the fire: the run is b's
+
+	if err := cut.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bPath.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	close(release) // the success goes to b's result batch, whose write hangs
+	// The outage outlasts the node timeout: every row is stale when it heals. It is the
+	// fault's length, measured by the database's clock; nothing to wait for.
+	time.Sleep(a.cfg.NodeTimeout + 2*a.cfg.HeartbeatInterval)
+	if err := cut.Heal(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The moment the leader's own view allowed it to judge others: it has seen the database
+	// for a node timeout since the heal. b has not beaten since.
+	waitUntil(t, "a to see the database for a node timeout", func() bool { return a.seesCluster() })
+	if err := a.RecoverDeadNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if late {
+		waitUntil(t, "the grace to pass", func() bool { return a.SeesDatabaseFor(a.outageGrace()) })
+		if err := a.RecoverDeadNodes(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitFor(t, "b declared dead", a.signals.recovered, 1)[0]; got != "b" {
+			t.Fatalf("recovered %q, want b", got)
+		}
+	}
+	if err := bPath.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Stop(ctx); err != nil && !late { // writes b's result batch
+		t.Fatalf("stop b: %v", err)
+	}
+	waitUntil(t, "every run of the job to end", func() bool {
+		execs, err := stA.ExecutionList(ctx, store.ExecutionFilter{JobID: job.ID, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range execs {
+			if !ex.State.Terminal() {
+				return false
+			}
+		}
+		return len(execs) > 0
+	})
+
+	execs, err := stA.ExecutionList(ctx, store.ExecutionFilter{JobID: job.ID, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(execs, func(x, y *store.Execution) int { return int(x.ID - y.ID) })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ledger) != 1 {
+		t.Fatalf("ledger %v, want one fire", ledger)
+	}
+	for k, nodes := range ledger {
+		switch {
+		case !late && (len(nodes) != 1 || len(execs) != 1 || execs[0].State != store.ExecSucceeded):
+			t.Fatalf("%s ran %d times (on %v), executions %v: want once, on b, succeeded", describe(k), len(nodes), nodes, states(execs))
+		case late && (len(nodes) != 2 || len(execs) != 2 || execs[0].State != store.ExecLost || execs[1].State != store.ExecSucceeded):
+			// b's late success must not be written over the loss the leader committed.
+			t.Fatalf("%s ran on %v, executions %v: want b's run lost and recovered on a", describe(k), nodes, states(execs))
+		}
+	}
+}
+
+// dispatchFunc is a Dispatcher made of a function.
+type dispatchFunc func(ctx context.Context, f *Fire) Result
+
+func (d dispatchFunc) Dispatch(ctx context.Context, f *Fire) Result { return d(ctx, f) }
+
+// waitUntil waits for cond, a state of the engine or the database the test cannot be told
+// of by a signal, checking it every 10 ms; the limit only catches a hung test.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
