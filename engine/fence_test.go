@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -314,14 +315,19 @@ func (s *heartbeatFailsStore) NodeHeartbeat(ctx context.Context, o store.Owner, 
 // TestNoRecoveryRightAfterOutage: after its own heartbeats failed (the database was out of
 // reach), a node declares no one dead until its heartbeats have succeeded for a whole node
 // timeout, since every peer looks silent after an outage that hit them all; then it recovers
-// a node that stayed silent. A node whose heartbeats hang (no answer, no failure) does not
-// either.
+// a node that beat after the outage and fell silent again, and only once the grace has passed
+// one that stayed silent since before it. A node whose heartbeats hang (no answer, no
+// failure) declares no one dead either.
 func TestNoRecoveryRightAfterOutage(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		ctx := context.Background()
 		st := &heartbeatFailsStore{Store: openStore(t, dialect)}
-		ghost, err := st.NodeRegister(ctx, store.Owner{Node: "ghost", Incarnation: "g"}, "ghost")
+		ghostLife, beatenLife := store.Owner{Node: "ghost", Incarnation: "g"}, store.Owner{Node: "beaten", Incarnation: "b"}
+		ghost, err := st.NodeRegister(ctx, ghostLife, "ghost")
 		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.NodeRegister(ctx, beatenLife, "beaten"); err != nil {
 			t.Fatal(err)
 		}
 		clk := clock.NewFake(t0)
@@ -334,48 +340,69 @@ func TestNoRecoveryRightAfterOutage(t *testing.T) {
 		if _, err := st.NodeRegister(ctx, l.owner, "node"); err != nil {
 			t.Fatal(err)
 		}
-		for { // the ghost is silent past the timeout by the database clock
-			now, err := st.DBNow(ctx)
-			if err != nil {
-				t.Fatal(err)
+		silentPast := func(lastSeen int64) { // by the database clock
+			for {
+				now, err := st.DBNow(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if now > lastSeen+timeout.Milliseconds() {
+					return
+				}
+				runtime.Gosched()
 			}
-			if now > ghost.LastSeen+timeout.Milliseconds() {
-				break
-			}
-			runtime.Gosched()
 		}
-		recovered := func() bool {
+		silentPast(ghost.LastSeen)
+		recovered := func() []string {
 			t.Helper()
 			if err := e.RecoverDeadNodes(ctx); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case n := <-e.signals.recovered:
-				if n != "ghost" {
-					t.Fatalf("recovered %s, want the ghost", n)
+			var got []string
+			for {
+				select {
+				case n := <-e.signals.recovered:
+					got = append(got, n)
+				default:
+					slices.Sort(got)
+					return got
 				}
-				return true
-			default:
-				return false
 			}
 		}
 
 		e.clusterTick(l)
 		clk.Advance(timeout) // the next heartbeat hung: it neither failed nor succeeded since
-		if recovered() {
-			t.Fatal("recovered the ghost while the node's own heartbeats hung")
+		if got := recovered(); len(got) > 0 {
+			t.Fatalf("recovered %v while the node's own heartbeats hung", got)
 		}
 		st.fail.Store(true)
 		e.clusterTick(l)
 		st.fail.Store(false)
 		e.clusterTick(l)
-		if recovered() {
-			t.Fatal("recovered the ghost right after the node's own outage")
+		if got := recovered(); len(got) > 0 {
+			t.Fatalf("recovered %v right after the node's own outage", got)
 		}
+		// One node beats after the outage, then falls silent: the node timeout judges it.
+		beaten, err := st.NodeHeartbeat(ctx, beatenLife, "beaten")
+		if err != nil {
+			t.Fatal(err)
+		}
+		silentPast(beaten.LastSeen)
 		clk.Advance(timeout)
 		e.clusterTick(l)
-		if !recovered() {
-			t.Fatal("the ghost, silent, was not recovered once the node had seen the cluster for a node timeout")
+		if got := recovered(); !slices.Equal(got, []string{"beaten"}) {
+			t.Fatalf("recovered %v once the node had seen the cluster for a node timeout, want the node silent since it beat after the outage", got)
+		}
+		// The ghost has not beaten since the outage: it gets the grace, and no more.
+		clk.Advance(e.outageGrace() - timeout - e.cfg.HeartbeatInterval)
+		e.clusterTick(l)
+		if got := recovered(); len(got) > 0 {
+			t.Fatalf("recovered %v within the grace after the outage", got)
+		}
+		clk.Advance(e.cfg.HeartbeatInterval)
+		e.clusterTick(l)
+		if got := recovered(); !slices.Equal(got, []string{"ghost"}) {
+			t.Fatalf("recovered %v once the grace had passed, want the ghost", got)
 		}
 	})
 }
