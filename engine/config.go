@@ -161,7 +161,9 @@ type Config struct {
 	// HeartbeatInterval is how often the node records that it is alive. Default 2 s.
 	HeartbeatInterval time.Duration
 	// NodeTimeout is how long a node may miss heartbeats (by the database's clock) before the
-	// leader declares it dead and recovers its work. Default 3 × HeartbeatInterval.
+	// leader declares it dead and recovers its work; after an outage of the database, a node
+	// that has not beaten since gets six heartbeats more (see RecoverDeadNodes). Default 3 ×
+	// HeartbeatInterval.
 	NodeTimeout time.Duration
 	// DrainTimeout is how long Stop waits for running handlers before canceling them.
 	// Default 30 s.
