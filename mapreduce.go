@@ -155,31 +155,54 @@ func Map(ctx context.Context, payloads []json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("sundial.Map called outside the Start or Task of a MapReduce handler")
 	}
-	cfg := sc.s.mapCfg
-	if sc.depth > cfg.MaxDepth {
-		return fmt.Errorf("execution %d: sub-task %d at depth %d may not map further (MaxDepth %d): %w",
-			sc.executionID, sc.parentID, sc.depth-1, cfg.MaxDepth, ErrMapLimit)
-	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	ts := make([]*store.Subtask, len(payloads))
-	for i, p := range payloads {
-		if !json.Valid(p) {
-			return fmt.Errorf("payload %d is not JSON", i)
-		}
-		ts[i] = &store.Subtask{ParentID: sc.parentID, Depth: sc.depth, Seq: sc.next + i, Payload: string(p), MaxAttempts: sc.maxAttempts}
-	}
-	m := &store.SubtaskMap{ExecutionID: sc.executionID, JobID: sc.jobID, Handler: sc.handler}
-	if _, err := sc.s.store.SubtasksMap(ctx, m, ts, cfg.MaxSubtasks); err != nil {
-		if errors.Is(err, store.ErrLimit) {
-			return fmt.Errorf("%w: %w", ErrMapLimit, err)
-		}
+	if _, err := sc.s.MapSubtasks(ctx, MapRequest{ExecutionID: sc.executionID, JobID: sc.jobID, Handler: sc.handler,
+		ParentID: sc.parentID, Depth: sc.depth, Seq: sc.next, MaxAttempts: sc.maxAttempts, Payloads: payloads}); err != nil {
 		return err
 	}
 	sc.next += len(payloads)
 	sc.mapped = true
 	sc.s.mapRun.wake()
 	return nil
+}
+
+// MapRequest is one Map call: payloads mapped by the Start (ParentID 0, Depth 1) or a Task
+// (ParentID its sub-task, Depth one below it) of ExecutionID, numbered from Seq.
+type MapRequest struct {
+	ExecutionID, JobID int64
+	// Handler is the key runners claim the sub-tasks by: the job's handler in process, the
+	// app-scoped key of a remote handler (server).
+	Handler     string
+	ParentID    int64
+	Depth       int
+	Seq         int
+	MaxAttempts int
+	Payloads    []json.RawMessage
+}
+
+// MapSubtasks stores the sub-tasks of one Map call under this node's MapConfig limits (past
+// them nothing is stored and the error wraps ErrMapLimit): the rule of Map, whether the call
+// came from a handler in process or from an executor (server). It returns how many it added.
+func (s *Scheduler) MapSubtasks(ctx context.Context, r MapRequest) (int, error) {
+	cfg := s.mapCfg
+	if r.Depth > cfg.MaxDepth {
+		return 0, fmt.Errorf("execution %d: sub-task %d at depth %d may not map further (MaxDepth %d): %w",
+			r.ExecutionID, r.ParentID, r.Depth-1, cfg.MaxDepth, ErrMapLimit)
+	}
+	ts := make([]*store.Subtask, len(r.Payloads))
+	for i, p := range r.Payloads {
+		if !json.Valid(p) {
+			return 0, fmt.Errorf("payload %d is not JSON", i)
+		}
+		ts[i] = &store.Subtask{ParentID: r.ParentID, Depth: r.Depth, Seq: r.Seq + i, Payload: string(p), MaxAttempts: r.MaxAttempts}
+	}
+	m := &store.SubtaskMap{ExecutionID: r.ExecutionID, JobID: r.JobID, Handler: r.Handler}
+	n, err := s.store.SubtasksMap(ctx, m, ts, cfg.MaxSubtasks)
+	if errors.Is(err, store.ErrLimit) {
+		return 0, fmt.Errorf("%w: %w", ErrMapLimit, err)
+	}
+	return n, err
 }
 
 // RegisterMapReduce makes mr the handler of jobs whose Handler is name (see MapReduce).
@@ -355,11 +378,8 @@ func (r *mapRunner) runTask(ctx context.Context, owner string, mr MapReduce, st 
 	tctx = context.WithValue(tctx, subtaskKey{}, &Subtask{ID: st.ID, ExecutionID: st.ExecutionID, ParentID: st.ParentID, Depth: st.Depth, Attempt: st.Attempt})
 	res := store.SubtaskResult{ID: st.ID, Attempt: st.Attempt, Owner: owner, State: store.SubtaskSucceeded}
 	out, err := runGuarded(func() (json.RawMessage, error) { return mr.Task(tctx, json.RawMessage(st.Payload)) })
-	if err == nil && len(out) > store.MaxResultBytes {
-		err = fmt.Errorf("the result is %d bytes, more than the %d allowed", len(out), store.MaxResultBytes)
-	}
-	if err == nil && out != nil && !json.Valid(out) {
-		err = fmt.Errorf("the result is not JSON")
+	if err == nil {
+		err = engine.CheckSubtaskResult(out)
 	}
 	if err != nil {
 		res.State, res.Message = store.SubtaskFailed, err.Error()
@@ -441,11 +461,7 @@ func (r *mapRunner) reduce(ctx context.Context, owner string, mr MapReduce, m *s
 	if err != nil {
 		out.State, out.Message = store.ExecFailed, err.Error()
 	}
-	if _, err := r.s.engine.CompleteRemote(ctx, []engine.RemoteResult{out}); err != nil {
+	if _, err := r.s.engine.CompleteReduce(ctx, owner, out); err != nil {
 		r.log.Warn("complete a reduced run", "execution", m.ExecutionID, "err", err)
-		return
-	}
-	if _, err := r.s.store.SubtaskMapEnd(ctx, m.ExecutionID, owner); err != nil {
-		r.log.Warn("end a map", "execution", m.ExecutionID, "err", err)
 	}
 }
