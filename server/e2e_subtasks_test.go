@@ -1,11 +1,20 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,5 +288,204 @@ func TestExecutorMapReduceTrust(t *testing.T) {
 		if x := e.execution(id); x.State != "succeeded" {
 			t.Fatalf("the run is %s, want succeeded", x.State)
 		}
+	})
+}
+
+// sdkMapChildEnv makes the test binary an SDK executor process (runSDKMapChild): the victim
+// of TestExecutorMapReduceKilled. Its value is the server's URL.
+const sdkMapChildEnv = "SUNDIAL_SDKMAP_CHILD"
+
+// ledgerTask runs a sub-task: it writes "RAN <payload> <token>" to the ledger (a fresh token
+// per run) and returns the token as its result, so an accepted result names the run it came
+// from.
+func ledgerTask(write func(string)) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+		b := make([]byte, 8)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		token := hex.EncodeToString(b)
+		write(fmt.Sprintf("RAN %s %s", payload, token))
+		select { // a little work, so that the victim holds sub-tasks when it dies
+		case <-time.After(2 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return json.RawMessage(`"` + token + `"`), nil
+	}
+}
+
+// ledgerMap maps n payloads 0..n-1 from Start.
+func ledgerMap(n int, task func(context.Context, json.RawMessage) (json.RawMessage, error), reduced chan<- int64) executor.MapReduce {
+	return executor.MapReduce{
+		Start: func(ctx context.Context) error {
+			ps := make([]json.RawMessage, n)
+			for i := range ps {
+				ps[i] = json.RawMessage(strconv.Itoa(i))
+			}
+			return executor.Map(ctx, ps)
+		},
+		Task: task,
+		Reduce: func(ctx context.Context, rs *executor.MapResults) error {
+			reduced <- rs.Total
+			return nil
+		},
+	}
+}
+
+const killedMapSize = 1000
+
+func runSDKMapChild(url string) {
+	var mu sync.Mutex
+	ex, err := executor.New(executor.Config{Server: url, Token: execToken, App: "billing", Transport: executor.TransportStream,
+		SpoolDir: os.TempDir() + "/sdkmap-child-" + strconv.Itoa(os.Getpid()),
+		Map:      executor.MapConfig{Workers: 16, Batch: 16, PollInterval: 50 * time.Millisecond}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ex.HandleMapReduce("ledger", ledgerMap(killedMapSize, ledgerTask(func(l string) {
+		mu.Lock()
+		fmt.Println(l)
+		mu.Unlock()
+	}), make(chan int64, 1)))
+	if err := ex.Start(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fmt.Println("STARTED " + ex.Instance())
+	select {} // until killed
+}
+
+// TestExecutorMapReduceKilled kills, with SIGKILL, an SDK executor process (on the stream
+// transport) that ran a map's Start and is running its sub-tasks, then starts two survivor
+// executors (one streamed, one pushed to). Once the victim's registration is swept its
+// sub-tasks go back to pending and the survivors finish and reduce the map; the run, which
+// the victim no longer held, is not declared lost with it. A ledger kept outside the database
+// (the victim's stdout and the survivors' memory) records every run with a token the run
+// returns: each sub-task's accepted result is the token of exactly one run of its payload,
+// and only sub-tasks the victim held when it died ran twice.
+func TestExecutorMapReduceKilled(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		e := newEnvWith(t, dialect, func(c *Config) {
+			c.ExecutorToken = execToken
+			c.ExecutorHeartbeat = 500 * time.Millisecond
+			c.Scheduler.HeartbeatInterval = 200 * time.Millisecond
+		})
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), sdkMapChildEnv+"="+e.url)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		runs := map[string][]string{} // payload → tokens of its runs
+		tokens := map[string]int{}
+		var mu sync.Mutex
+		record := func(l string) {
+			var p, token string
+			if _, err := fmt.Sscanf(l, "RAN %s %s", &p, &token); err == nil {
+				mu.Lock()
+				runs[p] = append(runs[p], token)
+				tokens[token]++
+				mu.Unlock()
+			}
+		}
+		lines := bufio.NewScanner(out)
+		for lines.Scan() && !strings.HasPrefix(lines.Text(), "STARTED ") {
+		}
+		victimTokens := map[string]bool{}
+		job := e.remoteJob("billing", "round_robin", func(j *store.Job) { j.Handler = "ledger"; j.MaxRetries = 2 })
+		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, nil)
+		victim := func(l string) {
+			record(l)
+			if f := strings.Fields(l); len(f) == 3 {
+				victimTokens[f[2]] = true
+			}
+		}
+		for lines.Scan() {
+			victim(lines.Text())
+			if len(victimTokens) == 300 { // well into the map: kill it
+				break
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		for lines.Scan() { // what the victim wrote before it died is in its ledger too
+			victim(lines.Text())
+		}
+		var xid int64
+		for _, x := range e.jobExecutions(job) {
+			xid = x.ID
+		}
+		victimHeld, err := e.st.SubtasksList(ctx, store.SubtaskFilter{ExecutionID: xid, State: store.SubtaskRunning, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		reduced := make(chan int64, 2)
+		for _, transport := range []string{executor.TransportStream, executor.TransportPush} {
+			cfg := executor.Config{Server: e.url, Token: execToken, App: "billing", Transport: transport, SpoolDir: t.TempDir(),
+				Map: executor.MapConfig{Workers: 16, Batch: 16, PollInterval: 50 * time.Millisecond}}
+			if transport == executor.TransportPush {
+				cfg.Listen = "127.0.0.1:0"
+			}
+			ex, err := executor.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex.HandleMapReduce("ledger", ledgerMap(killedMapSize, ledgerTask(record), reduced))
+			if err := ex.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ex.Stop(context.Background()) })
+		}
+		select {
+		case total := <-reduced:
+			if total != killedMapSize {
+				t.Errorf("reduced a map of %d sub-tasks, want %d", total, killedMapSize)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no reduce within 60 s")
+		}
+		run := e.onlyRunSucceeded(job)
+		if run.ID != xid {
+			t.Fatalf("execution %d succeeded, want %d (the run that mapped)", run.ID, xid)
+		}
+		all, err := e.st.SubtasksList(ctx, store.SubtaskFilter{ExecutionID: xid, Limit: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != killedMapSize {
+			t.Fatalf("%d sub-tasks stored, want %d", len(all), killedMapSize)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		twice := 0
+		for _, s := range all {
+			var token string
+			if s.State != store.SubtaskSucceeded || json.Unmarshal([]byte(s.Result), &token) != nil {
+				t.Fatalf("sub-task %d (payload %s) is %s with result %q", s.ID, s.Payload, s.State, s.Result)
+			}
+			if tokens[token] != 1 || !slices.Contains(runs[s.Payload], token) {
+				t.Fatalf("sub-task %d (payload %s): accepted result %s is in the ledger %d times (runs %v)", s.ID, s.Payload, token, tokens[token], runs[s.Payload])
+			}
+			// Run twice only when the victim's run (the first) was cut off before its result
+			// was accepted: a sub-task it held when it died.
+			if rs := runs[s.Payload]; len(rs) > 1 {
+				twice++
+				if len(rs) > 2 || !victimTokens[rs[0]] || victimTokens[rs[1]] || token != rs[1] {
+					t.Errorf("sub-task %d (payload %s) ran %d times (tokens %v, accepted %s): only a sub-task the victim held may run twice, once on it", s.ID, s.Payload, len(rs), rs, token)
+				}
+			}
+		}
+		t.Logf("%d sub-tasks were running when the victim died (by the store); %d ran twice", len(victimHeld), twice)
 	})
 }
