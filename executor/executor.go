@@ -237,7 +237,8 @@ func New(cfg Config) (*Executor, error) {
 	}
 	e.callTable = e.calls()
 	e.mapReduces = map[string]MapReduce{}
-	e.mapRun = &mapRunner{e: e, wakeCh: make(chan struct{}, 1)}
+	e.mapRun = &mapRunner{}
+	e.mapRun.Init()
 	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
 	return e, nil
 }
@@ -473,7 +474,7 @@ func (e *Executor) stop(ctx context.Context) error {
 	}
 	// Sub-tasks first: those that end report while the instance is registered, and the
 	// unregister below hands back what was cut short.
-	e.mapRun.stop()
+	e.mapRun.Stop()
 	e.hbCancel()
 	<-e.hbDone
 	var errs []error

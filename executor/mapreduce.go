@@ -11,6 +11,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor/wire"
+	"github.com/sundial-scheduler/sundial/internal/maprun"
 )
 
 // MapReduce is a handler that splits its run into sub-tasks at run time, as
@@ -161,7 +162,7 @@ func Map(ctx context.Context, payloads []json.RawMessage) error {
 	}
 	sc.next += len(payloads)
 	sc.mapped = true
-	sc.e.mapRun.wake()
+	sc.e.mapRun.Wake()
 	return nil
 }
 
@@ -196,26 +197,9 @@ func (p poster) Post(ctx context.Context, path string, in, out any) error {
 	return p.e.post(ctx, path, in, out)
 }
 
-// mapRunner claims and runs sub-tasks and reduces ready maps for this executor.
-type mapRunner struct {
-	e       *Executor
-	cfg     MapConfig
-	wakeCh  chan struct{}
-	freed   chan struct{}
-	results chan api.SubtaskOutcome
-	cancel  context.CancelFunc
-	done    sync.WaitGroup
-}
-
-func (r *mapRunner) wake() {
-	if r == nil {
-		return
-	}
-	select {
-	case r.wakeCh <- struct{}{}:
-	default:
-	}
-}
+// mapRunner claims and runs sub-tasks and reduces ready maps for this executor (the loop is
+// internal/maprun's, shared with the in-process runner).
+type mapRunner = maprun.Runner[api.ClaimedSubtask, api.SubtaskOutcome, api.ClaimedMap]
 
 func (e *Executor) startMapRunner() {
 	e.mu.Lock()
@@ -229,89 +213,29 @@ func (e *Executor) startMapRunner() {
 	if len(names) == 0 {
 		return
 	}
-	r := e.mapRun
-	r.cfg = e.cfg.Map.withDefaults()
-	r.results = make(chan api.SubtaskOutcome, r.cfg.Workers)
-	r.freed = make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(e.baseCtx)
-	r.cancel = cancel
-	r.done.Add(2)
-	go r.loop(ctx, names, mrs)
-	go r.writer(context.WithoutCancel(ctx))
-}
-
-// stop ends the runner once the sub-tasks in flight have ended (their contexts canceled) and
-// the results of those that ended on their own are reported. What is cut short is handed
-// back by the unregister that follows, or when the instance goes silent.
-func (r *mapRunner) stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	r.done.Wait()
-	r.cancel = nil
-}
-
-func (r *mapRunner) loop(ctx context.Context, names []string, mrs map[string]MapReduce) {
-	defer r.done.Done()
-	slots := make(chan struct{}, r.cfg.Workers)
-	c := r.e.subtasks()
-	for ctx.Err() == nil {
-		free := r.cfg.Workers - len(slots)
-		if free < max(r.cfg.Workers/4, 1) {
-			// Busy: claim again when a quarter of the workers are free, not one by one.
-			select {
-			case <-ctx.Done():
-			case <-r.freed:
-			}
-			continue
-		}
-		got, err := c.Claim(ctx, api.ClaimRequest{Handlers: names, Limit: min(free, r.cfg.Batch), Maps: 4})
+	cfg := e.cfg.Map.withDefaults()
+	r, c := e.mapRun, e.subtasks()
+	r.Workers, r.Batch, r.PollInterval, r.Clock = cfg.Workers, min(cfg.Batch, 1000), cfg.PollInterval, e.cfg.Clock
+	r.Claim = func(ctx context.Context, n int) ([]api.ClaimedSubtask, []api.ClaimedMap, bool) {
+		got, err := c.Claim(ctx, api.ClaimRequest{Handlers: names, Limit: n, Maps: 4})
 		if err != nil {
 			if ctx.Err() == nil {
-				r.e.log.Warn("claim sub-tasks", "err", err)
+				e.log.Warn("claim sub-tasks", "err", err)
 			}
-			r.sleep(ctx)
-			continue
+			return nil, nil, false
 		}
-		for _, st := range got.Subtasks {
-			slots <- struct{}{}
-			go func() {
-				defer func() {
-					<-slots
-					select {
-					case r.freed <- struct{}{}:
-					default:
-					}
-				}()
-				r.runTask(ctx, mrs[st.Handler], st)
-			}()
-		}
-		for _, m := range got.Maps {
-			r.reduce(ctx, mrs[m.Handler], m)
-		}
-		if len(got.Subtasks) == 0 && len(got.Maps) == 0 {
-			r.sleep(ctx)
-		}
+		return got.Subtasks, got.Maps, true
 	}
-	for range r.cfg.Workers {
-		slots <- struct{}{}
+	r.Run = func(ctx context.Context, st api.ClaimedSubtask) (api.SubtaskOutcome, bool) {
+		return e.runTask(ctx, mrs[st.Handler], st)
 	}
-	close(r.results)
+	r.Write = func(ctx context.Context, rs []api.SubtaskOutcome) { e.reportSubtasks(ctx, cfg, rs) }
+	r.Reduce = func(ctx context.Context, m api.ClaimedMap) { e.reduce(ctx, mrs[m.Handler], m) }
+	r.Start(e.baseCtx)
 }
 
-func (r *mapRunner) sleep(ctx context.Context) {
-	t := r.e.cfg.Clock.NewTimer(r.cfg.PollInterval)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-r.wakeCh:
-	case <-t.C():
-	}
-}
-
-func (r *mapRunner) runTask(ctx context.Context, mr MapReduce, st api.ClaimedSubtask) {
-	sc := &mapScope{e: r.e, executionID: st.ExecutionID, parentID: st.ID, parentAttempt: st.Attempt}
+func (e *Executor) runTask(ctx context.Context, mr MapReduce, st api.ClaimedSubtask) (api.SubtaskOutcome, bool) {
+	sc := &mapScope{e: e, executionID: st.ExecutionID, parentID: st.ID, parentAttempt: st.Attempt}
 	tctx := context.WithValue(ctx, mapScopeKey{}, sc)
 	tctx = context.WithValue(tctx, subtaskKey{}, &Subtask{ID: st.ID, ExecutionID: st.ExecutionID, ParentID: st.ParentID, Depth: st.Depth, Attempt: st.Attempt})
 	out, err := func() (out json.RawMessage, err error) {
@@ -326,65 +250,41 @@ func (r *mapRunner) runTask(ctx context.Context, mr MapReduce, st api.ClaimedSub
 		return mr.Task(tctx, st.Payload)
 	}()
 	if err != nil && ctx.Err() != nil {
-		return // cut short by a stop: handed back and run again, not recorded as failed
+		return api.SubtaskOutcome{}, false // cut short by a stop: handed back and run again, not recorded as failed
 	}
-	res := api.SubtaskOutcome{ID: st.ID, Attempt: st.Attempt, State: "succeeded", Result: out}
 	if err != nil {
-		res = api.SubtaskOutcome{ID: st.ID, Attempt: st.Attempt, State: "failed", Message: truncate(err.Error(), 2000)}
+		return api.SubtaskOutcome{ID: st.ID, Attempt: st.Attempt, State: "failed", Message: truncate(err.Error(), 2000)}, true
 	}
-	r.results <- res
+	return api.SubtaskOutcome{ID: st.ID, Attempt: st.Attempt, State: "succeeded", Result: out}, true
 }
 
-// writer reports results in batches: what finished while the last report ran goes in the next.
-func (r *mapRunner) writer(ctx context.Context) {
-	defer r.done.Done()
-	c := r.e.subtasks()
-	batch := make([]api.SubtaskOutcome, 0, r.cfg.Batch)
-	for {
-		res, ok := <-r.results
-		if !ok {
+// reportSubtasks reports a batch of outcomes. A report the servers cannot take is repeated a
+// few times; after that the attempts stay running, and are run again once this instance is
+// gone.
+func (e *Executor) reportSubtasks(ctx context.Context, cfg MapConfig, batch []api.SubtaskOutcome) {
+	for try := 0; ; try++ {
+		got, err := e.subtasks().Results(ctx, api.SubtaskResults{Results: batch})
+		if err == nil {
+			if cfg.Accepted != nil {
+				cfg.Accepted(got.Accepted)
+			}
 			return
 		}
-		batch = append(batch[:0], res)
-	gather:
-		for len(batch) < min(r.cfg.Batch, 1000) {
-			select {
-			case res, ok := <-r.results:
-				if !ok {
-					break gather
-				}
-				batch = append(batch, res)
-			default:
-				break gather
-			}
+		if permanent(err) || try == 4 {
+			e.log.Warn("report sub-task results", "n", len(batch), "err", err)
+			return
 		}
-		// A report the servers cannot take is repeated a few times; after that the attempts
-		// stay running, and are run again once this instance is gone.
-		for try := 0; ; try++ {
-			got, err := c.Results(ctx, api.SubtaskResults{Results: batch})
-			if err == nil {
-				if r.cfg.Accepted != nil {
-					r.cfg.Accepted(got.Accepted)
-				}
-				break
-			}
-			if permanent(err) || try == 4 {
-				r.e.log.Warn("report sub-task results", "n", len(batch), "err", err)
-				break
-			}
-			t := r.e.cfg.Clock.NewTimer(r.cfg.PollInterval)
-			<-t.C()
-		}
-		r.wake() // the last results may have made a map ready
+		t := e.cfg.Clock.NewTimer(cfg.PollInterval)
+		<-t.C()
 	}
 }
 
 // reduce runs the map's Reduce and reports the run's outcome.
-func (r *mapRunner) reduce(ctx context.Context, mr MapReduce, m api.ClaimedMap) {
-	started := r.e.cfg.Clock.Now()
+func (e *Executor) reduce(ctx context.Context, mr MapReduce, m api.ClaimedMap) {
+	started := e.cfg.Clock.Now()
 	box := &resultBox{}
 	rctx := context.WithValue(ctx, resultKey{}, box)
-	res := &MapResults{c: r.e.subtasks(), ExecutionID: m.ExecutionID, Total: m.Total}
+	res := &MapResults{c: e.subtasks(), ExecutionID: m.ExecutionID, Total: m.Total}
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -406,7 +306,7 @@ func (r *mapRunner) reduce(ctx context.Context, mr MapReduce, m api.ClaimedMap) 
 	// A reduce that ended is reported even when the executor is stopping meanwhile.
 	rc, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, err := r.e.subtasks().Reduced(rc, in); err != nil {
-		r.e.log.Warn("report a reduced run", "execution_id", m.ExecutionID, "err", err)
+	if _, err := e.subtasks().Reduced(rc, in); err != nil {
+		e.log.Warn("report a reduced run", "execution_id", m.ExecutionID, "err", err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 type mapLedger struct {
 	mu        sync.Mutex
 	runs      map[int64][]string
+	failed    map[int64][]string // the errors a run returned, by sub-task
 	accepted  map[int64]int
 	limitSeen int
 	reduces   int
@@ -61,9 +62,16 @@ func fanOut(l *mapLedger, who string, n int) executor.MapReduce {
 			}
 			return executor.Map(ctx, ps)
 		},
-		Task: func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+		Task: func(ctx context.Context, payload json.RawMessage) (out json.RawMessage, err error) {
 			st := executor.SubtaskFrom(ctx)
 			l.ran(st.ID, who)
+			defer func() {
+				if err != nil {
+					l.mu.Lock()
+					l.failed[st.ID] = append(l.failed[st.ID], err.Error())
+					l.mu.Unlock()
+				}
+			}()
 			var p struct{ N int }
 			if err := json.Unmarshal(payload, &p); err != nil {
 				return nil, err
@@ -146,7 +154,7 @@ func TestExecutorMapReduce(t *testing.T) {
 			c.Scheduler.MapReduce.MaxDepth = 2
 		})
 		const n = 200
-		l := &mapLedger{runs: map[int64][]string{}, accepted: map[int64]int{}}
+		l := &mapLedger{runs: map[int64][]string{}, failed: map[int64][]string{}, accepted: map[int64]int{}}
 		e.mapExecutor(executor.TransportStream, l, "stream", n)
 		e.mapExecutor(executor.TransportPush, l, "push", n)
 		job := e.remoteJob("billing", "round_robin", func(j *store.Job) { j.Handler = "fan"; j.MaxRetries = 2 })
@@ -178,15 +186,24 @@ func TestExecutorMapReduce(t *testing.T) {
 			if k != len(l.runs[id]) {
 				t.Errorf("sub-task %d: %d outcomes accepted, %d runs", id, k, len(l.runs[id]))
 			}
+			// A sub-task runs again only after a failed attempt: task 7's planned one, or a
+			// Map call of a task that failed (a database error under load), retried per the
+			// job's max_retries.
 			if len(l.runs[id]) != 1 {
 				twice++
+				if len(l.failed[id]) != len(l.runs[id])-1 {
+					t.Errorf("sub-task %d ran %d times after %d failures", id, len(l.runs[id]), len(l.failed[id]))
+				}
+				if id != 8 {
+					t.Logf("sub-task %d retried after %v", id, l.failed[id])
+				}
 			}
 			for _, who := range l.runs[id] {
 				by[who]++
 			}
 		}
-		if twice != 1 {
-			t.Errorf("%d sub-tasks ran more than once, want 1 (task 7's retry)", twice)
+		if twice < 1 || len(l.failed) != twice {
+			t.Errorf("%d sub-tasks ran more than once, %d failed an attempt; want task 7's retry at least, and no run again without a failure", twice, len(l.failed))
 		}
 		if by["stream"] == 0 || by["push"] == 0 {
 			t.Errorf("runs by executor %v: want both to run sub-tasks", by)
