@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/maprun"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -155,31 +156,54 @@ func Map(ctx context.Context, payloads []json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("sundial.Map called outside the Start or Task of a MapReduce handler")
 	}
-	cfg := sc.s.mapCfg
-	if sc.depth > cfg.MaxDepth {
-		return fmt.Errorf("execution %d: sub-task %d at depth %d may not map further (MaxDepth %d): %w",
-			sc.executionID, sc.parentID, sc.depth-1, cfg.MaxDepth, ErrMapLimit)
-	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	ts := make([]*store.Subtask, len(payloads))
-	for i, p := range payloads {
-		if !json.Valid(p) {
-			return fmt.Errorf("payload %d is not JSON", i)
-		}
-		ts[i] = &store.Subtask{ParentID: sc.parentID, Depth: sc.depth, Seq: sc.next + i, Payload: string(p), MaxAttempts: sc.maxAttempts}
-	}
-	m := &store.SubtaskMap{ExecutionID: sc.executionID, JobID: sc.jobID, Handler: sc.handler}
-	if _, err := sc.s.store.SubtasksMap(ctx, m, ts, cfg.MaxSubtasks); err != nil {
-		if errors.Is(err, store.ErrLimit) {
-			return fmt.Errorf("%w: %w", ErrMapLimit, err)
-		}
+	if _, err := sc.s.MapSubtasks(ctx, MapRequest{ExecutionID: sc.executionID, JobID: sc.jobID, Handler: sc.handler,
+		ParentID: sc.parentID, Depth: sc.depth, Seq: sc.next, MaxAttempts: sc.maxAttempts, Payloads: payloads}); err != nil {
 		return err
 	}
 	sc.next += len(payloads)
 	sc.mapped = true
 	sc.s.mapRun.wake()
 	return nil
+}
+
+// MapRequest is one Map call: payloads mapped by the Start (ParentID 0, Depth 1) or a Task
+// (ParentID its sub-task, Depth one below it) of ExecutionID, numbered from Seq.
+type MapRequest struct {
+	ExecutionID, JobID int64
+	// Handler is the key runners claim the sub-tasks by: the job's handler in process, the
+	// app-scoped key of a remote handler (server).
+	Handler     string
+	ParentID    int64
+	Depth       int
+	Seq         int
+	MaxAttempts int
+	Payloads    []json.RawMessage
+}
+
+// MapSubtasks stores the sub-tasks of one Map call under this node's MapConfig limits (past
+// them nothing is stored and the error wraps ErrMapLimit): the rule of Map, whether the call
+// came from a handler in process or from an executor (server). It returns how many it added.
+func (s *Scheduler) MapSubtasks(ctx context.Context, r MapRequest) (int, error) {
+	cfg := s.mapCfg
+	if r.Depth > cfg.MaxDepth {
+		return 0, fmt.Errorf("execution %d: sub-task %d at depth %d may not map further (MaxDepth %d): %w",
+			r.ExecutionID, r.ParentID, r.Depth-1, cfg.MaxDepth, ErrMapLimit)
+	}
+	ts := make([]*store.Subtask, len(r.Payloads))
+	for i, p := range r.Payloads {
+		if !json.Valid(p) {
+			return 0, fmt.Errorf("payload %d is not JSON", i)
+		}
+		ts[i] = &store.Subtask{ParentID: r.ParentID, Depth: r.Depth, Seq: r.Seq + i, Payload: string(p), MaxAttempts: r.MaxAttempts}
+	}
+	m := &store.SubtaskMap{ExecutionID: r.ExecutionID, JobID: r.JobID, Handler: r.Handler}
+	n, err := s.store.SubtasksMap(ctx, m, ts, cfg.MaxSubtasks)
+	if errors.Is(err, store.ErrLimit) {
+		return 0, fmt.Errorf("%w: %w", ErrMapLimit, err)
+	}
+	return n, err
 }
 
 // RegisterMapReduce makes mr the handler of jobs whose Handler is name (see MapReduce).
@@ -202,29 +226,32 @@ func (s *Scheduler) withMapScope(ctx context.Context, f *engine.Fire) (context.C
 	return context.WithValue(ctx, mapScopeKey{}, sc), sc
 }
 
-// mapRunner claims and runs sub-tasks and reduces ready maps on one node. Claims, results
-// and reduces each go to the database in batches: one claim takes Batch sub-tasks, one write
-// records the results that finished meanwhile.
+// mapRunner claims and runs sub-tasks and reduces ready maps on one node (the loop is
+// internal/maprun's, shared with the executor SDK's runner). Claims, results and reduces each
+// go to the database in batches: one claim takes Batch sub-tasks, one write records the
+// results that finished meanwhile.
 type mapRunner struct {
-	s       *Scheduler
-	log     *slog.Logger
-	wakeCh  chan struct{}
-	freed   chan struct{} // a worker ended
-	results chan store.SubtaskResult
-	cancel  context.CancelFunc
-	done    sync.WaitGroup
-	// recorded, set by tests, is called after each write of results with the ids accepted.
-	recorded func([]int64)
+	s   *Scheduler
+	log *slog.Logger
+	run maprun.Runner[ownedTask, store.SubtaskResult, ownedMap]
+}
+
+// ownedTask and ownedMap are claims with the life that made them.
+type ownedTask struct {
+	owner string
+	st    *store.Subtask
+}
+
+type ownedMap struct {
+	owner string
+	m     *store.SubtaskMap
 }
 
 func (r *mapRunner) wake() {
 	if r == nil {
 		return
 	}
-	select {
-	case r.wakeCh <- struct{}{}:
-	default:
-	}
+	r.run.Wake()
 }
 
 func (s *Scheduler) startMapRunner() {
@@ -234,27 +261,56 @@ func (s *Scheduler) startMapRunner() {
 	if n == 0 {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := s.mapRun
-	r.cancel = cancel
-	r.results = make(chan store.SubtaskResult, s.mapCfg.Workers)
-	r.freed = make(chan struct{}, 1)
-	r.done.Add(2)
-	go r.loop(ctx)
-	go r.writer(ctx)
+	r, cfg := s.mapRun, s.mapCfg
+	names, mrs := r.handlers()
+	r.run.Workers, r.run.Batch, r.run.PollInterval, r.run.Clock = cfg.Workers, cfg.Batch, cfg.PollInterval, s.clock
+	r.run.Claim = func(ctx context.Context, n int) ([]ownedTask, []ownedMap, bool) {
+		owner, ok := s.engine.SubtaskOwner()
+		if !ok {
+			return nil, nil, false
+		}
+		ts, err := s.store.SubtasksClaim(ctx, owner, names, n)
+		if err != nil {
+			r.log.Warn("claim sub-tasks", "err", err)
+		}
+		tasks := make([]ownedTask, len(ts))
+		for i, st := range ts {
+			tasks[i] = ownedTask{owner, st}
+		}
+		if len(ts) == n {
+			return tasks, nil, true
+		}
+		ms, err := s.store.SubtaskMapsClaimReady(ctx, owner, names, 16)
+		if err != nil {
+			r.log.Warn("claim ready maps", "err", err)
+		}
+		maps := make([]ownedMap, len(ms))
+		for i, m := range ms {
+			maps[i] = ownedMap{owner, m}
+		}
+		return tasks, maps, true
+	}
+	r.run.Run = func(ctx context.Context, t ownedTask) (store.SubtaskResult, bool) {
+		return r.runTask(ctx, t.owner, mrs[t.st.Handler], t.st)
+	}
+	r.run.Write = func(ctx context.Context, batch []store.SubtaskResult) {
+		if _, err := s.store.SubtasksComplete(ctx, batch); err != nil {
+			// Left running: the sub-tasks are run again if this life is declared dead.
+			r.log.Warn("record sub-task results", "n", len(batch), "err", err)
+		}
+	}
+	r.run.Reduce = func(ctx context.Context, m ownedMap) { r.reduce(ctx, m.owner, mrs[m.m.Handler], m.m) }
+	r.run.Start(context.Background())
 }
 
 // stop ends the runner once the sub-tasks in flight have ended and their results are
 // written, and hands back to pending what this life still holds (those cut short), since a
 // node that stops is not declared dead.
 func (r *mapRunner) stop(ctx context.Context) {
-	if r.cancel == nil {
+	owner, ok := r.s.engine.SubtaskOwner()
+	if !r.run.Stop() {
 		return
 	}
-	owner, ok := r.s.engine.SubtaskOwner()
-	r.cancel()
-	r.done.Wait()
-	r.cancel = nil
 	if ok {
 		if _, err := r.s.store.SubtasksRelease(ctx, []string{owner}); err != nil {
 			r.log.Warn("hand back sub-tasks", "owner", owner, "err", err)
@@ -274,92 +330,15 @@ func (r *mapRunner) handlers() ([]string, map[string]MapReduce) {
 	return names, mrs
 }
 
-// loop claims sub-tasks while there are free workers and any to claim, and looks for ready
-// maps whenever a claim comes back short.
-func (r *mapRunner) loop(ctx context.Context) {
-	defer r.done.Done()
-	cfg := r.s.mapCfg
-	slots := make(chan struct{}, cfg.Workers)
-	names, mrs := r.handlers()
-	for ctx.Err() == nil {
-		owner, ok := r.s.engine.SubtaskOwner()
-		if !ok {
-			r.sleep(ctx, cfg.PollInterval)
-			continue
-		}
-		free := cfg.Workers - len(slots)
-		if free < max(cfg.Workers/4, 1) {
-			// Busy: claim again when a quarter of the workers are free, not one by one.
-			select {
-			case <-ctx.Done():
-			case <-r.freed:
-			}
-			continue
-		}
-		claimed := 0
-		{
-			ts, err := r.s.store.SubtasksClaim(ctx, owner, names, min(free, cfg.Batch))
-			if err != nil {
-				r.log.Warn("claim sub-tasks", "err", err)
-			}
-			claimed = len(ts)
-			for _, st := range ts {
-				slots <- struct{}{}
-				go func() {
-					defer func() {
-						<-slots
-						select {
-						case r.freed <- struct{}{}:
-						default:
-						}
-					}()
-					r.runTask(ctx, owner, mrs[st.Handler], st)
-				}()
-			}
-			if claimed == free {
-				continue
-			}
-		}
-		maps, err := r.s.store.SubtaskMapsClaimReady(ctx, owner, names, 16)
-		if err != nil {
-			r.log.Warn("claim ready maps", "err", err)
-		}
-		for _, m := range maps {
-			r.reduce(ctx, owner, mrs[m.Handler], m)
-		}
-		if claimed == 0 && len(maps) == 0 {
-			r.sleep(ctx, cfg.PollInterval)
-		}
-	}
-	// Wait for the sub-tasks in flight; the writer writes what they sent, then ends.
-	for range cfg.Workers {
-		slots <- struct{}{}
-	}
-	close(r.results)
-}
-
-func (r *mapRunner) sleep(ctx context.Context, d time.Duration) {
-	t := r.s.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-r.wakeCh:
-	case <-t.C():
-	}
-}
-
-func (r *mapRunner) runTask(ctx context.Context, owner string, mr MapReduce, st *store.Subtask) {
+func (r *mapRunner) runTask(ctx context.Context, owner string, mr MapReduce, st *store.Subtask) (store.SubtaskResult, bool) {
 	sc := &mapScope{s: r.s, executionID: st.ExecutionID, jobID: st.JobID, handler: st.Handler, parentID: st.ID,
 		depth: st.Depth + 1, maxAttempts: st.MaxAttempts}
 	tctx := context.WithValue(ctx, mapScopeKey{}, sc)
 	tctx = context.WithValue(tctx, subtaskKey{}, &Subtask{ID: st.ID, ExecutionID: st.ExecutionID, ParentID: st.ParentID, Depth: st.Depth, Attempt: st.Attempt})
 	res := store.SubtaskResult{ID: st.ID, Attempt: st.Attempt, Owner: owner, State: store.SubtaskSucceeded}
 	out, err := runGuarded(func() (json.RawMessage, error) { return mr.Task(tctx, json.RawMessage(st.Payload)) })
-	if err == nil && len(out) > store.MaxResultBytes {
-		err = fmt.Errorf("the result is %d bytes, more than the %d allowed", len(out), store.MaxResultBytes)
-	}
-	if err == nil && out != nil && !json.Valid(out) {
-		err = fmt.Errorf("the result is not JSON")
+	if err == nil {
+		err = engine.CheckSubtaskResult(out)
 	}
 	if err != nil {
 		res.State, res.Message = store.SubtaskFailed, err.Error()
@@ -367,9 +346,9 @@ func (r *mapRunner) runTask(ctx context.Context, owner string, mr MapReduce, st 
 		res.Result = string(out)
 	}
 	if err != nil && ctx.Err() != nil {
-		return // cut short by a stop: released (stop) and run again, not recorded as failed
+		return res, false // cut short by a stop: released (stop) and run again, not recorded as failed
 	}
-	r.results <- res
+	return res, true
 }
 
 // runGuarded turns a panic of a task into its failure.
@@ -380,43 +359,6 @@ func runGuarded(fn func() (json.RawMessage, error)) (out json.RawMessage, err er
 		}
 	}()
 	return fn()
-}
-
-// writer records results in batches: what finished while the last write ran goes in the next.
-// It ends when the loop closes results, after the last sub-task in flight sent its own.
-func (r *mapRunner) writer(ctx context.Context) {
-	defer r.done.Done()
-	ctx = context.WithoutCancel(ctx)
-	batch := make([]store.SubtaskResult, 0, r.s.mapCfg.Batch)
-	for {
-		res, ok := <-r.results
-		if !ok {
-			return
-		}
-		batch = append(batch[:0], res)
-	gather:
-		for len(batch) < r.s.mapCfg.Batch {
-			select {
-			case res, ok := <-r.results:
-				if !ok {
-					break gather
-				}
-				batch = append(batch, res)
-			default:
-				break gather
-			}
-		}
-		ids, err := r.s.store.SubtasksComplete(ctx, batch)
-		if err != nil {
-			// Left running: the sub-tasks are run again if this life is declared dead.
-			r.log.Warn("record sub-task results", "n", len(batch), "err", err)
-			continue
-		}
-		if r.recorded != nil {
-			r.recorded(ids)
-		}
-		r.wake() // the last results may have made a map ready
-	}
 }
 
 // reduce runs the map's Reduce and completes its execution with the outcome.
@@ -441,11 +383,7 @@ func (r *mapRunner) reduce(ctx context.Context, owner string, mr MapReduce, m *s
 	if err != nil {
 		out.State, out.Message = store.ExecFailed, err.Error()
 	}
-	if _, err := r.s.engine.CompleteRemote(ctx, []engine.RemoteResult{out}); err != nil {
+	if _, err := r.s.engine.CompleteReduce(ctx, owner, out); err != nil {
 		r.log.Warn("complete a reduced run", "execution", m.ExecutionID, "err", err)
-		return
-	}
-	if _, err := r.s.store.SubtaskMapEnd(ctx, m.ExecutionID, owner); err != nil {
-		r.log.Warn("end a map", "execution", m.ExecutionID, "err", err)
 	}
 }

@@ -130,7 +130,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s.mapRun = &mapRunner{s: s, log: logger, wakeCh: make(chan struct{}, 1)}
+	s.mapRun = &mapRunner{s: s, log: logger}
+	s.mapRun.run.Init()
 	s.maint = maintenance.NewManager(e.Leadership(), ec.Logger, maintenance.NodeRecovery(e, s.clock, ec.Logger),
 		maintenance.WorkflowTimeouts(e, s.clock, ec.Logger))
 	return s, nil

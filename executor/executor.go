@@ -85,6 +85,8 @@ type Config struct {
 	// refuses a caller without a client certificate signed by it (the servers'), and the
 	// default HTTPClient verifies the servers' certificates against it.
 	TLSCA *x509.CertPool
+	// Map tunes the runner of the sub-tasks of MapReduce handlers (HandleMapReduce).
+	Map MapConfig
 	// Clock is the time source of the heartbeat, the output flushes, the grace a canceled
 	// handler gets and the times results carry. A job's timeout stays a deadline of the run's
 	// context, which handlers read in real time. Default: clock.Real{}.
@@ -126,8 +128,11 @@ type Executor struct {
 
 	mu       sync.Mutex
 	handlers map[string]Handler
-	conc     *jobrun.Tracker[*runState] // the concurrency policies of accepted runs
-	runs     map[int64]*runState        // accepted and not yet reported, by execution id
+	// mapReduces are the MapReduce handlers; mapRun runs their sub-tasks (mapreduce.go).
+	mapReduces map[string]MapReduce
+	mapRun     *mapRunner
+	conc       *jobrun.Tracker[*runState] // the concurrency policies of accepted runs
+	runs       map[int64]*runState        // accepted and not yet reported, by execution id
 	// ended remembers the runs that finished lately, so that a /run the server repeats
 	// (its first answer was lost) is answered "accepted" and not run again.
 	ended    map[int64]time.Time
@@ -231,6 +236,9 @@ func New(cfg Config) (*Executor, error) {
 		verify:   execsign.NewVerifier(cfg.Clock.Now),
 	}
 	e.callTable = e.calls()
+	e.mapReduces = map[string]MapReduce{}
+	e.mapRun = &mapRunner{}
+	e.mapRun.Init()
 	e.baseCtx, e.baseCancel = context.WithCancel(context.Background())
 	return e, nil
 }
@@ -292,6 +300,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	hbCtx, cancel := context.WithCancel(context.Background())
 	e.hbCancel, e.hbDone = cancel, make(chan struct{})
 	go e.heartbeat(hbCtx)
+	e.startMapRunner()
 	e.log.Info("executor started", "transport", e.cfg.Transport, "address", e.address, "instance", e.instance, "servers", e.servers, "handlers", e.handlerNames())
 	return nil
 }
@@ -463,6 +472,9 @@ func (e *Executor) stop(ctx context.Context) error {
 	for _, rs := range queued {
 		e.finish(rs, wire.Result{State: wire.StateCanceled, Code: wire.CodeFailed, Message: "executor stopped before the run started"}, time.Time{})
 	}
+	// Sub-tasks first: those that end report while the instance is registered, and the
+	// unregister below hands back what was cut short.
+	e.mapRun.Stop()
 	e.hbCancel()
 	<-e.hbDone
 	var errs []error

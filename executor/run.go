@@ -258,6 +258,12 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 	}
 	// Output first: whoever reads the result should find the lines that led to it.
 	res.LinesLost = sink.close()
+	if res.State == wire.StateSucceeded && box.isMapped() {
+		// Not held any more and not reported: the server keeps a run that mapped out of
+		// this instance's liveness, and whoever reduces its map completes it.
+		e.release(rs)
+		return
+	}
 	e.finish(rs, res, started)
 }
 
@@ -316,6 +322,19 @@ func (e *Executor) finish(rs *runState, res wire.Result, started time.Time) {
 	// takes e.mu) only once the slot is free, and a discard job's next run is not refused.
 	e.mu.Lock()
 	e.rep.add(res)
+	e.forgetLocked(rs)
+	e.mu.Unlock()
+}
+
+// release forgets rs without a result (a run that mapped: its reduce reports it).
+func (e *Executor) release(rs *runState) {
+	e.mu.Lock()
+	e.forgetLocked(rs)
+	e.mu.Unlock()
+}
+
+// forgetLocked forgets rs and starts the next queued run of its job; e.mu is held.
+func (e *Executor) forgetLocked(rs *runState) {
 	delete(e.runs, rs.run.ExecutionID)
 	e.rememberEnded(rs.run.ExecutionID)
 	if rs.cancel != nil { // a queued run was never admitted as active
@@ -329,7 +348,6 @@ func (e *Executor) finish(rs *runState, res wire.Result, started time.Time) {
 			}
 		}
 	}
-	e.mu.Unlock()
 }
 
 // resultBox holds the result a handler sets (SetResult); a handler may set it from any
@@ -337,6 +355,20 @@ func (e *Executor) finish(rs *runState, res wire.Result, started time.Time) {
 type resultBox struct {
 	mu     sync.Mutex
 	result json.RawMessage
+	// mapped: the run's Start mapped sub-tasks, so its outcome is the reduce's to report.
+	mapped bool
+}
+
+func (b *resultBox) setMapped() {
+	b.mu.Lock()
+	b.mapped = true
+	b.mu.Unlock()
+}
+
+func (b *resultBox) isMapped() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mapped
 }
 
 type resultKey struct{}

@@ -49,6 +49,20 @@ func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, pe
 		if err != nil {
 			return fmt.Errorf("sweep the executor registry: %w", err)
 		}
+		var owners []string
+		for _, in := range gone {
+			if in.Instance != "" {
+				owners = append(owners, engine.ExecutorSubtaskOwner(in.Instance))
+			}
+		}
+		// The sub-tasks the silent instances held go back to pending for the app's other
+		// executors, and the maps they reduced to waiting; a late result of theirs is refused
+		// by the compare-and-set on the owner.
+		if n, err := st.SubtasksRelease(ctx, owners); err != nil {
+			return fmt.Errorf("release the sub-tasks of silent executors: %w", err)
+		} else if n > 0 {
+			log.Warn("sub-tasks of silent executors back to pending", "n", n, "owners", owners)
+		}
 		for _, in := range gone {
 			out, err := e.LoseOnExecutor(ctx, in.App, in.Address)
 			if err != nil {

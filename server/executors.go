@@ -118,6 +118,10 @@ func (s *Server) executorUnregister(w http.ResponseWriter, r *http.Request) erro
 	if _, err := s.store.RegistryLeave(r.Context(), in.App, in.Address); err != nil {
 		return err
 	}
+	// What it still holds of maps goes back to its app's other executors at once.
+	if err := s.releaseSubtasks(r.Context(), senderOf(r).instance); err != nil {
+		return err
+	}
 	s.log.Info("executor left", "app", in.App, "address", in.Address)
 	w.WriteHeader(http.StatusNoContent)
 	return nil

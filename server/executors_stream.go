@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/streamconn"
 	"github.com/sundial-scheduler/sundial/store"
@@ -182,6 +183,16 @@ func (s *Server) serveStreamCall(ctx context.Context, open *http.Request, call w
 		h = s.executorLogs
 	case wire.PathResults:
 		h = s.executorResults
+	case api.PathSubtasksMap:
+		h = s.executorSubtasksMap
+	case api.PathSubtasksClaim:
+		h = s.executorSubtasksClaim
+	case api.PathSubtasksResults:
+		h = s.executorSubtasksResults
+	case api.PathSubtasksList:
+		h = s.executorSubtasksList
+	case api.PathSubtasksReduced:
+		h = s.executorSubtasksReduced
 	default:
 		h = func(http.ResponseWriter, *http.Request) error {
 			return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no executor call %q over the stream", call.Path)}

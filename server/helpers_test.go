@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -259,6 +260,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // end: a Stop or Close that returns before its goroutines end is a bug (the exceptions that
 // are not ours, such as toxiproxy's in TestReadyzDatabaseCut, are leaktest.Known).
 func TestMain(m *testing.M) {
+	if url := os.Getenv(sdkMapChildEnv); url != "" {
+		runSDKMapChild(url)
+		return
+	}
 	bcryptCost = bcrypt.MinCost
 	leaktest.VerifyTestMain(m)
 }

@@ -128,6 +128,12 @@ func (s *Server) routeTable() []route {
 		{"POST", v1 + "/executor/unregister", publicRoute, s.executorAuth(s.executorUnregister)},
 		{"POST", v1 + "/executor/logs", publicRoute, s.executorAuth(s.executorLogs)},
 		{"POST", v1 + "/executor/results", publicRoute, s.executorAuth(s.executorResults)},
+		// Map/reduce of remote handlers (executors_subtasks.go).
+		{"POST", api.PathSubtasksMap, publicRoute, s.executorAuth(s.executorSubtasksMap)},
+		{"POST", api.PathSubtasksClaim, publicRoute, s.executorAuth(s.executorSubtasksClaim)},
+		{"POST", api.PathSubtasksResults, publicRoute, s.executorAuth(s.executorSubtasksResults)},
+		{"POST", api.PathSubtasksList, publicRoute, s.executorAuth(s.executorSubtasksList)},
+		{"POST", api.PathSubtasksReduced, publicRoute, s.executorAuth(s.executorSubtasksReduced)},
 		// The stream transport: a WebSocket the executor opens and holds (executors_stream.go).
 		{"GET", v1 + "/executor/stream", publicRoute, s.executorAuth(s.executorStream)},
 	}

@@ -380,9 +380,12 @@ func (e *executor) ExecutionsOwners(ctx context.Context, node string) ([]store.O
 const nodesRun = "state = 'running' AND (executor_address = '' OR trigger_code <> 200 AND NOT EXISTS (SELECT 1 FROM registry r" +
 	" WHERE r.app = executions_live.executor_app AND r.address = executions_live.executor_address" +
 	" AND r.instance = executions_live.executor_instance AND r.instance <> ''))" +
-	// A run that mapped waits for its sub-tasks, which outlive the node that started it: the
-	// runner that claims its map reduces and completes it (subtasks.go).
-	" AND NOT EXISTS (SELECT 1 FROM subtask_maps sm WHERE sm.execution_id = executions_live.id AND sm.state <> 'done')"
+	notMapping
+
+// notMapping keeps a run that mapped out of the losses of its node and of its executor: it
+// waits for its sub-tasks, which outlive the node or executor that started it, and the runner
+// that claims its map reduces and completes it (subtasks.go).
+const notMapping = " AND NOT EXISTS (SELECT 1 FROM subtask_maps sm WHERE sm.execution_id = executions_live.id AND sm.state <> 'done')"
 
 // ExecutionsLoseRunning marks the running executions of a dead life lost and returns them.
 func (e *executor) ExecutionsLoseRunning(ctx context.Context, o store.Owner) ([]*store.Execution, error) {

@@ -451,7 +451,7 @@ func dispatchArgs(rs []store.DispatchRecord) []any {
 // executions_live_executor_idx); a result that arrives first wins, and its execution is not
 // returned.
 func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address string) ([]*store.Execution, error) {
-	return e.loseWhere(ctx, "executor_address = ? AND state = 'running' AND executor_app = ?",
+	return e.loseWhere(ctx, "executor_address = ? AND state = 'running' AND executor_app = ?"+notMapping,
 		[]any{address, app})
 }
 
@@ -459,7 +459,7 @@ func (e *executor) ExecutionsLoseOnExecutor(ctx context.Context, app, address st
 // live table, as for ExecutionsLoseOnExecutor).
 func (e *executor) ExecutionsRunningOnExecutor(ctx context.Context, app, address string) ([]store.ExecutorRun, error) {
 	rows, err := e.query(ctx, "SELECT id, executor_instance, fired_at, dispatched_at, trigger_code FROM executions_live WHERE executor_address = ?"+
-		" AND state = 'running' AND executor_app = ? ORDER BY id", address, app)
+		" AND state = 'running' AND executor_app = ?"+notMapping+" ORDER BY id", address, app)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: running executions on %s at %q: %w", app, address, err)
 	}
@@ -547,7 +547,7 @@ func (e *executor) ExecutionsLoseOnExecutorIDs(ctx context.Context, address stri
 			same[i] = "(id = ? AND executor_instance = ? AND dispatched_at = ?)"
 			args = append(args, r.ID, r.Instance, r.DispatchedAt)
 		}
-		xs, err := e.loseIDsWhere(ctx, ids, "executor_address = ? AND state = 'running' AND ("+strings.Join(same, " OR ")+")", args)
+		xs, err := e.loseIDsWhere(ctx, ids, "executor_address = ? AND state = 'running' AND ("+strings.Join(same, " OR ")+")"+notMapping, args)
 		if err != nil {
 			return lost, err
 		}
