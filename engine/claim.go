@@ -191,6 +191,7 @@ func (e *Engine) replaceElsewhere(ctx context.Context, o store.Owner, job int64,
 // The fire stays counted as active by the node's concurrency tracker meanwhile, so the job's
 // later fires keep queueing behind it here.
 func (e *Engine) waitBusy(l *lifecycle, f *Fire) {
+	e.stats.Busy.Add(1)
 	e.signals.fireBusy(f.Execution.ID)
 	pf := requeued(f)
 	pf.admitted = true
