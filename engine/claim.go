@@ -19,11 +19,18 @@ type claim struct {
 	discarded map[int64]string // won, to be recorded skipped for the reason given (see claimFires)
 }
 
-// runsAlone reports whether a job's fires must not run beside each other across the cluster.
-// Jobs that allow it pay nothing; remote jobs are the executor's to keep apart.
+// runsAlone reports whether a job's fires must not run beside each other across the cluster:
+// its overlap policy holds for the whole cluster and, for a remote job, for all its app's
+// executor instances. Jobs that allow it pay nothing.
 func runsAlone(job *store.Job) bool {
-	return job.TargetKind == store.TargetLocal && job.Concurrency != "" && job.Concurrency != store.ConcurrencyAllow
+	return job.Concurrency != "" && job.Concurrency != store.ConcurrencyAllow
 }
+
+// countsEveryRun reports whether every running execution of the job counts against its fires,
+// the claiming node's own included: a remote job's runs are its executors' once handed over,
+// and the node's tracker forgets them then (their results may come back to any node), so only
+// the database knows them all. An in-process job's own runs are the node's tracker's to count.
+func countsEveryRun(job *store.Job) bool { return job.TargetKind == store.TargetRemote }
 
 // claimFires wins fires with the acquired → running compare-and-set. The node's concurrency
 // tracker has already kept this node's fires apart; the fires in alone are those of jobs
@@ -35,6 +42,15 @@ func runsAlone(job *store.Job) bool {
 // claimed all the same, to be recorded skipped. Cancel and terminate also ask the other
 // nodes to stop the job's runs.
 func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, alone []*Fire, limits map[int64]int, firedAt int64) (claim, error) {
+	var every map[int64]bool
+	for _, f := range alone {
+		if countsEveryRun(f.Job) {
+			if every == nil {
+				every = map[int64]bool{}
+			}
+			every[f.Job.ID] = true
+		}
+	}
 	c := claim{won: map[int64]bool{}, busy: map[int64]bool{}, discarded: map[int64]string{}}
 	if len(plain) > 0 {
 		won, err := e.store.ExecutionsMarkRunning(ctx, o, plain, firedAt)
@@ -50,7 +66,7 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 	for i, f := range alone {
 		ids[i] = f.Execution.ID
 	}
-	won, busy, err := e.store.ExecutionsMarkRunningAlone(ctx, o, ids, limits, firedAt)
+	won, busy, err := e.store.ExecutionsMarkRunningAlone(ctx, o, ids, limits, every, firedAt)
 	if err != nil {
 		return c, err
 	}
@@ -68,7 +84,7 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 		switch p {
 		case jobrun.Skip:
 			discard = append(discard, id)
-			why[id] = "skipped: the previous fire of the job still runs on another node (overlap policy skip)"
+			why[id] = "skipped: the previous fire of the job still runs on another node or executor (overlap policy skip)"
 			continue
 		case jobrun.Cancel, jobrun.Terminate:
 			if !replaced[f.Job.ID] {
@@ -108,14 +124,17 @@ func (e *Engine) claimFires(ctx context.Context, o store.Owner, plain []int64, a
 // atMostRoom returns, for the at_most jobs among the fires to claim alone, how many of their
 // fires may run across the cluster besides this node's other active ones: the job's limit less
 // the fires the node's tracker counts active that are not being claimed. The store counts the
-// other nodes' runs against it.
+// other nodes' runs against it. A remote job's limit is whole: the store counts all its runs
+// (countsEveryRun), those this node is handing over too.
 func (c *concurrency) atMostRoom(alone []*Fire) map[int64]int {
 	claiming := map[int64]int{}
 	limits := map[int64]int{}
 	for _, f := range alone {
 		if ov := overlapOf(f.Job); ov.Policy == jobrun.AtMost {
-			claiming[f.Job.ID]++
 			limits[f.Job.ID] = ov.Limit()
+			if !countsEveryRun(f.Job) {
+				claiming[f.Job.ID]++
+			}
 		}
 	}
 	for job, n := range claiming {
@@ -142,10 +161,12 @@ func (e *Engine) newerWaiting(ctx context.Context, x *store.Execution, now int64
 	return 0, nil
 }
 
-// replaceElsewhere asks the other nodes that run job to kill their runs of it, for a cancel
-// or terminate job's newer fire: the kill request each node reads while it runs handlers (Kill). The fire
-// stays busy, and is claimed when those runs have ended. A request that fails is only
-// logged: the fire asks again after busyRetryDelay, and a request repeated is a no-op.
+// replaceElsewhere stops the job's runs that a cancel or terminate job's newer fire replaces
+// and that this node's tracker does not hold: in-process runs on other nodes (a kill request
+// each node reads while it runs handlers, Kill), and the runs handed to executors, this node's
+// too, through the executor's kill (killRun). The fire stays busy, and is claimed when those
+// runs have ended. A kill that fails is only logged: the fire asks again after
+// busyRetryDelay, and a kill repeated is a no-op.
 func (e *Engine) replaceElsewhere(ctx context.Context, o store.Owner, job int64, p jobrun.Policy) {
 	running, err := e.store.ExecutionList(ctx, store.ExecutionFilter{JobID: job, State: store.ExecRunning})
 	if err != nil {
@@ -153,21 +174,24 @@ func (e *Engine) replaceElsewhere(ctx context.Context, o store.Owner, job int64,
 		return
 	}
 	for _, x := range running {
-		if x.ExecutorAddress != "" || store.OwnerOf(x) == o {
-			continue // an executor's (not a job that runs alone), or this node's own run
+		if x.ExecutorAddress == "" && store.OwnerOf(x) == o {
+			continue // this node's own run (or dispatch): its tracker canceled it
 		}
-		if err := e.store.KillRequest(ctx, x.ID, x.Node); err != nil {
-			e.log.Error("asking another node to kill the run a replace fire replaces", "execution", x.ID, "node", x.Node, "err", err)
+		if err := e.killRun(ctx, x, fmt.Sprintf("replaced by a newer fire (overlap policy %s; the executor was not running it)", p)); err != nil {
+			e.log.Error("stopping the run a replace fire replaces", "execution", x.ID, "node", x.Node, "executor", x.ExecutorAddress, "err", err)
 			continue
 		}
-		e.log.Info("replacing a run on another node", "policy", p, "execution", x.ID, "node", x.Node, "job", job)
+		e.log.Info("replacing a run elsewhere", "policy", p, "execution", x.ID, "node", x.Node, "executor", x.ExecutorAddress, "job", job)
 	}
 }
 
-// waitBusy asks again, after busyRetryDelay, to start a fire whose job ran on another node.
+// waitBusy asks again, after busyRetryDelay, to start a fire whose job ran on another node or
+// executor: a run's end is seen there whichever node wrote it (a remote run's result comes
+// back to any node).
 // The fire stays counted as active by the node's concurrency tracker meanwhile, so the job's
 // later fires keep queueing behind it here.
 func (e *Engine) waitBusy(l *lifecycle, f *Fire) {
+	e.stats.Busy.Add(1)
 	e.signals.fireBusy(f.Execution.ID)
 	pf := requeued(f)
 	pf.admitted = true

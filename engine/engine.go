@@ -99,6 +99,9 @@ type Stats struct {
 	LostOnExecutor atomic.Int64
 	// LateResults counts results this node recorded for runs already declared lost.
 	LateResults atomic.Int64
+	// Busy counts the claims of fires left waiting because their job ran elsewhere (on
+	// another node, or, for a remote job, on any of its executors): each retry counts.
+	Busy atomic.Int64
 	// Killed counts in-process runs this node canceled on a kill request.
 	Killed atomic.Int64
 	// QuotaDelayed counts fires started later than scheduled by their app's fire-rate quota.

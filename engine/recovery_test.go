@@ -145,11 +145,11 @@ func (s *claimFailsStore) ExecutionsMarkRunning(ctx context.Context, o store.Own
 }
 
 // ExecutionsMarkRunningAlone is the claim of a serial job's fires.
-func (s *claimFailsStore) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, limits map[int64]int, firedAt int64) ([]int64, []int64, error) {
+func (s *claimFailsStore) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, limits map[int64]int, anyOwner map[int64]bool, firedAt int64) ([]int64, []int64, error) {
 	if applied, err := s.claim(); !applied {
 		return nil, nil, err
 	}
-	return s.Store.ExecutionsMarkRunningAlone(ctx, o, ids, limits, firedAt)
+	return s.Store.ExecutionsMarkRunningAlone(ctx, o, ids, limits, anyOwner, firedAt)
 }
 
 // claim counts a claim and says whether it reaches the store, or what it fails with.

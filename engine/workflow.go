@@ -338,21 +338,32 @@ func (e *Engine) killRunning(ctx context.Context, ids []int64) {
 		if x.State != store.ExecRunning {
 			continue
 		}
-		if x.ExecutorAddress == "" {
-			_, err = e.Kill(ctx, x)
-		} else if k := e.remoteKill.Load(); k != nil {
-			var killed bool
-			if killed, err = (*k)(ctx, x); err == nil && !killed {
-				// The executor was not running it: its end is recorded here.
-				now := e.clock.Now()
-				_, err = e.CompleteRemote(ctx, []RemoteResult{{ExecutionID: x.ID, State: store.ExecCanceled,
-					Message: "killed with its workflow run (the executor was not running it)", Started: now, Finished: now}})
-			}
-		}
-		if err != nil {
+		if err := e.killRun(ctx, x, "killed with its workflow run (the executor was not running it)"); err != nil {
 			e.log.Warn("killing a node of an ended workflow run", "execution", x.ID, "err", err)
 		}
 	}
+}
+
+// killRun stops the running execution x wherever it runs: in process on any node (Kill), or
+// on its executor (the RemoteKiller; without one it runs to its end). A run its executor was
+// not running ends here, canceled with notRunning as its message.
+func (e *Engine) killRun(ctx context.Context, x *store.Execution, notRunning string) error {
+	if x.ExecutorAddress == "" {
+		_, err := e.Kill(ctx, x)
+		return err
+	}
+	k := e.remoteKill.Load()
+	if k == nil {
+		return nil
+	}
+	killed, err := (*k)(ctx, x)
+	if err != nil || killed {
+		return err
+	}
+	now := e.clock.Now()
+	_, err = e.CompleteRemote(ctx, []RemoteResult{{ExecutionID: x.ID, State: store.ExecCanceled,
+		Message: notRunning, Started: now, Finished: now}})
+	return err
 }
 
 var errRunEnded = errors.New("the workflow run has ended")

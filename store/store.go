@@ -151,8 +151,9 @@ type Querier interface {
 	// nodes are serialised on the job's row. A job in limits may run that many fires at once
 	// instead (the at_most policy, less the runs o has apart from ids): its fire is moved
 	// while its runs for other owners and the fires moved in this call are fewer, and is
-	// busy otherwise.
-	ExecutionsMarkRunningAlone(ctx context.Context, o Owner, ids []int64, limits map[int64]int, firedAt int64) (won, busy []int64, err error)
+	// busy otherwise. The runs of a job in anyOwner count whatever their owner, o's too
+	// (a remote job's: its runs are its executors', which o does not track once handed over).
+	ExecutionsMarkRunningAlone(ctx context.Context, o Owner, ids []int64, limits map[int64]int, anyOwner map[int64]bool, firedAt int64) (won, busy []int64, err error)
 	// ExecutionsComplete moves running executions to the results' terminal states, whoever
 	// runs them (an executor reports to any node), and returns the IDs that moved.
 	ExecutionsComplete(ctx context.Context, rs []ExecutionResult) ([]int64, error)

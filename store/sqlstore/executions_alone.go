@@ -17,8 +17,10 @@ import (
 // and its finished runs may wait in its result writer a moment before they leave the table.
 // A job in limits is counted instead: its runs for other owners and the fires claimed in this
 // call may number up to its limit (o's own runs are the caller's to subtract, as its tracker
-// knows them, finished or not, better than this table).
-func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, limits map[int64]int, firedAt int64) (won, busy []int64, err error) {
+// knows them, finished or not, better than this table). The runs of a job in anyOwner count
+// whoever holds them, o included: its runs are on executors, which o's tracker forgets once
+// they are handed over (the caller then leaves them out of its limits too).
+func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner, ids []int64, limits map[int64]int, anyOwner map[int64]bool, firedAt int64) (won, busy []int64, err error) {
 	owned, ownedArgs := ownedBy(o)
 	err = e.inTx(ctx, func(e *executor) error {
 		won, busy = nil, nil
@@ -44,8 +46,7 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner
 		if len(jobIDs) == 0 {
 			return nil
 		}
-		elsewhere := map[int64]bool{}
-		runs := map[int64]int{} // running executions of the jobs for other owners
+		runs := map[int64]int{} // running executions of the jobs that count against their fires
 		for _, c := range chunks(len(jobIDs)) {
 			in, args := inList(jobIDs[c[0]:c[1]])
 			// Locked in id order, so two claimers never wait on each other crosswise. A deleted
@@ -54,22 +55,27 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner
 				return err
 			}
 			// Read after the locks (each statement sees what committed before it, under read
-			// committed): a claim of another node that held them is visible here.
-			running, err := scanInt64s(e.query(ctx, "SELECT DISTINCT job_id FROM executions_live WHERE job_id IN "+in+
-				" AND state = 'running' AND NOT ("+owned+")", append(args, ownedArgs...)...))
+			// committed): a claim of another node that held them is visible here. One
+			// statement counts each job's runs and, of them, o's own.
+			rows, err := e.query(ctx, "SELECT job_id, COUNT(*), SUM(CASE WHEN "+owned+" THEN 1 ELSE 0 END) FROM executions_live"+
+				" WHERE job_id IN "+in+" AND state = 'running' GROUP BY job_id", append(append([]any{}, ownedArgs...), args...)...)
 			if err != nil {
 				return err
 			}
-			for _, j := range running {
-				elsewhere[j] = true
+			for rows.Next() {
+				var job, all, own int64
+				if err := rows.Scan(&job, &all, &own); err != nil {
+					rows.Close()
+					return err
+				}
+				if !anyOwner[job] {
+					all -= own
+				}
+				runs[job] = int(all)
 			}
-			counts, err := scanPairs(e.query(ctx, "SELECT job_id, COUNT(*) FROM executions_live WHERE job_id IN "+in+
-				" AND state = 'running' AND NOT ("+owned+") GROUP BY job_id", append(args, ownedArgs...)...))
-			if err != nil {
+			rows.Close()
+			if err := rows.Err(); err != nil {
 				return err
-			}
-			for _, p := range counts {
-				runs[p[0]] = int(p[1])
 			}
 		}
 		var claim []int64
@@ -81,7 +87,7 @@ func (e *executor) ExecutionsMarkRunningAlone(ctx context.Context, o store.Owner
 			case !ok: // not acquired by node: lost to another node, as for ExecutionsMarkRunning
 			case limited && runs[job]+taken[job] >= limit:
 				busy = append(busy, id)
-			case !limited && (elsewhere[job] || taken[job] > 0):
+			case !limited && (runs[job] > 0 || taken[job] > 0):
 				busy = append(busy, id)
 			default:
 				taken[job]++

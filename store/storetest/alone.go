@@ -23,22 +23,33 @@ func testMarkRunningAlone(t *testing.T, s store.Store) {
 	}
 	a1, a2, b1 := acquired("n1", j1.ID, 100), acquired("n1", j1.ID, 200), acquired("n1", j2.ID, 100)
 	other := acquired("n2", j1.ID, 300)
-	won, busy := get2(s.ExecutionsMarkRunningAlone(ctx, life("n1"), []int64{a1.ID, a2.ID, b1.ID, other.ID}, nil, 100))
+	won, busy := get2(s.ExecutionsMarkRunningAlone(ctx, life("n1"), []int64{a1.ID, a2.ID, b1.ID, other.ID}, nil, nil, 100))
 	sameIDs(t, "first of each job wins", won.ok(t), []int64{a1.ID, b1.ID})
 	sameIDs(t, "second fire of a job waits", busy, []int64{a2.ID})
 
 	// n1 runs j1: n2 may not start it, n1 may start its next one (its own tracker's call).
-	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("n2"), []int64{other.ID}, nil, 300))
+	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("n2"), []int64{other.ID}, nil, nil, 300))
 	equal(t, "started beside another node's run", len(won.ok(t)), 0)
 	sameIDs(t, "busy beside another node's run", busy, []int64{other.ID})
 	equal(t, "still acquired", get(s.ExecutionGet(ctx, other.ID)).ok(t).State, store.ExecAcquired)
-	won, _ = get2(s.ExecutionsMarkRunningAlone(ctx, life("n1"), []int64{a2.ID}, nil, 200))
+	// Unless the job's runs count whoever holds them (a remote job's): then n1's own run
+	// holds its next fire back too, under the at_most count as well.
+	for _, limits := range []map[int64]int{nil, {j1.ID: 1}} {
+		won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("n1"), []int64{a2.ID}, limits, map[int64]bool{j1.ID: true}, 200))
+		equal(t, fmt.Sprintf("started beside the node's own run counted (limits %v)", limits), len(won.ok(t)), 0)
+		sameIDs(t, "busy beside the node's own run counted", busy, []int64{a2.ID})
+	}
+	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("n1"), []int64{a2.ID}, map[int64]int{j1.ID: 2}, map[int64]bool{j1.ID: true}, 200))
+	sameIDs(t, "at_most 2 beside the node's own run counted", won.ok(t), []int64{a2.ID})
+	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: a2.ID, State: store.ExecSucceeded, FinishedAt: 210}})).ok(t)
+	a2 = acquired("n1", j1.ID, 220)
+	won, _ = get2(s.ExecutionsMarkRunningAlone(ctx, life("n1"), []int64{a2.ID}, nil, nil, 200))
 	sameIDs(t, "the node's own run does not count", won.ok(t), []int64{a2.ID})
 
 	// Once n1's runs of j1 end, n2 starts.
 	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: a1.ID, State: store.ExecSucceeded, FinishedAt: 250},
 		{ID: a2.ID, State: store.ExecSucceeded, FinishedAt: 250}})).ok(t)
-	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("n2"), []int64{other.ID}, nil, 300))
+	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("n2"), []int64{other.ID}, nil, nil, 300))
 	sameIDs(t, "started after the other node's run", won.ok(t), []int64{other.ID})
 	equal(t, "busy after the other node's run", len(busy), 0)
 
@@ -55,7 +66,7 @@ func testMarkRunningAlone(t *testing.T, s store.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			won, _, err := s.ExecutionsMarkRunningAlone(ctx, life(fmt.Sprintf("r%d", i)), []int64{x.ID}, nil, 1000)
+			won, _, err := s.ExecutionsMarkRunningAlone(ctx, life(fmt.Sprintf("r%d", i)), []int64{x.ID}, nil, nil, 1000)
 			if err != nil {
 				t.Errorf("racing claim: %v", err)
 			}
@@ -96,7 +107,7 @@ func testMarkRunningLimited(t *testing.T, s store.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			won, busy, err := s.ExecutionsMarkRunningAlone(ctx, life(fmt.Sprintf("r%d", i)), []int64{x.ID}, limits, 1000)
+			won, busy, err := s.ExecutionsMarkRunningAlone(ctx, life(fmt.Sprintf("r%d", i)), []int64{x.ID}, limits, nil, 1000)
 			if err != nil {
 				t.Errorf("racing claim: %v", err)
 			}
@@ -116,10 +127,10 @@ func testMarkRunningLimited(t *testing.T, s store.Store) {
 		t.Fatalf("both racing winners are %s", mine)
 	}
 	own := acquired(mine, 2000)
-	won, busy := get2(s.ExecutionsMarkRunningAlone(ctx, life(mine), []int64{own.ID}, map[int64]int{j.ID: 1}, 2000))
+	won, busy := get2(s.ExecutionsMarkRunningAlone(ctx, life(mine), []int64{own.ID}, map[int64]int{j.ID: 1}, nil, 2000))
 	equal(t, "started beside another node's run with room 1", len(won.ok(t)), 0)
 	sameIDs(t, "busy beside another node's run", busy, []int64{own.ID})
-	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life(mine), []int64{own.ID}, map[int64]int{j.ID: 2}, 2000))
+	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life(mine), []int64{own.ID}, map[int64]int{j.ID: 2}, nil, 2000))
 	sameIDs(t, "started with room 2 beside one other run", won.ok(t), []int64{own.ID})
 	equal(t, "busy with room", len(busy), 0)
 
@@ -127,7 +138,7 @@ func testMarkRunningLimited(t *testing.T, s store.Store) {
 	get(s.ExecutionsComplete(ctx, []store.ExecutionResult{{ID: started[0], State: store.ExecSucceeded, FinishedAt: 2002},
 		{ID: started[1], State: store.ExecSucceeded, FinishedAt: 2002}, {ID: own.ID, State: store.ExecSucceeded, FinishedAt: 2002}})).ok(t)
 	a, b, c := acquired("r9", 3000), acquired("r9", 3001), acquired("r9", 3002)
-	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("r9"), []int64{a.ID, b.ID, c.ID}, limits, 3002))
+	won, busy = get2(s.ExecutionsMarkRunningAlone(ctx, life("r9"), []int64{a.ID, b.ID, c.ID}, limits, nil, 3002))
 	sameIDs(t, "one call fills the room", won.ok(t), []int64{a.ID, b.ID})
 	sameIDs(t, "one call past the room", busy, []int64{c.ID})
 }
