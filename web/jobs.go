@@ -131,11 +131,17 @@ type fireTimes struct {
 const jobFiresShown = 5
 
 // jobFires is the job list's "next fire times" of one job, fetched when a row asks: the
-// next fires of each of its waiting triggers.
+// next fires of each of its waiting triggers. With ?after= (the job page's "Fires after")
+// it is each trigger's times strictly after that instant whatever its state, as
+// `sundial trigger next --after` lists them, to set beside Quartz's listing of the same trigger.
 func (c *Console) jobFires(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathInt(r, "id")
 	if err != nil {
 		return err
+	}
+	after, err := api.ParseTime("after", strings.TrimSpace(r.URL.Query().Get("after")))
+	if err != nil {
+		return errBadRequest(err.Error())
 	}
 	page, err := c.ops().ListJobTriggers.Execute(r.Context(), &server.JobTriggers{JobID: id, Limit: 100})
 	if err != nil {
@@ -143,10 +149,10 @@ func (c *Console) jobFires(w http.ResponseWriter, r *http.Request) error {
 	}
 	var out []fireTimes
 	for _, t := range page.Triggers {
-		if t.State != store.TriggerWaiting {
+		if t.State != store.TriggerWaiting && after.IsZero() {
 			continue
 		}
-		next, err := c.ops().TriggerNext.Execute(r.Context(), &server.TriggerNextQuery{ID: t.ID, N: jobFiresShown})
+		next, err := c.ops().TriggerNext.Execute(r.Context(), &server.TriggerNextQuery{ID: t.ID, N: jobFiresShown, After: after})
 		if err != nil {
 			return err
 		}

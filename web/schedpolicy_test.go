@@ -82,3 +82,26 @@ func TestTriggerZonesInConsole(t *testing.T) {
 		`Sun 2026-03-29 01:30:00 GMT <span class="zone">Africa/Abidjan</span>`,
 		`Mon 2026-03-30 01:30:00 BST <span class="zone">Europe/London</span>`)
 }
+
+// TestJobFiresAfterInConsole: the job page lists a stored trigger's times after a given
+// instant (as `sundial trigger next --after` does), exact and strictly after it, for a paused
+// trigger too; a bad instant is a 400 naming `after`.
+func TestJobFiresAfterInConsole(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	c := h.client()
+	csrf := c.login()
+	id := jobIDFrom(t, c.createJob(csrf, url.Values{"name": {"night"}, "triggers[0].cron": {"0 30 2 * * ?"},
+		"triggers[0].time_zone": {"America/New_York"}}))
+	c.get(fmt.Sprintf("/jobs/%d", id)).mustContain(t, `hx-get="/jobs/`+fmt.Sprint(id)+`/fires"`, `id="fires-after" name="after"`)
+	// 2030-03-10 is New York's spring-forward day: 02:30 does not exist, and Quartz skips it.
+	// 02:30 EST is 07:30 UTC, 02:30 EDT 06:30 UTC.
+	want := []string{`datetime="2030-03-09T07:30:00Z"`, `datetime="2030-03-11T06:30:00Z"`, `datetime="2030-03-12T06:30:00Z"`}
+	c.get(fmt.Sprintf("/jobs/%d/fires?after=2030-03-08T02:30:00-05:00", id)).mustStatus(t, http.StatusOK).mustContain(t, want...)
+	c.post(fmt.Sprintf("/jobs/%d/pause", id), csrf, url.Values{}).mustStatus(t, http.StatusSeeOther)
+	c.get(fmt.Sprintf("/jobs/%d/fires", id)).mustContain(t, "No trigger waits to fire.")
+	p := c.get(fmt.Sprintf("/jobs/%d/fires?after=2030-03-08T02:30:00-05:00", id)).mustStatus(t, http.StatusOK).mustContain(t, want...)
+	if strings.Contains(p.body, `datetime="2030-03-08T07:30:00Z"`) || strings.Contains(p.body, `datetime="2030-03-10`) {
+		t.Errorf("the instant itself is listed; want only the times strictly after it:\n%s", p.body)
+	}
+	c.get(fmt.Sprintf("/jobs/%d/fires?after=tomorrow", id)).mustStatus(t, http.StatusBadRequest).mustContain(t, "after")
+}

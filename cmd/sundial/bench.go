@@ -41,8 +41,20 @@ func (b *benchFlags) register(cmd *cobra.Command) {
 	f.TextVar(&b.logLevel, "log-level", slog.LevelWarn, "engine log level (debug, info, warn, error), on standard error")
 }
 
-// run prepares the store and profile, runs the scenario and prints its results.
+// run prepares the store and profile, runs the scenario and prints its results, one a line.
 func (b *benchFlags) run(cmd *cobra.Command, scenario func(ctx context.Context, opts bench.Options) ([]bench.Result, error)) error {
+	return runScenario(b, cmd, scenario, func(rs []bench.Result, _ error) bool { return len(rs) > 0 },
+		func(w io.Writer, rs []bench.Result) {
+			for _, r := range rs {
+				fmt.Fprintln(w, r)
+			}
+		})
+}
+
+// runScenario prepares the store and profile, runs the scenario and prints what it measured
+// when shown says there is something to show: as JSON (-o json) or with table.
+func runScenario[R any](b *benchFlags, cmd *cobra.Command, scenario func(ctx context.Context, opts bench.Options) (R, error),
+	shown func(R, error) bool, table func(io.Writer, R)) error {
 	if b.output != "table" && b.output != "json" {
 		return usageErrorf("-o %q: want table or json", b.output)
 	}
@@ -71,11 +83,18 @@ func (b *benchFlags) run(cmd *cobra.Command, scenario func(ctx context.Context, 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	results, err := scenario(cmd.Context(), b.opts)
-	if len(results) > 0 {
-		if werr := b.print(cmd.OutOrStdout(), results); werr != nil {
+	r, err := scenario(cmd.Context(), b.opts)
+	if !shown(r, err) {
+		return err
+	}
+	if b.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if werr := enc.Encode(r); werr != nil {
 			return werr
 		}
+	} else {
+		table(cmd.OutOrStdout(), r)
 	}
 	return err
 }
@@ -128,18 +147,6 @@ func newBenchNodeCmd(b *benchFlags) *cobra.Command {
 	cmd.Flags().StringVar(&spec.Out, "out", "", "write the fires run to this file")
 	cmd.Flags().StringVar(&spec.Stats, "stats", "", "write the start time, counter samples and peak memory to this file")
 	return cmd
-}
-
-func (b *benchFlags) print(w io.Writer, results []bench.Result) error {
-	if b.output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
-	}
-	for _, r := range results {
-		fmt.Fprintln(w, r)
-	}
-	return nil
 }
 
 func newBenchCmd() *cobra.Command {
@@ -434,26 +441,14 @@ On PostgreSQL it also prints the plans that show which partitions a statement re
 					return err
 				}
 			}
-			if b.output != "table" && b.output != "json" {
-				return usageErrorf("-o %q: want table or json", b.output)
-			}
 			if b.db == "" {
 				return usageErrorf("--db is required: the history scenario loads millions of rows into it")
 			}
-			opts := b.opts
-			opts.DSN = b.db
-			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
-			r, err := bench.History(cmd.Context(), opts, cfg)
-			if b.output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if werr := enc.Encode(r); werr != nil {
-					return werr
-				}
-			} else {
-				fmt.Fprint(cmd.OutOrStdout(), r)
-			}
-			return err
+			// What was measured before an error is printed too: a load of millions of rows
+			// that fails late still says how far it got.
+			return runScenario(b, cmd, func(ctx context.Context, opts bench.Options) (bench.HistoryResult, error) {
+				return bench.History(ctx, opts, cfg)
+			}, func(bench.HistoryResult, error) bool { return true }, func(w io.Writer, r bench.HistoryResult) { fmt.Fprint(w, r) })
 		},
 	}
 	f := cmd.Flags()
@@ -479,29 +474,9 @@ func newBenchMapCmd(b *benchFlags) *cobra.Command {
 			if cfg.Subtasks < 1 || cfg.Executors < 1 {
 				return usageErrorf("--subtasks %d --executors %d: both must be at least 1", cfg.Subtasks, cfg.Executors)
 			}
-			if b.output != "table" && b.output != "json" {
-				return usageErrorf("-o %q: want table or json", b.output)
-			}
-			opts := b.opts
-			opts.DSN = b.db
-			if opts.DSN == "" {
-				dir, err := os.MkdirTemp("", "sundial-bench")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				opts.DSN = filepath.Join(dir, "bench.db")
-			}
-			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: b.logLevel}))
-			r, err := bench.Map(cmd.Context(), opts, cfg)
-			if err != nil {
-				return err
-			}
-			if b.output == "json" {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), r)
-			return nil
+			return runScenario(b, cmd, func(ctx context.Context, opts bench.Options) (bench.MapResult, error) {
+				return bench.Map(ctx, opts, cfg)
+			}, func(_ bench.MapResult, err error) bool { return err == nil }, func(w io.Writer, r bench.MapResult) { fmt.Fprintln(w, r) })
 		},
 	}
 	f := cmd.Flags()

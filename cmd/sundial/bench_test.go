@@ -198,3 +198,29 @@ func TestBenchHistoryBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchMap runs `sundial bench map` tiny on its default SQLite store, in both outputs:
+// every sub-task ran once and the reduce saw them all.
+func TestBenchMap(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "bench", "map", "--subtasks", "40", "--executors", "2", "--map-batch", "7", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r bench.MapResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	if r.Subtasks != 40 || r.Executors != 2 || r.Reduced != 40 || r.Duplicates != 0 || r.Missing != 0 {
+		t.Errorf("%s: want 40 sub-tasks over 2 executors, 40 reduced, none duplicated or missing", r)
+	}
+	code, out, errOut = runCLI(t, "", "bench", "map", "--subtasks", "10", "--executors", "1")
+	if code != 0 || !strings.HasPrefix(out, "map: 10 sub-tasks over 1 executors") || strings.Count(out, "\n") != 1 {
+		t.Errorf("table: exit %d, stdout %q, stderr %s: want one line for 10 sub-tasks", code, out, errOut)
+	}
+	for _, args := range [][]string{{"--subtasks", "0"}, {"--executors", "0"}, {"-o", "yaml"}} {
+		code, _, errOut := runCLI(t, "", append([]string{"bench", "map"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, args[0]) {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and a message naming %s", args, code, errOut, args[0])
+		}
+	}
+}

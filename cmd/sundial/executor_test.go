@@ -106,19 +106,23 @@ func TestExecutorCmdHTTPHandler(t *testing.T) {
 		fmt.Fprintf(w, "trigger=%s scheduled=%s fired=%s key=%s attempt=%s\n", r.Header.Get("Sundial-Trigger-Id"),
 			r.Header.Get("Sundial-Scheduled-At"), r.Header.Get("Sundial-Fired-At"), r.Header.Get("Idempotency-Key"),
 			r.Header.Get("Sundial-Attempt"))
+		fmt.Fprintf(w, "interval=%s..%s backfill=%s zone=%s\n", r.Header.Get("Sundial-Interval-Start"), r.Header.Get("Sundial-Interval-End"),
+			r.Header.Get("Sundial-Backfill-Id"), r.Header.Get("Sundial-Fire-Zone"))
 	}))
 	defer target.Close()
 	peer, addr := startExecutorCmd(t, false)
 
 	params := fmt.Sprintf(`{"method":"POST","url":%q,"headers":{"X-Job":"nightly"},"body":"hi"}`, target.URL+"/ok")
 	res := runOn(t, peer, addr, wire.RunRequest{ExecutionID: 1, JobID: 1, Handler: "http", Params: params,
-		TriggerID: 5, ScheduledAt: 1732230000000, FiredAt: 1732230000042, Attempt: 1, IdempotencyKey: "j1-t5-1732230000000-s0"})
+		TriggerID: 5, ScheduledAt: 1732230000000, FiredAt: 1732230000042, Attempt: 1, IdempotencyKey: "j1-t5-1732230000000-s0",
+		IntervalStart: 1732226400000, IntervalEnd: 1732230000000, BackfillID: 4, FireZone: "Asia/Tokyo"})
 	if res.State != wire.StateSucceeded {
 		t.Errorf("2xx: %+v", res)
 	}
 	out := peer.Output(1)
 	for _, want := range []string{"200 OK", "method=POST header=nightly", "body=hi",
-		"trigger=5 scheduled=2024-11-21T23:00:00.000Z fired=2024-11-21T23:00:00.042Z key=j1-t5-1732230000000-s0 attempt=1"} {
+		"trigger=5 scheduled=2024-11-21T23:00:00.000Z fired=2024-11-21T23:00:00.042Z key=j1-t5-1732230000000-s0 attempt=1",
+		"interval=2024-11-21T22:00:00.000Z..2024-11-21T23:00:00.000Z backfill=4 zone=Asia/Tokyo"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output %q: want %q", out, want)
 		}

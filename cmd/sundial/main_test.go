@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -102,6 +103,34 @@ func TestScheduleNextBatch(t *testing.T) {
 		"> cron UTC 1704067200000 2 0 0 * * * *\nERROR "
 	if !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "END 0\n") {
 		t.Errorf("batch output:\n%s\nwant it to start with\n%s", out, want)
+	}
+}
+
+// TestScheduleCompareDailyEnd runs the command path on Quartz's 600 misfired daily-time-interval
+// triggers with an end time (../shared/quartz-oracle/corpus-daily-end.txt, copied to testdata):
+// `schedule next --batch` answers every case of the corpus (to its END line), and `schedule compare` finds each
+// answer Quartz's, with no divergence named for this family.
+func TestScheduleCompareDailyEnd(t *testing.T) {
+	const testdata = "../../schedule/testdata/"
+	corpus, err := os.ReadFile(testdata + "daily-end-corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, string(corpus), "schedule", "next", "--batch")
+	cases, answers := 0, 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "> ") {
+			cases++
+		} else if strings.HasPrefix(l, "END ") {
+			answers++
+		}
+	}
+	if code != 0 || cases != 600 || answers != 600 {
+		t.Fatalf("exit %d, %d cases, %d answers, stderr %s: want 600 cases each answered to its END", code, cases, answers, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "schedule", "compare", testdata+"daily-end-expected.txt", "--divergences", testdata+"divergences.txt")
+	if code != 0 || !strings.HasSuffix(out, "600 cases: 600 answered as Quartz did, 0 named divergences, 0 other differences\n") {
+		t.Errorf("exit %d, stdout\n%s\nstderr %s\nwant all 600 answered as Quartz did", code, out, errOut)
 	}
 }
 

@@ -144,49 +144,22 @@ func (c *cluster) scaleRun(ctx context.Context, cfg ScaleConfig, rep *ScaleRepor
 	if err != nil {
 		return res, err
 	}
-	t0 := time.Now().Add(2 * time.Second).Truncate(time.Second)
-	first := func(i int) time.Time { return t0.Add(time.Duration(i) * cfg.Interval / time.Duration(len(ids))) }
-	if err := c.release(ctx, ids, first); err != nil {
+	load, err := c.releaseSpread(ctx, ids, cfg.Interval, time.Now().Add(2*time.Second).Truncate(time.Second))
+	if err != nil {
 		node.stop()
 		return res, err
 	}
-	from, to := t0.Add(cfg.Warmup), t0.Add(cfg.Warmup+cfg.Duration)
-	sleepUntil(ctx, from)
-	node.sample(from)
-	sleepUntil(ctx, to)
-	node.sample(to)
-	sleepUntil(ctx, to.Add(2*time.Second)) // grace for fires due at the window's end
+	from, to := load.t0.Add(cfg.Warmup), load.t0.Add(cfg.Warmup+cfg.Duration)
+	if err := window(ctx, from, to, node.sample); err != nil {
+		node.stop()
+		return res, err
+	}
 	fires, misfires, err := node.stop()
 	res.Misfires = misfires
 	if err != nil {
 		return res, err
 	}
-	started := 0
-	for _, f := range fires {
-		if s := time.Unix(0, f.startedAt); !s.Before(from) && s.Before(to) {
-			started++
-		}
-	}
-	res.Fires, res.Achieved = started, float64(started)/cfg.Duration.Seconds()
-	latenessOf(&res, fires, from, to)
-	var seen map[[2]int64]bool
-	res.Duplicates, seen = duplicatesOf(fires)
-	last := map[int64]int64{}
-	for _, f := range fires {
-		last[f.trigger] = max(last[f.trigger], f.scheduledAt)
-	}
-	for i, id := range ids {
-		for at := first(i); at.Before(to); at = at.Add(cfg.Interval) {
-			if at.Before(from) || seen[[2]int64{id, at.UnixMilli()}] {
-				continue
-			}
-			if at.UnixMilli() < last[id] {
-				res.Missing++
-			} else {
-				res.Unfired++
-			}
-		}
-	}
+	started := load.tally(&res, fires, from, to, cfg.Duration)
 	a, b := node.window()
 	costs(&res, started, sqlstore.Stats{Statements: a.statements, Transactions: a.transactions},
 		sqlstore.Stats{Statements: b.statements, Transactions: b.transactions}, b.cpu-a.cpu)

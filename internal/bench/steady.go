@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/schedule"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // SteadyConfig is the steady scenario: Triggers simple triggers, each firing every Interval,
@@ -39,12 +40,11 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 	}
 	defer c.stores[0].JobDelete(context.Background(), job.ID)
 	res.InsertRate = rate
-	t0 := firstFireAt(len(ids), rate)
-	first := func(i int) time.Time { return t0.Add(time.Duration(i) * cfg.Interval / time.Duration(len(ids))) }
-	if err := c.release(ctx, ids, first); err != nil {
+	load, err := c.releaseSpread(ctx, ids, cfg.Interval, firstFireAt(len(ids), rate))
+	if err != nil {
 		return res, err
 	}
-	from, to := t0.Add(cfg.Warmup), t0.Add(cfg.Warmup+cfg.Duration)
+	from, to := load.t0.Add(cfg.Warmup), load.t0.Add(cfg.Warmup+cfg.Duration)
 	if err := c.spawn(ctx, to.Add(2*time.Second)); err != nil {
 		return res, err
 	}
@@ -52,18 +52,20 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 		c.stop()
 		return res, err
 	}
-	c.lateStart(t0)
-	if !sleepUntil(ctx, from) {
+	c.lateStart(load.t0)
+	var statsFrom, statsTo sqlstore.Stats
+	var cpuFrom, cpuTo usage
+	var firesFrom, firesTo int
+	if err := window(ctx, from, to, func(at time.Time) {
+		if at.Equal(from) {
+			statsFrom, cpuFrom, firesFrom = c.storeStats(), sampleUsage(), c.rec.count()
+		} else {
+			statsTo, cpuTo, firesTo = c.storeStats(), sampleUsage(), c.rec.count()
+		}
+	}); err != nil {
 		c.stop()
-		return res, ctx.Err()
+		return res, err
 	}
-	statsFrom, cpuFrom, firesFrom := c.storeStats(), sampleUsage(), c.rec.count()
-	if !sleepUntil(ctx, to) {
-		c.stop()
-		return res, ctx.Err()
-	}
-	statsTo, cpuTo, firesTo := c.storeStats(), sampleUsage(), c.rec.count()
-	sleepUntil(ctx, to.Add(2*time.Second)) // grace for fires due at the window's end
 	misfires, err := c.stop()
 	res.Misfires = misfires
 	if reapErr := c.reap(); reapErr != nil {
@@ -80,26 +82,64 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 
 	c.rec.mu.Lock()
 	defer c.rec.mu.Unlock()
-	fires := c.rec.fires
+	load.tally(&res, c.rec.fires, from, to, cfg.Duration)
+	costs(&res, firesTo-firesFrom, statsFrom, statsTo, cpuTo.cpu-cpuFrom.cpu)
+	return res, err
+}
+
+// spread is the steady load's triggers: trigger i of n is first due at t0 + i·interval/n,
+// then every interval.
+type spread struct {
+	ids      []int64
+	t0       time.Time
+	interval time.Duration
+}
+
+func (s spread) first(i int) time.Time {
+	return s.t0.Add(time.Duration(i) * s.interval / time.Duration(len(s.ids)))
+}
+
+// releaseSpread makes the inserted triggers ids due, spread over the interval from t0.
+func (c *cluster) releaseSpread(ctx context.Context, ids []int64, interval time.Duration, t0 time.Time) (spread, error) {
+	s := spread{ids: ids, t0: t0, interval: interval}
+	return s, c.release(ctx, ids, s.first)
+}
+
+// window waits out the measuring window [from, to), sampling at its start and its end,
+// then a grace for the fires due at its end. It returns ctx's error if ctx ends first.
+func window(ctx context.Context, from, to time.Time, sample func(at time.Time)) error {
+	for _, at := range []time.Time{from, to} {
+		if !sleepUntil(ctx, at) {
+			return ctx.Err()
+		}
+		sample(at)
+	}
+	sleepUntil(ctx, to.Add(2*time.Second))
+	return nil
+}
+
+// tally counts the load's fires of the window [from, to) of length d into res: those
+// started, their lateness, duplicates, and the window's fires that did not run. Such a fire
+// is missing when a later fire of its trigger ran (a hole: the fire was lost), and unfired
+// when none did (the node was behind when the run stopped: the fire was still due, and a
+// trigger fires in order). It returns the fires started.
+func (s spread) tally(res *Result, fires []fire, from, to time.Time, d time.Duration) int {
 	started := 0
 	for _, f := range fires {
-		if s := time.Unix(0, f.startedAt); !s.Before(from) && s.Before(to) {
+		if at := time.Unix(0, f.startedAt); !at.Before(from) && at.Before(to) {
 			started++
 		}
 	}
-	res.Fires, res.Achieved = started, float64(started)/cfg.Duration.Seconds()
-	latenessOf(&res, fires, from, to)
+	res.Fires, res.Achieved = started, float64(started)/d.Seconds()
+	latenessOf(res, fires, from, to)
 	var seen map[[2]int64]bool
 	res.Duplicates, seen = duplicatesOf(fires)
-	// A fire of the window that did not run is missing when a later fire of its trigger ran
-	// (a hole: the fire was lost), and unfired when none did (the node was behind when the
-	// run stopped: the fire was still due, and a trigger fires in order).
 	last := map[int64]int64{}
 	for _, f := range fires {
 		last[f.trigger] = max(last[f.trigger], f.scheduledAt)
 	}
-	for i, id := range ids {
-		for at := first(i); at.Before(to); at = at.Add(cfg.Interval) {
+	for i, id := range s.ids {
+		for at := s.first(i); at.Before(to); at = at.Add(s.interval) {
 			if at.Before(from) || seen[[2]int64{id, at.UnixMilli()}] {
 				continue
 			}
@@ -110,8 +150,7 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 			}
 		}
 	}
-	costs(&res, firesTo-firesFrom, statsFrom, statsTo, cpuTo.cpu-cpuFrom.cpu)
-	return res, err
+	return started
 }
 
 // sleepUntil waits until t or until ctx ends; it reports whether t was reached.

@@ -119,50 +119,77 @@ func (e *executor) SubtasksMap(ctx context.Context, m *store.SubtaskMap, ts []*s
 	return inserted, nil
 }
 
-// SubtasksClaim locks pending rows skipping those another claim holds, so runners on many
-// nodes never wait on each other.
+// skipClaim is a claim of rows by state: those matching where (from table, with the
+// rows' state and handler in it) move from state from to state to under owner, with set
+// for any further columns and stamp given the database clock.
+type skipClaim struct {
+	table, from, key, cols string
+	where                  string
+	whereArgs              []any
+	set, stamp             string
+	fromState, toState     string
+	owner                  string
+	limit                  int
+}
+
+// claimSkipLocked locks the claimable rows skipping those another claim holds, so claimers
+// on many nodes never wait on each other, moves them and reads them back ordered by key.
+// PostgreSQL does it in one statement (UPDATE ... RETURNING); MySQL has no RETURNING and
+// SQLite takes no row locks, so there the ids are selected, updated and read back by owner
+// in one transaction.
+func claimSkipLocked[T any](ctx context.Context, e *executor, c skipClaim, scan func(rowScanner) (*T, error), key func(*T) int64) ([]*T, error) {
+	var out []*T
+	err := e.inTx(ctx, func(e *executor) error {
+		sel := "SELECT " + c.key + " FROM " + c.from + " WHERE " + c.where + " ORDER BY " + c.key + " LIMIT ?" + e.d().lockSkip()
+		selArgs := append(slices.Clone(c.whereArgs), c.limit)
+		set := "UPDATE " + c.table + " SET state = ?, owner = ?, " + c.stamp + " = " + e.d().nowMillis()
+		if c.set != "" {
+			set += ", " + c.set
+		}
+		if e.d().kind == postgres {
+			rows, err := e.query(ctx, set+" WHERE "+c.key+" IN ("+sel+") RETURNING "+c.cols,
+				append([]any{c.toState, c.owner}, selArgs...)...)
+			if err != nil {
+				return err
+			}
+			if out, err = scanAll(rows, scan, c.table); err != nil {
+				return err
+			}
+			slices.SortFunc(out, func(a, b *T) int { return cmp.Compare(key(a), key(b)) })
+			return nil
+		}
+		ids, err := scanInt64s(e.query(ctx, sel, selArgs...))
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		il, iargs := inList(ids)
+		if _, err := e.exec(ctx, set+" WHERE state = ? AND "+c.key+" IN "+il,
+			append([]any{c.toState, c.owner, c.fromState}, iargs...)...); err != nil {
+			return err
+		}
+		rows, err := e.query(ctx, "SELECT "+c.cols+" FROM "+c.table+" WHERE state = ? AND owner = ? AND "+c.key+" IN "+il+" ORDER BY "+c.key,
+			append([]any{c.toState, c.owner}, iargs...)...)
+		if err != nil {
+			return err
+		}
+		out, err = scanAll(rows, scan, c.table)
+		return err
+	})
+	return out, err
+}
+
+// SubtasksClaim claims pending sub-tasks of the given handlers, each claim an attempt.
 func (e *executor) SubtasksClaim(ctx context.Context, owner string, handlers []string, limit int) ([]*store.Subtask, error) {
 	if len(handlers) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	var out []*store.Subtask
-	err := e.inTx(ctx, func(e *executor) error {
-		hl, hargs := inList(handlers)
-		if e.d().kind == postgres {
-			// One statement: the rows locked (skipping those another claim holds) are moved.
-			rows, err := e.query(ctx, "UPDATE subtasks SET state = ?, attempt = attempt + 1, owner = ?, claimed_at = "+e.d().nowMillis()+
-				" WHERE id IN (SELECT id FROM subtasks WHERE state = ? AND handler IN "+hl+" ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)"+
-				" RETURNING "+subtaskCols,
-				append(append([]any{store.SubtaskRunning, owner, store.SubtaskPending}, hargs...), limit)...)
-			if err != nil {
-				return err
-			}
-			out, err = scanAll(rows, scanSubtask, "sub-tasks")
-			slices.SortFunc(out, func(a, b *store.Subtask) int { return cmp.Compare(a.ID, b.ID) })
-			return err
-		}
-		ids, err := scanInt64s(e.query(ctx, "SELECT id FROM subtasks WHERE state = ? AND handler IN "+hl+" ORDER BY id LIMIT ?"+e.d().lockSkip(),
-			append(append([]any{store.SubtaskPending}, hargs...), limit)...))
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		now, err := e.DBNow(ctx)
-		if err != nil {
-			return err
-		}
-		il, iargs := inList(ids)
-		if _, err := e.exec(ctx, "UPDATE subtasks SET state = ?, attempt = attempt + 1, owner = ?, claimed_at = ? WHERE state = ? AND id IN "+il,
-			append([]any{store.SubtaskRunning, owner, now, store.SubtaskPending}, iargs...)...); err != nil {
-			return err
-		}
-		rows, err := e.query(ctx, "SELECT "+subtaskCols+" FROM subtasks WHERE state = ? AND owner = ? AND id IN "+il+" ORDER BY id",
-			append([]any{store.SubtaskRunning, owner}, iargs...)...)
-		if err != nil {
-			return err
-		}
-		out, err = scanAll(rows, scanSubtask, "sub-tasks")
-		return err
-	})
+	hl, hargs := inList(handlers)
+	out, err := claimSkipLocked(ctx, e, skipClaim{
+		table: "subtasks", from: "subtasks", key: "id", cols: subtaskCols,
+		where: "state = ? AND handler IN " + hl, whereArgs: append([]any{store.SubtaskPending}, hargs...),
+		set: "attempt = attempt + 1", stamp: "claimed_at",
+		fromState: store.SubtaskPending, toState: store.SubtaskRunning, owner: owner, limit: limit,
+	}, scanSubtask, func(s *store.Subtask) int64 { return s.ID })
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: claim sub-tasks of %v for %s: %w", handlers, owner, err)
 	}
@@ -273,37 +300,20 @@ func (e *executor) SubtasksRelease(ctx context.Context, owners []string) (int64,
 	return n, nil
 }
 
+// SubtaskMapsClaimReady claims waiting maps none of whose sub-tasks is left to run, to reduce.
 func (e *executor) SubtaskMapsClaimReady(ctx context.Context, owner string, handlers []string, limit int) ([]*store.SubtaskMap, error) {
 	if len(handlers) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	var out []*store.SubtaskMap
-	err := e.inTx(ctx, func(e *executor) error {
-		hl, hargs := inList(handlers)
-		ids, err := scanInt64s(e.query(ctx, "SELECT execution_id FROM subtask_maps m WHERE state = ? AND handler IN "+hl+
-			" AND NOT EXISTS (SELECT 1 FROM subtasks s WHERE s.execution_id = m.execution_id AND s.state IN (?, ?))"+
-			" ORDER BY execution_id LIMIT ?"+e.d().lockSkip(),
-			append(append([]any{store.MapWaiting}, hargs...), store.SubtaskPending, store.SubtaskRunning, limit)...))
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		now, err := e.DBNow(ctx)
-		if err != nil {
-			return err
-		}
-		il, iargs := inList(ids)
-		if _, err := e.exec(ctx, "UPDATE subtask_maps SET state = ?, owner = ?, updated_at = ? WHERE state = ? AND execution_id IN "+il,
-			append([]any{store.MapReducing, owner, now, store.MapWaiting}, iargs...)...); err != nil {
-			return err
-		}
-		rows, err := e.query(ctx, "SELECT "+subtaskMapCols+" FROM subtask_maps WHERE state = ? AND owner = ? AND execution_id IN "+il+" ORDER BY execution_id",
-			append([]any{store.MapReducing, owner}, iargs...)...)
-		if err != nil {
-			return err
-		}
-		out, err = scanAll(rows, scanSubtaskMap, "maps")
-		return err
-	})
+	hl, hargs := inList(handlers)
+	out, err := claimSkipLocked(ctx, e, skipClaim{
+		table: "subtask_maps", from: "subtask_maps m", key: "execution_id", cols: subtaskMapCols,
+		where: "state = ? AND handler IN " + hl +
+			" AND NOT EXISTS (SELECT 1 FROM subtasks s WHERE s.execution_id = m.execution_id AND s.state IN (?, ?))",
+		whereArgs: append(append([]any{store.MapWaiting}, hargs...), store.SubtaskPending, store.SubtaskRunning),
+		stamp:     "updated_at",
+		fromState: store.MapWaiting, toState: store.MapReducing, owner: owner, limit: limit,
+	}, scanSubtaskMap, func(m *store.SubtaskMap) int64 { return m.ExecutionID })
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: claim ready maps of %v for %s: %w", handlers, owner, err)
 	}
