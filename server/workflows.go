@@ -292,14 +292,11 @@ func (s *Server) deleteWorkflow(ctx context.Context, in *WorkflowRef) (*struct{}
 		if err != nil {
 			return err
 		}
-		n, err := q.WorkflowRunsRunning(ctx, w.ID)
-		if err != nil {
-			return err
+		err = engine.DeleteWorkflow(ctx, q, w.ID)
+		if se := (*engine.StateError)(nil); errors.As(err, &se) {
+			return conflict("%s", se.Msg)
 		}
-		if n > 0 {
-			return conflict("workflow %s has %d running runs: cancel them first", in.Name, n)
-		}
-		return q.WorkflowDelete(ctx, w.ID)
+		return err
 	})
 	if err != nil {
 		return nil, err
