@@ -79,13 +79,12 @@ func (g *runGates) timeline() []string {
 
 // overlapFixture is a one-node workflow with policy on two engines sharing a store.
 type overlapFixture struct {
-	t      *testing.T
-	st     store.Store
-	es     [2]*Engine
-	w      *store.Workflow
-	g      *runGates
-	runs   []int64
-	nstart int
+	t    *testing.T
+	st   store.Store
+	es   [2]*Engine
+	w    *store.Workflow
+	g    *runGates
+	runs []int64
 }
 
 func newOverlapFixture(t *testing.T, dialect, policy string, max int) *overlapFixture {

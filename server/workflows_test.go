@@ -361,7 +361,7 @@ func TestWorkflowOverlapAPI(t *testing.T) {
 		if first.State != "running" || second.State != "queued" || len(second.Nodes) != 0 {
 			t.Errorf("runs %s and %s (%d nodes), want running then queued without nodes", first.State, second.State, len(second.Nodes))
 		}
-		w = must(admin.UpdateWorkflow(ctx, "serial", api.WorkflowUpdate{Graph: graph, WorkflowOverlap: api.WorkflowOverlap{Concurrency: "at_most", MaxConcurrent: 3}}))(t)
+		must(admin.UpdateWorkflow(ctx, "serial", api.WorkflowUpdate{Graph: graph, WorkflowOverlap: api.WorkflowOverlap{Concurrency: "at_most", MaxConcurrent: 3}}))(t)
 		if got := must(admin.GetWorkflow(ctx, "serial"))(t); got.Concurrency != "at_most" || got.MaxConcurrent != 3 {
 			t.Errorf("after the update: %q %d, want at_most 3", got.Concurrency, got.MaxConcurrent)
 		}
