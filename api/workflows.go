@@ -16,6 +16,15 @@ type WorkflowRequest struct {
 	Description string          `json:"description,omitempty"`
 	Graph       json.RawMessage `json:"graph"`
 	Params      json.RawMessage `json:"params,omitempty"`
+	WorkflowOverlap
+}
+
+// WorkflowOverlap is a workflow's overlap policy, named as a job's (docs/policies.md,
+// "Workflow runs"): what a run does that starts while earlier runs of the workflow run.
+// Empty is allow; max_concurrent goes with at_most only.
+type WorkflowOverlap struct {
+	Concurrency   string `json:"concurrency,omitempty"`
+	MaxConcurrent int    `json:"max_concurrent,omitempty"`
 }
 
 // Workflow is a stored workflow.
@@ -25,9 +34,10 @@ type Workflow struct {
 	Description string          `json:"description,omitempty"`
 	Graph       json.RawMessage `json:"graph"`
 	Params      json.RawMessage `json:"params,omitempty"`
-	Version     int64           `json:"version"`
-	CreatedAt   Time            `json:"created_at"`
-	UpdatedAt   Time            `json:"updated_at"`
+	WorkflowOverlap
+	Version   int64 `json:"version"`
+	CreatedAt Time  `json:"created_at"`
+	UpdatedAt Time  `json:"updated_at"`
 }
 
 // WorkflowUpdate is the body of PUT /workflows/{name}: the workflow's new description, graph
@@ -37,7 +47,8 @@ type WorkflowUpdate struct {
 	Description string          `json:"description,omitempty"`
 	Graph       json.RawMessage `json:"graph"`
 	Params      json.RawMessage `json:"params,omitempty"`
-	Version     int64           `json:"version,omitempty"`
+	WorkflowOverlap
+	Version int64 `json:"version,omitempty"`
 }
 
 // WorkflowNodeMark is the body of POST /workflow-runs/{id}/nodes/{node}/mark-succeeded: the

@@ -201,7 +201,7 @@ func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (
 	if err := tx.Commit(); err != nil {
 		return false, err
 	}
-	e.signals.workflowsEnded(ended)
+	e.workflowRunsEnded(ctx, ended)
 	e.stats.Recovered.Add(released + int64(len(lost)))
 	e.signals.nodeRecovered(o.Node)
 	e.log.Warn("recovered a dead node", "dead", o.Node, "incarnation", o.Incarnation, "released", released, "lost", out.Lost, "refired", out.FollowUp)

@@ -234,23 +234,23 @@ func (e *Engine) writeCompletions(ctx context.Context, owner *store.Owner, batch
 		}
 	}
 	var ended []int64
+	var starts []started
 	if len(ends) > 0 {
 		if ended, err = e.advanceWorkflows(ctx, tx, ends, e.clock.Now()); err != nil {
 			return nil, err
 		}
 	}
 	if len(triggered) > 0 {
-		started, err := e.startTriggered(ctx, tx, triggered, e.clock.Now())
-		if err != nil {
+		if starts, err = e.startTriggered(ctx, tx, triggered, e.clock.Now()); err != nil {
 			return nil, err
 		}
-		ended = append(ended, started...)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
 	if len(ends) > 0 || len(triggered) > 0 {
-		e.signals.workflowsEnded(ended)
+		e.workflowRunsEnded(ctx, ended)
+		e.afterStart(ctx, starts)
 		e.Wake() // the nodes the workflows started
 	}
 	for _, id := range moved {

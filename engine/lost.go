@@ -64,7 +64,7 @@ func (e *Engine) loseOnExecutor(ctx context.Context, app, address string, lose f
 	if err := tx.Commit(); err != nil {
 		return LossOutcome{}, err
 	}
-	e.signals.workflowsEnded(ended)
+	e.workflowRunsEnded(ctx, ended)
 	e.stats.LostOnExecutor.Add(int64(out.Lost))
 	if out.FollowUp > 0 {
 		e.Wake()

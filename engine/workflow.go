@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/internal/backoff"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 	"github.com/sundial-scheduler/sundial/workflow"
@@ -128,57 +129,84 @@ func checkResult(r json.RawMessage) error {
 
 // StartWorkflow starts a run of the workflow now, with params (a JSON object) in place of the
 // workflow's own when not empty: the run's root nodes are created pending in the same
-// transaction. It returns the run as stored.
+// transaction, under the workflow's row lock and overlap policy (startRun). It returns the
+// run as stored, which the policy may have queued or skipped.
 func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params string, cause store.ExecutionCause) (*store.WorkflowRun, error) {
-	w, err := e.store.WorkflowGet(ctx, workflowID)
-	if err != nil {
-		return nil, err
-	}
-	g, err := ParseGraph(w.Graph)
-	if err != nil {
-		return nil, fmt.Errorf("workflow %s: %w", w.Name, err)
-	}
-	if params == "" {
-		params = w.Params
-	}
 	if _, err := ParseParams(params); err != nil {
 		return nil, err
 	}
 	// One transaction, with the audit entry the caller's context asks for (store.InTx).
-	var run *store.WorkflowRun
-	err = store.InTx(ctx, e.store, func(q store.Querier) error {
-		run, err = e.startRun(ctx, q, w, g, params, cause, nil, e.clock.Now())
+	var st started
+	err := store.InTx(ctx, e.store, func(q store.Querier) error {
+		var err error
+		st, err = e.startRun(ctx, q, workflowID, params, cause, nil, e.clock.Now())
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if run.State != string(workflow.RunRunning) {
-		e.signals.workflowsEnded([]int64{run.ID})
-	}
+	e.afterStart(ctx, []started{st})
 	e.Wake()
-	return run, nil
+	return st.run, nil
 }
 
-// startRun inserts a run of w in q and starts its ready nodes; fire, when a trigger job's
-// execution started the run, gives it that fire's data interval and backfill.
-func (e *Engine) startRun(ctx context.Context, q store.Querier, w *store.Workflow, g *workflow.Graph, params string,
-	cause store.ExecutionCause, fire *store.Execution, now time.Time) (*store.WorkflowRun, error) {
+// started is what startRun did: the run, the runs it ended at once (it, when skipped or done
+// at once, and the queued runs it dropped), and the running runs its policy cancels, which
+// are ended after the commit (afterStart): ending them takes their rows' locks, which must
+// not be taken under the workflow's.
+type started struct {
+	run     *store.WorkflowRun
+	ended   []int64
+	replace []int64
+	policy  jobrun.Policy
+}
+
+// startRun inserts a run of the workflow in q and starts its ready nodes, with params, or the
+// workflow's own for ""; fire, when a trigger job's execution started the run, gives it that
+// fire's data interval and backfill. It locks the workflow's row first: a delete of the
+// workflow waits for it (or it finds the workflow gone), and the workflow's overlap policy is
+// decided on the runs the lock shows, on every node alike (workflowOverlap).
+func (e *Engine) startRun(ctx context.Context, q store.Querier, workflowID int64, params string,
+	cause store.ExecutionCause, fire *store.Execution, now time.Time) (started, error) {
+	var st started
+	w, err := q.WorkflowLock(ctx, workflowID)
+	if err != nil {
+		return st, err
+	}
+	g, err := ParseGraph(w.Graph)
+	if err != nil {
+		return st, fmt.Errorf("workflow %s: %w", w.Name, err)
+	}
+	if params == "" {
+		params = w.Params
+	}
 	run := &store.WorkflowRun{WorkflowID: w.ID, State: string(workflow.RunRunning), Graph: w.Graph, Params: params, Cause: cause,
 		CreatedAt: now.UnixMilli(), Version: w.Version}
-	if g.TimeoutMs > 0 {
-		run.DeadlineAt = now.UnixMilli() + g.TimeoutMs
-	}
 	if fire != nil {
 		run.IntervalStart, run.IntervalEnd, run.BackfillID = fire.IntervalStart, fire.IntervalEnd, fire.BackfillID
 	}
+	if err := e.applyWorkflowOverlap(ctx, q, w, run, &st, now); err != nil {
+		return st, err
+	}
+	if run.State == string(workflow.RunRunning) && g.TimeoutMs > 0 {
+		run.DeadlineAt = now.UnixMilli() + g.TimeoutMs
+	}
 	if err := q.WorkflowRunInsert(ctx, run); err != nil {
-		return nil, err
+		return st, err
 	}
-	if err := e.stepRun(ctx, q, run, g, now); err != nil {
-		return nil, fmt.Errorf("start workflow %s: %w", w.Name, err)
+	st.run = run
+	switch run.State {
+	case string(workflow.RunRunning):
+		if err := e.stepRun(ctx, q, run, g, now); err != nil {
+			return st, fmt.Errorf("start workflow %s: %w", w.Name, err)
+		}
+		if run.State != string(workflow.RunRunning) {
+			st.ended = append(st.ended, run.ID)
+		}
+	case string(workflow.RunSkipped):
+		st.ended = append(st.ended, run.ID)
 	}
-	return run, nil
+	return st, nil
 }
 
 // WorkflowHandler is the handler of a workflow's trigger job: a job with this handler, run in
@@ -189,12 +217,17 @@ func (e *Engine) startRun(ctx context.Context, q store.Querier, w *store.Workflo
 const WorkflowHandler = "sundial.workflow"
 
 // startTriggered starts the runs the succeeded fires of workflow trigger jobs call for, in
-// tx; it returns the runs that ended at once.
-func (e *Engine) startTriggered(ctx context.Context, tx store.Querier, fires []*Fire, now time.Time) ([]int64, error) {
-	var ended []int64
+// tx; the caller passes what it returns to afterStart once tx has committed.
+func (e *Engine) startTriggered(ctx context.Context, tx store.Querier, fires []*Fire, now time.Time) ([]started, error) {
+	var out []started
 	for _, f := range fires {
 		name := runParams(f.Job, f.Execution)
 		w, err := tx.WorkflowGetByName(ctx, name)
+		if err == nil {
+			var st started
+			st, err = e.startRun(ctx, tx, w.ID, "", f.Execution.Cause, f.Execution, now)
+			out = append(out, st)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			e.log.Error("a workflow trigger job names no workflow; nothing started", "job", f.Job.ID, "execution", f.Execution.ID, "workflow", name)
 			continue
@@ -202,19 +235,8 @@ func (e *Engine) startTriggered(ctx context.Context, tx store.Querier, fires []*
 		if err != nil {
 			return nil, err
 		}
-		g, err := ParseGraph(w.Graph)
-		if err != nil {
-			return nil, fmt.Errorf("workflow %s: %w", w.Name, err)
-		}
-		run, err := e.startRun(ctx, tx, w, g, w.Params, f.Execution.Cause, f.Execution, now)
-		if err != nil {
-			return nil, err
-		}
-		if run.State != string(workflow.RunRunning) {
-			ended = append(ended, run.ID)
-		}
 	}
-	return ended, nil
+	return out, nil
 }
 
 // CancelWorkflowRun ends a running workflow run as canceled: its pending nodes never start,
@@ -227,8 +249,13 @@ func (e *Engine) CancelWorkflowRun(ctx context.Context, runID int64, message str
 // TimeOutWorkflows fails the running workflow runs whose timeout has elapsed by the engine's
 // clock, as CancelWorkflowRun cancels, and returns how many it ended. The leader calls it
 // every heartbeat interval (maintenance.WorkflowTimeouts).
+// It also starts the queued runs a node that died did not start (startQueuedAll).
 func (e *Engine) TimeOutWorkflows(ctx context.Context) (int, error) {
-	return e.timeOutWorkflowsAt(ctx, e.clock.Now())
+	n, err := e.timeOutWorkflowsAt(ctx, e.clock.Now())
+	if err != nil {
+		return n, err
+	}
+	return n, e.startQueuedAll(ctx)
 }
 
 func (e *Engine) timeOutWorkflowsAt(ctx context.Context, now time.Time) (int, error) {
@@ -311,7 +338,7 @@ func (e *Engine) endRun(ctx context.Context, runID int64, state workflow.RunStat
 	if err != nil {
 		return false, err
 	}
-	e.signals.workflowsEnded([]int64{runID})
+	e.workflowRunsEnded(ctx, []int64{runID})
 	e.killRunning(ctx, running)
 	return true, nil
 }
@@ -920,7 +947,7 @@ func (e *Engine) repairRun(ctx context.Context, runID int64, pick func(*workflow
 		return nil, err
 	}
 	if run.State != string(workflow.RunRunning) {
-		e.signals.workflowsEnded([]int64{run.ID})
+		e.workflowRunsEnded(ctx, []int64{run.ID})
 	}
 	e.Wake()
 	return run, nil

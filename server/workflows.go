@@ -11,6 +11,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -125,7 +126,12 @@ func (s *Server) createWorkflow(ctx context.Context, in *api.WorkflowRequest) (*
 	if _, err := engine.ParseParams(params); err != nil {
 		return nil, err
 	}
-	w := &store.Workflow{Name: in.Name, Description: in.Description, Graph: string(in.Graph), Params: params}
+	ov, err := parseWorkflowOverlap(in.WorkflowOverlap)
+	if err != nil {
+		return nil, err
+	}
+	w := &store.Workflow{Name: in.Name, Description: in.Description, Graph: string(in.Graph), Params: params,
+		Concurrency: string(ov.Policy), MaxConcurrent: ov.Max}
 	actx := s.auditedCtx(ctx, "workflow.create", "workflow", in.Name, func(ctx context.Context, q store.Querier) (any, error) {
 		return q.WorkflowGetByName(ctx, in.Name)
 	})
@@ -258,11 +264,15 @@ func (s *Server) updateWorkflow(ctx context.Context, in *WorkflowChange) (*store
 	if _, err := engine.ParseParams(params); err != nil {
 		return nil, err
 	}
+	ov, err := parseWorkflowOverlap(in.WorkflowOverlap)
+	if err != nil {
+		return nil, err
+	}
 	var w *store.Workflow
 	actx := s.auditedCtx(ctx, "workflow.update", "workflow", in.Name, func(ctx context.Context, q store.Querier) (any, error) {
 		return q.WorkflowGetByName(ctx, in.Name)
 	})
-	err := store.InTx(actx, s.store, func(q store.Querier) error {
+	err = store.InTx(actx, s.store, func(q store.Querier) error {
 		var err error
 		if w, err = q.WorkflowGetByName(ctx, in.Name); err != nil {
 			return err
@@ -272,6 +282,7 @@ func (s *Server) updateWorkflow(ctx context.Context, in *WorkflowChange) (*store
 				Message: fmt.Sprintf("workflow %s is at version %d, not %d: another edit came first", in.Name, w.Version, in.Version)}
 		}
 		w.Description, w.Graph, w.Params = in.Description, string(in.Graph), params
+		w.Concurrency, w.MaxConcurrent = string(ov.Policy), ov.Max
 		return q.WorkflowUpdate(ctx, w)
 	})
 	if err != nil {
@@ -292,14 +303,11 @@ func (s *Server) deleteWorkflow(ctx context.Context, in *WorkflowRef) (*struct{}
 		if err != nil {
 			return err
 		}
-		n, err := q.WorkflowRunsRunning(ctx, w.ID)
-		if err != nil {
-			return err
+		err = engine.DeleteWorkflow(ctx, q, w.ID)
+		if se := (*engine.StateError)(nil); errors.As(err, &se) {
+			return conflict("%s", se.Msg)
 		}
-		if n > 0 {
-			return conflict("workflow %s has %d running runs: cancel them first", in.Name, n)
-		}
-		return q.WorkflowDelete(ctx, w.ID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -460,9 +468,20 @@ func rawJSON(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
+// parseWorkflowOverlap checks a workflow's overlap policy with the job rule's own check (the
+// same names, aliases and limit); a bad one is a 400 naming concurrency or max_concurrent.
+func parseWorkflowOverlap(in api.WorkflowOverlap) (jobrun.Overlap, error) {
+	ov, err := jobrun.ParseOverlap(in.Concurrency, in.MaxConcurrent)
+	if oe := (*jobrun.OverlapError)(nil); errors.As(err, &oe) {
+		return ov, invalidField(oe.Field, "%s", oe.Msg)
+	}
+	return ov, err
+}
+
 func toWorkflowOut(w *store.Workflow) api.Workflow {
 	return api.Workflow{ID: w.ID, Name: w.Name, Description: w.Description, Graph: rawJSON(w.Graph), Params: rawJSON(w.Params),
-		Version: w.Version, CreatedAt: api.Time(w.CreatedAt), UpdatedAt: api.Time(w.UpdatedAt)}
+		WorkflowOverlap: api.WorkflowOverlap{Concurrency: w.Concurrency, MaxConcurrent: w.MaxConcurrent},
+		Version:         w.Version, CreatedAt: api.Time(w.CreatedAt), UpdatedAt: api.Time(w.UpdatedAt)}
 }
 
 func toWorkflowRunOut(r *store.WorkflowRun) api.WorkflowRun {

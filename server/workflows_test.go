@@ -316,3 +316,63 @@ func TestWorkflowOpsAPI(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkflowOverlapAPI sets a workflow's overlap policy through the API: the job rule's
+// check, with a 400 naming concurrency or max_concurrent, old names stored as the new, and
+// a run started while another runs is queued (buffer_all) as the policy says.
+func TestWorkflowOverlapAPI(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		release := make(chan struct{})
+		e := newEnvOn(t, openStore(t, dialect), nil, func(s *Server) {
+			s.Register("held", func(ctx context.Context) error {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil
+			})
+		})
+		t.Cleanup(func() { close(release) })
+		ctx := context.Background()
+		admin := e.client()
+		job := must(admin.CreateJob(ctx, jobReq("wo", "", "held")))(t)
+		graph := json.RawMessage(fmt.Sprintf(`{"nodes":[{"name":"a","job_id":%d}]}`, job.ID))
+		for _, c := range []struct {
+			ov    api.WorkflowOverlap
+			field string
+		}{
+			{api.WorkflowOverlap{Concurrency: "sometimes"}, "concurrency"},
+			{api.WorkflowOverlap{Concurrency: "at_most"}, "max_concurrent"},
+			{api.WorkflowOverlap{Concurrency: "at_most", MaxConcurrent: 1001}, "max_concurrent"},
+			{api.WorkflowOverlap{Concurrency: "skip", MaxConcurrent: 2}, "max_concurrent"},
+		} {
+			_, err := admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "bad", Graph: graph, WorkflowOverlap: c.ov})
+			if ae := wantStatus(t, "bad overlap", err, http.StatusBadRequest); ae.Field != c.field {
+				t.Errorf("%+v: 400 on %q (%s), want on %q", c.ov, ae.Field, ae.Message, c.field)
+			}
+		}
+		w := must(admin.CreateWorkflow(ctx, api.WorkflowRequest{Name: "serial", Graph: graph, WorkflowOverlap: api.WorkflowOverlap{Concurrency: "serial"}}))(t)
+		if w.Concurrency != "buffer_all" {
+			t.Errorf("stored concurrency %q, want serial stored as buffer_all", w.Concurrency)
+		}
+		// The first run's node is held: the second run waits behind it.
+		first := must(admin.RunWorkflow(ctx, "serial", nil))(t)
+		second := must(admin.RunWorkflow(ctx, "serial", nil))(t)
+		if first.State != "running" || second.State != "queued" || len(second.Nodes) != 0 {
+			t.Errorf("runs %s and %s (%d nodes), want running then queued without nodes", first.State, second.State, len(second.Nodes))
+		}
+		must(admin.UpdateWorkflow(ctx, "serial", api.WorkflowUpdate{Graph: graph, WorkflowOverlap: api.WorkflowOverlap{Concurrency: "at_most", MaxConcurrent: 3}}))(t)
+		if got := must(admin.GetWorkflow(ctx, "serial"))(t); got.Concurrency != "at_most" || got.MaxConcurrent != 3 {
+			t.Errorf("after the update: %q %d, want at_most 3", got.Concurrency, got.MaxConcurrent)
+		}
+		_, err := admin.UpdateWorkflow(ctx, "serial", api.WorkflowUpdate{Graph: graph, WorkflowOverlap: api.WorkflowOverlap{Concurrency: "at_most"}})
+		if ae := wantStatus(t, "update without a limit", err, http.StatusBadRequest); ae.Field != "max_concurrent" {
+			t.Errorf("400 on %q, want max_concurrent", ae.Field)
+		}
+		// A queued run keeps its workflow from being deleted, as a running one does.
+		err = admin.DeleteWorkflow(ctx, "serial")
+		if ae := wantStatus(t, "delete with live runs", err, http.StatusConflict); !strings.Contains(ae.Message, "1 queued") {
+			t.Errorf("409 %q, want the queued run counted", ae.Message)
+		}
+	})
+}

@@ -430,7 +430,7 @@ type Querier interface {
 	BackfillUpdate(ctx context.Context, b *Backfill) error
 	// ExecutionsLiveOfBackfill counts the backfill's live executions.
 	ExecutionsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error)
-	// WorkflowRunsLiveOfBackfill counts the backfill's workflow runs still running (a backfill
+	// WorkflowRunsLiveOfBackfill counts the backfill's workflow runs running or queued (a backfill
 	// of a workflow's trigger job: its fires end at once, its runs go on).
 	WorkflowRunsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error)
 	// ExecutionsCancelPendingOfBackfill ends the backfill's pending executions as canceled
@@ -446,6 +446,10 @@ type Querier interface {
 	WorkflowInsert(ctx context.Context, w *Workflow) error
 	WorkflowGet(ctx context.Context, id int64) (*Workflow, error)
 	WorkflowGetByName(ctx context.Context, name string) (*Workflow, error)
+	// WorkflowLock returns the workflow with its row locked until the transaction ends:
+	// starting a run, deciding its overlap policy and deleting the workflow all take it, so a
+	// run cannot start beside a delete, nor two starts decide on the same running runs.
+	WorkflowLock(ctx context.Context, id int64) (*Workflow, error)
 	// WorkflowList lists workflows by id after afterID.
 	WorkflowList(ctx context.Context, afterID int64, limit int) ([]*Workflow, error)
 	// WorkflowUpdate overwrites the description, graph and params of w.ID if its Version
@@ -469,8 +473,11 @@ type Querier interface {
 	WorkflowRunsOverdue(ctx context.Context, now int64, limit int) ([]*WorkflowRun, error)
 	// WorkflowRunsRunning counts the workflow's running runs.
 	WorkflowRunsRunning(ctx context.Context, workflowID int64) (int, error)
-	// WorkflowRunFinish moves a running run to a final state (compare-and-set on running) and
-	// reports whether it moved.
+	// WorkflowRunsInState lists up to limit runs of the workflow (of every workflow for 0) in
+	// state, oldest first.
+	WorkflowRunsInState(ctx context.Context, workflowID int64, state string, limit int) ([]*WorkflowRun, error)
+	// WorkflowRunFinish moves a running or queued run to a final state (compare-and-set on
+	// either) and reports whether it moved.
 	WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error)
 
 	// WorkflowRunsDeleteFinishedBefore deletes up to limit runs that ended before before

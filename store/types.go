@@ -641,10 +641,14 @@ type Workflow struct {
 	Description string
 	Graph       string
 	// Params are the default parameters of a run (a JSON object, "" for none).
-	Params    string
-	Version   int64
-	CreatedAt int64
-	UpdatedAt int64
+	Params string
+	// Concurrency and MaxConcurrent are the workflow's overlap policy, as a job's (a
+	// jobrun.Policy name, "" for allow): what a run does that starts while earlier ones run.
+	Concurrency   string
+	MaxConcurrent int
+	Version       int64
+	CreatedAt     int64
+	UpdatedAt     int64
 }
 
 // WorkflowRun is one run of a workflow. It keeps the graph it started with, so an edit of

@@ -82,3 +82,26 @@ func TestWorkflowRunNowBadParams(t *testing.T) {
 		t.Fatalf("%d runs started (%v)", len(rs), err)
 	}
 }
+
+// TestWorkflowPageShowsOverlap shows a workflow's overlap policy on its page, to a viewer
+// too (it is read-only there), and allow for a workflow without one.
+func TestWorkflowPageShowsOverlap(t *testing.T) {
+	h := newHarness(t, "sqlite")
+	name, _ := etlWorkflow(t, h)
+	ctx := context.Background()
+	w, err := h.st.WorkflowGetByName(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := h.client()
+	admin.login()
+	admin.get("/workflows/"+name).mustStatus(t, http.StatusOK).mustContain(t, `id="wf-overlap"`, "<code>allow</code>")
+	w.Concurrency, w.MaxConcurrent = "at_most", 2
+	if err := h.st.WorkflowUpdate(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	h.addUser("vera", "vera's long password", store.RoleViewer, "*")
+	viewer := h.client()
+	viewer.loginAs("vera", "vera's long password")
+	viewer.get("/workflows/"+name).mustStatus(t, http.StatusOK).mustContain(t, `id="wf-overlap"`, "<code>at_most 2</code>")
+}

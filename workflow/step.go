@@ -29,6 +29,10 @@ const (
 	RunSucceeded RunState = "succeeded"
 	RunFailed    RunState = "failed"
 	RunCanceled  RunState = "canceled"
+	// RunQueued waits, without nodes, for the earlier runs its workflow's overlap policy
+	// waits for; RunSkipped never ran (the policy dropped it).
+	RunQueued  RunState = "queued"
+	RunSkipped RunState = "skipped"
 )
 
 // holds reports whether an edge's condition holds for its parent's final state: never for a

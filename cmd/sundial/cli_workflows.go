@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sundial-scheduler/sundial/api"
 )
@@ -43,8 +44,16 @@ func jsonArg(cmd *cobra.Command, flag, v string) (json.RawMessage, error) {
 	return b, nil
 }
 
+// addOverlapFlags adds a workflow's overlap policy flags, named and checked as a job's.
+func addOverlapFlags(f *pflag.FlagSet, ov *api.WorkflowOverlap) {
+	f.StringVar(&ov.Concurrency, "concurrency", "", "overlap policy, when a run starts while earlier runs of the workflow run: allow, skip, "+
+		"buffer_one, buffer_all, cancel, terminate or at_most (old names: serial, discard, replace)")
+	f.IntVar(&ov.MaxConcurrent, "max-concurrent", 0, "with --concurrency at_most: how many runs at once, across the cluster (1 to 1000)")
+}
+
 func newWorkflowCreateCmd(o *apiOptions) *cobra.Command {
 	var graph, params, desc string
+	var ov api.WorkflowOverlap
 	cmd := &cobra.Command{
 		Use:   "create NAME --graph JSON|@FILE",
 		Short: "Create a workflow",
@@ -61,6 +70,7 @@ refused with the cycle named.`,
 	f.StringVar(&graph, "graph", "", "the graph as JSON, or @FILE (required)")
 	f.StringVar(&params, "params", "", "default params of a run (a JSON object, or @FILE)")
 	f.StringVar(&desc, "description", "", "what the workflow is for")
+	addOverlapFlags(f, &ov)
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		if graph == "" {
 			return usageErrorf("--graph: give the workflow's nodes and edges as JSON or @FILE")
@@ -73,7 +83,7 @@ refused with the cycle named.`,
 		if err != nil {
 			return err
 		}
-		w, err := c.CreateWorkflow(ctx, api.WorkflowRequest{Name: args[0], Description: desc, Graph: g, Params: p})
+		w, err := c.CreateWorkflow(ctx, api.WorkflowRequest{Name: args[0], Description: desc, Graph: g, Params: p, WorkflowOverlap: ov})
 		if err != nil {
 			return err
 		}
@@ -84,7 +94,17 @@ refused with the cycle named.`,
 
 func showWorkflow(w io.Writer, wf api.Workflow) error {
 	return fields(w, "ID", strconv.FormatInt(wf.ID, 10), "Name", wf.Name, "Description", wf.Description, "Graph", string(wf.Graph),
-		"Params", string(wf.Params), "Updated", when(wf.UpdatedAt))
+		"Params", string(wf.Params), "Overlap", overlapText(wf.WorkflowOverlap), "Updated", when(wf.UpdatedAt))
+}
+
+func overlapText(ov api.WorkflowOverlap) string {
+	switch {
+	case ov.Concurrency == "":
+		return "allow"
+	case ov.MaxConcurrent != 0:
+		return ov.Concurrency + " " + strconv.Itoa(ov.MaxConcurrent)
+	}
+	return ov.Concurrency
 }
 
 func newWorkflowGetCmd(o *apiOptions) *cobra.Command {
@@ -251,12 +271,14 @@ func newWorkflowCancelCmd(o *apiOptions) *cobra.Command {
 func newWorkflowUpdateCmd(o *apiOptions) *cobra.Command {
 	var graph, params, desc string
 	var version int64
+	var ov api.WorkflowOverlap
 	cmd := &cobra.Command{
 		Use:   "update NAME --graph JSON|@FILE",
 		Short: "Replace a workflow's graph, params and description",
 		Long: `Replace a workflow's graph, params and description (see create). Runs that have started
 keep the graph they started with. With --version, the update is refused (exit 1, 409) when
-the workflow is no longer at that version.`,
+the workflow is no longer at that version. Without --concurrency the workflow's overlap
+policy stays as it is.`,
 		Example: `  sundial workflow update etl --graph @etl.json --version 3`,
 		Args:    cobra.ExactArgs(1),
 	}
@@ -265,6 +287,7 @@ the workflow is no longer at that version.`,
 	f.StringVar(&params, "params", "", "default params of a run (a JSON object, or @FILE)")
 	f.StringVar(&desc, "description", "", "what the workflow is for")
 	f.Int64Var(&version, "version", 0, "the version the update replaces (0: whatever is current)")
+	addOverlapFlags(f, &ov)
 	cmd.RunE = o.run(func(ctx context.Context, c *api.Client, cmd *cobra.Command, args []string) error {
 		if graph == "" {
 			return usageErrorf("--graph: give the workflow's nodes and edges as JSON or @FILE")
@@ -277,7 +300,14 @@ the workflow is no longer at that version.`,
 		if err != nil {
 			return err
 		}
-		w, err := c.UpdateWorkflow(ctx, args[0], api.WorkflowUpdate{Description: desc, Graph: g, Params: p, Version: version})
+		if !f.Changed("concurrency") && !f.Changed("max-concurrent") {
+			cur, err := c.GetWorkflow(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			ov = cur.WorkflowOverlap
+		}
+		w, err := c.UpdateWorkflow(ctx, args[0], api.WorkflowUpdate{Description: desc, Graph: g, Params: p, Version: version, WorkflowOverlap: ov})
 		if err != nil {
 			return err
 		}

@@ -175,3 +175,29 @@ func TestCLIWorkflowBackfill(t *testing.T) {
 		}
 	})
 }
+
+// TestCLIWorkflowOverlap sets a workflow's overlap policy with --concurrency and
+// --max-concurrent: a bad one is exit 2 with one line naming the flag's field, an update
+// without the flags keeps the policy, and get shows it.
+func TestCLIWorkflowOverlap(t *testing.T) {
+	s := startAPIServer(t)
+	a := mustJSON[api.Job](t, s, "job", "create", "extract", "--handler", "noop")
+	graph := fmt.Sprintf(`{"nodes":[{"name":"extract","job_id":%d}]}`, a.ID)
+	code, _, errOut := s.cli(t, "workflow", "create", "etl", "--graph", graph, "--concurrency", "at_most")
+	if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "max_concurrent") {
+		t.Errorf("at_most without a limit: exit %d, %q; want 2 and one line naming max_concurrent", code, errOut)
+	}
+	w := mustJSON[api.Workflow](t, s, "workflow", "create", "etl", "--graph", graph, "--concurrency", "at_most", "--max-concurrent", "2")
+	if w.Concurrency != "at_most" || w.MaxConcurrent != 2 {
+		t.Fatalf("created %+v, want at_most 2", w.WorkflowOverlap)
+	}
+	if w = mustJSON[api.Workflow](t, s, "workflow", "update", "etl", "--graph", graph, "--description", "kept"); w.Concurrency != "at_most" || w.MaxConcurrent != 2 {
+		t.Errorf("an update without --concurrency made it %+v", w.WorkflowOverlap)
+	}
+	if w = mustJSON[api.Workflow](t, s, "workflow", "update", "etl", "--graph", graph, "--concurrency", "discard"); w.Concurrency != "skip" {
+		t.Errorf("--concurrency discard stored %q, want skip", w.Concurrency)
+	}
+	if out := s.mustCLI(t, "workflow", "get", "etl"); !strings.Contains(out, "skip") {
+		t.Errorf("workflow get does not show the policy:\n%s", out)
+	}
+}

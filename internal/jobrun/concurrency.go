@@ -181,33 +181,60 @@ func (t *Tracker[T]) Admit(job, id int64, o Overlap, item T, cause error) (Admis
 	defer t.mu.Unlock()
 	j := t.job(job)
 	j.limit = o.Limit()
+	d := o.Decide(len(j.active))
 	var dropped []T
-	if len(j.active) > 0 {
-		switch o.Policy {
-		case Skip:
-			return Skipped, nil
-		case BufferAll, AtMost:
-			if len(j.active) >= j.limit {
-				j.queue = append(j.queue, queuedRun[T]{id: id, item: item})
-				return Queued, nil
-			}
-		case BufferOne, Cancel, Terminate:
-			dropped = j.takeQueue()
-			if o.Policy != BufferOne {
-				for _, cancel := range j.active {
-					if cancel != nil {
-						cancel(cause)
-					}
-				}
-			}
-			if o.Policy != Terminate {
-				j.queue = append(j.queue, queuedRun[T]{id: id, item: item})
-				return Queued, dropped
+	if d.DropQueued {
+		dropped = j.takeQueue()
+	}
+	if d.CancelActive {
+		for _, cancel := range j.active {
+			if cancel != nil {
+				cancel(cause)
 			}
 		}
 	}
+	switch d.Admission {
+	case Skipped:
+		return Skipped, nil
+	case Queued:
+		j.queue = append(j.queue, queuedRun[T]{id: id, item: item})
+		return Queued, dropped
+	}
 	j.active[id] = nil
 	return Run, dropped
+}
+
+// Decision is what an overlap policy does with a run that arrives while others are active.
+type Decision struct {
+	Admission Admission
+	// DropQueued: the runs waiting are dropped for this one, to be recorded skipped.
+	DropQueued bool
+	// CancelActive: the active runs are asked to stop.
+	CancelActive bool
+}
+
+// Decide is the overlap rule itself: what o does with a run that arrives while active runs
+// are active. Tracker applies it to one node's or executor's runs; the engine applies it to
+// a workflow's runs, counted under the workflow's row lock. An unknown policy runs, as Allow.
+func (o Overlap) Decide(active int) Decision {
+	if active == 0 {
+		return Decision{Admission: Run}
+	}
+	switch o.Policy {
+	case Skip:
+		return Decision{Admission: Skipped}
+	case BufferAll, AtMost:
+		if active >= o.Limit() {
+			return Decision{Admission: Queued}
+		}
+	case BufferOne:
+		return Decision{Admission: Queued, DropQueued: true}
+	case Cancel:
+		return Decision{Admission: Queued, DropQueued: true, CancelActive: true}
+	case Terminate:
+		return Decision{Admission: Run, DropQueued: true, CancelActive: true}
+	}
+	return Decision{Admission: Run}
 }
 
 func (j *jobRuns[T]) takeQueue() []T {

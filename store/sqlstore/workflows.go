@@ -8,14 +8,14 @@ import (
 )
 
 const (
-	workflowCols     = "id, name, description, graph, params, version, created_at, updated_at"
+	workflowCols     = "id, name, description, graph, params, concurrency, max_concurrent, version, created_at, updated_at"
 	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node, interval_start, interval_end, backfill_id"
 	workflowNodeCols = "id, run_id, node, state, execution_id, input, result, message, updated_at"
 )
 
 func scanWorkflow(r rowScanner) (*store.Workflow, error) {
 	var w store.Workflow
-	err := r.Scan(&w.ID, &w.Name, &w.Description, &w.Graph, &w.Params, &w.Version, &w.CreatedAt, &w.UpdatedAt)
+	err := r.Scan(&w.ID, &w.Name, &w.Description, &w.Graph, &w.Params, &w.Concurrency, &w.MaxConcurrent, &w.Version, &w.CreatedAt, &w.UpdatedAt)
 	return &w, err
 }
 
@@ -35,8 +35,8 @@ func scanWorkflowNode(r rowScanner) (*store.WorkflowNode, error) {
 // WorkflowInsert stores w; a taken name is an ExistsError.
 func (e *executor) WorkflowInsert(ctx context.Context, w *store.Workflow) error {
 	now := e.cfg.now()
-	id, err := e.insertID(ctx, "INSERT INTO workflows (name, description, graph, params, version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)",
-		w.Name, w.Description, w.Graph, w.Params, now, now)
+	id, err := e.insertID(ctx, "INSERT INTO workflows (name, description, graph, params, concurrency, max_concurrent, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
+		w.Name, w.Description, w.Graph, w.Params, w.Concurrency, w.MaxConcurrent, now, now)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return &store.ExistsError{Kind: "workflow", Key: w.Name}
@@ -55,6 +55,11 @@ func (e *executor) WorkflowGetByName(ctx context.Context, name string) (*store.W
 	return one(scanWorkflow(e.queryRow(ctx, "SELECT "+workflowCols+" FROM workflows WHERE name = ?", name)))("workflow " + name)
 }
 
+// WorkflowLock reads the workflow FOR UPDATE, as WorkflowRunLock reads a run.
+func (e *executor) WorkflowLock(ctx context.Context, id int64) (*store.Workflow, error) {
+	return one(scanWorkflow(e.queryRow(ctx, "SELECT "+workflowCols+" FROM workflows WHERE id = ?"+e.d().lock(), id)))(fmt.Sprintf("workflow %d", id))
+}
+
 func (e *executor) WorkflowList(ctx context.Context, afterID int64, limit int) ([]*store.Workflow, error) {
 	rows, err := e.query(ctx, "SELECT "+workflowCols+" FROM workflows WHERE id > ? ORDER BY id LIMIT ?", afterID, limitOr(limit))
 	if err != nil {
@@ -66,8 +71,8 @@ func (e *executor) WorkflowList(ctx context.Context, afterID int64, limit int) (
 // WorkflowUpdate is a compare-and-set on the version.
 func (e *executor) WorkflowUpdate(ctx context.Context, w *store.Workflow) error {
 	now := e.cfg.now()
-	res, err := e.exec(ctx, "UPDATE workflows SET description = ?, graph = ?, params = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?",
-		w.Description, w.Graph, w.Params, now, w.ID, w.Version)
+	res, err := e.exec(ctx, "UPDATE workflows SET description = ?, graph = ?, params = ?, concurrency = ?, max_concurrent = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?",
+		w.Description, w.Graph, w.Params, w.Concurrency, w.MaxConcurrent, now, w.ID, w.Version)
 	if err != nil {
 		return fmt.Errorf("sqlstore: update workflow %d: %w", w.ID, err)
 	}
@@ -158,16 +163,28 @@ func (e *executor) WorkflowRunsRunning(ctx context.Context, workflowID int64) (i
 	return n, nil
 }
 
+func (e *executor) WorkflowRunsInState(ctx context.Context, workflowID int64, state string, limit int) ([]*store.WorkflowRun, error) {
+	where, args := "state = ?", []any{state}
+	if workflowID != 0 {
+		where, args = "workflow_id = ? AND "+where, []any{workflowID, state}
+	}
+	rows, err := e.query(ctx, "SELECT "+workflowRunCols+" FROM workflow_runs WHERE "+where+" ORDER BY id LIMIT ?", append(args, limitOr(limit))...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: list %s runs of workflow %d: %w", state, workflowID, err)
+	}
+	return scanAll(rows, scanWorkflowRun, "workflow runs")
+}
+
 func (e *executor) WorkflowRunsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error) {
 	var n int
-	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM workflow_runs WHERE backfill_id = ? AND state = 'running'", backfillID).Scan(&n); err != nil {
+	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM workflow_runs WHERE backfill_id = ? AND state IN ('running', 'queued')", backfillID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlstore: count running workflow runs of backfill %d: %w", backfillID, err)
 	}
 	return n, nil
 }
 
 func (e *executor) WorkflowRunFinish(ctx context.Context, id int64, state, message string, finishedAt int64) (bool, error) {
-	res, err := e.exec(ctx, "UPDATE workflow_runs SET state = ?, message = ?, finished_at = ? WHERE id = ? AND state = 'running'",
+	res, err := e.exec(ctx, "UPDATE workflow_runs SET state = ?, message = ?, finished_at = ? WHERE id = ? AND state IN ('running', 'queued')",
 		state, truncate(message, 2000), finishedAt, id)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: finish workflow run %d: %w", id, err)

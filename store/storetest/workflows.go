@@ -115,6 +115,32 @@ func testWorkflows(t *testing.T, s store.Store) {
 	equal(t, "running kept", get(s.ExecutionGet(ctx, xs[2].ID)).ok(t).State, store.ExecRunning)
 	sameIDs(t, "claimed after the cancel", get(s.ExecutionsMarkRunning(ctx, own("n1"), []int64{xs[1].ID}, 30)).ok(t), nil)
 
+	// A workflow's overlap policy round-trips; its queued runs are listed oldest first, are
+	// live for a backfill, can be finished (skipped) and started (reopened from queued), and
+	// are never deleted by retention (finished_at 0).
+	w.Concurrency, w.MaxConcurrent = "at_most", 3
+	noErr(t, s.WorkflowUpdate(ctx, w))
+	noErr(t, store.InTx(ctx, s, func(q store.Querier) error {
+		locked, err := q.WorkflowLock(ctx, w.ID)
+		if err == nil {
+			equal(t, "locked workflow's policy", fmt.Sprint(locked.Concurrency, locked.MaxConcurrent), "at_most3")
+		}
+		return err
+	}))
+	wantErr(t, store.InTx(ctx, s, func(q store.Querier) error { _, err := q.WorkflowLock(ctx, w.ID+100); return err }), store.ErrNotFound)
+	q1 := &store.WorkflowRun{WorkflowID: w.ID, State: "queued", Graph: w.Graph, CreatedAt: 40, BackfillID: 9}
+	q2 := &store.WorkflowRun{WorkflowID: w.ID, State: "queued", Graph: w.Graph, CreatedAt: 41}
+	noErr(t, s.WorkflowRunInsert(ctx, q1))
+	noErr(t, s.WorkflowRunInsert(ctx, q2))
+	runID := func(r *store.WorkflowRun) int64 { return r.ID }
+	equal(t, "queued, oldest first", fmt.Sprint(ids(get(s.WorkflowRunsInState(ctx, w.ID, "queued", 10)).ok(t), runID)), fmt.Sprint([]int64{q1.ID, q2.ID}))
+	equal(t, "queued of every workflow", len(get(s.WorkflowRunsInState(ctx, 0, "queued", 10)).ok(t)), 2)
+	equal(t, "queued of another workflow", len(get(s.WorkflowRunsInState(ctx, w.ID+100, "queued", 10)).ok(t)), 0)
+	equal(t, "a queued run is live for its backfill", get(s.WorkflowRunsLiveOfBackfill(ctx, 9)).ok(t), 1)
+	equal(t, "queued run skipped", get(s.WorkflowRunFinish(ctx, q2.ID, "skipped", "dropped", 42)).ok(t), true)
+	equal(t, "queued run started", get(s.WorkflowRunReopen(ctx, q1.ID, "queued", 0)).ok(t), true)
+	equal(t, "none queued", len(get(s.WorkflowRunsInState(ctx, w.ID, "queued", 10)).ok(t)), 0)
+
 	noErr(t, s.WorkflowDelete(ctx, w.ID))
 	wantErr(t, s.WorkflowDelete(ctx, w.ID), store.ErrNotFound)
 	equal(t, "runs outlive their workflow", get(s.WorkflowRunGet(ctx, r2.ID)).ok(t).State, "running")
