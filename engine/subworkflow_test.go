@@ -42,7 +42,9 @@ func TestSubWorkflowDataPassing(t *testing.T) {
 		var xParams map[string]any
 		rec := newRecorder()
 		rec.behave = byHandler(map[string]func(context.Context, *Fire) Result{
-			"a": led.handle("n1", func(in WorkflowInput, _ *Fire) (any, error) { return map[string]any{"n": in.Params["base"].(float64) + 1}, nil }),
+			"a": led.handle("n1", func(in WorkflowInput, _ *Fire) (any, error) {
+				return map[string]any{"n": in.Params["base"].(float64) + 1}, nil
+			}),
 			"x": led.handle("n1", func(in WorkflowInput, _ *Fire) (any, error) {
 				xParams = in.Params
 				var a struct{ A struct{ N float64 } }
