@@ -339,16 +339,7 @@ func TestSubWorkflowNodeCrash(t *testing.T) {
 			t.Fatalf("inner's runs %+v: want one, the sub node's, succeeded", runs)
 		}
 		_, cnodes := runState(t, st, runs[0].ID)
-		all, err := st.ExecutionList(ctx, store.ExecutionFilter{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		perNode := map[int64]int{}
-		for _, x := range all {
-			if x.Attempt == 0 {
-				perNode[x.WorkflowNode]++
-			}
-		}
+		perNode := firstExecutions(t, st)
 		for _, ns := range []map[string]*store.WorkflowNode{nodes, cnodes} {
 			for name, n := range ns {
 				if want := map[bool]int{true: 0, false: 1}[name == "sub"]; perNode[n.ID] != want {
