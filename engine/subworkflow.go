@@ -152,8 +152,10 @@ func CheckSubWorkflows(ctx context.Context, q store.Querier, name string, g *wor
 }
 
 // subWorkflowApps adds to apps the apps of the jobs of the workflows g's sub-workflow nodes
-// run, through every level: running a workflow runs them too. A missing workflow is a
-// *schedule.FieldError naming the node; seen stops a (refused, but maybe raced) cycle.
+// run, through every level: running a workflow runs them too. A workflow that does not exist
+// adds none: one deleted after it was referenced must leave the workflows naming it readable
+// and repairable (their node fails when it runs); writing a reference to a missing workflow is
+// refused by CheckSubWorkflows. seen stops a (refused, but maybe raced) cycle.
 func subWorkflowApps(ctx context.Context, q store.Querier, g *workflow.Graph, apps []string, seen map[string]bool) ([]string, error) {
 	idx, subs := g.SubWorkflows()
 	for i, s := range subs {
@@ -163,7 +165,7 @@ func subWorkflowApps(ctx context.Context, q store.Querier, g *workflow.Graph, ap
 		seen[s] = true
 		w, err := q.WorkflowGetByName(ctx, s)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, schedule.Fieldf(fmt.Sprintf("nodes[%d].workflow", idx[i]), "workflow %q does not exist", s)
+			continue
 		}
 		if err != nil {
 			return nil, err

@@ -688,8 +688,8 @@ func (e *Engine) workflowInputs(ctx context.Context, due []*pendingFire) (map[in
 // WorkflowApps checks that every job node of g references a job that exists (a
 // *schedule.FieldError naming nodes[i].job_id otherwise) and returns the apps of those jobs,
 // each once ("" stands for jobs of no app), with those of the workflows its sub-workflow
-// nodes run, through every level (nodes[i].workflow is named when one does not exist): a
-// workflow is within a person's scope when each of its apps is.
+// nodes run, through every level: a workflow is within a person's scope when each of its apps
+// is.
 func WorkflowApps(ctx context.Context, q store.Querier, g *workflow.Graph) ([]string, error) {
 	return workflowApps(ctx, q, g, map[string]bool{})
 }

@@ -16,7 +16,8 @@ import (
 // run's node shows its child run, the child run shows its parent, and data crosses the
 // boundary. Recursion (with the path) and a missing workflow are refused naming the field. An
 // operator of the parent's jobs' app only, not of the apps of the referenced workflow's jobs,
-// gets 403 creating it, pointing a workflow at it, or running it.
+// gets 403 creating it, pointing a workflow at it, or running it. Deleting the referenced
+// workflow later fails the node when it runs and leaves the referencing workflow readable.
 func TestSubWorkflowAPI(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnvOn(t, openStore(t, dialect), nil, func(s *Server) {
@@ -92,6 +93,21 @@ func TestSubWorkflowAPI(t *testing.T) {
 		child := must(admin.GetWorkflowRun(ctx, childID))(t)
 		if child.ParentRunID != run.ID || child.ParentNode != "sub" || child.State != "succeeded" {
 			t.Errorf("child run %+v: want it linked to run %d node sub, succeeded", child, run.ID)
+		}
+
+		// A referenced workflow deleted later leaves the workflow naming it readable; its node
+		// fails when it runs.
+		if err := admin.DeleteWorkflow(ctx, "inner"); err != nil {
+			t.Fatal(err)
+		}
+		must(admin.GetWorkflow(ctx, "outer"))(t)
+		run = must(admin.RunWorkflow(ctx, "outer", nil))(t)
+		eventually(t, "the run to end", func() bool {
+			run = must(admin.GetWorkflowRun(ctx, run.ID))(t)
+			return run.State != "running"
+		})
+		if run.State != "failed" || len(run.Nodes) < 2 || !strings.Contains(run.Nodes[1].Message, "does not exist") {
+			t.Errorf("run of outer without inner: %+v; want failed at sub, naming the missing workflow", run)
 		}
 	})
 }
