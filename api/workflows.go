@@ -79,20 +79,26 @@ type WorkflowRun struct {
 	// IntervalStart and IntervalEnd are the data interval of the fire that started the run (its
 	// trigger job's, or a backfill's), given to each node's execution; BackfillID names the
 	// backfill that made it.
-	IntervalStart Time           `json:"interval_start,omitzero"`
-	IntervalEnd   Time           `json:"interval_end,omitzero"`
-	BackfillID    int64          `json:"backfill_id,omitempty"`
-	Nodes         []WorkflowNode `json:"nodes,omitempty"`
+	IntervalStart Time  `json:"interval_start,omitzero"`
+	IntervalEnd   Time  `json:"interval_end,omitzero"`
+	BackfillID    int64 `json:"backfill_id,omitempty"`
+	// ParentRunID and ParentNode name the run and sub-workflow node this run runs for (a
+	// sub-workflow run), when read alone; absent for a run of its own.
+	ParentRunID int64          `json:"parent_run_id,omitempty"`
+	ParentNode  string         `json:"parent_node,omitempty"`
+	Nodes       []WorkflowNode `json:"nodes,omitempty"`
 }
 
 // WorkflowNode is the state of one node of a run, linked to its newest execution.
 type WorkflowNode struct {
-	Node        string          `json:"node"`
-	State       string          `json:"state"`
-	ExecutionID int64           `json:"execution_id,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	Message     string          `json:"message,omitempty"`
-	UpdatedAt   Time            `json:"updated_at"`
+	Node        string `json:"node"`
+	State       string `json:"state"`
+	ExecutionID int64  `json:"execution_id,omitempty"`
+	// ChildRunID is the run a sub-workflow node started (its newest, once retried).
+	ChildRunID int64           `json:"child_run_id,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Message    string          `json:"message,omitempty"`
+	UpdatedAt  Time            `json:"updated_at"`
 }
 
 // CreateWorkflow stores a workflow.

@@ -38,6 +38,9 @@ type nodeEnd struct {
 	canceled bool
 	ex       *store.Execution
 	job      *store.Job
+	// child is the sub-workflow run whose end this is (0 for an execution's): it ends its
+	// node only while the node is running that child.
+	child int64
 }
 
 // WorkflowInput is what a node's handler is given: the run's params and, by parent node name,
@@ -139,7 +142,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, workflowID int64, params str
 	var st started
 	err := store.InTx(ctx, e.store, func(q store.Querier) error {
 		var err error
-		st, err = e.startRun(ctx, q, workflowID, params, cause, nil, e.clock.Now())
+		st, err = e.startRun(ctx, q, workflowID, params, cause, nil, e.clock.Now(), 0)
 		return err
 	})
 	if err != nil {
@@ -165,9 +168,12 @@ type started struct {
 // workflow's own for ""; fire, when a trigger job's execution started the run, gives it that
 // fire's data interval and backfill. It locks the workflow's row first: a delete of the
 // workflow waits for it (or it finds the workflow gone), and the workflow's overlap policy is
-// decided on the runs the lock shows, on every node alike (workflowOverlap).
+// decided on the runs the lock shows, on every node alike (workflowOverlap). parentNode is the
+// sub-workflow node the run is for (0 for none): such a run is a part of its parent's run, which
+// its parent's policy already admitted, so the child workflow's own policy does not apply to it
+// (its runs still count as running for that policy's later top-level runs).
 func (e *Engine) startRun(ctx context.Context, q store.Querier, workflowID int64, params string,
-	cause store.ExecutionCause, fire *store.Execution, now time.Time) (started, error) {
+	cause store.ExecutionCause, fire *store.Execution, now time.Time, parentNode int64) (started, error) {
 	var st started
 	w, err := q.WorkflowLock(ctx, workflowID)
 	if err != nil {
@@ -181,12 +187,14 @@ func (e *Engine) startRun(ctx context.Context, q store.Querier, workflowID int64
 		params = w.Params
 	}
 	run := &store.WorkflowRun{WorkflowID: w.ID, State: string(workflow.RunRunning), Graph: w.Graph, Params: params, Cause: cause,
-		CreatedAt: now.UnixMilli(), Version: w.Version}
+		CreatedAt: now.UnixMilli(), Version: w.Version, ParentNode: parentNode}
 	if fire != nil {
 		run.IntervalStart, run.IntervalEnd, run.BackfillID = fire.IntervalStart, fire.IntervalEnd, fire.BackfillID
 	}
-	if err := e.applyWorkflowOverlap(ctx, q, w, run, &st, now); err != nil {
-		return st, err
+	if parentNode == 0 {
+		if err := e.applyWorkflowOverlap(ctx, q, w, run, &st, now); err != nil {
+			return st, err
+		}
 	}
 	if run.State == string(workflow.RunRunning) && g.TimeoutMs > 0 {
 		run.DeadlineAt = now.UnixMilli() + g.TimeoutMs
@@ -225,7 +233,7 @@ func (e *Engine) startTriggered(ctx context.Context, tx store.Querier, fires []*
 		w, err := tx.WorkflowGetByName(ctx, name)
 		if err == nil {
 			var st started
-			st, err = e.startRun(ctx, tx, w.ID, "", f.Execution.Cause, f.Execution, now)
+			st, err = e.startRun(ctx, tx, w.ID, "", f.Execution.Cause, f.Execution, now, 0)
 			out = append(out, st)
 		}
 		if errors.Is(err, store.ErrNotFound) {
@@ -285,52 +293,33 @@ func (e *Engine) timeOutWorkflowsAt(ctx context.Context, now time.Time) (int, er
 // executions have not started are canceled with them, so no node can run them, and after the
 // commit the executions of its running nodes are killed (in process, here or on their node
 // through a kill request; on an executor, through the remote killer the server sets). Their
-// ends are recorded canceled and nothing follows them. It reports false when the run had
-// ended already.
+// ends are recorded canceled and nothing follows them. Its running sub-workflow runs are
+// canceled with it, in the same transaction; a sub-workflow run's end is its node's end (see
+// endParents). It reports false when the run had ended already.
 func (e *Engine) endRun(ctx context.Context, runID int64, state workflow.RunState, message string) (bool, error) {
-	var running []int64
+	var running, ended []int64
 	err := store.InTx(ctx, e.store, func(q store.Querier) error {
-		running = nil
-		if _, err := q.WorkflowRunLock(ctx, runID); err != nil {
+		running, ended = nil, nil
+		runs, err := lockRuns(ctx, q, []int64{runID})
+		if err != nil {
 			return err
 		}
-		now := e.clock.Now().UnixMilli()
-		moved, err := q.WorkflowRunFinish(ctx, runID, string(state), message, now)
+		run := runs[runID]
+		if run == nil {
+			return fmt.Errorf("workflow run %d: %w", runID, store.ErrNotFound)
+		}
+		now := e.clock.Now()
+		moved, err := e.endRunTx(ctx, q, run, state, message, now.UnixMilli(), &running, &ended)
 		if err == nil && !moved {
 			err = errRunEnded // nothing changed: no audit entry either
 		}
 		if err != nil {
 			return err
 		}
-		nodes, err := q.WorkflowNodes(ctx, runID)
-		if err != nil {
-			return err
-		}
-		var ids []int64
-		byExec := map[int64]*store.WorkflowNode{}
-		for _, n := range nodes {
-			if n.State == string(workflow.Running) && n.ExecutionID != 0 {
-				ids = append(ids, n.ExecutionID)
-				byExec[n.ExecutionID] = n
-			}
-		}
-		canceled, err := q.ExecutionsCancelUnstarted(ctx, ids, message)
-		if err != nil {
-			return err
-		}
-		gone := idSet(canceled)
-		for _, id := range ids {
-			if !gone[id] {
-				running = append(running, id)
-				continue
-			}
-			n := byExec[id]
-			n.State, n.Message, n.UpdatedAt = string(workflow.Canceled), message, now
-			if _, err := q.WorkflowNodeUpdate(ctx, n, string(workflow.Running)); err != nil {
-				return err
-			}
-		}
-		return nil
+		run.State = string(state)
+		up, err := e.endParents(ctx, q, []*store.WorkflowRun{run}, now)
+		ended = append(ended, up...)
+		return err
 	})
 	if errors.Is(err, errRunEnded) {
 		return false, nil
@@ -338,8 +327,69 @@ func (e *Engine) endRun(ctx context.Context, runID int64, state workflow.RunStat
 	if err != nil {
 		return false, err
 	}
-	e.workflowRunsEnded(ctx, []int64{runID})
+	e.workflowRunsEnded(ctx, ended)
 	e.killRunning(ctx, running)
+	return true, nil
+}
+
+// endRunTx is endRun's work on one run whose lock q holds (and its ancestors'): it adds the
+// executions to kill after the commit to running and the runs it ended to ended.
+func (e *Engine) endRunTx(ctx context.Context, q store.Querier, run *store.WorkflowRun, state workflow.RunState, message string, now int64,
+	running, ended *[]int64) (bool, error) {
+	moved, err := q.WorkflowRunFinish(ctx, run.ID, string(state), message, now)
+	if err != nil || !moved {
+		return false, err
+	}
+	*ended = append(*ended, run.ID)
+	nodes, err := q.WorkflowNodes(ctx, run.ID)
+	if err != nil {
+		return false, err
+	}
+	var ids []int64
+	byExec := map[int64]*store.WorkflowNode{}
+	for _, n := range nodes {
+		if n.State == string(workflow.Running) && n.ExecutionID != 0 {
+			ids = append(ids, n.ExecutionID)
+			byExec[n.ExecutionID] = n
+		}
+	}
+	canceled, err := q.ExecutionsCancelUnstarted(ctx, ids, message)
+	if err != nil {
+		return false, err
+	}
+	gone := idSet(canceled)
+	for _, id := range ids {
+		if !gone[id] {
+			*running = append(*running, id)
+			continue
+		}
+		n := byExec[id]
+		n.State, n.Message, n.UpdatedAt = string(workflow.Canceled), message, now
+		if _, err := q.WorkflowNodeUpdate(ctx, n, string(workflow.Running)); err != nil {
+			return false, err
+		}
+	}
+	// Sub-workflow runs end with their parent. Their ids are above the parent's, so locking
+	// them here keeps the ascending order of lockRuns.
+	for _, n := range nodes {
+		if n.State != string(workflow.Running) || n.ChildRun == 0 {
+			continue
+		}
+		child, err := q.WorkflowRunLock(ctx, n.ChildRun)
+		if err != nil {
+			return false, fmt.Errorf("lock sub-workflow run %d: %w", n.ChildRun, err)
+		}
+		why := fmt.Sprintf("canceled with its parent run %d: %s", run.ID, message)
+		if child.State == string(workflow.RunRunning) {
+			if _, err := e.endRunTx(ctx, q, child, workflow.RunCanceled, why, now, running, ended); err != nil {
+				return false, err
+			}
+		}
+		n.State, n.Message, n.UpdatedAt = string(workflow.Canceled), why, now
+		if _, err := q.WorkflowNodeUpdate(ctx, n, string(workflow.Running)); err != nil {
+			return false, err
+		}
+	}
 	return true, nil
 }
 
@@ -421,13 +471,15 @@ func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Querier, ends []
 		}
 	}
 	slices.Sort(runs)
+	locked, err := lockRuns(ctx, tx, runs)
+	if err != nil {
+		return nil, err
+	}
+	var subEnded []*store.WorkflowRun // sub-workflow runs that end here: their nodes end too
 	for _, runID := range runs {
-		run, err := tx.WorkflowRunLock(ctx, runID)
-		if errors.Is(err, store.ErrNotFound) {
+		run := locked[runID]
+		if run == nil {
 			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("lock workflow run %d: %w", runID, err)
 		}
 		g, err := ParseGraph(run.Graph)
 		if err != nil {
@@ -437,6 +489,9 @@ func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Querier, ends []
 			n := byID[end.node]
 			if n == nil || n.RunID != runID {
 				continue
+			}
+			if end.child != 0 && (n.State != string(workflow.Running) || n.ChildRun != end.child) {
+				continue // a child run the node no longer waits for (it was retried or canceled)
 			}
 			spec, _ := g.Node(n.Node)
 			if delay, ok := nodeRetry(spec, end); ok && run.State == string(workflow.RunRunning) {
@@ -482,9 +537,13 @@ func (e *Engine) advanceWorkflows(ctx context.Context, tx store.Querier, ends []
 		}
 		if run.State != string(workflow.RunRunning) {
 			ended = append(ended, runID)
+			if run.ParentNode != 0 {
+				subEnded = append(subEnded, run)
+			}
 		}
 	}
-	return ended, nil
+	up, err := e.endParents(ctx, tx, subEnded, now)
+	return append(ended, up...), err
 }
 
 // stepRun starts what is ready in a run whose lock tx holds (or which tx inserted): it
@@ -520,7 +579,8 @@ func (e *Engine) stepRun(ctx context.Context, tx store.Querier, run *store.Workf
 		for _, name := range cancel {
 			ended = append(ended, &store.WorkflowNode{RunID: run.ID, Node: name, State: string(workflow.Canceled), UpdatedAt: now.UnixMilli()})
 		}
-		var jobNodes []*store.WorkflowNode
+		var jobNodes, subNodes []*store.WorkflowNode
+		var subInputs []WorkflowInput
 		var jobIDs []int64
 		decided := false
 		for _, name := range start {
@@ -538,8 +598,12 @@ func (e *Engine) stepRun(ctx context.Context, tx store.Querier, run *store.Workf
 			if err != nil {
 				return fmt.Errorf("node %s: %w", name, err)
 			}
-			jobNodes = append(jobNodes, &store.WorkflowNode{RunID: run.ID, Node: name, State: string(workflow.Running),
-				Input: string(input), UpdatedAt: now.UnixMilli()})
+			node := &store.WorkflowNode{RunID: run.ID, Node: name, State: string(workflow.Running), Input: string(input), UpdatedAt: now.UnixMilli()}
+			if spec.Kind == workflow.KindWorkflow {
+				subNodes, subInputs = append(subNodes, node), append(subInputs, in)
+				continue
+			}
+			jobNodes = append(jobNodes, node)
 			jobIDs = append(jobIDs, spec.JobID)
 		}
 		if len(jobNodes) > 0 {
@@ -566,8 +630,21 @@ func (e *Engine) stepRun(ctx context.Context, tx store.Querier, run *store.Workf
 			}
 			jobNodes = kept
 		}
-		if err := tx.WorkflowNodesInsert(ctx, append(ended, jobNodes...)); err != nil {
+		if err := tx.WorkflowNodesInsert(ctx, slices.Concat(ended, jobNodes, subNodes)); err != nil {
 			return err
+		}
+		// A sub-workflow node's child run starts here, in the transaction that inserted the
+		// node running, and is linked to it by the update below.
+		for i, n := range subNodes {
+			spec, _ := g.Node(n.Node)
+			done, err := e.startChild(ctx, tx, run, spec, n, subInputs[i], now)
+			if err != nil {
+				return fmt.Errorf("node %s: %w", n.Node, err)
+			}
+			decided = decided || done
+			if _, err := tx.WorkflowNodeUpdate(ctx, n, string(workflow.Running)); err != nil {
+				return err
+			}
 		}
 		if len(jobNodes) > 0 {
 			xs := make([]*store.Execution, len(jobNodes))
@@ -652,9 +729,14 @@ func (e *Engine) workflowInputs(ctx context.Context, due []*pendingFire) (map[in
 
 // WorkflowApps checks that every job node of g references a job that exists (a
 // *schedule.FieldError naming nodes[i].job_id otherwise) and returns the apps of those jobs,
-// each once ("" stands for jobs of no app): a workflow is within a person's scope when each
-// of its apps is.
+// each once ("" stands for jobs of no app), with those of the workflows its sub-workflow
+// nodes run, through every level: a workflow is within a person's scope when each of its apps
+// is.
 func WorkflowApps(ctx context.Context, q store.Querier, g *workflow.Graph) ([]string, error) {
+	return workflowApps(ctx, q, g, map[string]bool{})
+}
+
+func workflowApps(ctx context.Context, q store.Querier, g *workflow.Graph, seen map[string]bool) ([]string, error) {
 	var ids []int64
 	for _, n := range g.Nodes {
 		if n.Kind == workflow.KindJob {
@@ -682,7 +764,7 @@ func WorkflowApps(ctx context.Context, q store.Querier, g *workflow.Graph) ([]st
 			out = append(out, app)
 		}
 	}
-	return out, nil
+	return subWorkflowApps(ctx, q, g, out, seen)
 }
 
 // DeleteJobTx deletes a job in q (store.JobDelete, which cancels its fires that have not
@@ -727,10 +809,13 @@ func retriable(n *store.WorkflowNode) bool {
 	case workflow.Failed, workflow.Canceled:
 		return true
 	case workflow.Skipped:
-		return n.ExecutionID != 0
+		return ran(n)
 	}
 	return false
 }
+
+// ran reports whether a node ran something: an execution, or a sub-workflow run.
+func ran(n *store.WorkflowNode) bool { return n.ExecutionID != 0 || n.ChildRun != 0 }
 
 // RetryWorkflowNode runs a node of a run again now, as its execution's next attempt (a
 // decision is decided again): the node must have ended without succeeding. Its descendants
@@ -756,7 +841,7 @@ func (e *Engine) RetryWorkflowRun(ctx context.Context, runID int64) (*store.Work
 		var out []repair
 		for _, spec := range g.Nodes {
 			// A canceled node with no execution never started: it is judged again, not retried.
-			if n := nodes[spec.Name]; n != nil && retriable(n) && (n.ExecutionID != 0 || n.State == string(workflow.Failed)) {
+			if n := nodes[spec.Name]; n != nil && retriable(n) && (ran(n) || n.State == string(workflow.Failed)) {
 				out = append(out, repair{node: n})
 			}
 		}
@@ -807,10 +892,15 @@ type repair struct {
 // moves them, forgets the nodes that never ran because of them, and steps the run.
 func (e *Engine) repairRun(ctx context.Context, runID int64, pick func(*workflow.Graph, map[string]*store.WorkflowNode) ([]repair, error)) (*store.WorkflowRun, error) {
 	var run *store.WorkflowRun
+	var up []int64 // runs above it that end with it
 	err := store.InTx(ctx, e.store, func(q store.Querier) error {
-		var err error
-		if run, err = q.WorkflowRunLock(ctx, runID); err != nil {
+		up = nil
+		runs, err := lockRuns(ctx, q, []int64{runID})
+		if err != nil {
 			return err
+		}
+		if run = runs[runID]; run == nil {
+			return fmt.Errorf("workflow run %d: %w", runID, store.ErrNotFound)
 		}
 		g, err := ParseGraph(run.Graph)
 		if err != nil {
@@ -856,7 +946,7 @@ func (e *Engine) repairRun(ctx context.Context, runID int64, pick func(*workflow
 		var walk func(name string)
 		walk = func(name string) {
 			for _, c := range children[name] {
-				if r := nodes[c]; r != nil && r.ExecutionID == 0 && (r.State == string(workflow.Skipped) || r.State == string(workflow.Canceled)) {
+				if r := nodes[c]; r != nil && !ran(r) && (r.State == string(workflow.Skipped) || r.State == string(workflow.Canceled)) {
 					forget[r.ID] = true
 				}
 				walk(c)
@@ -867,7 +957,7 @@ func (e *Engine) repairRun(ctx context.Context, runID int64, pick func(*workflow
 		}
 		if reopened {
 			for _, r := range rows {
-				if r.ExecutionID == 0 && r.State == string(workflow.Canceled) {
+				if !ran(r) && r.State == string(workflow.Canceled) {
 					forget[r.ID] = true
 				}
 			}
@@ -904,8 +994,10 @@ func (e *Engine) repairRun(ctx context.Context, runID int64, pick func(*workflow
 				continue
 			case rp.succeeded:
 				n.State, n.Result, n.Message = string(workflow.Succeeded), rp.result, "marked succeeded"
-			case spec.Kind == workflow.KindDecision || n.ExecutionID == 0:
-				forget[n.ID] = true // decided (or started) again by the step below
+			case spec.Kind == workflow.KindDecision || spec.Kind == workflow.KindWorkflow || n.ExecutionID == 0:
+				// Decided (or started) again by the step below; a sub-workflow node starts a new
+				// child run there (the old run stays as history).
+				forget[n.ID] = true
 				continue
 			default:
 				job := jobs[spec.JobID]
@@ -941,13 +1033,17 @@ func (e *Engine) repairRun(ctx context.Context, runID int64, pick func(*workflow
 				return err
 			}
 		}
-		return e.stepRun(ctx, q, run, g, now)
+		if err := e.stepRun(ctx, q, run, g, now); err != nil {
+			return err
+		}
+		up, err = e.endParents(ctx, q, []*store.WorkflowRun{run}, now)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	if run.State != string(workflow.RunRunning) {
-		e.workflowRunsEnded(ctx, []int64{run.ID})
+		e.workflowRunsEnded(ctx, append([]int64{run.ID}, up...))
 	}
 	e.Wake()
 	return run, nil

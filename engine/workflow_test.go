@@ -376,22 +376,29 @@ func TestWorkflowNodeCrash(t *testing.T) {
 		if err != nil || x.Cause != store.CauseRecovery || x.WorkflowNode != nodes["b"].ID {
 			t.Errorf("b's linked execution = %+v, %v; want the recovery run of its node", x, err)
 		}
-		all, err := st.ExecutionList(context.Background(), store.ExecutionFilter{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		perNode := map[int64]int{}
-		for _, x := range all {
-			if x.Attempt == 0 {
-				perNode[x.WorkflowNode]++
-			}
-		}
+		perNode := firstExecutions(t, st)
 		for name, n := range nodes {
 			if perNode[n.ID] != 1 {
 				t.Errorf("node %s has %d first executions, want 1", name, perNode[n.ID])
 			}
 		}
 	})
+}
+
+// firstExecutions counts the first executions (attempt 0) of each workflow node, by node id.
+func firstExecutions(t *testing.T, st store.Store) map[int64]int {
+	t.Helper()
+	all, err := st.ExecutionList(context.Background(), store.ExecutionFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perNode := map[int64]int{}
+	for _, x := range all {
+		if x.Attempt == 0 {
+			perNode[x.WorkflowNode]++
+		}
+	}
+	return perNode
 }
 
 // TestWorkflowNodeNotRunOnStop records a workflow node's fire canceled because its scheduler

@@ -72,6 +72,9 @@ type WorkflowRunOut struct {
 	Nodes []*store.WorkflowNode
 	// Workflow is the run's workflow when read alone (GetWorkflowRun), nil once deleted.
 	Workflow *store.Workflow
+	// Parent is the sub-workflow node this run runs for, nil for a run of its own (or once
+	// that node was retried).
+	Parent *store.WorkflowNode
 }
 
 // WorkflowPage and WorkflowRunPage are pages; More says another follows the last.
@@ -97,6 +100,16 @@ func (s *Server) graphTarget(ctx context.Context, graph string) (target, error) 
 		return target{}, err
 	}
 	return target{apps: apps}, nil
+}
+
+// checkSubWorkflows refuses a graph, to be stored as workflow name, whose sub-workflow nodes
+// name a missing workflow or recur (engine.CheckSubWorkflows), in the writer's transaction.
+func checkSubWorkflows(ctx context.Context, q store.Querier, name, graph string) error {
+	g, err := engine.ParseGraph(graph)
+	if err != nil {
+		return err
+	}
+	return engine.CheckSubWorkflows(ctx, q, name, g)
 }
 
 func (s *Server) byWorkflow(ctx context.Context, name string) (target, error) {
@@ -135,7 +148,12 @@ func (s *Server) createWorkflow(ctx context.Context, in *api.WorkflowRequest) (*
 	actx := s.auditedCtx(ctx, "workflow.create", "workflow", in.Name, func(ctx context.Context, q store.Querier) (any, error) {
 		return q.WorkflowGetByName(ctx, in.Name)
 	})
-	if err := store.InTx(actx, s.store, func(q store.Querier) error { return q.WorkflowInsert(ctx, w) }); err != nil {
+	if err := store.InTx(actx, s.store, func(q store.Querier) error {
+		if err := checkSubWorkflows(ctx, q, w.Name, w.Graph); err != nil {
+			return err
+		}
+		return q.WorkflowInsert(ctx, w)
+	}); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -238,6 +256,13 @@ func (s *Server) getWorkflowRun(ctx context.Context, in *WorkflowRunRef) (*Workf
 	if out.Workflow, err = s.store.WorkflowGet(ctx, run.WorkflowID); errors.Is(err, store.ErrNotFound) {
 		err = nil // its runs outlive it
 	}
+	if err != nil || run.ParentNode == 0 {
+		return out, err
+	}
+	ps, err := s.store.WorkflowNodesGet(ctx, []int64{run.ParentNode})
+	if len(ps) == 1 {
+		out.Parent = ps[0]
+	}
 	return out, err
 }
 
@@ -283,6 +308,9 @@ func (s *Server) updateWorkflow(ctx context.Context, in *WorkflowChange) (*store
 		}
 		w.Description, w.Graph, w.Params = in.Description, string(in.Graph), params
 		w.Concurrency, w.MaxConcurrent = string(ov.Policy), ov.Max
+		if err := checkSubWorkflows(ctx, q, w.Name, w.Graph); err != nil {
+			return err
+		}
 		return q.WorkflowUpdate(ctx, w)
 	})
 	if err != nil {
@@ -494,7 +522,10 @@ func toWorkflowRunWithNodes(o *WorkflowRunOut) api.WorkflowRun {
 	out := toWorkflowRunOut(o.Run)
 	for _, n := range o.Nodes {
 		out.Nodes = append(out.Nodes, api.WorkflowNode{Node: n.Node, State: n.State, ExecutionID: n.ExecutionID, Result: rawJSON(n.Result),
-			Message: n.Message, UpdatedAt: api.Time(n.UpdatedAt)})
+			Message: n.Message, UpdatedAt: api.Time(n.UpdatedAt), ChildRunID: n.ChildRun})
+	}
+	if o.Parent != nil {
+		out.ParentRunID, out.ParentNode = o.Parent.RunID, o.Parent.Node
 	}
 	return out
 }

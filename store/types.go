@@ -698,6 +698,9 @@ type WorkflowNode struct {
 	Result    string
 	Message   string
 	UpdatedAt int64
+	// ChildRun is the run a sub-workflow node started (its newest, once retried), 0 for
+	// other nodes; that run's ParentNode is this node's ID.
+	ChildRun int64
 }
 
 // MaxResultBytes is the largest JSON result a run may return; a larger one fails the run.

@@ -47,6 +47,8 @@ type graphNode struct {
 	Message     string `json:"-"`
 	ExecutionID int64  `json:"-"`
 	JobID       int64  `json:"-"`
+	// ChildRun is a sub-workflow node's run in a run (its Href then).
+	ChildRun int64 `json:"-"`
 }
 
 type graphEdge struct {
@@ -80,6 +82,9 @@ func newGraphView(g *workflow.Graph, jobs map[int64]string) graphView {
 		switch n.Kind {
 		case workflow.KindDecision:
 			gn.Sub = n.Expr
+		case workflow.KindWorkflow:
+			gn.Sub = "workflow " + n.Workflow
+			gn.Href = "/workflows/" + url.PathEscape(n.Workflow)
 		default:
 			gn.Kind = string(workflow.KindJob)
 			gn.Sub = jobs[n.JobID]
@@ -114,6 +119,9 @@ func (v graphView) withRun(nodes []*store.WorkflowNode) graphView {
 			gn.State, gn.Result, gn.Message, gn.ExecutionID = n.State, n.Result, n.Message, n.ExecutionID
 			if n.ExecutionID != 0 {
 				gn.Href = fmt.Sprintf("/executions/%d", n.ExecutionID)
+			}
+			if gn.ChildRun = n.ChildRun; n.ChildRun != 0 {
+				gn.Href = fmt.Sprintf("/workflow-runs/%d", n.ChildRun)
 			}
 		}
 	}
@@ -296,6 +304,8 @@ type workflowRunView struct {
 	Workflow *store.Workflow
 	Graph    graphView
 	Now      int64
+	// Parent is the sub-workflow node this run runs for (nil for a run of its own).
+	Parent *store.WorkflowNode
 }
 
 // Ended says the run will change no more (the page stops polling).
@@ -327,7 +337,7 @@ func (c *Console) workflowRunPage(w http.ResponseWriter, r *http.Request) error 
 	names := c.graphJobNames(r, g)
 	v := workflowRunView{Run: out.Run, Graph: newGraphView(g, names).withRun(out.Nodes), Now: c.clock.Now().UnixMilli()}
 	// The workflow may have been deleted since (nil); its runs stay as history.
-	v.Workflow = out.Workflow
+	v.Workflow, v.Parent = out.Workflow, out.Parent
 	vw := &view{Title: fmt.Sprintf("Workflow run #%d", id), Nav: "workflows", Data: v, Flash: flashText(r.URL.Query().Get("done"))}
 	if r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-Target") == "wf-live" {
 		vw.User, vw.CSRF = userFrom(r.Context()), csrfFrom(r.Context())

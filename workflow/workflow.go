@@ -23,6 +23,9 @@ const (
 	// KindDecision evaluates an expression over the run's params and its parents' results; its
 	// outgoing edges with condition true or false are taken by the outcome.
 	KindDecision Kind = "decision"
+	// KindWorkflow runs another workflow, by reference (Node.Workflow names it), to
+	// completion as one node: a sub-workflow. See SubWorkflowResult for what it returns.
+	KindWorkflow Kind = "workflow"
 )
 
 // Condition is when an edge is taken, by the state of its parent.
@@ -60,7 +63,9 @@ type Node struct {
 	// JobID references the job a job node runs.
 	JobID int64 `json:"job_id,omitempty"`
 	// Expr is a decision node's expression; it must yield a bool.
-	Expr      string `json:"expr,omitempty"`
+	Expr string `json:"expr,omitempty"`
+	// Workflow names the workflow a sub-workflow node runs (read when the node starts).
+	Workflow  string `json:"workflow,omitempty"`
 	OnFailure OnFail `json:"on_failure,omitempty"`
 	// TimeoutMs bounds each attempt of a job node's run in place of its job's timeout (0
 	// keeps the job's): the same job can be quick in one workflow and slow in another.
@@ -154,15 +159,25 @@ func (g *Graph) Validate() error {
 			if n.Expr != "" {
 				return schedule.Fieldf(field+".expr", "only a decision node has an expression")
 			}
+			if n.Workflow != "" {
+				return schedule.Fieldf(field+".workflow", "only a workflow node runs a workflow")
+			}
+		case KindWorkflow:
+			if err := n.validateSub(field); err != nil {
+				return err
+			}
 		case KindDecision:
 			if n.JobID != 0 {
 				return schedule.Fieldf(field+".job_id", "a decision node runs no job")
+			}
+			if n.Workflow != "" {
+				return schedule.Fieldf(field+".workflow", "only a workflow node runs a workflow")
 			}
 			if _, err := CompileDecision(n.Expr); err != nil {
 				return &schedule.FieldError{Field: field + ".expr", Err: err}
 			}
 		default:
-			return schedule.Fieldf(field+".kind", "%q is not one of job, decision", n.Kind)
+			return schedule.Fieldf(field+".kind", "%q is not one of job, decision, workflow", n.Kind)
 		}
 	}
 	seen := make(map[[2]string]bool, len(g.Edges))

@@ -144,6 +144,9 @@ func showWorkflowRun(w io.Writer, r api.WorkflowRun) error {
 	if r.BackfillID != 0 {
 		kv = append(kv, "Backfill", strconv.FormatInt(r.BackfillID, 10))
 	}
+	if r.ParentRunID != 0 {
+		kv = append(kv, "Parent", fmt.Sprintf("run %d, node %s", r.ParentRunID, r.ParentNode))
+	}
 	if err := fields(w, kv...); err != nil {
 		return err
 	}
@@ -154,8 +157,11 @@ func showWorkflowRun(w io.Writer, r api.WorkflowRun) error {
 	tw := newTable(w, "NODE STATE EXECUTION RESULT MESSAGE")
 	for _, n := range r.Nodes {
 		exec := ""
-		if n.ExecutionID != 0 {
+		switch {
+		case n.ExecutionID != 0:
 			exec = strconv.FormatInt(n.ExecutionID, 10)
+		case n.ChildRunID != 0: // a sub-workflow node: its run (sundial workflow run show ID)
+			exec = fmt.Sprintf("run %d", n.ChildRunID)
 		}
 		tw.row(n.Node, n.State, exec, string(n.Result), n.Message)
 	}

@@ -201,3 +201,35 @@ func TestCLIWorkflowOverlap(t *testing.T) {
 		t.Errorf("workflow get does not show the policy:\n%s", out)
 	}
 }
+
+// TestCLISubWorkflow runs a workflow with a sub-workflow node from the CLI: workflow status
+// shows the node's child run, and the child run's status its parent; a reference back is
+// refused with exit 2 and one line naming the field and the path.
+func TestCLISubWorkflow(t *testing.T) {
+	s := startAPIServer(t)
+	x := mustJSON[api.Job](t, s, "job", "create", "inner-x", "--handler", "noop")
+	a := mustJSON[api.Job](t, s, "job", "create", "outer-a", "--handler", "noop")
+	mustJSON[api.Workflow](t, s, "workflow", "create", "inner", "--graph", fmt.Sprintf(`{"nodes":[{"name":"x","job_id":%d}]}`, x.ID))
+	mustJSON[api.Workflow](t, s, "workflow", "create", "outer", "--graph",
+		fmt.Sprintf(`{"nodes":[{"name":"a","job_id":%d},{"name":"sub","kind":"workflow","workflow":"inner"}],"edges":[{"from":"a","to":"sub"}]}`, a.ID))
+	code, _, errOut := s.cli(t, "workflow", "update", "inner", "--graph", `{"nodes":[{"name":"back","kind":"workflow","workflow":"outer"}]}`)
+	if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "nodes[0].workflow") || !strings.Contains(errOut, "recursion: inner -> outer -> inner") {
+		t.Errorf("recursion: exit %d, %q; want 2 and one line naming the field and the path", code, errOut)
+	}
+	run := mustJSON[api.WorkflowRun](t, s, "workflow", "run", "outer")
+	id := strconv.FormatInt(run.ID, 10)
+	eventually(t, "the run to end", func() bool {
+		run = mustJSON[api.WorkflowRun](t, s, "workflow", "status", id)
+		return run.State != "running"
+	})
+	if run.State != "succeeded" || len(run.Nodes) != 2 || run.Nodes[1].ChildRunID == 0 {
+		t.Fatalf("run %+v: want succeeded, its sub node linked to its child run", run)
+	}
+	child := strconv.FormatInt(run.Nodes[1].ChildRunID, 10)
+	if out := s.mustCLI(t, "workflow", "status", id); !strings.Contains(out, "run "+child) {
+		t.Errorf("status does not show the sub node's child run %s:\n%s", child, out)
+	}
+	if out := s.mustCLI(t, "workflow", "status", child); !strings.Contains(out, fmt.Sprintf("run %s, node sub", id)) {
+		t.Errorf("the child run's status does not show its parent run %s:\n%s", id, out)
+	}
+}

@@ -10,7 +10,7 @@ import (
 const (
 	workflowCols     = "id, name, description, graph, params, concurrency, max_concurrent, version, created_at, updated_at"
 	workflowRunCols  = "id, workflow_id, state, graph, params, cause, message, created_at, finished_at, workflow_version, deadline_at, parent_node, interval_start, interval_end, backfill_id"
-	workflowNodeCols = "id, run_id, node, state, execution_id, input, result, message, updated_at"
+	workflowNodeCols = "id, run_id, node, state, execution_id, input, result, message, updated_at, child_run"
 )
 
 func scanWorkflow(r rowScanner) (*store.Workflow, error) {
@@ -28,7 +28,7 @@ func scanWorkflowRun(r rowScanner) (*store.WorkflowRun, error) {
 
 func scanWorkflowNode(r rowScanner) (*store.WorkflowNode, error) {
 	var n store.WorkflowNode
-	err := r.Scan(&n.ID, &n.RunID, &n.Node, &n.State, &n.ExecutionID, &n.Input, &n.Result, &n.Message, &n.UpdatedAt)
+	err := r.Scan(&n.ID, &n.RunID, &n.Node, &n.State, &n.ExecutionID, &n.Input, &n.Result, &n.Message, &n.UpdatedAt, &n.ChildRun)
 	return &n, err
 }
 
@@ -260,8 +260,8 @@ func (e *executor) WorkflowNodesInsert(ctx context.Context, ns []*store.Workflow
 		if n.UpdatedAt == 0 {
 			n.UpdatedAt = e.cfg.now()
 		}
-		id, err := e.insertID(ctx, "INSERT INTO workflow_nodes (run_id, node, state, execution_id, input, result, message, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-			n.RunID, n.Node, n.State, n.ExecutionID, n.Input, n.Result, truncate(n.Message, 2000), n.UpdatedAt)
+		id, err := e.insertID(ctx, "INSERT INTO workflow_nodes (run_id, node, state, execution_id, input, result, message, updated_at, child_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			n.RunID, n.Node, n.State, n.ExecutionID, n.Input, n.Result, truncate(n.Message, 2000), n.UpdatedAt, n.ChildRun)
 		if err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("node %s of workflow run %d: %w", n.Node, n.RunID, store.ErrAlreadyExists)
@@ -302,8 +302,8 @@ func (e *executor) WorkflowNodeUpdate(ctx context.Context, n *store.WorkflowNode
 	if n.UpdatedAt == 0 {
 		n.UpdatedAt = e.cfg.now()
 	}
-	res, err := e.exec(ctx, "UPDATE workflow_nodes SET state = ?, execution_id = ?, result = ?, message = ?, updated_at = ? WHERE id = ? AND state = ?",
-		n.State, n.ExecutionID, n.Result, truncate(n.Message, 2000), n.UpdatedAt, n.ID, from)
+	res, err := e.exec(ctx, "UPDATE workflow_nodes SET state = ?, execution_id = ?, result = ?, message = ?, updated_at = ?, child_run = ? WHERE id = ? AND state = ?",
+		n.State, n.ExecutionID, n.Result, truncate(n.Message, 2000), n.UpdatedAt, n.ChildRun, n.ID, from)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: update node %s of workflow run %d: %w", n.Node, n.RunID, err)
 	}

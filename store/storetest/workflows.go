@@ -65,6 +65,14 @@ func testWorkflows(t *testing.T, s store.Store) {
 	equal(t, "history workflow node", done.WorkflowNode, a.ID)
 	equal(t, "history state", done.State, store.ExecSucceeded)
 
+	sub := &store.WorkflowNode{RunID: r.ID, Node: "sub", State: "running", ChildRun: r2.ID}
+	noErr(t, s.WorkflowNodesInsert(ctx, []*store.WorkflowNode{sub}))
+	equal(t, "sub-workflow node's child run", get(s.WorkflowNodesGet(ctx, []int64{sub.ID})).ok(t)[0].ChildRun, r2.ID)
+	sub.ChildRun = r.ID + r2.ID // retried: a new child run
+	equal(t, "sub-workflow node moved", get(s.WorkflowNodeUpdate(ctx, sub, "running")).ok(t), true)
+	equal(t, "sub-workflow node's new child run", get(s.WorkflowNodesGet(ctx, []int64{sub.ID})).ok(t)[0].ChildRun, r.ID+r2.ID)
+	noErr(t, s.WorkflowNodesDelete(ctx, r.ID, []int64{sub.ID}))
+
 	a.State, a.ExecutionID, a.Result = "succeeded", x.ID, `{"rows":3}`
 	equal(t, "node moved", get(s.WorkflowNodeUpdate(ctx, a, "running")).ok(t), true)
 	equal(t, "node moved twice", get(s.WorkflowNodeUpdate(ctx, a, "running")).ok(t), false)
