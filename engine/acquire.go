@@ -13,8 +13,10 @@ import (
 )
 
 // acquireLoop runs acquisition rounds until the node stops: at once again after a full
-// batch (there is more due work), otherwise after PollInterval or a wake-up.
+// batch (there is more due work), otherwise after PollInterval or a wake-up. Each round takes
+// at most BatchSize fires, fewer while rounds take longer than batchTarget (batchsize.go).
 func (e *Engine) acquireLoop(l *lifecycle) {
+	sizer := newBatchSizer(e.cfg.BatchSize)
 	// Backfills are looked for at most once a poll interval while none makes runs (or when
 	// this node stores a new one): under load rounds follow each other back to back, and a
 	// probe per round would tax every fire for a feature most clusters rarely use.
@@ -37,11 +39,15 @@ func (e *Engine) acquireLoop(l *lifecycle) {
 				nextBackfill = now.Add(e.cfg.PollInterval)
 			}
 		}
-		n, err := e.acquireRound(l.ctx, l, now)
+		size := sizer.size
+		n, took, err := e.acquireRound(l.ctx, l, now, size)
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("acquisition round failed", "err", err)
 		}
-		if err == nil && n >= e.cfg.BatchSize {
+		if err == nil {
+			sizer.next(n, took)
+		}
+		if err == nil && n >= size {
 			continue
 		}
 		// The next poll is due a poll interval after this round began, however long the
@@ -52,27 +58,32 @@ func (e *Engine) acquireLoop(l *lifecycle) {
 	}
 }
 
-// acquireRound takes the fires due within the look-ahead window in one transaction: due
-// triggers (misfire policies applied, one execution row per fire, the trigger advanced) and
-// pending executions (retries, recovered fires). It queues them for firing and returns how
-// many it took.
-func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) (int, error) {
+// acquireRound takes up to size fires due within the look-ahead window in one transaction:
+// due triggers (misfire policies applied, one execution row per fire, the trigger advanced)
+// and pending executions (retries, recovered fires). It queues them for firing and returns
+// how many it took, and how long its transaction lasted.
+//
+// The transaction is begun at deferred priority: on SQLite, whose one writer it holds, the
+// node's claims, results and heartbeat waiting for it go first (sqlstore's gate). Taking
+// more fires ahead is what can wait when the node cannot start those it holds.
+func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time, size int) (n int, took time.Duration, err error) {
 	dueBefore := now.Add(e.cfg.LookAhead).UnixMilli()
 
-	tx, err := e.store.Begin(ctx)
+	tx, err := e.store.Begin(store.WithPriority(ctx, store.PriorityDeferred))
 	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
+		return 0, 0, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
+	began := e.clock.Now()
 	// Only a life the cluster counts alive acquires: the lock orders this round with a
 	// leader that declares the life dead, so no fire is taken by a life already recovered.
 	if err := tx.NodeHold(ctx, l.owner); err != nil {
-		return 0, fmt.Errorf("hold the node's row: %w", err)
+		return 0, 0, fmt.Errorf("hold the node's row: %w", err)
 	}
 
-	rows, err := tx.TriggersLockDue(ctx, dueBefore, e.cfg.BatchSize)
+	rows, err := tx.TriggersLockDue(ctx, dueBefore, size)
 	if err != nil {
-		return 0, fmt.Errorf("lock due triggers: %w", err)
+		return 0, 0, fmt.Errorf("lock due triggers: %w", err)
 	}
 	var (
 		fires   []*pendingFire
@@ -80,7 +91,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 		updates = make([]store.TriggerFireUpdate, 0, len(rows))
 	)
 	for _, row := range rows {
-		upd, rowExecs := e.advanceTrigger(ctx, tx, l.owner, row, now, dueBefore, e.cfg.BatchSize-len(execs))
+		upd, rowExecs := e.advanceTrigger(ctx, tx, l.owner, row, now, dueBefore, size-len(execs))
 		updates = append(updates, upd)
 		for _, ex := range rowExecs {
 			execs = append(execs, ex)
@@ -88,10 +99,10 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 		}
 	}
 
-	if room := e.cfg.BatchSize - len(execs); room > 0 {
+	if room := size - len(execs); room > 0 {
 		pending, err := tx.ExecutionsLockDuePending(ctx, dueBefore, room)
 		if err != nil {
-			return 0, fmt.Errorf("lock due pending executions: %w", err)
+			return 0, 0, fmt.Errorf("lock due pending executions: %w", err)
 		}
 		if len(pending) > 0 {
 			ids := make([]int64, len(pending))
@@ -100,7 +111,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 			}
 			won, err := tx.ExecutionsAcquire(ctx, l.owner, ids)
 			if err != nil {
-				return 0, fmt.Errorf("acquire pending executions: %w", err)
+				return 0, 0, fmt.Errorf("acquire pending executions: %w", err)
 			}
 			wonSet := idSet(won)
 			var returned []*pendingFire
@@ -115,7 +126,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 				}
 			}
 			if err := e.misfireReturned(ctx, tx, returned, now); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
@@ -123,7 +134,7 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 	if len(execs) > 0 {
 		dups, err := tx.ExecutionsInsert(ctx, execs)
 		if err != nil {
-			return 0, fmt.Errorf("insert executions: %w", err)
+			return 0, 0, fmt.Errorf("insert executions: %w", err)
 		}
 		if len(dups) > 0 {
 			// The trigger row lock makes this impossible; if it ever happens the unique key
@@ -144,18 +155,19 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time) 
 	}
 	if len(updates) > 0 {
 		if _, err := tx.TriggersUpdateAfterFire(ctx, updates); err != nil {
-			return 0, fmt.Errorf("advance triggers: %w", err)
+			return 0, 0, fmt.Errorf("advance triggers: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("commit acquisition: %w", err)
+		return 0, 0, fmt.Errorf("commit acquisition: %w", err)
 	}
-	e.log.Debug("acquired", "fires", len(fires), "triggers", len(rows), "took", e.clock.Now().Sub(now))
+	took = e.clock.Now().Sub(began)
+	e.log.Debug("acquired", "fires", len(fires), "of", size, "triggers", len(rows), "took", took, "waited", began.Sub(now))
 	e.stats.Acquired.Add(int64(len(fires)))
 	e.applyFireRate(ctx, fires)
 	e.signals.roundAcquired(len(fires))
 	l.fires.push(fires...)
-	return len(fires), nil
+	return len(fires), took, nil
 }
 
 // advanceTrigger computes the fires of one locked trigger that fall in the window (at most

@@ -62,26 +62,39 @@ func (e *Engine) fireLoop(l *lifecycle) {
 
 // startLoop starts the fires the firer released. While one compare-and-set is in flight the
 // next fires gather, so under load one statement wins many fires and at rest a fire waits
-// for no one: group commit without a timer.
+// for no one: group commit without a timer. A batch starts at most BatchSize fires, fewer
+// while batches take longer than batchTarget (batchsize.go): under overload the firer
+// releases every late fire at once, and one claim of them all would start nothing until it
+// ended; the rest wait here for the next batch.
 func (e *Engine) startLoop(l *lifecycle) {
+	sizer := newBatchSizer(e.cfg.BatchSize)
+	var waiting []*pendingFire
 	for {
-		var batch []*pendingFire
-		select {
-		case batch = <-l.due:
-		case <-l.ctx.Done():
-			return
+		if len(waiting) == 0 {
+			select {
+			case waiting = <-l.due:
+			case <-l.ctx.Done():
+				return
+			}
 		}
 	gather:
-		for len(batch) < e.cfg.BatchSize {
+		for len(waiting) < sizer.size {
 			select {
 			case more := <-l.due:
-				batch = append(batch, more...)
+				waiting = append(waiting, more...)
 			default:
 				break gather
 			}
 		}
+		batch := waiting[:min(len(waiting), sizer.size):min(len(waiting), sizer.size)]
+		waiting = waiting[len(batch):]
 		l.fires.taken(len(batch))
+		began := e.clock.Now()
 		e.startFires(l, batch)
+		sizer.next(len(batch), e.clock.Now().Sub(began))
+		if l.ctx.Err() != nil {
+			return
+		}
 	}
 }
 

@@ -69,18 +69,24 @@ func (e *executor) NodeRegister(ctx context.Context, o store.Owner, name string)
 
 // NodeHeartbeat sets last_seen of the life o to the database's now. It never inserts: a row
 // the leader deleted stays deleted, and the node learns that it was declared dead.
+// On SQLite it goes ahead of the node's other work waiting for the one writer (urgently).
 func (e *executor) NodeHeartbeat(ctx context.Context, o store.Owner, name string) (*store.Node, error) {
-	res, err := e.exec(ctx, "UPDATE nodes SET name = ?, last_seen = "+e.d().nowMillis()+" WHERE id = ? AND incarnation = ?",
-		name, o.Node, o.Incarnation)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: heartbeat of node %v: %w", o, err)
-	}
-	if n, err := affected(res); err != nil {
-		return nil, fmt.Errorf("sqlstore: heartbeat of node %v: %w", o, err)
-	} else if n == 0 {
-		return nil, fmt.Errorf("node %v: %w", o, store.ErrNotFound)
-	}
-	return e.nodeGet(ctx, o)
+	var node *store.Node
+	err := e.urgently(ctx, func(e *executor) error {
+		res, err := e.exec(ctx, "UPDATE nodes SET name = ?, last_seen = "+e.d().nowMillis()+" WHERE id = ? AND incarnation = ?",
+			name, o.Node, o.Incarnation)
+		if err != nil {
+			return fmt.Errorf("sqlstore: heartbeat of node %v: %w", o, err)
+		}
+		if n, err := affected(res); err != nil {
+			return fmt.Errorf("sqlstore: heartbeat of node %v: %w", o, err)
+		} else if n == 0 {
+			return fmt.Errorf("node %v: %w", o, store.ErrNotFound)
+		}
+		node, err = e.nodeGet(ctx, o)
+		return err
+	})
+	return node, err
 }
 
 // NodeHold takes a shared lock on the life's row in node_lives (SQLite's transactions hold
@@ -188,14 +194,15 @@ func (e *executor) dropLife(ctx context.Context, o store.Owner) error {
 }
 
 // LeaseAcquire takes, renews or fails to take the lease. The three statements run in one
-// transaction so that the lease it reports is the one it wrote.
+// transaction so that the lease it reports is the one it wrote. On SQLite it goes ahead of
+// the node's other work waiting for the one writer: a lease renewed late is lost.
 func (e *executor) LeaseAcquire(ctx context.Context, name, holder string, ttl time.Duration) (*store.Lease, bool, error) {
 	if holder == "" {
 		return nil, false, errors.New("sqlstore: lease holder must not be empty")
 	}
 	now := e.d().nowMillis()
 	var l *store.Lease
-	err := e.inTx(ctx, func(e *executor) error {
+	err := e.inTx(store.WithPriority(ctx, store.PriorityUrgent), func(e *executor) error {
 		pre, post := e.d().insertIgnore()
 		res, err := e.exec(ctx, pre+"leases (name, holder, token, expires_at) VALUES (?, ?, 1, "+now+" + ?)"+post,
 			name, holder, ttl.Milliseconds())

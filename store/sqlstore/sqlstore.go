@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,11 @@ const DefaultMaxConns = 16
 // load (measured: 10 % of the throughput at 30,000 fires/s).
 func WithMaxConns(n int) Option { return func(c *config) { c.maxConns = n } }
 
+// WithQueueWatch calls f each time a caller of a SQLite store starts to wait for its one
+// connection, with the caller's priority (the other databases never queue callers). Tests
+// synchronise on it.
+func WithQueueWatch(f func(store.Priority)) Option { return func(c *config) { c.queueWatch = f } }
+
 // config is what every executor of one Store shares.
 type config struct {
 	dialect    dialect
@@ -72,6 +78,10 @@ type config struct {
 	now        func() int64
 	// noReturning makes a MariaDB connection take MySQL 8's paths (tests only).
 	noReturning bool
+	// gate orders the callers of SQLite's one connection (gate.go); nil on the others.
+	gate *gate
+	// queueWatch is WithQueueWatch's.
+	queueWatch func(store.Priority)
 
 	statements, transactions atomic.Int64 // see Stats
 	byOp                     *opCounts    // WithOperationCounts; nil counts no operations
@@ -122,6 +132,7 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Store, error) {
 		default:
 			cfg.dialect = dialect{kind: sqlite, returning: true}
 			cfg.db, err = openSQLite(d.SQLite)
+			cfg.gate = &gate{watch: cfg.queueWatch}
 		}
 	}
 	if err != nil {
@@ -213,9 +224,10 @@ func openSQLite(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	// SQLite has one writer. With one connection the process's writers queue in the pool
-	// instead of failing with SQLITE_BUSY when a transaction holds the lock longer than the
-	// busy timeout; callers must not use the store while they hold a Tx.
+	// SQLite has one writer. With one connection the process's writers queue (in the store's
+	// gate, in priority order) instead of failing with SQLITE_BUSY when a transaction holds
+	// the lock longer than the busy timeout; callers must not use the store while they hold
+	// a Tx.
 	db.SetMaxOpenConns(1)
 	return db, nil
 }
@@ -323,39 +335,53 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Begin starts a transaction.
 func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
-	tx, err := s.cfg.begin(ctx)
+	tx, release, err := s.cfg.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{executor: executor{cfg: s.cfg, q: tx, tx: tx}}, nil
+	return &Tx{executor: executor{cfg: s.cfg, q: tx, tx: tx}, release: release}, nil
 }
 
-func (c *config) begin(ctx context.Context) (*sql.Tx, error) {
+// begin starts a transaction. On SQLite it first takes the gate at ctx's priority, unless
+// held says the caller holds it already; release gives it back (once, however often it is
+// called) and must be called when the transaction ends.
+func (c *config) begin(ctx context.Context, held bool) (tx *sql.Tx, release func(), err error) {
+	release = func() {}
+	if c.gate != nil && !held {
+		if err := c.gate.enter(ctx, store.PriorityOf(ctx)); err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: begin: %w", err)
+		}
+		release = sync.OnceFunc(c.gate.leave)
+	}
 	var opts *sql.TxOptions
 	if c.dialect.kind == mysqlKind {
 		// InnoDB's default REPEATABLE READ takes gap locks on locking reads, which would
 		// make TriggersLockDue block inserts of unrelated triggers.
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	tx, err := c.db.BeginTx(ctx, opts)
+	tx, err = c.db.BeginTx(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: begin: %w", err)
+		release()
+		return nil, nil, fmt.Errorf("sqlstore: begin: %w", err)
 	}
 	c.transactions.Add(1)
 	if c.byOp != nil {
 		c.byOp.add(false, true)
 	}
-	return tx, nil
+	return tx, release, nil
 }
 
 // Tx is a store.Tx.
 type Tx struct {
 	executor
+	release func() // see config.begin
 }
 
 // Commit commits the transaction.
 func (t *Tx) Commit() error {
-	if err := t.tx.Commit(); err != nil {
+	err := t.tx.Commit()
+	t.release()
+	if err != nil {
 		return fmt.Errorf("sqlstore: commit: %w", err)
 	}
 	return nil
@@ -363,7 +389,9 @@ func (t *Tx) Commit() error {
 
 // Rollback rolls the transaction back; after Commit it does nothing.
 func (t *Tx) Rollback() error {
-	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+	err := t.tx.Rollback()
+	t.release()
+	if err != nil && !errors.Is(err, sql.ErrTxDone) {
 		return fmt.Errorf("sqlstore: rollback: %w", err)
 	}
 	return nil
@@ -381,23 +409,68 @@ type executor struct {
 	cfg *config
 	q   querier
 	tx  *sql.Tx
+	// held says the executor's caller holds SQLite's gate (urgently) for all its statements.
+	held bool
 }
 
 func (e *executor) d() *dialect { return &e.cfg.dialect }
 
+// enter takes SQLite's gate for one statement outside a transaction; the returned func gives
+// it back. Elsewhere, in a transaction, or with the gate held, it does nothing.
+func (e *executor) enter(ctx context.Context) (leave func(), err error) {
+	if e.cfg.gate == nil || e.tx != nil || e.held {
+		return func() {}, nil
+	}
+	if err := e.cfg.gate.enter(ctx, store.PriorityOf(ctx)); err != nil {
+		return nil, fmt.Errorf("sqlstore: wait for the connection: %w", err)
+	}
+	return e.cfg.gate.leave, nil
+}
+
 func (e *executor) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	leave, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	e.count()
 	return e.q.ExecContext(ctx, e.d().rebind(query), args...)
 }
 
 func (e *executor) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	leave, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	e.count()
 	return e.q.QueryContext(ctx, e.d().rebind(query), args...)
 }
 
 func (e *executor) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	leave, err := e.enter(ctx)
+	if err != nil {
+		// A canceled context: the pool gives the Row the same error.
+		return e.q.QueryRowContext(ctx, "SELECT 1")
+	}
+	defer leave()
 	e.count()
 	return e.q.QueryRowContext(ctx, e.d().rebind(query), args...)
+}
+
+// urgently runs fn ahead of every other caller waiting for SQLite's connection, holding the
+// gate once for all of fn's statements: the writes the cluster judges the node alive by must
+// wait for at most the transaction in progress, not queue behind the node's own acquisition
+// rounds and claims (gate.go). Elsewhere it runs fn as it is.
+func (e *executor) urgently(ctx context.Context, fn func(e *executor) error) error {
+	if e.cfg.gate == nil || e.tx != nil || e.held {
+		return fn(e)
+	}
+	if err := e.cfg.gate.enter(ctx, store.PriorityUrgent); err != nil {
+		return fmt.Errorf("sqlstore: wait for the connection: %w", err)
+	}
+	defer e.cfg.gate.leave()
+	return fn(&executor{cfg: e.cfg, q: e.q, held: true})
 }
 
 func (e *executor) count() {
@@ -416,10 +489,11 @@ func (e *executor) inTx(ctx context.Context, fn func(e *executor) error) error {
 	if e.tx != nil {
 		return fn(e)
 	}
-	tx, err := e.cfg.begin(ctx)
+	tx, release, err := e.cfg.begin(ctx, e.held)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := fn(&executor{cfg: e.cfg, q: tx, tx: tx}); err != nil {
 		tx.Rollback()
 		return err
