@@ -49,11 +49,11 @@ func TestBrowserWorkflowEdit(t *testing.T) {
 		chromedp.Navigate(h.url+"/workflows/etl"),
 		chromedp.Click(chromedp.ID("wf-edit")),
 		chromedp.WaitVisible(chromedp.ID("node-name-0")))
-	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`[` + strings.Join([]string{value("graph-timeout-ms"), value("node-retries-0"),
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`[`+strings.Join([]string{value("graph-timeout-ms"), value("node-retries-0"),
 		value("node-timeout-ms-0"), value("node-retry-backoff-ms-0"), value("node-on-failure-0"), value("node-job-id-0"),
 		value("node-kind-1"), value("node-expr-1"), `String(document.getElementById("node-expr-1").closest(".wf-cell").hidden)`,
 		`String(document.getElementById("node-retries-1").closest(".wf-cell").hidden)`, value("node-retries-2"),
-		value("edge-when-2"), `document.querySelector('input[name="version"]').value`}, ",") + `].join("|")`))
+		value("edge-when-2"), `document.querySelector('input[name="version"]').value`}, ",")+`].join("|")`))
 	want := "3600000|3|60000|2000|continue|extract-orders|decision|params.full == true && parents.extract.rows > 0|false|true|0|false|1"
 	if err != nil || got != want {
 		t.Fatalf("the editor's form:\n got %s (%v)\nwant %s", got, err, want)
@@ -177,8 +177,8 @@ func TestBrowserWorkflowEditConflict(t *testing.T) {
 	}
 	b.expectError("409")
 	b.do("save", chromedp.Click(chromedp.ID("wf-save")), chromedp.WaitVisible(chromedp.ID("wf-conflict")))
-	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`[` + strings.Join([]string{value("description"), value("node-retries-2"),
-		value("node-name-3"), `document.getElementById("wf-conflict").innerText`}, ",") + `].join("|")`))
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`[`+strings.Join([]string{value("description"), value("node-retries-2"),
+		value("node-name-3"), `document.getElementById("wf-conflict").innerText`}, ",")+`].join("|")`))
 	if err != nil || !strings.HasPrefix(got, "my description|9|alert|") || !strings.Contains(got, "another edit came first") || !strings.Contains(got, "Save over version 2") {
 		t.Fatalf("the form after the conflict: %q (%v)", got, err)
 	}
@@ -192,4 +192,12 @@ func TestBrowserWorkflowEditConflict(t *testing.T) {
 	if w, err := c.GetWorkflow(ctx, "etl"); err != nil || w.Version != 3 || w.Description != "my description" || !strings.Contains(string(w.Graph), `"retries":9`) {
 		t.Fatalf("after saving over version 2: %+v (%v)", w, err)
 	}
+	phone := newBrowser(t, h, 390, 844)
+	phone.login()
+	phone.do("open the editor on a phone", chromedp.Navigate(h.url+"/workflows/etl/edit"), chromedp.WaitVisible(chromedp.ID("node-name-0")),
+		chromedp.Click(chromedp.ID("node-job-id-0")), chromedp.WaitVisible(chromedp.CSS("#list-node-job-id-0 .wf-pick-opt")))
+	if width, err := chromedp.Run(phone.ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || width > 390 {
+		t.Fatalf("on a phone the editor is %d px wide (%v)", width, err)
+	}
+	shot(t, phone, "workflow-edit-phone")
 }

@@ -496,8 +496,12 @@ func (v workflowEditView) E(field string) string { return v.Errs[field] }
 func (v workflowEditView) Edit() bool { return v.Version != 0 }
 
 // NodeCells, EdgeCells and GraphCells are the inputs of row i and of the graph.
-func (v workflowEditView) NodeCells(i int) []rowCell { return v.cells("node", nodeField, v.Nodes[i], i) }
-func (v workflowEditView) EdgeCells(i int) []rowCell { return v.cells("edge", edgeField, v.Edges[i], i) }
+func (v workflowEditView) NodeCells(i int) []rowCell {
+	return v.cells("node", nodeField, v.Nodes[i], i)
+}
+func (v workflowEditView) EdgeCells(i int) []rowCell {
+	return v.cells("edge", edgeField, v.Edges[i], i)
+}
 func (v workflowEditView) GraphCells() []rowCell {
 	cs := make([]rowCell, len(graphField))
 	for i, f := range graphField {

@@ -191,6 +191,8 @@
       if (opts.length) { pickJob(opts[0]); }
     }
   });
+  // A search starts over: the picked job's name is selected, so typing replaces it.
+  document.addEventListener("focusin", function (e) { if (e.target.name === "job_q") { e.target.select(); } });
   document.addEventListener("focusout", function (e) {
     var pick = e.target.closest && e.target.closest(".wf-pick");
     if (pick && !(e.relatedTarget && pick.contains(e.relatedTarget))) { pickClose(pick, true); }
