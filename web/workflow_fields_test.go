@@ -11,8 +11,8 @@ import (
 
 // The editor lists an input for every JSON field of a workflow's nodes, edges and graph, so
 // a stored workflow saved through the console keeps every setting. A field added to package
-// workflow fails here until the editor has it (one entry in nodeFields, edgeFields or
-// graphFields).
+// workflow fails here until the editor has it (one entry in nodeField, edgeField or
+// graphField).
 func TestEditorCoversGraphFields(t *testing.T) {
 	for _, c := range []struct {
 		of     any

@@ -379,7 +379,7 @@ func (c *Console) workflowNodeMark(w http.ResponseWriter, r *http.Request) error
 // each input of a row is named after the graph's JSON field it edits (node_<field>,
 // edge_<field>, graph_<field> for the graph's own settings), one value per row, so a
 // validation error naming a graph field (nodes[2].retries) is shown at that row's input.
-// nodeFields, edgeFields and graphFields list the inputs: a new setting of a node, an edge
+// nodeField, edgeField and graphField list the inputs: a new setting of a node, an edge
 // or the graph is one entry there (TestEditorCoversGraphFields wants every JSON field of
 // package workflow's Node, Edge and Graph listed), a new node kind one entry in nodeKinds.
 
