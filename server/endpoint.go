@@ -52,6 +52,24 @@ func (e *Endpoint[Req, Resp]) Execute(ctx context.Context, req *Req) (*Resp, err
 	return e.exec(ctx, req)
 }
 
+// Allows says whether the principal in ctx may run the operation on req (nil) without
+// running it, by the rule Execute applies: a page offers an action only to those the
+// operation would not refuse.
+func (e *Endpoint[Req, Resp]) Allows(ctx context.Context, req *Req) error {
+	p := PrincipalFrom(ctx)
+	if p == nil {
+		return errUnauthenticated
+	}
+	if e.act == ActPublic {
+		return nil
+	}
+	var of func(context.Context) (target, error)
+	if e.of != nil {
+		of = func(ctx context.Context) (target, error) { return e.of(ctx, req) }
+	}
+	return authorize(ctx, p, e.act, of)
+}
+
 // endpoint makes an operation of s.
 func endpoint[Req, Resp any](s *Server, act Action, of func(context.Context, *Req) (target, error),
 	exec func(context.Context, *Req) (*Resp, error)) *Endpoint[Req, Resp] {

@@ -161,6 +161,8 @@ func consolePages(ids pageIDs, now time.Time) []struct{ name, path string } {
 		{"reset", "/reset"},
 		{"workflows", "/workflows"},
 		{"workflow-new", "/workflows/new"},
+		{"workflow-edit", "/workflows/" + ids.workflow + "/edit"},
+		{"workflow-jobs", "/workflow-jobs?job_q=job-00"},
 		{"workflow", "/workflows/" + ids.workflow},
 		{"workflow-run", fmt.Sprintf("/workflow-runs/%d", ids.workflowRun)},
 	}

@@ -187,11 +187,11 @@ func TestBrowserWorkflowEditor(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("node-name-0")),
 		fill("name", "orders"),
 		fill("node-name-0", "extract"),
-		setSelect("node-job-0", fmt.Sprint(ids[0])),
+		pickJob(0, "extract", ids[0]),
 		chromedp.Click(chromedp.ID("add-node")),
 		chromedp.WaitVisible(chromedp.ID("node-name-1")),
 		fill("node-name-1", "extract"),
-		setSelect("node-job-1", fmt.Sprint(ids[1])))
+		pickJob(1, "load-w", ids[1]))
 	b.waitJSOr("the preview to draw the first node and name the duplicate", `document.getElementById("wf-preview").innerText`,
 		`document.querySelectorAll("#wf-preview .wf-node").length === 1 && /named twice/.test(document.getElementById("wf-preview").innerText)`)
 	b.do("submit it as it is", chromedp.Click(chromedp.ID("wf-save")), chromedp.WaitVisible(chromedp.ID("err-node-name-1")))

@@ -254,6 +254,8 @@ func flashText(done string) string {
 		return "Script restored as version " + n + "."
 	case "wf-created":
 		return "Workflow created."
+	case "wf-saved":
+		return "Workflow saved as version " + n + "."
 	case "wf-retried":
 		return "Retrying workflow run " + n + "."
 	case "wf-node-retried":

@@ -48,7 +48,7 @@ func TestWorkflowPagesViewerHasNoActions(t *testing.T) {
 	viewer.post("/workflows/"+name+"/backfills", vcsrf, url.Values{"from": {"2026-03-01T00:00:00Z"}, "to": {"2026-03-02T00:00:00Z"}}).
 		mustStatus(t, http.StatusForbidden)
 	viewer.post("/workflows/new", vcsrf, url.Values{"name": {"sneaky"}, "node_name": {"a"}, "node_kind": {"decision"},
-		"node_expr": {"true"}, "node_job": {""}, "node_on_failure": {"fail"}}).mustStatus(t, http.StatusForbidden)
+		"node_expr": {"true"}, "node_job_id": {""}, "node_on_failure": {"fail"}}).mustStatus(t, http.StatusForbidden)
 	ctx := context.Background()
 	if r, err := h.st.WorkflowRunGet(ctx, runID); err != nil || r.State != "running" {
 		t.Fatalf("after the viewer's cancel the run is %+v (%v)", r, err)

@@ -119,31 +119,90 @@
     if (!last) { return; }
     var n = rows.length;
     var row = last.cloneNode(true);
-    row.querySelectorAll("[id]").forEach(function (e) { e.id = e.id.replace(/-\d+$/, "-" + n); });
-    row.querySelectorAll("label[for]").forEach(function (e) { e.htmlFor = e.htmlFor.replace(/-\d+$/, "-" + n); });
-    row.querySelectorAll("[aria-describedby]").forEach(function (e) {
-      e.setAttribute("aria-describedby", e.getAttribute("aria-describedby").replace(/-\d+(?=\s|$)/g, "-" + n));
-      e.removeAttribute("aria-invalid");
+    var renumber = function (v) { return v.replace(/-\d+(?=\s|$)/g, "-" + n); };
+    row.querySelectorAll("[id]").forEach(function (e) { e.id = renumber(e.id); });
+    row.querySelectorAll("label[for]").forEach(function (e) { e.htmlFor = renumber(e.htmlFor); });
+    ["aria-describedby", "aria-controls"].forEach(function (a) {
+      row.querySelectorAll("[" + a + "]").forEach(function (e) { e.setAttribute(a, renumber(e.getAttribute(a))); });
     });
-    row.querySelectorAll("input").forEach(function (e) { e.value = ""; });
+    row.querySelectorAll("[aria-invalid]").forEach(function (e) { e.removeAttribute("aria-invalid"); });
+    row.querySelectorAll("input").forEach(function (e) { e.value = ""; e.removeAttribute("data-name"); });
     row.querySelectorAll("select").forEach(function (e) { e.selectedIndex = 0; });
-    row.querySelectorAll(".err").forEach(function (e) { e.textContent = ""; });
+    row.querySelectorAll(".err, .wf-pick-list").forEach(function (e) { e.textContent = ""; });
     var legend = row.querySelector("legend");
     if (legend) { legend.textContent = legend.textContent.replace(/\d+$/, String(n + 1)); }
     container.appendChild(row);
+    if (typeof htmx !== "undefined") { htmx.process(row); }
     kinds(row);
-    var first = row.querySelector("input, select");
+    var first = row.querySelector("input:not([type=hidden]), select");
     if (first) { first.focus(); }
   }
 
-  // kinds shows a node row's job picker or expression by its kind.
+  // kinds shows each input of a node row that the row's kind has (data-kinds lists them).
   function kinds(root) {
     root.querySelectorAll('.wf-row[data-row="node"]').forEach(function (row) {
       var kind = row.querySelector('select[name="node_kind"]');
-      row.setAttribute("data-kind", kind ? kind.value : "job");
+      kind = kind ? kind.value : "job";
+      row.setAttribute("data-kind", kind);
+      row.querySelectorAll("[data-kinds]").forEach(function (f) {
+        f.hidden = f.getAttribute("data-kinds").split(" ").indexOf(kind) < 0;
+      });
     });
     if (root.matches && root.matches('.wf-row[data-row="node"]')) { kinds(root.parentNode); }
   }
+
+  // The job picker: its search lists jobs (htmx asks /workflow-jobs); picking one sets the
+  // row's job id. Leaving it unpicked puts back the name of the job the row has.
+  function pickClose(pick, restore) {
+    var list = pick.querySelector(".wf-pick-list"), q = pick.querySelector('input[type="search"]');
+    if (list) { list.textContent = ""; }
+    if (q) {
+      q.setAttribute("aria-expanded", "false");
+      if (restore) { q.value = pick.querySelector(".wf-pick-id").getAttribute("data-name") || ""; }
+    }
+  }
+
+  function pickJob(opt) {
+    var pick = opt.closest(".wf-pick"), id = pick.querySelector(".wf-pick-id"), q = pick.querySelector('input[type="search"]');
+    id.value = opt.getAttribute("data-job");
+    id.setAttribute("data-name", opt.getAttribute("data-name"));
+    q.value = opt.getAttribute("data-name");
+    pickClose(pick, false);
+    q.focus();
+    id.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  function pickOptions(pick) { return Array.prototype.slice.call(pick.querySelectorAll(".wf-pick-opt")); }
+
+  document.addEventListener("mousedown", function (e) {
+    // The search keeps the focus while an option is clicked, so leaving it does not close the list first.
+    if (e.target.closest && e.target.closest(".wf-pick-opt")) { e.preventDefault(); }
+  });
+  document.addEventListener("keydown", function (e) {
+    var pick = e.target.closest && e.target.closest(".wf-pick");
+    if (!pick) { return; }
+    var opts = pickOptions(pick), at = opts.indexOf(e.target);
+    if (e.key === "Escape") { pickClose(pick, true); pick.querySelector('input[type="search"]').focus(); e.preventDefault(); }
+    else if (e.key === "ArrowDown" && opts.length) { opts[Math.min(at + 1, opts.length - 1)].focus(); e.preventDefault(); }
+    else if (e.key === "ArrowUp" && at >= 0) { (at === 0 ? pick.querySelector('input[type="search"]') : opts[at - 1]).focus(); e.preventDefault(); }
+    else if (e.key === "Enter" && at < 0) {
+      // Enter in the search picks the first job instead of submitting the form.
+      e.preventDefault();
+      if (opts.length) { pickJob(opts[0]); }
+    }
+  });
+  // A search starts over: the picked job's name is selected, so typing replaces it.
+  document.addEventListener("focusin", function (e) { if (e.target.name === "job_q") { e.target.select(); } });
+  document.addEventListener("focusout", function (e) {
+    var pick = e.target.closest && e.target.closest(".wf-pick");
+    if (pick && !(e.relatedTarget && pick.contains(e.relatedTarget))) { pickClose(pick, true); }
+  });
+  document.body.addEventListener("htmx:afterSwap", function (e) {
+    if (!e.detail.target.classList.contains("wf-pick-list")) { return; }
+    var pick = e.detail.target.closest(".wf-pick"), q = pick.querySelector('input[type="search"]');
+    if (document.activeElement !== q && !pick.contains(document.activeElement)) { pickClose(pick, true); return; }
+    q.setAttribute("aria-expanded", String(pickOptions(pick).length > 0));
+  });
 
   // names offers the nodes' names to the edges' from and to.
   function names() {
@@ -156,6 +215,8 @@
   }
 
   document.addEventListener("click", function (e) {
+    var opt = e.target.closest && e.target.closest(".wf-pick-opt");
+    if (opt) { pickJob(opt); return; }
     var b = e.target.closest && e.target.closest("[data-add-row]");
     if (!b) { return; }
     var c = document.getElementById(b.getAttribute("data-add-row"));
@@ -173,6 +234,13 @@
     clearTimeout(resized);
     resized = setTimeout(function () { drawAll(document); }, 200);
   });
+  // A search typed into a job picker is not a change of the workflow: the preview is not asked.
+  var nodeRows = document.getElementById("wf-node-rows");
+  if (nodeRows) {
+    ["input", "change"].forEach(function (t) {
+      nodeRows.addEventListener(t, function (e) { if (e.target.name === "job_q") { e.stopPropagation(); } });
+    });
+  }
   kinds(document);
   drawAll(document);
 })();
