@@ -62,27 +62,27 @@ func TestBrowserWorkflowEdit(t *testing.T) {
 
 	b.do("add a node and list the jobs",
 		chromedp.Click(chromedp.ID("add-node")),
-		chromedp.WaitVisible(chromedp.ID("node-name-4")),
-		fill("node-name-4", "audit"),
-		chromedp.Click(chromedp.ID("node-job-id-4")),
-		chromedp.WaitVisible(chromedp.CSS("#list-node-job-id-4 .wf-pick-opt")))
-	if n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("#list-node-job-id-4 .wf-pick-opt").length`)); err != nil || n != 20 {
+		chromedp.WaitVisible(chromedp.ID("node-name-5")),
+		fill("node-name-5", "audit"),
+		chromedp.Click(chromedp.ID("node-job-id-5")),
+		chromedp.WaitVisible(chromedp.CSS("#list-node-job-id-5 .wf-pick-opt")))
+	if n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("#list-node-job-id-5 .wf-pick-opt").length`)); err != nil || n != 20 {
 		t.Fatalf("the picker lists %d jobs (%v), want the first 20", n, err)
 	}
-	b.do("find the job by search", fill("node-job-id-4", "dit-led"))
-	b.waitJSOr("only audit-ledger listed", `document.getElementById("list-node-job-id-4").innerText`,
-		fmt.Sprintf(`(() => { const o = [...document.querySelectorAll("#list-node-job-id-4 .wf-pick-opt")];
+	b.do("find the job by search", fill("node-job-id-5", "dit-led"))
+	b.waitJSOr("only audit-ledger listed", `document.getElementById("list-node-job-id-5").innerText`,
+		fmt.Sprintf(`(() => { const o = [...document.querySelectorAll("#list-node-job-id-5 .wf-pick-opt")];
 			return o.length === 1 && o[0].dataset.job === "%d"; })()`, audit))
 	shot(t, b, "workflow-edit-picker")
 	b.do("pick it, join it and change extract's retries",
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#list-node-job-id-4 .wf-pick-opt[data-job="%d"]`, audit))),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#list-node-job-id-5 .wf-pick-opt[data-job="%d"]`, audit))),
 		chromedp.Click(chromedp.ID("add-edge")),
-		chromedp.WaitVisible(chromedp.ID("edge-from-5")),
-		fill("edge-from-5", "load"),
-		fill("edge-to-5", "audit"),
+		chromedp.WaitVisible(chromedp.ID("edge-from-6")),
+		fill("edge-from-6", "load"),
+		fill("edge-to-6", "audit"),
 		fill("node-retries-0", "7"))
 	b.waitJSOr("the preview to draw the new node from its job", `document.getElementById("wf-preview").innerText`,
-		`document.querySelectorAll("#wf-preview .wf-node").length === 5 && !document.getElementById("wf-preview-error")
+		`document.querySelectorAll("#wf-preview .wf-node").length === 6 && !document.getElementById("wf-preview-error")
 		&& /audit-ledger/.test(document.querySelector('#wf-preview .wf-node[data-node="audit"]')?.textContent || "")`)
 	b.do("save", chromedp.Click(chromedp.ID("wf-save")), chromedp.WaitVisible(chromedp.ID("wf-edit")))
 	if flash := b.text(".alert.ok"); !strings.Contains(flash, "version 2") {
@@ -103,8 +103,8 @@ func TestBrowserWorkflowEdit(t *testing.T) {
 	if err := json.Unmarshal(w.Graph, &g); err != nil {
 		t.Fatal(err)
 	}
-	if w.Version != 2 || len(g.Nodes) != 5 || g.Nodes[0].Retries == nil || *g.Nodes[0].Retries != 7 || g.Nodes[4].Name != "audit" ||
-		g.Nodes[4].JobID != audit || len(g.Edges) != 6 || g.Edges[5].From != "load" || g.Edges[5].To != "audit" {
+	if w.Version != 2 || len(g.Nodes) != 6 || g.Nodes[0].Retries == nil || *g.Nodes[0].Retries != 7 || g.Nodes[5].Name != "audit" ||
+		g.Nodes[5].JobID != audit || len(g.Edges) != 7 || g.Edges[6].From != "load" || g.Edges[6].To != "audit" {
 		t.Fatalf("the saved workflow: version %d graph %s", w.Version, w.Graph)
 	}
 	_ = jobs
@@ -139,6 +139,9 @@ func TestBrowserWorkflowEditRoundTrip(t *testing.T) {
 	}
 	if after.Version != before.Version+1 {
 		t.Errorf("version %d after the save, want %d", after.Version, before.Version+1)
+	}
+	if after.WorkflowOverlap != before.WorkflowOverlap || before.Concurrency != "at_most" {
+		t.Errorf("overlap policy %+v after the save, want %+v (at_most)", after.WorkflowOverlap, before.WorkflowOverlap)
 	}
 	if string(after.Graph) != string(before.Graph) || string(after.Params) != string(before.Params) || after.Description != before.Description {
 		t.Fatalf("the API's workflow changed:\nbefore %s %s %q\n after %s %s %q", before.Graph, before.Params, before.Description,

@@ -42,6 +42,14 @@ func fullWorkflow(t *testing.T, h *harness, c *api.Client) (graph workflow.Graph
 		}
 		jobs = append(jobs, id)
 	}
+	// A sub-workflow node names a stored workflow.
+	sub, err := json.Marshal(workflow.Graph{Nodes: []workflow.Node{{Name: "copy", Kind: workflow.KindJob, JobID: jobs[1]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateWorkflow(ctx, api.WorkflowRequest{Name: "archive", Graph: sub}); err != nil {
+		t.Fatal(err)
+	}
 	three, zero := 3, 0
 	graph = workflow.Graph{TimeoutMs: 3_600_000,
 		Nodes: []workflow.Node{
@@ -49,6 +57,7 @@ func fullWorkflow(t *testing.T, h *harness, c *api.Client) (graph workflow.Graph
 			{Name: "check", Kind: workflow.KindDecision, Expr: `params.full == true && parents.extract.rows > 0`, OnFailure: workflow.FailWorkflow},
 			{Name: "load", Kind: workflow.KindJob, JobID: jobs[1], OnFailure: workflow.Skip, TimeoutMs: 120_000, Retries: &zero, RetryBackoffMs: 500},
 			{Name: "alert", Kind: workflow.KindJob, JobID: jobs[2], OnFailure: workflow.FailWorkflow},
+			{Name: "archive", Kind: workflow.KindWorkflow, Workflow: "archive", OnFailure: workflow.Continue},
 		},
 		Edges: []workflow.Edge{
 			{From: "extract", To: "check", When: workflow.OnSuccess},
@@ -56,13 +65,15 @@ func fullWorkflow(t *testing.T, h *harness, c *api.Client) (graph workflow.Graph
 			{From: "check", To: "alert", When: workflow.IfFalse},
 			{From: "extract", To: "alert", When: workflow.OnFailure},
 			{From: "load", To: "alert", When: workflow.Always},
+			{From: "load", To: "archive", When: workflow.OnSuccess},
 		}}
 	raw, err := json.Marshal(graph)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CreateWorkflow(ctx, api.WorkflowRequest{Name: "etl", Description: "Nightly orders load", Graph: raw,
-		Params: json.RawMessage("{\"full\": true,\n \"region\": \"eu\"}")}); err != nil {
+		Params:          json.RawMessage("{\"full\": true,\n \"region\": \"eu\"}"),
+		WorkflowOverlap: api.WorkflowOverlap{Concurrency: "at_most", MaxConcurrent: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	return graph, jobs

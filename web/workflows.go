@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/server"
 	"github.com/sundial-scheduler/sundial/store"
@@ -422,7 +423,7 @@ type rowField struct {
 }
 
 // nodeKinds are the kinds a node row offers.
-var nodeKinds = []string{string(workflow.KindJob), string(workflow.KindDecision)}
+var nodeKinds = []string{string(workflow.KindJob), string(workflow.KindDecision), string(workflow.KindWorkflow)}
 
 var (
 	jobOnly   = []workflow.Kind{workflow.KindJob}
@@ -432,6 +433,8 @@ var (
 		{Key: "job_id", Label: "Job", Input: inJob, Kinds: jobOnly},
 		{Key: "expr", Label: "Decision expression", Input: inText, Kinds: []workflow.Kind{workflow.KindDecision},
 			Placeholder: "params.full == true", Mono: true},
+		{Key: "workflow", Label: "Sub-workflow", Input: inText, Kinds: []workflow.Kind{workflow.KindWorkflow},
+			Placeholder: "the workflow's name", Mono: true},
 		{Key: "on_failure", Label: "On failure", Input: inSelect, Options: []string{string(workflow.FailWorkflow), string(workflow.Continue), string(workflow.Skip)}},
 		{Key: "timeout_ms", Label: "Timeout (ms)", Input: inNumber, Kinds: jobOnly, Placeholder: "the job's"},
 		{Key: "retries", Label: "Retries", Input: inNumber, Kinds: jobOnly, Placeholder: "the job's"},
@@ -482,6 +485,9 @@ type formRow struct {
 
 type workflowEditView struct {
 	Name, Description, Params string
+	// Concurrency and MaxConcurrent are the workflow's overlap policy, kept beside the graph
+	// (an update without them would reset it to allow).
+	Concurrency, MaxConcurrent string
 	// Version is the stored workflow's version the form was read at (0 for a new one): its
 	// save is a compare-and-set on it.
 	Version int64
@@ -604,6 +610,8 @@ func graphForm(form url.Values) (v workflowEditView, g workflow.Graph) {
 		Nodes:  readRows(form, "node_", nodeField), Edges: readRows(form, "edge_", edgeField),
 		Graph: map[string]string{}, Errs: map[string]string{}}
 	v.Version, _ = strconv.ParseInt(form.Get("version"), 10, 64)
+	v.Concurrency = or(strings.TrimSpace(form.Get("concurrency")), string(jobrun.Allow))
+	v.MaxConcurrent = strings.TrimSpace(form.Get("max_concurrent"))
 	doc := map[string]any{}
 	for _, f := range graphField {
 		v.Graph[f.Key] = strings.TrimSpace(form.Get("graph_" + f.Key))
@@ -634,7 +642,10 @@ func graphForm(form url.Values) (v workflowEditView, g workflow.Graph) {
 // formOf is the editor's form of a stored workflow: what graphForm reads back into its graph.
 func formOf(wf *store.Workflow, g *workflow.Graph) url.Values {
 	form := url.Values{"name": {wf.Name}, "description": {wf.Description}, "params": {wf.Params},
-		"version": {strconv.FormatInt(wf.Version, 10)}}
+		"version": {strconv.FormatInt(wf.Version, 10)}, "concurrency": {or(wf.Concurrency, string(jobrun.Allow))}}
+	if wf.MaxConcurrent > 0 {
+		form.Set("max_concurrent", strconv.Itoa(wf.MaxConcurrent))
+	}
 	add := func(prefix string, fields []rowField, x any) {
 		b, _ := json.Marshal(x)
 		dec := json.NewDecoder(bytes.NewReader(b))
@@ -681,7 +692,7 @@ func (v *workflowEditView) placeError(field, msg string) {
 	switch {
 	case strings.HasPrefix(field, "nodes[") && fmtScan(field, "nodes[%d]", &i) && at(v.Nodes, nodeField, i, rest, "name"):
 	case strings.HasPrefix(field, "edges[") && fmtScan(field, "edges[%d]", &i) && at(v.Edges, edgeField, i, rest, "to"):
-	case field == "name" || field == "params" || field == "description" ||
+	case field == "name" || field == "params" || field == "description" || field == "concurrency" || field == "max_concurrent" ||
 		slices.ContainsFunc(graphField, func(f rowField) bool { return f.Key == field }):
 		v.Errs[field] = msg
 	default:
@@ -743,6 +754,8 @@ func previewOf(v workflowEditView, names map[int64]string) graphView {
 		gn := graphNode{Name: n["name"], Kind: or(n["kind"], string(workflow.KindJob))}
 		if gn.Kind == string(workflow.KindDecision) {
 			gn.Sub = n["expr"]
+		} else if gn.Kind == string(workflow.KindWorkflow) {
+			gn.Sub = n["workflow"]
 		} else if id, err := strconv.ParseInt(n["job_id"], 10, 64); err == nil {
 			gn.Sub = or(names[id], "job "+n["job_id"])
 		}
@@ -841,11 +854,29 @@ func readEditor(r *http.Request) (v workflowEditView, g workflow.Graph, graph []
 	if v.Params != "" && !json.Valid([]byte(v.Params)) {
 		v.Errs["params"] = "not JSON: want an object such as {\"full\": true}"
 	}
+	if _, perr := v.overlap(); perr != nil {
+		v.Errs["max_concurrent"] = perr.Error()
+	}
 	if !v.check(&g) || len(v.Errs) > 0 {
 		return v, g, nil, false, nil
 	}
 	graph, err = json.Marshal(g)
 	return v, g, graph, err == nil, err
+}
+
+// overlap is the form's overlap policy as the API takes it; the policy itself is checked by the
+// operation, which names the field it refuses.
+func (v workflowEditView) overlap() (api.WorkflowOverlap, error) {
+	o := api.WorkflowOverlap{Concurrency: v.Concurrency}
+	if v.MaxConcurrent == "" {
+		return o, nil
+	}
+	n, err := strconv.Atoi(v.MaxConcurrent)
+	if err != nil {
+		return o, fmt.Errorf("not a whole number: %q", v.MaxConcurrent)
+	}
+	o.MaxConcurrent = n
+	return o, nil
 }
 
 // refused shows an operation's refusal of the editor's workflow at its field; it returns
@@ -874,6 +905,7 @@ func (c *Console) workflowCreate(w http.ResponseWriter, r *http.Request) error {
 		return c.workflowEditor(w, r, http.StatusOK, v, &g)
 	}
 	req := &api.WorkflowRequest{Name: v.Name, Description: v.Description, Graph: graph}
+	req.WorkflowOverlap, _ = v.overlap()
 	if v.Params != "" {
 		req.Params = json.RawMessage(v.Params)
 	}
@@ -909,6 +941,7 @@ func (c *Console) workflowUpdate(w http.ResponseWriter, r *http.Request) error {
 		return errBadRequest("version: the form names no version of the workflow")
 	}
 	req := &server.WorkflowChange{Name: name, WorkflowUpdate: api.WorkflowUpdate{Description: v.Description, Graph: graph, Version: v.Version}}
+	req.WorkflowOverlap, _ = v.overlap()
 	if v.Params != "" {
 		req.Params = json.RawMessage(v.Params)
 	}
