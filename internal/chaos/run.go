@@ -294,7 +294,7 @@ func (c *cluster) schedule(ctx context.Context) ([]JobSpec, error) {
 	for i := range c.o.Triggers {
 		j := JobSpec{Name: fmt.Sprintf("chaos-%03d", i), Remote: i%3 == 0, Recovery: i%4 == 1,
 			Params: JobParams{RunMs: 20 + c.rng.IntN(280)}}
-		if !j.Remote && i%5 == 2 {
+		if i%5 == 2 {
 			j.Serial, j.Params.RunMs = true, 100+c.rng.IntN(300)
 		}
 		if i%4 == 2 || i%4 == 3 {
