@@ -90,8 +90,7 @@ const maxSubDepth = 32
 // workflow field and, for recursion, the path (A -> B -> A).
 func CheckSubWorkflows(ctx context.Context, q store.Querier, name string, g *workflow.Graph) error {
 	graphs := map[string]*workflow.Graph{name: g}
-	var load func(string) (*workflow.Graph, error)
-	load = func(n string) (*workflow.Graph, error) {
+	load := func(n string) (*workflow.Graph, error) {
 		if sg, ok := graphs[n]; ok {
 			return sg, nil
 		}

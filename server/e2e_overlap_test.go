@@ -108,7 +108,6 @@ func TestRemoteOverlapAcrossInstances(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newExecutorEnv(t, dialect, time.Second)
 		led := newOverlapLedger()
-		var addrs []string
 		for _, transport := range []string{executor.TransportPush, executor.TransportStream} {
 			cfg := executor.Config{Server: e.url, Token: execToken, App: "pool", Transport: transport,
 				SpoolDir: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
@@ -128,7 +127,6 @@ func TestRemoteOverlapAcrossInstances(t *testing.T) {
 				defer cancel()
 				_ = ex.Stop(ctx)
 			})
-			addrs = append(addrs, ex.Address())
 		}
 		eventually(t, "two executors to be listed", func() bool {
 			var n struct {
