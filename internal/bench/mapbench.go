@@ -56,7 +56,11 @@ func Map(ctx context.Context, opts Options, cfg MapConfig) (MapResult, error) {
 			}
 			t0 := time.Now()
 			err := sundial.Map(ctx, ps)
+			// Under mu: the reduce that ends the wait follows this through the database,
+			// which orders nothing for the race detector.
+			mu.Lock()
 			insert = time.Since(t0)
+			mu.Unlock()
 			return err
 		},
 		Task: func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
