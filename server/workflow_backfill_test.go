@@ -79,9 +79,13 @@ func TestWorkflowBackfillAPI(t *testing.T) {
 			t.Fatalf("the backfill: %+v", b)
 		}
 		var runs *api.Page[api.WorkflowRun]
-		eventually(t, "the backfill to be done", func() bool {
+		// A backfill is done once each of its fires has started its run; the runs end after.
+		eventually(t, "the backfill to be done and its runs to end", func() bool {
+			if must(admin.GetBackfill(ctx, b.ID))(t).State != "done" {
+				return false
+			}
 			runs = must(admin.ListWorkflowRuns(ctx, "nightly", api.ListOptions{}))(t)
-			return must(admin.GetBackfill(ctx, b.ID))(t).State == "done"
+			return !slices.ContainsFunc(runs.Items, func(r api.WorkflowRun) bool { return r.State == "running" || r.State == "queued" })
 		})
 		var got []string
 		for _, r := range runs.Items {
