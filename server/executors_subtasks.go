@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,7 +246,7 @@ func (s *Server) executorSubtasksList(w http.ResponseWriter, r *http.Request) er
 	if _, err := s.reducedMap(r.Context(), from, owner, in.ExecutionID); err != nil {
 		return err
 	}
-	ts, err := s.store.SubtasksList(r.Context(), store.SubtaskFilter{ExecutionID: in.ExecutionID, AfterID: in.AfterID, Limit: cmpOr(in.Limit, 1000)})
+	ts, err := s.store.SubtasksList(r.Context(), store.SubtaskFilter{ExecutionID: in.ExecutionID, AfterID: in.AfterID, Limit: cmp.Or(in.Limit, 1000)})
 	if err != nil {
 		return err
 	}
@@ -255,13 +256,6 @@ func (s *Server) executorSubtasksList(w http.ResponseWriter, r *http.Request) er
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 func (s *Server) executorSubtasksReduced(w http.ResponseWriter, r *http.Request) error {
