@@ -28,18 +28,36 @@ func TestCLIResumeCatchesUpOnce(t *testing.T) {
 		}
 		jobs[policy] = j
 	}
+	// A fire the engine acquired before the pause (a job created just before a minute) still
+	// runs: it is not one of the paused minutes, so the checks below leave it out.
+	beforePause := map[int64]bool{}
+	for _, j := range jobs {
+		for _, x := range mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--job", j.Name).Items {
+			beforePause[x.ID] = true
+		}
+	}
+	afterResume := func(job string, order ...string) []api.Execution {
+		args := append([]string{"exec", "list", "--job", job}, order...)
+		var out []api.Execution
+		for _, x := range mustJSON[api.Page[api.Execution]](t, s, args...).Items {
+			if !beforePause[x.ID] {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
 	resumed := time.Now()
 	nextMinute := resumed.Truncate(time.Minute).Add(time.Minute)
 	for _, j := range jobs {
 		s.mustCLI(t, "job", "resume", j.Name)
 	}
 	// fire_now: one catch-up fire, now.
-	var xs api.Page[api.Execution]
+	var xs []api.Execution
 	eventually(t, "the catch-up fire", func() bool {
-		xs = mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--job", jobs["fire_now"].Name, "--order", "asc")
-		return len(xs.Items) > 0
+		xs = afterResume(jobs["fire_now"].Name, "--order", "asc")
+		return len(xs) > 0
 	})
-	for i, x := range xs.Items {
+	for i, x := range xs {
 		at := x.ScheduledAt.Time()
 		if at.Before(resumed.Add(-time.Second)) || (i > 0 && at.Before(nextMinute)) {
 			t.Errorf("fire_now: execution %d scheduled at %v (resumed at %v): a missed minute replayed", x.ID, at, resumed)
@@ -54,7 +72,7 @@ func TestCLIResumeCatchesUpOnce(t *testing.T) {
 	if first, err := time.Parse(time.RFC3339Nano, next.Fires[0]); err != nil || first.Before(nextMinute) {
 		t.Errorf("do_nothing: next fires %v after the resume, want none before %v", next.Fires, nextMinute)
 	}
-	for _, x := range mustJSON[api.Page[api.Execution]](t, s, "exec", "list", "--job", j.Name).Items {
+	for _, x := range afterResume(j.Name) {
 		if x.ScheduledAt.Time().Before(nextMinute) {
 			t.Errorf("do_nothing: execution %d scheduled at %v, before the next minute %v", x.ID, x.ScheduledAt.Time(), nextMinute)
 		}
