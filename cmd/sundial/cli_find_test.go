@@ -176,9 +176,11 @@ func TestCLIExecListAlarm(t *testing.T) {
 	s := startAPIServer(t)
 	ctx := context.Background()
 	j := mustJSON[api.Job](t, s, "job", "create", "alarmed", "--handler", "noop", "--cron", "0 0 2 * * ?", "--alarm", "ops@example.com")
+	// Fired now: failures of 1970 are history the leader's retention may delete at any time.
+	now := time.Now().UnixMilli()
 	xs := []*store.Execution{
-		{JobID: j.ID, ScheduledAt: 1, FiredAt: 1, Cause: store.CauseAPI, State: store.ExecFailed, AlarmState: store.AlarmPending},
-		{JobID: j.ID, ScheduledAt: 2, FiredAt: 2, Cause: store.CauseAPI, State: store.ExecFailed, AlarmState: store.AlarmSent},
+		{JobID: j.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseAPI, State: store.ExecFailed, AlarmState: store.AlarmPending},
+		{JobID: j.ID, ScheduledAt: now + 1, FiredAt: now + 1, Cause: store.CauseAPI, State: store.ExecFailed, AlarmState: store.AlarmSent},
 	}
 	if _, err := s.st.ExecutionsInsert(ctx, xs); err != nil {
 		t.Fatal(err)
