@@ -105,7 +105,7 @@ func (e *executor) BackfillUpdate(ctx context.Context, b *store.Backfill) error 
 // ExecutionsLiveOfBackfill counts the backfill's live executions.
 func (e *executor) ExecutionsLiveOfBackfill(ctx context.Context, backfillID int64) (int, error) {
 	var n int
-	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM executions_live WHERE backfill_id = ?", backfillID).Scan(&n); err != nil {
+	if err := e.queryRow(ctx, "SELECT COUNT(*) FROM executions_live WHERE backfill_id = ? AND backfill_id <> 0", backfillID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlstore: count live runs of backfill %d: %w", backfillID, err)
 	}
 	return n, nil
@@ -125,7 +125,7 @@ func (e *executor) BackfillLock(ctx context.Context, id int64) (*store.Backfill,
 
 // ExecutionsCancelPendingOfBackfill ends the backfill's pending runs as canceled at now.
 func (e *executor) ExecutionsCancelPendingOfBackfill(ctx context.Context, backfillID, now int64) (int, error) {
-	moved, err := e.moveToHistory(ctx, nil, "backfill_id = ? AND state = 'pending'", []any{backfillID}, func(x *store.Execution) {
+	moved, err := e.moveToHistory(ctx, nil, "backfill_id = ? AND backfill_id <> 0 AND state = 'pending'", []any{backfillID}, func(x *store.Execution) {
 		x.State, x.FinishedAt, x.HandleMsg = store.ExecCanceled, now, "canceled: its backfill was canceled"
 	})
 	return len(moved), err

@@ -21,8 +21,6 @@ const executionInsertCols = "job_id, trigger_id, scheduled_at, fired_at, cause, 
 	"shard_index, shard_total, state, trigger_code, trigger_msg, handle_code, handle_msg, started_at, finished_at, " +
 	"alarm_state, data, incarnation, script_version, params, executor_app, output_lost, interval_start, interval_end, backfill_id, workflow_node, fire_zone"
 
-const executionInsertWidth = 29
-
 var executionInsertColList = strings.Split(executionInsertCols, ", ")
 
 func scanExecution(r rowScanner) (*store.Execution, error) {
@@ -115,16 +113,19 @@ func (e *executor) ExecutionsInsert(ctx context.Context, es []*store.Execution) 
 	return dups, nil
 }
 
-// insertLive inserts es into the live table, one statement per chunk.
+// insertLive inserts es into the live table, one statement per chunk, leaving out rows whose
+// fire already ended (a twin in the history).
 //
-// The insert's probe of the history (endedTwin) reads the history as it was when the
-// statement began. A twin whose fire ends meanwhile — its row moved from the live table to the
-// history by a transaction that commits during the insert — is missed by the probe, and the
-// live table's key, freed by the move, lets the twin in (PostgreSQL waits for the move on that
-// key, then inserts). So the inserted rows are probed again in a second statement, in the
-// same transaction: once the insert has returned, every move that freed one of its keys has
-// committed, and the second statement sees it. Twins found then are deleted before the
-// transaction commits, and reported as duplicates like the others.
+// A probe of the history inside the insert reads the history as it was when the statement
+// began. A twin whose fire ends meanwhile — its row moved from the live table to the history
+// by a transaction that commits during the insert — is missed by it, and the live table's
+// key, freed by the move, lets the twin in (PostgreSQL waits for the move on that key, then
+// inserts). So on PostgreSQL and MySQL the inserted rows are probed in a second statement, in
+// the same transaction: once the insert has returned, every move that freed one of its keys
+// has committed, and the second statement sees it. Twins found then are deleted before the
+// transaction commits, and reported as duplicates like the others. On PostgreSQL that probe
+// is the only one (it finds what a probe in the insert would); SQLite, with one writer,
+// needs only the probe in the insert.
 func (e *executor) insertLive(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
 	keyed := false
 	for _, x := range es {
@@ -140,7 +141,9 @@ func (e *executor) insertLive(ctx context.Context, es []*store.Execution) ([]*st
 			}
 			dups = append(dups, d...)
 		}
-		if !keyed {
+		if !keyed || e.d().kind == sqlite {
+			// SQLite has one writer: no move to the history can commit during the
+			// insert, so its probe saw every twin.
 			return nil
 		}
 		late, err := e.dropEndedTwins(ctx, es)
@@ -167,8 +170,15 @@ func (e *executor) dropEndedTwins(ctx context.Context, es []*store.Execution) ([
 	}
 	twin := map[int64]bool{}
 	for _, c := range chunks(len(ids)) {
-		in, args := inList(ids[c[0]:c[1]])
-		found, err := scanInt64s(e.query(ctx, "SELECT u.id FROM executions_live u WHERE u.id IN "+in+" AND "+e.d().endedTwin(), args...))
+		var found []int64
+		var err error
+		if e.d().kind == postgres {
+			// One array, not a placeholder per row: a fixed statement text, prepared once.
+			found, err = scanInt64s(e.query(ctx, "SELECT u.id FROM executions_live u WHERE u.id = ANY(?::bigint[]) AND "+e.d().endedTwin(), ids[c[0]:c[1]]))
+		} else {
+			in, args := inList(ids[c[0]:c[1]])
+			found, err = scanInt64s(e.query(ctx, "SELECT u.id FROM executions_live u WHERE u.id IN "+in+" AND "+e.d().endedTwin(), args...))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: probe %d inserted executions for ended twins: %w", len(ids), err)
 		}
@@ -193,76 +203,131 @@ func (e *executor) dropEndedTwins(ctx context.Context, es []*store.Execution) ([
 	return dups, nil
 }
 
-// executionRows returns the VALUES list and arguments inserting es, ids first when withID.
-func executionRows(es []*store.Execution, withID bool) (string, []any, error) {
-	width := executionInsertWidth
+// executionRows returns the columns, VALUES list and arguments inserting es (ids first when
+// withID). A column is left out when every row holds its default (executionDefault), and the
+// database fills it in: most of an execution's columns are empty when it is inserted, and on
+// SQLite and MySQL, which are sent a placeholder per value, parsing the statement costs more
+// than the rows it inserts. MySQL keeps every column: its TEXT columns have no default.
+func executionRows(d *dialect, es []*store.Execution, withID bool) (cols []string, values string, args []any, err error) {
+	all := executionInsertColList
 	if withID {
-		width++
+		all = append([]string{"id"}, all...)
 	}
-	args := make([]any, 0, len(es)*width)
-	row := placeholders(width)
-	values := make([]byte, 0, len(es)*(len(row)+2))
+	rows := make([][]any, len(es))
+	keep := make([]bool, len(all))
 	for i, x := range es {
-		data, err := encodeJSON(x.Data, x.Data == nil)
-		if err != nil {
-			return "", nil, err
+		if rows[i], err = appendExecutionArgs(make([]any, 0, len(all)), x, withID); err != nil {
+			return nil, "", nil, err
 		}
-		if withID {
-			args = append(args, x.ID)
+		for c, v := range rows[i] {
+			keep[c] = keep[c] || d.kind == mysqlKind || !executionDefault(all[c], v)
 		}
-		args = append(args, x.JobID, nullInt64(x.TriggerID), x.ScheduledAt, x.FiredAt, string(x.Cause), x.Attempt,
-			x.Node, x.ExecutorAddress, x.ShardIndex, x.ShardTotal, string(x.State), x.TriggerCode, x.TriggerMsg,
-			x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(x.AlarmState), data, x.Incarnation,
-			x.ScriptVersion, x.Params, x.ExecutorApp, x.OutputLost, x.IntervalStart, x.IntervalEnd, x.BackfillID, x.WorkflowNode, x.FireZone)
+	}
+	for c, k := range keep {
+		if k {
+			cols = append(cols, all[c])
+		}
+	}
+	args = make([]any, 0, len(es)*len(cols))
+	for _, r := range rows {
+		for c, v := range r {
+			if keep[c] {
+				args = append(args, v)
+			}
+		}
+	}
+	row := placeholders(len(cols))
+	b := make([]byte, 0, len(es)*(len(row)+2))
+	for i := range es {
 		if i > 0 {
-			values = append(values, ", "...)
+			b = append(b, ", "...)
 		}
-		values = append(values, row...)
+		b = append(b, row...)
 	}
-	return string(values), args, nil
+	return cols, string(b), args, nil
 }
 
-// executionArrays returns es as one array per column (id first), for PostgreSQL's unnest: one
-// statement text and 28 parameters for any batch size.
-func executionArrays(es []*store.Execution) ([]any, error) {
-	n := len(es)
-	ids, jobs, triggers, scheduled, fired := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	attempts, shards, totals, tcodes, hcodes := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	started, finished, versions := make([]int64, n), make([]int64, n), make([]int64, n)
-	causes, nodes, addrs, states, tmsgs, hmsgs, alarms, data, incs := make([]string, n), make([]string, n), make([]string, n),
-		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	params, apps, lost := make([]string, n), make([]string, n), make([]int64, n)
-	istart, iend, backfills, wfnodes := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	zones := make([]string, n)
-	for i, x := range es {
-		d, err := encodeJSON(x.Data, x.Data == nil)
-		if err != nil {
-			return nil, err
-		}
-		ids[i], jobs[i], triggers[i], scheduled[i], fired[i] = x.ID, x.JobID, x.TriggerID, x.ScheduledAt, x.FiredAt
-		attempts[i], shards[i], totals[i] = int64(x.Attempt), int64(x.ShardIndex), int64(x.ShardTotal)
-		tcodes[i], hcodes[i], started[i], finished[i] = int64(x.TriggerCode), int64(x.HandleCode), x.StartedAt, x.FinishedAt
-		causes[i], nodes[i], addrs[i], states[i] = string(x.Cause), x.Node, x.ExecutorAddress, string(x.State)
-		tmsgs[i], hmsgs[i], alarms[i], data[i], incs[i] = x.TriggerMsg, x.HandleMsg, string(x.AlarmState), d, x.Incarnation
-		versions[i], params[i], apps[i], lost[i] = x.ScriptVersion, x.Params, x.ExecutorApp, x.OutputLost
-		istart[i], iend[i], backfills[i], wfnodes[i] = x.IntervalStart, x.IntervalEnd, x.BackfillID, x.WorkflowNode
-		zones[i] = x.FireZone
+// executionDefault reports whether v is what the database puts in column col of an execution
+// when an insert leaves it out. The columns without a default, and those the twin probe reads
+// from the inserted rows (endedTwin), are never left out.
+func executionDefault(col string, v any) bool {
+	switch col {
+	case "id", "job_id", "trigger_id", "scheduled_at", "cause", "state", "attempt", "shard_index":
+		return false
 	}
-	return []any{ids, jobs, triggers, scheduled, fired, causes, attempts, nodes, addrs, shards, totals, states, tcodes,
-		tmsgs, hcodes, hmsgs, started, finished, alarms, data, incs, versions, params, apps, lost, istart, iend, backfills, wfnodes, zones}, nil
+	switch v := v.(type) {
+	case string:
+		return v == "" || (col == "alarm_state" && v == string(store.AlarmNone))
+	case int64:
+		return v == 0
+	case int:
+		return v == 0
+	}
+	return false
 }
 
-// pgExecutionsUnnest is the FROM clause matching executionArrays, and pgExecutionSelect the
-// select list that turns it into executionCols (trigger 0 is NULL).
-const (
-	pgExecutionsUnnest = "unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[]," +
-		" ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::bigint[]," +
-		" ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[]) AS u(" + executionCols + ")"
-	pgExecutionSelect = "u.job_id, NULLIF(u.trigger_id, 0), u.scheduled_at, u.fired_at, u.cause, u.attempt, u.node," +
-		" u.executor_address, u.shard_index, u.shard_total, u.state, u.trigger_code, u.trigger_msg, u.handle_code, u.handle_msg," +
-		" u.started_at, u.finished_at, u.alarm_state, u.data, u.incarnation, u.script_version, u.params, u.executor_app, u.output_lost," +
-		" u.interval_start, u.interval_end, u.backfill_id, u.workflow_node, u.fire_zone"
-)
+// appendExecutionArgs appends x's values in executionInsertCols order (its id first when
+// withID) to args.
+func appendExecutionArgs(args []any, x *store.Execution, withID bool) ([]any, error) {
+	data, err := encodeJSON(x.Data, x.Data == nil)
+	if err != nil {
+		return nil, err
+	}
+	if withID {
+		args = append(args, x.ID)
+	}
+	return append(args, x.JobID, nullInt64(x.TriggerID), x.ScheduledAt, x.FiredAt, string(x.Cause), x.Attempt,
+		x.Node, x.ExecutorAddress, x.ShardIndex, x.ShardTotal, string(x.State), x.TriggerCode, x.TriggerMsg,
+		x.HandleCode, x.HandleMsg, x.StartedAt, x.FinishedAt, string(x.AlarmState), data, x.Incarnation,
+		x.ScriptVersion, x.Params, x.ExecutorApp, x.OutputLost, x.IntervalStart, x.IntervalEnd, x.BackfillID, x.WorkflowNode, x.FireZone), nil
+}
+
+// executionUnnest returns what inserts es on PostgreSQL with one array per column, for a
+// statement text that does not grow with the batch: the columns (those executionRows keeps),
+// the select list reading them from u (trigger 0 is NULL), the FROM clause and the arrays.
+func executionUnnest(d *dialect, es []*store.Execution, withID bool) (cols []string, sel, from string, arrays []any, err error) {
+	cols, _, args, err := executionRows(d, es, withID)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	n := len(cols)
+	exprs, types := make([]string, n), make([]string, n)
+	arrays = make([]any, n)
+	for c, col := range cols {
+		exprs[c] = "u." + col
+		if col == "trigger_id" {
+			exprs[c] = "NULLIF(u.trigger_id, 0)"
+		}
+		if executionTextCols[col] {
+			a := make([]string, len(es))
+			for r := range es {
+				a[r], _ = args[r*n+c].(string)
+			}
+			arrays[c], types[c] = a, "?::text[]"
+			continue
+		}
+		a := make([]int64, len(es))
+		for r := range es {
+			switch v := args[r*n+c].(type) {
+			case int64:
+				a[r] = v
+			case int:
+				a[r] = int64(v)
+			case nil: // no trigger
+			default:
+				return nil, "", "", nil, fmt.Errorf("sqlstore: execution column %s: unexpected %T", col, v)
+			}
+		}
+		arrays[c], types[c] = a, "?::bigint[]"
+	}
+	from = "unnest(" + strings.Join(types, ", ") + ") AS u(" + strings.Join(cols, ", ") + ")"
+	return cols, strings.Join(exprs, ", "), from, arrays, nil
+}
+
+// executionTextCols are the text columns of an execution; the others are integers.
+var executionTextCols = map[string]bool{"cause": true, "node": true, "executor_address": true, "state": true,
+	"trigger_msg": true, "handle_msg": true, "alarm_state": true, "data": true, "incarnation": true, "params": true,
+	"executor_app": true, "fire_zone": true}
 
 // Duplicate fires are refused by the live table's unique key, and a fire whose twin has
 // already ended by a probe of the history's unique key (endedTwin) in the same statement: the
@@ -299,34 +364,36 @@ func (e *executor) insertExecutions(ctx context.Context, es []*store.Execution) 
 	var got []insertedExecution
 	switch e.d().kind {
 	case postgres:
-		arrays, err := executionArrays(es)
+		cols, sel, from, arrays, err := executionUnnest(e.d(), es, false)
 		if err != nil {
 			return nil, err
 		}
-		got, err = scanInserted(e.query(ctx, "INSERT INTO executions_live ("+executionInsertCols+") SELECT "+pgExecutionSelect+
-			" FROM "+pgExecutionsUnnest+" WHERE NOT "+e.d().endedTwin()+" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING"+
+		// No probe of the history here: the one insertLive runs after the insert finds every
+		// twin this one would, and those that ended during the insert too. One probe per fire.
+		got, err = scanInserted(e.query(ctx, "INSERT INTO executions_live ("+strings.Join(cols, ", ")+") SELECT "+sel+
+			" FROM "+from+" ON CONFLICT (trigger_id, scheduled_at, attempt, shard_index) DO NOTHING"+
 			insertedCols, arrays...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 		}
 	case sqlite:
-		_, args, err := executionRows(es, false)
+		cols, _, args, err := executionRows(e.d(), es, false)
 		if err != nil {
 			return nil, err
 		}
-		got, err = scanInserted(e.query(ctx, "WITH "+e.d().valuesTable(executionInsertColList, len(es))+
-			" INSERT INTO executions_live ("+executionInsertCols+") SELECT * FROM u WHERE NOT "+e.d().endedTwin()+
+		got, err = scanInserted(e.query(ctx, "WITH "+e.d().valuesTable(cols, len(es))+
+			" INSERT INTO executions_live ("+strings.Join(cols, ", ")+") SELECT * FROM u WHERE NOT "+e.d().endedTwin()+
 			" ON CONFLICT DO NOTHING"+insertedCols, args...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 		}
 	default:
-		_, args, err := executionRows(es, false)
+		cols, _, args, err := executionRows(e.d(), es, false)
 		if err != nil {
 			return nil, err
 		}
-		got, err = scanInserted(e.query(ctx, "INSERT IGNORE INTO executions_live ("+executionInsertCols+") SELECT * FROM "+
-			e.d().valuesTable(executionInsertColList, len(es))+" WHERE NOT "+e.d().endedTwin()+insertedCols, args...))
+		got, err = scanInserted(e.query(ctx, "INSERT IGNORE INTO executions_live ("+strings.Join(cols, ", ")+") SELECT * FROM "+
+			e.d().valuesTable(cols, len(es))+" WHERE NOT "+e.d().endedTwin()+insertedCols, args...))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: insert %d executions: %w", len(es), err)
 		}
@@ -434,11 +501,11 @@ func (e *executor) insertExecutionsNoReturning(ctx context.Context, es []*store.
 	if len(fresh) == 0 {
 		return dups, nil
 	}
-	values, args, err := executionRows(fresh, false)
+	cols, values, args, err := executionRows(e.d(), fresh, false)
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.exec(ctx, "INSERT INTO executions_live ("+executionInsertCols+") VALUES "+values, args...)
+	res, err := e.exec(ctx, "INSERT INTO executions_live ("+strings.Join(cols, ", ")+") VALUES "+values, args...)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return nil, fmt.Errorf("insert %d executions: a fire was inserted concurrently: %w", len(fresh), store.ErrAlreadyExists)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -195,19 +196,19 @@ func (e *executor) liveWheres(ids []int64, cond string, condArgs []any) ([]strin
 // insertHistory writes ended executions, with their ids, to the history.
 func (e *executor) insertHistory(ctx context.Context, xs []*store.Execution) error {
 	if e.d().kind == postgres {
-		arrays, err := executionArrays(xs)
+		cols, sel, from, arrays, err := executionUnnest(e.d(), xs, true)
 		if err != nil {
 			return err
 		}
-		_, err = e.exec(ctx, "INSERT INTO executions ("+executionCols+") SELECT u.id, "+pgExecutionSelect+" FROM "+pgExecutionsUnnest, arrays...)
+		_, err = e.exec(ctx, "INSERT INTO executions ("+strings.Join(cols, ", ")+") SELECT "+sel+" FROM "+from, arrays...)
 		return err
 	}
 	for _, c := range chunks(len(xs)) {
-		values, args, err := executionRows(xs[c[0]:c[1]], true)
+		cols, values, args, err := executionRows(e.d(), xs[c[0]:c[1]], true)
 		if err != nil {
 			return err
 		}
-		if _, err := e.exec(ctx, "INSERT INTO executions ("+executionCols+") VALUES "+values, args...); err != nil {
+		if _, err := e.exec(ctx, "INSERT INTO executions ("+strings.Join(cols, ", ")+") VALUES "+values, args...); err != nil {
 			return err
 		}
 	}

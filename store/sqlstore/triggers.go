@@ -143,7 +143,7 @@ func (e *executor) TriggerList(ctx context.Context, f store.TriggerFilter) ([]*s
 	}
 	switch {
 	case f.ZoneOf != 0:
-		q += " AND zone_of = ?"
+		q += " AND zone_of = ? AND zone_of <> 0" // <> 0: triggers_zone_of_idx holds only those
 		args = append(args, f.ZoneOf)
 	case !f.WithZoneRows:
 		q += " AND zone_of = 0"
@@ -211,7 +211,7 @@ func (e *executor) TriggerUpdate(ctx context.Context, t *store.Trigger) error {
 // TriggerDelete deletes the trigger id.
 func (e *executor) TriggerDelete(ctx context.Context, id int64) error {
 	// A trigger's zone rows go with it (they are the same trigger in its other zones).
-	if _, err := e.exec(ctx, "DELETE FROM triggers WHERE zone_of = ?", id); err != nil {
+	if _, err := e.exec(ctx, "DELETE FROM triggers WHERE zone_of = ? AND zone_of <> 0", id); err != nil {
 		return fmt.Errorf("sqlstore: delete trigger %d: zone rows: %w", id, err)
 	}
 	res, err := e.exec(ctx, "DELETE FROM triggers WHERE id = ?", id)
@@ -234,7 +234,7 @@ func selector(sel store.TriggerSelector) (string, []any, error) {
 	if sel.TriggerID != 0 {
 		set++
 		// A trigger's zone rows are paused and resumed with it.
-		cond, args = "(id = ? OR zone_of = ?)", []any{sel.TriggerID, sel.TriggerID}
+		cond, args = "(id = ? OR (zone_of = ? AND zone_of <> 0))", []any{sel.TriggerID, sel.TriggerID}
 	}
 	if sel.JobID != 0 {
 		set++

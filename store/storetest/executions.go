@@ -23,7 +23,10 @@ func testExecutionsInsert(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	full := &store.Execution{JobID: 1, TriggerID: 10, ScheduledAt: 1000, Cause: store.CauseSchedule, Attempt: 0,
 		Node: "n1", ExecutorAddress: "http://10.0.0.1:9999", ShardIndex: 1, ShardTotal: 3, State: store.ExecAcquired,
-		TriggerCode: 200, TriggerMsg: "ok", Data: map[string]any{"a": "b"}}
+		TriggerCode: 200, TriggerMsg: "ok", Data: map[string]any{"a": "b"}, Incarnation: "i1", ScriptVersion: 3,
+		Params: "--fast", ExecutorApp: "billing", OutputLost: 7, IntervalStart: 500, IntervalEnd: 1000, FireZone: "Europe/London"}
+	// Beside rows that leave those columns empty: a store may leave out of its insert a column
+	// every row of the batch leaves empty, never one that a single row sets.
 	batch := []*store.Execution{full, pending(1, 10, 2000, 0), pending(1, 0, 1000, 0), pending(1, 0, 1000, 0)}
 	dups := get(s.ExecutionsInsert(ctx, batch)).ok(t)
 	equal(t, "duplicates", len(dups), 0)
@@ -41,6 +44,12 @@ func testExecutionsInsert(t *testing.T, s store.Store) {
 		t.Fatalf("ExecutionGet = %+v, want %+v", got, &want)
 	}
 	equal(t, "manual run trigger", get(s.ExecutionGet(ctx, batch[2].ID)).ok(t).TriggerID, int64(0))
+	empty := get(s.ExecutionGet(ctx, batch[1].ID)).ok(t)
+	wantEmpty := *batch[1]
+	wantEmpty.AlarmState = store.AlarmNone
+	if !reflect.DeepEqual(empty, &wantEmpty) {
+		t.Fatalf("ExecutionGet = %+v, want %+v", empty, &wantEmpty)
+	}
 
 	// A fire that exists is reported, not inserted; the rest of the batch goes in.
 	again := pending(1, 10, 1000, 0)
