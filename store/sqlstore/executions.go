@@ -207,7 +207,7 @@ func (e *executor) dropEndedTwins(ctx context.Context, es []*store.Execution) ([
 // withID). A column is left out when every row holds its default (executionDefault), and the
 // database fills it in: most of an execution's columns are empty when it is inserted, and on
 // SQLite and MySQL, which are sent a placeholder per value, parsing the statement costs more
-// than the rows it inserts. MySQL keeps every column: its TEXT columns have no default.
+// than the rows it inserts.
 func executionRows(d *dialect, es []*store.Execution, withID bool) (cols []string, values string, args []any, err error) {
 	all := executionInsertColList
 	if withID {
@@ -220,7 +220,7 @@ func executionRows(d *dialect, es []*store.Execution, withID bool) (cols []strin
 			return nil, "", nil, err
 		}
 		for c, v := range rows[i] {
-			keep[c] = keep[c] || d.kind == mysqlKind || !executionDefault(all[c], v)
+			keep[c] = keep[c] || !executionDefault(d, all[c], v)
 		}
 	}
 	for c, k := range keep {
@@ -249,11 +249,16 @@ func executionRows(d *dialect, es []*store.Execution, withID bool) (cols []strin
 
 // executionDefault reports whether v is what the database puts in column col of an execution
 // when an insert leaves it out. The columns without a default, and those the twin probe reads
-// from the inserted rows (endedTwin), are never left out.
-func executionDefault(col string, v any) bool {
+// from the inserted rows (endedTwin), are never left out; nor, on MySQL, the TEXT columns,
+// which it cannot give a default.
+func executionDefault(d *dialect, col string, v any) bool {
 	switch col {
 	case "id", "job_id", "trigger_id", "scheduled_at", "cause", "state", "attempt", "shard_index":
 		return false
+	case "trigger_msg", "handle_msg", "data", "params":
+		if d.kind == mysqlKind {
+			return false
+		}
 	}
 	switch v := v.(type) {
 	case string:
