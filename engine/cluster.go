@@ -105,24 +105,20 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 // their own next heartbeat, and lose every run of the cluster. Waiting one node timeout lets
 // the living beat; only the dead stay silent.
 //
-// A node that has not beaten since this node's view began (its silence may be the outage's)
-// gets longer, outageGrace: a node busy catching up after the heal, its connections opened
-// again and its heartbeat queued behind the backlog, may take more than a node timeout to
-// beat, and declaring it dead then runs twice every run whose success waited in its result
-// batch (the runs are recovered; the success is refused). One that beat since and fell
-// silent again is judged by the node timeout alone.
+// A node that has not beaten since this node's view began gets the outage grace
+// (JudgeSilence): declaring dead a node busy catching up after the heal runs twice every run
+// whose success waited in its result batch (the runs are recovered; the success is refused).
 func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
-	if !e.seesCluster() {
+	judge, from := e.JudgeSilence(e.cfg.NodeTimeout)
+	if !judge {
 		return nil
 	}
-	graceOver := e.SeesDatabaseFor(e.outageGrace())
-	from := e.viewFrom.Load()
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
 	if err != nil {
 		return err
 	}
 	for _, n := range stale {
-		if n.ID == e.cfg.NodeID || (n.LastSeen < from && !graceOver) {
+		if n.ID == e.cfg.NodeID || n.LastSeen < from {
 			continue
 		}
 		handedBack, err := e.recoverLife(ctx, n.Owner(), true)
@@ -152,6 +148,28 @@ func (e *Engine) beat(sent time.Time, dbAt int64) {
 // and sees it now: a heartbeat that hangs through an outage neither fails nor succeeds, so
 // the last success must be recent too.
 func (e *Engine) seesCluster() bool { return e.SeesDatabaseFor(e.cfg.NodeTimeout) }
+
+// JudgeSilence tells a leader duty that judges peers (nodes, executors) gone after a silence
+// longer than silence whether it may judge now, and whom: nobody until this node has seen the
+// database without a gap for silence (while it could not reach the database, nobody's beats
+// could be written and their silence says nothing); then the peers whose last beat is at or
+// after from, by the database's clock.
+//
+// A peer that has not beaten since this node's view began gets outageGraceBeats of this
+// node's heartbeats more before from drops to 0: after an outage, a peer busy catching up,
+// its connections opened again and its beat queued behind the backlog (or written by a node
+// that is), may take longer than silence to beat, and judging it gone then runs twice every
+// run it holds. One that beat since and fell silent again is judged by silence alone. The
+// grace is bounded, so a peer that died during the outage is still judged.
+func (e *Engine) JudgeSilence(silence time.Duration) (judge bool, from int64) {
+	if !e.SeesDatabaseFor(silence) {
+		return false, 0
+	}
+	if e.SeesDatabaseFor(silence + outageGraceBeats*e.cfg.HeartbeatInterval) {
+		return true, 0
+	}
+	return true, e.viewFrom.Load()
+}
 
 // SeesDatabaseFor reports whether the node's heartbeats have succeeded without a failure or
 // a gap for at least d, up to now. A leader duty that judges others by their silence asks
@@ -209,11 +227,12 @@ func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (
 }
 
 // outageGrace is how long a node must have seen the database without a gap before it
-// declares dead a node that has not beaten since the gap began: the node timeout and
-// outageGraceBeats heartbeats more (18 s with the default 2 s heartbeat). It is bounded, so a
-// node that died during the outage is still recovered.
+// declares dead a node that has not beaten since the gap began (JudgeSilence for the node
+// timeout): 18 s with the default 2 s heartbeat.
 func (e *Engine) outageGrace() time.Duration {
 	return e.cfg.NodeTimeout + outageGraceBeats*e.cfg.HeartbeatInterval
 }
 
+// outageGraceBeats is the grace JudgeSilence gives, after an outage, to a peer that has not
+// beaten since, in this node's heartbeats.
 const outageGraceBeats = 6

@@ -28,7 +28,8 @@ func WorkflowTimeouts(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Peri
 
 // ExecutorSweep forgets the executor instances silent for three heartbeat intervals and has
 // the engine declare their running executions lost (engine.LoseOnExecutor), every heartbeat
-// interval, once this node has reached the database for three intervals without a break. When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
+// interval, once this node has reached the database for three intervals without a break
+// (engine.JudgeSilence). When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
 //
 // perInstance tells the addresses that name one executor process (a stream executor's): no
 // later process can register one again, so its runs are lost as soon as no registration
@@ -40,12 +41,14 @@ func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, pe
 	}
 	return NewPeriodic("executor sweep", heartbeat, clk, log, func(ctx context.Context) error {
 		// Executors beat through the nodes: after an outage of the database (or of this
-		// node's way to it) they are silent in the registry without being gone, and get
-		// three beats to show it before their runs are declared lost.
-		if !e.SeesDatabaseFor(3 * heartbeat) {
+		// node's way to it) they are silent in the registry without being gone. They get
+		// three beats to show it, and those silent since before this node's view began the
+		// outage grace, before their runs are declared lost (the rule of the node recovery).
+		judge, from := e.JudgeSilence(3 * heartbeat)
+		if !judge {
 			return nil
 		}
-		gone, err := st.RegistrySweep(ctx, 3*heartbeat)
+		gone, err := st.RegistrySweep(ctx, 3*heartbeat, from)
 		if err != nil {
 			return fmt.Errorf("sweep the executor registry: %w", err)
 		}

@@ -327,8 +327,9 @@ type Querier interface {
 	// database clock (as RegistryLive), by app.
 	RegistryAt(ctx context.Context, address string, olderThan time.Duration) ([]*Instance, error)
 	// RegistrySweep deletes the instances silent for longer than olderThan by the database
-	// clock and returns them. An instance that beats meanwhile stays.
-	RegistrySweep(ctx context.Context, olderThan time.Duration) ([]*Instance, error)
+	// clock whose last beat is at or after seenSince (Unix ms, database clock; 0 for all) and
+	// returns them. An instance that beats meanwhile stays.
+	RegistrySweep(ctx context.Context, olderThan time.Duration, seenSince int64) ([]*Instance, error)
 
 	// ExecutionLogAppend stores lines for an execution; a line number already stored is
 	// ignored, as are lines past the store's per-execution cap. It returns how many lines it

@@ -247,11 +247,11 @@ func (e *executor) RegistryAt(ctx context.Context, address string, olderThan tim
 
 // RegistrySweep selects the silent instances, then deletes each with the same condition: one
 // that beat between the two statements is not deleted and not returned.
-func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration) ([]*store.Instance, error) {
+func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration, seenSince int64) ([]*store.Instance, error) {
 	var gone []*store.Instance
 	err := e.inTx(ctx, func(e *executor) error {
-		stale, err := scanInstances(e.query(ctx, "SELECT "+instanceCols+" FROM registry WHERE last_seen < "+
-			e.d().nowMillis()+" - "+silence+" ORDER BY app, address", olderThan.Milliseconds(), olderThan.Milliseconds()))
+		stale, err := scanInstances(e.query(ctx, "SELECT "+instanceCols+" FROM registry WHERE last_seen >= ? AND last_seen < "+
+			e.d().nowMillis()+" - "+silence+" ORDER BY app, address", seenSince, olderThan.Milliseconds(), olderThan.Milliseconds()))
 		if err != nil {
 			return err
 		}

@@ -32,8 +32,12 @@ func scanSubtaskMap(r rowScanner) (*store.SubtaskMap, error) {
 // map row, locked first, orders concurrent maps of one execution (recursive sub-tasks).
 func (e *executor) SubtasksMap(ctx context.Context, m *store.SubtaskMap, ts []*store.Subtask, maxTotal int64) (int, error) {
 	inserted := 0
-	err := e.inTx(ctx, func(e *executor) error {
+	// The first maps of one execution at once deadlock on MySQL/MariaDB (each insert of the
+	// map's row takes a shared lock on the key, then each wants it exclusive); the database
+	// rolls one back, and it runs again, whole.
+	err := e.retryDeadlock(ctx, func(e *executor) error {
 		inserted = 0
+		ts := ts // a run again starts from every sub-task
 		now, err := e.DBNow(ctx)
 		if err != nil {
 			return err

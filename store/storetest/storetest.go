@@ -22,6 +22,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("JobsFilter", func(t *testing.T) { t.Parallel(); testJobsFilter(t, open(t)) })
 	t.Run("Workflows", func(t *testing.T) { t.Parallel(); testWorkflows(t, open(t)) })
 	t.Run("Subtasks", func(t *testing.T) { t.Parallel(); testSubtasks(t, open(t)) })
+	t.Run("SubtasksMapConcurrent", func(t *testing.T) { t.Parallel(); testSubtasksMapConcurrent(t, open(t)) })
 	t.Run("WorkflowRunLock", func(t *testing.T) { t.Parallel(); testWorkflowRunLock(t, open(t)) })
 	t.Run("ScriptVersions", func(t *testing.T) { t.Parallel(); testScriptVersions(t, open(t)) })
 	t.Run("ExecutionScriptVersion", func(t *testing.T) { t.Parallel(); testExecutionScriptVersion(t, open(t)) })

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/sundial-scheduler/sundial/store"
@@ -112,4 +113,44 @@ func testSubtasks(t *testing.T, s store.Store) {
 	equal(t, "sub-tasks after retention", len(get(s.SubtaskCounts(ctx, x.ID)).ok(t)), 0)
 	_, err = s.SubtaskMapGet(ctx, x.ID)
 	wantErr(t, err, store.ErrNotFound)
+}
+
+// testSubtasksMapConcurrent: a handler maps the sub-tasks of one execution from several
+// goroutines at once, the first map of it among them. Every call succeeds (on MySQL/MariaDB
+// the first inserts of the map's row take locks that deadlock against each other, and a call
+// the database rolled back is run again), and every sub-task is stored and counted once.
+func testSubtasksMapConcurrent(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	j := newJob(t, s, "g", "mr-concurrent")
+	x := &store.Execution{JobID: j.ID, ScheduledAt: 6, Cause: store.CauseManual, State: store.ExecRunning, Node: "n"}
+	get(s.ExecutionsInsert(ctx, []*store.Execution{x})).ok(t)
+	m := &store.SubtaskMap{ExecutionID: x.ID, JobID: j.ID, Handler: "h"}
+	const callers, each = 6, 40
+	inserted, errs := make([]int, callers), make([]error, callers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range callers {
+		part := make([]*store.Subtask, each)
+		for k := range part {
+			part[k] = &store.Subtask{Depth: 1, Seq: i*each + k, Payload: "{}"}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			inserted[i], errs[i] = s.SubtasksMap(ctx, m, part, 0)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	sum := 0
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("map %d of %d at once: %v", i, callers, err)
+		}
+		sum += inserted[i]
+	}
+	equal(t, "inserted", sum, callers*each)
+	equal(t, "total", get(s.SubtaskMapGet(ctx, x.ID)).ok(t).Total, int64(callers*each))
+	equal(t, "pending", get(s.SubtaskCounts(ctx, x.ID)).ok(t)[store.SubtaskPending], int64(callers*each))
 }

@@ -1,0 +1,146 @@
+package maintenance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/teststore"
+	"github.com/sundial-scheduler/sundial/store"
+)
+
+// ledger is a dispatcher that records every run the engine hands it, outside the database.
+type ledger chan *store.Execution
+
+func (l ledger) Dispatch(_ context.Context, f *engine.Fire) engine.Result {
+	l <- f.Execution
+	return engine.Result{Message: "ran"}
+}
+
+// TestExecutorSweepAfterDatabaseCut: the database is cut for longer than an executor may stay
+// silent, so every registry row is stale when it heals. Executor back beats again only after
+// the leader has seen the database for three executor heartbeats (a node busy catching up
+// writes its beats late); executor dead never does. Each holds a running run of a job with a
+// retry left. The sweep must not declare back gone for a silence the outage caused, which
+// would retry its run while it still runs (a double): at the moment the leader may first
+// judge, it takes nobody. The grace is bounded: once it has passed, dead is swept, its run
+// lost and retried, and the ledger of runs the engine handed out shows that retry and
+// nothing of back's.
+func TestExecutorSweepAfterDatabaseCut(t *testing.T) {
+	for _, dialect := range []string{"postgres", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st, proxy := teststore.OpenProxied(t, dialect)
+			ran := make(ledger, 16)
+			// The grace after the outage is 6 node heartbeats: 3 s, time enough to sweep at
+			// its start.
+			e, err := engine.New(engine.Config{Store: st, Dispatcher: ran, NodeID: "n1", Logger: testLogger(t),
+				HeartbeatInterval: 500 * time.Millisecond, NodeTimeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.Stop(ctx) })
+
+			const heartbeat = time.Second // executors': silent for 3 s, one is gone
+			const back, dead = "http://10.0.0.1:9999", "http://10.0.0.2:9999"
+			now := time.Now().UnixMilli()
+			runs := map[string]*store.Execution{}
+			for _, addr := range []string{back, dead} {
+				if err := st.RegistryBeat(ctx, "billing", addr, addr, "1", []string{"h"}); err != nil {
+					t.Fatal(err)
+				}
+				// A job each, to tell their retries apart.
+				job := &store.Job{Group: "g", Name: "remote " + addr, TargetKind: store.TargetRemote, App: "billing", Handler: "h",
+					Concurrency: store.ConcurrencyAllow, Enabled: true, MaxRetries: 1}
+				if err := st.JobInsert(ctx, job); err != nil {
+					t.Fatal(err)
+				}
+				x := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseManual,
+					State: store.ExecRunning, ExecutorAddress: addr, ExecutorApp: "billing"}
+				if dups, err := st.ExecutionsInsert(ctx, []*store.Execution{x}); err != nil || len(dups) > 0 {
+					t.Fatalf("insert the run on %s: %v (%d refused)", addr, err, len(dups))
+				}
+				runs[addr] = x
+			}
+			sweep := ExecutorSweep(e, st, heartbeat, func(string) bool { return false }, nil, nil, testLogger(t))
+			state := func(addr string) store.ExecutionState {
+				t.Helper()
+				x, err := st.ExecutionGet(ctx, runs[addr].ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return x.State
+			}
+
+			if err := proxy.Cut(); err != nil {
+				t.Fatal(err)
+			}
+			// The outage outlasts an executor's three heartbeats: it is the fault's length,
+			// nothing to wait for.
+			time.Sleep(3*heartbeat + 500*time.Millisecond)
+			if err := proxy.Heal(); err != nil {
+				t.Fatal(err)
+			}
+
+			waitUntil(t, "the leader to judge silences again", func() bool { judge, _ := e.JudgeSilence(3 * heartbeat); return judge })
+			if _, from := e.JudgeSilence(3 * heartbeat); from == 0 {
+				t.Fatal("the grace had passed before the first sweep: the test cannot tell")
+			}
+			if err := sweep.run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, addr := range []string{back, dead} {
+				if got := state(addr); got != store.ExecRunning {
+					t.Fatalf("run on %s right after the outage: %s, want running (its executor is silent since the outage)", addr, got)
+				}
+			}
+			if err := st.RegistryBeat(ctx, "billing", back, back, "1", []string{"h"}); err != nil {
+				t.Fatal(err)
+			}
+
+			waitUntil(t, "the grace to pass", func() bool { judge, from := e.JudgeSilence(3 * heartbeat); return judge && from == 0 })
+			// back is alive: it beats every heartbeat, as since the outage.
+			if err := st.RegistryBeat(ctx, "billing", back, back, "1", []string{"h"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := sweep.run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := state(back); got != store.ExecRunning {
+				t.Fatalf("run on the executor that beat after the outage: %s, want running", got)
+			}
+			if got := state(dead); got != store.ExecLost {
+				t.Fatalf("run on the executor silent past the grace: %s, want lost", got)
+			}
+			retry := waitFor(t, "the lost run's retry to run", ran)
+			if retry.Cause != store.CauseRetry || retry.JobID != runs[dead].JobID {
+				t.Fatalf("the engine ran %+v, want the retry of the run on %s", retry, dead)
+			}
+			if err := e.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			close(ran)
+			for x := range ran {
+				t.Errorf("the engine also ran %+v: want only the one retry", x)
+			}
+		})
+	}
+}
+
+// waitUntil polls cond until it holds, failing after a generous real-time limit that only
+// catches a hung test.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
