@@ -74,7 +74,7 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 		return false
 	}
 	l.fence.renew(sent.Add(e.cfg.NodeTimeout))
-	e.beat(sent, n.LastSeen)
+	e.beat(sent, e.clock.Now(), n.LastSeen)
 	lead := false
 	_, held, err := e.store.LeaseAcquire(ctx, leaderLease, e.cfg.NodeID, e.cfg.NodeTimeout)
 	switch {
@@ -109,8 +109,8 @@ func (e *Engine) clusterTick(l *lifecycle) (dead bool) {
 // (JudgeSilence): declaring dead a node busy catching up after the heal runs twice every run
 // whose success waited in its result batch (the runs are recovered; the success is refused).
 func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
-	judge, from := e.JudgeSilence(e.cfg.NodeTimeout)
-	if !judge {
+	j, ok := e.JudgeSilence(e.cfg.NodeTimeout, e.cfg.HeartbeatInterval)
+	if !ok {
 		return nil
 	}
 	stale, err := e.store.NodesStale(ctx, e.cfg.NodeTimeout)
@@ -118,10 +118,10 @@ func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
 		return err
 	}
 	for _, n := range stale {
-		if n.ID == e.cfg.NodeID || n.LastSeen < from {
+		if n.ID == e.cfg.NodeID || n.LastSeen < j.From {
 			continue
 		}
-		handedBack, err := e.recoverLife(ctx, n.Owner(), true)
+		handedBack, err := e.recoverLife(ctx, n.Owner(), &j)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", n.ID, err)
 		}
@@ -132,43 +132,93 @@ func (e *Engine) RecoverDeadNodes(ctx context.Context) error {
 	return nil
 }
 
-// beat records a heartbeat sent at sent that succeeded, recorded at dbAt by the database's
-// clock. A gap of more than a node timeout since the previous one (or a failure between them)
-// starts the node's view of the cluster anew.
-func (e *Engine) beat(sent time.Time, dbAt int64) {
+// beat records a heartbeat sent at sent that succeeded at done, recorded at dbAt by the
+// database's clock. The view of the cluster starts anew after a failure, after a gap between
+// beats long enough to hide an outage in a peer's silence (beatGap), and after a beat that
+// took long (slowBeat): a beat held by the network through an outage and answered after it
+// would otherwise join the two sides of the outage into one unbroken view.
+func (e *Engine) beat(sent, done time.Time, dbAt int64) {
 	at := sent.UnixMilli()
-	if prev := e.lastBeat.Load(); prev == 0 || at-prev > e.cfg.NodeTimeout.Milliseconds() {
+	prev := e.lastBeat.Load()
+	if prev == 0 || at-prev > e.beatGap().Milliseconds() || done.Sub(sent) > e.slowBeat() {
 		e.viewFrom.Store(dbAt)
-		e.seeing.Store(at)
+		e.seeing.Store(done.UnixMilli())
 	}
 	e.lastBeat.Store(at)
 }
+
+// beatGap is the longest gap between two heartbeats that keeps the node's view unbroken: a
+// peer beating every heartbeat interval stays silent for less than a node timeout through
+// an outage hidden in a shorter gap. Never under onTime.
+func (e *Engine) beatGap() time.Duration {
+	return max(e.cfg.NodeTimeout-e.cfg.HeartbeatInterval, e.onTime())
+}
+
+// onTime is the longest gap between two heartbeats that are on time: one interval, and
+// half of one for the first beat's own way to the database.
+func (e *Engine) onTime() time.Duration { return e.cfg.HeartbeatInterval * 3 / 2 }
+
+// slowBeat is the longest a heartbeat may take and still show that the database was
+// reachable while it was under way.
+func (e *Engine) slowBeat() time.Duration { return e.cfg.HeartbeatInterval / 2 }
 
 // seesCluster reports whether the node has seen the database without a gap for a node timeout
 // and sees it now: a heartbeat that hangs through an outage neither fails nor succeeds, so
 // the last success must be recent too.
 func (e *Engine) seesCluster() bool { return e.SeesDatabaseFor(e.cfg.NodeTimeout) }
 
-// JudgeSilence tells a leader duty that judges peers (nodes, executors) gone after a silence
-// longer than silence whether it may judge now, and whom: nobody until this node has seen the
-// database without a gap for silence (while it could not reach the database, nobody's beats
-// could be written and their silence says nothing); then the peers whose last beat is at or
-// after from, by the database's clock.
+// A Judgment lets a leader duty judge peers (nodes, executors) gone after a silence. The
+// database compares their last beat with its own clock, in a statement of the duty's
+// transaction, and its answer stands only if the database was reachable, for the peers as
+// for this node, through the silence before the moment the statement ran. A statement sent
+// just before an outage can be held by the network through it and run after it, when every
+// peer is silent because nobody could write a beat: Holds, asked once the statement has
+// answered and before the transaction commits, refuses such an answer.
+type Judgment struct {
+	// From is the earliest last beat, by the database's clock (Unix ms), that may be judged;
+	// 0 for all (see JudgeSilence).
+	From int64
+
+	e      *Engine
+	seeing int64
+	within time.Duration
+}
+
+// JudgeSilence tells a leader duty that judges gone the peers silent for longer than
+// silence, each beating every peerBeat, whether it may judge now, and whom: nobody until
+// this node has seen the database without a gap for silence (while it could not reach the
+// database, nobody's beats could be written and their silence says nothing); then the peers
+// whose last beat is at or after Judgment.From.
 //
 // A peer that has not beaten since this node's view began gets outageGraceBeats of this
-// node's heartbeats more before from drops to 0: after an outage, a peer busy catching up,
+// node's heartbeats more before From drops to 0: after an outage, a peer busy catching up,
 // its connections opened again and its beat queued behind the backlog (or written by a node
 // that is), may take longer than silence to beat, and judging it gone then runs twice every
 // run it holds. One that beat since and fell silent again is judged by silence alone. The
 // grace is bounded, so a peer that died during the outage is still judged.
-func (e *Engine) JudgeSilence(silence time.Duration) (judge bool, from int64) {
-	if !e.SeesDatabaseFor(silence) {
-		return false, 0
+func (e *Engine) JudgeSilence(silence, peerBeat time.Duration) (Judgment, bool) {
+	// An outage that began right after this node's last beat leaves a peer silent since up
+	// to one of its beats earlier. The database's answer stands while that silence cannot
+	// have reached silence: within this long of this node's last beat, keeping a quarter of
+	// the peer's beat for its beat's own way to the database. Never shorter than this node's
+	// beats on time are apart, or the duty could never judge.
+	within := max(silence-peerBeat-peerBeat/4, e.onTime())
+	j := Judgment{e: e, seeing: e.seeing.Load(), within: within}
+	if !e.SeesDatabaseFor(silence) || !j.Holds() {
+		return Judgment{}, false
 	}
-	if e.SeesDatabaseFor(silence + outageGraceBeats*e.cfg.HeartbeatInterval) {
-		return true, 0
+	if !e.SeesDatabaseFor(silence + outageGraceBeats*e.cfg.HeartbeatInterval) {
+		j.From = e.viewFrom.Load()
 	}
-	return true, e.viewFrom.Load()
+	return j, true
+}
+
+// Holds reports whether an answer the database gave since the judgment was taken, and that
+// this node has received, stands: the node's view has not started anew since, and its last
+// heartbeat is recent enough that the database was reachable when the answer was made.
+func (j *Judgment) Holds() bool {
+	last := j.e.lastBeat.Load()
+	return last != 0 && j.e.seeing.Load() == j.seeing && j.e.clock.Now().UnixMilli()-last <= j.within.Milliseconds()
 }
 
 // SeesDatabaseFor reports whether the node's heartbeats have succeeded without a failure or
@@ -181,22 +231,27 @@ func (e *Engine) SeesDatabaseFor(d time.Duration) bool {
 	return last != 0 && now-last < timeout && now-e.seeing.Load() >= d.Milliseconds()
 }
 
-// recoverLife recovers the work of the life o in one transaction. With declare, o is a node
+// recoverLife recovers the work of the life o in one transaction. With declared, o is a node
 // the leader found silent: it is declared dead (its row deleted) only if it is still silent,
-// so a node that beat meanwhile keeps its work; without, o is an earlier life of this node.
+// so a node that beat meanwhile keeps its work, and if the judgment holds when the database
+// has answered; without, o is an earlier life of this node.
 // It reports whether fires went back to pending, for the acquirer to take.
-func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declare bool) (bool, error) {
+func (e *Engine) recoverLife(ctx context.Context, o store.Owner, declared *Judgment) (bool, error) {
 	tx, err := e.store.Begin(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
-	if declare {
+	if declared != nil {
 		// First, so that its lock on the row orders it with the node's own heartbeat and
 		// acquisitions (NodeHold).
 		dead, err := tx.NodeDeleteStale(ctx, o, e.cfg.NodeTimeout)
 		if err != nil || !dead {
 			return false, err
+		}
+		if !declared.Holds() {
+			e.log.Warn("not declaring a node dead: the database judged it at a time this node may not have reached it", "node", o.Node, "incarnation", o.Incarnation)
+			return false, nil
 		}
 	}
 	released, err := tx.ExecutionsReleaseAcquired(ctx, o)

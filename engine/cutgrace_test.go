@@ -28,6 +28,11 @@ import (
 // b's path stays cut for longer than the grace in the second case: the grace is bounded, and
 // b is then declared dead and its run recovered as before.
 //
+// In the third case the leader starts its recovery as the cut begins, when its own view
+// still allows it to judge: the network holds its statements through the cut and delivers
+// them when it heals, when b is silent only because the outage kept its beats away. The
+// database's answer must not be acted on: b is not declared dead.
+//
 // SQLite has no network to cut: PostgreSQL and MySQL only. Staleness is judged by the
 // database's clock, so the engines run on the real clock; the test calls the leader's
 // recovery itself, at the moments the rules turn on.
@@ -35,15 +40,23 @@ func TestNoDoubleAfterDatabaseCut(t *testing.T) {
 	for _, dialect := range []string{"postgres", "mysql"} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			for _, late := range []bool{false, true} {
-				name := map[bool]string{false: "b back within the grace", true: "b back after the grace"}[late]
-				t.Run(name, func(t *testing.T) { testNoDoubleAfterCut(t, dialect, late) })
+			for _, c := range []cutCase{backWithinGrace, backAfterGrace, judgedThroughCut} {
+				t.Run(string(c), func(t *testing.T) { testNoDoubleAfterCut(t, dialect, c) })
 			}
 		})
 	}
 }
 
-func testNoDoubleAfterCut(t *testing.T, dialect string, late bool) {
+type cutCase string
+
+const (
+	backWithinGrace  cutCase = "b back within the grace"
+	backAfterGrace   cutCase = "b back after the grace"
+	judgedThroughCut cutCase = "recovery held through the cut"
+)
+
+func testNoDoubleAfterCut(t *testing.T, dialect string, c cutCase) {
+	late := c == backAfterGrace
 	ctx := context.Background()
 	// a reaches the database through cut; b through its own proxy in front of cut, so that
 	// cutting the first cuts both, and b's path can heal later.
@@ -87,26 +100,64 @@ func testNoDoubleAfterCut(t *testing.T, dialect string, late bool) {
 	startEngine(t, b)
 	waitFor(t, "b to start the run", rec.started, 1)
 	startEngine(t, a) // after b claimed the fire: the run is b's
+	var judged chan error
+	if c == judgedThroughCut {
+		waitUntil(t, "a to see the database for a node timeout", func() bool { return a.seesCluster() })
+	}
 
-	if err := cut.Cut(); err != nil {
+	// A cut drops what is under way: its connections are closed when it heals. The third
+	// case needs a's statements held and delivered at the heal, as TCP does after a
+	// partition shorter than its own timeouts.
+	partition, heal := cut.Cut, cut.Heal
+	if c == judgedThroughCut {
+		partition, heal = cut.Hold, cut.Release
+	}
+	if err := partition(); err != nil {
 		t.Fatal(err)
 	}
 	if err := bPath.Cut(); err != nil {
 		t.Fatal(err)
 	}
 	close(release) // the success goes to b's result batch, whose write hangs
+	if c == judgedThroughCut {
+		if _, ok := a.JudgeSilence(a.cfg.NodeTimeout, a.cfg.HeartbeatInterval); !ok {
+			t.Fatal("a may not judge as the cut begins: the test cannot tell")
+		}
+		judged = make(chan error, 1)
+		go func() { judged <- a.RecoverDeadNodes(ctx) }()
+	}
 	// The outage outlasts the node timeout: every row is stale when it heals. It is the
 	// fault's length, measured by the database's clock; nothing to wait for.
 	time.Sleep(a.cfg.NodeTimeout + 2*a.cfg.HeartbeatInterval)
-	if err := cut.Heal(); err != nil {
+	if c == judgedThroughCut {
+		select {
+		case err := <-judged:
+			t.Fatalf("a's recovery ended during the cut (%v): the network did not hold it", err)
+		default:
+		}
+	}
+	if err := heal(); err != nil {
 		t.Fatal(err)
 	}
 
-	// The moment the leader's own view allowed it to judge others: it has seen the database
-	// for a node timeout since the heal. b has not beaten since.
-	waitUntil(t, "a to see the database for a node timeout", func() bool { return a.seesCluster() })
-	if err := a.RecoverDeadNodes(ctx); err != nil {
-		t.Fatal(err)
+	if c == judgedThroughCut {
+		// The held statements reach the database now, b silent for longer than the node
+		// timeout by its clock.
+		if err := waitFor(t, "a's held recovery to end", judged, 1)[0]; err != nil {
+			t.Fatalf("a's recovery held through the cut: %v (want its statements answered after the heal)", err)
+		}
+		select {
+		case n := <-a.signals.recovered:
+			t.Fatalf("a declared %s dead on an answer the database gave as the cut healed", n)
+		default:
+		}
+	} else {
+		// The moment the leader's own view allowed it to judge others: it has seen the
+		// database for a node timeout since the heal. b has not beaten since.
+		waitUntil(t, "a to see the database for a node timeout", func() bool { return a.seesCluster() })
+		if err := a.RecoverDeadNodes(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if late {
 		waitUntil(t, "the grace to pass", func() bool { return a.SeesDatabaseFor(a.outageGrace()) })

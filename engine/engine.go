@@ -203,7 +203,7 @@ func (e *Engine) startLife(ctx context.Context) error {
 		return fmt.Errorf("engine: register node %s: %w", e.cfg.NodeID, err)
 	}
 	f.renew(sent.Add(e.cfg.NodeTimeout))
-	e.beat(sent, n.LastSeen)
+	e.beat(sent, e.clock.Now(), n.LastSeen)
 	if err := e.recoverEarlierLives(ctx, owner); err != nil {
 		// The row stays, silent: the leader recovers this life and the earlier ones' work
 		// stays stranded only until the node starts again.

@@ -66,7 +66,7 @@ func (e *Engine) recoverEarlierLives(ctx context.Context, owner store.Owner) err
 			continue
 		}
 		// The new life's first acquisition round comes next: no wake-up needed.
-		if _, err := e.recoverLife(ctx, o, false); err != nil {
+		if _, err := e.recoverLife(ctx, o, nil); err != nil {
 			return err
 		}
 	}

@@ -300,14 +300,20 @@ func TestStopWritesResultsThatWake(t *testing.T) {
 
 // heartbeatFailsStore is the real store whose heartbeats fail while fail is set, as when the
 // database or the network to it is down.
+// A test driving heartbeats by hand can set held: it runs inside each heartbeat, as the
+// network holding it.
 type heartbeatFailsStore struct {
 	store.Store
 	fail atomic.Bool
+	held func()
 }
 
 func (s *heartbeatFailsStore) NodeHeartbeat(ctx context.Context, o store.Owner, name string) (*store.Node, error) {
 	if s.fail.Load() {
 		return nil, errors.New("connection refused")
+	}
+	if s.held != nil {
+		s.held()
 	}
 	return s.Store.NodeHeartbeat(ctx, o, name)
 }
@@ -370,6 +376,14 @@ func TestNoRecoveryRightAfterOutage(t *testing.T) {
 			}
 		}
 
+		// beatFor lets d pass, the node beating every heartbeat interval.
+		beatFor := func(d time.Duration) {
+			for passed := time.Duration(0); passed < d; passed += e.cfg.HeartbeatInterval {
+				clk.Advance(e.cfg.HeartbeatInterval)
+				e.clusterTick(l)
+			}
+		}
+
 		e.clusterTick(l)
 		clk.Advance(timeout) // the next heartbeat hung: it neither failed nor succeeded since
 		if got := recovered(); len(got) > 0 {
@@ -388,19 +402,16 @@ func TestNoRecoveryRightAfterOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 		silentPast(beaten.LastSeen)
-		clk.Advance(timeout)
-		e.clusterTick(l)
+		beatFor(timeout)
 		if got := recovered(); !slices.Equal(got, []string{"beaten"}) {
 			t.Fatalf("recovered %v once the node had seen the cluster for a node timeout, want the node silent since it beat after the outage", got)
 		}
 		// The ghost has not beaten since the outage: it gets the grace, and no more.
-		clk.Advance(e.outageGrace() - timeout - e.cfg.HeartbeatInterval)
-		e.clusterTick(l)
+		beatFor(e.outageGrace() - timeout - e.cfg.HeartbeatInterval)
 		if got := recovered(); len(got) > 0 {
 			t.Fatalf("recovered %v within the grace after the outage", got)
 		}
-		clk.Advance(e.cfg.HeartbeatInterval)
-		e.clusterTick(l)
+		beatFor(e.cfg.HeartbeatInterval)
 		if got := recovered(); !slices.Equal(got, []string{"ghost"}) {
 			t.Fatalf("recovered %v once the grace had passed, want the ghost", got)
 		}
@@ -445,5 +456,42 @@ func TestSeesDatabaseFor(t *testing.T) {
 	clk.Advance(timeout) // silence: the last success is too old to speak for now
 	if e.SeesDatabaseFor(3 * interval) {
 		t.Fatal("no beat for a node timeout: want the database not seen")
+	}
+
+	// A judgment stands while the node's view goes on and its last beat is recent.
+	beats(5)
+	j, ok := e.JudgeSilence(3*interval, interval)
+	if !ok || !j.Holds() {
+		t.Fatal("five good beats: want the node to judge a silence of three intervals")
+	}
+	// A beat held by the network through an outage and answered after it succeeds, but
+	// shows nothing of the outage: the view starts anew, and the judgment no longer holds.
+	st.held = func() { clk.Advance(2 * interval) }
+	e.clusterTick(l)
+	st.held = nil
+	if j.Holds() {
+		t.Fatal("a judgment taken before a beat held through an outage still holds after it")
+	}
+	beats(2)
+	if e.SeesDatabaseFor(3 * interval) {
+		t.Fatal("two beats after a held one: want the streak started anew")
+	}
+	// A gap between beats that could hide an outage from the peers' silence does too.
+	beats(4)
+	clk.Advance(e.beatGap())
+	beats(2)
+	if e.SeesDatabaseFor(3 * interval) {
+		t.Fatal("two beats after a gap: want the streak started anew")
+	}
+	beats(2)
+	if j, ok := e.JudgeSilence(3*interval, interval); !ok || !j.Holds() {
+		t.Fatal("four beats after the gap: want the node to judge again")
+	}
+	// A judgment's answer comes too late once the last beat is older than the peers' silence
+	// allows.
+	j, _ = e.JudgeSilence(3*interval, interval)
+	clk.Advance(3*interval - interval - interval/4 + time.Millisecond)
+	if j.Holds() {
+		t.Fatal("a judgment still holds when the node has not beaten for as long as a peer's silence needs")
 	}
 }

@@ -44,13 +44,13 @@ func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, pe
 		// node's way to it) they are silent in the registry without being gone. They get
 		// three beats to show it, and those silent since before this node's view began the
 		// outage grace, before their runs are declared lost (the rule of the node recovery).
-		judge, from := e.JudgeSilence(3 * heartbeat)
-		if !judge {
+		j, ok := e.JudgeSilence(3*heartbeat, heartbeat)
+		if !ok {
 			return nil
 		}
-		gone, err := st.RegistrySweep(ctx, 3*heartbeat, from)
+		gone, err := sweepRegistry(ctx, st, 3*heartbeat, &j, log)
 		if err != nil {
-			return fmt.Errorf("sweep the executor registry: %w", err)
+			return err
 		}
 		var owners []string
 		for _, in := range gone {
@@ -81,6 +81,29 @@ func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, pe
 		}
 		return loseOrphaned(ctx, e, st, perInstance, alarmed, log)
 	})
+}
+
+// sweepRegistry forgets the instances silent for longer than silence that j may judge, and
+// returns them; none when the judgment does not hold once the database has answered (the
+// sweep may have been held through an outage).
+func sweepRegistry(ctx context.Context, st store.Store, silence time.Duration, j *engine.Judgment, log *slog.Logger) ([]*store.Instance, error) {
+	tx, err := st.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sweep the executor registry: %w", err)
+	}
+	defer tx.Rollback()
+	gone, err := tx.RegistrySweep(ctx, silence, j.From)
+	if err != nil || len(gone) == 0 {
+		return nil, err
+	}
+	if !j.Holds() {
+		log.Warn("not sweeping silent executors: the database judged them at a time this node may not have reached it", "instances", len(gone))
+		return nil, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sweep the executor registry: %w", err)
+	}
+	return gone, nil
 }
 
 // loseOrphaned declares lost the running executions handed to a per-instance address that

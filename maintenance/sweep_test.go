@@ -87,8 +87,8 @@ func TestExecutorSweepAfterDatabaseCut(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			waitUntil(t, "the leader to judge silences again", func() bool { judge, _ := e.JudgeSilence(3 * heartbeat); return judge })
-			if _, from := e.JudgeSilence(3 * heartbeat); from == 0 {
+			waitUntil(t, "the leader to judge silences again", func() bool { _, ok := e.JudgeSilence(3*heartbeat, heartbeat); return ok })
+			if j, _ := e.JudgeSilence(3*heartbeat, heartbeat); j.From == 0 {
 				t.Fatal("the grace had passed before the first sweep: the test cannot tell")
 			}
 			if err := sweep.run(ctx); err != nil {
@@ -103,7 +103,7 @@ func TestExecutorSweepAfterDatabaseCut(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			waitUntil(t, "the grace to pass", func() bool { judge, from := e.JudgeSilence(3 * heartbeat); return judge && from == 0 })
+			waitUntil(t, "the grace to pass", func() bool { j, ok := e.JudgeSilence(3*heartbeat, heartbeat); return ok && j.From == 0 })
 			// back is alive: it beats every heartbeat, as since the outage.
 			if err := st.RegistryBeat(ctx, "billing", back, back, "1", []string{"h"}); err != nil {
 				t.Fatal(err)
@@ -127,6 +127,85 @@ func TestExecutorSweepAfterDatabaseCut(t *testing.T) {
 			close(ran)
 			for x := range ran {
 				t.Errorf("the engine also ran %+v: want only the one retry", x)
+			}
+		})
+	}
+}
+
+// TestExecutorSweepHeldThroughCut: the leader starts a sweep as a partition from the
+// database begins, when its own view still allows it to judge; the network holds the sweep's
+// statements and delivers them when the partition heals, longer than an executor may stay
+// silent later. By then the executor is silent only because its beats could not be written:
+// the database's answer must not be acted on, and its run stays running.
+func TestExecutorSweepHeldThroughCut(t *testing.T) {
+	for _, dialect := range []string{"postgres", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st, proxy := teststore.OpenProxied(t, dialect)
+			e, err := engine.New(engine.Config{Store: st, Dispatcher: make(ledger, 16), NodeID: "n1", Logger: testLogger(t),
+				HeartbeatInterval: 500 * time.Millisecond, NodeTimeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.Stop(ctx) })
+
+			const heartbeat = time.Second
+			const addr = "http://10.0.0.1:9999"
+			job := &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "h",
+				Concurrency: store.ConcurrencyAllow, Enabled: true, MaxRetries: 1}
+			if err := st.JobInsert(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UnixMilli()
+			run := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseManual,
+				State: store.ExecRunning, ExecutorAddress: addr, ExecutorApp: "billing"}
+			if dups, err := st.ExecutionsInsert(ctx, []*store.Execution{run}); err != nil || len(dups) > 0 {
+				t.Fatalf("insert the run: %v (%d refused)", err, len(dups))
+			}
+			sweep := ExecutorSweep(e, st, heartbeat, func(string) bool { return false }, nil, nil, testLogger(t))
+			waitUntil(t, "the leader to judge silences", func() bool { _, ok := e.JudgeSilence(3*heartbeat, heartbeat); return ok })
+			if err := st.RegistryBeat(ctx, "billing", addr, addr, "1", []string{"h"}); err != nil {
+				t.Fatal(err)
+			}
+
+			if err := proxy.Hold(); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := e.JudgeSilence(3*heartbeat, heartbeat); !ok {
+				t.Fatal("the leader may not judge as the partition begins: the test cannot tell")
+			}
+			swept := make(chan error, 1)
+			go func() { swept <- sweep.run(ctx) }()
+			// Longer than the executor may stay silent: the fault's length.
+			time.Sleep(3*heartbeat + 500*time.Millisecond)
+			select {
+			case err := <-swept:
+				t.Fatalf("the sweep ended during the partition (%v): the network did not hold it", err)
+			default:
+			}
+			if err := proxy.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if err := waitFor(t, "the held sweep to end", swept); err != nil {
+				t.Fatalf("the sweep held through the partition: %v (want its statements answered after it)", err)
+			}
+			x, err := st.ExecutionGet(ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.State != store.ExecRunning {
+				t.Fatalf("run on the executor after the held sweep: %s, want running (its executor was silent only through the partition)", x.State)
+			}
+			live, err := st.RegistryLive(ctx, "billing", time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(live) != 1 || live[0].Address != addr {
+				t.Fatalf("registry after the held sweep: %v, want the executor kept", live)
 			}
 		})
 	}

@@ -539,13 +539,16 @@ func TestAlarmsLeftSending(t *testing.T) {
 		// Fired now: a failure of 1970 is history the leader's retention deletes as soon as it
 		// runs (when it takes the lead, late on a loaded machine), and with it the alarm.
 		now := time.Now().UnixMilli()
+		// Stored without an alarm and moved to sending at once: a pending alarm could be
+		// claimed by the leader's first sweep, which runs as soon as it leads, before the
+		// test's claim.
 		x := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseAPI, State: store.ExecFailed,
-			AlarmState: store.AlarmPending}
+			AlarmState: store.AlarmNone}
 		if _, err := e.st.ExecutionsInsert(ctx, []*store.Execution{x}); err != nil {
 			t.Fatal(err)
 		}
-		// The dead node's claim: pending → sending, then nothing.
-		if won, err := e.st.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmPending, store.AlarmSending); err != nil || len(won) != 1 {
+		// The dead node's claim: to sending, then nothing.
+		if won, err := e.st.ExecutionsSetAlarm(ctx, []int64{x.ID}, store.AlarmNone, store.AlarmSending); err != nil || len(won) != 1 {
 			t.Fatalf("claim the alarm: %v, %v", won, err)
 		}
 		listed := func(state string) []int64 {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
@@ -49,6 +50,32 @@ func (p *Proxy) Heal() error {
 	for _, dir := range []string{"upstream", "downstream"} {
 		if err := p.p.Toxics.RemoveToxic(context.Background(), "cut_"+dir); err != nil {
 			return fmt.Errorf("testdb: heal %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Hold partitions the database from its clients as a network path that fails for less time
+// than TCP takes to give up: every byte each way is held, on open connections and new ones,
+// and nothing is closed. Release delivers what was held, in order, and ends the partition: a
+// statement sent during it runs when it heals.
+func (p *Proxy) Hold() error {
+	for _, dir := range []string{"upstream", "downstream"} {
+		// A latency longer than any test ends the toxic's delivery only when it is removed,
+		// and toxiproxy hands on what a removed latency toxic holds.
+		js := fmt.Sprintf(`{"name":"hold_%s","type":"latency","stream":%q,"attributes":{"latency":%d}}`, dir, dir, time.Hour.Milliseconds())
+		if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+			return fmt.Errorf("testdb: hold %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Release ends a Hold, delivering what it held.
+func (p *Proxy) Release() error {
+	for _, dir := range []string{"upstream", "downstream"} {
+		if err := p.p.Toxics.RemoveToxic(context.Background(), "hold_"+dir); err != nil {
+			return fmt.Errorf("testdb: release %s: %w", dir, err)
 		}
 	}
 	return nil
