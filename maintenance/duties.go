@@ -76,11 +76,51 @@ func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, pe
 			}
 			log.Warn("executor went silent", "app", in.App, "address", in.Address, "lost", out.Lost, "retried", out.FollowUp)
 		}
+		if err := releaseUnregistered(ctx, st, log); err != nil {
+			return err
+		}
 		if perInstance == nil {
 			return nil
 		}
 		return loseOrphaned(ctx, e, st, perInstance, alarmed, log)
 	})
+}
+
+// anyAge reads every registration, however silent: one not swept yet is the sweep's to judge.
+const anyAge = 100 * 365 * 24 * time.Hour
+
+// releaseUnregistered moves back to pending the sub-tasks held, and the maps reduced, by
+// executor instances that no registration names: one the sweep forgot (its release above
+// covers only what it held then) or one that claimed without registering. Nothing else
+// releases them, and their map would never end. The owners are read before the registry, so
+// an instance that registers meanwhile keeps its work.
+func releaseUnregistered(ctx context.Context, st store.Store, log *slog.Logger) error {
+	owners, err := st.SubtaskOwners(ctx, engine.ExecutorSubtaskOwner(""))
+	if err != nil || len(owners) == 0 {
+		return err
+	}
+	live, err := st.RegistryLive(ctx, "", anyAge)
+	if err != nil {
+		return fmt.Errorf("read the executor registry: %w", err)
+	}
+	registered := make(map[string]bool, len(live))
+	for _, in := range live {
+		registered[engine.ExecutorSubtaskOwner(in.Instance)] = true
+	}
+	var orphans []string
+	for _, o := range owners {
+		if !registered[o] {
+			orphans = append(orphans, o)
+		}
+	}
+	n, err := st.SubtasksRelease(ctx, orphans)
+	if err != nil {
+		return fmt.Errorf("release the sub-tasks of unregistered executors: %w", err)
+	}
+	if len(orphans) > 0 {
+		log.Warn("sub-tasks of unregistered executor instances back to pending", "n", n, "owners", orphans)
+	}
+	return nil
 }
 
 // sweepRegistry forgets the instances silent for longer than silence that j may judge, and
@@ -122,8 +162,7 @@ func loseOrphaned(ctx context.Context, e *engine.Engine, st store.Store, perInst
 	if len(orphans) == 0 {
 		return nil
 	}
-	// Every registration, however silent: one not swept yet is the sweep's to judge.
-	live, err := st.RegistryLive(ctx, "", 100*365*24*time.Hour)
+	live, err := st.RegistryLive(ctx, "", anyAge)
 	if err != nil {
 		return fmt.Errorf("read the executor registry: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/engine"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -221,5 +222,83 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestExecutorSweepReleasesUnregistered: an executor instance that holds sub-tasks without a
+// registration (it claimed without registering, or the sweep forgot it before it claimed)
+// would hold them for ever: nobody would release them, and their map would never end. The
+// sweep puts them back to pending; a registered instance keeps its own, and a late result of
+// the unregistered one is refused.
+func TestExecutorSweepReleasesUnregistered(t *testing.T) {
+	for _, dialect := range testdb.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st := teststore.Open(t, dialect)
+			e, err := engine.New(engine.Config{Store: st, Dispatcher: make(ledger, 1), NodeID: "n1", Logger: testLogger(t),
+				HeartbeatInterval: 20 * time.Millisecond, NodeTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.Stop(ctx) })
+
+			job := &store.Job{Group: "g", Name: "map", TargetKind: store.TargetRemote, App: "billing", Handler: "h",
+				Concurrency: store.ConcurrencyAllow, Enabled: true}
+			if err := st.JobInsert(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UnixMilli()
+			run := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseManual, State: store.ExecRunning}
+			if _, err := st.ExecutionsInsert(ctx, []*store.Execution{run}); err != nil {
+				t.Fatal(err)
+			}
+			const key = "executor:billing:h"
+			ts := []*store.Subtask{{Depth: 1, Seq: 0}, {Depth: 1, Seq: 1}, {Depth: 1, Seq: 2}}
+			if _, err := st.SubtasksMap(ctx, &store.SubtaskMap{ExecutionID: run.ID, JobID: job.ID, Handler: key}, ts, 0); err != nil {
+				t.Fatal(err)
+			}
+			// registered beats at its own pace (an hour): the sweep does not find it silent.
+			if err := st.RegistryBeatFor(ctx, "billing", "http://10.0.0.1:9999", "registered", []string{"h"}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			registered, ghost := engine.ExecutorSubtaskOwner("registered"), engine.ExecutorSubtaskOwner("ghost")
+			mine, err := st.SubtasksClaim(ctx, registered, []string{key}, 1)
+			if err != nil || len(mine) != 1 {
+				t.Fatalf("claim as the registered instance: %v, %v", mine, err)
+			}
+			held, err := st.SubtasksClaim(ctx, ghost, []string{key}, 2)
+			if err != nil || len(held) != 2 {
+				t.Fatalf("claim as the unregistered instance: %v, %v", held, err)
+			}
+
+			const heartbeat = 50 * time.Millisecond
+			sweep := ExecutorSweep(e, st, heartbeat, func(string) bool { return false }, nil, nil, testLogger(t))
+			waitUntil(t, "the leader to judge silences", func() bool { _, ok := e.JudgeSilence(3*heartbeat, heartbeat); return ok })
+			if err := sweep.run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			counts, err := st.SubtaskCounts(ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if counts[store.SubtaskPending] != 2 || counts[store.SubtaskRunning] != 1 {
+				t.Fatalf("sub-tasks after the sweep: %v, want the unregistered instance's 2 pending and the registered one's running", counts)
+			}
+			owners, err := st.SubtaskOwners(ctx, engine.ExecutorSubtaskOwner(""))
+			if err != nil || len(owners) != 1 || owners[0] != registered {
+				t.Fatalf("owners after the sweep: %v, %v; want only the registered instance", owners, err)
+			}
+			late := make([]store.SubtaskResult, len(held))
+			for i, s := range held {
+				late[i] = store.SubtaskResult{ID: s.ID, Attempt: s.Attempt, Owner: ghost, State: store.SubtaskSucceeded}
+			}
+			if got, err := st.SubtasksComplete(ctx, late); err != nil || len(got) != 0 {
+				t.Fatalf("the unregistered instance's late results: accepted %v (%v), want none", got, err)
+			}
+		})
 	}
 }

@@ -198,7 +198,9 @@ type Querier interface {
 
 	// ExecutionsDeleteFiredBefore deletes up to limit terminal executions fired before
 	// firedBefore, oldest first, with their log lines, and returns how many it deleted: the
-	// retention sweep calls it until it returns less than limit.
+	// retention sweep calls it until it returns less than limit. An execution whose alarm
+	// is not delivered yet (pending or sending) stays until it is: retention must not take
+	// an alarm with it.
 	ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error)
 	// HistoryPartitionsEnsure makes sure the history has a partition for each UTC day from
 	// the day of now to ahead days after it, and returns the days it created (YYYY-MM-DD).
@@ -209,10 +211,11 @@ type Querier interface {
 	// history is not partitioned).
 	HistoryPartitions(ctx context.Context) ([]HistoryPartition, error)
 	// HistoryDropPartitions drops, with their log lines, the day partitions that end at or
-	// before firedBefore and hold no execution fired at or after it (so dropping one deletes
-	// exactly what ExecutionsDeleteFiredBefore would), and returns the days dropped and the
-	// rows they held. What is left before the horizon (the boundary day, the default
-	// partition, a day holding a late fire) is ExecutionsDeleteFiredBefore's.
+	// before firedBefore and hold no execution fired at or after it and no alarm not yet
+	// delivered (so dropping one deletes exactly what ExecutionsDeleteFiredBefore would), and
+	// returns the days dropped and the rows they held. What is left before the horizon (the
+	// boundary day, the default partition, a day holding a late fire or an alarm on its way)
+	// is ExecutionsDeleteFiredBefore's.
 	HistoryDropPartitions(ctx context.Context, firedBefore int64) ([]string, int64, error)
 	// ExecutionsLoseRunning moves the running executions of o, a life that died, to lost,
 	// stamping FinishedAt with the database clock, and returns them as they are after the

@@ -99,6 +99,9 @@ type Subtasks interface {
 	// they were reducing back to waiting (their runner died), and returns how many sub-tasks
 	// it moved.
 	SubtasksRelease(ctx context.Context, owners []string) (int64, error)
+	// SubtaskOwners lists the owners, starting with prefix, that hold running sub-tasks or
+	// reduce maps, each once and sorted.
+	SubtaskOwners(ctx context.Context, prefix string) ([]string, error)
 	// SubtaskMapsClaimReady moves up to limit waiting maps of the handlers whose sub-tasks
 	// are all terminal to reducing for owner and returns them.
 	SubtaskMapsClaimReady(ctx context.Context, owner string, handlers []string, limit int) ([]*SubtaskMap, error)

@@ -93,6 +93,10 @@ func (e *executor) ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to
 	return won, nil
 }
 
+// undelivered lists the alarm states retention keeps an execution for: its alarm is still
+// to be sent, or being sent.
+const undelivered = "'" + string(store.AlarmPending) + "', '" + string(store.AlarmSending) + "'"
+
 // ExecutionsDeleteFiredBefore deletes one batch of old history (ended executions only live
 // there). Selecting the ids first keeps
 // each DELETE a primary-key lookup (MySQL cannot DELETE with a LIMITed subquery on the same
@@ -100,7 +104,8 @@ func (e *executor) ExecutionsSetAlarm(ctx context.Context, ids []int64, from, to
 func (e *executor) ExecutionsDeleteFiredBefore(ctx context.Context, firedBefore int64, limit int) (int64, error) {
 	var n int64
 	err := e.inTx(ctx, func(e *executor) error {
-		ids, err := scanInt64s(e.query(ctx, "SELECT id FROM executions WHERE fired_at < ? ORDER BY fired_at LIMIT ?", firedBefore, limitOr(limit)))
+		ids, err := scanInt64s(e.query(ctx, "SELECT id FROM executions WHERE fired_at < ? AND alarm_state NOT IN ("+undelivered+
+			") ORDER BY fired_at LIMIT ?", firedBefore, limitOr(limit)))
 		if err != nil || len(ids) == 0 {
 			return err
 		}

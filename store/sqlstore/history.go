@@ -111,16 +111,17 @@ func (e *executor) HistoryPartitionsEnsure(ctx context.Context, now int64, ahead
 	return created, nil
 }
 
-// errKeepPartition rolls back the drop of a partition a late fire ended in meanwhile.
-var errKeepPartition = errors.New("a late fire ended in the partition")
+// errKeepPartition rolls back the drop of a partition a late fire ended in meanwhile, or
+// whose alarm became pending.
+var errKeepPartition = errors.New("a late fire or an undelivered alarm in the partition")
 
 // HistoryDropPartitions drops the old day partitions whose every row was fired before the
 // horizon. The check, the count and the deletion of the output lines run first without
 // blocking anyone; then the history is locked (the exclusive lock DROP needs anyway, taken on
 // the parent first, in the order the inserts take theirs, so neither waits on the other in a
 // cycle) and the check and the count are made again, since a run of that day may have ended
-// in between: a late fire keeps the partition, a row fired before the horizon has its output
-// deleted too. The lock waits at most partitionLockTimeout.
+// in between: a late fire (or a new pending alarm) keeps the partition, a row fired before the
+// horizon has its output deleted too. The lock waits at most partitionLockTimeout.
 func (e *executor) HistoryDropPartitions(ctx context.Context, firedBefore int64) ([]string, int64, error) {
 	if e.d().kind != postgres {
 		return nil, 0, nil
@@ -137,9 +138,14 @@ func (e *executor) HistoryDropPartitions(ctx context.Context, firedBefore int64)
 		}
 		var n int64
 		dropped := false
-		young := func(e *executor) (bool, error) {
+		// A partition stays while it holds a late fire (ExecutionsDeleteFiredBefore takes the
+		// rest) or an alarm not delivered yet (retention must not take it with the row). Each
+		// test apart, so that each reads its own index (the alarm ones are partial).
+		keep := func(e *executor) (bool, error) {
 			var y bool
-			err := e.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+p.Name+" WHERE fired_at >= ?)", firedBefore).Scan(&y)
+			err := e.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+p.Name+" WHERE fired_at >= ?)"+
+				" OR EXISTS (SELECT 1 FROM "+p.Name+" WHERE alarm_state = 'pending')"+
+				" OR EXISTS (SELECT 1 FROM "+p.Name+" WHERE alarm_state = 'sending')", firedBefore).Scan(&y)
 			return y, err
 		}
 		count := func(e *executor) (int64, error) {
@@ -152,8 +158,8 @@ func (e *executor) HistoryDropPartitions(ctx context.Context, firedBefore int64)
 			return err
 		}
 		err := e.inTx(ctx, func(e *executor) error {
-			if y, err := young(e); err != nil || y {
-				return err // a late fire of that day: ExecutionsDeleteFiredBefore takes the rest
+			if y, err := keep(e); err != nil || y {
+				return err
 			}
 			var err error
 			if n, err = count(e); err != nil {
@@ -168,7 +174,7 @@ func (e *executor) HistoryDropPartitions(ctx context.Context, firedBefore int64)
 			if _, err := e.exec(ctx, "LOCK TABLE executions IN ACCESS EXCLUSIVE MODE"); err != nil {
 				return err
 			}
-			if y, err := young(e); err != nil || y {
+			if y, err := keep(e); err != nil || y {
 				return cmp.Or(err, errKeepPartition) // keeps the output lines deleted above too
 			}
 			again, err := count(e)

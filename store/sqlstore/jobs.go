@@ -150,15 +150,13 @@ func (e *executor) JobList(ctx context.Context, f store.JobFilter) ([]*store.Job
 		q += " AND group_name = ?"
 		args = append(args, f.Group)
 	}
-	// '!' escapes LIKE's wildcards the same way in every dialect ('\\' does not in MySQL).
-	likeEsc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 	if f.NameContains != "" {
 		q += " AND LOWER(name) LIKE ? ESCAPE '!'"
-		args = append(args, "%"+likeEsc.Replace(strings.ToLower(f.NameContains))+"%")
+		args = append(args, "%"+likeEscape.Replace(strings.ToLower(f.NameContains))+"%")
 	}
 	if f.NamePrefix != "" {
 		q += " AND LOWER(name) LIKE ? ESCAPE '!'"
-		args = append(args, likeEsc.Replace(strings.ToLower(f.NamePrefix))+"%")
+		args = append(args, likeEscape.Replace(strings.ToLower(f.NamePrefix))+"%")
 	}
 	if f.App != "" {
 		q += " AND app = ?"

@@ -552,6 +552,10 @@ func affected(res sql.Result) (int64, error) {
 }
 
 // scanInt64s reads a single-column result.
+// likeEscape escapes LIKE's wildcards for a pattern given ESCAPE '!': '!' escapes the same
+// way in every dialect ('\\' does not in MySQL).
+var likeEscape = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+
 func scanInt64s(rows *sql.Rows, err error) ([]int64, error) {
 	if err != nil {
 		return nil, err

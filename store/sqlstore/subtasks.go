@@ -304,6 +304,27 @@ func (e *executor) SubtasksRelease(ctx context.Context, owners []string) (int64,
 	return n, nil
 }
 
+func (e *executor) SubtaskOwners(ctx context.Context, prefix string) ([]string, error) {
+	// The claim index leads with the state; the owners are few (one per runner process).
+	like := likeEscape.Replace(prefix) + "%"
+	rows, err := e.query(ctx, "SELECT DISTINCT owner FROM subtasks WHERE state = ? AND owner LIKE ? ESCAPE '!'"+
+		" UNION SELECT DISTINCT owner FROM subtask_maps WHERE state = ? AND owner LIKE ? ESCAPE '!' ORDER BY 1",
+		store.SubtaskRunning, like, store.MapReducing, like)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: owners of sub-tasks %q…: %w", prefix, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("sqlstore: owners of sub-tasks %q…: %w", prefix, err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
 // SubtaskMapsClaimReady claims waiting maps none of whose sub-tasks is left to run, to reduce.
 func (e *executor) SubtaskMapsClaimReady(ctx context.Context, owner string, handlers []string, limit int) ([]*store.SubtaskMap, error) {
 	if len(handlers) == 0 || limit <= 0 {

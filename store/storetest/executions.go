@@ -392,7 +392,12 @@ func testExecutionSweeps(t *testing.T, s store.Store) {
 	sameIDs(t, "alarms sent", sent, []int64{run1.ID})
 	equal(t, "alarm state", get(s.ExecutionGet(ctx, run1.ID)).ok(t).AlarmState, store.AlarmSent)
 
-	// Retention: terminal executions fired before the horizon go, with their logs; live ones stay.
+	// Retention: terminal executions fired before the horizon go, with their logs; live ones
+	// stay, and so do ended ones whose alarm is still to be delivered.
+	pendingAlarm, sendingAlarm := mk(3, store.ExecFailed, 7), mk(3, store.ExecFailed, 8)
+	pendingAlarm.AlarmState = store.AlarmPending
+	get(s.ExecutionsInsert(ctx, []*store.Execution{pendingAlarm, sendingAlarm})).ok(t)
+	sameIDs(t, "alarm claimed", get(s.ExecutionsSetAlarm(ctx, []int64{sendingAlarm.ID}, store.AlarmNone, store.AlarmSending)).ok(t), []int64{sendingAlarm.ID})
 	get(s.ExecutionLogAppend(ctx, done1.ID, []store.LogLine{{Line: 1, Message: "x"}})).ok(t)
 	equal(t, "deleted", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 1)).ok(t), int64(1)) // done1 (fired 5) first
 	_, err := s.ExecutionGet(ctx, done1.ID)
@@ -400,6 +405,11 @@ func testExecutionSweeps(t *testing.T, s store.Store) {
 	equal(t, "logs of deleted", len(get(s.ExecutionLogList(ctx, done1.ID, 0, 10)).ok(t)), 0)
 	equal(t, "deleted next", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 10)).ok(t), int64(1)) // run1, failed at 10
 	equal(t, "nothing left to delete", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 10)).ok(t), int64(0))
+	equal(t, "pending alarm kept", get(s.ExecutionGet(ctx, pendingAlarm.ID)).ok(t).AlarmState, store.AlarmPending)
+	equal(t, "sending alarm kept", get(s.ExecutionGet(ctx, sendingAlarm.ID)).ok(t).AlarmState, store.AlarmSending)
+	sameIDs(t, "alarm failed", get(s.ExecutionsSetAlarm(ctx, []int64{pendingAlarm.ID}, store.AlarmPending, store.AlarmFailed)).ok(t), []int64{pendingAlarm.ID})
+	sameIDs(t, "alarm sent", get(s.ExecutionsSetAlarm(ctx, []int64{sendingAlarm.ID}, store.AlarmSending, store.AlarmSent)).ok(t), []int64{sendingAlarm.ID})
+	equal(t, "deleted once their alarms are done", get(s.ExecutionsDeleteFiredBefore(ctx, 25, 10)).ok(t), int64(2))
 	equal(t, "live kept", get(s.ExecutionGet(ctx, acq1.ID)).ok(t).State, store.ExecAcquired)
 	equal(t, "newer kept", get(s.ExecutionGet(ctx, run2.ID)).ok(t).State, store.ExecSucceeded)
 }

@@ -173,4 +173,46 @@ func testHistoryPartitions(t *testing.T, s store.Store) {
 	equal(t, "late fire kept", slices.Contains(kept, late), true)
 	xs = kept
 	check("after retention")
+
+	// Retention at the start of day 3, a row of day 2 with its alarm still to be sent: the
+	// partition stays, and the row with it, until the alarm is delivered.
+	horizon = day + 3*dayMs
+	var alarmed *store.Execution
+	for _, x := range xs {
+		if x.FiredAt >= day+2*dayMs && x.FiredAt < horizon {
+			alarmed = x
+			break
+		}
+	}
+	sameIDs(t, "alarm raised", get(s.ExecutionsSetAlarm(ctx, []int64{alarmed.ID}, store.AlarmNone, store.AlarmPending)).ok(t), []int64{alarmed.ID})
+	retain := func() {
+		t.Helper()
+		droppedDays, _, err := s.HistoryDropPartitions(ctx, horizon)
+		noErr(t, err)
+		equal(t, "day 2 dropped", slices.Contains(droppedDays, "2030-01-12"), partitioned && alarmed.AlarmState == store.AlarmSent)
+		for get(s.ExecutionsDeleteFiredBefore(ctx, horizon, 5)).ok(t) == 5 {
+		}
+	}
+	retain()
+	equal(t, "row with a pending alarm kept", get(s.ExecutionGet(ctx, alarmed.ID)).ok(t).AlarmState, store.AlarmPending)
+	if partitioned {
+		equal(t, "day 2 partition kept for the alarm", days()["2030-01-12"], true)
+	}
+	for _, x := range xs {
+		if x.FiredAt < horizon && x.ID != alarmed.ID {
+			_, err := s.ExecutionGet(ctx, x.ID)
+			wantErr(t, err, store.ErrNotFound)
+		}
+	}
+	sameIDs(t, "alarm claimed", get(s.ExecutionsSetAlarm(ctx, []int64{alarmed.ID}, store.AlarmPending, store.AlarmSending)).ok(t), []int64{alarmed.ID})
+	retain()
+	equal(t, "row with an alarm being sent kept", get(s.ExecutionGet(ctx, alarmed.ID)).ok(t).AlarmState, store.AlarmSending)
+	sameIDs(t, "alarm sent", get(s.ExecutionsSetAlarm(ctx, []int64{alarmed.ID}, store.AlarmSending, store.AlarmSent)).ok(t), []int64{alarmed.ID})
+	alarmed.AlarmState = store.AlarmSent
+	retain()
+	_, err = s.ExecutionGet(ctx, alarmed.ID)
+	wantErr(t, err, store.ErrNotFound)
+	if partitioned {
+		equal(t, "day 2 partition once the alarm was sent", days()["2030-01-12"], false)
+	}
 }

@@ -47,6 +47,9 @@ func testSubtasks(t *testing.T, s store.Store) {
 	if a[0].State != store.SubtaskRunning || a[0].Attempt != 1 || a[0].Owner != "a" || a[0].Payload != `{"i":0}` {
 		t.Fatalf("claimed: %+v", a[0])
 	}
+	equal(t, "owners", fmt.Sprint(get(s.SubtaskOwners(ctx, "")).ok(t)), "[a b]")
+	equal(t, "owners by prefix", fmt.Sprint(get(s.SubtaskOwners(ctx, "b")).ok(t)), "[b]")
+	equal(t, "a prefix is not a pattern", len(get(s.SubtaskOwners(ctx, "%")).ok(t)), 0)
 	seen := map[int64]bool{}
 	for _, st := range append(a, b...) {
 		if seen[st.ID] {
@@ -91,6 +94,7 @@ func testSubtasks(t *testing.T, s store.Store) {
 		t.Fatalf("ready maps: %+v", ready)
 	}
 	equal(t, "ready twice", len(get(s.SubtaskMapsClaimReady(ctx, "d", []string{"h"}, 10)).ok(t)), 0)
+	equal(t, "owners of a map reduced", fmt.Sprint(get(s.SubtaskOwners(ctx, "")).ok(t)), "[c]")
 	get(s.SubtasksRelease(ctx, []string{"c"})).ok(t)
 	equal(t, "ready after release", len(get(s.SubtaskMapsClaimReady(ctx, "d", []string{"h"}, 10)).ok(t)), 1)
 	equal(t, "ended by another", get(s.SubtaskMapEnd(ctx, x.ID, "c")).ok(t), false)
