@@ -271,11 +271,11 @@ func newBenchOverloadCmd(b *benchFlags) *cobra.Command {
 		Short: "Capacity first, then twice it demanded: slower, never stopped",
 		Long: `Measure the nodes' capacity (a short ramp of steady loads: --ramp-from fires/s, then
 twice that, and so on, each for a second's warm-up and --ramp-step, until the nodes fire
-less than 90 % of the demand; the capacity is the most they fired), then demand --factor
-times it for --duration (capacity × factor × interval triggers, each firing every
---interval), and report:
+less than 90 % of the demand; that demand is then held for --ramp-hold, and what they fired
+through it is the capacity), then demand --factor times it for --duration (capacity ×
+factor × interval triggers, each firing every --interval), and report:
 
-  ramp               each step's demand and what the nodes fired
+  ramp, hold         each step's demand and what the nodes fired
   windows            the fires started in each second of the demand; min is the fewest,
                      with its share of the capacity (target: at least 90 %, no window at 0)
   leadership_changes the nodes' leadership transitions until the drain ended (target 0)
@@ -297,6 +297,8 @@ times it for --duration (capacity × factor × interval triggers, each firing ev
 				return usageErrorf("--ramp-from must be positive and --capacity not negative")
 			case cfg.RampStep < 100*time.Millisecond:
 				return usageErrorf("--ramp-step %s: must be at least 100ms", cfg.RampStep)
+			case cfg.RampHold < 100*time.Millisecond:
+				return usageErrorf("--ramp-hold %s: must be at least 100ms", cfg.RampHold)
 			case cfg.Factor <= 0:
 				return usageErrorf("--factor %g: must be positive", cfg.Factor)
 			case cfg.Interval < time.Millisecond || cfg.Duration < cfg.Interval:
@@ -315,6 +317,7 @@ times it for --duration (capacity × factor × interval triggers, each firing ev
 	f := cmd.Flags()
 	f.Float64Var(&cfg.RampFrom, "ramp-from", 1000, "the capacity ramp's first demand, in fires/s (each step doubles it)")
 	f.DurationVar(&cfg.RampStep, "ramp-step", 2*time.Second, "how long each step of the capacity ramp is measured")
+	f.DurationVar(&cfg.RampHold, "ramp-hold", 10*time.Second, "how long the first step the nodes fall behind is held to measure the capacity")
 	f.Float64Var(&cfg.Capacity, "capacity", 0, "take this capacity (fires/s) instead of measuring it")
 	f.Float64Var(&cfg.Factor, "factor", 2, "the demand, as a multiple of the capacity")
 	f.DurationVar(&cfg.Interval, "interval", time.Second, "each trigger's interval")

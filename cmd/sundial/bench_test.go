@@ -113,7 +113,7 @@ func TestBenchOverload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a few seconds of real time")
 	}
-	code, out, errOut := runCLI(t, "", "bench", "overload", "--ramp-from", "10", "--ramp-step", "1s", "--work", "50ms", "--max-running", "2",
+	code, out, errOut := runCLI(t, "", "bench", "overload", "--ramp-from", "10", "--ramp-step", "1s", "--ramp-hold", "1s", "--work", "50ms", "--max-running", "2",
 		"--duration", "2s", "--max-drain", "1m", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -124,7 +124,7 @@ func TestBenchOverload(t *testing.T) {
 	}
 	r := results[0]
 	o := r.Overload
-	if r.Scenario != "overload" || o == nil || o.Capacity <= 0 || len(o.Windows) != 2 || o.HeartbeatWrites == 0 || !o.Drained || r.Duplicates != 0 {
+	if r.Scenario != "overload" || o == nil || o.Capacity <= 0 || o.Hold == nil || o.Hold.Achieved != o.Capacity || len(o.Windows) != 2 || o.HeartbeatWrites == 0 || !o.Drained || r.Duplicates != 0 {
 		t.Errorf("%s: want a measured capacity, two windows, timed heartbeats, a drain and no duplicate", r)
 	}
 }
@@ -134,6 +134,7 @@ func TestBenchOverloadBadInput(t *testing.T) {
 		{"--factor", "0"},
 		{"--ramp-from", "0"},
 		{"--ramp-step", "10ms"},
+		{"--ramp-hold", "10ms"},
 		{"--interval", "0s"},
 		{"--duration", "100ms"},
 		{"--processes", "1"},

@@ -26,7 +26,7 @@ func TestOverloadScenario(t *testing.T) {
 				// loaded by other tests does not lapse the fence (TestBeatSummary checks how
 				// lapses are counted).
 				Engine: engine.Config{MaxRunning: 2, HeartbeatInterval: 200 * time.Millisecond, NodeTimeout: time.Minute}}
-			r, err := Overload(context.Background(), opts, OverloadConfig{RampFrom: 10, RampStep: time.Second, Duration: 2 * time.Second, MaxDrain: time.Minute})
+			r, err := Overload(context.Background(), opts, OverloadConfig{RampFrom: 10, RampStep: time.Second, RampHold: time.Second, Duration: 2 * time.Second, MaxDrain: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,16 +40,13 @@ func TestOverloadScenario(t *testing.T) {
 				t.Errorf("capacity %.1f/s, above the 40/s two 50 ms slots allow", o.Capacity)
 			}
 			// The ramp stops at the first step the nodes fell behind in, and the capacity is
-			// the most a step fired.
-			if n := len(o.Ramp); n < 2 || o.Ramp[n-1].Achieved >= 0.9*o.Ramp[n-1].Demanded || o.Ramp[n-2].Achieved < 0.9*o.Ramp[n-2].Demanded {
+			// what they fired through that demand held.
+			n := len(o.Ramp)
+			if n < 2 || o.Ramp[n-1].Achieved >= 0.9*o.Ramp[n-1].Demanded || o.Ramp[n-2].Achieved < 0.9*o.Ramp[n-2].Demanded {
 				t.Errorf("ramp %+v: want steps that kept up, then one that fell behind", o.Ramp)
 			}
-			best := 0.0
-			for _, s := range o.Ramp {
-				best = max(best, s.Achieved)
-			}
-			if o.Capacity != best {
-				t.Errorf("capacity %.1f/s, want the ramp's best step, %.1f/s", o.Capacity, best)
+			if o.Hold == nil || o.Hold.Demanded != o.Ramp[n-1].Demanded || o.Capacity != o.Hold.Achieved {
+				t.Errorf("hold %+v after the ramp %+v, capacity %.1f/s: want the last step's demand held, and what it fired the capacity", o.Hold, o.Ramp, o.Capacity)
 			}
 			if want := float64(r.Triggers); r.Demanded != want || r.Triggers < int(2*o.Capacity) {
 				t.Errorf("demanded %.1f/s of %d triggers for a capacity of %.1f/s, want twice it", r.Demanded, r.Triggers, o.Capacity)
