@@ -101,6 +101,19 @@ func (p *pgPair) addStandby(ctx context.Context, primary, standby int) error {
 		"-D", sb.data(), "-R", "-X", "stream", "-c", "fast", "--no-sync")); err != nil {
 		return err
 	}
+	// Each server keeps its socket in its data directory, so the copy carries the socket
+	// lock files of the servers that ran on the data before (pg_basebackup skips only the
+	// sockets). One names a postmaster killed by a failover, a zombie where nothing reaps
+	// it: the new server would take it for alive and refuse to start.
+	locks, err := filepath.Glob(filepath.Join(sb.data(), ".s.PGSQL.*.lock"))
+	if err != nil {
+		return err
+	}
+	for _, l := range locks {
+		if err := os.Remove(l); err != nil {
+			return err
+		}
+	}
 	// The copy carries the primary's synchronous_standby_names: the standby, once promoted,
 	// waits for a standby of its own until the next addStandby.
 	sb.inited = true
