@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,18 +162,32 @@ func (r *reporter) deliver(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	slices.SortFunc(batch, func(a, b wire.Result) int { return int(a.ExecutionID - b.ExecutionID) })
-	var errs []error
+	var first error
+	failed := 0
 	for len(batch) > 0 {
 		n := min(len(batch), resultBatch)
 		if err := r.send(ctx, batch[:n]); err != nil {
-			errs = append(errs, err)
+			failed++
+			first = cmp.Or(first, err)
+			if ctx.Err() != nil {
+				// The rest would fail alike: they are spooled below, not sent.
+				failed += (len(batch) - n + resultBatch - 1) / resultBatch
+				break
+			}
 		}
 		batch = batch[n:]
 	}
-	if len(errs) > 0 {
+	switch failed {
+	case 0:
+		return nil
+	case 1:
 		r.spoolAll()
+		return first
 	}
-	return errors.Join(errs...)
+	r.spoolAll()
+	// One error, however many batches: a stop beyond the server's pace would otherwise
+	// print the same failure once a batch.
+	return fmt.Errorf("%d batches of results not delivered, the first: %w", failed, first)
 }
 
 // send delivers one batch. A batch the server refuses outright (4xx) is sent again one by
