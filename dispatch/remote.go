@@ -297,13 +297,20 @@ func (r *Remote) setDispatch(ctx context.Context, o store.Owner, id int64, addre
 		ShardIndex: index, ShardTotal: total, Message: msg})
 }
 
+// acceptRepeats paces the attempts to record an acceptance while the database is away.
+var acceptRepeats = backoff.Policy{Initial: 100 * time.Millisecond, Factor: 2, Max: 5 * time.Second}
+
 // accepted records that the executor took o's execution id (Store.ExecutionsDispatchAccepted),
-// batched as setDispatch is. A failed record leaves the run the node's: lost with it if it
-// dies, and re-run if the job requests recovery, where a run no executor has would be
-// stranded.
+// batched as setDispatch is, and writes it again until it is recorded or the run's context
+// ends (the node stops). Unrecorded, the run stays the node's: lost with it if it dies, and
+// run again if the job requests recovery, while the executor runs it too.
 func (r *Remote) accepted(ctx context.Context, o store.Owner, id int64) {
-	if _, err := r.acceptances.Do(ctx, store.DispatchRecord{Owner: o, ID: id, Accepted: true}); err != nil {
-		r.cfg.Logger.Warn("recording an accepted dispatch", "execution", id, "err", err)
+	err := backoff.Retry(ctx, r.cfg.Clock, acceptRepeats, 0, func(ctx context.Context) error {
+		_, err := r.acceptances.Do(ctx, store.DispatchRecord{Owner: o, ID: id, Accepted: true})
+		return err
+	})
+	if err != nil {
+		r.cfg.Logger.Warn("the executor's acceptance of a run could not be recorded: the run stays the node's", "execution", id, "err", err)
 	}
 }
 

@@ -3,17 +3,20 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sundial-scheduler/sundial/clock"
+	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/executortest"
 	"github.com/sundial-scheduler/sundial/executor/wire"
@@ -154,6 +157,57 @@ func TestSendFencedOnOwner(t *testing.T) {
 	}
 	if n := fx.runs.Load(); n != 1 {
 		t.Fatalf("the handler ran %d times, want once (the lost run never reaches the executor)", n)
+	}
+}
+
+// acceptanceFailsStore is the real store, except that its first writes of an acceptance
+// fail (fails of them), as while the database is away.
+type acceptanceFailsStore struct {
+	store.Store
+	fails atomic.Int32
+}
+
+func (s *acceptanceFailsStore) ExecutionsRecordDispatches(ctx context.Context, recs []store.DispatchRecord) ([]bool, error) {
+	if slices.ContainsFunc(recs, func(r store.DispatchRecord) bool { return r.Accepted }) && s.fails.Add(-1) >= 0 {
+		return nil, errors.New("connection refused")
+	}
+	return s.Store.ExecutionsRecordDispatches(ctx, recs)
+}
+
+// TestAcceptanceRecordedAfterOutage: an executor's acceptance whose record fails is written
+// again, on the clock's pauses, until it is recorded; left unrecorded, the run would stay the
+// node's, and be run again by a recovery while the executor runs it.
+func TestAcceptanceRecordedAfterOutage(t *testing.T) {
+	ctx := context.Background()
+	st := &acceptanceFailsStore{Store: newTestStore(t)}
+	st.fails.Store(2)
+	fx := newRemoteFixtureOn(t, st)
+	fake := clock.NewFake(time.Now()) // near the real time: the executor checks the calls' signed times
+	r := NewRemote(Config{Store: st, Clock: fake})
+	ex := fx.running(t, store.Owner{Node: "n", Incarnation: "i"})
+
+	done := make(chan engine.Result, 1)
+	go func() { done <- r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil, "") }()
+	for i := range 2 {
+		if !fake.WaitForTimers(1, nil) {
+			t.Fatalf("pause %d: the dispatch never waited to record the acceptance again", i)
+		}
+		select {
+		case res := <-done:
+			t.Fatalf("the dispatch returned %+v with the acceptance unrecorded", res)
+		default:
+		}
+		fake.Advance(acceptRepeats.Delay(i))
+	}
+	if res := <-done; !res.Async || res.Err != nil {
+		t.Fatalf("dispatch: %+v, want the run handed over", res)
+	}
+	got, err := st.ExecutionGet(ctx, ex.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TriggerCode != store.DispatchAccepted {
+		t.Errorf("trigger code %d after the outage, want %d (accepted)", got.TriggerCode, store.DispatchAccepted)
 	}
 }
 

@@ -44,6 +44,9 @@ func (e *Engine) acquireLoop(l *lifecycle) {
 		if err != nil && l.ctx.Err() == nil {
 			e.log.Error("acquisition round failed", "err", err)
 		}
+		if unanswered := (*unansweredCommit)(nil); errors.As(err, &unanswered) {
+			e.settleRound(l, unanswered)
+		}
 		if err == nil {
 			sizer.next(n, took)
 		}
@@ -69,6 +72,10 @@ func (e *Engine) acquireLoop(l *lifecycle) {
 func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time, size int) (n int, took time.Duration, err error) {
 	dueBefore := now.Add(e.cfg.LookAhead).UnixMilli()
 
+	// A round in flight holds the gate shared from its first statement until its fires are
+	// queued, so that a round being settled sees every fire the others took meanwhile.
+	l.rounds.gate.RLock()
+	defer l.rounds.gate.RUnlock()
 	tx, err := e.store.Begin(store.WithPriority(ctx, store.PriorityDeferred))
 	if err != nil {
 		return 0, 0, fmt.Errorf("begin: %w", err)
@@ -158,16 +165,32 @@ func (e *Engine) acquireRound(ctx context.Context, l *lifecycle, now time.Time, 
 			return 0, 0, fmt.Errorf("advance triggers: %w", err)
 		}
 	}
+	var round uint64 // the commit's place among the life's, when it takes fires
+	if len(fires) > 0 {
+		round = l.rounds.committing()
+	}
 	if err := tx.Commit(); err != nil {
-		return 0, 0, fmt.Errorf("commit acquisition: %w", err)
+		if len(fires) == 0 {
+			return 0, 0, fmt.Errorf("commit acquisition: %w", err)
+		}
+		return 0, 0, &unansweredCommit{round: round, fires: fires, err: err} // settled by settleRound
 	}
 	took = e.clock.Now().Sub(began)
 	e.log.Debug("acquired", "fires", len(fires), "of", size, "triggers", len(rows), "took", took, "waited", began.Sub(now))
+	e.queueAcquired(ctx, l, fires)
+	if len(fires) > 0 {
+		l.rounds.settled(round)
+	}
+	return len(fires), took, nil
+}
+
+// queueAcquired hands the fires a round took to the starter.
+func (e *Engine) queueAcquired(ctx context.Context, l *lifecycle, fires []*pendingFire) {
+	l.rounds.queued(fires)
 	e.stats.Acquired.Add(int64(len(fires)))
 	e.applyFireRate(ctx, fires)
 	e.signals.roundAcquired(len(fires))
 	l.fires.push(fires...)
-	return len(fires), took, nil
 }
 
 // advanceTrigger computes the fires of one locked trigger that fall in the window (at most

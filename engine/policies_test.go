@@ -32,10 +32,14 @@ type fakeNode struct {
 }
 
 func newFakeNode(t *testing.T, dialect string, behave func(context.Context, *Fire) Result, tune ...func(*Config)) *fakeNode {
-	st := openStore(t, dialect)
-	clk := clock.NewFake(t0)
 	rec := newRecorder()
 	rec.behave = behave
+	return newFakeNodeOn(t, openStore(t, dialect), rec, tune...)
+}
+
+// newFakeNodeOn is newFakeNode over a given store (one that injects faults, say) and recorder.
+func newFakeNodeOn(t *testing.T, st store.Store, rec *recorder, tune ...func(*Config)) *fakeNode {
+	clk := clock.NewFake(t0)
 	e := newEngine(t, st, rec, "node", clk, func(c *Config) {
 		c.PollInterval = 100 * time.Millisecond
 		c.LookAhead = 100 * time.Millisecond

@@ -98,13 +98,8 @@ func (s *answerLostStore) ExecutionsMarkRunning(ctx context.Context, o store.Own
 func TestClaimAnswerLost(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		st := &answerLostStore{Store: openStore(t, dialect)}
-		clk := clock.NewFake(t0)
-		rec := newRecorder()
-		e := newEngine(t, st, rec, "node", clk, func(c *Config) {
-			c.PollInterval, c.LookAhead = 100*time.Millisecond, 100*time.Millisecond
-			c.HeartbeatInterval, c.NodeTimeout, c.Acquirers = time.Hour, 2*time.Hour, 1
-		})
-		n := &fakeNode{t: t, st: st, clk: clk, e: e, rec: rec}
+		n := newFakeNodeOn(t, st, newRecorder())
+		clk, rec := n.clk, n.rec
 		job := insertJob(t, st, "job", nil)
 		insertTrigger(t, st, job, "once", schedule.Simple{}, t0.Add(time.Second), nil)
 		n.start()
@@ -211,5 +206,97 @@ func testSerialQueueAfterClaim(t *testing.T, dialect string, lose bool) {
 	}
 	if got := states(n.executions(job)); !slices.Equal(got, want) {
 		t.Fatalf("states %v, want %v", got, want)
+	}
+}
+
+// commitLostStore is the real store, except that the first acquisition round that takes fires
+// has its commit reported as failed: applied first (the connection dropped between the
+// commit and its answer, as when the database fails over), or rolled back.
+type commitLostStore struct {
+	store.Store
+	applied bool
+	lost    atomic.Bool
+}
+
+func (s *commitLostStore) Begin(ctx context.Context) (store.Tx, error) {
+	tx, err := s.Store.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &commitLostTx{Tx: tx, s: s}, nil
+}
+
+type commitLostTx struct {
+	store.Tx
+	s    *commitLostStore
+	took bool
+}
+
+func (t *commitLostTx) ExecutionsInsert(ctx context.Context, es []*store.Execution) ([]*store.Execution, error) {
+	t.took = t.took || len(es) > 0
+	return t.Tx.ExecutionsInsert(ctx, es)
+}
+
+func (t *commitLostTx) ExecutionsAcquire(ctx context.Context, o store.Owner, ids []int64) ([]int64, error) {
+	won, err := t.Tx.ExecutionsAcquire(ctx, o, ids)
+	t.took = t.took || len(won) > 0
+	return won, err
+}
+
+func (t *commitLostTx) Commit() error {
+	if !t.took || !t.s.lost.CompareAndSwap(false, true) {
+		return t.Tx.Commit()
+	}
+	if !t.s.applied {
+		t.Tx.Rollback()
+		return errors.New("connection reset (before the commit)")
+	}
+	if err := t.Tx.Commit(); err != nil {
+		return err
+	}
+	return errors.New("connection reset (after the commit)")
+}
+
+// TestAcquisitionCommitUnanswered checks that a fire whose acquisition's commit is reported
+// failed runs once, whether the commit was applied or not, and whether the round made its
+// execution (a trigger's fire) or moved a pending one: not left acquired by a live node that
+// holds nothing of it in memory (the fires a PostgreSQL failover stranded), nor run twice.
+func TestAcquisitionCommitUnanswered(t *testing.T) {
+	for _, applied := range []bool{true, false} {
+		for _, pending := range []bool{false, true} {
+			name := map[bool]string{true: "applied", false: "rolled back"}[applied] + "/" +
+				map[bool]string{false: "trigger", true: "pending"}[pending]
+			t.Run(name, func(t *testing.T) {
+				eachDialect(t, func(t *testing.T, dialect string) {
+					st := &commitLostStore{Store: openStore(t, dialect), applied: applied}
+					n := newFakeNodeOn(t, st, newRecorder())
+					job := insertJob(t, st, "job", nil)
+					if pending {
+						x := &store.Execution{JobID: job.ID, ScheduledAt: ms(t0.Add(time.Second)), Cause: store.CauseAPI, State: store.ExecPending}
+						if _, err := st.ExecutionsInsert(context.Background(), []*store.Execution{x}); err != nil {
+							t.Fatal(err)
+						}
+					} else {
+						insertTrigger(t, st, job, "once", schedule.Simple{}, t0.Add(time.Second), nil)
+					}
+					n.start()
+
+					n.advance(time.Second)
+					if !st.lost.Load() {
+						t.Fatal("no acquisition commit was lost")
+					}
+					n.advance(time.Second)
+					waitFor(t, "the fire to run", n.rec.started, 1)
+					n.completed(1)
+					execs := n.executions(job)
+					if len(execs) != 1 || execs[0].State != store.ExecSucceeded {
+						t.Fatalf("executions %v, want the one fire succeeded", states(execs))
+					}
+					if dups := n.rec.duplicates(); len(dups) > 0 {
+						t.Fatalf("ran twice: %v", dups)
+					}
+				})
+			})
+		}
 	}
 }
