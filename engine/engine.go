@@ -79,7 +79,7 @@ type lifecycle struct {
 	handlers    sync.WaitGroup // running handlers
 	wake        chan struct{}  // pokes the acquirer
 	fires       *fireQueue
-	rounds      rounds // the acquisition rounds' commits, for settling one whose answer was lost
+	rounds      rounds              // the acquisition rounds' commits, for settling one whose answer was lost
 	due         chan []*pendingFire // fires released by the firer, to be started
 	completer   *completer
 	conc        *concurrency
