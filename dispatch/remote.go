@@ -255,7 +255,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		return engine.Result{Err: fmt.Errorf("execution %d: %w", ex.ID, err)}
 	}
 	owner := store.OwnerOf(ex)
-	ours, err := r.setDispatch(ctx, owner, ex.ID, addr, instance, index, total, msg)
+	ours, err := r.setDispatch(ctx, job, owner, ex.ID, addr, instance, index, total, msg)
 	if err != nil {
 		return engine.Result{Err: err}
 	}
@@ -276,7 +276,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	err = r.callRepeating(sendCtx, job.App, addr, wire.PathRun, instance, req, &resp)
 	cancel()
 	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == wire.MisdirectedInstance && m.Instance != "" {
-		err = r.resendToInstance(ctx, ex, job.App, addr, index, total, msg, &req, &resp, m.Instance)
+		err = r.resendToInstance(ctx, ex, job, addr, index, total, msg, &req, &resp, m.Instance)
 	}
 	if err != nil {
 		r.stats.Unreachable.Add(1)
@@ -290,22 +290,51 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	return engine.Result{Async: true, Message: msg}
 }
 
-// setDispatch records where o's running execution id is being sent (Store.ExecutionsSetDispatch),
-// in a statement shared with the records of the fires dispatched meanwhile.
-func (r *Remote) setDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, index, total int, msg string) (bool, error) {
-	return r.sends.Do(ctx, store.DispatchRecord{Owner: o, ID: id, Address: address, Instance: instance,
-		ShardIndex: index, ShardTotal: total, Message: msg})
+// setDispatch records where o's running execution id of job is being sent
+// (Store.ExecutionsRecordDispatches), in a statement shared with the records of the fires
+// dispatched meanwhile. A write the database does not take is made again, on writeRepeats'
+// pauses, for as long as the fire may wait for an executor (dispatchWait): nothing has been
+// sent yet, so an outage makes the run late, not failed. The record is a compare-and-set on
+// o's life, so a write made twice (the first applied, its answer lost) answers alike.
+func (r *Remote) setDispatch(ctx context.Context, job *store.Job, o store.Owner, id int64, address, instance string, index, total int, msg string) (bool, error) {
+	rec := store.DispatchRecord{Owner: o, ID: id, Address: address, Instance: instance,
+		ShardIndex: index, ShardTotal: total, Message: msg}
+	deadline := r.cfg.Clock.Now().Add(r.dispatchWait(job))
+	var ours bool
+	err := backoff.Retry(ctx, r.cfg.Clock, writeRepeats, 0, func(ctx context.Context) error {
+		var err error
+		ours, err = r.sends.Do(ctx, rec)
+		if err != nil && !r.cfg.Clock.Now().Before(deadline) {
+			return backoff.Permanent(err)
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("execution %d not sent: %w", id, err)
+	}
+	return ours, nil
 }
 
-// acceptRepeats paces the attempts to record an acceptance while the database is away.
-var acceptRepeats = backoff.Policy{Initial: 100 * time.Millisecond, Factor: 2, Max: 5 * time.Second}
+// writeRepeats paces the attempts to record a dispatch or an acceptance while the database
+// is away.
+var writeRepeats = backoff.Policy{Initial: 100 * time.Millisecond, Factor: 2, Max: 5 * time.Second}
+
+// dispatchWait is how long a fire of job may wait to be dispatched (for an executor to be
+// online, or for its dispatch to be recorded): the job's dispatch timeout, else
+// Config.ExecutorWait.
+func (r *Remote) dispatchWait(job *store.Job) time.Duration {
+	if job.DispatchTimeoutMs > 0 {
+		return time.Duration(job.DispatchTimeoutMs) * time.Millisecond
+	}
+	return r.cfg.ExecutorWait
+}
 
 // accepted records that the executor took o's execution id (Store.ExecutionsDispatchAccepted),
 // batched as setDispatch is, and writes it again until it is recorded or the run's context
 // ends (the node stops). Unrecorded, the run stays the node's: lost with it if it dies, and
 // run again if the job requests recovery, while the executor runs it too.
 func (r *Remote) accepted(ctx context.Context, o store.Owner, id int64) {
-	err := backoff.Retry(ctx, r.cfg.Clock, acceptRepeats, 0, func(ctx context.Context) error {
+	err := backoff.Retry(ctx, r.cfg.Clock, writeRepeats, 0, func(ctx context.Context) error {
 		_, err := r.acceptances.Do(ctx, store.DispatchRecord{Owner: o, ID: id, Accepted: true})
 		return err
 	})
@@ -333,11 +362,7 @@ func (r *Remote) SeesDatabaseWith(sees func(time.Duration) bool) { r.seesDatabas
 // after an outage), or cannot read the registry (the database is away), waits for one before
 // it fails. It returns what it read last, or the last read's error.
 func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job, err error) ([]string, int, *store.App, error) {
-	limit := r.cfg.ExecutorWait
-	if job.DispatchTimeoutMs > 0 {
-		limit = time.Duration(job.DispatchTimeoutMs) * time.Millisecond
-	}
-	deadline := r.cfg.Clock.Now().Add(limit)
+	deadline := r.cfg.Clock.Now().Add(r.dispatchWait(job))
 	for {
 		wait := min(r.cfg.HeartbeatInterval, deadline.Sub(r.cfg.Clock.Now()))
 		if wait <= 0 {
@@ -366,9 +391,9 @@ func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job, err error) (
 // run as held by an instance that does not have it. The executor that answered is of the
 // run's app (it said wrong_instance, which it says only to a call signed for its app), and
 // the call is signed for that app again: an executor of another app never takes it.
-func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, app, addr string, index, total int, msg string,
+func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, job *store.Job, addr string, index, total int, msg string,
 	req *wire.RunRequest, resp *wire.RunResponse, answered string) error {
-	ok, err := r.setDispatch(ctx, store.OwnerOf(ex), ex.ID, addr, answered, index, total, msg)
+	ok, err := r.setDispatch(ctx, job, store.OwnerOf(ex), ex.ID, addr, answered, index, total, msg)
 	if err != nil {
 		return err
 	}
@@ -379,7 +404,7 @@ func (r *Remote) resendToInstance(ctx context.Context, ex *store.Execution, app,
 	*resp = wire.RunResponse{}
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow) // from the dispatch just recorded again
 	defer cancel()
-	return r.callRepeating(sendCtx, app, addr, wire.PathRun, req.Instance, req, resp)
+	return r.callRepeating(sendCtx, job.App, addr, wire.PathRun, req.Instance, req, resp)
 }
 
 // broadcast runs the fire on every instance. The fire's own execution is shard 0; shards

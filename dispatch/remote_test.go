@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,54 +161,104 @@ func TestSendFencedOnOwner(t *testing.T) {
 	}
 }
 
-// acceptanceFailsStore is the real store, except that its first writes of an acceptance
-// fail (fails of them), as while the database is away.
-type acceptanceFailsStore struct {
+// recordFailsStore is the real store, except that its first writes of a dispatch record
+// (of an acceptance when acceptances is set, of a send otherwise) fail (fails of them), as
+// while the database is away.
+type recordFailsStore struct {
 	store.Store
-	fails atomic.Int32
+	acceptances bool
+	fails       atomic.Int32
 }
 
-func (s *acceptanceFailsStore) ExecutionsRecordDispatches(ctx context.Context, recs []store.DispatchRecord) ([]bool, error) {
-	if slices.ContainsFunc(recs, func(r store.DispatchRecord) bool { return r.Accepted }) && s.fails.Add(-1) >= 0 {
+func (s *recordFailsStore) ExecutionsRecordDispatches(ctx context.Context, recs []store.DispatchRecord) ([]bool, error) {
+	if slices.ContainsFunc(recs, func(r store.DispatchRecord) bool { return r.Accepted == s.acceptances }) && s.fails.Add(-1) >= 0 {
 		return nil, errors.New("connection refused")
 	}
 	return s.Store.ExecutionsRecordDispatches(ctx, recs)
 }
 
-// TestAcceptanceRecordedAfterOutage: an executor's acceptance whose record fails is written
-// again, on the clock's pauses, until it is recorded; left unrecorded, the run would stay the
-// node's, and be run again by a recovery while the executor runs it.
-func TestAcceptanceRecordedAfterOutage(t *testing.T) {
+// TestDispatchRecordedAfterOutage: a dispatch record whose write fails is written again, on
+// the clock's pauses, until it is recorded. A send record left unwritten would fail a run
+// that nothing was sent for; an acceptance left unwritten would leave the run the node's, to
+// be run again by a recovery while the executor runs it.
+func TestDispatchRecordedAfterOutage(t *testing.T) {
+	for _, acceptances := range []bool{false, true} {
+		name := map[bool]string{false: "send", true: "acceptance"}[acceptances]
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := &recordFailsStore{Store: newTestStore(t), acceptances: acceptances}
+			const fails = 3
+			st.fails.Store(fails)
+			fx := newRemoteFixtureOn(t, st)
+			fake := clock.NewFake(time.Now()) // near the real time: the executor checks the calls' signed times
+			r := NewRemote(Config{Store: st, Clock: fake})
+			ex := fx.running(t, store.Owner{Node: "n", Incarnation: "i"})
+
+			done := make(chan engine.Result, 1)
+			finished := make(chan struct{})
+			go func() {
+				done <- r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil, "")
+				close(finished)
+			}()
+			for i := range fails {
+				if !fake.WaitForTimers(1, finished) {
+					t.Fatalf("pause %d: the dispatch returned %+v instead of writing its %s record again", i, <-done, name)
+				}
+				fake.Advance(writeRepeats.Delay(i))
+			}
+			if res := <-done; !res.Async || res.Err != nil {
+				t.Fatalf("dispatch: %+v, want the run handed over", res)
+			}
+			if n := fx.runs.Load(); n != 1 {
+				t.Errorf("the handler ran %d times, want once", n)
+			}
+			got, err := st.ExecutionGet(ctx, ex.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.TriggerCode != store.DispatchAccepted || got.ExecutorAddress != fx.exe.Address() {
+				t.Errorf("after the outage: trigger code %d, address %q; want %d (accepted), %q", got.TriggerCode, got.ExecutorAddress,
+					store.DispatchAccepted, fx.exe.Address())
+			}
+		})
+	}
+}
+
+// TestDispatchRecordGivesUp: a send record that cannot be written for the job's dispatch
+// timeout fails the run, saying why, and the run never reaches the executor.
+func TestDispatchRecordGivesUp(t *testing.T) {
 	ctx := context.Background()
-	st := &acceptanceFailsStore{Store: newTestStore(t)}
-	st.fails.Store(2)
+	st := &recordFailsStore{Store: newTestStore(t)}
+	st.fails.Store(1 << 30)
 	fx := newRemoteFixtureOn(t, st)
-	fake := clock.NewFake(time.Now()) // near the real time: the executor checks the calls' signed times
+	fx.job.DispatchTimeoutMs = 1000
+	fake := clock.NewFake(time.Now())
 	r := NewRemote(Config{Store: st, Clock: fake})
 	ex := fx.running(t, store.Owner{Node: "n", Incarnation: "i"})
 
 	done := make(chan engine.Result, 1)
-	go func() { done <- r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil, "") }()
-	for i := range 2 {
-		if !fake.WaitForTimers(1, nil) {
-			t.Fatalf("pause %d: the dispatch never waited to record the acceptance again", i)
+	finished := make(chan struct{})
+	go func() {
+		done <- r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil, "")
+		close(finished)
+	}()
+	waited := time.Duration(0)
+	for i := 0; fake.WaitForTimers(1, finished); i++ {
+		if waited > time.Minute {
+			t.Fatalf("still writing the record after %v, with a dispatch timeout of 1 s", waited)
 		}
-		select {
-		case res := <-done:
-			t.Fatalf("the dispatch returned %+v with the acceptance unrecorded", res)
-		default:
-		}
-		fake.Advance(acceptRepeats.Delay(i))
+		fake.Advance(writeRepeats.Delay(i))
+		waited += writeRepeats.Delay(i)
 	}
-	if res := <-done; !res.Async || res.Err != nil {
-		t.Fatalf("dispatch: %+v, want the run handed over", res)
+	res := <-done
+	if res.Err == nil || res.Async || !strings.Contains(res.Err.Error(), "connection refused") {
+		t.Fatalf("dispatch: %+v, want a failure naming the database's error", res)
 	}
-	got, err := st.ExecutionGet(ctx, ex.ID)
-	if err != nil {
-		t.Fatal(err)
+	if waited < time.Second {
+		t.Errorf("gave up after %v, before the job's dispatch timeout of 1 s", waited)
 	}
-	if got.TriggerCode != store.DispatchAccepted {
-		t.Errorf("trigger code %d after the outage, want %d (accepted)", got.TriggerCode, store.DispatchAccepted)
+	if n := fx.runs.Load(); n != 0 {
+		t.Errorf("the handler ran %d times, want never (nothing was recorded as sent)", n)
 	}
 }
 

@@ -107,7 +107,7 @@ func (r *Remote) sendXXL(ctx context.Context, ex *store.Execution, job *store.Jo
 		return engine.Result{Err: err}
 	}
 	owner := store.OwnerOf(ex)
-	ours, err := r.setDispatch(ctx, owner, ex.ID, addr, "", index, total, msg)
+	ours, err := r.setDispatch(ctx, job, owner, ex.ID, addr, "", index, total, msg)
 	if err != nil {
 		return engine.Result{Err: err}
 	}
