@@ -406,7 +406,7 @@ func readFires(path string) ([]fire, error) {
 // stop stops the engines and returns the misfires they counted.
 func (c *cluster) stop() (misfires int64, err error) {
 	if c.remote != nil {
-		return c.remote.stop()
+		return c.remote.stop(c.stores[0])
 	}
 	for _, e := range c.engines {
 		misfires += e.Stats().Misfired.Load()

@@ -73,6 +73,7 @@ type remoteRig struct {
 	cfg   RemoteConfig
 	app   string
 	token string
+	job   int64 // the bench's job, once inserted: stop quiesces it
 
 	servers   []*server.Server
 	started   []bool // servers[i]'s node was started
@@ -149,11 +150,15 @@ func (r *remoteRig) start(ctx context.Context, c *cluster) error {
 	return nil
 }
 
-// stop stops the nodes first, so nothing fires on executors that are leaving, then the
-// executors, which wait for their handlers and deliver the last results through the still
-// open HTTP side, and last the HTTP side. It returns the misfires the nodes counted.
-func (r *remoteRig) stop() (misfires int64, err error) {
+// stop quiesces the run (quiesce), then stops the nodes, then the executors, then the HTTP
+// side. It returns the misfires the nodes counted.
+func (r *remoteRig) stop(st store.Store) (misfires int64, err error) {
 	var errs []error
+	if r.job != 0 {
+		if err := r.quiesce(st); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i, srv := range r.servers {
 		if !r.started[i] {
 			continue
@@ -186,6 +191,48 @@ func (r *remoteRig) stop() (misfires int64, err error) {
 		r.spool = ""
 	}
 	return misfires, errors.Join(errs...)
+}
+
+// quiesceWait bounds how long stop waits for the last remote runs to report.
+const quiesceWait = 30 * time.Second
+
+// quiesce pauses the job's triggers, then waits until no node holds a fire and no run of the
+// job is running (three reads in a row, so a fire between a node's hand-off and its record is
+// not missed), so the last results reach a node. Stopping the nodes first would close the
+// executors' streams with results still queued: the executors keep them in their spools for
+// a next start that never comes.
+func (r *remoteRig) quiesce(st store.Store) error {
+	ctx, cancel := context.WithTimeout(context.Background(), quiesceWait)
+	defer cancel()
+	if _, err := st.TriggersPause(ctx, store.TriggerSelector{JobID: r.job}); err != nil {
+		return fmt.Errorf("bench: pause the remote job: %w", err)
+	}
+	for quiet := 0; quiet < 3; {
+		running, err := st.ExecutionsRunningByExecutor(ctx, r.app)
+		if err != nil {
+			return fmt.Errorf("bench: wait for the last remote runs: %w", err)
+		}
+		busy := 0
+		for _, n := range running {
+			busy += n
+		}
+		for i, srv := range r.servers {
+			if r.started[i] {
+				busy += srv.Scheduler().Engine().Backlog()
+			}
+		}
+		if busy > 0 {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: %d remote runs still running after %v", busy, quiesceWait)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // resolve fills the recorded fires' triggers from their executions in the store and counts

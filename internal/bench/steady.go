@@ -39,6 +39,9 @@ func (c *cluster) steady(ctx context.Context, scenario string, cfg SteadyConfig)
 		return res, err
 	}
 	defer c.stores[0].JobDelete(context.Background(), job.ID)
+	if c.remote != nil {
+		c.remote.job = job.ID
+	}
 	res.InsertRate = rate
 	load, err := c.releaseSpread(ctx, ids, cfg.Interval, firstFireAt(len(ids), rate))
 	if err != nil {
