@@ -33,7 +33,8 @@ type Stream struct {
 func (r *Remote) AttachStream(app, instance string, write func(context.Context, []byte) error) *Stream {
 	s := &Stream{r: r, app: app, instance: instance}
 	to := execsign.Target{App: app, Instance: instance, Address: wire.StreamAddress(instance)}
-	s.Peer = streamconn.New(write, func(calls []byte) (string, error) {
+	// The gap is on the real clock whatever the dispatcher's: it paces writes to a socket.
+	s.Peer = streamconn.New(streamconn.Config{Write: write, Gap: streamconn.DefaultGap, Sign: func(calls []byte) (string, error) {
 		signer, err := r.keys.signer(r.ctx)
 		if err != nil {
 			return "", err
@@ -43,7 +44,7 @@ func (r *Remote) AttachStream(app, instance string, write func(context.Context, 
 			return "", err
 		}
 		return req.Header.Get(execsign.Header), nil
-	})
+	}})
 	r.mu.Lock()
 	old := r.streams[instance]
 	r.streams[instance] = s

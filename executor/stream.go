@@ -139,7 +139,8 @@ func (e *Executor) stream(ctx context.Context, i int) (opened bool, err error) {
 	c.SetReadLimit(streamReadLimit)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	peer := streamconn.New(func(ctx context.Context, b []byte) error { return c.Write(ctx, websocket.MessageText, b) }, nil)
+	peer := streamconn.New(streamconn.Config{Gap: streamconn.DefaultGap,
+		Write: func(ctx context.Context, b []byte) error { return c.Write(ctx, websocket.MessageText, b) }})
 	go peer.Run(ctx)
 	e.streams.mu.Lock()
 	e.streams.peers[i] = peer

@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/executor/wire"
 )
 
@@ -22,14 +24,34 @@ import (
 // limits of both sides.
 const maxFrameCalls = 500
 
+// DefaultGap is the Config.Gap both ends of an executor stream use: at most 500 frames a
+// second each way, each carrying what queued meanwhile, for at most 2 ms more latency on a
+// busy stream (none on an idle one).
+const DefaultGap = 2 * time.Millisecond
+
 // ErrClosed is a call on a stream that closed before its reply came.
 var ErrClosed = errors.New("the executor stream closed")
 
+// Config is how a Peer writes its frames.
+type Config struct {
+	// Write writes one frame; Run calls it one frame at a time.
+	Write func(ctx context.Context, frame []byte) error
+	// Sign, when set, signs the JSON of a frame's calls (the server's side).
+	Sign func(calls []byte) (string, error)
+	// Gap is the least time from one frame's write to the next, unless a full frame
+	// (maxFrameCalls) is queued: what is queued meanwhile goes in the next frame. Under load
+	// this makes frames of many calls, so that a frame's signature, its check, its encoding
+	// and its write are paid once for many runs or results; an idle stream still writes a lone
+	// call at once. Zero writes as soon as anything is queued.
+	Gap time.Duration
+	// Clock times the Gap (clock.Real when nil).
+	Clock clock.Clock
+}
+
 // Peer is one side of a stream.
 type Peer struct {
-	write func(ctx context.Context, frame []byte) error
-	// sign, when set, signs the JSON of a frame's calls (the server's side).
-	sign func(calls []byte) (string, error)
+	cfg  Config
+	last time.Time // when the last frame was written
 
 	mu      sync.Mutex
 	calls   []wire.StreamCall
@@ -41,10 +63,13 @@ type Peer struct {
 	err     error
 }
 
-// New returns a peer that writes frames with write (one call at a time) and signs the calls
-// of each with sign (nil: unsigned). Run must be running for anything to be written.
-func New(write func(ctx context.Context, frame []byte) error, sign func(calls []byte) (string, error)) *Peer {
-	return &Peer{write: write, sign: sign, waiting: map[uint64]chan wire.StreamReply{},
+// New returns a peer that writes its frames as cfg says. Run must be running for anything to
+// be written.
+func New(cfg Config) *Peer {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Peer{cfg: cfg, waiting: map[uint64]chan wire.StreamReply{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -145,6 +170,9 @@ func (p *Peer) Run(ctx context.Context) {
 			return
 		case <-p.wake:
 		}
+		if !p.awaitGap(ctx) {
+			return
+		}
 		for {
 			p.mu.Lock()
 			n := min(len(p.calls), maxFrameCalls)
@@ -168,6 +196,32 @@ func (p *Peer) Run(ctx context.Context) {
 	}
 }
 
+// awaitGap waits until Config.Gap has passed since the last frame was written, unless a
+// full frame is already queued. It reports false when the peer closed or ctx ended first.
+func (p *Peer) awaitGap(ctx context.Context) bool {
+	wait := p.last.Add(p.cfg.Gap).Sub(p.cfg.Clock.Now())
+	if p.cfg.Gap <= 0 || wait <= 0 {
+		return true
+	}
+	p.mu.Lock()
+	full := len(p.calls) >= maxFrameCalls
+	p.mu.Unlock()
+	if full {
+		return true
+	}
+	t := p.cfg.Clock.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return false
+	case <-ctx.Done():
+		p.Close(ctx.Err())
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
 func (p *Peer) writeFrame(ctx context.Context, calls []wire.StreamCall, replies []wire.StreamReply) error {
 	f := wire.StreamFrame{Replies: replies}
 	if len(calls) > 0 {
@@ -176,8 +230,8 @@ func (p *Peer) writeFrame(ctx context.Context, calls []wire.StreamCall, replies 
 			return err
 		}
 		f.Calls = wire.RawJSON(b)
-		if p.sign != nil {
-			if f.Signature, err = p.sign(b); err != nil {
+		if p.cfg.Sign != nil {
+			if f.Signature, err = p.cfg.Sign(b); err != nil {
 				return fmt.Errorf("sign a frame of %d calls: %w", len(calls), err)
 			}
 		}
@@ -186,7 +240,8 @@ func (p *Peer) writeFrame(ctx context.Context, calls []wire.StreamCall, replies 
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, b)
+	p.last = p.cfg.Clock.Now()
+	return p.cfg.Write(ctx, b)
 }
 
 // Recorder is the http.ResponseWriter a call over the stream is served with, by the handler

@@ -327,7 +327,9 @@ func (e *executor) setTriggerStates(ctx context.Context, sel store.TriggerSelect
 	}
 	pause := to == store.TriggerPaused
 	var n int64
-	err = e.inTx(ctx, func(e *executor) error {
+	// A pause hands back fires acquired ahead while their node may be marking them running,
+	// the rows in another order: a deadlock the database breaks by rolling one side back.
+	err = e.retryDeadlock(ctx, func(e *executor) error {
 		// The paused_groups row goes first, so that a trigger inserted concurrently either
 		// sees it or is already there for the UPDATE.
 		if group := sel.Group; group != "" || sel.All {
