@@ -22,8 +22,8 @@ run() {
   local name=$1 build=$2; shift 2
   local bin=$old; [ "$build" = new ] && bin=$new
   local json
-  # Beyond capacity `bench remote` exits 1 after printing its figures: its executors could not
-  # hand their last results to the stopping node (they keep them on disk for the next start).
+  # Builds before 6bdb2a6 exit 1 from `bench remote` beyond capacity, after printing their
+  # figures: their executors could not hand their last results to the stopping node.
   json=$("$bin" bench "$@" -o json 2>/dev/null) || true
   case $json in *achieved_fires_per_s*) ;; *) log "$name $build FAILED"; return ;; esac
   log "$name $build $(echo "$json" | python3 -c "
