@@ -329,7 +329,7 @@ func (r *Remote) dispatchWait(job *store.Job) time.Duration {
 	return r.cfg.ExecutorWait
 }
 
-// accepted records that the executor took o's execution id (Store.ExecutionsDispatchAccepted),
+// accepted records that the executor took o's execution id (Store.ExecutionsRecordDispatches),
 // batched as setDispatch is, and writes it again until it is recorded or the run's context
 // ends (the node stops). Unrecorded, the run stays the node's: lost with it if it dies, and
 // run again if the job requests recovery, while the executor runs it too.

@@ -41,11 +41,11 @@ func TestRecoveryLosesOnlyItsOwnRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, x := range []*store.Execution{r, s} {
-			if ok, err := st.ExecutionsSetDispatch(ctx, ghost, x.ID, "http://executor:9999", "", 0, 0, "sent"); err != nil || !ok {
+			if ok, err := st.ExecutionsRecordDispatches(ctx, []store.DispatchRecord{{Owner: ghost, ID: x.ID, Address: "http://executor:9999", Message: "sent"}}); err != nil || !ok[0] {
 				t.Fatalf("record the dispatch: %v, %v", ok, err)
 			}
 		}
-		if ok, err := st.ExecutionsDispatchAccepted(ctx, ghost, r.ID); err != nil || !ok {
+		if ok, err := st.ExecutionsRecordDispatches(ctx, []store.DispatchRecord{{Owner: ghost, ID: r.ID, Accepted: true}}); err != nil || !ok[0] {
 			t.Fatalf("record the acceptance: %v, %v", ok, err)
 		}
 

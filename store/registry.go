@@ -73,7 +73,7 @@ type ExecutorRun struct {
 	// Instance is the executor process it was sent to ("" when unknown).
 	Instance string
 	FiredAt  int64
-	// DispatchedAt is when the dispatch was recorded (ExecutionsSetDispatch), by the
+	// DispatchedAt is when the dispatch was recorded (ExecutionsRecordDispatches), by the
 	// database's clock; 0 before.
 	DispatchedAt int64
 	// Accepted is set once the executor said it has the run (DispatchAccepted).

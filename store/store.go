@@ -225,21 +225,16 @@ type Querier interface {
 	// the node's: no executor said it has it.
 	ExecutionsLoseRunning(ctx context.Context, o Owner) ([]*Execution, error)
 
-	// ExecutionsSetDispatch records where a running execution of o is being sent: the
-	// executor address, the instance (the executor process the address was registered by,
-	// "" for a manual address), its shard of a broadcast and the dispatch message. It moves
-	// nothing (a compare-and-set on state running and owner o) and reports false when the
-	// execution is no longer o's to run: the sender must not send it.
-	ExecutionsSetDispatch(ctx context.Context, o Owner, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error)
-	// ExecutionsDispatchAccepted records that the executor accepted the run (TriggerCode
-	// DispatchAccepted): from then on the run is the executor's. It reports false when the
-	// execution is no longer running for o.
-	ExecutionsDispatchAccepted(ctx context.Context, o Owner, id int64) (bool, error)
-	// ExecutionsRecordDispatches writes many runs' dispatch records with a few statements:
-	// each is ExecutionsSetDispatch's write, or with Accepted ExecutionsDispatchAccepted's,
-	// with the same compare-and-set on state running and the record's owner, and two sends
-	// of one run apply in order. It reports, per record in order, whether it applied. On an
-	// error some may have applied: each is a compare-and-set that may be written again.
+	// ExecutionsRecordDispatches writes many runs' dispatch records with a few statements.
+	// A send records where a running execution of its owner is being sent: the executor
+	// address, the instance (the executor process the address was registered by, "" for a
+	// manual address), its shard of a broadcast and the dispatch message; an acceptance
+	// (Accepted) that the executor took the run (TriggerCode DispatchAccepted): from then on
+	// the run is the executor's. Each moves nothing: it is a compare-and-set on state running
+	// and the record's owner, and reports false when the execution is no longer the owner's
+	// to run (a send's sender must not send it). Two sends of one run apply in order. It
+	// reports, per record in order, whether it applied. On an error some may have applied:
+	// each is a compare-and-set that may be written again.
 	ExecutionsRecordDispatches(ctx context.Context, recs []DispatchRecord) ([]bool, error)
 	// ExecutionsLoseOnExecutor moves the running executions of the app's jobs sent to the
 	// executor address to lost, stamping FinishedAt with the database clock, and returns them

@@ -275,26 +275,15 @@ func (e *executor) RegistrySweep(ctx context.Context, olderThan time.Duration, s
 	return gone, nil
 }
 
-// ExecutionsSetDispatch records the dispatch of a running execution of o.
-func (e *executor) ExecutionsSetDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error) {
+// setDispatch records the dispatch of a running execution of o: one send of
+// ExecutionsRecordDispatches, written alone.
+func (e *executor) setDispatch(ctx context.Context, o store.Owner, id int64, address, instance string, shardIndex, shardTotal int, msg string) (bool, error) {
 	owned, args := ownedBy(o)
 	res, err := e.exec(ctx, "UPDATE executions_live SET executor_address = ?, executor_instance = ?, shard_index = ?, shard_total = ?, trigger_msg = ?,"+
 		" executor_app = COALESCE((SELECT app FROM jobs WHERE jobs.id = executions_live.job_id), ''),"+
 		" dispatched_at = "+e.d().nowMillis()+" WHERE id = ? AND state = 'running' AND "+owned, concat([]any{address, instance, shardIndex, shardTotal, msg, id}, args)...)
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: record the dispatch of execution %d to %q: %w", id, address, err)
-	}
-	n, err := affected(res)
-	return n > 0, err
-}
-
-// ExecutionsDispatchAccepted records that the executor took o's running execution.
-func (e *executor) ExecutionsDispatchAccepted(ctx context.Context, o store.Owner, id int64) (bool, error) {
-	owned, args := ownedBy(o)
-	res, err := e.exec(ctx, "UPDATE executions_live SET trigger_code = ? WHERE id = ? AND state = 'running' AND "+owned,
-		concat([]any{store.DispatchAccepted, id}, args)...)
-	if err != nil {
-		return false, fmt.Errorf("sqlstore: record that execution %d was accepted: %w", id, err)
 	}
 	n, err := affected(res)
 	return n > 0, err
@@ -343,7 +332,7 @@ func (e *executor) ExecutionsRecordDispatches(ctx context.Context, recs []store.
 	for _, i := range again {
 		r := recs[i]
 		var err error
-		if ok[i], err = e.ExecutionsSetDispatch(ctx, r.Owner, r.ID, r.Address, r.Instance, r.ShardIndex, r.ShardTotal, r.Message); err != nil {
+		if ok[i], err = e.setDispatch(ctx, r.Owner, r.ID, r.Address, r.Instance, r.ShardIndex, r.ShardTotal, r.Message); err != nil {
 			return nil, err
 		}
 	}
@@ -376,7 +365,7 @@ func (e *executor) ExecutionsRecordDispatches(ctx context.Context, recs []store.
 
 var dispatchCols = []string{"id", "address", "instance", "shard_index", "shard_total", "msg"}
 
-// dispatchSet is ExecutionsSetDispatch's SET list, from the batch u onto t.
+// dispatchSet is setDispatch's SET list, from the batch u onto t.
 func (e *executor) dispatchSet() string {
 	return "executor_address = u.address, executor_instance = u.instance, shard_index = u.shard_index," +
 		" shard_total = u.shard_total, trigger_msg = u.msg," +

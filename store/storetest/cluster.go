@@ -137,13 +137,13 @@ func testFencing(t *testing.T, s store.Store) {
 	equal(t, "owners of another node", len(get(s.ExecutionsOwners(ctx, "m")).ok(t)), 0)
 
 	// Only the life that runs an execution records its dispatch and its acceptance.
-	equal(t, "dispatch by another life", get(s.ExecutionsSetDispatch(ctx, cur, oldSent.ID, "http://gone:1", "", 0, 1, "sent")).ok(t), false)
+	equal(t, "dispatch by another life", get(recordSend(ctx, s, cur, oldSent.ID, "http://gone:1", "", 0, 1, "sent")).ok(t), false)
 	for _, x := range []*store.Execution{oldSent, oldTaken} {
-		equal(t, "dispatch", get(s.ExecutionsSetDispatch(ctx, old, x.ID, "http://exec:1", "", 0, 1, "sent")).ok(t), true)
+		equal(t, "dispatch", get(recordSend(ctx, s, old, x.ID, "http://exec:1", "", 0, 1, "sent")).ok(t), true)
 	}
-	equal(t, "accepted by another life", get(s.ExecutionsDispatchAccepted(ctx, cur, oldTaken.ID)).ok(t), false)
-	equal(t, "accepted", get(s.ExecutionsDispatchAccepted(ctx, old, oldTaken.ID)).ok(t), true)
-	equal(t, "accepted of an acquired one", get(s.ExecutionsDispatchAccepted(ctx, old, oldAcq.ID)).ok(t), false)
+	equal(t, "accepted by another life", get(recordAccepted(ctx, s, cur, oldTaken.ID)).ok(t), false)
+	equal(t, "accepted", get(recordAccepted(ctx, s, old, oldTaken.ID)).ok(t), true)
+	equal(t, "accepted of an acquired one", get(recordAccepted(ctx, s, old, oldAcq.ID)).ok(t), false)
 	equal(t, "trigger code", get(s.ExecutionGet(ctx, oldTaken.ID)).ok(t).TriggerCode, store.DispatchAccepted)
 
 	// The new life can neither start nor end the old one's work.
@@ -170,7 +170,7 @@ func testFencing(t *testing.T, s store.Store) {
 	equal(t, "late start", len(get(s.ExecutionsMarkRunning(ctx, old, []int64{oldAcq.ID}, 9)).ok(t)), 0)
 	equal(t, "late result", len(get(s.ExecutionsCompleteOwned(ctx, old, []store.ExecutionResult{
 		{ID: oldRun.ID, State: store.ExecSucceeded, FinishedAt: 9}})).ok(t)), 0)
-	equal(t, "late dispatch", get(s.ExecutionsSetDispatch(ctx, old, oldRun.ID, "http://exec:1", "", 0, 1, "sent")).ok(t), false)
+	equal(t, "late dispatch", get(recordSend(ctx, s, old, oldRun.ID, "http://exec:1", "", 0, 1, "sent")).ok(t), false)
 	equal(t, "lost state", get(s.ExecutionGet(ctx, oldRun.ID)).ok(t).State, store.ExecLost)
 
 	// Each life completes its own runs; an executor's result completes whoever dispatched it.

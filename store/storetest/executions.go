@@ -296,9 +296,9 @@ func testRecovery(t *testing.T, s store.Store) {
 	deadSent := mk("dead", store.ExecRunning, 7)   // being sent when the node died: no executor took it
 	get(s.ExecutionsInsert(ctx, []*store.Execution{deadAcq, deadRun, liveAcq, liveRun, deadDone, deadRemote, deadSent})).ok(t)
 	for _, x := range []*store.Execution{deadRemote, deadSent} {
-		equal(t, "dispatch recorded", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(x), x.ID, "http://exec:9999", "", 0, 0, "sent")).ok(t), true)
+		equal(t, "dispatch recorded", get(recordSend(ctx, s, store.OwnerOf(x), x.ID, "http://exec:9999", "", 0, 0, "sent")).ok(t), true)
 	}
-	equal(t, "dispatch accepted", get(s.ExecutionsDispatchAccepted(ctx, own("dead"), deadRemote.ID)).ok(t), true)
+	equal(t, "dispatch accepted", get(recordAccepted(ctx, s, own("dead"), deadRemote.ID)).ok(t), true)
 	// Sent to a registered executor instance, its acceptance not recorded (the node died or
 	// lost the database between the answer and the record): the executor may run it, and its
 	// heartbeats decide. Sent to the instance before it (the executor restarted): lost.
@@ -313,8 +313,8 @@ func testRecovery(t *testing.T, s store.Store) {
 	if err := s.RegistryBeat(ctx, "pool", "http://exec:1", "i1", "", []string{"h"}); err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "dispatch to i1", get(s.ExecutionsSetDispatch(ctx, own("dead"), deadTaken.ID, "http://exec:1", "i1", 0, 0, "sent")).ok(t), true)
-	equal(t, "dispatch to i0", get(s.ExecutionsSetDispatch(ctx, own("dead"), deadOldInstance.ID, "http://exec:1", "i0", 0, 0, "sent")).ok(t), true)
+	equal(t, "dispatch to i1", get(recordSend(ctx, s, own("dead"), deadTaken.ID, "http://exec:1", "i1", 0, 0, "sent")).ok(t), true)
+	equal(t, "dispatch to i0", get(recordSend(ctx, s, own("dead"), deadOldInstance.ID, "http://exec:1", "i0", 0, 0, "sent")).ok(t), true)
 
 	equal(t, "released", get(s.ExecutionsReleaseAcquired(ctx, own("dead"))).ok(t), int64(1))
 	x := get(s.ExecutionGet(ctx, deadAcq.ID)).ok(t)

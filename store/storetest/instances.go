@@ -30,9 +30,9 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 	_, mk := remoteJob(t, s, "pool-job")
 	a, b, c := mk(100), mk(200), mk(300)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{a, b, c})).ok(t)
-	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(a), a.ID, "http://x:1", "old", 0, 1, "sent")).ok(t), true)
-	equal(t, "dispatch b", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(b), b.ID, "http://x:1", "new", 0, 1, "sent")).ok(t), true)
-	equal(t, "dispatch c", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(c), c.ID, "http://y:1", "", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch a", get(recordSend(ctx, s, store.OwnerOf(a), a.ID, "http://x:1", "old", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch b", get(recordSend(ctx, s, store.OwnerOf(b), b.ID, "http://x:1", "new", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch c", get(recordSend(ctx, s, store.OwnerOf(c), c.ID, "http://y:1", "", 0, 1, "sent")).ok(t), true)
 
 	runs := get(s.ExecutionsRunningOnExecutor(ctx, "pool", "http://x:1")).ok(t)
 	for i, r := range runs {
@@ -56,7 +56,7 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 	// b was sent again since it was read (to the executor's new instance): judged on what
 	// is no longer so, it is kept.
 	read := get(s.ExecutionsRunningOnExecutor(ctx, "pool", "http://x:1")).ok(t)
-	equal(t, "dispatch b again", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(b), b.ID, "http://x:1", "newer", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch b again", get(recordSend(ctx, s, store.OwnerOf(b), b.ID, "http://x:1", "newer", 0, 1, "sent")).ok(t), true)
 	lost := get(s.ExecutionsLoseOnExecutorIDs(ctx, "http://x:1", append(read, store.ExecutorRun{ID: c.ID}))).ok(t)
 	sameIDs(t, "lost by id", ids(lost, executionID), []int64{a.ID})
 	equal(t, "b sent again", get(s.ExecutionGet(ctx, b.ID)).ok(t).State, store.ExecRunning)
@@ -82,7 +82,7 @@ func testExecutorInstances(t *testing.T, s store.Store) {
 	equal(t, "none asked", len(get(s.ExecutionsDispatchedTo(ctx, nil)).ok(t)), 0)
 	e := mk(400)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{e})).ok(t)
-	equal(t, "dispatch e", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(e), e.ID, "http://z:1", "z1", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch e", get(recordSend(ctx, s, store.OwnerOf(e), e.ID, "http://z:1", "z1", 0, 1, "sent")).ok(t), true)
 	sameIDs(t, "lost with its executor", ids(get(s.ExecutionsLoseOnExecutor(ctx, "pool", "http://z:1")).ok(t), executionID), []int64{e.ID})
 	equal(t, "lost with its executor, to", get(s.ExecutionLostTo(ctx, e.ID)).ok(t).Instance, "z1")
 
@@ -206,8 +206,8 @@ func testRunOutlivesItsJob(t *testing.T, s store.Store) {
 	job, mk := remoteJob(t, s, "doomed")
 	a, b := mk(100), mk(200)
 	get(s.ExecutionsInsert(ctx, []*store.Execution{a, b})).ok(t)
-	equal(t, "dispatch a", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(a), a.ID, "http://x:1", "i1", 0, 1, "sent")).ok(t), true)
-	equal(t, "dispatch b", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(b), b.ID, "http://y:1", "i2", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch a", get(recordSend(ctx, s, store.OwnerOf(a), a.ID, "http://x:1", "i1", 0, 1, "sent")).ok(t), true)
+	equal(t, "dispatch b", get(recordSend(ctx, s, store.OwnerOf(b), b.ID, "http://y:1", "i2", 0, 1, "sent")).ok(t), true)
 	noErr(t, s.JobDelete(ctx, job.ID))
 
 	equal(t, "dispatched to, job deleted", *get(s.ExecutionDispatchedTo(ctx, a.ID)).ok(t),

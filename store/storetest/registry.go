@@ -193,9 +193,9 @@ func testExecutorExecutions(t *testing.T, s store.Store) {
 	get(s.ExecutionsInsert(ctx, []*store.Execution{done, otherRun})).ok(t)
 
 	for _, x := range []*store.Execution{s0, s1, otherRun} {
-		equal(t, "set dispatch", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(x), x.ID, "http://a:1", "i1", x.ShardIndex, 2, "sent")).ok(t), true)
+		equal(t, "set dispatch", get(recordSend(ctx, s, store.OwnerOf(x), x.ID, "http://a:1", "i1", x.ShardIndex, 2, "sent")).ok(t), true)
 	}
-	equal(t, "set dispatch of a finished one", get(s.ExecutionsSetDispatch(ctx, store.OwnerOf(done), done.ID, "http://a:1", "i1", 0, 1, "x")).ok(t), false)
+	equal(t, "set dispatch of a finished one", get(recordSend(ctx, s, store.OwnerOf(done), done.ID, "http://a:1", "i1", 0, 1, "x")).ok(t), false)
 	// Running per executor: both shards at a:1 for billing; other's run is other's.
 	running := get(s.ExecutionsRunningByExecutor(ctx, "")).ok(t)
 	equal(t, "running per executor", fmt.Sprint(running),

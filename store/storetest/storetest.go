@@ -92,6 +92,26 @@ type result[T any] struct {
 
 func get[T any](v T, err error) result[T] { return result[T]{v, err} }
 
+// recordSend writes one run's send record (ExecutionsRecordDispatches) and reports whether
+// it applied.
+func recordSend(ctx context.Context, s store.Store, o store.Owner, id int64, address, instance string, index, total int, msg string) (bool, error) {
+	return applied(s.ExecutionsRecordDispatches(ctx, []store.DispatchRecord{{Owner: o, ID: id, Address: address, Instance: instance,
+		ShardIndex: index, ShardTotal: total, Message: msg}}))
+}
+
+// recordAccepted writes one run's acceptance (ExecutionsRecordDispatches) and reports
+// whether it applied.
+func recordAccepted(ctx context.Context, s store.Store, o store.Owner, id int64) (bool, error) {
+	return applied(s.ExecutionsRecordDispatches(ctx, []store.DispatchRecord{{Owner: o, ID: id, Accepted: true}}))
+}
+
+func applied(ok []bool, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	return ok[0], nil
+}
+
 func (r result[T]) ok(t *testing.T) T {
 	t.Helper()
 	if r.err != nil {
