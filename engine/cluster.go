@@ -162,11 +162,6 @@ func (e *Engine) onTime() time.Duration { return e.cfg.HeartbeatInterval * 3 / 2
 // reachable while it was under way.
 func (e *Engine) slowBeat() time.Duration { return e.cfg.HeartbeatInterval / 2 }
 
-// seesCluster reports whether the node has seen the database without a gap for a node timeout
-// and sees it now: a heartbeat that hangs through an outage neither fails nor succeeds, so
-// the last success must be recent too.
-func (e *Engine) seesCluster() bool { return e.SeesDatabaseFor(e.cfg.NodeTimeout) }
-
 // A Judgment lets a leader duty judge peers (nodes, executors) gone after a silence. The
 // database compares their last beat with its own clock, in a statement of the duty's
 // transaction, and its answer stands only if the database was reachable, for the peers as

@@ -102,7 +102,7 @@ func testNoDoubleAfterCut(t *testing.T, dialect string, c cutCase) {
 	startEngine(t, a) // after b claimed the fire: the run is b's
 	var judged chan error
 	if c == judgedThroughCut {
-		waitUntil(t, "a to see the database for a node timeout", func() bool { return a.seesCluster() })
+		waitUntil(t, "a to see the database for a node timeout", func() bool { return a.SeesDatabaseFor(a.NodeTimeout()) })
 	}
 
 	// A cut drops what is under way: its connections are closed when it heals. The third
@@ -154,7 +154,7 @@ func testNoDoubleAfterCut(t *testing.T, dialect string, c cutCase) {
 	} else {
 		// The moment the leader's own view allowed it to judge others: it has seen the
 		// database for a node timeout since the heal. b has not beaten since.
-		waitUntil(t, "a to see the database for a node timeout", func() bool { return a.seesCluster() })
+		waitUntil(t, "a to see the database for a node timeout", func() bool { return a.SeesDatabaseFor(a.NodeTimeout()) })
 		if err := a.RecoverDeadNodes(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ type Engine struct {
 	backfillAdded atomic.Bool
 	// lastBeat is when (Unix ms, the node's clock) the last heartbeat that succeeded was sent,
 	// 0 after one failed; seeing is when the heartbeats began to succeed without a gap of a
-	// node timeout. See seesCluster.
+	// node timeout. See SeesDatabaseFor.
 	lastBeat, seeing atomic.Int64
 	// viewFrom is the database's time (Unix ms) of the first heartbeat of the node's present
 	// unbroken view of the database: a node whose last beat is older may have been silent
