@@ -194,12 +194,7 @@ func TestDispatchRecordedAfterOutage(t *testing.T) {
 			r := NewRemote(Config{Store: st, Clock: fake})
 			ex := fx.running(t, store.Owner{Node: "n", Incarnation: "i"})
 
-			done := make(chan engine.Result, 1)
-			finished := make(chan struct{})
-			go func() {
-				done <- r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil, "")
-				close(finished)
-			}()
+			done, finished := fx.sendAsync(r, ex)
 			for i := range fails {
 				if !fake.WaitForTimers(1, finished) {
 					t.Fatalf("pause %d: the dispatch returned %+v instead of writing its %s record again", i, <-done, name)
@@ -227,7 +222,6 @@ func TestDispatchRecordedAfterOutage(t *testing.T) {
 // TestDispatchRecordGivesUp: a send record that cannot be written for the job's dispatch
 // timeout fails the run, saying why, and the run never reaches the executor.
 func TestDispatchRecordGivesUp(t *testing.T) {
-	ctx := context.Background()
 	st := &recordFailsStore{Store: newTestStore(t)}
 	st.fails.Store(1 << 30)
 	fx := newRemoteFixtureOn(t, st)
@@ -236,12 +230,7 @@ func TestDispatchRecordGivesUp(t *testing.T) {
 	r := NewRemote(Config{Store: st, Clock: fake})
 	ex := fx.running(t, store.Owner{Node: "n", Incarnation: "i"})
 
-	done := make(chan engine.Result, 1)
-	finished := make(chan struct{})
-	go func() {
-		done <- r.send(ctx, ex, fx.job, fx.exe.Address(), 0, 1, nil, "")
-		close(finished)
-	}()
+	done, finished := fx.sendAsync(r, ex)
 	waited := time.Duration(0)
 	for i := 0; fake.WaitForTimers(1, finished); i++ {
 		if waited > time.Minute {
@@ -329,6 +318,17 @@ func newRemoteFixtureOn(t *testing.T, st store.Store) *remoteFixture {
 	}
 	t.Cleanup(func() { fx.exe.Stop(context.Background()) })
 	return fx
+}
+
+// sendAsync sends ex to the fixture's executor through r in the background: its result
+// arrives on done, and finished is closed once it has.
+func (fx *remoteFixture) sendAsync(r *Remote, ex *store.Execution) (done <-chan engine.Result, finished <-chan struct{}) {
+	res, over := make(chan engine.Result, 1), make(chan struct{})
+	go func() {
+		res <- r.send(context.Background(), ex, fx.job, fx.exe.Address(), 0, 1, nil, "")
+		close(over)
+	}()
+	return res, over
 }
 
 // running inserts a running execution of the job, owned by o, fired 3 ms after its time.
