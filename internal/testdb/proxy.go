@@ -136,3 +136,11 @@ func Proxied(t testing.TB, dialect string) (string, *Proxy) {
 	t.Cleanup(p.Close)
 	return strings.Replace(dsn, hostport, p.Addr(), 1), p
 }
+
+// WithParam adds the query parameter kv ("name=value") to a PostgreSQL or MySQL DSN.
+func WithParam(dsn, kv string) string {
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + kv
+	}
+	return dsn + "?" + kv
+}

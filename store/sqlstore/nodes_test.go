@@ -8,6 +8,7 @@ import (
 
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // holdCapForTest is the longest one of holdBackToBack's acquisitions lasts.
@@ -91,6 +92,42 @@ func TestNodeRowNotStarved(t *testing.T) {
 			}
 			if err := <-ended; !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("the old life's acquisitions ended with %v, want its node row not found", err)
+			}
+		})
+	}
+}
+
+// TestIdleTransactionTimeout: every session of a PostgreSQL or MariaDB store carries the
+// server-side timeout that ends a session left idle inside a transaction (what frees the rows a
+// frozen node locked: engine.TestFrozenSessionDoesNotHoldRecovery shows the effect), unless
+// the DSN sets its own.
+func TestIdleTransactionTimeout(t *testing.T) {
+	for _, c := range []struct {
+		dialect, read, param string
+		want, wantSet        string
+	}{
+		{"postgres", "SHOW idle_in_transaction_session_timeout", "idle_in_transaction_session_timeout=1500", "30s", "1500ms"},
+		{"mysql", "SELECT @@session.idle_transaction_timeout", "idle_transaction_timeout=7", "30", "7"},
+	} {
+		t.Run(c.dialect, func(t *testing.T) {
+			t.Parallel()
+			dsn := testdb.DSN(t, c.dialect)
+			for dsn, want := range map[string]string{dsn: c.want, testdb.WithParam(dsn, c.param): c.wantSet} {
+				s, err := sqlstore.Open(context.Background(), dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got string
+				// Two sessions at once: the setting is every session's, not only the first's.
+				tx, err := s.DB().Begin()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.DB().QueryRow(c.read).Scan(&got); err != nil || got != want {
+					t.Errorf("%s on %s: %q (%v), want %q", c.read, dsn, got, err, want)
+				}
+				_ = tx.Rollback()
+				s.Close()
 			}
 		})
 	}

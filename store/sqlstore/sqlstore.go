@@ -139,9 +139,7 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", dsn.Redact(dsnStr), err)
 	}
 	if cfg.dialect.kind != sqlite {
-		cfg.db.SetMaxOpenConns(cfg.maxConns)
-		cfg.db.SetMaxIdleConns(max(cfg.maxConns/2, 2))
-		cfg.db.SetConnMaxIdleTime(time.Minute)
+		cfg.sizePool()
 	}
 	if err := cfg.db.PingContext(ctx); err != nil {
 		cfg.db.Close()
@@ -154,10 +152,43 @@ func Open(ctx context.Context, dsnStr string, opts ...Option) (*Store, error) {
 			cfg.db.Close()
 			return nil, fmt.Errorf("sqlstore: server version: %w", err)
 		}
-		cfg.dialect.returning = strings.Contains(strings.ToLower(v), "mariadb") && !cfg.noReturning
+		mariadb := strings.Contains(strings.ToLower(v), "mariadb")
+		cfg.dialect.returning = mariadb && !cfg.noReturning
+		if _, ok := d.MySQL.Params[mariaDBIdleTransactionTimeout]; mariadb && !ok {
+			// Only MariaDB knows the variable (a MySQL 8 server refuses a session that sets it),
+			// and the driver sets variables as it connects: open again with it.
+			cfg.db.Close()
+			d.MySQL.Params[mariaDBIdleTransactionTimeout] = fmt.Sprint(int(IdleTransactionTimeout.Seconds()))
+			if cfg.db, err = openMySQL(d.MySQL); err != nil {
+				return nil, fmt.Errorf("sqlstore: open %s: %w", dsn.Redact(dsnStr), err)
+			}
+			cfg.sizePool()
+		}
 	}
 	return &Store{executor: executor{cfg: cfg, q: cfg.db}, db: cfg.db}, nil
 }
+
+// sizePool applies WithMaxConns to a PostgreSQL or MySQL pool.
+func (c *config) sizePool() {
+	c.db.SetMaxOpenConns(c.maxConns)
+	c.db.SetMaxIdleConns(max(c.maxConns/2, 2))
+	c.db.SetConnMaxIdleTime(time.Minute)
+}
+
+// IdleTransactionTimeout is how long the database keeps a session idle inside a transaction
+// before it ends the session, unless the DSN names the setting itself
+// (idle_in_transaction_session_timeout on PostgreSQL, in ms; idle_transaction_timeout on
+// MariaDB, in s). Why: a node frozen (SIGSTOP, a paused VM) or cut off by the network inside a
+// transaction keeps what it locked — an acquisition round holds the node's life row — until
+// its session dies, which without this takes as long as TCP needs to give up (hours), and the
+// leader's recovery of that node waits on the lock all that while. No transaction of
+// Sundial's waits on anything but the database between two statements, so a live node is
+// never idle for this long. MySQL 8 has no such setting: there the lock is released when the
+// connection drops.
+const IdleTransactionTimeout = 30 * time.Second
+
+// mariaDBIdleTransactionTimeout is MariaDB's name for the setting (see IdleTransactionTimeout).
+const mariaDBIdleTransactionTimeout = "idle_transaction_timeout"
 
 func openPostgres(pc *pgx.ConnConfig) *sql.DB {
 	// pgx prepares every statement once per connection, and after five executions PostgreSQL
@@ -167,6 +198,9 @@ func openPostgres(pc *pgx.ConnConfig) *sql.DB {
 	// a fraction of a millisecond and sees each batch's real size.
 	if _, ok := pc.RuntimeParams["plan_cache_mode"]; !ok {
 		pc.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
+	if _, ok := pc.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		pc.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(IdleTransactionTimeout.Milliseconds())
 	}
 	return stdlib.OpenDB(*pc)
 }
