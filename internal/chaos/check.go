@@ -75,19 +75,31 @@ type Proc struct {
 	Frozen, Thawed int64
 }
 
-// Kill is one SIGKILL of a node and what became of the work it held.
+// Kill is one SIGKILL of a node, or one freeze (SIGSTOP) long enough that the cluster must
+// take its work while it lasts, and what became of the work it held.
 type Kill struct {
 	At     int64  // Unix ms
 	Proc   string // the killed process
 	NodeID string
-	// Restart says how it came back: "same id", "new id" or "" (not restarted); Restarted is
-	// when the new process answered (Unix ms; 0: it did not).
+	// Restart says how it came back: "same id", "new id", "" (not restarted) or "thawed" (a
+	// freeze); Restarted is when the new process answered or the frozen one was let go (Unix
+	// ms; 0: it did not).
 	Restart   string
 	Restarted int64
 	// Held is how many live executions the node owned when it died; Released is when the
 	// last of them left it (ended, went back to pending or to another node; 0: never).
 	Held     int
 	Released int64
+	// ReleaseBy, when set, is when its work must have been released (Unix ms): a freeze
+	// longer than the node timeout and the database's idle-in-transaction timeout together
+	// is released before the thaw, even when the node froze inside a transaction holding
+	// its life's row (which the leader's recovery waits for).
+	ReleaseBy int64 `json:",omitempty"`
+}
+
+// Late reports whether the work the node held was released after ReleaseBy (or never).
+func (k Kill) Late() bool {
+	return k.ReleaseBy != 0 && k.Held > 0 && (k.Released == 0 || k.Released > k.ReleaseBy)
 }
 
 // Fault is one injected fault, for the report's timeline.
@@ -177,6 +189,11 @@ func (r *Report) Failed() []string {
 	}
 	if r.StuckRows > 0 {
 		out = append(out, fmt.Sprintf("%d stuck rows", r.StuckRows))
+	}
+	for _, k := range r.Kills {
+		if k.Late() {
+			out = append(out, fmt.Sprintf("the work %s held stayed with it through its freeze", k.Proc))
+		}
 	}
 	if r.Unexpected > 0 {
 		out = append(out, fmt.Sprintf("%d unexpected runs", r.Unexpected))

@@ -198,3 +198,23 @@ func TestCheckForgotten(t *testing.T) {
 		t.Errorf("forgotten %d with an incomplete list, want 0", r.Forgotten)
 	}
 }
+
+// TestCheckFreezeReleasedLate: a long freeze fails the run when the work the node held was
+// released after its thaw, or never; not when it was released during the freeze, or when the
+// node held nothing.
+func TestCheckFreezeReleasedLate(t *testing.T) {
+	const t0 = 1_000_000
+	freeze := Kill{At: t0, Proc: "node2:n2:2", NodeID: "n2", Restart: "thawed", Restarted: t0 + 50_000, ReleaseBy: t0 + 50_000}
+	for _, c := range []struct {
+		held     int
+		released int64
+		fails    bool
+	}{{3, t0 + 38_000, false}, {3, t0 + 51_000, true}, {3, 0, true}, {0, 0, false}} {
+		k := freeze
+		k.Held, k.Released = c.held, c.released
+		r := Check(Input{Kills: []Kill{k}})
+		if failed := r.Failed(); (len(failed) > 0) != c.fails {
+			t.Errorf("held %d, released at +%d ms: failed %v, want failing %v", c.held, c.released-t0, failed, c.fails)
+		}
+	}
+}

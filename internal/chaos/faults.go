@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sundial-scheduler/sundial/store"
+	"github.com/sundial-scheduler/sundial/store/sqlstore"
 )
 
 // step is one fault of the plan, started at offset At from the load's start; steps run one
@@ -47,7 +48,15 @@ func (c *cluster) plan() []step {
 			step{base, func(ctx context.Context) {
 				c.killNode(ctx, node(0), n%2 == 1, time.Duration(2+c.rng.IntN(4))*time.Second)
 			}},
-			step{base + 10*time.Second, func(ctx context.Context) { c.freezeNode(node(1), freeze+time.Duration(c.rng.IntN(5))*time.Second) }},
+			step{base + 10*time.Second, func(ctx context.Context) {
+				// Every other cycle the freeze outlasts the database's idle-in-transaction
+				// timeout. The steps run one after another: nothing else happens during it.
+				d := freeze + time.Duration(c.rng.IntN(5))*time.Second
+				if n%2 == 1 {
+					d = c.longFreeze()
+				}
+				c.freezeNode(node(1), d)
+			}},
 			step{base + 32*time.Second, func(ctx context.Context) { c.restartExecutor(ctx, n%2, 2*time.Second) }},
 			step{base + 40*time.Second, func(ctx context.Context) { c.killNode(ctx, node(2), n%2 == 0, 3*time.Second) }},
 			step{base + 50*time.Second, func(ctx context.Context) { c.restartDB(ctx, time.Duration(2+c.rng.IntN(4))*time.Second) }},
@@ -118,6 +127,14 @@ func (c *cluster) killNode(ctx context.Context, i int, newID bool, down time.Dur
 	c.mu.Unlock()
 }
 
+// longFreeze is how long a freeze must last for the cluster to have taken the node's work
+// before it ends: the node timeout, then the database's idle-in-transaction timeout (a node
+// frozen inside a transaction holds its life's row, which the leader's recovery waits for,
+// until the server ends its session), and the leader's next recovery round, with margin.
+func (c *cluster) longFreeze() time.Duration {
+	return 3*c.o.Heartbeat + sqlstore.IdleTransactionTimeout + 4*c.o.Heartbeat + 5*time.Second
+}
+
 // freezeNode stops node i with SIGSTOP for d, then lets it go on.
 func (c *cluster) freezeNode(i int, d time.Duration) {
 	p := c.nodes[i]
@@ -132,10 +149,24 @@ func (c *cluster) freezeNode(i int, d time.Duration) {
 	err := p.waitStopped()
 	frozen := time.Now().UnixMilli()
 	c.fault(what, err)
+	var held *Kill
+	if err == nil && d >= c.longFreeze() {
+		// The watcher notes what the node holds now; the cluster must take it back while the
+		// node is still frozen.
+		held = &Kill{At: frozen, Proc: p.life.Name, NodeID: p.nodeID, Restart: "thawed"}
+		c.mu.Lock()
+		c.kills = append(c.kills, held)
+		c.mu.Unlock()
+	}
 	if err == nil {
 		time.Sleep(d)
 	}
 	thawed := time.Now().UnixMilli() // before SIGCONT: nothing the process begins precedes it
+	if held != nil {
+		c.mu.Lock()
+		held.ReleaseBy, held.Restarted = thawed, thawed
+		c.mu.Unlock()
+	}
 	if err := p.signal(syscall.SIGCONT); err != nil {
 		c.fault("SIGCONT "+p.label, err)
 		return

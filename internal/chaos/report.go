@@ -38,7 +38,7 @@ func (r *Report) String() string {
 		}
 	}
 	if len(r.Kills) > 0 {
-		b.WriteString("node kills, and when the work each held was released:\n")
+		b.WriteString("node kills and long freezes, and when the work each held was released:\n")
 		for _, k := range r.Kills {
 			rel := "never (still held at the end)"
 			if k.Held == 0 {
