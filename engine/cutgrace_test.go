@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,48 +57,8 @@ const (
 func testNoDoubleAfterCut(t *testing.T, dialect string, c cutCase) {
 	late := c == backAfterGrace
 	ctx := context.Background()
-	// a reaches the database through cut; b through its own proxy in front of cut, so that
-	// cutting the first cuts both, and b's path can heal later.
-	dsnA, cut := testdb.Proxied(t, dialect)
-	bPath, err := testdb.NewProxy(cut.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bPath.Close)
-	stA := teststore.OpenDSN(t, dsnA)
-	stB := teststore.OpenDSN(t, strings.Replace(dsnA, cut.Addr(), bPath.Addr(), 1))
-
-	// The ledger, outside the database: every run of every fire, recoveries included.
-	var mu sync.Mutex
-	ledger := map[fireKey][]string{}
-	rec := newRecorder()
-	release := make(chan struct{})
-	rec.behave = func(_ context.Context, f *Fire) Result {
-		if f.Execution.Cause != store.CauseRecovery {
-			<-release
-		}
-		return Result{Message: "ok"}
-	}
-	ledgered := func(node string) Dispatcher {
-		return dispatchFunc(func(ctx context.Context, f *Fire) Result {
-			mu.Lock()
-			k := fireKey{f.Execution.TriggerID, f.Execution.ScheduledAt}
-			ledger[k] = append(ledger[k], node)
-			mu.Unlock()
-			return nodeDispatcher{rec, node}.Dispatch(ctx, f)
-		})
-	}
-	tune := func(c *Config) { c.DrainTimeout, c.LeaveTimeout = 5*time.Second, 5*time.Second }
-	b := newEngine(t, stB, rec, "b", clock.Real{}, tune)
-	b.cfg.Dispatcher = ledgered("b")
-	a := newEngine(t, stA, rec, "a", clock.Real{}, tune)
-	a.cfg.Dispatcher = ledgered("a")
-
-	job := insertJob(t, stA, "job", func(j *store.Job) { j.RequestsRecovery = true })
-	insertTrigger(t, stA, job, "once", schedule.Simple{}, time.Now().Add(300*time.Millisecond), nil)
-	startEngine(t, b)
-	waitFor(t, "b to start the run", rec.started, 1)
-	startEngine(t, a) // after b claimed the fire: the run is b's
+	p := newCutPair(t, dialect, "", func(c *Config) { c.DrainTimeout, c.LeaveTimeout = 5*time.Second, 5*time.Second })
+	cut, bPath, a, b := p.cut, p.bPath, p.a, p.b
 	var judged chan error
 	if c == judgedThroughCut {
 		waitUntil(t, "a to see the database for a node timeout", func() bool { return a.SeesDatabaseFor(a.NodeTimeout()) })
@@ -126,7 +85,7 @@ func testNoDoubleAfterCut(t *testing.T, dialect string, c cutCase) {
 	if err := cutB(); err != nil {
 		t.Fatal(err)
 	}
-	close(release) // the success goes to b's result batch, whose write hangs
+	close(p.release) // the success goes to b's result batch, whose write hangs
 	if c == judgedThroughCut {
 		if _, ok := a.JudgeSilence(a.cfg.NodeTimeout, a.cfg.HeartbeatInterval); !ok {
 			t.Fatal("a may not judge as the cut begins: the test cannot tell")
@@ -182,30 +141,12 @@ func testNoDoubleAfterCut(t *testing.T, dialect string, c cutCase) {
 	if err := b.Stop(ctx); err != nil && !late { // writes b's result batch
 		t.Fatalf("stop b: %v", err)
 	}
-	waitUntil(t, "every run of the job to end", func() bool {
-		execs, err := stA.ExecutionList(ctx, store.ExecutionFilter{JobID: job.ID, Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ex := range execs {
-			if !ex.State.Terminal() {
-				return false
-			}
-		}
-		return len(execs) > 0
-	})
-
-	execs, err := stA.ExecutionList(ctx, store.ExecutionFilter{JobID: job.ID, Limit: 100})
-	if err != nil {
-		t.Fatal(err)
+	execs := p.endedExecutions(t)
+	runs := p.ledger.entries()
+	if len(runs) != 1 {
+		t.Fatalf("ledger %v, want one fire", runs)
 	}
-	slices.SortFunc(execs, func(x, y *store.Execution) int { return int(x.ID - y.ID) })
-	mu.Lock()
-	defer mu.Unlock()
-	if len(ledger) != 1 {
-		t.Fatalf("ledger %v, want one fire", ledger)
-	}
-	for k, nodes := range ledger {
+	for k, nodes := range runs {
 		switch {
 		case !late && (len(nodes) != 1 || len(execs) != 1 || execs[0].State != store.ExecSucceeded):
 			t.Fatalf("%s ran %d times (on %v), executions %v: want once, on b, succeeded", describe(k), len(nodes), nodes, states(execs))
@@ -214,6 +155,78 @@ func testNoDoubleAfterCut(t *testing.T, dialect string, c cutCase) {
 			t.Fatalf("%s ran on %v, executions %v: want b's run lost and recovered on a", describe(k), nodes, states(execs))
 		}
 	}
+}
+
+// cutPair is two nodes on one PostgreSQL or MySQL database, each through its own network
+// path: a reaches it through cut; b through bPath in front of cut, so that cutting the
+// first cuts both and b's path can fail or heal alone. Every run enters the ledger kept
+// outside the database; b is running the one fire of job (which requests recovery), its
+// handler held until release is closed or its context ends.
+type cutPair struct {
+	cut, bPath *testdb.Proxy
+	stA, stB   store.Store
+	a, b       *Engine
+	rec        *recorder
+	ledger     *fireLedger
+	release    chan struct{}
+	job        *store.Job
+}
+
+// newCutPair starts b, waits until it runs the fire, then starts a. bParam ("name=value"),
+// when set, goes on b's DSN.
+func newCutPair(t *testing.T, dialect, bParam string, tune func(*Config)) *cutPair {
+	t.Helper()
+	dsnA, cut := testdb.Proxied(t, dialect)
+	bPath, err := testdb.NewProxy(cut.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bPath.Close)
+	dsnB := strings.Replace(dsnA, cut.Addr(), bPath.Addr(), 1)
+	if bParam != "" {
+		dsnB = testdb.WithParam(dsnB, bParam)
+	}
+	p := &cutPair{cut: cut, bPath: bPath, stA: teststore.OpenDSN(t, dsnA), stB: teststore.OpenDSN(t, dsnB),
+		rec: newRecorder(), ledger: newFireLedger(), release: make(chan struct{})}
+	p.rec.behave = func(ctx context.Context, f *Fire) Result {
+		if f.Execution.Cause != store.CauseRecovery {
+			select {
+			case <-p.release:
+			case <-ctx.Done(): // stopped with its run still going (a failing test)
+			}
+		}
+		return Result{Message: "ok"}
+	}
+	p.b = newEngine(t, p.stB, p.rec, "b", clock.Real{}, tune)
+	p.b.cfg.Dispatcher = p.ledger.dispatcher(p.rec, "b")
+	p.a = newEngine(t, p.stA, p.rec, "a", clock.Real{}, tune)
+	p.a.cfg.Dispatcher = p.ledger.dispatcher(p.rec, "a")
+	p.job = insertJob(t, p.stA, "job", func(j *store.Job) { j.RequestsRecovery = true })
+	insertTrigger(t, p.stA, p.job, "once", schedule.Simple{}, time.Now().Add(300*time.Millisecond), nil)
+	startEngine(t, p.b)
+	waitFor(t, "b to start the run", p.rec.started, 1)
+	startEngine(t, p.a) // after b claimed the fire: the run is b's
+	return p
+}
+
+// endedExecutions waits until every execution of the job is over and returns them in order.
+func (p *cutPair) endedExecutions(t *testing.T) []*store.Execution {
+	t.Helper()
+	ctx := context.Background()
+	list := func() []*store.Execution {
+		execs, err := p.stA.ExecutionList(ctx, store.ExecutionFilter{JobID: p.job.ID, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return execs
+	}
+	waitUntil(t, "every run of the job to end", func() bool {
+		execs := list()
+		return len(execs) > 0 && !slices.ContainsFunc(execs, func(x *store.Execution) bool { return !x.State.Terminal() })
+	})
+	execs := list()
+	slices.SortFunc(execs, func(x, y *store.Execution) int { return int(x.ID - y.ID) })
+	return execs
 }
 
 // dispatchFunc is a Dispatcher made of a function.

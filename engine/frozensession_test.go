@@ -3,15 +3,10 @@ package engine
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sundial-scheduler/sundial/clock"
-	"github.com/sundial-scheduler/sundial/internal/testdb"
-	"github.com/sundial-scheduler/sundial/internal/teststore"
-	"github.com/sundial-scheduler/sundial/schedule"
 	"github.com/sundial-scheduler/sundial/store"
 )
 
@@ -37,53 +32,12 @@ func TestFrozenSessionDoesNotHoldRecovery(t *testing.T) {
 
 func testFrozenSession(t *testing.T, dialect string) {
 	ctx := context.Background()
-	dsnA, front := testdb.Proxied(t, dialect)
-	bPath, err := testdb.NewProxy(front.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bPath.Close)
 	idleTimeout := map[string]string{"postgres": "idle_in_transaction_session_timeout=2000", "mysql": "idle_transaction_timeout=2"}[dialect]
-	dsnB := testdb.WithParam(strings.Replace(dsnA, front.Addr(), bPath.Addr(), 1), idleTimeout)
-	stA := teststore.OpenDSN(t, dsnA)
-	stB := teststore.OpenDSN(t, dsnB)
-
-	var mu sync.Mutex
-	ledger := map[fireKey][]string{}
-	rec := newRecorder()
-	release := make(chan struct{})
-	rec.behave = func(ctx context.Context, f *Fire) Result {
-		if f.Execution.Cause != store.CauseRecovery {
-			select {
-			case <-release:
-			case <-ctx.Done(): // a failing test stops b with its run still going
-			}
-		}
-		return Result{Message: "ok"}
-	}
-	ledgered := func(node string) Dispatcher {
-		return dispatchFunc(func(ctx context.Context, f *Fire) Result {
-			mu.Lock()
-			k := fireKey{f.Execution.TriggerID, f.Execution.ScheduledAt}
-			ledger[k] = append(ledger[k], node)
-			mu.Unlock()
-			return nodeDispatcher{rec, node}.Dispatch(ctx, f)
-		})
-	}
-	tune := func(c *Config) {
+	p := newCutPair(t, dialect, idleTimeout, func(c *Config) {
 		c.HeartbeatInterval, c.NodeTimeout = 500*time.Millisecond, 2*time.Second
 		c.DrainTimeout, c.LeaveTimeout = 5*time.Second, 5*time.Second
-	}
-	b := newEngine(t, stB, rec, "b", clock.Real{}, tune)
-	b.cfg.Dispatcher = ledgered("b")
-	a := newEngine(t, stA, rec, "a", clock.Real{}, tune)
-	a.cfg.Dispatcher = ledgered("a")
-
-	job := insertJob(t, stA, "job", func(j *store.Job) { j.RequestsRecovery = true })
-	insertTrigger(t, stA, job, "once", schedule.Simple{}, time.Now().Add(300*time.Millisecond), nil)
-	startEngine(t, b)
-	waitFor(t, "b to start the run", rec.started, 1)
-	startEngine(t, a)
+	})
+	a, b, bPath, stA, stB := p.a, p.b, p.bPath, p.stA, p.stB
 	b.lifeMu.Lock()
 	bLife := b.life.owner
 	b.lifeMu.Unlock()
@@ -132,33 +86,21 @@ func testFrozenSession(t *testing.T, dialect string) {
 	// b comes back: its frozen transaction cannot go on, and its run's late success must not
 	// be written over the loss a committed.
 	close(unfreeze)
-	close(release)
+	close(p.release)
 	if err := heal(); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(t, "b's frozen transaction to end", frozen, 1)[0]; err == nil {
-		t.Fatal("b's transaction held through the cut committed: the server did not end its session")
+		t.Fatal("b's transaction held through the cut committed after a declared b dead")
 	}
 	_ = b.Stop(ctx) // b was declared dead: its stop may report what it could not write
-	waitUntil(t, "every run of the job to end", func() bool {
-		execs, err := stA.ExecutionList(ctx, store.ExecutionFilter{JobID: job.ID, Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(execs) == 2 && execs[0].State.Terminal() && execs[1].State.Terminal()
-	})
-	execs, err := stA.ExecutionList(ctx, store.ExecutionFilter{JobID: job.ID, Limit: 100})
-	if err != nil {
-		t.Fatal(err)
+	execs := p.endedExecutions(t)
+	runs := p.ledger.entries()
+	if len(runs) != 1 {
+		t.Fatalf("ledger %v, want one fire", runs)
 	}
-	slices.SortFunc(execs, func(x, y *store.Execution) int { return int(x.ID - y.ID) })
-	mu.Lock()
-	defer mu.Unlock()
-	if len(ledger) != 1 {
-		t.Fatalf("ledger %v, want one fire", ledger)
-	}
-	for k, nodes := range ledger {
-		if !slices.Equal(nodes, []string{"b", "a"}) || execs[0].State != store.ExecLost || execs[1].State != store.ExecSucceeded {
+	for k, nodes := range runs {
+		if !slices.Equal(nodes, []string{"b", "a"}) || len(execs) != 2 || execs[0].State != store.ExecLost || execs[1].State != store.ExecSucceeded {
 			t.Fatalf("%s ran on %v, executions %v: want b's run lost and recovered once on a", describe(k), nodes, states(execs))
 		}
 	}

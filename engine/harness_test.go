@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,37 @@ type recorder struct {
 
 func newRecorder() *recorder {
 	return &recorder{runs: map[fireKey][]string{}, started: make(chan *Fire, 1<<16)}
+}
+
+// fireLedger is a ledger kept outside the database of every run of every fire, by node,
+// recoveries and retries included (the recorder's runs leave them out).
+type fireLedger struct {
+	mu   sync.Mutex
+	runs map[fireKey][]string
+}
+
+func newFireLedger() *fireLedger { return &fireLedger{runs: map[fireKey][]string{}} }
+
+// dispatcher is node's Dispatcher: it enters each run in the ledger, then runs it on r.
+func (l *fireLedger) dispatcher(r *recorder, node string) Dispatcher {
+	return dispatchFunc(func(ctx context.Context, f *Fire) Result {
+		l.mu.Lock()
+		k := fireKey{f.Execution.TriggerID, f.Execution.ScheduledAt}
+		l.runs[k] = append(l.runs[k], node)
+		l.mu.Unlock()
+		return nodeDispatcher{r, node}.Dispatch(ctx, f)
+	})
+}
+
+// entries copies the ledger.
+func (l *fireLedger) entries() map[fireKey][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[fireKey][]string, len(l.runs))
+	for k, nodes := range l.runs {
+		out[k] = slices.Clone(nodes)
+	}
+	return out
 }
 
 // nodeDispatcher tags the recorder's runs with a node name.
