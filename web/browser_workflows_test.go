@@ -133,7 +133,8 @@ func TestBrowserWorkflowGraphAndLiveRun(t *testing.T) {
 	phone.do("open the workflow on a phone", chromedp.Navigate(h.url+"/workflows/"+name), chromedp.WaitVisible(chromedp.CSS(".wf-svg")))
 	fits("the workflow")
 	shot(t, phone, "workflow-detail-phone")
-	phone.do("open the run on a phone", chromedp.Click(chromedp.CSS(`#wf-runs a`)), chromedp.WaitVisible(chromedp.CSS(".wf-svg .state-succeeded")))
+	phone.do("open the run on a phone", chromedp.Click(chromedp.CSS(`#wf-runs a`)))
+	phone.waitJS("the run's page", `location.pathname.startsWith("/workflow-runs/") && document.querySelector(".wf-svg .state-succeeded") !== null`)
 	fits("the run")
 	shot(t, phone, "workflow-run-phone")
 	phone.do("open the editor on a phone", chromedp.Navigate(h.url+"/workflows/new"), chromedp.WaitVisible(chromedp.ID("node-name-0")))
@@ -210,7 +211,10 @@ func TestBrowserWorkflowEditor(t *testing.T) {
 		`document.querySelectorAll("#wf-preview .wf-node").length === 2 && document.querySelector('#wf-preview .wf-edge.always') !== null
 		&& !document.getElementById("wf-preview-error")`)
 	shot(t, b, "workflow-editor-preview")
-	b.do("create it", chromedp.Click(chromedp.ID("wf-save")), chromedp.WaitVisible(chromedp.CSS(".wf-svg .wf-edge.always")))
+	// The preview draws the same graph, so the created workflow is known by its page, not its drawing.
+	b.do("create it", chromedp.Click(chromedp.ID("wf-save")))
+	b.waitJS("the created workflow's page", `location.pathname === "/workflows/orders" && /done=wf-created/.test(location.search)
+		&& document.querySelector(".wf-svg .wf-edge.always") !== null`)
 	w, err := h.st.WorkflowGetByName(ctx, "orders")
 	if err != nil {
 		t.Fatal(err)
