@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -221,7 +222,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 			// A retry (or recovery) of one shard: only that shard runs again, on the instance
 			// at its index while the instances are the same, so a broadcast is not multiplied
 			// by its failures. XXL-JOB does the same with registryList[index].
-			return r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc, f.WorkflowInput)
+			return r.countUndelivered(r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc, f.WorkflowInput))
 		}
 		return r.broadcast(ctx, f, addrs, xc)
 	}
@@ -230,7 +231,49 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("app %q: %w", job.App, err)}
 	}
-	return r.send(ctx, f.Execution, job, addr, 0, 1, xc, f.WorkflowInput)
+	res := r.send(ctx, f.Execution, job, addr, 0, 1, xc, f.WorkflowInput)
+	// A run that reached no executor is on none, so the app's other executors are tried in
+	// turn after the one picked (the routing says which executor is preferred, not that the
+	// fire fails when that one is down: a restarting executor refuses connections for a
+	// while). A run that may have reached one is never sent to another: it could run twice.
+	var refused []string
+	start := slices.Index(addrs, addr)
+	for i := 1; i < len(addrs) && errors.Is(res.Err, errUndelivered); i++ {
+		refused = append(refused, addr)
+		addr = addrs[(start+i)%len(addrs)]
+		res = r.send(ctx, f.Execution, job, addr, 0, 1, xc, f.WorkflowInput)
+	}
+	r.countUndelivered(res)
+	if res.Async && len(refused) > 0 {
+		r.cfg.Logger.Info("a run went to another executor: the one picked could not be reached",
+			"execution", f.Execution.ID, "job", job.ID, "unreachable", refused, "sent_to", addr)
+		res.Message = fmt.Sprintf("%s (%s could not be reached)", res.Message, strings.Join(refused, ", "))
+	}
+	return res
+}
+
+// countUndelivered counts a run that reached no executor (send leaves that to its caller,
+// which may send it to another), and returns res.
+func (r *Remote) countUndelivered(res engine.Result) engine.Result {
+	if errors.Is(res.Err, errUndelivered) {
+		r.stats.Unreachable.Add(1)
+	}
+	return res
+}
+
+// errUndelivered marks a run that reached no executor: every attempt to send it failed to
+// connect, or found no stream of the executor on this node. Such a run may go to another.
+var errUndelivered = errors.New("the run reached no executor")
+
+// unreached reports whether err is a call's failure before anything was written to the
+// executor: a connection it could not open, or a stream this node does not hold. The HTTP
+// transport repeats a request on another connection only when nothing was written on the
+// first, so a dial error means the request went nowhere.
+func unreached(err error) bool {
+	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, errNoStream)
 }
 
 // send records the address on the execution, then posts the run, then records that the
@@ -251,6 +294,9 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	}
 	instance, err := r.instanceFor(ctx, job.App, addr)
 	if err != nil {
+		if unreached(err) {
+			return engine.Result{Err: fmt.Errorf("execution %d: %w: %w", ex.ID, errUndelivered, err)}
+		}
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("execution %d: %w", ex.ID, err)}
 	}
@@ -279,7 +325,9 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		err = r.resendToInstance(ctx, ex, job, addr, index, total, msg, &req, &resp, m.Instance)
 	}
 	if err != nil {
-		r.stats.Unreachable.Add(1)
+		if !errors.Is(err, errUndelivered) {
+			r.stats.Unreachable.Add(1)
+		}
 		return engine.Result{Err: fmt.Errorf("executor %s did not take execution %d: %w", addr, ex.ID, err)}
 	}
 	if !resp.Accepted {
@@ -431,7 +479,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 		if slices.Contains(dups, sh) {
 			continue // sent already by an earlier dispatch of this fire
 		}
-		res := r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total, xc, "")
+		res := r.countUndelivered(r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total, xc, ""))
 		if res.Async {
 			continue
 		}
@@ -439,7 +487,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
 		}
 	}
-	return r.send(ctx, ex, job, addrs[0], 0, total, xc, "")
+	return r.countUndelivered(r.send(ctx, ex, job, addrs[0], 0, total, xc, ""))
 }
 
 // shardFailed records that no executor took a shard: with the job's retry and alarm through
@@ -601,14 +649,23 @@ const runAttempts = 3
 // have taken the run and only its answer was lost; it answers a repeat "accepted" without
 // running it twice, where failing the fire here would have the job's retry run it again.
 // An answer with a status (a refusal, a bad token) is not repeated.
+// When no attempt reached the executor, the error is errUndelivered.
 func (r *Remote) callRepeating(ctx context.Context, app, addr, path, instance string, body, out any) error {
-	return backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
+	reached := false
+	err := backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
 		err := r.call(ctx, app, addr, path, instance, body, out)
+		if err != nil && !unreached(err) {
+			reached = true
+		}
 		if status, m := (*wire.StatusError)(nil), (*MisdirectedError)(nil); errors.As(err, &status) || errors.As(err, &m) {
 			return backoff.Permanent(err)
 		}
 		return err
 	})
+	if err != nil && !reached {
+		return fmt.Errorf("%w: %w", errUndelivered, err)
+	}
+	return err
 }
 
 // nativeProber beats an app's native executors for the routing strategies.
