@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -111,7 +110,7 @@ func (r *Remote) callStream(ctx context.Context, app, addr, path, instance strin
 	}
 	if rep.Status == wire.StatusMisdirected {
 		m := &MisdirectedError{Address: addr}
-		if err := json.Unmarshal([]byte(rep.Body), &m.Misdirected); err != nil {
+		if err := wire.Decode([]byte(rep.Body), &m.Misdirected); err != nil {
 			return fmt.Errorf("POST %s: a %d answer without its reason: %w", path, rep.Status, err)
 		}
 		return m
@@ -119,7 +118,7 @@ func (r *Remote) callStream(ctx context.Context, app, addr, path, instance strin
 	if rep.Status != http.StatusOK {
 		return &wire.StatusError{Path: path, Status: rep.Status, Body: string(rep.Body)}
 	}
-	if err := json.Unmarshal([]byte(rep.Body), out); err != nil {
+	if err := wire.Decode([]byte(rep.Body), out); err != nil {
 		return fmt.Errorf("POST %s: decode the answer: %w", path, err)
 	}
 	return nil

@@ -645,7 +645,7 @@ func (e *Executor) misdirected(to execsign.Target) *wire.Misdirected {
 }
 
 func decode(w http.ResponseWriter, body []byte, v any) bool {
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := wire.Decode(body, v); err != nil {
 		http.Error(w, fmt.Sprintf("bad request body: %v", err), http.StatusBadRequest)
 		return false
 	}

@@ -163,7 +163,7 @@ func (e *Executor) stream(ctx context.Context, i int) (opened bool, err error) {
 			return true, errors.New("a binary frame on the stream")
 		}
 		var f wire.StreamFrame
-		if err := json.Unmarshal(data, &f); err != nil {
+		if err := wire.Decode(data, &f); err != nil {
 			return true, fmt.Errorf("a frame from the server: %w", err)
 		}
 		peer.Deliver(f.Replies)
@@ -201,7 +201,7 @@ func (e *Executor) pingStream(ctx context.Context, c *websocket.Conn) {
 // the servers named is refused, call by call), and each call is served by its handler.
 func (e *Executor) serveFrame(ctx context.Context, peer *streamconn.Peer, f wire.StreamFrame) {
 	var calls []wire.StreamCall
-	if err := json.Unmarshal([]byte(f.Calls), &calls); err != nil {
+	if err := wire.Decode([]byte(f.Calls), &calls); err != nil {
 		e.log.Warn("a frame of calls from the server that is not JSON", "err", err)
 		return
 	}
@@ -252,7 +252,7 @@ func (e *Executor) postStream(ctx context.Context, i int, path string, body []by
 		return &wire.StatusError{Path: path, Status: rep.Status, Body: string(rep.Body)}
 	}
 	if out != nil && rep.Body != "" {
-		if err := json.Unmarshal([]byte(rep.Body), out); err != nil {
+		if err := wire.Decode([]byte(rep.Body), out); err != nil {
 			return fmt.Errorf("POST %s: decode answer: %w", path, err)
 		}
 	}

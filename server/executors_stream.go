@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -135,7 +134,7 @@ func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interfac
 			return errors.New("a binary frame on the executor stream")
 		}
 		var f wire.StreamFrame
-		if err := json.Unmarshal(data, &f); err != nil {
+		if err := wire.Decode(data, &f); err != nil {
 			return fmt.Errorf("a frame from the executor: %w", err)
 		}
 		st.Deliver(f.Replies)
@@ -143,7 +142,7 @@ func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interfac
 			continue
 		}
 		var calls []wire.StreamCall
-		if err := json.Unmarshal([]byte(f.Calls), &calls); err != nil {
+		if err := wire.Decode([]byte(f.Calls), &calls); err != nil {
 			return fmt.Errorf("the calls of a frame from the executor: %w", err)
 		}
 		for _, call := range calls {
