@@ -89,10 +89,13 @@ func Permanent(err error) error {
 func Retry(ctx context.Context, clk clock.Clock, p Policy, attempts int, f func(ctx context.Context) error) error {
 	for n := 0; ; n++ {
 		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		// Declared past the success, which is nearly every call: errors.As moves it to the
+		// heap, and on the dispatch path that was 3 % of a remote fire's CPU.
 		var perm permanent
 		switch {
-		case err == nil:
-			return nil
 		case errors.As(err, &perm):
 			return perm.err
 		case attempts > 0 && n+1 >= attempts:
