@@ -222,7 +222,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 			// A retry (or recovery) of one shard: only that shard runs again, on the instance
 			// at its index while the instances are the same, so a broadcast is not multiplied
 			// by its failures. XXL-JOB does the same with registryList[index].
-			return r.countUndelivered(r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc, f.WorkflowInput))
+			return r.countNotTaken(r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc, f.WorkflowInput))
 		}
 		return r.broadcast(ctx, f, addrs, xc)
 	}
@@ -232,45 +232,55 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		return engine.Result{Err: fmt.Errorf("app %q: %w", job.App, err)}
 	}
 	res := r.send(ctx, f.Execution, job, addr, 0, 1, xc, f.WorkflowInput)
-	// A run that reached no executor is on none, so the app's other executors are tried in
-	// turn after the one picked (the routing says which executor is preferred, not that the
-	// fire fails when that one is down: a restarting executor refuses connections for a
-	// while). A run that may have reached one is never sent to another: it could run twice.
-	var refused []string
+	// A run no executor took is on none, so the app's other executors are tried in turn after
+	// the one picked (the routing says which executor is preferred, not that the fire fails
+	// when that one is down: a restarting executor refuses connections for a while, and one
+	// that registered before the cluster key it is signed with refuses the signature). A run
+	// that may have reached one is never sent to another: it could run twice.
+	var passed []string
 	start := slices.Index(addrs, addr)
-	for i := 1; i < len(addrs) && errors.Is(res.Err, errUndelivered); i++ {
-		refused = append(refused, addr)
+	for i := 1; i < len(addrs) && errors.Is(res.Err, errNotTaken); i++ {
+		passed = append(passed, addr)
 		addr = addrs[(start+i)%len(addrs)]
 		res = r.send(ctx, f.Execution, job, addr, 0, 1, xc, f.WorkflowInput)
 	}
-	r.countUndelivered(res)
-	if res.Async && len(refused) > 0 {
-		r.cfg.Logger.Info("a run went to another executor: the one picked could not be reached",
-			"execution", f.Execution.ID, "job", job.ID, "unreachable", refused, "sent_to", addr)
-		res.Message = fmt.Sprintf("%s (%s could not be reached)", res.Message, strings.Join(refused, ", "))
+	r.countNotTaken(res)
+	if res.Async && len(passed) > 0 {
+		r.cfg.Logger.Info("a run went to another executor: the one picked did not take it",
+			"execution", f.Execution.ID, "job", job.ID, "not_taken_by", passed, "sent_to", addr)
+		res.Message = fmt.Sprintf("%s (%s did not take it)", res.Message, strings.Join(passed, ", "))
 	}
 	return res
 }
 
-// countUndelivered counts a run that reached no executor (send leaves that to its caller,
-// which may send it to another), and returns res.
-func (r *Remote) countUndelivered(res engine.Result) engine.Result {
-	if errors.Is(res.Err, errUndelivered) {
+// countNotTaken counts a run no executor took (send leaves that to its caller, which may send
+// it to another), and returns res.
+func (r *Remote) countNotTaken(res engine.Result) engine.Result {
+	if errors.Is(res.Err, errNotTaken) {
 		r.stats.Unreachable.Add(1)
 	}
 	return res
 }
 
-// errUndelivered marks a run that reached no executor: every attempt to send it failed to
-// connect, or found no stream of the executor on this node. Such a run may go to another.
-var errUndelivered = errors.New("the run reached no executor")
+// errNotTaken marks a run that no executor took: every attempt to send it failed in a way
+// that leaves it on none (notTaken). Such a run may go to another executor.
+var errNotTaken = errors.New("no executor took the run")
 
-// unreached reports whether err is a call's failure before anything was written to the
-// executor: a connection it could not open, or a stream this node does not hold. The HTTP
+// notTaken reports whether err is a call's failure that leaves the call undone: a connection
+// that could not be opened or a stream this node does not hold (nothing was written: the HTTP
 // transport repeats a request on another connection only when nothing was written on the
-// first, so a dial error means the request went nowhere.
-func unreached(err error) bool {
+// first, so a dial error means the request went nowhere), or an answer refusing it (a 4xx: a
+// signature it does not take, a call meant for another executor), which an executor gives
+// before it serves the call. A lost answer, a timeout or a 5xx may come after the call was
+// served.
+func notTaken(err error) bool {
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	if st := (*wire.StatusError)(nil); errors.As(err, &st) && st.Status >= 400 && st.Status < 500 {
+		return true
+	}
+	if m := (*MisdirectedError)(nil); errors.As(err, &m) {
 		return true
 	}
 	return errors.Is(err, errNoStream)
@@ -294,8 +304,8 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	}
 	instance, err := r.instanceFor(ctx, job.App, addr)
 	if err != nil {
-		if unreached(err) {
-			return engine.Result{Err: fmt.Errorf("execution %d: %w: %w", ex.ID, errUndelivered, err)}
+		if notTaken(err) {
+			return engine.Result{Err: fmt.Errorf("execution %d: %w: %w", ex.ID, errNotTaken, err)}
 		}
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("execution %d: %w", ex.ID, err)}
@@ -325,7 +335,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		err = r.resendToInstance(ctx, ex, job, addr, index, total, msg, &req, &resp, m.Instance)
 	}
 	if err != nil {
-		if !errors.Is(err, errUndelivered) {
+		if !errors.Is(err, errNotTaken) {
 			r.stats.Unreachable.Add(1)
 		}
 		return engine.Result{Err: fmt.Errorf("executor %s did not take execution %d: %w", addr, ex.ID, err)}
@@ -479,7 +489,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 		if slices.Contains(dups, sh) {
 			continue // sent already by an earlier dispatch of this fire
 		}
-		res := r.countUndelivered(r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total, xc, ""))
+		res := r.countNotTaken(r.send(ctx, sh, job, addrs[sh.ShardIndex], sh.ShardIndex, total, xc, ""))
 		if res.Async {
 			continue
 		}
@@ -487,7 +497,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
 		}
 	}
-	return r.countUndelivered(r.send(ctx, ex, job, addrs[0], 0, total, xc, ""))
+	return r.countNotTaken(r.send(ctx, ex, job, addrs[0], 0, total, xc, ""))
 }
 
 // shardFailed records that no executor took a shard: with the job's retry and alarm through
@@ -649,21 +659,21 @@ const runAttempts = 3
 // have taken the run and only its answer was lost; it answers a repeat "accepted" without
 // running it twice, where failing the fire here would have the job's retry run it again.
 // An answer with a status (a refusal, a bad token) is not repeated.
-// When no attempt reached the executor, the error is errUndelivered.
+// When no attempt left the run with the executor (notTaken), the error is errNotTaken.
 func (r *Remote) callRepeating(ctx context.Context, app, addr, path, instance string, body, out any) error {
-	reached := false
+	mayHold := false
 	err := backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
 		err := r.call(ctx, app, addr, path, instance, body, out)
-		if err != nil && !unreached(err) {
-			reached = true
+		if err != nil && !notTaken(err) {
+			mayHold = true
 		}
 		if status, m := (*wire.StatusError)(nil), (*MisdirectedError)(nil); errors.As(err, &status) || errors.As(err, &m) {
 			return backoff.Permanent(err)
 		}
 		return err
 	})
-	if err != nil && !reached {
-		return fmt.Errorf("%w: %w", errUndelivered, err)
+	if err != nil && !mayHold {
+		return fmt.Errorf("%w: %w", errNotTaken, err)
 	}
 	return err
 }

@@ -120,8 +120,8 @@ func (r *Remote) sendXXL(ctx context.Context, ex *store.Execution, job *store.Jo
 			r.stats.Refused.Add(1)
 			return engine.Result{Err: fmt.Errorf("XXL-JOB executor %s refused execution %d: %s", addr, ex.ID, re.Msg)}
 		}
-		if unreached(err) {
-			return engine.Result{Err: fmt.Errorf("XXL-JOB executor %s did not take execution %d: %w: %w", addr, ex.ID, errUndelivered, err)}
+		if notTaken(err) {
+			return engine.Result{Err: fmt.Errorf("XXL-JOB executor %s did not take execution %d: %w: %w", addr, ex.ID, errNotTaken, err)}
 		}
 		r.stats.Unreachable.Add(1)
 		return engine.Result{Err: fmt.Errorf("XXL-JOB executor %s did not take execution %d: %w", addr, ex.ID, err)}

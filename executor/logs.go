@@ -20,7 +20,9 @@ const (
 )
 
 // logSink buffers one run's output lines and streams them to the server: every
-// logFlushEvery, whenever logBatchLines are waiting, and once more when the run ends.
+// logFlushEvery, whenever logBatchLines are waiting, and once more when the run ends. Its
+// streaming goroutine starts with the run's first line: most runs print nothing, and a
+// goroutine, a timer and three channels per run were a tenth of a busy executor's work.
 type logSink struct {
 	e  *Executor
 	id int64
@@ -30,6 +32,9 @@ type logSink struct {
 	buf     []wire.LogLine
 	dropped int64 // lines dropped for logMaxBuffered
 	closed  bool
+	// started is set once loop runs, or once the sink closes before any line: no loop
+	// starts after that.
+	started bool
 
 	full chan struct{} // a batch is ready
 	stop chan struct{}
@@ -37,9 +42,7 @@ type logSink struct {
 }
 
 func newLogSink(e *Executor, id int64) *logSink {
-	s := &logSink{e: e, id: id, full: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go s.loop()
-	return s
+	return &logSink{e: e, id: id}
 }
 
 // add buffers one line; a zero at (a record without a time) is stamped now.
@@ -51,6 +54,11 @@ func (s *logSink) add(at time.Time, msg string) {
 	defer s.mu.Unlock()
 	if s.closed {
 		return // a handler that outlived its run: its lines have no execution to go to
+	}
+	if !s.started {
+		s.started = true
+		s.full, s.stop, s.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		go s.loop()
 	}
 	s.last++
 	s.buf = append(s.buf, wire.LogLine{Line: s.last, At: at.UnixMilli(), Message: storableLine(msg)})
@@ -114,8 +122,14 @@ func (s *logSink) flush() {
 // close stops streaming and sends the rest once. It returns how many of the run's lines
 // never reached the server, which the result reports so the run shows its output was cut.
 func (s *logSink) close() int64 {
-	close(s.stop)
-	<-s.done
+	s.mu.Lock()
+	running := s.started
+	s.started = true
+	s.mu.Unlock()
+	if running {
+		close(s.stop)
+		<-s.done
+	}
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

@@ -26,12 +26,12 @@ func closedAddress(t *testing.T) string {
 	return addr
 }
 
-// TestRunGoesToAnotherWhenUnreached: with round-robin routing over a live executor and an
+// TestRunGoesToAnotherWhenNotTaken: with round-robin routing over a live executor and an
 // address that refuses connections (its executor restarting, still in the registry), every
-// fire runs: a run that reached no executor goes to the next one, and says so. An executor
-// that was reached and failed the call (an answer 500) does not pass its run on: it may have
-// it.
-func TestRunGoesToAnotherWhenUnreached(t *testing.T) {
+// fire runs: a run no executor took goes to the next one, and says so; so does a run an
+// executor refused unserved (401: signed with a key it was not given). An executor that
+// failed the call otherwise (an answer 500) does not pass its run on: it may have it.
+func TestRunGoesToAnotherWhenNotTaken(t *testing.T) {
 	ctx := context.Background()
 	fx := newRemoteFixture(t)
 	fx.job.Routing = string(RoundRobin)
@@ -50,7 +50,7 @@ func TestRunGoesToAnotherWhenUnreached(t *testing.T) {
 		if !res.Async || res.Err != nil {
 			t.Fatalf("fire %d: %+v, want it handed to the live executor", ex.ID, res)
 		}
-		if strings.Contains(res.Message, dead+" could not be reached") {
+		if strings.Contains(res.Message, "("+dead+" did not take it)") {
 			passedOn++
 		}
 		got, err := fx.st.ExecutionGet(ctx, ex.ID)
@@ -72,33 +72,47 @@ func TestRunGoesToAnotherWhenUnreached(t *testing.T) {
 		t.Fatalf("%d dispatches counted unreachable, want none: every run was taken", n)
 	}
 
-	// An executor that answers 500 was reached: its fire fails and is not sent on.
-	var calls atomic.Int32
-	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		http.Error(w, "boom", http.StatusInternalServerError)
-	}))
-	t.Cleanup(broken.Close)
 	if _, err := fx.st.RegistryLeave(ctx, "billing", dead); err != nil {
 		t.Fatal(err)
 	}
-	if err := fx.st.RegistryBeat(ctx, "billing", broken.URL, "broken", "", []string{"once"}); err != nil {
-		t.Fatal(err)
-	}
-	r = NewRemote(Config{Store: fx.st})
-	fx.job.Routing = string(First)
-	if sorted := []string{broken.URL, fx.exe.Address()}; !slices.IsSorted(sorted) {
-		fx.job.Routing = string(Last)
-	}
-	ex := fx.running(t, store.Owner{Node: "n"})
-	res := r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job})
-	if res.Async || res.Err == nil || !strings.Contains(res.Err.Error(), broken.URL) {
-		t.Fatalf("fire routed to an executor answering 500: %+v, want it failed there", res)
-	}
-	if calls.Load() == 0 {
-		t.Fatal("the broken executor was never called; the test proves nothing")
-	}
-	if n := fx.runs.Load(); n != fires {
-		t.Fatalf("the handler ran %d times, want still %d: a run that reached an executor went to another", n, fires)
+	runs := int32(fires)
+	for _, c := range []struct {
+		status   int
+		passedOn bool
+	}{{http.StatusUnauthorized, true}, {http.StatusInternalServerError, false}} {
+		var calls atomic.Int32
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			http.Error(w, "no", c.status)
+		}))
+		t.Cleanup(other.Close)
+		if err := fx.st.RegistryBeat(ctx, "billing", other.URL, "other", "", []string{"once"}); err != nil {
+			t.Fatal(err)
+		}
+		r = NewRemote(Config{Store: fx.st})
+		fx.job.Routing = string(First) // the other executor, picked first
+		if !slices.IsSorted([]string{other.URL, fx.exe.Address()}) {
+			fx.job.Routing = string(Last)
+		}
+		ex := fx.running(t, store.Owner{Node: "n"})
+		res := r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job})
+		if calls.Load() == 0 {
+			t.Fatalf("the executor answering %d was never called; the test proves nothing", c.status)
+		}
+		if c.passedOn {
+			if !res.Async || !strings.Contains(res.Message, "("+other.URL+" did not take it)") {
+				t.Fatalf("fire refused %d: %+v, want it passed on to the live executor", c.status, res)
+			}
+			<-fx.got
+			runs++
+		} else if res.Async || res.Err == nil || !strings.Contains(res.Err.Error(), other.URL) {
+			t.Fatalf("fire answered %d: %+v, want it failed there", c.status, res)
+		}
+		if n := fx.runs.Load(); n != runs {
+			t.Fatalf("after a %d the handler ran %d times, want %d", c.status, n, runs)
+		}
+		if _, err := fx.st.RegistryLeave(ctx, "billing", other.URL); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
