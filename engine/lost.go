@@ -211,3 +211,47 @@ func (e *Engine) Retry(ctx context.Context, executionID int64) (*store.Execution
 func retryBackoff(job *store.Job, attempt int) time.Duration {
 	return backoff.Policy{Initial: msDuration(job.RetryBackoffMs), Max: maxRetryBackoff}.Delay(attempt)
 }
+
+// SweepSilentExecutors forgets the executor instances silent for longer than silence that j
+// may judge (Store.RegistrySweep) and declares lost the running executions handed to their
+// addresses, in one transaction: an instance is never forgotten while its runs stay running
+// (a database that went away, or a node that died, between the two left them running on an
+// address no registration or beat would ever judge again). Nothing is forgotten when the
+// judgment does not hold once the database has answered (the sweep may have been held through
+// an outage). It returns the instances forgotten and the outcome of their losses.
+func (e *Engine) SweepSilentExecutors(ctx context.Context, silence time.Duration, j *Judgment) ([]*store.Instance, LossOutcome, error) {
+	tx, err := e.store.Begin(ctx)
+	if err != nil {
+		return nil, LossOutcome{}, fmt.Errorf("sweep the executor registry: %w", err)
+	}
+	defer tx.Rollback()
+	gone, err := tx.RegistrySweep(ctx, silence, j.From)
+	if err != nil || len(gone) == 0 {
+		return nil, LossOutcome{}, err
+	}
+	var lost []*store.Execution
+	for _, in := range gone {
+		got, err := tx.ExecutionsLoseOnExecutor(ctx, in.App, in.Address)
+		if err != nil {
+			return nil, LossOutcome{}, fmt.Errorf("lose the runs on executor %s of %s: %w", in.Address, in.App, err)
+		}
+		lost = append(lost, got...)
+	}
+	if !j.Holds() {
+		e.log.Warn("not sweeping silent executors: the database judged them at a time this node may not have reached it", "instances", len(gone))
+		return nil, LossOutcome{}, nil
+	}
+	out, ended, err := e.continueLost(ctx, tx, lost, lostWithExecutor)
+	if err != nil {
+		return nil, LossOutcome{}, fmt.Errorf("sweep the executor registry: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, LossOutcome{}, fmt.Errorf("sweep the executor registry: %w", err)
+	}
+	e.workflowRunsEnded(ctx, ended)
+	e.stats.LostOnExecutor.Add(int64(out.Lost))
+	if out.FollowUp > 0 {
+		e.Wake()
+	}
+	return gone, out, nil
+}

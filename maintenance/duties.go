@@ -27,8 +27,8 @@ func WorkflowTimeouts(e *engine.Engine, clk clock.Clock, log *slog.Logger) *Peri
 }
 
 // ExecutorSweep forgets the executor instances silent for three heartbeat intervals and has
-// the engine declare their running executions lost (engine.LoseOnExecutor), every heartbeat
-// interval, once this node has reached the database for three intervals without a break
+// the engine declare their running executions lost in the same transaction
+// (engine.SweepSilentExecutors), every heartbeat interval, once this node has reached the database for three intervals without a break
 // (engine.JudgeSilence). When a loss is final and alarmed, alarmed is called (to wake the alarm delivery).
 //
 // perInstance tells the addresses that name one executor process (a stream executor's): no
@@ -48,9 +48,19 @@ func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, pe
 		if !ok {
 			return nil
 		}
-		gone, err := sweepRegistry(ctx, st, 3*heartbeat, &j, log)
+		gone, out, err := e.SweepSilentExecutors(ctx, 3*heartbeat, &j)
 		if err != nil {
 			return err
+		}
+		if len(gone) > 0 {
+			addrs := make([]string, len(gone))
+			for i, in := range gone {
+				addrs[i] = in.App + " at " + in.Address
+			}
+			log.Warn("executors went silent", "executors", addrs, "lost", out.Lost, "retried", out.FollowUp)
+		}
+		if out.Alarmed > 0 && alarmed != nil {
+			alarmed()
 		}
 		var owners []string
 		for _, in := range gone {
@@ -65,16 +75,6 @@ func ExecutorSweep(e *engine.Engine, st store.Store, heartbeat time.Duration, pe
 			return fmt.Errorf("release the sub-tasks of silent executors: %w", err)
 		} else if n > 0 {
 			log.Warn("sub-tasks of silent executors back to pending", "n", n, "owners", owners)
-		}
-		for _, in := range gone {
-			out, err := e.LoseOnExecutor(ctx, in.App, in.Address)
-			if err != nil {
-				return err
-			}
-			if out.Alarmed > 0 && alarmed != nil {
-				alarmed()
-			}
-			log.Warn("executor went silent", "app", in.App, "address", in.Address, "lost", out.Lost, "retried", out.FollowUp)
 		}
 		if err := releaseUnregistered(ctx, st, log); err != nil {
 			return err
@@ -121,29 +121,6 @@ func releaseUnregistered(ctx context.Context, st store.Store, log *slog.Logger) 
 		log.Warn("sub-tasks of unregistered executor instances back to pending", "n", n, "owners", orphans)
 	}
 	return nil
-}
-
-// sweepRegistry forgets the instances silent for longer than silence that j may judge, and
-// returns them; none when the judgment does not hold once the database has answered (the
-// sweep may have been held through an outage).
-func sweepRegistry(ctx context.Context, st store.Store, silence time.Duration, j *engine.Judgment, log *slog.Logger) ([]*store.Instance, error) {
-	tx, err := st.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sweep the executor registry: %w", err)
-	}
-	defer tx.Rollback()
-	gone, err := tx.RegistrySweep(ctx, silence, j.From)
-	if err != nil || len(gone) == 0 {
-		return nil, err
-	}
-	if !j.Holds() {
-		log.Warn("not sweeping silent executors: the database judged them at a time this node may not have reached it", "instances", len(gone))
-		return nil, nil
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sweep the executor registry: %w", err)
-	}
-	return gone, nil
 }
 
 // loseOrphaned declares lost the running executions handed to a per-instance address that
