@@ -37,36 +37,17 @@ func TestExecutorSweepAfterDatabaseCut(t *testing.T) {
 			ran := make(ledger, 16)
 			// The grace after the outage is 6 node heartbeats: 3 s, time enough to sweep at
 			// its start.
-			e, err := engine.New(engine.Config{Store: st, Dispatcher: ran, NodeID: "n1", Logger: testLogger(t),
-				HeartbeatInterval: 500 * time.Millisecond, NodeTimeout: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = e.Stop(ctx) })
+			e := startedEngine(t, st, ran, 500*time.Millisecond, 2*time.Second)
 
 			const heartbeat = time.Second // executors': silent for 3 s, one is gone
 			const back, dead = "http://10.0.0.1:9999", "http://10.0.0.2:9999"
-			now := time.Now().UnixMilli()
 			runs := map[string]*store.Execution{}
 			for _, addr := range []string{back, dead} {
 				if err := st.RegistryBeat(ctx, "billing", addr, addr, "1", []string{"h"}); err != nil {
 					t.Fatal(err)
 				}
 				// A job each, to tell their retries apart.
-				job := &store.Job{Group: "g", Name: "remote " + addr, TargetKind: store.TargetRemote, App: "billing", Handler: "h",
-					Concurrency: store.ConcurrencyAllow, Enabled: true, MaxRetries: 1}
-				if err := st.JobInsert(ctx, job); err != nil {
-					t.Fatal(err)
-				}
-				x := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseManual,
-					State: store.ExecRunning, ExecutorAddress: addr, ExecutorApp: "billing"}
-				if dups, err := st.ExecutionsInsert(ctx, []*store.Execution{x}); err != nil || len(dups) > 0 {
-					t.Fatalf("insert the run on %s: %v (%d refused)", addr, err, len(dups))
-				}
-				runs[addr] = x
+				runs[addr] = runningOn(t, st, "remote "+addr, addr, 1)
 			}
 			sweep := ExecutorSweep(e, st, heartbeat, func(string) bool { return false }, nil, nil, testLogger(t))
 			state := func(addr string) store.ExecutionState {
@@ -144,29 +125,11 @@ func TestExecutorSweepHeldThroughCut(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st, proxy := teststore.OpenProxied(t, dialect)
-			e, err := engine.New(engine.Config{Store: st, Dispatcher: make(ledger, 16), NodeID: "n1", Logger: testLogger(t),
-				HeartbeatInterval: 500 * time.Millisecond, NodeTimeout: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = e.Stop(ctx) })
+			e := startedEngine(t, st, make(ledger, 16), 500*time.Millisecond, 2*time.Second)
 
 			const heartbeat = time.Second
 			const addr = "http://10.0.0.1:9999"
-			job := &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "h",
-				Concurrency: store.ConcurrencyAllow, Enabled: true, MaxRetries: 1}
-			if err := st.JobInsert(ctx, job); err != nil {
-				t.Fatal(err)
-			}
-			now := time.Now().UnixMilli()
-			run := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseManual,
-				State: store.ExecRunning, ExecutorAddress: addr, ExecutorApp: "billing"}
-			if dups, err := st.ExecutionsInsert(ctx, []*store.Execution{run}); err != nil || len(dups) > 0 {
-				t.Fatalf("insert the run: %v (%d refused)", err, len(dups))
-			}
+			run := runningOn(t, st, "remote", addr, 1)
 			sweep := ExecutorSweep(e, st, heartbeat, func(string) bool { return false }, nil, nil, testLogger(t))
 			waitUntil(t, "the leader to judge silences", func() bool { _, ok := e.JudgeSilence(3*heartbeat, heartbeat); return ok })
 			if err := st.RegistryBeat(ctx, "billing", addr, addr, "1", []string{"h"}); err != nil {
@@ -212,6 +175,40 @@ func TestExecutorSweepHeldThroughCut(t *testing.T) {
 	}
 }
 
+// runningOn inserts a job of app billing named name with maxRetries, and a run of it running
+// on the executor at addr.
+func runningOn(t *testing.T, st store.Store, name, addr string, maxRetries int) *store.Execution {
+	t.Helper()
+	ctx := context.Background()
+	job := &store.Job{Group: "g", Name: name, TargetKind: store.TargetRemote, App: "billing", Handler: "h",
+		Concurrency: store.ConcurrencyAllow, Enabled: true, MaxRetries: maxRetries}
+	if err := st.JobInsert(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	run := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseManual,
+		State: store.ExecRunning, ExecutorAddress: addr, ExecutorApp: "billing"}
+	if dups, err := st.ExecutionsInsert(ctx, []*store.Execution{run}); err != nil || len(dups) > 0 {
+		t.Fatalf("insert the run on %s: %v (%d refused)", addr, err, len(dups))
+	}
+	return run
+}
+
+// startedEngine starts node n1's engine on st, stopped when t ends.
+func startedEngine(t *testing.T, st store.Store, d engine.Dispatcher, heartbeat, nodeTimeout time.Duration) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.Config{Store: st, Dispatcher: d, NodeID: "n1", Logger: testLogger(t),
+		HeartbeatInterval: heartbeat, NodeTimeout: nodeTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	return e
+}
+
 // waitUntil polls cond until it holds, failing after a generous real-time limit that only
 // catches a hung test.
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -236,15 +233,7 @@ func TestExecutorSweepReleasesUnregistered(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st := teststore.Open(t, dialect)
-			e, err := engine.New(engine.Config{Store: st, Dispatcher: make(ledger, 1), NodeID: "n1", Logger: testLogger(t),
-				HeartbeatInterval: 20 * time.Millisecond, NodeTimeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = e.Stop(ctx) })
+			e := startedEngine(t, st, make(ledger, 1), 20*time.Millisecond, time.Second)
 
 			job := &store.Job{Group: "g", Name: "map", TargetKind: store.TargetRemote, App: "billing", Handler: "h",
 				Concurrency: store.ConcurrencyAllow, Enabled: true}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/internal/testdb"
 	"github.com/sundial-scheduler/sundial/internal/teststore"
 	"github.com/sundial-scheduler/sundial/store"
@@ -53,32 +52,14 @@ func TestExecutorSweepForgetsOnlyWithTheLoss(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st := &failingLoss{Store: teststore.Open(t, dialect)}
-			e, err := engine.New(engine.Config{Store: st, Dispatcher: make(ledger, 16), NodeID: "n1", Logger: testLogger(t),
-				HeartbeatInterval: 100 * time.Millisecond, NodeTimeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = e.Stop(ctx) })
+			e := startedEngine(t, st, make(ledger, 16), 100*time.Millisecond, time.Second)
 
 			const heartbeat = 100 * time.Millisecond
 			const addr = "http://10.0.0.2:9999"
 			if err := st.RegistryBeat(ctx, "billing", addr, "i1", "1", []string{"h"}); err != nil {
 				t.Fatal(err)
 			}
-			job := &store.Job{Group: "g", Name: "remote", TargetKind: store.TargetRemote, App: "billing", Handler: "h",
-				Concurrency: store.ConcurrencyAllow, Enabled: true}
-			if err := st.JobInsert(ctx, job); err != nil {
-				t.Fatal(err)
-			}
-			now := time.Now().UnixMilli()
-			run := &store.Execution{JobID: job.ID, ScheduledAt: now, FiredAt: now, Cause: store.CauseManual,
-				State: store.ExecRunning, ExecutorAddress: addr, ExecutorApp: "billing"}
-			if dups, err := st.ExecutionsInsert(ctx, []*store.Execution{run}); err != nil || len(dups) > 0 {
-				t.Fatalf("insert the run: %v (%d refused)", err, len(dups))
-			}
+			run := runningOn(t, st, "remote", addr, 0)
 			waitUntil(t, "the executor to be silent past three beats", func() bool {
 				live, err := st.RegistryLive(ctx, "billing", 3*heartbeat)
 				return err == nil && len(live) == 0
