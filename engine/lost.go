@@ -64,12 +64,18 @@ func (e *Engine) loseOnExecutor(ctx context.Context, app, address string, lose f
 	if err := tx.Commit(); err != nil {
 		return LossOutcome{}, err
 	}
+	e.lostOnExecutor(ctx, out, ended)
+	return out, nil
+}
+
+// lostOnExecutor follows a committed loss of runs on executors: the workflow runs it ended,
+// the count, and a wake for the runs that follow.
+func (e *Engine) lostOnExecutor(ctx context.Context, out LossOutcome, ended []int64) {
 	e.workflowRunsEnded(ctx, ended)
 	e.stats.LostOnExecutor.Add(int64(out.Lost))
 	if out.FollowUp > 0 {
 		e.Wake()
 	}
-	return out, nil
 }
 
 // continueLost applies the job policy to executions just moved to lost, in tx: it inserts
@@ -248,10 +254,6 @@ func (e *Engine) SweepSilentExecutors(ctx context.Context, silence time.Duration
 	if err := tx.Commit(); err != nil {
 		return nil, LossOutcome{}, fmt.Errorf("sweep the executor registry: %w", err)
 	}
-	e.workflowRunsEnded(ctx, ended)
-	e.stats.LostOnExecutor.Add(int64(out.Lost))
-	if out.FollowUp > 0 {
-		e.Wake()
-	}
+	e.lostOnExecutor(ctx, out, ended)
 	return gone, out, nil
 }
