@@ -49,7 +49,8 @@ type RampStep struct {
 // OverloadReport is what the overload scenario measured beyond a Result's common fields.
 type OverloadReport struct {
 	// Capacity is the fires a second the nodes sustained through the hold (or
-	// OverloadConfig.Capacity); Ramp is the ramp's steps and Hold the held one.
+	// OverloadConfig.Capacity); Ramp is the ramp's steps (with any hold the nodes kept up
+	// through) and Hold the held step that gave the capacity.
 	Capacity float64    `json:"capacity_fires_per_s"`
 	Ramp     []RampStep `json:"ramp,omitempty"`
 	Hold     *RampStep  `json:"hold,omitempty"`
@@ -142,7 +143,7 @@ const maxRampSteps = 13
 // measureCapacity runs the steady load at from fires a second, then twice that, and so on,
 // each step on fresh triggers for a second's warm-up and step, until the nodes fire less
 // than 90 % of the demand; then it holds that demand for hold, after two seconds' warm-up,
-// and what the nodes fired through the hold is the capacity.
+// and what the nodes fired through the hold is the capacity, unless they kept up through it.
 //
 // A sustained load of triggers is what the overload demands. A burst of one-shot fires all
 // due at once, as the capacity was first measured, overstated it (74,000/s against about
@@ -167,6 +168,11 @@ func measureCapacity(ctx context.Context, opts Options, from float64, step, hold
 		}
 		return RampStep{Demanded: r.Demanded, Achieved: r.Achieved}, nil
 	}
+	return climb(from, step, hold, run)
+}
+
+// climb is measureCapacity's ramp, given how to run one step: at rate, after warmup, for d.
+func climb(from float64, step, hold time.Duration, run func(rate float64, warmup, d time.Duration) (RampStep, error)) (float64, []RampStep, *RampStep, error) {
 	var ramp []RampStep
 	for rate := from; len(ramp) < maxRampSteps; rate *= 2 {
 		r, err := run(rate, time.Second, step)
@@ -174,13 +180,21 @@ func measureCapacity(ctx context.Context, opts Options, from float64, step, hold
 			return 0, ramp, nil, err
 		}
 		ramp = append(ramp, r)
-		if r.Achieved < 0.9*r.Demanded {
-			held, err := run(rate, 2*time.Second, hold)
-			if err != nil {
-				return 0, ramp, nil, err
-			}
+		if r.Achieved >= 0.9*r.Demanded {
+			continue
+		}
+		held, err := run(rate, 2*time.Second, hold)
+		if err != nil {
+			return 0, ramp, nil, err
+		}
+		if held.Achieved < 0.9*held.Demanded {
 			return held.Achieved, ramp, &held, nil
 		}
+		// The nodes sustained through the hold what they fell behind on for a short step (a
+		// checkpoint, a first autovacuum): a blip, not the capacity. Taken for one, it made a
+		// SQLite node's capacity 2,000/s and its "overload" 4,000/s, which it fired in full.
+		// The held step joins the ramp, which goes on.
+		ramp = append(ramp, held)
 	}
 	return 0, ramp, nil, fmt.Errorf("bench: capacity ramp: the nodes kept up with every step up to %.0f/s", ramp[len(ramp)-1].Demanded)
 }

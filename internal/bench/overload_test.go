@@ -98,3 +98,35 @@ func TestBeatSummary(t *testing.T) {
 		t.Errorf("lapses to 11 s: %d, want 2 (b silent for 6 s at the end)", lapses)
 	}
 }
+
+// TestClimbOverBlip checks the capacity ramp's rule on scripted steps: a short step that
+// fell behind while the held demand kept up is a blip and the ramp goes on; the capacity is
+// what a held demand the nodes fell behind on fired.
+func TestClimbOverBlip(t *testing.T) {
+	// What the nodes fire at each demand: a short step at 2,000/s falls behind once (a
+	// checkpoint); they sustain up to 6,000/s.
+	blipped := false
+	run := func(rate float64, warmup, d time.Duration) (RampStep, error) {
+		fired := min(rate, 6000)
+		if rate == 2000 && d == time.Second && !blipped {
+			blipped, fired = true, 1600
+		}
+		return RampStep{Demanded: rate, Achieved: fired}, nil
+	}
+	capacity, ramp, hold, err := climb(1000, time.Second, 10*time.Second, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []RampStep{{1000, 1000}, {2000, 1600}, {2000, 2000}, {4000, 4000}, {8000, 6000}}
+	if len(ramp) != len(want) {
+		t.Fatalf("ramp %v, want %v", ramp, want)
+	}
+	for i := range want {
+		if ramp[i] != want[i] {
+			t.Fatalf("ramp %v, want %v", ramp, want)
+		}
+	}
+	if capacity != 6000 || hold == nil || *hold != (RampStep{8000, 6000}) {
+		t.Errorf("capacity %.0f held at %+v, want 6000 held at 8000/s", capacity, hold)
+	}
+}
