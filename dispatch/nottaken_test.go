@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/sundial-scheduler/sundial/clock"
 	"github.com/sundial-scheduler/sundial/engine"
 	"github.com/sundial-scheduler/sundial/store"
 )
@@ -114,5 +117,68 @@ func TestRunGoesToAnotherWhenNotTaken(t *testing.T) {
 		if _, err := fx.st.RegistryLeave(ctx, "billing", other.URL); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRunNotTakenWaitsForAnExecutor: when every executor online leaves the run untaken (the
+// only one registered refuses connections: it is restarting, or its stream closed as the run
+// was sent), the fire waits for one as a fire that finds none online does, reading the
+// registry every heartbeat, and goes to the first that takes it; with none it fails once
+// ExecutorWait has passed, on the dispatcher's clock.
+func TestRunNotTakenWaitsForAnExecutor(t *testing.T) {
+	ctx := context.Background()
+	fx := newRemoteFixture(t)
+	dead := closedAddress(t)
+	if err := fx.st.RegistryBeat(ctx, "billing", dead, "restarting", "", []string{"once"}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Now())
+	r := NewRemote(Config{Store: fx.st, Clock: clk, HeartbeatInterval: time.Second, ExecutorWait: 10 * time.Second})
+	fx.job.Routing = string(First)
+	if !slices.IsSorted([]string{dead, fx.exe.Address()}) {
+		fx.job.Routing = string(Last) // the dead one is picked first
+	}
+	dispatch := func(live bool) (res engine.Result, advances int) {
+		ex := fx.running(t, store.Owner{Node: "n"})
+		dispatched, returned := make(chan engine.Result, 1), make(chan struct{})
+		go func() {
+			dispatched <- r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job})
+			close(returned)
+		}()
+		for clk.WaitForTimers(1, returned) {
+			// Past the repeats of the send to the dead one: without the wait, the fire
+			// would have failed by now.
+			if advances == runAttempts+1 {
+				got, err := fx.st.ExecutionGet(ctx, ex.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.ExecutorAddress != dead {
+					t.Fatalf("execution recorded at %q before the live executor registered, want %q: the dead one was never tried", got.ExecutorAddress, dead)
+				}
+				if live {
+					if err := fx.st.RegistryBeat(ctx, "billing", fx.exe.Address(), fx.exe.Instance(), "", []string{"once"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			clk.Advance(time.Second)
+			advances++
+		}
+		return <-dispatched, advances
+	}
+
+	if res, n := dispatch(false); res.Async || !errors.Is(res.Err, errNotTaken) {
+		t.Fatalf("fire with only an executor refusing connections for ExecutorWait: %+v, want it failed as not taken", res)
+	} else if n < 10 {
+		t.Fatalf("the fire failed after %d s, want it to wait ExecutorWait (10 s)", n)
+	}
+	res, _ := dispatch(true)
+	if !res.Async || !strings.Contains(res.Message, "("+dead+" did not take it)") {
+		t.Fatalf("fire once a live executor registered: %+v, want it taken by the live one", res)
+	}
+	<-fx.got
+	if n := fx.runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once", n)
 	}
 }

@@ -192,18 +192,37 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 	if err != nil {
 		return engine.Result{Err: fmt.Errorf("job %d: %w", job.ID, err)}
 	}
-	addrs, online, app, err := r.addresses(ctx, job.App, job.Handler)
-	// None online, or the registry could not be read (the database is away): wait. A job
-	// that names no app has nothing to wait for.
-	if job.App != "" && (err != nil || len(addrs) == 0 && online == 0) {
-		addrs, online, app, err = r.awaitExecutor(ctx, job, err)
+	deadline := r.cfg.Clock.Now().Add(r.dispatchWait(job))
+	for {
+		addrs, online, app, err := r.addresses(ctx, job.App, job.Handler)
+		// None online, or the registry could not be read (the database is away): wait. A job
+		// that names no app has nothing to wait for.
+		if job.App != "" && (err != nil || len(addrs) == 0 && online == 0) {
+			addrs, online, app, err = r.awaitExecutor(ctx, job, deadline, err)
+		}
+		if err != nil {
+			return engine.Result{Err: err}
+		}
+		res := r.dispatchTo(ctx, f, st, addrs, online, app)
+		// Every executor online was tried and none took the run (their streams closed as it
+		// was sent, or they refused connections while restarting): the run is on none, so it
+		// waits for one as a fire that found none online does, instead of failing while the
+		// executors are alive and dialling back. A broadcast is not sent again: its other
+		// shards went out.
+		if job.App == "" || st == ShardingBroadcast || !errors.Is(res.Err, errNotTaken) || !r.pause(ctx, deadline) {
+			return r.countNotTaken(res)
+		}
 	}
-	if err != nil {
-		return engine.Result{Err: err}
-	}
+}
+
+// dispatchTo sends the fire to the instance(s) at addrs its job's routing picks (online
+// counts the app's instances online, with the handler or not).
+func (r *Remote) dispatchTo(ctx context.Context, f *engine.Fire, st Strategy, addrs []string, online int, app *store.App) engine.Result {
+	job := f.Job
 	var xc *xxljob.Client
 	var p prober = nativeProber{r, job.App}
 	if app != nil && app.Protocol == store.ProtocolXXLJob {
+		var err error
 		if xc, err = r.XXLClient(app); err != nil {
 			return engine.Result{Err: err}
 		}
@@ -222,7 +241,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 			// A retry (or recovery) of one shard: only that shard runs again, on the instance
 			// at its index while the instances are the same, so a broadcast is not multiplied
 			// by its failures. XXL-JOB does the same with registryList[index].
-			return r.countNotTaken(r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc, f.WorkflowInput))
+			return r.send(ctx, ex, job, addrs[ex.ShardIndex%len(addrs)], ex.ShardIndex, ex.ShardTotal, xc, f.WorkflowInput)
 		}
 		return r.broadcast(ctx, f, addrs, xc)
 	}
@@ -244,7 +263,6 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		addr = addrs[(start+i)%len(addrs)]
 		res = r.send(ctx, f.Execution, job, addr, 0, 1, xc, f.WorkflowInput)
 	}
-	r.countNotTaken(res)
 	if res.Async && len(passed) > 0 {
 		r.cfg.Logger.Info("a run went to another executor: the one picked did not take it",
 			"execution", f.Execution.ID, "job", job.ID, "not_taken_by", passed, "sent_to", addr)
@@ -415,31 +433,36 @@ func (r *Remote) RecordWith(complete func(context.Context, []engine.RemoteResult
 func (r *Remote) SeesDatabaseWith(sees func(time.Duration) bool) { r.seesDatabaseFor = sees }
 
 // awaitExecutor reads the app's executors again every heartbeat interval until one is
-// online, or the job's dispatch timeout (ExecutorWait when it has none) has passed, or ctx
-// ends: a fire that finds none (the executors restarting, or their beats not yet recorded
-// after an outage), or cannot read the registry (the database is away), waits for one before
-// it fails. It returns what it read last, or the last read's error.
-func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job, err error) ([]string, int, *store.App, error) {
-	deadline := r.cfg.Clock.Now().Add(r.dispatchWait(job))
-	for {
-		wait := min(r.cfg.HeartbeatInterval, deadline.Sub(r.cfg.Clock.Now()))
-		if wait <= 0 {
-			return nil, 0, nil, err
-		}
-		t := r.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, 0, nil, err
-		case <-t.C():
-		}
-		var addrs []string
-		var online int
-		var app *store.App
-		addrs, online, app, err = r.addresses(ctx, job.App, job.Handler)
-		if err == nil && (len(addrs) > 0 || online > 0) {
+// online, or deadline (the job's dispatch timeout, ExecutorWait when it has none, from the
+// fire's dispatch) has passed, or ctx ends: a fire that finds none (the executors
+// restarting, or their beats not yet recorded after an outage), or cannot read the registry
+// (the database is away), waits for one before it fails. It returns what it read last, or
+// the last read's error.
+func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job, deadline time.Time, err error) ([]string, int, *store.App, error) {
+	for r.pause(ctx, deadline) {
+		addrs, online, app, rerr := r.addresses(ctx, job.App, job.Handler)
+		if rerr == nil && (len(addrs) > 0 || online > 0) {
 			return addrs, online, app, nil
 		}
+		err = rerr
+	}
+	return nil, 0, nil, err
+}
+
+// pause waits a heartbeat interval, or until deadline if that comes first. It reports
+// false, without waiting, once deadline has passed, and when ctx ends.
+func (r *Remote) pause(ctx context.Context, deadline time.Time) bool {
+	wait := min(r.cfg.HeartbeatInterval, deadline.Sub(r.cfg.Clock.Now()))
+	if wait <= 0 {
+		return false
+	}
+	t := r.cfg.Clock.NewTimer(wait)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-t.C():
+		return true
 	}
 }
 
@@ -497,7 +520,7 @@ func (r *Remote) broadcast(ctx context.Context, f *engine.Fire, addrs []string, 
 			r.cfg.Logger.Error("recording a failed shard", "execution", sh.ID, "err", err)
 		}
 	}
-	return r.countNotTaken(r.send(ctx, ex, job, addrs[0], 0, total, xc, ""))
+	return r.send(ctx, ex, job, addrs[0], 0, total, xc, "") // Dispatch counts it
 }
 
 // shardFailed records that no executor took a shard: with the job's retry and alarm through

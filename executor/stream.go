@@ -173,8 +173,15 @@ func (e *Executor) stream(ctx context.Context, i int) (opened bool, err error) {
 	}
 }
 
+// pongBeats is how many heartbeat intervals a node may take to answer a ping before its
+// stream is closed: as long as the cluster lets an executor stay silent before it counts the
+// executor gone. A node that is slow (its machine overloaded, a pause of its process) still
+// holds the runs it sent; leaving it sooner costs those runs' results a detour and the node
+// its stream, and buys nothing: the calls themselves go to another node after serverWait.
+const pongBeats = 3
+
 // pingStream pings the node every heartbeat interval and closes the stream when no pong
-// comes within one: a node cut off (not closed) is left for another as fast as a dead one.
+// comes within pongBeats intervals: a node cut off (not closed) is left for another.
 func (e *Executor) pingStream(ctx context.Context, c *websocket.Conn) {
 	for {
 		wait := e.serverWait()
@@ -185,11 +192,11 @@ func (e *Executor) pingStream(ctx context.Context, c *websocket.Conn) {
 			return
 		case <-t.C():
 		}
-		pctx, cancel := context.WithTimeout(ctx, wait)
+		pctx, cancel := context.WithTimeout(ctx, pongBeats*wait)
 		err := c.Ping(pctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			e.log.Warn("the server did not answer a ping; closing the stream", "err", err)
+			e.log.Warn("the server did not answer a ping; closing the stream", "err", err, "waited", pongBeats*wait)
 			c.CloseNow()
 			return
 		}

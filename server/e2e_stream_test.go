@@ -13,6 +13,7 @@ import (
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/wire"
+	"github.com/sundial-scheduler/sundial/internal/testdb"
 )
 
 // streamExecutor starts a real SDK executor of app on the stream transport, with credential.
@@ -197,6 +198,113 @@ func TestStreamTrust(t *testing.T) {
 		}
 		if _, status := e.dialStream(alphaCred, "alpha", inst("mallory")); status != http.StatusUnauthorized {
 			t.Fatalf("a stream with the revoked credential: %d, want 401", status)
+		}
+	})
+}
+
+// TestStreamReadsWhileCallsWait: the database holds an executor's beats (another connection
+// holds the lock of its registry row, as a database too busy to take them would), and the
+// executor sends more beats over its stream than the stream serves and queues at once. The
+// node keeps reading the stream meanwhile: it answers a ping while every beat waits, answers
+// at once 503 ("send it again") to the calls past its bound, and answers every other call
+// once the database takes them.
+func TestStreamReadsWhileCallsWait(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		dsn := testdb.DSN(t, dialect)
+		e := newEnvOn(t, openDSN(t, dsn), func(c *Config) {
+			c.ExecutorToken = execToken
+			c.ExecutorHeartbeat = time.Second
+			c.Scheduler.HeartbeatInterval = 200 * time.Millisecond
+		}, nil)
+		cred := credential(e, "alpha")
+		s, status := e.dialStream(cred, "alpha", inst("slow-db"))
+		if status != http.StatusSwitchingProtocols {
+			t.Fatalf("the stream: %d", status)
+		}
+		addr := wire.StreamAddress(inst("slow-db"))
+		beat := map[string]any{"app": "alpha", "address": addr, "instance": inst("slow-db"), "handlers": []string{"report"}}
+		if r := s.call(wire.PathRegister, beat); r.Status != http.StatusOK {
+			t.Fatalf("the first registration: %d %s", r.Status, r.Body)
+		}
+
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		conn, err := openDSN(t, dsn).DB().Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, "UPDATE registry SET live_ms = live_ms WHERE address = '"+addr+"'"); err != nil {
+			t.Fatal(err)
+		}
+
+		const over = 5
+		n := streamBeats + streamWaiting + over
+		b, _ := json.Marshal(beat)
+		calls := make([]wire.StreamCall, n)
+		for i := range calls {
+			calls[i] = wire.StreamCall{ID: uint64(1000 + i), Path: wire.PathRegister, Body: wire.RawJSON(b)}
+		}
+		cb, _ := json.Marshal(calls)
+		frame, _ := json.Marshal(wire.StreamFrame{Calls: wire.RawJSON(cb)})
+		replies := make(chan wire.StreamReply, n)
+		go func() {
+			for {
+				_, data, err := s.c.Read(ctx)
+				if err != nil {
+					close(replies)
+					return
+				}
+				var f wire.StreamFrame
+				if json.Unmarshal(data, &f) == nil {
+					for _, r := range f.Replies {
+						replies <- r
+					}
+				}
+			}
+		}()
+		if err := s.c.Write(ctx, websocket.MessageText, frame); err != nil {
+			t.Fatal(err)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		err = s.c.Ping(pctx)
+		pcancel()
+		if err != nil {
+			t.Fatalf("a ping while %d beats wait for the database: %v; want it answered", n, err)
+		}
+		seen := map[uint64]int{}
+		for range over {
+			r := <-replies
+			if r.Status != http.StatusServiceUnavailable {
+				t.Fatalf("while the database holds the beats, call %d was answered %d %s; want only the %d past the bound answered, 503",
+					r.ID, r.Status, r.Body, over)
+			}
+			seen[r.ID]++
+		}
+		select {
+		case r := <-replies:
+			t.Fatalf("call %d answered %d %s while the database holds it; want it waiting", r.ID, r.Status, r.Body)
+		default:
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		for len(seen) < n {
+			r, ok := <-replies
+			if !ok {
+				t.Fatalf("the stream closed with %d of %d calls answered", len(seen), n)
+			}
+			if seen[r.ID]++; seen[r.ID] > 1 {
+				t.Fatalf("call %d answered twice", r.ID)
+			}
+			if r.Status != http.StatusOK {
+				t.Fatalf("call %d answered %d %s once the database took it; want 200", r.ID, r.Status, r.Body)
+			}
 		}
 	})
 }

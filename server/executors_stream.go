@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -27,8 +28,47 @@ import (
 // (100 results of at most 64 KiB each) and more.
 const streamReadLimit = 32 << 20
 
-// streamCalls bounds the executor's calls a stream serves at once.
-const streamCalls = 64
+// The executor's calls a stream serves at once, in two lanes: beats (register, unregister)
+// apart, so that a beat never waits behind a queue of results and output the database is slow
+// to take; the executor counts a beat that does not come through as its node gone, and the
+// cluster counts an executor whose beats are not recorded as silent, its runs lost. Calls read
+// while their lane is full wait for it, up to streamWaiting; past that a call is answered 503
+// at once, and the executor sends it again (to this node or another) as to a node that
+// cannot answer. The stream is read all the while: its pings are answered by the read.
+const (
+	streamCalls   = 64
+	streamBeats   = 4
+	streamWaiting = 1024
+)
+
+// callLane is one lane of a stream's calls: slots bounds those served at once, waiting counts
+// those read and not served yet.
+type callLane struct {
+	slots   chan struct{}
+	waiting atomic.Int64
+}
+
+func newCallLane(slots int) *callLane { return &callLane{slots: make(chan struct{}, slots)} }
+
+// serve runs do in the lane, in its own goroutine once a slot is free, or runs busy at once
+// when streamWaiting calls wait already. It never blocks the stream's read.
+func (l *callLane) serve(ctx context.Context, do, busy func()) {
+	if l.waiting.Add(1) > int64(cap(l.slots))+streamWaiting {
+		l.waiting.Add(-1)
+		busy()
+		return
+	}
+	go func() {
+		defer l.waiting.Add(-1)
+		select {
+		case l.slots <- struct{}{}:
+		case <-ctx.Done():
+			return // the stream ended: the executor's call fails with it, and is sent again
+		}
+		defer func() { <-l.slots }()
+		do()
+	}()
+}
 
 type streamedKey struct{}
 
@@ -119,12 +159,16 @@ func (s *Server) watchCredential(ctx context.Context, c *websocket.Conn, token s
 }
 
 // serveStream reads the executor's frames until the stream ends: replies go to the calls
-// waiting for them, calls are served (up to streamCalls at once) by their routes' handlers.
+// waiting for them, calls are served in their lanes by their routes' handlers. It keeps
+// reading while calls wait (for the database, for a slot): it answers the executor's pings as
+// it reads, and an executor whose pings go unanswered leaves the node.
 func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interface {
 	Deliver([]wire.StreamReply)
 	Reply(wire.StreamReply)
 }, open *http.Request) error {
-	sem := make(chan struct{}, streamCalls)
+	calls, beats := newCallLane(streamCalls), newCallLane(streamBeats)
+	busy := &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: fmt.Sprintf("%d calls of this stream wait already; send it again", streamWaiting)}
 	for {
 		typ, data, err := c.Read(ctx)
 		if err != nil {
@@ -141,20 +185,20 @@ func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interfac
 		if f.Calls == "" {
 			continue
 		}
-		var calls []wire.StreamCall
-		if err := wire.Decode([]byte(f.Calls), &calls); err != nil {
+		var in []wire.StreamCall
+		if err := wire.Decode([]byte(f.Calls), &in); err != nil {
 			return fmt.Errorf("the calls of a frame from the executor: %w", err)
 		}
-		for _, call := range calls {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
+		for _, call := range in {
+			lane := calls
+			if call.Path == wire.PathRegister || call.Path == wire.PathUnregister {
+				lane = beats
 			}
-			go func() {
-				defer func() { <-sem }()
-				st.Reply(s.serveStreamCall(ctx, open, call))
-			}()
+			lane.serve(ctx, func() { st.Reply(s.serveStreamCall(ctx, open, call)) }, func() {
+				rec := streamconn.NewRecorder()
+				s.writeError(rec, open, busy)
+				st.Reply(rec.Reply(call.ID))
+			})
 		}
 	}
 }

@@ -179,13 +179,19 @@ func (e *executor) registryBeat(ctx context.Context, app, address, instance, ver
 	}
 	// registry_address_key: an address belongs to one app.
 	upsert := e.d().upsertOwn("app, address", "app", since, "instance", "version", "handlers", "live_ms", "last_seen")
-	_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, ?, "+now+", "+now+")"+
-		upsert, app, address, instance, version, hs, liveFor.Milliseconds())
-	if err != nil && !isUniqueViolation(err) {
-		return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
-	}
-	// PostgreSQL and SQLite refuse the row (a unique violation); MySQL left the holder's.
-	if err != nil || e.d().kind == mysqlKind {
+	for attempt := 1; ; attempt++ {
+		_, err = e.exec(ctx, "INSERT INTO registry ("+instanceCols+") VALUES (?, ?, ?, ?, ?, ?, "+now+", "+now+")"+
+			upsert, app, address, instance, version, hs, liveFor.Milliseconds())
+		if isDeadlock(err) && attempt < beatAttempts {
+			continue
+		}
+		if err != nil && !isUniqueViolation(err) {
+			return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
+		}
+		// PostgreSQL and SQLite refuse the row (a unique violation); MySQL left the holder's.
+		if err == nil && e.d().kind != mysqlKind {
+			return nil
+		}
 		var holder string
 		switch rerr := e.queryRow(ctx, "SELECT app FROM registry WHERE address = ?", address).Scan(&holder); {
 		case errors.Is(rerr, sql.ErrNoRows) && err == nil:
@@ -194,6 +200,11 @@ func (e *executor) registryBeat(ctx context.Context, app, address, instance, ver
 			holder = "an app that has just left"
 		case rerr != nil:
 			return fmt.Errorf("sqlstore: beat of %s at %q: who holds the address: %w", app, address, rerr)
+		case holder == app && err != nil && attempt < beatAttempts:
+			// Two beats of the address raced to insert its row (PostgreSQL checks the
+			// address key, which the upsert does not arbitrate, before it sees the other's
+			// row): the row is there now, and the upsert updates it.
+			continue
 		case holder == app && err != nil:
 			return fmt.Errorf("sqlstore: beat of %s at %q: %w", app, address, err)
 		case holder == app:
@@ -203,8 +214,10 @@ func (e *executor) registryBeat(ctx context.Context, app, address, instance, ver
 		}
 		return &store.ExistsError{Kind: "executor address", Key: address, Field: "address", Holder: holder}
 	}
-	return nil
 }
+
+// beatAttempts bounds the attempts of a beat that races another beat of its address.
+const beatAttempts = 3
 
 // RegistryLeave deletes the instance.
 func (e *executor) RegistryLeave(ctx context.Context, app, address string) (bool, error) {

@@ -110,6 +110,31 @@ func testRegistry(t *testing.T, s store.Store) {
 	noErr(t, s.RegistryBeat(ctx, fmt.Sprintf("racer%d", won), "http://race:1", "i", "", nil))
 	equal(t, "the winner leaves", get(s.RegistryLeave(ctx, fmt.Sprintf("racer%d", won), "http://race:1")).ok(t), true)
 
+	// Beats of one app's instance at one address racing (a stream's beats queued while the
+	// database was busy, then taken at once): every one is taken, for a new address's row
+	// and for one that is there.
+	for range 2 {
+		var wg sync.WaitGroup
+		errs := make([]error, 16)
+		start := make(chan struct{})
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs[i] = s.RegistryBeat(ctx, "billing", "http://beats:1", "i", "", []string{"report"})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("racing beat %d of one instance: %v, want every one taken", i, err)
+			}
+		}
+	}
+	equal(t, "the racing beats' one row", get(s.RegistryLeave(ctx, "billing", "http://beats:1")).ok(t), true)
+
 	equal(t, "leave", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), true)
 	equal(t, "leave twice", get(s.RegistryLeave(ctx, "other", "http://c:1")).ok(t), false)
 
