@@ -42,7 +42,7 @@ const (
 )
 
 // callLane is one lane of a stream's calls: slots bounds those served at once, waiting counts
-// those read and not served yet.
+// those read and not answered yet (served or waiting for a slot).
 type callLane struct {
 	slots   chan struct{}
 	waiting atomic.Int64
@@ -51,7 +51,7 @@ type callLane struct {
 func newCallLane(slots int) *callLane { return &callLane{slots: make(chan struct{}, slots)} }
 
 // serve runs do in the lane, in its own goroutine once a slot is free, or runs busy at once
-// when streamWaiting calls wait already. It never blocks the stream's read.
+// when streamWaiting calls wait for a slot already. It never blocks the stream's read.
 func (l *callLane) serve(ctx context.Context, do, busy func()) {
 	if l.waiting.Add(1) > int64(cap(l.slots))+streamWaiting {
 		l.waiting.Add(-1)
