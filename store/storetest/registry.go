@@ -114,19 +114,9 @@ func testRegistry(t *testing.T, s store.Store) {
 	// database was busy, then taken at once): every one is taken, for a new address's row
 	// and for one that is there.
 	for range 2 {
-		var wg sync.WaitGroup
-		errs := make([]error, 16)
-		start := make(chan struct{})
-		for i := range errs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				errs[i] = s.RegistryBeat(ctx, "billing", "http://beats:1", "i", "", []string{"report"})
-			}()
-		}
-		close(start)
-		wg.Wait()
+		errs := together(16, func(int) error {
+			return s.RegistryBeat(ctx, "billing", "http://beats:1", "i", "", []string{"report"})
+		})
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("racing beat %d of one instance: %v, want every one taken", i, err)
@@ -261,8 +251,23 @@ func wantTaken(t *testing.T, err error, field string) {
 // one must, the other failing as wantTaken(field).
 func race(t *testing.T, try func(i int) error, field string) int {
 	t.Helper()
+	errs := together(2, try)
+	switch {
+	case errs[0] == nil && errs[1] != nil:
+		wantTaken(t, errs[1], field)
+		return 0
+	case errs[1] == nil && errs[0] != nil:
+		wantTaken(t, errs[0], field)
+		return 1
+	}
+	t.Fatalf("two racing writes of one %s: errors %v, want exactly one to win", field, errs)
+	return -1
+}
+
+// together runs try(0) … try(n-1) at once, released together, and returns their errors.
+func together(n int, try func(i int) error) []error {
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
+	errs := make([]error, n)
 	start := make(chan struct{})
 	for i := range errs {
 		wg.Add(1)
@@ -274,14 +279,5 @@ func race(t *testing.T, try func(i int) error, field string) int {
 	}
 	close(start)
 	wg.Wait()
-	switch {
-	case errs[0] == nil && errs[1] != nil:
-		wantTaken(t, errs[1], field)
-		return 0
-	case errs[1] == nil && errs[0] != nil:
-		wantTaken(t, errs[0], field)
-		return 1
-	}
-	t.Fatalf("two racing writes of one %s: errors %v, want exactly one to win", field, errs)
-	return -1
+	return errs
 }
