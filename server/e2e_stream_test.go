@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -307,4 +309,56 @@ func TestStreamReadsWhileCallsWait(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCallLaneBounds: a lane of one slot holding 2 calls waiting and 100 bytes of bodies
+// answers busy the call past either bound, at once, and serves every other once the slot
+// frees; a call larger than the byte bound alone is served (a frame's size bounds it).
+func TestCallLaneBounds(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		sizes []int
+		busy  []int // indexes answered busy
+	}{
+		{"count", []int{10, 10, 10, 10}, []int{3}},
+		{"bytes", []int{60, 50, 40}, []int{1}},
+		{"one large call", []int{500}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newCallLane(1, 2, 100)
+			release := make(chan struct{})
+			var served sync.WaitGroup
+			var busy []int
+			started := make(chan struct{}, 1)
+			for i, size := range c.sizes {
+				do := func() {
+					defer served.Done()
+					started <- struct{}{}
+					<-release
+				}
+				served.Add(1)
+				l.serve(ctx, size, do, func() {
+					served.Done()
+					busy = append(busy, i)
+				})
+				if i == 0 {
+					<-started // the first holds the slot: the rest wait behind it
+				}
+			}
+			if !slices.Equal(busy, c.busy) {
+				t.Fatalf("answered busy %v, want %v", busy, c.busy)
+			}
+			close(release)
+			go func() {
+				for range started { // the others' starts, once the slot frees
+				}
+			}()
+			served.Wait()
+			close(started)
+			if n, b := l.waiting.Load(), l.bytes.Load(); n != 0 || b != 0 {
+				t.Fatalf("after every call was answered the lane counts %d calls, %d bytes waiting; want 0", n, b)
+			}
+		})
+	}
 }

@@ -32,34 +32,46 @@ const streamReadLimit = 32 << 20
 // apart, so that a beat never waits behind a queue of results and output the database is slow
 // to take; the executor counts a beat that does not come through as its node gone, and the
 // cluster counts an executor whose beats are not recorded as silent, its runs lost. Calls read
-// while their lane is full wait for it, up to streamWaiting; past that a call is answered 503
-// at once, and the executor sends it again (to this node or another) as to a node that
+// while their lane is full wait for it, up to streamWaiting of them and streamWaitingBytes of
+// their bodies (what one app's credential can make a node hold); past that a call is answered
+// 503 at once, and the executor sends it again (to this node or another) as to a node that
 // cannot answer. The stream is read all the while: its pings are answered by the read.
 const (
-	streamCalls   = 64
-	streamBeats   = 4
-	streamWaiting = 1024
+	streamCalls        = 64
+	streamBeats        = 4
+	streamWaiting      = 1024
+	streamWaitingBytes = 64 << 20
 )
 
-// callLane is one lane of a stream's calls: slots bounds those served at once, waiting counts
-// those read and not answered yet (served or waiting for a slot).
+// callLane is one lane of a stream's calls: slots bounds those served at once; waiting and
+// bytes count those read and not answered yet (served or waiting for a slot), and their
+// bodies, up to maxWaiting and maxBytes.
 type callLane struct {
-	slots   chan struct{}
-	waiting atomic.Int64
+	slots                chan struct{}
+	waiting, bytes       atomic.Int64
+	maxWaiting, maxBytes int64
 }
 
-func newCallLane(slots int) *callLane { return &callLane{slots: make(chan struct{}, slots)} }
+func newCallLane(slots, maxWaiting, maxBytes int) *callLane {
+	return &callLane{slots: make(chan struct{}, slots), maxWaiting: int64(slots + maxWaiting), maxBytes: int64(maxBytes)}
+}
 
-// serve runs do in the lane, in its own goroutine once a slot is free, or runs busy at once
-// when streamWaiting calls wait for a slot already. It never blocks the stream's read.
-func (l *callLane) serve(ctx context.Context, do, busy func()) {
-	if l.waiting.Add(1) > int64(cap(l.slots))+streamWaiting {
+// serve runs do, for a call whose body is size bytes, in its own goroutine once a slot is
+// free; or runs busy at once when the calls waiting already are as many, or their bodies as
+// large, as the lane holds. It never blocks the stream's read.
+func (l *callLane) serve(ctx context.Context, size int, do, busy func()) {
+	n, b := l.waiting.Add(1), l.bytes.Add(int64(size))
+	if n > l.maxWaiting || b > l.maxBytes && n > 1 {
 		l.waiting.Add(-1)
+		l.bytes.Add(-int64(size))
 		busy()
 		return
 	}
 	go func() {
-		defer l.waiting.Add(-1)
+		defer func() {
+			l.waiting.Add(-1)
+			l.bytes.Add(-int64(size))
+		}()
 		select {
 		case l.slots <- struct{}{}:
 		case <-ctx.Done():
@@ -166,9 +178,10 @@ func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interfac
 	Deliver([]wire.StreamReply)
 	Reply(wire.StreamReply)
 }, open *http.Request) error {
-	calls, beats := newCallLane(streamCalls), newCallLane(streamBeats)
+	calls := newCallLane(streamCalls, streamWaiting, streamWaitingBytes)
+	beats := newCallLane(streamBeats, streamWaiting, streamWaitingBytes)
 	busy := &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
-		Message: fmt.Sprintf("%d calls of this stream wait already; send it again", streamWaiting)}
+		Message: "this stream's calls waiting for the node are as many as it holds; send it again"}
 	for {
 		typ, data, err := c.Read(ctx)
 		if err != nil {
@@ -194,7 +207,7 @@ func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interfac
 			if call.Path == wire.PathRegister || call.Path == wire.PathUnregister {
 				lane = beats
 			}
-			lane.serve(ctx, func() { st.Reply(s.serveStreamCall(ctx, open, call)) }, func() {
+			lane.serve(ctx, len(call.Body), func() { st.Reply(s.serveStreamCall(ctx, open, call)) }, func() {
 				rec := streamconn.NewRecorder()
 				s.writeError(rec, open, busy)
 				st.Reply(rec.Reply(call.ID))

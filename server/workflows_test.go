@@ -361,18 +361,19 @@ func TestWorkflowOverlapAPI(t *testing.T) {
 		if first.State != "running" || second.State != "queued" || len(second.Nodes) != 0 {
 			t.Errorf("runs %s and %s (%d nodes), want running then queued without nodes", first.State, second.State, len(second.Nodes))
 		}
+		// A queued run keeps its workflow from being deleted, as a running one does. (Asked
+		// before the update below: at_most 3 lets the queued run start.)
+		err := admin.DeleteWorkflow(ctx, "serial")
+		if ae := wantStatus(t, "delete with live runs", err, http.StatusConflict); !strings.Contains(ae.Message, "1 queued") {
+			t.Errorf("409 %q, want the queued run counted", ae.Message)
+		}
 		must(admin.UpdateWorkflow(ctx, "serial", api.WorkflowUpdate{Graph: graph, WorkflowOverlap: api.WorkflowOverlap{Concurrency: "at_most", MaxConcurrent: 3}}))(t)
 		if got := must(admin.GetWorkflow(ctx, "serial"))(t); got.Concurrency != "at_most" || got.MaxConcurrent != 3 {
 			t.Errorf("after the update: %q %d, want at_most 3", got.Concurrency, got.MaxConcurrent)
 		}
-		_, err := admin.UpdateWorkflow(ctx, "serial", api.WorkflowUpdate{Graph: graph, WorkflowOverlap: api.WorkflowOverlap{Concurrency: "at_most"}})
+		_, err = admin.UpdateWorkflow(ctx, "serial", api.WorkflowUpdate{Graph: graph, WorkflowOverlap: api.WorkflowOverlap{Concurrency: "at_most"}})
 		if ae := wantStatus(t, "update without a limit", err, http.StatusBadRequest); ae.Field != "max_concurrent" {
 			t.Errorf("400 on %q, want max_concurrent", ae.Field)
-		}
-		// A queued run keeps its workflow from being deleted, as a running one does.
-		err = admin.DeleteWorkflow(ctx, "serial")
-		if ae := wantStatus(t, "delete with live runs", err, http.StatusConflict); !strings.Contains(ae.Message, "1 queued") {
-			t.Errorf("409 %q, want the queued run counted", ae.Message)
 		}
 	})
 }
