@@ -103,13 +103,9 @@ func (s *rawStream) call(path string, body any) wire.StreamReply {
 	s.t.Helper()
 	s.next++
 	b, _ := json.Marshal(body)
-	calls, _ := json.Marshal([]wire.StreamCall{{ID: s.next, Path: path, Body: wire.RawJSON(b)}})
-	frame, _ := json.Marshal(wire.StreamFrame{Calls: wire.RawJSON(calls)})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.c.Write(ctx, websocket.MessageText, frame); err != nil {
-		s.t.Fatal(err)
-	}
+	s.send(ctx, wire.StreamCall{ID: s.next, Path: path, Body: wire.RawJSON(b)})
 	for {
 		_, data, err := s.c.Read(ctx)
 		if err != nil {
@@ -127,6 +123,16 @@ func (s *rawStream) call(path string, body any) wire.StreamReply {
 				return r
 			}
 		}
+	}
+}
+
+// send writes calls up the stream in one frame.
+func (s *rawStream) send(ctx context.Context, calls ...wire.StreamCall) {
+	s.t.Helper()
+	cb, _ := json.Marshal(calls)
+	frame, _ := json.Marshal(wire.StreamFrame{Calls: wire.RawJSON(cb)})
+	if err := s.c.Write(ctx, websocket.MessageText, frame); err != nil {
+		s.t.Fatal(err)
 	}
 }
 
@@ -252,8 +258,6 @@ func TestStreamReadsWhileCallsWait(t *testing.T) {
 		for i := range calls {
 			calls[i] = wire.StreamCall{ID: uint64(1000 + i), Path: wire.PathRegister, Body: wire.RawJSON(b)}
 		}
-		cb, _ := json.Marshal(calls)
-		frame, _ := json.Marshal(wire.StreamFrame{Calls: wire.RawJSON(cb)})
 		replies := make(chan wire.StreamReply, n)
 		go func() {
 			for {
@@ -270,9 +274,7 @@ func TestStreamReadsWhileCallsWait(t *testing.T) {
 				}
 			}
 		}()
-		if err := s.c.Write(ctx, websocket.MessageText, frame); err != nil {
-			t.Fatal(err)
-		}
+		s.send(ctx, calls...)
 		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
 		err = s.c.Ping(pctx)
 		pcancel()
