@@ -32,8 +32,9 @@ func closedAddress(t *testing.T) string {
 // TestRunGoesToAnotherWhenNotTaken: with round-robin routing over a live executor and an
 // address that refuses connections (its executor restarting, still in the registry), every
 // fire runs: a run no executor took goes to the next one, and says so; so does a run an
-// executor refused unserved (401: signed with a key it was not given). An executor that
-// failed the call otherwise (an answer 500) does not pass its run on: it may have it.
+// executor refused unserved (401: signed with a key it was not given) or answered busy (429).
+// An executor that failed the call otherwise (an answer 500) does not pass its run on: it may
+// have it, so the run is left to its heartbeats, neither failed nor sent elsewhere.
 func TestRunGoesToAnotherWhenNotTaken(t *testing.T) {
 	ctx := context.Background()
 	fx := newRemoteFixture(t)
@@ -82,7 +83,7 @@ func TestRunGoesToAnotherWhenNotTaken(t *testing.T) {
 	for _, c := range []struct {
 		status   int
 		passedOn bool
-	}{{http.StatusUnauthorized, true}, {http.StatusInternalServerError, false}} {
+	}{{http.StatusUnauthorized, true}, {http.StatusTooManyRequests, true}, {http.StatusInternalServerError, false}} {
 		var calls atomic.Int32
 		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			calls.Add(1)
@@ -108,8 +109,10 @@ func TestRunGoesToAnotherWhenNotTaken(t *testing.T) {
 			}
 			<-fx.got
 			runs++
-		} else if res.Async || res.Err == nil || !strings.Contains(res.Err.Error(), other.URL) {
-			t.Fatalf("fire answered %d: %+v, want it failed there", c.status, res)
+		} else if !res.Async || res.Err != nil || !strings.Contains(res.Message, "sent to "+other.URL+", no answer") {
+			t.Fatalf("fire answered %d: %+v, want it left with that executor, to its heartbeats", c.status, res)
+		} else if got, err := fx.st.ExecutionGet(ctx, ex.ID); err != nil || got.State != store.ExecRunning || got.ExecutorAddress != other.URL {
+			t.Fatalf("execution after a %d: %+v %v, want it running, recorded for the executor that did not answer", c.status, got, err)
 		}
 		if n := fx.runs.Load(); n != runs {
 			t.Fatalf("after a %d the handler ran %d times, want %d", c.status, n, runs)

@@ -147,6 +147,16 @@ type Stats struct {
 	Refused atomic.Int64
 	// NotOwned: the fire was no longer the dispatching node's (the cluster declared it dead).
 	NotOwned atomic.Int64
+	// Busy: the executors tried answered busy (they hold as many runs as they may, or are
+	// stopping) until the fire's dispatch wait ran out.
+	Busy atomic.Int64
+	// Unanswered: runs sent whose executor's answer never came (a stream closed, a timeout, a
+	// 5xx): not failed, since the executor may have taken them; its heartbeats say whether it
+	// holds each, and one it does not is declared lost.
+	Unanswered atomic.Int64
+	// Waiting counts the fires waiting now for an executor to take them: none of their app
+	// online, or every one tried busy or not taking runs.
+	Waiting atomic.Int64
 }
 
 // Stats returns the dispatcher's counters.
@@ -198,18 +208,26 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		// None online, or the registry could not be read (the database is away): wait. A job
 		// that names no app has nothing to wait for.
 		if job.App != "" && (err != nil || len(addrs) == 0 && online == 0) {
+			r.stats.Waiting.Add(1)
 			addrs, online, app, err = r.awaitExecutor(ctx, job, deadline, err)
+			r.stats.Waiting.Add(-1)
 		}
 		if err != nil {
 			return engine.Result{Err: err}
 		}
 		res := r.dispatchTo(ctx, f, st, addrs, online, app)
-		// Every executor online was tried and none took the run (their streams closed as it
-		// was sent, or they refused connections while restarting): the run is on none, so it
-		// waits for one as a fire that found none online does, instead of failing while the
-		// executors are alive and dialling back. A broadcast is not sent again: its other
-		// shards went out.
-		if job.App == "" || st == ShardingBroadcast || !errors.Is(res.Err, errNotTaken) || !r.pause(ctx, deadline) {
+		// Every executor online was tried and none took the run (they are busy, their streams
+		// closed as it was sent, or they refused connections while restarting): the run is on
+		// none, so it waits for one as a fire that found none online does, instead of failing
+		// while the executors are alive and dialling back or working through their runs. A
+		// broadcast is not sent again: its other shards went out.
+		if job.App == "" || st == ShardingBroadcast || !errors.Is(res.Err, errNotTaken) {
+			return r.countNotTaken(res)
+		}
+		r.stats.Waiting.Add(1)
+		again := r.pause(ctx, deadline)
+		r.stats.Waiting.Add(-1)
+		if !again {
 			return r.countNotTaken(res)
 		}
 	}
@@ -274,10 +292,21 @@ func (r *Remote) dispatchTo(ctx context.Context, f *engine.Fire, st Strategy, ad
 // countNotTaken counts a run no executor took (send leaves that to its caller, which may send
 // it to another), and returns res.
 func (r *Remote) countNotTaken(res engine.Result) engine.Result {
-	if errors.Is(res.Err, errNotTaken) {
+	switch {
+	case busy(res.Err):
+		r.stats.Busy.Add(1)
+	case errors.Is(res.Err, errNotTaken):
 		r.stats.Unreachable.Add(1)
 	}
 	return res
+}
+
+// busy reports whether err is an executor's answer that it did not take a run and the run
+// should be offered again (429: it holds as many runs as it may, or it is stopping). The
+// executor answers so only after checking it does not hold the run.
+func busy(err error) bool {
+	st := (*wire.StatusError)(nil)
+	return errors.As(err, &st) && st.Status == http.StatusTooManyRequests
 }
 
 // errNotTaken marks a run that no executor took: every attempt to send it failed in a way
@@ -351,6 +380,18 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	cancel()
 	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == wire.MisdirectedInstance && m.Instance != "" {
 		err = r.resendToInstance(ctx, ex, job, addr, index, total, msg, &req, &resp, m.Instance)
+	}
+	if err != nil && !errors.Is(err, errNotTaken) && instance != "" && ctx.Err() == nil {
+		// Sent, and no answer came back (a stream closed, a timeout, a 5xx): the executor may
+		// have taken the run, so failing it here could have the job's retry run it twice. The
+		// dispatch names the instance, whose heartbeats list the runs it holds: the run's
+		// result comes from it, or the run is declared lost when its beats leave it out
+		// (engine.CheckExecutorBeat). A run whose own context ended (its timeout, a kill, the
+		// node stopping) ends here as before.
+		r.stats.Unanswered.Add(1)
+		r.cfg.Logger.Warn("no answer from the executor a run was sent to: its heartbeats will say whether it holds the run",
+			"execution", ex.ID, "job", job.ID, "address", addr, "instance", instance, "err", err)
+		return engine.Result{Async: true, Message: fmt.Sprintf("%s, no answer (%v): left to the executor's heartbeats", msg, err)}
 	}
 	if err != nil {
 		if !errors.Is(err, errNotTaken) {
@@ -687,7 +728,12 @@ func (r *Remote) callRepeating(ctx context.Context, app, addr, path, instance st
 	mayHold := false
 	err := backoff.Retry(ctx, r.cfg.Clock, runRepeats, runAttempts, func(ctx context.Context) error {
 		err := r.call(ctx, app, addr, path, instance, body, out)
-		if err != nil && !notTaken(err) {
+		switch {
+		case busy(err):
+			// Answered by the instance after it checked it does not hold the run: whatever
+			// became of an earlier attempt, the run is not there.
+			mayHold = false
+		case err != nil && !notTaken(err):
 			mayHold = true
 		}
 		if status, m := (*wire.StatusError)(nil), (*MisdirectedError)(nil); errors.As(err, &status) || errors.As(err, &m) {

@@ -87,6 +87,13 @@ type Config struct {
 	TLSCA *x509.CertPool
 	// Map tunes the runner of the sub-tasks of MapReduce handlers (HandleMapReduce).
 	Map MapConfig
+	// MaxRuns bounds the runs this executor holds at once: running, or queued behind their
+	// job's concurrency policy. A run past it is answered 429 (busy) before it is taken, so
+	// it stays with the server, which offers it to the app's other executors and then again
+	// every heartbeat interval, up to the job's dispatch timeout: an executor that cannot
+	// keep up makes runs late, rather than piling up more processes than its machine can
+	// run and missing its heartbeats. Default DefaultMaxRuns; negative: no bound.
+	MaxRuns int
 	// Clock is the time source of the heartbeat, the output flushes, the grace a canceled
 	// handler gets and the times results carry. A job's timeout stays a deadline of the run's
 	// context, which handlers read in real time. Default: clock.Real{}.
@@ -209,6 +216,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
+	}
+	if cfg.MaxRuns == 0 {
+		cfg.MaxRuns = DefaultMaxRuns
 	}
 	if cfg.TLSCA != nil && cfg.TLS == nil {
 		return nil, errors.New("executor: TLSCA (mutual TLS) needs TLS, the executor's certificate")
@@ -565,7 +575,12 @@ func (e *Executor) calls() map[string]call {
 				return
 			}
 			// The server sends the fire's trace context (W3C traceparent) with the run.
-			resp := e.accept(req, trace.SpanContextFromContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
+			resp, busy := e.accept(req, trace.SpanContextFromContext(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
+			if busy {
+				// A status, not a refusal: the server keeps the run and offers it again.
+				http.Error(w, resp.Message, http.StatusTooManyRequests)
+				return
+			}
 			resp.Instance = e.instance
 			writeJSON(w, resp)
 		}},

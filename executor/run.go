@@ -93,34 +93,44 @@ type stopCause struct {
 
 func (c *stopCause) Error() string { return c.msg }
 
-// accept applies the job's concurrency policy to a run request.
-func (e *Executor) accept(req wire.RunRequest, parent trace.SpanContext) wire.RunResponse {
+// DefaultMaxRuns is the default Config.MaxRuns.
+const DefaultMaxRuns = 1000
+
+// accept applies the job's concurrency policy to a run request. busy says the executor did
+// not take the run and the server should offer it again, here or to another executor: it
+// holds Config.MaxRuns runs, or it is stopping (the answer's message says which).
+func (e *Executor) accept(req wire.RunRequest, parent trace.SpanContext) (resp wire.RunResponse, busy bool) {
 	policy, err := jobrun.ParseOverlap(req.Concurrency, req.MaxConcurrent)
 	if err != nil {
-		return wire.RunResponse{Message: err.Error()}
+		return wire.RunResponse{Message: err.Error()}, false
 	}
 	if req.ExecutionID <= 0 {
-		return wire.RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}
+		return wire.RunResponse{Message: fmt.Sprintf("execution_id %d: want a positive id", req.ExecutionID)}, false
 	}
 	rs := &runState{policy: policy, run: runOf(req), parent: parent}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.stopping {
-		return wire.RunResponse{Message: "executor is stopping"}
-	}
 	h := e.handlers[req.Handler]
 	if h == nil {
-		return wire.RunResponse{Message: fmt.Sprintf("unknown handler %q", req.Handler)}
+		return wire.RunResponse{Message: fmt.Sprintf("unknown handler %q", req.Handler)}, false
 	}
 	rs.h = h
 	if _, dup := e.runs[req.ExecutionID]; dup {
 		// The server repeated a call whose answer it lost: the run is already ours.
-		return wire.RunResponse{Accepted: true, Message: "already accepted"}
+		return wire.RunResponse{Accepted: true, Message: "already accepted"}, false
 	}
 	if _, done := e.ended[req.ExecutionID]; done {
 		// The same, for a run that has finished since: its result is reported or spooled.
-		return wire.RunResponse{Accepted: true, Message: "already ran"}
+		return wire.RunResponse{Accepted: true, Message: "already ran"}, false
+	}
+	// Checked after the repeats above: a run already taken is answered taken, whatever else
+	// holds (answered busy, the server would send it to another executor: it would run twice).
+	if e.stopping {
+		return wire.RunResponse{Message: "the executor is stopping"}, true
+	}
+	if e.cfg.MaxRuns > 0 && len(e.runs) >= e.cfg.MaxRuns {
+		return wire.RunResponse{Message: fmt.Sprintf("busy: the executor holds %d runs, its most (MaxRuns)", len(e.runs))}, true
 	}
 	cause := &stopCause{state: wire.StateCanceled, code: wire.CodeFailed, msg: fmt.Sprintf("replaced by execution %d", req.ExecutionID)}
 	admission, dropped := e.conc.Admit(req.JobID, req.ExecutionID, policy, rs, cause)
@@ -132,14 +142,14 @@ func (e *Executor) accept(req wire.RunRequest, parent trace.SpanContext) wire.Ru
 	case jobrun.Queued:
 		e.runs[req.ExecutionID] = rs
 		active, queued := e.conc.Load(req.JobID)
-		return wire.RunResponse{Accepted: true, Message: fmt.Sprintf("queued behind %d run(s)", active+queued-1)}
+		return wire.RunResponse{Accepted: true, Message: fmt.Sprintf("queued behind %d run(s)", active+queued-1)}, false
 	case jobrun.Skipped:
 		active, queued := e.conc.Load(req.JobID)
-		return wire.RunResponse{Message: fmt.Sprintf("discarded: job %d has %d run(s) in progress", req.JobID, active+queued)}
+		return wire.RunResponse{Message: fmt.Sprintf("discarded: job %d has %d run(s) in progress", req.JobID, active+queued)}, false
 	}
 	e.runs[req.ExecutionID] = rs
 	e.startLocked(rs)
-	return wire.RunResponse{Accepted: true}
+	return wire.RunResponse{Accepted: true}, false
 }
 
 // runOf is the run a request describes. A server that sends no idempotency key gets the one

@@ -54,14 +54,20 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 		reason string
 		read   func() int64
 	}{{"no_executor", rs.NoExecutor.Load}, {"no_handler", rs.NoHandler.Load},
-		{"unreachable", rs.Unreachable.Load}, {"refused", rs.Refused.Load}, {"not_owned", rs.NotOwned.Load}} {
+		{"unreachable", rs.Unreachable.Load}, {"refused", rs.Refused.Load}, {"not_owned", rs.NotOwned.Load}, {"busy", rs.Busy.Load}} {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sundial_remote_dispatch_failures_total",
 			Help: "Fires of remote jobs this node could not hand to an executor, by reason: no_executor (none of " +
 				"the app online), no_handler (none online has the job's handler), unreachable, refused, not_owned " +
-				"(the cluster had declared this node dead and the run lost).",
+				"(the cluster had declared this node dead and the run lost), busy (the executors held as many runs as they may " +
+				"until the dispatch wait ran out).",
 			ConstLabels: prometheus.Labels{"reason": f.reason}}, func() float64 { return float64(f.read()) }))
 	}
 	m.reg.MustRegister(
+		counter("sundial_remote_dispatch_unanswered_total", "Runs sent to an executor that gave no answer saying whether it "+
+			"took them (a stream closed, a timeout, a 5xx): left to its heartbeats, which list the runs it holds.", rs.Unanswered.Load),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_remote_dispatch_waiting", Help: "Fires waiting for an executor " +
+			"to take them: none of their app online, or every one busy (holding as many runs as it may) or not taking runs."},
+			func() float64 { return float64(rs.Waiting.Load()) }),
 		counter("sundial_fires_total", "Fires this node ran (won the acquired to running compare-and-set).", st.Fired.Load),
 		counter("sundial_fires_acquired_total", "Fires this node acquired.", st.Acquired.Load),
 		counter("sundial_fires_lost_races_total", "Fires this node acquired but lost before running.", st.LostRaces.Load),

@@ -26,6 +26,7 @@ type executorOptions struct {
 	enableShell         bool
 	logFormat, logLevel string
 	drainTimeout        time.Duration
+	maxRuns             int
 	tls                 tlsOptions
 	tlsCA               string
 	tokenFlag           *secretFlag
@@ -103,6 +104,8 @@ line wins.`,
 	f.StringVar(&o.otelEndpoint, "otel-endpoint", "", "OTLP collector URL to export each run's span to, in the trace of its fire (default: no tracing)")
 	f.StringVar(&o.otelProtocol, "otel-protocol", "", "OTLP protocol: http/protobuf (the default) or grpc")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "how long stopping waits for running jobs")
+	f.IntVar(&o.maxRuns, "max-runs", executor.DefaultMaxRuns, "most runs held at once (running or queued); past it a run is "+
+		"answered busy and waits on the server for this or another executor (up to the job's dispatch timeout); -1: no bound")
 	cmd.AddCommand(newExecutorListCmd())
 	return cmd
 }
@@ -147,7 +150,7 @@ func runExecutor(ctx context.Context, stdout, stderr io.Writer, o executorOption
 		tp = sdk
 	}
 	ex, err := executor.New(executor.Config{Servers: o.servers, Token: o.token, App: o.app,
-		Transport: o.transport, Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs, TLSCA: ca, TracerProvider: tp})
+		Transport: o.transport, Listen: o.listen, Advertise: o.advertise, SpoolDir: o.spoolDir, Logger: log, TLS: certs, TLSCA: ca, TracerProvider: tp, MaxRuns: o.maxRuns})
 	if err != nil {
 		return usageError{err}
 	}

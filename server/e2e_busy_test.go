@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/executor"
+	"github.com/sundial-scheduler/sundial/executor/wire"
+)
+
+// TestBusyExecutorRunsWait: an executor holding as many runs as it may (MaxRuns 1) answers
+// the next run busy; the run waits on the server, running and offered again every heartbeat,
+// and runs once the slot is free: neither failed nor run twice.
+func TestBusyExecutorRunsWait(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Second)
+		release := make(chan struct{})
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		started := make(chan int64, 4)
+		ex, err := executor.New(executor.Config{Server: e.url, Token: execToken, App: "billing", Transport: executor.TransportStream,
+			SpoolDir: t.TempDir(), MaxRuns: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex.Handle("report", func(ctx context.Context) error {
+			run, _ := executor.RunFrom(ctx)
+			started <- run.ExecutionID
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if err := ex.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { free(); _ = ex.Stop(context.Background()) })
+
+		job := e.remoteJob("billing", "round_robin", nil)
+		var first, second api.Execution
+		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &first)
+		if id := receive(t, started, "the first run to start"); id != first.ID {
+			t.Fatalf("run %d started, want %d", id, first.ID)
+		}
+		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &second)
+		eventually(t, "the second run to wait for the busy executor", func() bool { return e.srv.remote.Stats().Waiting.Load() == 1 })
+		if x := e.execution(second.ID); x.State != "running" {
+			t.Fatalf("the run answered busy: %s %q, want it running, waiting on the server", x.State, x.HandleMsg)
+		}
+		free()
+		if id := receive(t, started, "the second run to start once the slot is free"); id != second.ID {
+			t.Fatalf("run %d started, want %d", id, second.ID)
+		}
+		for _, id := range []int64{first.ID, second.ID} {
+			eventually(t, "both runs to succeed", func() bool { return e.execution(id).State == "succeeded" })
+		}
+		select {
+		case id := <-started:
+			t.Fatalf("run %d started again", id)
+		default:
+		}
+		if n := e.srv.remote.Stats().Busy.Load(); n != 0 {
+			t.Fatalf("%d fires counted failed as busy, want none", n)
+		}
+	})
+}
+
+// TestUnansweredRunLeftToHeartbeats: a run whose stream closes after it went down and before
+// the executor answered is not failed (the executor may have taken it): it stays running,
+// recorded for that instance, and the result the executor reports once it dialled again
+// completes it.
+func TestUnansweredRunLeftToHeartbeats(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Second)
+		cred := credential(e, "billing")
+		me := inst("taker")
+		reg := map[string]any{"app": "billing", "address": wire.StreamAddress(me), "instance": me, "handlers": []string{"report"}}
+		s, status := e.dialStream(cred, "billing", me)
+		if status != http.StatusSwitchingProtocols {
+			t.Fatalf("stream: %d", status)
+		}
+		if r := s.call(wire.PathRegister, reg); r.Status != http.StatusOK {
+			t.Fatalf("register: %d %s", r.Status, r.Body)
+		}
+		job := e.remoteJob("billing", "round_robin", nil)
+		var x api.Execution
+		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &x)
+		if run := s.nextRun(); run.ExecutionID != x.ID {
+			t.Fatalf("run %d came down the stream, want %d", run.ExecutionID, x.ID)
+		}
+		s.c.Close(websocket.StatusGoingAway, "gone before answering")
+		eventually(t, "the dispatcher to give up on an answer", func() bool {
+			return e.srv.remote.Stats().Unanswered.Load() == 1 || e.execution(x.ID).State != "running"
+		})
+		got := e.execution(x.ID)
+		if got.State != "running" || got.ExecutorAddress != wire.StreamAddress(me) {
+			t.Fatalf("the unanswered run: %s at %q (%q), want it running, recorded for the executor", got.State, got.ExecutorAddress, got.HandleMsg)
+		}
+
+		// The executor dials again, lists the run it holds, and reports it.
+		s, _ = e.dialStream(cred, "billing", me)
+		reg["held"] = []int64{x.ID}
+		if r := s.call(wire.PathRegister, reg); r.Status != http.StatusOK {
+			t.Fatalf("register again: %d %s", r.Status, r.Body)
+		}
+		now := time.Now().UnixMilli()
+		if r := s.call(wire.PathResults, result(x.ID, now, now)); r.Status != http.StatusOK {
+			t.Fatalf("result: %d %s", r.Status, r.Body)
+		}
+		if got := e.execution(x.ID); got.State != "succeeded" || strings.Contains(got.HandleMsg, "late") {
+			t.Fatalf("after its result: %s %q, want succeeded in time", got.State, got.HandleMsg)
+		}
+	})
+}
+
+// nextRun reads the stream until a frame of calls comes down, and returns the run it carries.
+func (s *rawStream) nextRun() wire.RunRequest {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		_, data, err := s.c.Read(ctx)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		var f wire.StreamFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			s.t.Fatal(err)
+		}
+		if f.Calls == "" {
+			continue
+		}
+		var calls []wire.StreamCall
+		if err := json.Unmarshal([]byte(f.Calls), &calls); err != nil {
+			s.t.Fatal(err)
+		}
+		for _, c := range calls {
+			var run wire.RunRequest
+			if c.Path == wire.PathRun && json.Unmarshal([]byte(c.Body), &run) == nil {
+				return run
+			}
+		}
+	}
+}
+
+// receive waits for a value on c.
+func receive[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
+	}
+}
