@@ -25,6 +25,7 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/groupcommit"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
+	"github.com/sundial-scheduler/sundial/internal/startstop"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
@@ -101,6 +102,9 @@ type Remote struct {
 	waitHook func()
 	// streams are the executor streams this node holds, by instance (stream.go).
 	streams map[string]*Stream
+	// vouching keeps the streams' instances alive in the registry (vouch), from the first
+	// stream until Close.
+	vouching startstop.Base
 
 	// The followers of XXL-JOB runs' output (xxl.go) run until Close.
 	ctx       context.Context
@@ -117,6 +121,7 @@ func (r *Remote) Close() {
 		close(r.closing)
 		r.cancel()
 	})
+	r.vouching.Stop()
 	r.followers.Wait()
 }
 

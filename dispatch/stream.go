@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/execsign"
 	"github.com/sundial-scheduler/sundial/internal/streamconn"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // The stream transport: an executor that cannot be called (behind NAT, in a container whose
@@ -24,7 +26,12 @@ type Stream struct {
 	*streamconn.Peer
 	r             *Remote
 	app, instance string
+	// heard is when the executor's last frame or ping came (Unix ns, the dispatcher's clock).
+	heard atomic.Int64
 }
+
+// Heard records that a frame or a ping from the executor came down its stream now.
+func (s *Stream) Heard() { s.heard.Store(s.r.cfg.Clock.Now().UnixNano()) }
 
 // AttachStream makes the stream of app's instance, whose frames write writes, the one this
 // node sends that instance's calls down (replacing one it held: the executor dialled again).
@@ -44,6 +51,7 @@ func (r *Remote) AttachStream(app, instance string, write func(context.Context, 
 		}
 		return req.Header.Get(execsign.Header), nil
 	}})
+	s.Heard()
 	r.mu.Lock()
 	old := r.streams[instance]
 	r.streams[instance] = s
@@ -51,7 +59,49 @@ func (r *Remote) AttachStream(app, instance string, write func(context.Context, 
 	if old != nil {
 		old.Close(errors.New("the executor opened another stream to this node"))
 	}
+	r.vouching.StartFunc(r.ctx, r.vouch)
 	return s
+}
+
+// vouch keeps alive in the registry, every heartbeat interval, the instances whose streams
+// carried a frame or a ping since the round before, all in one statement
+// (Store.RegistryTouch). An executor's own beats say the same and more (its handlers, the
+// runs it holds), but each is a call of its own that waits its turn in the stream's beat lane
+// and for the database: on a node or a database slow enough to make them late, the cluster
+// would count a live executor silent and declare its runs lost. A ping is answered by the
+// stream's read, which never waits, so while pings come the executor is alive. A frozen or
+// cut-off executor sends none and is not vouched for: it goes silent as before, at most one
+// interval later.
+func (r *Remote) vouch(ctx context.Context) {
+	since := r.cfg.Clock.Now().UnixNano()
+	for {
+		t := r.cfg.Clock.NewTimer(r.cfg.HeartbeatInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-r.closing: // a stream attached after Close started it again
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		now := r.cfg.Clock.Now().UnixNano()
+		var keys []store.InstanceKey
+		r.mu.Lock()
+		for _, s := range r.streams {
+			if s.heard.Load() >= since {
+				keys = append(keys, store.InstanceKey{App: s.app, Address: wire.StreamAddress(s.instance), Instance: s.instance})
+			}
+		}
+		r.mu.Unlock()
+		since = now
+		if len(keys) == 0 {
+			continue
+		}
+		if _, err := r.cfg.Store.RegistryTouch(ctx, keys); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("could not vouch for the executors whose streams this node holds", "streams", len(keys), "err", err)
+		}
+	}
 }
 
 // Close ends the stream and forgets it.

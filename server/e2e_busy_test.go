@@ -14,6 +14,7 @@ import (
 	"github.com/sundial-scheduler/sundial/api"
 	"github.com/sundial-scheduler/sundial/executor"
 	"github.com/sundial-scheduler/sundial/executor/wire"
+	"github.com/sundial-scheduler/sundial/store"
 )
 
 // TestBusyExecutorRunsWait: an executor holding as many runs as it may (MaxRuns 1) answers
@@ -164,4 +165,65 @@ func receive[T any](t *testing.T, c <-chan T, what string) T {
 		var zero T
 		return zero
 	}
+}
+
+// TestStreamPingsKeepExecutorLive: the node holding an executor's stream vouches for it while
+// its pings come. An instance that registered once and then only pings (its beats stuck, say,
+// behind a slow database) stays live past the silence threshold of 3 heartbeat intervals, its
+// registry row touched by the node; once the pings stop with the stream still open (a frozen
+// process), it goes silent and is swept.
+func TestStreamPingsKeepExecutorLive(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		const beat = 300 * time.Millisecond
+		e := newExecutorEnv(t, dialect, beat)
+		cred := credential(e, "billing")
+		me := inst("pinger")
+		s, status := e.dialStream(cred, "billing", me)
+		if status != http.StatusSwitchingProtocols {
+			t.Fatalf("stream: %d", status)
+		}
+		if r := s.call(wire.PathRegister, map[string]any{"app": "billing", "address": wire.StreamAddress(me), "instance": me,
+			"handlers": []string{"report"}}); r.Status != http.StatusOK {
+			t.Fatalf("register: %d %s", r.Status, r.Body)
+		}
+		row := func(within time.Duration) *store.Instance {
+			live, err := e.st.RegistryLive(context.Background(), "billing", within)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range live {
+				if in.Instance == me {
+					return in
+				}
+			}
+			return nil
+		}
+		registered := row(time.Hour)
+		if registered == nil {
+			t.Fatal("the instance is not registered")
+		}
+		// The pong comes by a read: the stream is read in the background from now on (no
+		// frame comes down it: the app has no job).
+		ctx := s.c.CloseRead(context.Background())
+		pings := time.NewTicker(beat) // the executor's pace
+		defer pings.Stop()
+		give := time.Now().Add(30 * time.Second)
+		for in := row(time.Hour); in == nil || in.LastSeen < registered.RegisteredAt+(4*beat).Milliseconds(); in = row(time.Hour) {
+			if in == nil || time.Now().After(give) {
+				t.Fatalf("pinging for %v: the instance's row is %+v, want it seen 4 intervals after it registered", time.Since(give.Add(-30*time.Second)), in)
+			}
+			<-pings.C
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := s.c.Ping(pctx)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if row(3*beat) == nil {
+			t.Fatal("vouched for, the instance is not live")
+		}
+		pings.Stop()
+		eventually(t, "the silent instance to be swept", func() bool { return row(time.Hour) == nil })
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sundial-scheduler/sundial/api"
+	"github.com/sundial-scheduler/sundial/dispatch"
 	"github.com/sundial-scheduler/sundial/executor/wire"
 	"github.com/sundial-scheduler/sundial/internal/streamconn"
 	"github.com/sundial-scheduler/sundial/store"
@@ -110,7 +111,16 @@ func (s *Server) executorStream(w http.ResponseWriter, r *http.Request) error {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.StreamSubprotocol}})
+	// A ping is the executor's sign of life this node vouches for (dispatch.Remote's vouch):
+	// it comes by the read, before any frame of the stream's.
+	var heard atomic.Pointer[dispatch.Stream]
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.StreamSubprotocol},
+		OnPingReceived: func(context.Context, []byte) bool {
+			if st := heard.Load(); st != nil {
+				st.Heard()
+			}
+			return true
+		}})
 	if err != nil {
 		return nil // Accept answered
 	}
@@ -124,6 +134,7 @@ func (s *Server) executorStream(w http.ResponseWriter, r *http.Request) error {
 	st := s.remote.AttachStream(from.app, from.instance, func(ctx context.Context, b []byte) error {
 		return c.Write(ctx, websocket.MessageText, b)
 	})
+	heard.Store(st)
 	s.log.Info("executor stream opened", "app", from.app, "instance", from.instance, "remote", r.RemoteAddr)
 	go st.Run(ctx)
 	go func() {
@@ -173,11 +184,9 @@ func (s *Server) watchCredential(ctx context.Context, c *websocket.Conn, token s
 // serveStream reads the executor's frames until the stream ends: replies go to the calls
 // waiting for them, calls are served in their lanes by their routes' handlers. It keeps
 // reading while calls wait (for the database, for a slot): it answers the executor's pings as
-// it reads, and an executor whose pings go unanswered leaves the node.
-func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interface {
-	Deliver([]wire.StreamReply)
-	Reply(wire.StreamReply)
-}, open *http.Request) error {
+// it reads, and an executor whose pings go unanswered leaves the node. Every frame is a sign
+// of the executor's life, as its pings are.
+func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st *dispatch.Stream, open *http.Request) error {
 	calls := newCallLane(streamCalls, streamWaiting, streamWaitingBytes)
 	beats := newCallLane(streamBeats, streamWaiting, streamWaitingBytes)
 	busy := &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
@@ -194,6 +203,7 @@ func (s *Server) serveStream(ctx context.Context, c *websocket.Conn, st interfac
 		if err := wire.Decode(data, &f); err != nil {
 			return fmt.Errorf("a frame from the executor: %w", err)
 		}
+		st.Heard()
 		st.Deliver(f.Replies)
 		if f.Calls == "" {
 			continue

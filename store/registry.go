@@ -42,6 +42,11 @@ const (
 	ProtocolXXLJob  = "xxl-job"
 )
 
+// InstanceKey names one executor instance at its address (RegistryTouch).
+type InstanceKey struct {
+	App, Address, Instance string
+}
+
 // Instance is one registered executor of an app, alive while it heartbeats.
 type Instance struct {
 	App     string

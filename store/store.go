@@ -316,6 +316,11 @@ type Querier interface {
 	// longer than the threshold RegistryLive and RegistrySweep are given): executors that
 	// beat at their own pace, as XXL-JOB's every 30 s. They report no version.
 	RegistryBeatFor(ctx context.Context, app, address, instance string, handlers []string, liveFor time.Duration) error
+	// RegistryTouch records that the instances are alive now by the database clock, as their
+	// beats would, and changes nothing else: the node holding an instance's stream vouches for
+	// it while the stream carries its pings. Only the rows of those very instances (app,
+	// address and instance) are touched, none is inserted; it returns how many were touched.
+	RegistryTouch(ctx context.Context, ins []InstanceKey) (int64, error)
 	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
 	RegistryLeave(ctx context.Context, app, address string) (bool, error)
 	// RegistryLive lists the instances of app (of every app for "") seen within olderThan by

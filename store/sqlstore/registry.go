@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -232,6 +233,36 @@ func (e *executor) RegistryLeave(ctx context.Context, app, address string) (bool
 // silence is how long a row may stay silent: its own live_ms when longer than the caller's
 // threshold (given twice as the two ?). A CASE, since SQLite has no GREATEST.
 const silence = "(CASE WHEN live_ms > ? THEN live_ms ELSE ? END)"
+
+// touchBatch bounds the instances one RegistryTouch statement names (3 parameters each).
+const touchBatch = 200
+
+// RegistryTouch sets last_seen of the named instances' rows, touchBatch of them a statement,
+// each statement its own transaction: a touch is idempotent, and a batch need not apply as one.
+func (e *executor) RegistryTouch(ctx context.Context, ins []store.InstanceKey) (int64, error) {
+	var touched int64
+	for batch := range slices.Chunk(ins, touchBatch) {
+		var cond strings.Builder
+		args := make([]any, 0, 3*len(batch))
+		for i, in := range batch {
+			if i > 0 {
+				cond.WriteString(" OR ")
+			}
+			cond.WriteString("(app = ? AND address = ? AND instance = ?)")
+			args = append(args, in.App, in.Address, in.Instance)
+		}
+		res, err := e.exec(ctx, "UPDATE registry SET last_seen = "+e.d().nowMillis()+" WHERE "+cond.String(), args...)
+		if err != nil {
+			return touched, fmt.Errorf("sqlstore: touch %d registry rows (first %s at %q): %w", len(batch), batch[0].App, batch[0].Address, err)
+		}
+		n, err := affected(res)
+		if err != nil {
+			return touched, err
+		}
+		touched += n
+	}
+	return touched, nil
+}
 
 // RegistryLive lists the instances seen within olderThan, served by registry_app_seen_idx.
 func (e *executor) RegistryLive(ctx context.Context, app string, olderThan time.Duration) ([]*store.Instance, error) {

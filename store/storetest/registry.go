@@ -180,6 +180,25 @@ func testRegistry(t *testing.T, s store.Store) {
 	equal(t, "back to the caller's threshold", len(get(s.RegistryLive(ctx, "slow", time.Hour)).ok(t)), 1)
 	time.Sleep(700 * time.Millisecond)
 	equal(t, "silent past the caller's threshold again", len(get(s.RegistryLive(ctx, "slow", 600*time.Millisecond)).ok(t)), 0)
+
+	// RegistryTouch keeps alive the rows of the very instances it names (app, address and
+	// instance), in statements of a bounded size, and inserts none.
+	noErr(t, s.RegistryBeat(ctx, "touch", "stream://t1", "t1", "", nil))
+	noErr(t, s.RegistryBeat(ctx, "touch", "stream://t2", "t2", "", nil))
+	time.Sleep(700 * time.Millisecond)
+	var keys []store.InstanceKey
+	for i := range 450 {
+		keys = append(keys, store.InstanceKey{App: "touch", Address: fmt.Sprintf("stream://n%d", i), Instance: fmt.Sprintf("n%d", i)})
+	}
+	keys = append(keys, store.InstanceKey{App: "touch", Address: "stream://t2", Instance: "restarted"},
+		store.InstanceKey{App: "other", Address: "stream://t1", Instance: "t1"}, store.InstanceKey{App: "touch", Address: "stream://t1", Instance: "t1"})
+	equal(t, "touched", get(s.RegistryTouch(ctx, keys)).ok(t), int64(1))
+	equal(t, "live after the touch", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "touch", 600*time.Millisecond)).ok(t))), "[touch@stream://t1]")
+	equal(t, "rows after the touch", fmt.Sprint(instanceAddrs(get(s.RegistryLive(ctx, "touch", time.Hour)).ok(t))), "[touch@stream://t1 touch@stream://t2]")
+	equal(t, "nothing to touch", get(s.RegistryTouch(ctx, nil)).ok(t), int64(0))
+	for _, a := range []string{"stream://t1", "stream://t2"} {
+		equal(t, "leave "+a, get(s.RegistryLeave(ctx, "touch", a)).ok(t), true)
+	}
 }
 
 func testExecutorExecutions(t *testing.T, s store.Store) {
