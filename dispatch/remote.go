@@ -396,7 +396,7 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 		r.stats.Unanswered.Add(1)
 		r.cfg.Logger.Warn("no answer from the executor a run was sent to: its heartbeats will say whether it holds the run",
 			"execution", ex.ID, "job", job.ID, "address", addr, "instance", instance, "err", err)
-		return engine.Result{Async: true, Message: fmt.Sprintf("%s, no answer (%v): left to the executor's heartbeats", msg, err)}
+		return engine.Result{Async: true, Message: fmt.Sprintf("%s, no answer saying it took the run (%v): left to the executor's heartbeats", msg, err)}
 	}
 	if err != nil {
 		if !errors.Is(err, errNotTaken) {

@@ -31,12 +31,18 @@ for _ in $(seq "$samples"); do
   sleep 15
   echo "$(date -u +%T) executor1 $(rss "${epids[0]}") kB executor2 $(rss "${epids[1]}") kB server $(rss $spid) kB load $(cut -d' ' -f1 /proc/loadavg)"
 done
+# The fires of the last 10 s before the executors stop, and those after, are told apart: they
+# end by the stop (failed or lost as the executors leave), not by the load.
+stopped_ms=$(date +%s%3N)
 kill "${epids[@]}"; wait "${epids[@]}" 2>/dev/null
 kill $spid; wait $spid 2>/dev/null
-python3 - "$dir/s.db" <<'PY'
+python3 - "$dir/s.db" "$stopped_ms" <<'PY'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
+before = int(sys.argv[2]) - 10000
 print("executions by state:", c.execute("SELECT state, COUNT(*) FROM executions GROUP BY state").fetchall())
+print("  of those scheduled up to 10 s before the executors stopped:",
+      c.execute("SELECT state, COUNT(*) FROM executions WHERE scheduled_at < ? GROUP BY state", (before,)).fetchall())
 for row in c.execute("SELECT state, substr(handle_msg, 1, 90), COUNT(*) FROM executions WHERE state NOT IN ('succeeded')"
                      " GROUP BY 1, substr(handle_msg, 1, 40) ORDER BY 3 DESC LIMIT 5"):
     print(" ", row)
