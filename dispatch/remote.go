@@ -26,6 +26,7 @@ import (
 	"github.com/sundial-scheduler/sundial/internal/groupcommit"
 	"github.com/sundial-scheduler/sundial/internal/jobrun"
 	"github.com/sundial-scheduler/sundial/internal/startstop"
+	"github.com/sundial-scheduler/sundial/internal/streamconn"
 	"github.com/sundial-scheduler/sundial/internal/tracing"
 	"github.com/sundial-scheduler/sundial/secret"
 	"github.com/sundial-scheduler/sundial/store"
@@ -319,9 +320,10 @@ func busy(err error) bool {
 var errNotTaken = errors.New("no executor took the run")
 
 // notTaken reports whether err is a call's failure that leaves the call undone: a connection
-// that could not be opened or a stream this node does not hold (nothing was written: the HTTP
-// transport repeats a request on another connection only when nothing was written on the
-// first, so a dial error means the request went nowhere), or an answer refusing it (a 4xx: a
+// that could not be opened, a stream this node does not hold, or a stream that closed while
+// the call was still queued on it (nothing was written: the HTTP transport repeats a request
+// on another connection only when nothing was written on the first, so a dial error means the
+// request went nowhere), or an answer refusing it (a 4xx: a
 // signature it does not take, a call meant for another executor), which an executor gives
 // before it serves the call. A lost answer, a timeout or a 5xx may come after the call was
 // served.
@@ -335,7 +337,7 @@ func notTaken(err error) bool {
 	if m := (*MisdirectedError)(nil); errors.As(err, &m) {
 		return true
 	}
-	return errors.Is(err, errNoStream)
+	return errors.Is(err, errNoStream) || errors.Is(err, streamconn.ErrNotSent)
 }
 
 // send records the address on the execution, then posts the run, then records that the

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -32,6 +33,10 @@ const DefaultGap = 2 * time.Millisecond
 
 // ErrClosed is a call on a stream that closed before its reply came.
 var ErrClosed = errors.New("the executor stream closed")
+
+// ErrNotSent is a call that ended (its stream closed, its context ended) while it was still
+// queued: no frame carried it, so the other side never saw it.
+var ErrNotSent = errors.New("the call was never sent")
 
 // Config is how a Peer writes its frames.
 type Config struct {
@@ -99,8 +104,9 @@ func (p *Peer) Close(cause error) {
 }
 
 // Call sends path and body (JSON, which the frame carries as it is) to the other side and
-// waits for its reply, until ctx ends or the stream closes. A call whose ctx ended may still
-// have been delivered.
+// waits for its reply, until ctx ends or the stream closes. A call that ends so while still
+// queued is taken out of the queue and its error is ErrNotSent too; otherwise it may have
+// been delivered.
 func (p *Peer) Call(ctx context.Context, path string, body []byte) (wire.StreamReply, error) {
 	ch := make(chan wire.StreamReply, 1)
 	p.mu.Lock()
@@ -119,18 +125,24 @@ func (p *Peer) Call(ctx context.Context, path string, body []byte) (wire.StreamR
 	case r := <-ch:
 		return r, nil
 	case <-ctx.Done():
-		p.forget(id)
-		return wire.StreamReply{}, ctx.Err()
+		return wire.StreamReply{}, p.forget(id, ctx.Err())
 	case <-p.done:
-		p.forget(id)
-		return wire.StreamReply{}, p.Err()
+		return wire.StreamReply{}, p.forget(id, p.Err())
 	}
 }
 
-func (p *Peer) forget(id uint64) {
+// forget stops waiting for the reply to call id, which ended with err; it returns err, marked
+// ErrNotSent when the call was still queued (it is dropped from the queue, so that no frame
+// carries it after its caller gave up).
+func (p *Peer) forget(id uint64, err error) error {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	delete(p.waiting, id)
-	p.mu.Unlock()
+	if i := slices.IndexFunc(p.calls, func(c wire.StreamCall) bool { return c.ID == id }); i >= 0 {
+		p.calls = slices.Delete(p.calls, i, i+1)
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
+	}
+	return err
 }
 
 // Reply queues the answer to one of the other side's calls.

@@ -3,6 +3,7 @@ package streamconn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -110,5 +111,40 @@ func TestGapYieldsToAFullFrame(t *testing.T) {
 	}
 	if len(calls) != maxFrameCalls {
 		t.Fatalf("frame of %d calls, want %d written within the gap", len(calls), maxFrameCalls)
+	}
+}
+
+// TestCallNotSent: a call that ends while still queued (its stream closed, its context ended
+// before any frame carried it) says so (ErrNotSent) and leaves the queue, so no later frame
+// carries it; one that a frame carried does not: the other side may have served it.
+func TestCallNotSent(t *testing.T) {
+	idle := New(Config{Write: func(context.Context, []byte) error { return nil }}) // no Run: nothing is written
+	ended := make(chan error, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _, err := idle.Call(ctx, wire.PathRun, []byte("{}")); ended <- err }()
+	go func() { _, err := idle.Call(context.Background(), wire.PathRun, []byte("{}")); ended <- err }()
+	for queued := 0; queued < 2; {
+		idle.mu.Lock()
+		queued = len(idle.calls)
+		idle.mu.Unlock()
+	}
+	cancel()
+	if err := <-ended; !errors.Is(err, ErrNotSent) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a queued call whose context ended: %v, want ErrNotSent and the context's error", err)
+	}
+	idle.Close(errors.New("gone"))
+	if err := <-ended; !errors.Is(err, ErrNotSent) || !errors.Is(err, ErrClosed) {
+		t.Fatalf("a queued call on a stream that closed: %v, want ErrNotSent and ErrClosed", err)
+	}
+	if len(idle.calls) != 0 {
+		t.Fatalf("%d calls still queued, want none", len(idle.calls))
+	}
+
+	p := newFramesPeer(t, 0)
+	go func() { _, err := p.Call(context.Background(), wire.PathRun, []byte("{}")); ended <- err }()
+	p.next(t) // the call went out
+	p.Close(errors.New("gone"))
+	if err := <-ended; !errors.Is(err, ErrClosed) || errors.Is(err, ErrNotSent) {
+		t.Fatalf("a sent call on a stream that closed: %v, want ErrClosed only", err)
 	}
 }
