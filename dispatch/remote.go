@@ -214,9 +214,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		// None online, or the registry could not be read (the database is away): wait. A job
 		// that names no app has nothing to wait for.
 		if job.App != "" && (err != nil || len(addrs) == 0 && online == 0) {
-			r.stats.Waiting.Add(1)
 			addrs, online, app, err = r.awaitExecutor(ctx, job, deadline, err)
-			r.stats.Waiting.Add(-1)
 		}
 		if err != nil {
 			return engine.Result{Err: err}
@@ -230,10 +228,7 @@ func (r *Remote) Dispatch(ctx context.Context, f *engine.Fire) engine.Result {
 		if job.App == "" || st == ShardingBroadcast || !errors.Is(res.Err, errNotTaken) {
 			return r.countNotTaken(res)
 		}
-		r.stats.Waiting.Add(1)
-		again := r.pause(ctx, deadline)
-		r.stats.Waiting.Add(-1)
-		if !again {
+		if !r.pause(ctx, deadline) {
 			return r.countNotTaken(res)
 		}
 	}
@@ -497,13 +492,16 @@ func (r *Remote) awaitExecutor(ctx context.Context, job *store.Job, deadline tim
 	return nil, 0, nil, err
 }
 
-// pause waits a heartbeat interval, or until deadline if that comes first. It reports
-// false, without waiting, once deadline has passed, and when ctx ends.
+// pause waits a heartbeat interval, or until deadline if that comes first, counted in
+// Stats.Waiting. It reports false, without waiting, once deadline has passed, and when ctx
+// ends.
 func (r *Remote) pause(ctx context.Context, deadline time.Time) bool {
 	wait := min(r.cfg.HeartbeatInterval, deadline.Sub(r.cfg.Clock.Now()))
 	if wait <= 0 {
 		return false
 	}
+	r.stats.Waiting.Add(1)
+	defer r.stats.Waiting.Add(-1)
 	t := r.cfg.Clock.NewTimer(wait)
 	select {
 	case <-ctx.Done():
