@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -426,9 +427,12 @@ func TestLogsStreamWhileRunning(t *testing.T) {
 	}
 }
 
-// TestResultCountsLinesLost: output the server never took is counted in the run's result,
-// so the run shows its output was cut instead of looking complete.
-func TestResultCountsLinesLost(t *testing.T) {
+// TestRefusedOutputGoesWithTheResult: output the server did not take while the run lasted
+// travels with the result (the server stores it before the result), and what does not fit
+// there is counted in the result, so the run shows its output was cut instead of looking
+// complete.
+func TestRefusedOutputGoesWithTheResult(t *testing.T) {
+	big := strings.Repeat("x", 60000) // five of these are more than a result carries
 	s := start(t, func(ex *executor.Executor) {
 		ex.Handle("chatty", func(ctx context.Context) error {
 			for i := range 3 {
@@ -436,15 +440,37 @@ func TestResultCountsLinesLost(t *testing.T) {
 			}
 			return nil
 		})
+		ex.Handle("verbose", func(ctx context.Context) error {
+			for i := range 5 {
+				executor.Logger(ctx).Info(big, "n", i)
+			}
+			return nil
+		})
 	})
-	s.peer.FailLogs(http.StatusConflict)
+	s.peer.FailLogs(http.StatusServiceUnavailable)
 	s.mustRun(t, wire.RunRequest{ExecutionID: 5, JobID: 1, Handler: "chatty"})
 	res := s.peer.WaitResult(t, 5, wait)
-	if res.State != wire.StateSucceeded || res.LinesLost != 3 {
-		t.Errorf("result %+v: want succeeded with 3 lines lost", res)
+	if res.State != wire.StateSucceeded || res.LinesLost != 0 || len(res.Lines) != 3 {
+		t.Errorf("result %+v: want succeeded carrying 3 lines, none lost", res)
 	}
-	if ls := s.peer.Lines(5); len(ls) != 0 {
-		t.Errorf("the peer took %d lines while refusing them", len(ls))
+	ls := s.peer.Lines(5)
+	if len(ls) != 3 {
+		t.Fatalf("the peer holds %d lines of the run, want 3", len(ls))
+	}
+	for i, l := range ls {
+		if l.Line != int64(i+1) || !strings.Contains(l.Message, fmt.Sprintf("n=%d", i)) {
+			t.Errorf("line %d: %+v", i, l)
+		}
+	}
+
+	s.mustRun(t, wire.RunRequest{ExecutionID: 6, JobID: 2, Handler: "verbose"})
+	res = s.peer.WaitResult(t, 6, wait)
+	if res.LinesLost != 1 || len(res.Lines) != 4 || res.Lines[0].Line != 2 {
+		t.Errorf("result with %d lines from line %d, %d lost: want the newest 4 carried (from line 2), 1 lost",
+			len(res.Lines), res.Lines[0].Line, res.LinesLost)
+	}
+	if n := len(s.peer.Lines(6)); n != 4 {
+		t.Errorf("the peer holds %d lines of the verbose run, want 4", n)
 	}
 }
 
@@ -703,8 +729,12 @@ func TestSpooledResultsSurviveARestart(t *testing.T) {
 	peer := executortest.NewPeer(t, token)
 	dir := t.TempDir()
 	peer.FailResults(http.StatusServiceUnavailable)
+	peer.FailLogs(http.StatusServiceUnavailable) // the server is away: output goes with the results
 	first := startOn(t, peer, dir, func(ex *executor.Executor) {
-		ex.Handle("ok", func(context.Context) error { return nil })
+		ex.Handle("ok", func(ctx context.Context) error {
+			executor.Logger(ctx).Info("said before the outage ended")
+			return nil
+		})
 	})
 	for id := int64(1); id <= 3; id++ {
 		first.mustRun(t, wire.RunRequest{ExecutionID: id, JobID: id, Handler: "ok"})
@@ -724,6 +754,9 @@ func TestSpooledResultsSurviveARestart(t *testing.T) {
 	for id := int64(1); id <= 3; id++ {
 		if res := peer.WaitResult(t, id, wait); res.State != wire.StateSucceeded {
 			t.Errorf("result %d after restart: %+v", id, res)
+		}
+		if out := peer.Output(id); !strings.Contains(out, "said before the outage ended") {
+			t.Errorf("output of %d after restart: %q, want the line spooled with its result", id, out)
 		}
 	}
 	eventually(t, "an empty spool", func() bool { return len(spooled(t, dir)) == 0 })

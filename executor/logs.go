@@ -119,9 +119,11 @@ func (s *logSink) flush() {
 	}
 }
 
-// close stops streaming and sends the rest once. It returns how many of the run's lines
-// never reached the server, which the result reports so the run shows its output was cut.
-func (s *logSink) close() int64 {
+// close stops streaming and sends the rest once. What the server still did not take goes
+// back to the caller to travel with the run's result (the newest lines, up to
+// wire.MaxResultLinesBytes); lost counts the lines neither got to the server nor fit there,
+// which the result reports so the run shows its output was cut.
+func (s *logSink) close() (unsent []wire.LogLine, lost int64) {
 	s.mu.Lock()
 	running := s.started
 	s.started = true
@@ -136,10 +138,19 @@ func (s *logSink) close() int64 {
 	s.flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.buf) > 0 {
-		s.e.log.Warn("output lines lost: the server did not take them", "execution_id", s.id, "lines", len(s.buf))
+	first, size := len(s.buf), 0
+	for first > 0 && size+len(s.buf[first-1].Message) <= wire.MaxResultLinesBytes {
+		first--
+		size += len(s.buf[first].Message)
 	}
-	return s.dropped + int64(len(s.buf))
+	if first > 0 {
+		s.e.log.Warn("output lines lost: the server did not take them and they do not fit in the result",
+			"execution_id", s.id, "lines", first)
+	}
+	if len(s.buf) > first {
+		unsent = s.buf[first:]
+	}
+	return unsent, s.dropped + int64(first)
 }
 
 // storableLine makes an output line one the server stores on every database: valid UTF-8,

@@ -20,7 +20,9 @@ import (
 )
 
 const (
-	resultBatch       = 100
+	resultBatch = 100
+	// resultBatchBytes keeps a request of results under the server's 1 MiB body limit.
+	resultBatchBytes  = 768 << 10
 	resultSendTimeout = 10 * time.Second
 	spoolPrefix       = "result-"
 )
@@ -156,26 +158,26 @@ func (r *reporter) loop() {
 // spooled before deliver returns the error.
 func (r *reporter) deliver(ctx context.Context) error {
 	r.mu.Lock()
-	batch := make([]wire.Result, 0, len(r.pending))
+	pending := make([]*pendingResult, 0, len(r.pending))
 	for _, p := range r.pending {
-		batch = append(batch, p.res)
+		pending = append(pending, p)
 	}
 	r.mu.Unlock()
-	slices.SortFunc(batch, func(a, b wire.Result) int { return int(a.ExecutionID - b.ExecutionID) })
+	slices.SortFunc(pending, func(a, b *pendingResult) int { return cmp.Compare(a.res.ExecutionID, b.res.ExecutionID) })
 	var first error
 	failed := 0
-	for len(batch) > 0 {
-		n := min(len(batch), resultBatch)
-		if err := r.send(ctx, batch[:n]); err != nil {
+	for len(pending) > 0 {
+		n := batchLen(pending)
+		if err := r.send(ctx, pending[:n]); err != nil {
 			failed++
 			first = cmp.Or(first, err)
 			if ctx.Err() != nil {
 				// The rest would fail alike: they are spooled below, not sent.
-				failed += (len(batch) - n + resultBatch - 1) / resultBatch
+				failed += (len(pending) - n + resultBatch - 1) / resultBatch
 				break
 			}
 		}
-		batch = batch[n:]
+		pending = pending[n:]
 	}
 	switch failed {
 	case 0:
@@ -190,12 +192,38 @@ func (r *reporter) deliver(ctx context.Context) error {
 	return fmt.Errorf("%d batches of results not delivered, the first: %w", failed, first)
 }
 
+// batchLen is how many of pending the next request carries: up to resultBatch, and up to
+// resultBatchBytes of text (results that carry values or output lines are large), at least one.
+func batchLen(pending []*pendingResult) int {
+	size := 0
+	for i, p := range pending {
+		size += resultSize(p.res)
+		if i == resultBatch || (i > 0 && size > resultBatchBytes) {
+			return i
+		}
+	}
+	return len(pending)
+}
+
+// resultSize estimates res's JSON: its text, and a bound on the rest.
+func resultSize(res wire.Result) int {
+	n := 256 + len(res.Message) + len(res.Result) + len(res.Traceparent)
+	for _, l := range res.Lines {
+		n += 64 + len(l.Message)
+	}
+	return n
+}
+
 // send delivers one batch. A batch the server refuses outright (4xx) is sent again one by
 // one, so one result it cannot take does not hold the others; a single refused result is
 // dropped, since sending it again would be refused again.
-func (r *reporter) send(ctx context.Context, batch []wire.Result) error {
+func (r *reporter) send(ctx context.Context, batch []*pendingResult) error {
+	results := make([]wire.Result, len(batch))
+	for i, p := range batch {
+		results[i] = p.res
+	}
 	sendCtx, cancel := context.WithTimeout(ctx, resultSendTimeout)
-	err := r.e.post(sendCtx, wire.PathResults, wire.ResultBatch{Results: batch}, &wire.ResultsResponse{})
+	err := r.e.post(sendCtx, wire.PathResults, wire.ResultBatch{Results: results}, &wire.ResultsResponse{})
 	cancel()
 	switch {
 	case err == nil:
@@ -208,25 +236,26 @@ func (r *reporter) send(ctx context.Context, batch []wire.Result) error {
 		}
 		return errors.Join(errs...)
 	case permanent(err):
-		r.e.log.Error("the server refused a result; dropping it", "execution_id", batch[0].ExecutionID, "state", batch[0].State, "err", err)
+		r.e.log.Error("the server refused a result; dropping it", "execution_id", batch[0].res.ExecutionID, "state", batch[0].res.State, "err", err)
 		r.delivered(batch)
 		return nil
 	}
 	return err
 }
 
-func (r *reporter) delivered(batch []wire.Result) {
+func (r *reporter) delivered(batch []*pendingResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, res := range batch {
-		p := r.pending[res.ExecutionID]
-		if p == nil || p.res != res {
+	for _, sent := range batch {
+		id := sent.res.ExecutionID
+		p := r.pending[id]
+		if p != sent {
 			continue // replaced meanwhile by a newer result for the same id
 		}
-		delete(r.pending, res.ExecutionID)
+		delete(r.pending, id)
 		if p.spooled {
-			if err := os.Remove(r.path(res.ExecutionID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				r.e.log.Error("removing a delivered result from the spool", "execution_id", res.ExecutionID, "err", err)
+			if err := os.Remove(r.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				r.e.log.Error("removing a delivered result from the spool", "execution_id", id, "err", err)
 			}
 		}
 	}

@@ -267,10 +267,14 @@ func (e *Executor) execute(ctx context.Context, rs *runState) {
 		Logger(ctx).Error(res.Message)
 	}
 	// Output first: whoever reads the result should find the lines that led to it.
-	res.LinesLost = sink.close()
+	res.Lines, res.LinesLost = sink.close()
 	if res.State == wire.StateSucceeded && box.isMapped() {
 		// Not held any more and not reported: the server keeps a run that mapped out of
 		// this instance's liveness, and whoever reduces its map completes it.
+		if len(res.Lines) > 0 {
+			e.log.Warn("output lines lost: the server did not take them and a mapped run reports no result",
+				"execution_id", rs.run.ExecutionID, "lines", len(res.Lines))
+		}
 		e.release(rs)
 		return
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -120,6 +121,67 @@ func TestUnansweredRunLeftToHeartbeats(t *testing.T) {
 		}
 		if got := e.execution(x.ID); got.State != "succeeded" || strings.Contains(got.HandleMsg, "late") {
 			t.Fatalf("after its result: %s %q, want succeeded in time", got.State, got.HandleMsg)
+		}
+	})
+}
+
+// TestOutputComesWithTheResult: output lines an executor could not deliver while its run
+// lasted come with the run's result; the server stores them before it applies the result,
+// refuses a bad line number naming the field (storing nothing of that request), and stores
+// a line sent again once.
+func TestOutputComesWithTheResult(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newExecutorEnv(t, dialect, time.Second)
+		cred := credential(e, "billing")
+		me := inst("teller")
+		s, status := e.dialStream(cred, "billing", me)
+		if status != http.StatusSwitchingProtocols {
+			t.Fatalf("stream: %d", status)
+		}
+		if r := s.call(wire.PathRegister, map[string]any{"app": "billing", "address": wire.StreamAddress(me),
+			"instance": me, "handlers": []string{"report"}}); r.Status != http.StatusOK {
+			t.Fatalf("register: %d %s", r.Status, r.Body)
+		}
+		job := e.remoteJob("billing", "round_robin", nil)
+		var x api.Execution
+		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &x)
+		if run := s.nextRun(); run.ExecutionID != x.ID {
+			t.Fatalf("run %d came down the stream, want %d", run.ExecutionID, x.ID)
+		}
+		now := time.Now().UnixMilli()
+		withLines := func(lines ...map[string]any) map[string]any {
+			body := result(x.ID, now, now)
+			body["results"].([]map[string]any)[0]["lines"] = lines
+			return body
+		}
+		line := func(n int) map[string]any {
+			return map[string]any{"line": n, "at": now, "message": fmt.Sprintf("said while the server was away %d", n)}
+		}
+		r := s.call(wire.PathResults, withLines(line(1), map[string]any{"line": 0, "at": now, "message": "numbered 0"}))
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "results[0].lines[1].line") {
+			t.Fatalf("a result with line 0: %d %s, want 400 naming results[0].lines[1].line", r.Status, r.Body)
+		}
+		if lines, err := e.st.ExecutionLogList(context.Background(), x.ID, 0, 10); err != nil || len(lines) != 0 || e.execution(x.ID).State != "running" {
+			t.Fatalf("after the refused result: %d lines (%v), state %s; want none stored, still running", len(lines), err, e.execution(x.ID).State)
+		}
+		// Line 1 also came through the stream's output call before the server went away.
+		if r := s.call(wire.PathLogs, map[string]any{"execution_id": x.ID, "lines": []map[string]any{line(1)}}); r.Status != http.StatusNoContent {
+			t.Fatalf("output: %d %s", r.Status, r.Body)
+		}
+		if r := s.call(wire.PathResults, withLines(line(1), line(2), line(3))); r.Status != http.StatusOK {
+			t.Fatalf("result with lines: %d %s", r.Status, r.Body)
+		}
+		lines, err := e.st.ExecutionLogList(context.Background(), x.ID, 0, 10)
+		if err != nil || len(lines) != 3 {
+			t.Fatalf("lines of the run: %+v (%v), want 3", lines, err)
+		}
+		for i, l := range lines {
+			if l.Line != int64(i+1) || l.Message != line(i + 1)["message"] {
+				t.Errorf("line %d: %+v", i, l)
+			}
+		}
+		if got := e.execution(x.ID); got.State != "succeeded" {
+			t.Errorf("after its result: %s, want succeeded", got.State)
 		}
 	})
 }

@@ -178,7 +178,9 @@ func TestStreamTrust(t *testing.T) {
 		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, nil)
 		id := <-started
 		now := time.Now().UnixMilli()
-		if r := s.call(wire.PathResults, result(id, now, now)); r.Status != http.StatusForbidden {
+		forged := result(id, now, now)
+		forged["results"].([]map[string]any)[0]["lines"] = []map[string]any{{"line": 2, "at": now, "message": "planted with a result"}}
+		if r := s.call(wire.PathResults, forged); r.Status != http.StatusForbidden {
 			t.Fatalf("alpha's stream reporting beta's run: %d %s, want 403", r.Status, r.Body)
 		}
 		if r := s.call(wire.PathLogs, map[string]any{"execution_id": id, "lines": []map[string]any{{"line": 1, "at": now, "message": "planted"}}}); r.Status != http.StatusForbidden {
@@ -189,6 +191,9 @@ func TestStreamTrust(t *testing.T) {
 		}
 		close(release)
 		eventually(t, "beta's run to succeed", func() bool { return e.execution(id).State == "succeeded" })
+		if lines, err := e.st.ExecutionLogList(context.Background(), id, 0, 10); err != nil || len(lines) != 0 {
+			t.Fatalf("beta's run's output: %+v (%v), want none of alpha's lines", lines, err)
+		}
 
 		// Revoked: the stream is closed by the server (policy violation).
 		e.call("DELETE", "/api/v1/apps/alpha/credentials", nil, 204, nil)

@@ -138,12 +138,9 @@ func (s *Server) executorLogs(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.checkRun(r.Context(), senderOf(r), in.ExecutionID); err != nil {
 		return s.refuse(err, in.ExecutionID)
 	}
-	lines := make([]store.LogLine, len(in.Lines))
-	for i, l := range in.Lines {
-		if l.Line < 1 {
-			return invalidField(fmt.Sprintf("lines[%d].line", i), "line numbers count from 1, got %d", l.Line)
-		}
-		lines[i] = store.LogLine{Line: l.Line, At: l.At, Message: l.Message}
+	lines, err := storeLines("lines", in.Lines)
+	if err != nil {
+		return err
 	}
 	// Appended with the output of the requests that come meanwhile, in one transaction.
 	appendErr, err := s.logAppends.Do(r.Context(), logAppend{in.ExecutionID, lines})
@@ -174,6 +171,7 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	}
 	rs := make([]engine.RemoteResult, len(in.Results))
 	from, now := senderOf(r), s.clock.Now()
+	var output []store.ExecutionLines // lines that came with results, of runs sent to the sender
 	for i, res := range in.Results {
 		// A run not live any more may take a late result (engine.CompleteRemote decides),
 		// from the instance it was handed to only when it was declared lost; one live
@@ -194,10 +192,25 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 		if res.LinesLost < 0 {
 			return invalidField(fmt.Sprintf("results[%d].lines_lost", i), "must not be negative, got %d", res.LinesLost)
 		}
+		lines, err := storeLines(fmt.Sprintf("results[%d].lines", i), res.Lines)
+		if err != nil {
+			return err
+		}
+		if d != nil && len(lines) > 0 {
+			output = append(output, store.ExecutionLines{ExecutionID: res.ExecutionID, Lines: lines})
+		}
 		started, finished := serverTimes(res.StartedAt, firedAt, now)
 		rs[i] = engine.RemoteResult{ExecutionID: res.ExecutionID, State: store.ExecutionState(res.State), Code: res.Code,
 			Message: res.Message, Started: started, Finished: finished, Traceparent: res.Traceparent, OutputLost: res.LinesLost,
 			Return: json.RawMessage(res.Result)}
+	}
+	// Output before the results, so that whoever reads a result finds its lines. Rare (the
+	// executor streams output while a run lasts) and idempotent by line number: the
+	// executor sends the result again, with its lines, when either write fails.
+	if len(output) > 0 {
+		if _, err := s.store.ExecutionLogsAppend(r.Context(), output); err != nil {
+			return fmt.Errorf("output sent with results: %w", err)
+		}
 	}
 	// Written with the results of the requests that come meanwhile. A write that fails
 	// fails each of them: the executors keep the results and send them again.
@@ -210,6 +223,19 @@ func (s *Server) executorResults(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, wire.ResultsResponse{Completed: done})
 	return nil
+}
+
+// storeLines checks output lines as sent by an executor (field is their JSON path) and
+// turns them into the store's.
+func storeLines(field string, in []wire.LogLine) ([]store.LogLine, error) {
+	lines := make([]store.LogLine, len(in))
+	for i, l := range in {
+		if l.Line < 1 {
+			return nil, invalidField(fmt.Sprintf("%s[%d].line", field, i), "line numbers count from 1, got %d", l.Line)
+		}
+		lines[i] = store.LogLine{Line: l.Line, At: l.At, Message: l.Message}
+	}
+	return lines, nil
 }
 
 // logCalls bounds the output requests appended together (each up to 100 lines).

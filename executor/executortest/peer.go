@@ -102,16 +102,7 @@ func NewPeer(t testing.TB, token string) *Peer {
 			http.Error(w, "not taken", fail)
 			return
 		}
-		p.record(func() {
-			m := p.logs[b.ExecutionID]
-			if m == nil {
-				m = map[int64]wire.LogLine{}
-				p.logs[b.ExecutionID] = m
-			}
-			for _, l := range b.Lines {
-				m[l.Line] = l // by line number: a batch sent twice is stored once
-			}
-		})
+		p.record(func() { p.addLines(b.ExecutionID, b.Lines) })
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST "+wire.PathResults, func(w http.ResponseWriter, r *http.Request) {
@@ -139,6 +130,7 @@ func NewPeer(t testing.TB, token string) *Peer {
 		p.record(func() {
 			p.resultCalls++
 			for _, res := range b.Results {
+				p.addLines(res.ExecutionID, res.Lines) // as a server does: output before the result
 				if _, done := p.results[res.ExecutionID]; done {
 					continue // compare-and-set: the first result wins
 				}
@@ -182,6 +174,22 @@ func (p *Peer) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// addLines stores lines of execution id by line number, so a batch sent twice is stored
+// once; p.mu is held.
+func (p *Peer) addLines(id int64, lines []wire.LogLine) {
+	if len(lines) == 0 {
+		return
+	}
+	m := p.logs[id]
+	if m == nil {
+		m = map[int64]wire.LogLine{}
+		p.logs[id] = m
+	}
+	for _, l := range lines {
+		m[l.Line] = l
+	}
 }
 
 func (p *Peer) record(f func()) {

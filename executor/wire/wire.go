@@ -121,6 +121,10 @@ type LogBatch struct {
 // longer one, or one with a NUL byte); the executor cuts longer lines.
 const MaxLineBytes = 65535
 
+// MaxResultLinesBytes bounds the messages of the output lines one result carries (Result.Lines),
+// so that a result with its lines stays well inside one request body (1 MiB).
+const MaxResultLinesBytes = 256 << 10
+
 // LogLine is one output line.
 type LogLine struct {
 	Line    int64  `json:"line"`
@@ -145,6 +149,10 @@ type Result struct {
 	// Traceparent is the W3C trace context of the run (the executor's span, or the one the
 	// /run request carried), so the server's write of the result joins the fire's trace.
 	Traceparent string `json:"traceparent,omitempty"`
+	// Lines are output lines of the run the server did not take while it ran (it was away,
+	// or refused them): they travel with the result, and are spooled with it, so that an
+	// outage costs the output nothing. At most MaxResultLinesBytes of messages, the newest.
+	Lines []LogLine `json:"lines,omitempty"`
 	// LinesLost counts the run's output lines the executor could not deliver, so the server
 	// records that the run's output was cut.
 	LinesLost int64 `json:"lines_lost,omitempty"`
