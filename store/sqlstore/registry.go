@@ -251,17 +251,54 @@ func (e *executor) RegistryTouch(ctx context.Context, ins []store.InstanceKey) (
 			cond.WriteString("(app = ? AND address = ? AND instance = ?)")
 			args = append(args, in.App, in.Address, in.Instance)
 		}
-		res, err := e.exec(ctx, "UPDATE registry SET last_seen = "+e.d().nowMillis()+" WHERE "+cond.String(), args...)
+		// Rows another transaction holds are skipped, not waited for: what holds one is the
+		// instance's own beat or another node's touch, either of which refreshes it, and a
+		// touch that never waits cannot deadlock with another node's over the same rows
+		// locked in another order.
+		err := e.inTx(ctx, func(e *executor) error {
+			keys, err := scanKeys(e.query(ctx, "SELECT app, address FROM registry WHERE "+cond.String()+e.d().lockSkip(), args...))
+			if err != nil || len(keys) == 0 {
+				return err
+			}
+			var which strings.Builder
+			keyArgs := make([]any, 0, 2*len(keys))
+			for i, k := range keys {
+				if i > 0 {
+					which.WriteString(" OR ")
+				}
+				which.WriteString("(app = ? AND address = ?)")
+				keyArgs = append(keyArgs, k.App, k.Address)
+			}
+			res, err := e.exec(ctx, "UPDATE registry SET last_seen = "+e.d().nowMillis()+" WHERE "+which.String(), keyArgs...)
+			if err != nil {
+				return err
+			}
+			n, err := affected(res)
+			touched += n
+			return err
+		})
 		if err != nil {
 			return touched, fmt.Errorf("sqlstore: touch %d registry rows (first %s at %q): %w", len(batch), batch[0].App, batch[0].Address, err)
 		}
-		n, err := affected(res)
-		if err != nil {
-			return touched, err
-		}
-		touched += n
 	}
 	return touched, nil
+}
+
+// scanKeys reads rows of (app, address).
+func scanKeys(rows *sql.Rows, err error) ([]store.ExecutorKey, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ExecutorKey
+	for rows.Next() {
+		var k store.ExecutorKey
+		if err := rows.Scan(&k.App, &k.Address); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
 }
 
 // RegistryLive lists the instances seen within olderThan, served by registry_app_seen_idx.
