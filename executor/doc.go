@@ -18,7 +18,8 @@
 // not, is replayed, altered, stale, or meant for another app, instance or address
 // (docs/executor-protocol.md, "Signed calls"); each of its own requests carries the proof of
 // its instance, a signature by a key the process makes at start ("Instance proof"). Results the server cannot take (it is down or restarting) wait in a spool
-// directory, one file each, and are retried until delivered, also by the next executor
+// directory (one file, with one fsync, for all those set aside at once), with the output lines
+// the server did not take while their runs lasted, and are retried until delivered, also by the next executor
 // process started on that directory. The wire format is described in docs/executor-protocol.md
 // and by the types of package [github.com/sundial-scheduler/sundial/executor/wire].
 //

@@ -68,8 +68,9 @@ type Config struct {
 	// HeartbeatInterval is how often the registration is repeated. Default: the interval
 	// the server asks for in its answer to register.
 	HeartbeatInterval time.Duration
-	// SpoolDir keeps results that could not be delivered yet, one JSON file each, until
-	// they are. Default: sundial-executor/<App> under os.UserCacheDir.
+	// SpoolDir keeps results that could not be delivered yet, with the output lines they
+	// carry, until they are (JSON files, one for each time results were set aside). Default:
+	// sundial-executor/<App> under os.UserCacheDir.
 	SpoolDir string
 	// Logger receives the executor's own log (not the runs' output). Default slog.Default().
 	Logger *slog.Logger

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -683,13 +684,45 @@ func TestStopCancelsHandlersWhenItsContextEnds(t *testing.T) {
 	}
 }
 
-func spooled(t *testing.T, dir string) []string {
+// spooled reads the results in the spool directory dir, in its files of either version.
+func spooled(t *testing.T, dir string) []wire.Result {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(dir, "result-*.json"))
+	files, err := filepath.Glob(filepath.Join(dir, "result*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	var out []wire.Result
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // delivered meanwhile
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rs []wire.Result
+		if strings.HasPrefix(filepath.Base(f), "results-") {
+			err = json.Unmarshal(b, &rs)
+		} else {
+			rs = make([]wire.Result, 1)
+			err = json.Unmarshal(b, &rs[0])
+		}
+		if err != nil {
+			t.Fatalf("spool file %s: %v", f, err)
+		}
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// spoolFiles counts the files in the spool directory dir.
+func spoolFiles(t *testing.T, dir string) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "result*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(files)
 }
 
 // eventually polls cond for a bounded time: for state on disk, which no peer signal covers.
@@ -714,15 +747,14 @@ func TestResultsSpooledWhileServerFailsThenDelivered(t *testing.T) {
 	s.mustRun(t, wire.RunRequest{ExecutionID: 7, JobID: 1, Handler: "ok"})
 	peer.Wait(t, wait, "a refused results call", func() bool { return peer.RefusedResultCalls() >= 1 })
 	eventually(t, "the result in the spool", func() bool { return len(spooled(t, dir)) == 1 })
-	b, err := os.ReadFile(filepath.Join(dir, "result-7.json"))
-	if err != nil || !strings.Contains(string(b), `"state":"succeeded"`) {
-		t.Fatalf("spool file: %s %v", b, err)
+	if got := spooled(t, dir)[0]; got.ExecutionID != 7 || got.State != wire.StateSucceeded {
+		t.Fatalf("spooled %+v, want execution 7 succeeded", got)
 	}
 	peer.FailResults(0)
 	if res := peer.WaitResult(t, 7, wait); res.State != wire.StateSucceeded {
 		t.Errorf("delivered %+v", res)
 	}
-	eventually(t, "an empty spool", func() bool { return len(spooled(t, dir)) == 0 })
+	eventually(t, "an empty spool", func() bool { return spoolFiles(t, dir) == 0 })
 }
 
 func TestSpooledResultsSurviveARestart(t *testing.T) {
@@ -759,7 +791,42 @@ func TestSpooledResultsSurviveARestart(t *testing.T) {
 			t.Errorf("output of %d after restart: %q, want the line spooled with its result", id, out)
 		}
 	}
-	eventually(t, "an empty spool", func() bool { return len(spooled(t, dir)) == 0 })
+	eventually(t, "an empty spool", func() bool { return spoolFiles(t, dir) == 0 })
+}
+
+// TestSpoolOfAnEarlierVersion: an executor started on a spool an earlier version wrote (one
+// file per result) delivers those results, keeps the newest of a result spooled twice, and
+// empties the spool; an unreadable file is moved aside, not deleted.
+func TestSpoolOfAnEarlierVersion(t *testing.T) {
+	peer := executortest.NewPeer(t, token)
+	dir := t.TempDir()
+	write := func(name string, v any) {
+		t.Helper()
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("result-11.json", wire.Result{ExecutionID: 11, State: wire.StateSucceeded, Message: "from the old version", FinishedAt: 1})
+	write("result-12.json", wire.Result{ExecutionID: 12, State: wire.StateFailed, Message: "reported first", FinishedAt: 1})
+	write("results-00000000000000000001-00000001.json", []wire.Result{{ExecutionID: 12, State: wire.StateSucceeded, Message: "reported again", FinishedAt: 2}})
+	if err := os.WriteFile(filepath.Join(dir, "result-13.json"), []byte("{cut"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startOn(t, peer, dir, nil)
+	if res := peer.WaitResult(t, 11, wait); res.Message != "from the old version" {
+		t.Errorf("result 11: %+v", res)
+	}
+	if res := peer.WaitResult(t, 12, wait); res.Message != "reported again" {
+		t.Errorf("result 12: %+v, want the one spooled later", res)
+	}
+	eventually(t, "an empty spool", func() bool { return spoolFiles(t, dir) == 0 })
+	if _, err := os.Stat(filepath.Join(dir, "result-13.json.bad")); err != nil {
+		t.Errorf("the unreadable file was not moved aside: %v", err)
+	}
 }
 
 func TestConfigChecks(t *testing.T) {

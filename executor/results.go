@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,20 +23,32 @@ const (
 	// resultBatchBytes keeps a request of results under the server's 1 MiB body limit.
 	resultBatchBytes  = 768 << 10
 	resultSendTimeout = 10 * time.Second
-	spoolPrefix       = "result-"
+	// spoolPrefix names the spool's files, each holding the results one spooling wrote;
+	// oldSpoolPrefix the one-result files of earlier versions, still read on start.
+	spoolPrefix    = "results-"
+	oldSpoolPrefix = "result-"
 )
 
 // reporter delivers results. It sends them as they come; when the server does not take
-// them it writes each to the spool directory (one small file, written atomically) and
-// retries with backoff until it does. On start it picks up what an earlier process spooled.
-// A result is on disk from its first failed delivery until the server has it, so neither a
-// server restart nor an executor restart loses it.
+// them it writes those not on disk yet to the spool directory (one file for all of them,
+// written atomically with one fsync: a stop or an outage with thousands of results waiting
+// spools them at once) and retries with backoff until the server takes them. On start it
+// picks up what an earlier process spooled. A result is on disk from its first failed
+// delivery until the server has it, so neither a server restart nor an executor restart
+// loses it.
 type reporter struct {
 	e   *Executor
 	dir string
 
 	mu      sync.Mutex
 	pending map[int64]*pendingResult
+	// files counts, for each spool file, the pending results it holds: a file goes once
+	// none does.
+	files map[string]int
+	// spools numbers this process's spool files, after the time it started, so that a later
+	// file sorts after an earlier one (load: the later result for an execution wins).
+	spools  int64
+	started int64
 
 	kick    chan struct{}
 	stop    chan struct{}
@@ -46,8 +57,8 @@ type reporter struct {
 }
 
 type pendingResult struct {
-	res     wire.Result
-	spooled bool
+	res  wire.Result
+	file string // the spool file holding res, "" while it is only in memory
 }
 
 func newReporter(e *Executor, dir string) (*reporter, error) {
@@ -55,7 +66,7 @@ func newReporter(e *Executor, dir string) (*reporter, error) {
 		return nil, fmt.Errorf("executor: spool directory %s: %w", dir, err)
 	}
 	r := &reporter{
-		e: e, dir: dir, pending: map[int64]*pendingResult{},
+		e: e, dir: dir, pending: map[int64]*pendingResult{}, files: map[string]int{}, started: time.Now().UnixNano(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		backoff: backoff.Sequence{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Max: 30 * time.Second}},
 	}
@@ -65,39 +76,91 @@ func newReporter(e *Executor, dir string) (*reporter, error) {
 	return r, nil
 }
 
-// load reads the results an earlier process spooled.
+// load reads the results earlier processes spooled, oldest file first, so that a result
+// spooled again later (the same execution reported anew) wins.
 func (r *reporter) load() error {
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {
 		return fmt.Errorf("executor: read spool directory %s: %w", r.dir, err)
 	}
+	var old, batches []string
 	for _, ent := range entries {
 		name := ent.Name()
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			_ = os.Remove(filepath.Join(r.dir, name)) // a write that a crash interrupted; nothing in it was spooled
+		case !strings.HasSuffix(name, ".json"):
+		case strings.HasPrefix(name, spoolPrefix):
+			batches = append(batches, name)
+		case strings.HasPrefix(name, oldSpoolPrefix):
+			old = append(old, name)
+		}
+	}
+	slices.Sort(batches) // os.ReadDir sorts too; the order matters here, so it is said
+	if n := len(batches); n > 0 {
+		// This process's files sort after every earlier one, whatever the clock says.
+		var last int64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(batches[n-1], spoolPrefix), "%d-", &last); err == nil {
+			r.started = max(r.started, last+1)
+		}
+	}
+	for _, name := range append(old, batches...) {
 		path := filepath.Join(r.dir, name)
-		if strings.HasPrefix(name, ".tmp-") {
-			_ = os.Remove(path) // a write that a crash interrupted; its result was never spooled
-			continue
-		}
-		if !strings.HasPrefix(name, spoolPrefix) || !strings.HasSuffix(name, ".json") {
-			continue
-		}
 		b, err := os.ReadFile(path)
-		var res wire.Result
-		if err == nil {
-			err = json.Unmarshal(b, &res)
+		var results []wire.Result
+		if err == nil && strings.HasPrefix(name, spoolPrefix) {
+			err = json.Unmarshal(b, &results)
+		} else if err == nil {
+			results = make([]wire.Result, 1)
+			err = json.Unmarshal(b, &results[0])
 		}
-		if err != nil || res.ExecutionID <= 0 {
-			r.e.log.Error("unreadable spooled result; moved aside", "file", path, "err", err)
+		if err == nil && slices.ContainsFunc(results, func(res wire.Result) bool { return res.ExecutionID <= 0 }) {
+			err = errors.New("a result without an execution id")
+		}
+		if err != nil {
+			r.e.log.Error("unreadable spooled results; moved aside", "file", path, "err", err)
 			_ = os.Rename(path, path+".bad")
 			continue
 		}
-		r.pending[res.ExecutionID] = &pendingResult{res: res, spooled: true}
+		for _, res := range results {
+			r.files[name]++
+			r.holdLocked(&pendingResult{res: res, file: name}) // an earlier file goes once it holds none
+		}
 	}
 	if len(r.pending) > 0 {
 		r.e.log.Info("spooled results to deliver", "count", len(r.pending), "dir", r.dir)
 		r.poke()
 	}
 	return nil
+}
+
+// holdLocked makes p the pending result of its execution, in place of any earlier one;
+// r.mu is held (or the reporter not shared yet).
+func (r *reporter) holdLocked(p *pendingResult) {
+	id := p.res.ExecutionID
+	if prev := r.pending[id]; prev != nil {
+		r.unspoolLocked(prev)
+	}
+	r.pending[id] = p
+}
+
+// unspoolLocked forgets that p is on disk: its file goes once no pending result is in it.
+func (r *reporter) unspoolLocked(p *pendingResult) {
+	if p.file == "" {
+		return
+	}
+	r.files[p.file]--
+	if r.files[p.file] <= 0 {
+		r.dropFileLocked(p.file)
+	}
+	p.file = ""
+}
+
+func (r *reporter) dropFileLocked(name string) {
+	delete(r.files, name)
+	if err := os.Remove(filepath.Join(r.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.e.log.Error("removing delivered results from the spool", "file", name, "err", err)
+	}
 }
 
 func (r *reporter) poke() {
@@ -109,7 +172,12 @@ func (r *reporter) poke() {
 
 func (r *reporter) add(res wire.Result) {
 	r.mu.Lock()
-	r.pending[res.ExecutionID] = &pendingResult{res: res}
+	p := &pendingResult{res: res}
+	if prev := r.pending[res.ExecutionID]; prev != nil && prev.file != "" {
+		// The result it replaces is on disk: so is this one before that one goes.
+		r.spoolLocked([]*pendingResult{p})
+	}
+	r.holdLocked(p)
 	r.mu.Unlock()
 	r.poke()
 }
@@ -248,42 +316,51 @@ func (r *reporter) delivered(batch []*pendingResult) {
 	defer r.mu.Unlock()
 	for _, sent := range batch {
 		id := sent.res.ExecutionID
-		p := r.pending[id]
-		if p != sent {
+		if r.pending[id] != sent {
 			continue // replaced meanwhile by a newer result for the same id
 		}
 		delete(r.pending, id)
-		if p.spooled {
-			if err := os.Remove(r.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				r.e.log.Error("removing a delivered result from the spool", "execution_id", id, "err", err)
-			}
-		}
+		r.unspoolLocked(sent)
 	}
 }
 
-func (r *reporter) path(id int64) string {
-	return filepath.Join(r.dir, spoolPrefix+strconv.FormatInt(id, 10)+".json")
-}
-
-// spoolAll writes every pending result that is not on disk yet.
+// spoolAll writes every pending result that is not on disk yet, all in one file.
 func (r *reporter) spoolAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id, p := range r.pending {
-		if p.spooled {
-			continue
+	var fresh []*pendingResult
+	for _, p := range r.pending {
+		if p.file == "" {
+			fresh = append(fresh, p)
 		}
-		if err := r.write(p.res); err != nil {
-			r.e.log.Error("spooling a result failed; it is only in memory", "execution_id", id, "err", err)
-			continue
-		}
-		p.spooled = true
+	}
+	if len(fresh) > 0 {
+		r.spoolLocked(fresh)
 	}
 }
 
-// write stores res atomically: a temporary file, synced, renamed into place.
-func (r *reporter) write(res wire.Result) error {
-	b, err := json.Marshal(res)
+// spoolLocked writes fresh to a new spool file; r.mu is held.
+func (r *reporter) spoolLocked(fresh []*pendingResult) {
+	results := make([]wire.Result, len(fresh))
+	for i, p := range fresh {
+		results[i] = p.res
+	}
+	r.spools++
+	name := fmt.Sprintf("%s%020d-%08d.json", spoolPrefix, r.started, r.spools)
+	if err := r.write(name, results); err != nil {
+		r.e.log.Error("spooling results failed; they are only in memory", "count", len(results), "err", err)
+		return
+	}
+	for _, p := range fresh {
+		p.file = name
+	}
+	r.files[name] = len(fresh)
+}
+
+// write stores results in the spool file name atomically: a temporary file, synced, renamed
+// into place.
+func (r *reporter) write(name string, results []wire.Result) error {
+	b, err := json.Marshal(results)
 	if err != nil {
 		return err
 	}
@@ -299,11 +376,11 @@ func (r *reporter) write(res wire.Result) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), r.path(res.ExecutionID))
+		err = os.Rename(f.Name(), filepath.Join(r.dir, name))
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
-		return fmt.Errorf("spool result of execution %d: %w", res.ExecutionID, err)
+		return fmt.Errorf("spool %d results in %s: %w", len(results), r.dir, err)
 	}
 	return nil
 }

@@ -69,6 +69,11 @@ func TestStopBoundedWhileServerHangs(t *testing.T) {
 	if got := spooled(t, dir); len(got) != runs {
 		t.Errorf("spooled %d results after Stop, want %d", len(got), runs)
 	}
+	// Each spooling writes what waits in one file (one fsync), not a file per result: here
+	// once when the hung send is given up, and once more for what came after.
+	if n := spoolFiles(t, dir); n > 3 {
+		t.Errorf("%d spool files for %d results, want a few", n, runs)
+	}
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "batches of results not delivered") {
 		t.Errorf("Stop: %q, want one line counting the batches not delivered", err)
 	}
