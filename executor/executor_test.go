@@ -475,6 +475,30 @@ func TestRefusedOutputGoesWithTheResult(t *testing.T) {
 	}
 }
 
+// TestResultRefusedWithLinesGoesWithout: a server that refuses a result because of the
+// lines it carries (one from before results carried them) still gets the result, without
+// them, counted lost: the result matters more than its output.
+func TestResultRefusedWithLinesGoesWithout(t *testing.T) {
+	s := start(t, func(ex *executor.Executor) {
+		ex.Handle("chatty", func(ctx context.Context) error {
+			for i := range 3 {
+				executor.Logger(ctx).Info("line", "n", i)
+			}
+			return nil
+		})
+	})
+	s.peer.FailLogs(http.StatusServiceUnavailable)
+	s.peer.RefuseResultLines(true)
+	s.mustRun(t, wire.RunRequest{ExecutionID: 8, JobID: 1, Handler: "chatty"})
+	res := s.peer.WaitResult(t, 8, wait)
+	if res.State != wire.StateSucceeded || res.LinesLost != 3 || len(res.Lines) != 0 {
+		t.Errorf("result %+v: want succeeded without lines, 3 lost", res)
+	}
+	if n := s.peer.RefusedResultCalls(); n != 1 {
+		t.Errorf("%d results calls refused, want the one with lines", n)
+	}
+}
+
 func TestFailuresAndRefusals(t *testing.T) {
 	s := start(t, func(ex *executor.Executor) {
 		ex.Handle("fail", func(context.Context) error { return errors.New("disk full") })

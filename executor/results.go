@@ -303,6 +303,16 @@ func (r *reporter) send(ctx context.Context, batch []*pendingResult) error {
 			errs = append(errs, r.send(ctx, batch[i:i+1]))
 		}
 		return errors.Join(errs...)
+	case permanent(err) && len(batch[0].res.Lines) > 0:
+		// The result matters more than its output: sent again without the lines, counted lost.
+		p := batch[0]
+		r.e.log.Warn("the server refused a result with output lines; sending it without them",
+			"execution_id", p.res.ExecutionID, "lines", len(p.res.Lines), "err", err)
+		r.mu.Lock()
+		p.res.LinesLost += int64(len(p.res.Lines))
+		p.res.Lines = nil
+		r.mu.Unlock()
+		return r.send(ctx, batch)
 	case permanent(err):
 		r.e.log.Error("the server refused a result; dropping it", "execution_id", batch[0].res.ExecutionID, "state", batch[0].res.State, "err", err)
 		r.delivered(batch)

@@ -87,19 +87,7 @@ func TestUnansweredRunLeftToHeartbeats(t *testing.T) {
 		cred := credential(e, "billing")
 		me := inst("taker")
 		reg := map[string]any{"app": "billing", "address": wire.StreamAddress(me), "instance": me, "handlers": []string{"report"}}
-		s, status := e.dialStream(cred, "billing", me)
-		if status != http.StatusSwitchingProtocols {
-			t.Fatalf("stream: %d", status)
-		}
-		if r := s.call(wire.PathRegister, reg); r.Status != http.StatusOK {
-			t.Fatalf("register: %d %s", r.Status, r.Body)
-		}
-		job := e.remoteJob("billing", "round_robin", nil)
-		var x api.Execution
-		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &x)
-		if run := s.nextRun(); run.ExecutionID != x.ID {
-			t.Fatalf("run %d came down the stream, want %d", run.ExecutionID, x.ID)
-		}
+		s, x := e.takeOneRun(t, cred, reg)
 		s.c.Close(websocket.StatusGoingAway, "gone before answering")
 		eventually(t, "the dispatcher to give up on an answer", func() bool {
 			return e.srv.remote.Stats().Unanswered.Load() == 1 || e.execution(x.ID).State != "running"
@@ -134,20 +122,8 @@ func TestOutputComesWithTheResult(t *testing.T) {
 		e := newExecutorEnv(t, dialect, time.Second)
 		cred := credential(e, "billing")
 		me := inst("teller")
-		s, status := e.dialStream(cred, "billing", me)
-		if status != http.StatusSwitchingProtocols {
-			t.Fatalf("stream: %d", status)
-		}
-		if r := s.call(wire.PathRegister, map[string]any{"app": "billing", "address": wire.StreamAddress(me),
-			"instance": me, "handlers": []string{"report"}}); r.Status != http.StatusOK {
-			t.Fatalf("register: %d %s", r.Status, r.Body)
-		}
-		job := e.remoteJob("billing", "round_robin", nil)
-		var x api.Execution
-		e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &x)
-		if run := s.nextRun(); run.ExecutionID != x.ID {
-			t.Fatalf("run %d came down the stream, want %d", run.ExecutionID, x.ID)
-		}
+		s, x := e.takeOneRun(t, cred, map[string]any{"app": "billing", "address": wire.StreamAddress(me),
+			"instance": me, "handlers": []string{"report"}})
 		now := time.Now().UnixMilli()
 		withLines := func(lines ...map[string]any) map[string]any {
 			body := result(x.ID, now, now)
@@ -184,6 +160,27 @@ func TestOutputComesWithTheResult(t *testing.T) {
 			t.Errorf("after its result: %s, want succeeded", got.State)
 		}
 	})
+}
+
+// takeOneRun opens a raw stream with cred as the instance reg names, registers it with reg,
+// and runs a new job of reg's app now: it returns the stream and the run, read off it.
+func (e *env) takeOneRun(t *testing.T, cred string, reg map[string]any) (*rawStream, api.Execution) {
+	t.Helper()
+	app, me := reg["app"].(string), reg["instance"].(string)
+	s, status := e.dialStream(cred, app, me)
+	if status != http.StatusSwitchingProtocols {
+		t.Fatalf("stream: %d", status)
+	}
+	if r := s.call(wire.PathRegister, reg); r.Status != http.StatusOK {
+		t.Fatalf("register: %d %s", r.Status, r.Body)
+	}
+	job := e.remoteJob(app, "round_robin", nil)
+	var x api.Execution
+	e.call("POST", "/api/v1/jobs/"+itoa(job)+"/run", nil, 202, &x)
+	if run := s.nextRun(); run.ExecutionID != x.ID {
+		t.Fatalf("run %d came down the stream, want %d", run.ExecutionID, x.ID)
+	}
+	return s, x
 }
 
 // nextRun reads the stream until a frame of calls comes down, and returns the run it carries.

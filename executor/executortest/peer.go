@@ -48,6 +48,9 @@ type Peer struct {
 	refusedCalls  int
 	failResults   int // HTTP status to answer results with, 0 = take them
 	failLogs      int // HTTP status to answer output lines with, 0 = take them
+	// refuseLines answers 400 to results that carry output lines, as a server from before
+	// they did would (it refuses unknown fields).
+	refuseLines bool
 }
 
 // NewPeer starts a Peer that requires token; it is closed when the test ends.
@@ -111,11 +114,16 @@ func NewPeer(t testing.TB, token string) *Peer {
 			return
 		}
 		p.mu.Lock()
-		fail := p.failResults
+		fail, refuseLines := p.failResults, p.refuseLines
 		p.mu.Unlock()
 		if fail != 0 {
 			p.record(func() { p.refusedCalls++ })
 			http.Error(w, "unavailable", fail)
+			return
+		}
+		if refuseLines && slices.ContainsFunc(b.Results, func(res wire.Result) bool { return len(res.Lines) > 0 }) {
+			p.record(func() { p.refusedCalls++ })
+			http.Error(w, `json: unknown field "lines"`, http.StatusBadRequest)
 			return
 		}
 		for _, res := range b.Results {
@@ -203,6 +211,12 @@ func (p *Peer) record(f func()) {
 // FailResults makes results answer with status (e.g. 503) until called with 0.
 func (p *Peer) FailResults(status int) {
 	p.record(func() { p.failResults = status })
+}
+
+// RefuseResultLines makes results that carry output lines answered 400, as a server from
+// before results carried them answers, until called with false.
+func (p *Peer) RefuseResultLines(refuse bool) {
+	p.record(func() { p.refuseLines = refuse })
 }
 
 // FailLogs makes output lines answered with status (e.g. 409) until called with 0.

@@ -237,18 +237,14 @@ const silence = "(CASE WHEN live_ms > ? THEN live_ms ELSE ? END)"
 // touchBatch bounds the instances one RegistryTouch statement names (3 parameters each).
 const touchBatch = 200
 
-// RegistryTouch sets last_seen of the named instances' rows, touchBatch of them a statement,
-// each statement its own transaction: a touch is idempotent, and a batch need not apply as one.
+// RegistryTouch sets last_seen of the named instances' rows, touchBatch of them a
+// transaction (a locking read and an update): a touch is idempotent, and a batch need not
+// apply as one.
 func (e *executor) RegistryTouch(ctx context.Context, ins []store.InstanceKey) (int64, error) {
 	var touched int64
 	for batch := range slices.Chunk(ins, touchBatch) {
-		var cond strings.Builder
 		args := make([]any, 0, 3*len(batch))
-		for i, in := range batch {
-			if i > 0 {
-				cond.WriteString(" OR ")
-			}
-			cond.WriteString("(app = ? AND address = ? AND instance = ?)")
+		for _, in := range batch {
 			args = append(args, in.App, in.Address, in.Instance)
 		}
 		// Rows another transaction holds are skipped, not waited for: what holds one is the
@@ -256,20 +252,17 @@ func (e *executor) RegistryTouch(ctx context.Context, ins []store.InstanceKey) (
 		// touch that never waits cannot deadlock with another node's over the same rows
 		// locked in another order.
 		err := e.inTx(ctx, func(e *executor) error {
-			keys, err := scanKeys(e.query(ctx, "SELECT app, address FROM registry WHERE "+cond.String()+e.d().lockSkip(), args...))
+			keys, err := scanKeys(e.query(ctx, "SELECT app, address FROM registry WHERE "+
+				anyOf("app = ? AND address = ? AND instance = ?", len(batch))+e.d().lockSkip(), args...))
 			if err != nil || len(keys) == 0 {
 				return err
 			}
-			var which strings.Builder
 			keyArgs := make([]any, 0, 2*len(keys))
-			for i, k := range keys {
-				if i > 0 {
-					which.WriteString(" OR ")
-				}
-				which.WriteString("(app = ? AND address = ?)")
+			for _, k := range keys {
 				keyArgs = append(keyArgs, k.App, k.Address)
 			}
-			res, err := e.exec(ctx, "UPDATE registry SET last_seen = "+e.d().nowMillis()+" WHERE "+which.String(), keyArgs...)
+			res, err := e.exec(ctx, "UPDATE registry SET last_seen = "+e.d().nowMillis()+" WHERE "+
+				anyOf("app = ? AND address = ?", len(keys)), keyArgs...)
 			if err != nil {
 				return err
 			}
@@ -282,6 +275,11 @@ func (e *executor) RegistryTouch(ctx context.Context, ins []store.InstanceKey) (
 		}
 	}
 	return touched, nil
+}
+
+// anyOf is the condition that n rows match, each by term: "(term) OR (term) …".
+func anyOf(term string, n int) string {
+	return strings.TrimSuffix(strings.Repeat("("+term+") OR ", n), " OR ")
 }
 
 // scanKeys reads rows of (app, address).
