@@ -185,3 +185,60 @@ func TestRunNotTakenWaitsForAnExecutor(t *testing.T) {
 		t.Fatalf("the handler ran %d times, want once", n)
 	}
 }
+
+// TestBusyExecutorRests: an executor that answered busy is offered no run for busyRest on
+// the dispatcher's clock (the fires meanwhile go to the app's other executor without a call
+// to it or a dispatch written for it), then is offered runs again; one that takes a run ends
+// its rest at once.
+func TestBusyExecutorRests(t *testing.T) {
+	ctx := context.Background()
+	fx := newRemoteFixture(t)
+	var calls atomic.Int32
+	var full atomic.Bool
+	full.Store(true)
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if full.Load() {
+			http.Error(w, "holding as many runs as it may", http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(`{"accepted":true}`))
+	}))
+	t.Cleanup(busy.Close)
+	for _, in := range [][2]string{{fx.exe.Address(), fx.exe.Instance()}, {busy.URL, "busy"}} {
+		if err := fx.st.RegistryBeat(ctx, "billing", in[0], in[1], "", []string{"once"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := clock.NewFake(time.Now())
+	r := NewRemote(Config{Store: fx.st, Clock: clk, HeartbeatInterval: time.Second})
+	fx.job.Routing = string(First) // the busy executor, picked first
+	if !slices.IsSorted([]string{busy.URL, fx.exe.Address()}) {
+		fx.job.Routing = string(Last)
+	}
+	fire := func(wantCalls int32, wantPassedOn bool) {
+		t.Helper()
+		ex := fx.running(t, store.Owner{Node: "n"})
+		res := r.Dispatch(ctx, &engine.Fire{Execution: ex, Job: fx.job})
+		if passedOn := strings.Contains(res.Message, "("+busy.URL+" did not take it)"); !res.Async || passedOn != wantPassedOn {
+			t.Fatalf("fire %d: %+v, want it taken (passed on from the busy one: %v)", ex.ID, res, wantPassedOn)
+		}
+		if n := calls.Load(); n != wantCalls {
+			t.Fatalf("after fire %d the busy executor was called %d times, want %d", ex.ID, n, wantCalls)
+		}
+		if wantPassedOn {
+			<-fx.got
+		}
+	}
+	fire(1, true) // answered busy: it rests
+	fire(1, true) // resting: not called
+	if n := r.Stats().Rested.Load(); n != 1 {
+		t.Fatalf("%d offers rested, want 1", n)
+	}
+	clk.Advance(r.busyRest())
+	fire(2, true) // offered again, busy again
+	clk.Advance(r.busyRest())
+	full.Store(false)
+	fire(3, false) // took it: its rest is over
+	fire(4, false)
+}
