@@ -320,8 +320,6 @@ type Querier interface {
 	// beats would, and changes nothing else: the node holding an instance's stream vouches for
 	// it while the stream carries its pings. Only the rows of those very instances (app,
 	// address and instance) are touched, none is inserted; it returns how many were touched.
-	// A row another transaction holds locked is skipped where the database can skip locks
-	// (its holder is a beat or another node's touch, which refresh it): a touch never waits.
 	RegistryTouch(ctx context.Context, ins []InstanceKey) (int64, error)
 	// RegistryLeave forgets an instance (a graceful stop); it reports whether one was there.
 	RegistryLeave(ctx context.Context, app, address string) (bool, error)

@@ -237,66 +237,31 @@ const silence = "(CASE WHEN live_ms > ? THEN live_ms ELSE ? END)"
 // touchBatch bounds the instances one RegistryTouch statement names (3 parameters each).
 const touchBatch = 200
 
-// RegistryTouch sets last_seen of the named instances' rows, touchBatch of them a
-// transaction (a locking read and an update): a touch is idempotent, and a batch need not
-// apply as one.
+// RegistryTouch sets last_seen of the named instances' rows, touchBatch of them a statement,
+// each statement its own transaction: a touch is idempotent, and a batch need not apply as one.
 func (e *executor) RegistryTouch(ctx context.Context, ins []store.InstanceKey) (int64, error) {
 	var touched int64
 	for batch := range slices.Chunk(ins, touchBatch) {
+		var cond strings.Builder
 		args := make([]any, 0, 3*len(batch))
-		for _, in := range batch {
+		for i, in := range batch {
+			if i > 0 {
+				cond.WriteString(" OR ")
+			}
+			cond.WriteString("(app = ? AND address = ? AND instance = ?)")
 			args = append(args, in.App, in.Address, in.Instance)
 		}
-		// Rows another transaction holds are skipped, not waited for: what holds one is the
-		// instance's own beat or another node's touch, either of which refreshes it, and a
-		// touch that never waits cannot deadlock with another node's over the same rows
-		// locked in another order.
-		err := e.inTx(ctx, func(e *executor) error {
-			keys, err := scanKeys(e.query(ctx, "SELECT app, address FROM registry WHERE "+
-				anyOf("app = ? AND address = ? AND instance = ?", len(batch))+e.d().lockSkip(), args...))
-			if err != nil || len(keys) == 0 {
-				return err
-			}
-			keyArgs := make([]any, 0, 2*len(keys))
-			for _, k := range keys {
-				keyArgs = append(keyArgs, k.App, k.Address)
-			}
-			res, err := e.exec(ctx, "UPDATE registry SET last_seen = "+e.d().nowMillis()+" WHERE "+
-				anyOf("app = ? AND address = ?", len(keys)), keyArgs...)
-			if err != nil {
-				return err
-			}
-			n, err := affected(res)
-			touched += n
-			return err
-		})
+		res, err := e.exec(ctx, "UPDATE registry SET last_seen = "+e.d().nowMillis()+" WHERE "+cond.String(), args...)
 		if err != nil {
 			return touched, fmt.Errorf("sqlstore: touch %d registry rows (first %s at %q): %w", len(batch), batch[0].App, batch[0].Address, err)
 		}
+		n, err := affected(res)
+		if err != nil {
+			return touched, err
+		}
+		touched += n
 	}
 	return touched, nil
-}
-
-// anyOf is the condition that n rows match, each by term: "(term) OR (term) …".
-func anyOf(term string, n int) string {
-	return strings.TrimSuffix(strings.Repeat("("+term+") OR ", n), " OR ")
-}
-
-// scanKeys reads rows of (app, address).
-func scanKeys(rows *sql.Rows, err error) ([]store.ExecutorKey, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.ExecutorKey
-	for rows.Next() {
-		var k store.ExecutorKey
-		if err := rows.Scan(&k.App, &k.Address); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
 }
 
 // RegistryLive lists the instances seen within olderThan, served by registry_app_seen_idx.
