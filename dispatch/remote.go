@@ -110,8 +110,6 @@ type Remote struct {
 	// runs again (resting).
 	busyMu    sync.Mutex
 	busyUntil map[executorAt]time.Time
-	// restingN is len(busyUntil), read without busyMu: most sends find no executor resting.
-	restingN atomic.Int64
 
 	// The followers of XXL-JOB runs' output (xxl.go) run until Close.
 	ctx       context.Context
@@ -326,14 +324,11 @@ var errResting = &wire.StatusError{Path: wire.PathRun, Status: http.StatusTooMan
 
 // resting reports whether the executor at addr answered busy within the last busyRest.
 func (r *Remote) resting(app, addr string) bool {
-	if r.restingN.Load() == 0 {
-		return false
-	}
 	r.busyMu.Lock()
 	defer r.busyMu.Unlock()
 	until, ok := r.busyUntil[executorAt{app, addr}]
 	if ok && !r.cfg.Clock.Now().Before(until) {
-		r.endRestLocked(executorAt{app, addr})
+		delete(r.busyUntil, executorAt{app, addr})
 		return false
 	}
 	return ok
@@ -341,25 +336,16 @@ func (r *Remote) resting(app, addr string) bool {
 
 // answeredBusy starts the executor's rest (busy) or ends it (it took a run: it has room).
 func (r *Remote) answeredBusy(app, addr string, busy bool) {
-	if !busy && r.restingN.Load() == 0 {
-		return
-	}
 	r.busyMu.Lock()
 	defer r.busyMu.Unlock()
 	if !busy {
-		r.endRestLocked(executorAt{app, addr})
+		delete(r.busyUntil, executorAt{app, addr})
 		return
 	}
 	if r.busyUntil == nil {
 		r.busyUntil = map[executorAt]time.Time{}
 	}
 	r.busyUntil[executorAt{app, addr}] = r.cfg.Clock.Now().Add(r.busyRest())
-	r.restingN.Store(int64(len(r.busyUntil)))
-}
-
-func (r *Remote) endRestLocked(at executorAt) {
-	delete(r.busyUntil, at)
-	r.restingN.Store(int64(len(r.busyUntil)))
 }
 
 // busy reports whether err is an executor's answer that it did not take a run and the run
