@@ -106,10 +106,6 @@ type Remote struct {
 	// vouching keeps the streams' instances alive in the registry (vouch), from the first
 	// stream until Close.
 	vouching startstop.Base
-	// busyUntil holds, by app and address, when an executor that answered busy is offered
-	// runs again (resting).
-	busyMu    sync.Mutex
-	busyUntil map[executorAt]time.Time
 
 	// The followers of XXL-JOB runs' output (xxl.go) run until Close.
 	ctx       context.Context
@@ -167,9 +163,6 @@ type Stats struct {
 	// Waiting counts the fires waiting now for an executor to take them: none of their app
 	// online, or every one tried busy or not taking runs.
 	Waiting atomic.Int64
-	// Rested: offers of a run not made because its executor had answered busy within the
-	// last busyRest (no dispatch written, no call made).
-	Rested atomic.Int64
 }
 
 // Stats returns the dispatcher's counters.
@@ -309,45 +302,6 @@ func (r *Remote) countNotTaken(res engine.Result) engine.Result {
 	return res
 }
 
-// executorAt names an executor by its app and address.
-type executorAt struct{ app, addr string }
-
-// busyRest is how long, after an executor answered busy, this node offers it no run: under a
-// long overload the fires waiting for it would otherwise each write their dispatch and call
-// it once a heartbeat interval only to hear busy again. A tenth of an interval, so that a
-// slot it frees is offered again well within the pause of the fires that wait for one.
-func (r *Remote) busyRest() time.Duration { return r.cfg.HeartbeatInterval / 10 }
-
-// errResting is the answer an executor resting after a busy answer gives without a call.
-var errResting = &wire.StatusError{Path: wire.PathRun, Status: http.StatusTooManyRequests,
-	Body: "the executor answered busy moments ago; not offered again yet"}
-
-// resting reports whether the executor at addr answered busy within the last busyRest.
-func (r *Remote) resting(app, addr string) bool {
-	r.busyMu.Lock()
-	defer r.busyMu.Unlock()
-	until, ok := r.busyUntil[executorAt{app, addr}]
-	if ok && !r.cfg.Clock.Now().Before(until) {
-		delete(r.busyUntil, executorAt{app, addr})
-		return false
-	}
-	return ok
-}
-
-// answeredBusy starts the executor's rest (busy) or ends it (it took a run: it has room).
-func (r *Remote) answeredBusy(app, addr string, busy bool) {
-	r.busyMu.Lock()
-	defer r.busyMu.Unlock()
-	if !busy {
-		delete(r.busyUntil, executorAt{app, addr})
-		return
-	}
-	if r.busyUntil == nil {
-		r.busyUntil = map[executorAt]time.Time{}
-	}
-	r.busyUntil[executorAt{app, addr}] = r.cfg.Clock.Now().Add(r.busyRest())
-}
-
 // busy reports whether err is an executor's answer that it did not take a run and the run
 // should be offered again (429: it holds as many runs as it may, or it is stopping). The
 // executor answers so only after checking it does not hold the run.
@@ -397,10 +351,6 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	if total > 1 {
 		msg = fmt.Sprintf("shard %d/%d sent to %s", index, total, addr)
 	}
-	if r.resting(job.App, addr) {
-		r.stats.Rested.Add(1)
-		return engine.Result{Err: fmt.Errorf("execution %d: %w: %w", ex.ID, errNotTaken, errResting)}
-	}
 	instance, err := r.instanceFor(ctx, job.App, addr)
 	if err != nil {
 		if notTaken(err) {
@@ -430,9 +380,6 @@ func (r *Remote) send(ctx context.Context, ex *store.Execution, job *store.Job, 
 	sendCtx, cancel := context.WithTimeout(ctx, SendWindow)
 	err = r.callRepeating(sendCtx, job.App, addr, wire.PathRun, instance, req, &resp)
 	cancel()
-	if busy(err) || err == nil && resp.Accepted {
-		r.answeredBusy(job.App, addr, err != nil)
-	}
 	if m := (*MisdirectedError)(nil); errors.As(err, &m) && m.Reason == wire.MisdirectedInstance && m.Instance != "" {
 		err = r.resendToInstance(ctx, ex, job, addr, index, total, msg, &req, &resp, m.Instance)
 	}

@@ -65,8 +65,6 @@ func newMetrics(e *engine.Engine, rs *dispatch.Stats) *metrics {
 	m.reg.MustRegister(
 		counter("sundial_remote_dispatch_unanswered_total", "Runs sent to an executor that gave no answer saying whether it "+
 			"took them (a stream closed, a timeout, a 5xx): left to its heartbeats, which list the runs it holds.", rs.Unanswered.Load),
-		counter("sundial_remote_dispatch_rested_total", "Offers of a run not made because its executor had answered busy "+
-			"moments before (a tenth of a heartbeat interval): no dispatch written, no call made.", rs.Rested.Load),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sundial_remote_dispatch_waiting", Help: "Fires waiting for an executor " +
 			"to take them: none of their app online, or every one busy (holding as many runs as it may) or not taking runs."},
 			func() float64 { return float64(rs.Waiting.Load()) }),
