@@ -143,9 +143,14 @@ type Executor struct {
 	runs       map[int64]*runState        // accepted and not yet reported, by execution id
 	// ended remembers the runs that finished lately, so that a /run the server repeats
 	// (its first answer was lost) is answered "accepted" and not run again.
-	ended    map[int64]time.Time
-	started  bool
-	stopping bool
+	ended map[int64]time.Time
+	// endedOrder lists ended's runs in the order they ended, from endedHead on: forgetting
+	// those past endedMemory takes the oldest off its front, a few at each run, where a scan
+	// of the whole map (rememberEnded did one every 1,024 runs) grows with the run rate.
+	endedOrder []endedRun
+	endedHead  int
+	started    bool
+	stopping   bool
 
 	running sync.WaitGroup // handler runs in progress
 	rep     *reporter

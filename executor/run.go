@@ -308,16 +308,28 @@ func truncate(s string, n int) string {
 // than the server's repeats of a call take.
 const endedMemory = 10 * time.Minute
 
-// rememberEnded records a finished run and forgets those older than endedMemory; e.mu is held.
+// endedRun is one entry of Executor.endedOrder.
+type endedRun struct {
+	id int64
+	at time.Time
+}
+
+// rememberEnded records a finished run and forgets those that ended more than endedMemory
+// ago; e.mu is held.
 func (e *Executor) rememberEnded(id int64) {
 	now := e.cfg.Clock.Now()
 	e.ended[id] = now
-	if len(e.ended)%1024 == 0 {
-		for old, at := range e.ended {
-			if now.Sub(at) > endedMemory {
-				delete(e.ended, old)
-			}
+	e.endedOrder = append(e.endedOrder, endedRun{id, now})
+	for e.endedHead < len(e.endedOrder) && now.Sub(e.endedOrder[e.endedHead].at) > endedMemory {
+		old := e.endedOrder[e.endedHead]
+		if at, ok := e.ended[old.id]; ok && at.Equal(old.at) { // not ended again since
+			delete(e.ended, old.id)
 		}
+		e.endedHead++
+	}
+	if e.endedHead > 1024 && e.endedHead > len(e.endedOrder)/2 {
+		e.endedOrder = append(e.endedOrder[:0], e.endedOrder[e.endedHead:]...)
+		e.endedHead = 0
 	}
 }
 
